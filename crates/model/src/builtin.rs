@@ -1,0 +1,139 @@
+//! The built-in host models. Their TOML files live in `crates/model/hosts/` and double as
+//! examples of the format.
+
+use crate::hostfile::{parse, ModelError};
+use crate::topology::HostTopology;
+
+/// Names of the built-in models, with their source text.
+const BUILTINS: [(&str, &str); 3] = [
+    ("dgx-a100", include_str!("../hosts/dgx-a100.toml")),
+    ("amd-2s", include_str!("../hosts/amd-2s.toml")),
+    ("single-socket", include_str!("../hosts/single-socket.toml")),
+];
+
+/// The names of the built-in models.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    BUILTINS.iter().map(|(n, _)| *n)
+}
+
+/// The TOML source of a built-in model.
+pub fn source(name: &str) -> Option<&'static str> {
+    BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
+}
+
+/// Loads a built-in model; `None` if there is no model of that name.
+pub fn load(name: &str) -> Option<Result<HostTopology, ModelError>> {
+    source(name).map(|text| parse(&format!("built-in {name}"), text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{ComponentId, LinkId};
+    use crate::topology::{LinkKind, Turnaround};
+
+    fn dgx() -> HostTopology {
+        load("dgx-a100").unwrap().unwrap()
+    }
+
+    fn ids<'a>(it: impl Iterator<Item = &'a ComponentId>) -> Vec<&'a str> {
+        it.map(|c| c.as_str()).collect()
+    }
+
+    #[test]
+    fn every_builtin_parses() {
+        for n in names() {
+            let t = load(n).unwrap().unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(t.name, n);
+            assert_eq!(t.paths().len(), t.rnics().count() * t.endpoints().count());
+        }
+    }
+
+    #[test]
+    fn dgx_has_the_ids_of_design_4_1() {
+        let t = dgx();
+        let mut want: Vec<String> = vec!["cpu0".into(), "cpu1".into(), "mem0".into(), "mem1".into()];
+        want.extend((0..4).map(|i| format!("usw{i}")));
+        want.extend((0..8).map(|i| format!("lsw{i}")));
+        want.extend((0..8).map(|i| format!("gpu{i}")));
+        want.extend((0..4).map(|i| format!("rnic{i}")));
+        let got: Vec<String> = t.components().iter().map(|c| c.id.to_string()).collect();
+        assert_eq!(got, want);
+        for (id, kind) in [
+            ("rnic0--lsw0", LinkKind::RnicPcie),
+            ("gpu1--lsw1", LinkKind::GpuPcie),
+            ("lsw1--usw0", LinkKind::SwitchUplink),
+            ("usw0--cpu0", LinkKind::RootPort),
+            ("usw1--cpu0", LinkKind::RootPort),
+            ("usw2--cpu1", LinkKind::RootPort),
+            ("mem0--cpu0", LinkKind::MemoryChannel),
+            ("cpu0--cpu1", LinkKind::InterSocket),
+            ("rnic3--lsw6", LinkKind::RnicPcie),
+            ("gpu7--lsw7", LinkKind::GpuPcie),
+        ] {
+            assert_eq!(t.link(&LinkId::from(id)).map(|l| l.kind), Some(kind), "{id}");
+        }
+        assert_eq!(t.links().len(), 27);
+        let rnic = t.component(&"rnic2".into()).unwrap().rnic().unwrap();
+        assert_eq!(rnic.line_rate_gbps, 200.0);
+    }
+
+    #[test]
+    fn dgx_paths_follow_figure_2() {
+        let t = dgx();
+        let p = |r: &str, e: &str| t.path(&r.into(), &e.into()).unwrap().clone();
+        let links = |r: &str, e: &str| p(r, e).links.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+        assert_eq!(links("rnic0", "gpu0"), ["rnic0--lsw0", "gpu0--lsw0"]);
+        assert_eq!(links("rnic0", "gpu1"), ["rnic0--lsw0", "lsw0--usw0", "lsw1--usw0", "gpu1--lsw1"]);
+        assert_eq!(links("rnic0", "mem0"), ["rnic0--lsw0", "lsw0--usw0", "usw0--cpu0", "mem0--cpu0"]);
+        assert_eq!(links("rnic0", "mem1"), ["rnic0--lsw0", "lsw0--usw0", "usw0--cpu0", "cpu0--cpu1", "mem1--cpu1"]);
+        assert_eq!(
+            links("rnic0", "gpu2"),
+            ["rnic0--lsw0", "lsw0--usw0", "usw0--cpu0", "usw1--cpu0", "lsw2--usw1", "gpu2--lsw2"]
+        );
+        assert_eq!(
+            links("rnic3", "gpu1"),
+            ["rnic3--lsw6", "lsw6--usw3", "usw3--cpu1", "cpu0--cpu1", "usw0--cpu0", "lsw1--usw0", "gpu1--lsw1"]
+        );
+        assert_eq!(p("rnic0", "gpu0").turnaround, Turnaround::Switch("lsw0".into()));
+        assert_eq!(p("rnic0", "gpu1").turnaround, Turnaround::Switch("usw0".into()));
+        assert_eq!(p("rnic0", "gpu2").turnaround, Turnaround::RootComplex("cpu0".into()));
+        assert!(p("rnic0", "gpu2").p2p_through_cpu && p("rnic0", "gpu5").p2p_through_cpu);
+        assert!(!p("rnic0", "mem1").p2p_through_cpu);
+    }
+
+    #[test]
+    fn dgx_affinity_is_memory_and_gpus_under_the_root_port() {
+        let t = dgx();
+        for r in 0..4 {
+            let rnic = ComponentId::new(format!("rnic{r}"));
+            let want = ["mem0".to_string(), "mem1".to_string(), format!("gpu{}", 2 * r), format!("gpu{}", 2 * r + 1)];
+            assert_eq!(ids(t.affinitive_endpoints(&rnic)), want);
+        }
+    }
+
+    #[test]
+    fn amd_remote_memory_is_not_affinitive() {
+        let t = load("amd-2s").unwrap().unwrap();
+        assert_eq!(ids(t.affinitive_endpoints(&"rnic0".into())), ["mem0", "gpu0", "gpu1"]);
+        assert_eq!(ids(t.affinitive_endpoints(&"rnic1".into())), ["mem1", "gpu4", "gpu5"]);
+    }
+
+    #[test]
+    fn single_socket_has_one_switch_level() {
+        let t = load("single-socket").unwrap().unwrap();
+        assert_eq!(t.rnics().count(), 2);
+        assert_eq!(t.endpoints().count(), 5);
+        assert!(t.links().iter().all(|l| l.kind != LinkKind::SwitchUplink && l.kind != LinkKind::InterSocket));
+        assert_eq!(ids(t.affinitive_endpoints(&"rnic1".into())), ["mem0", "gpu2", "gpu3"]);
+    }
+
+    #[test]
+    fn root_port_subtree() {
+        let t = dgx();
+        assert_eq!(t.root_port_above(&"rnic1".into()), Some("usw1--cpu0".into()));
+        let mut under: Vec<String> = t.links_under_root_port(&"usw0--cpu0".into()).iter().map(|l| l.to_string()).collect();
+        under.sort();
+        assert_eq!(under, ["gpu0--lsw0", "gpu1--lsw1", "lsw0--usw0", "lsw1--usw0", "rnic0--lsw0", "usw0--cpu0"]);
+    }
+}

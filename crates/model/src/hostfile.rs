@@ -1,0 +1,380 @@
+//! The TOML host-model format (documented with a commented example in
+//! `docs/host-model.md`).
+//!
+//! Parsing is two steps: serde reads the file into raw records (unknown fields are
+//! rejected, and `serde_path_to_error` names the field at fault), then
+//! [`HostTopology::new`] checks the structure. Every error is one line naming the source,
+//! the field and the reason.
+
+use crate::ids::{ComponentId, LinkId};
+use crate::topology::{expected_link_kind, Component, ComponentKind, HostTopology, Link, LinkKind, Rnic};
+use serde::Deserialize;
+
+/// Defaults for optional parameters, each calibrated against a figure of the papers.
+pub mod defaults {
+    /// Root-complex P2P forwarding: with the default hop latencies it makes a GDR read
+    /// across root ports cost 2.2 us of intra-host latency (Hostping 3.2.2, Fig. 4).
+    pub const CPU_P2P_FORWARD_NS: f64 = 800.0;
+    /// DRAM access time for a DMA read.
+    pub const MEMORY_ACCESS_NS: f64 = 100.0;
+    /// GPU memory access: makes a same-switch GDR read cost 1.0 us (Hostping 3.2.2).
+    pub const GPU_ACCESS_NS: f64 = 600.0;
+    /// T_proc of Hostping eq. 1 for a 200 Gb/s RNIC.
+    pub const RNIC_PROC_NS: f64 = 1500.0;
+    /// Outstanding DMA read bytes, by Little's law from Hostping 3.2.2: 125.5 Gb/s at
+    /// 2.2 us is 34.5 kB in flight; the same window gives 115 Gb/s at 2.4 us (paper: 116.4).
+    pub const RNIC_READ_WINDOW_BYTES: f64 = 34_512.0;
+    /// Per-QP in-flight limit of a healthy RNIC: large enough for one QP to reach line rate.
+    pub const RNIC_QP_WINDOW_BYTES: f64 = 4.0 * 1024.0 * 1024.0;
+
+    use crate::topology::LinkKind;
+    /// One-way hop latency by link kind, ns. Same-switch GDR = 2 x (100 + 100) + 600 =
+    /// 1.0 us; across root ports 2 x (100 + 25 + 75) x 2 + 600 + 800 = 2.2 us; across the
+    /// socket link +2 x 100 = 2.4 us (Hostping 3.2.2: 1.0, 2.2, +0.2 us).
+    pub fn link_latency_ns(kind: LinkKind) -> f64 {
+        match kind {
+            LinkKind::RnicPcie | LinkKind::GpuPcie => 100.0,
+            LinkKind::SwitchUplink => 25.0,
+            LinkKind::RootPort => 75.0,
+            LinkKind::MemoryChannel => 50.0,
+            LinkKind::InterSocket => 100.0,
+        }
+    }
+}
+
+/// A host-model file that cannot be used, in one line: `source: field: reason`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{source_name}: {field}: {reason}")]
+pub struct ModelError {
+    /// The file (or `built-in NAME`).
+    pub source_name: String,
+    /// The field at fault, as a path (`component[3].kind`, `link rnic0--lsw0`).
+    pub field: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHost {
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default, rename = "component")]
+    components: Vec<RawComponent>,
+    #[serde(default, rename = "link")]
+    links: Vec<RawLink>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+enum RawComponent {
+    Cpu { id: String, p2p_forward_ns: Option<f64> },
+    Memory { id: String, access_ns: Option<f64> },
+    PcieSwitch { id: String },
+    Gpu { id: String, access_ns: Option<f64> },
+    Rnic {
+        id: String,
+        line_rate_gbps: f64,
+        proc_ns: Option<f64>,
+        read_window_bytes: Option<f64>,
+        qp_window_bytes: Option<f64>,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLink {
+    down: String,
+    up: String,
+    kind: Option<String>,
+    capacity_gbps: Option<f64>,
+    pcie: Option<String>,
+    latency_ns: Option<f64>,
+}
+
+/// Parses a host model. `source_name` names the input in errors (a path, or `built-in X`).
+pub fn parse(source_name: &str, text: &str) -> Result<HostTopology, ModelError> {
+    let err = |field: String, reason: String| ModelError { source_name: source_name.to_string(), field, reason };
+    let de = toml::Deserializer::new(text);
+    let raw: RawHost = serde_path_to_error::deserialize(de).map_err(|e| {
+        let field = e.path().to_string();
+        let inner = e.into_inner();
+        let reason = one_line(inner.message());
+        let at = inner.span().map(|s| format!(" (line {})", line_of(text, s.start))).unwrap_or_default();
+        err(if field == "." { "toml".into() } else { field }, format!("{reason}{at}"))
+    })?;
+
+    let mut components = Vec::with_capacity(raw.components.len());
+    for (i, rc) in raw.components.into_iter().enumerate() {
+        let (id, kind) = component_kind(rc).map_err(|(f, r)| err(format!("component[{i}].{f}"), r))?;
+        check_id(&id).map_err(|r| err(format!("component[{i}].id"), r))?;
+        components.push(Component { id: ComponentId::new(id.clone()), socket: ComponentId::new(id), kind });
+    }
+    let class_of = |id: &str| components.iter().find(|c| c.id.as_str() == id).map(Component::class);
+
+    let mut links = Vec::with_capacity(raw.links.len());
+    for (i, rl) in raw.links.into_iter().enumerate() {
+        let field = |f: &str| format!("link[{i}].{f}");
+        let (Some(down), Some(up)) = (class_of(&rl.down), class_of(&rl.up)) else {
+            let missing = if class_of(&rl.down).is_none() { ("down", &rl.down) } else { ("up", &rl.up) };
+            return Err(err(field(missing.0), format!("no component `{}`", missing.1)));
+        };
+        let inferred = expected_link_kind(down, up)
+            .ok_or_else(|| err(field("up"), format!("a {} cannot hang below a {}", down.as_str(), up.as_str())))?;
+        let kind = match rl.kind.as_deref() {
+            None => inferred,
+            Some(k) => {
+                let named = LinkKind::ALL.into_iter().find(|x| x.as_str() == k).ok_or_else(|| {
+                    let all: Vec<_> = LinkKind::ALL.iter().map(|k| k.as_str()).collect();
+                    err(field("kind"), format!("unknown link kind `{k}` (expected one of {})", all.join(", ")))
+                })?;
+                if named != inferred {
+                    return Err(err(
+                        field("kind"),
+                        format!("`{k}` does not join a {} to a {} (that is {})", down.as_str(), up.as_str(), inferred.as_str()),
+                    ));
+                }
+                named
+            }
+        };
+        let capacity_gbps = match (rl.capacity_gbps, rl.pcie.as_deref()) {
+            (Some(c), None) => c,
+            (None, Some(p)) => pcie_capacity_gbps(p).map_err(|r| err(field("pcie"), r))?,
+            (Some(_), Some(_)) => return Err(err(field("capacity_gbps"), "give capacity_gbps or pcie, not both".into())),
+            (None, None) => return Err(err(field("capacity_gbps"), "missing (or give pcie = \"gen4x16\")".into())),
+        };
+        let down_id = ComponentId::new(rl.down);
+        let up_id = ComponentId::new(rl.up);
+        links.push(Link {
+            id: LinkId::between(&down_id, &up_id),
+            kind,
+            down: down_id,
+            up: up_id,
+            capacity_gbps,
+            latency_ns: rl.latency_ns.unwrap_or_else(|| defaults::link_latency_ns(kind)),
+        });
+    }
+    HostTopology::new(raw.name, raw.description, components, links).map_err(|e| err(e.field, e.reason))
+}
+
+fn component_kind(rc: RawComponent) -> Result<(String, ComponentKind), (String, String)> {
+    let positive = |name: &str, v: f64| {
+        if v > 0.0 && v.is_finite() {
+            Ok(v)
+        } else {
+            Err((name.to_string(), format!("must be positive, got {v}")))
+        }
+    };
+    let non_negative = |name: &str, v: Option<f64>, default: f64| match v {
+        None => Ok(default),
+        Some(v) if v >= 0.0 && v.is_finite() => Ok(v),
+        Some(v) => Err((name.to_string(), format!("must be zero or more, got {v}"))),
+    };
+    Ok(match rc {
+        RawComponent::Cpu { id, p2p_forward_ns } => {
+            let p2p_forward_ns = non_negative("p2p_forward_ns", p2p_forward_ns, defaults::CPU_P2P_FORWARD_NS)?;
+            (id, ComponentKind::Cpu { p2p_forward_ns })
+        }
+        RawComponent::Memory { id, access_ns } => {
+            (id, ComponentKind::Memory { access_ns: non_negative("access_ns", access_ns, defaults::MEMORY_ACCESS_NS)? })
+        }
+        RawComponent::PcieSwitch { id } => (id, ComponentKind::PcieSwitch),
+        RawComponent::Gpu { id, access_ns } => {
+            (id, ComponentKind::Gpu { access_ns: non_negative("access_ns", access_ns, defaults::GPU_ACCESS_NS)? })
+        }
+        RawComponent::Rnic { id, line_rate_gbps, proc_ns, read_window_bytes, qp_window_bytes } => {
+            let rnic = Rnic {
+                line_rate_gbps: positive("line_rate_gbps", line_rate_gbps)?,
+                proc_ns: non_negative("proc_ns", proc_ns, defaults::RNIC_PROC_NS)?,
+                read_window_bytes: positive("read_window_bytes", read_window_bytes.unwrap_or(defaults::RNIC_READ_WINDOW_BYTES))?,
+                qp_window_bytes: positive("qp_window_bytes", qp_window_bytes.unwrap_or(defaults::RNIC_QP_WINDOW_BYTES))?,
+            };
+            (id, ComponentKind::Rnic(rnic))
+        }
+    })
+}
+
+/// Ids are lower-case letters, digits, `_` and `-`, and never contain the link separator.
+fn check_id(id: &str) -> Result<(), String> {
+    let ok_chars = !id.is_empty() && id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+    if !ok_chars {
+        return Err(format!("`{id}` is not a valid id (use a-z, 0-9, `_`, `-`)"));
+    }
+    if id.contains("--") {
+        return Err(format!("`{id}` contains `--`, which separates the two ends of a link id"));
+    }
+    Ok(())
+}
+
+/// Capacity of a PCIe link per direction, Gb/s, from `gen<G>x<W>` (after line encoding;
+/// TLP overhead is left out, as in Hostping footnote 4).
+pub fn pcie_capacity_gbps(spec: &str) -> Result<f64, String> {
+    let bad = || format!("`{spec}` is not a PCIe link (expected gen1..gen6 and x1..x32, like `gen4x16`)");
+    let rest = spec.strip_prefix("gen").ok_or_else(bad)?;
+    let (gen, width) = rest.split_once('x').ok_or_else(bad)?;
+    let per_lane = match gen {
+        "1" => 2.5 * 8.0 / 10.0,
+        "2" => 5.0 * 8.0 / 10.0,
+        "3" => 8.0 * 128.0 / 130.0,
+        "4" => 16.0 * 128.0 / 130.0,
+        "5" => 32.0 * 128.0 / 130.0,
+        "6" => 64.0 * 242.0 / 256.0,
+        _ => return Err(bad()),
+    };
+    let width: u32 = width.parse().map_err(|_| bad())?;
+    if ![1, 2, 4, 8, 12, 16, 32].contains(&width) {
+        return Err(bad());
+    }
+    Ok(per_lane * f64::from(width))
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn line_of(text: &str, byte: usize) -> usize {
+    text[..byte.min(text.len())].matches('\n').count() + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TINY: &str = r#"
+name = "tiny"
+[[component]]
+id = "cpu0"
+kind = "cpu"
+[[component]]
+id = "mem0"
+kind = "memory"
+[[component]]
+id = "sw0"
+kind = "pcie_switch"
+[[component]]
+id = "rnic0"
+kind = "rnic"
+line_rate_gbps = 100
+[[component]]
+id = "gpu0"
+kind = "gpu"
+[[link]]
+down = "mem0"
+up = "cpu0"
+capacity_gbps = 800
+[[link]]
+down = "sw0"
+up = "cpu0"
+pcie = "gen4x16"
+[[link]]
+down = "rnic0"
+up = "sw0"
+pcie = "gen4x16"
+[[link]]
+down = "gpu0"
+up = "sw0"
+pcie = "gen4x16"
+"#;
+
+    #[test]
+    fn parses_a_small_host_with_defaults() {
+        let t = parse("tiny.toml", TINY).unwrap();
+        assert_eq!(t.paths().len(), 2);
+        let l = t.link(&"rnic0--sw0".into()).unwrap();
+        assert_eq!(l.kind, LinkKind::RnicPcie);
+        assert!((l.capacity_gbps - 252.06).abs() < 0.01);
+        assert_eq!(l.latency_ns, 100.0);
+        assert_eq!(t.link(&"sw0--cpu0".into()).unwrap().kind, LinkKind::RootPort);
+    }
+
+    #[test]
+    fn pcie_capacities_follow_the_encodings() {
+        assert!((pcie_capacity_gbps("gen3x8").unwrap() - 63.0).abs() < 0.1);
+        assert!((pcie_capacity_gbps("gen4x16").unwrap() - 252.06).abs() < 0.01);
+        assert!((pcie_capacity_gbps("gen1x1").unwrap() - 2.0).abs() < 1e-9);
+        for bad in ["gen7x16", "gen4x3", "gen4", "x16", "gen4x", "pcie4x16", ""] {
+            assert!(pcie_capacity_gbps(bad).is_err(), "{bad}");
+        }
+    }
+
+    fn error_of(text: &str) -> ModelError {
+        parse("bad.toml", text).unwrap_err()
+    }
+
+    #[test]
+    fn unknown_component_kind_names_the_field() {
+        let e = error_of(&TINY.replace("kind = \"gpu\"", "kind = \"gpux\""));
+        assert_eq!(e.source_name, "bad.toml");
+        assert_eq!(e.field, "component[4].kind");
+        assert!(e.reason.contains("gpux"), "{e}");
+        assert!(!e.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn unknown_field_is_rejected() {
+        let e = error_of(&TINY.replace("line_rate_gbps = 100", "line_rate_gbps = 100\nspeed = 3"));
+        assert!(e.field.starts_with("component[3]"), "{e}");
+        assert!(e.reason.contains("speed"), "{e}");
+    }
+
+    #[test]
+    fn wrong_type_names_the_field() {
+        let e = error_of(&TINY.replace("capacity_gbps = 800", "capacity_gbps = \"fast\""));
+        assert_eq!(e.field, "link[0].capacity_gbps", "{e}");
+    }
+
+    #[test]
+    fn syntax_error_has_a_line() {
+        let e = error_of("name = \"x\"\n[[component]\n");
+        assert!(e.reason.contains("line 2"), "{e}");
+        assert!(!e.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn dangling_link_end_is_named() {
+        let e = error_of(&TINY.replace("down = \"gpu0\"", "down = \"gpu9\""));
+        assert_eq!(e.field, "link[3].down");
+        assert!(e.reason.contains("gpu9"));
+    }
+
+    #[test]
+    fn mismatched_kind_is_rejected() {
+        let e = error_of(&TINY.replace("capacity_gbps = 800", "capacity_gbps = 800\nkind = \"root_port\""));
+        assert_eq!(e.field, "link[0].kind");
+    }
+
+    #[test]
+    fn second_upstream_link_is_rejected() {
+        let text = format!("{TINY}\n[[link]]\ndown = \"gpu0\"\nup = \"cpu0\"\npcie = \"gen4x16\"\n");
+        let e = error_of(&text);
+        assert!(e.reason.contains("already has an upstream link"), "{e}");
+    }
+
+    #[test]
+    fn negative_numbers_are_rejected() {
+        let e = error_of(&TINY.replace("line_rate_gbps = 100", "line_rate_gbps = -1"));
+        assert_eq!(e.field, "component[3].line_rate_gbps");
+        let e = error_of(&TINY.replace("capacity_gbps = 800", "capacity_gbps = 0"));
+        assert!(e.reason.contains("capacity"), "{e}");
+    }
+
+    #[test]
+    fn bad_ids_are_rejected() {
+        let e = error_of(&TINY.replace("id = \"sw0\"", "id = \"sw--0\"").replace("\"sw0\"", "\"sw--0\""));
+        assert_eq!(e.field, "component[2].id");
+    }
+
+    #[test]
+    fn host_without_rnic_is_rejected() {
+        let e = error_of(&TINY.replace("kind = \"rnic\"\nline_rate_gbps = 100", "kind = \"gpu\""));
+        assert!(e.reason.contains("rnic"), "{e}");
+    }
+
+    #[test]
+    fn orphan_component_is_rejected() {
+        let text = format!("{TINY}\n[[component]]\nid = \"gpu1\"\nkind = \"gpu\"\n");
+        let e = error_of(&text);
+        assert!(e.field.contains("gpu1"), "{e}");
+    }
+}

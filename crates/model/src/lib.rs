@@ -1,0 +1,36 @@
+/*!
+The vocabulary of hostping: host topology, paths, measurements, monitor snapshots,
+baselines and diagnoses.
+
+This crate owns the types every other crate exchanges, and the host-model file format. It
+does no I/O, never reads a clock, and keeps no global state: parsing takes text, not paths,
+and timestamps are passed in. Backends (`vhost`, and the real `rdma` backend) *produce*
+these values; `analyze` and the stores *consume* them.
+
+```
+let host = model::builtin::load("dgx-a100").unwrap().unwrap();
+let rnic0 = model::ComponentId::from("rnic0");
+let affinitive: Vec<_> = host.affinitive_endpoints(&rnic0).map(|e| e.to_string()).collect();
+assert_eq!(affinitive, ["mem0", "mem1", "gpu0", "gpu1"]);
+```
+*/
+#![deny(missing_docs)]
+
+pub mod baseline;
+pub mod builtin;
+pub mod hostfile;
+pub mod ids;
+pub mod measure;
+pub mod report;
+pub mod snapshot;
+pub mod thresholds;
+pub mod topology;
+
+pub use baseline::{Baseline, BaselinePath};
+pub use hostfile::ModelError;
+pub use ids::{ComponentId, LinkId};
+pub use measure::{LatencyStats, Mode, Op, PathMeasurement, PathOutcome, PathProbe, ProbeRun, Provenance, StreamResult};
+pub use report::{Cause, Diagnosis, LinkReport, LinkStatus, PathReport, PathStatus, Report, Setting};
+pub use snapshot::{GpuActivity, HostSnapshot, LinkUtilisation, RnicActivity};
+pub use thresholds::Thresholds;
+pub use topology::{Component, ComponentClass, ComponentKind, HostTopology, Link, LinkKind, Path, Rnic, Turnaround};

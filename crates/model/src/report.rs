@@ -1,0 +1,183 @@
+//! What the analyzer concludes: path and link status, diagnoses, and the report that
+//! `hostping check --format json` prints (DESIGN 4.3: add fields, never rename or drop).
+
+use crate::ids::{ComponentId, LinkId};
+use crate::measure::{Mode, Provenance};
+use crate::topology::LinkKind;
+use serde::{Deserialize, Serialize};
+
+/// Status of a path (DESIGN 2; Hostping 4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathStatus {
+    /// As good as the baseline on a path that could show a degraded link.
+    Normal,
+    /// More than Abnormal_th below the baseline (or, in busy mode, below its siblings).
+    Abnormal,
+    /// Not below the baseline, but the path could not have shown a degraded link (a
+    /// latency-bound GDR path, a busy RNIC), or the probe failed.
+    Uncertain,
+}
+
+/// Status of a link after binary tomography (Hostping Algorithm 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkStatus {
+    /// No path judged it.
+    Uncertain,
+    /// On a normal path.
+    Normal,
+    /// On an abnormal path and on no normal one.
+    Abnormal,
+    /// On an abnormal path whose links are all on normal paths too (possibly flapping).
+    Gray,
+}
+
+/// Root causes (DESIGN 4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// A link lost bandwidth (hardware failure).
+    LinkFailure,
+    /// A link alternates between healthy and degraded.
+    LinkFlapping,
+    /// A link is saturated by other traffic.
+    LinkOverloaded,
+    /// ACS redirect enabled, or ATS disabled.
+    PcieMisconfiguration,
+    /// RNIC slow start enabled, or a Tx window too small.
+    RnicMisconfiguration,
+    /// IOTLB misses throttle DMA (HotNets'22).
+    IommuCongestion,
+    /// Memory-bus contention throttles DMA (HotNets'22).
+    MemoryBusCongestion,
+    /// On-demand paging stalls (ISPASS'21).
+    OdpStall,
+}
+
+impl Cause {
+    /// The name used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::LinkFailure => "link_failure",
+            Cause::LinkFlapping => "link_flapping",
+            Cause::LinkOverloaded => "link_overloaded",
+            Cause::PcieMisconfiguration => "pcie_misconfiguration",
+            Cause::RnicMisconfiguration => "rnic_misconfiguration",
+            Cause::IommuCongestion => "iommu_congestion",
+            Cause::MemoryBusCongestion => "memory_bus_congestion",
+            Cause::OdpStall => "odp_stall",
+        }
+    }
+
+    /// Parses a report name.
+    pub fn from_name(s: &str) -> Option<Cause> {
+        [
+            Cause::LinkFailure,
+            Cause::LinkFlapping,
+            Cause::LinkOverloaded,
+            Cause::PcieMisconfiguration,
+            Cause::RnicMisconfiguration,
+            Cause::IommuCongestion,
+            Cause::MemoryBusCongestion,
+            Cause::OdpStall,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == s)
+    }
+}
+
+/// Which setting a misconfiguration diagnosis names (a field added to DESIGN 4.3, so that
+/// scripts need not parse `evidence`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Setting {
+    /// ACS P2P request redirect on PCIe switch ports.
+    Acs,
+    /// Address Translation Service disabled on the RNIC.
+    AtsOff,
+    /// RNIC "slow start" enabled.
+    SlowStart,
+    /// RNIC per-QP Tx window too small.
+    TxWindow,
+}
+
+/// One root cause with the links it implicates and the evidence for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    /// The root cause.
+    pub cause: Cause,
+    /// The links implicated. When tomography cannot tell links apart (they lie on exactly
+    /// the same paths) all of them are named.
+    pub links: Vec<LinkId>,
+    /// The RNIC, for RNIC misconfigurations (and ATS, which is an RNIC setting).
+    pub rnic: Option<ComponentId>,
+    /// The setting, for misconfigurations.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub setting: Option<Setting>,
+    /// Plain words: what was measured and why it points here.
+    pub evidence: String,
+}
+
+/// One path in a report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PathReport {
+    /// The RNIC.
+    pub rnic: ComponentId,
+    /// The endpoint.
+    pub endpoint: ComponentId,
+    /// Small-message median latency, us (null if the probe failed).
+    pub latency_us: Option<f64>,
+    /// Bandwidth by Hostping eq. 3, Gb/s (null if the probe failed).
+    pub bandwidth_gbps: Option<f64>,
+    /// Baseline latency, us.
+    pub baseline_latency_us: Option<f64>,
+    /// Baseline bandwidth, Gb/s.
+    pub baseline_bandwidth_gbps: Option<f64>,
+    /// Path status.
+    pub status: PathStatus,
+    /// Whether the small-message latency is more than Abnormal_th above the baseline.
+    pub latency_abnormal: bool,
+    /// Whether the RNIC reaches this endpoint at line rate.
+    pub affinitive: bool,
+    /// Why the probe failed.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<String>,
+}
+
+/// One link in a report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkReport {
+    /// The link.
+    pub id: LinkId,
+    /// Its kind.
+    pub kind: LinkKind,
+    /// Status after Algorithm 1.
+    pub status: LinkStatus,
+    /// How many RNICs marked it abnormal.
+    pub abnormal_cnt: u32,
+    /// Utilisation from the bus monitor, if read.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub utilisation: Option<f64>,
+}
+
+/// The result of one check (DESIGN 4.3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Host model name.
+    pub host: String,
+    /// Idle or busy.
+    pub mode: Mode,
+    /// True when nothing is wrong (and `diagnoses` is empty).
+    pub healthy: bool,
+    /// Measured on a real host, or simulated.
+    pub provenance: Provenance,
+    /// Index of this run in a `--runs N` series, from 0.
+    pub run: u32,
+    /// Every probed path.
+    pub paths: Vec<PathReport>,
+    /// Every link of the host.
+    pub links: Vec<LinkReport>,
+    /// Root causes found.
+    pub diagnoses: Vec<Diagnosis>,
+}
