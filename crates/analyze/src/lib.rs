@@ -1,1 +1,160 @@
-//! placeholder
+/*!
+The hostping analyzer: from one probe run to a report that names intra-host bottlenecks and
+their root causes (Hostping 4.3, and beyond it where the paper fell short).
+
+This crate owns the judgement: path status against the baseline or, on a busy RNIC, against
+its own affinitive paths; binary tomography (Algorithm 1) and the groups of links it cannot
+tell apart; the root-cause rules (PCIe misconfiguration, RNIC misconfiguration, failed or
+overloaded links); and flapping across runs. It consumes `model` values and produces a
+[`model::Report`]. It never touches sysfs, verbs or the virtual host, never reads the clock
+or the environment, and keeps no state: the history is a value the caller passes in, and
+follow-up tests are run by the caller through [`FollowUp`].
+
+# Order of the rules
+
+1. path status (idle: against the baseline; busy: relative), Algorithm 1 and indistinguishable groups
+   ([`tomography`]);
+2. PCIe misconfiguration first: slow GPU paths that should turn in a switch (ACS / ATS);
+3. RNICs abnormal to all affinitive endpoints: slow start, Tx window (follow-up streams),
+   overloaded or failed RNIC link;
+4. a minimal cover of the remaining abnormal paths by abnormal link groups; overloaded or
+   failed by utilisation; in busy mode, an abnormal RNIC with no abnormal link suspects its
+   own link;
+5. flapping from the history.
+
+```
+use analyze::{analyze, History, Input, NoFollowUp};
+use model::{Baseline, BaselinePath, HostSnapshot, LatencyStats, Mode, Op, PathMeasurement,
+            PathOutcome, PathProbe, ProbeRun, Provenance, Thresholds};
+
+let host = model::builtin::load("dgx-a100").unwrap().unwrap();
+let stats = |us: f64| LatencyStats { samples: 1, min_us: us, p50_us: us, p90_us: us, p99_us: us, max_us: us };
+let healthy = |p: &model::Path| if p.affinitive { 199.0 } else { 120.0 };
+// gpu4's PCIe link lost bandwidth: rnic2 reaches gpu4 at 120 Gb/s instead of 199.
+let measured = |p: &model::Path| {
+    if p.rnic.as_str() == "rnic2" && p.endpoint.as_str() == "gpu4" { 120.0 } else { healthy(p) }
+};
+let run = ProbeRun {
+    host: host.name.clone(), provenance: Provenance::Simulated, mode: Mode::Idle,
+    started_ns: 0, finished_ns: 1,
+    paths: host.paths().iter().map(|p| PathProbe {
+        rnic: p.rnic.clone(), endpoint: p.endpoint.clone(), started_ns: 0, stream: None,
+        outcome: PathOutcome::Measured(PathMeasurement {
+            op: Op::Write, small_bytes: 1, large_bytes: 131072,
+            small: stats(1.5), large: stats(1.5 + 1048.576 / measured(p)),
+            bandwidth_gbps: measured(p),
+        }),
+    }).collect(),
+};
+let baseline = Baseline {
+    host: host.name.clone(), provenance: Provenance::Simulated, runs: 1,
+    paths: host.paths().iter().map(|p| BaselinePath {
+        rnic: p.rnic.clone(), endpoint: p.endpoint.clone(), latency_us: 1.5, bandwidth_gbps: healthy(p),
+    }).collect(),
+};
+let history = History::new(8);
+let input = Input {
+    host: &host, run: &run, baseline: &baseline, snapshot: &HostSnapshot::default(),
+    thresholds: &Thresholds::default(), history: &history, run_index: 0,
+};
+let report = analyze(&input, &mut NoFollowUp);
+assert!(!report.healthy);
+assert_eq!(report.diagnoses.len(), 1);
+assert_eq!(report.diagnoses[0].cause.as_str(), "link_failure");
+assert_eq!(report.diagnoses[0].links, ["gpu4--lsw4".into()] as [model::LinkId; 1]);
+```
+*/
+#![deny(missing_docs)]
+
+mod causes;
+mod evidence;
+mod facts;
+mod flapping;
+pub mod follow_up;
+pub mod history;
+mod localize;
+mod misconfig;
+mod status;
+pub mod tomography;
+
+pub use follow_up::{FollowUp, FollowUpTest, NoFollowUp};
+pub use history::{History, RunRecord};
+
+use facts::Facts;
+use model::{
+    Baseline, HostSnapshot, HostTopology, LinkReport, PathStatus, ProbeRun, Report, Thresholds,
+};
+
+/// Everything one analysis reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Input<'a> {
+    /// The host model the run was made on.
+    pub host: &'a HostTopology,
+    /// The probe run: `run.mode` (idle or busy) and the probed paths.
+    pub run: &'a ProbeRun,
+    /// Per-path baseline of a healthy idle host of the same model.
+    pub baseline: &'a Baseline,
+    /// The monitors' view taken before the probe (excludes probe traffic).
+    pub snapshot: &'a HostSnapshot,
+    /// Thresholds (Hostping 5 defaults).
+    pub thresholds: &'a Thresholds,
+    /// Earlier runs of this host, oldest first.
+    pub history: &'a History,
+    /// Goes into `Report.run`.
+    pub run_index: u32,
+}
+
+/// Analyses one probe run: path and link status, diagnoses, and flapping from the history.
+///
+/// `follow_up` is asked for streaming tests only in idle mode, only for an RNIC abnormal to
+/// all of its affinitive endpoints. Diagnoses are sorted by cause, then links.
+pub fn analyze(input: &Input, follow_up: &mut dyn FollowUp) -> Report {
+    let f = Facts::gather(input);
+    let mut remaining = f.abnormal_paths();
+    let mut diagnoses = misconfig::diagnose(&f, &mut remaining);
+    diagnoses.extend(causes::rnic_rule(&f, follow_up, &mut remaining));
+    diagnoses.extend(localize::set_cover(&f, &mut remaining));
+    diagnoses.extend(causes::busy_rnic_link(&f));
+    // What is left in `remaining` lies only on normal links: gray, no cause from one run.
+
+    let run = input.run;
+    let mut report = Report {
+        host: run.host.clone(),
+        mode: run.mode,
+        healthy: false,
+        provenance: run.provenance,
+        run: input.run_index,
+        paths: f.verdicts.iter().map(|v| v.to_report()).collect(),
+        links: f
+            .links
+            .iter()
+            .zip(input.host.links())
+            .map(|(v, l)| LinkReport {
+                id: v.id.clone(),
+                kind: l.kind,
+                status: v.status,
+                abnormal_cnt: v.abnormal_cnt,
+                utilisation: input.snapshot.utilisation(&l.id),
+            })
+            .collect(),
+        diagnoses: Vec::new(),
+    };
+    let current = RunRecord::from_report(&report);
+    flapping::diagnose(
+        input.host,
+        input.thresholds,
+        input.history,
+        &current,
+        &mut diagnoses,
+    );
+    diagnoses.sort_by(|a, b| {
+        (a.cause, &a.links, &a.rnic, &a.evidence).cmp(&(b.cause, &b.links, &b.rnic, &b.evidence))
+    });
+    report.healthy = diagnoses.is_empty()
+        && report
+            .paths
+            .iter()
+            .all(|p| p.status != PathStatus::Abnormal);
+    report.diagnoses = diagnoses;
+    report
+}

@@ -37,7 +37,9 @@ pub struct Baseline {
 impl Baseline {
     /// The baseline of one path.
     pub fn path(&self, rnic: &ComponentId, endpoint: &ComponentId) -> Option<&BaselinePath> {
-        self.paths.iter().find(|p| &p.rnic == rnic && &p.endpoint == endpoint)
+        self.paths
+            .iter()
+            .find(|p| &p.rnic == rnic && &p.endpoint == endpoint)
     }
 
     /// Parses a baseline file; errors name the file and the field.
@@ -49,7 +51,10 @@ impl Baseline {
             reason: e.into_inner().to_string(),
         })?;
         for (i, p) in b.paths.iter().enumerate() {
-            for (name, v) in [("latency_us", p.latency_us), ("bandwidth_gbps", p.bandwidth_gbps)] {
+            for (name, v) in [
+                ("latency_us", p.latency_us),
+                ("bandwidth_gbps", p.bandwidth_gbps),
+            ] {
                 if !(v > 0.0 && v.is_finite()) {
                     return Err(ModelError {
                         source_name: source_name.to_string(),
@@ -73,7 +78,12 @@ mod tests {
             host: "dgx-a100".into(),
             provenance: Provenance::Simulated,
             runs: 3,
-            paths: vec![BaselinePath { rnic: "rnic0".into(), endpoint: "mem0".into(), latency_us: 2.1, bandwidth_gbps: 199.0 }],
+            paths: vec![BaselinePath {
+                rnic: "rnic0".into(),
+                endpoint: "mem0".into(),
+                latency_us: 2.1,
+                bandwidth_gbps: 199.0,
+            }],
         };
         let text = serde_json::to_string(&b).unwrap();
         assert_eq!(Baseline::from_json("b.json", &text).unwrap(), b);

@@ -52,7 +52,8 @@ mod tests {
     #[test]
     fn dgx_has_the_ids_of_design_4_1() {
         let t = dgx();
-        let mut want: Vec<String> = vec!["cpu0".into(), "cpu1".into(), "mem0".into(), "mem1".into()];
+        let mut want: Vec<String> =
+            vec!["cpu0".into(), "cpu1".into(), "mem0".into(), "mem1".into()];
         want.extend((0..4).map(|i| format!("usw{i}")));
         want.extend((0..8).map(|i| format!("lsw{i}")));
         want.extend((0..8).map(|i| format!("gpu{i}")));
@@ -71,7 +72,11 @@ mod tests {
             ("rnic3--lsw6", LinkKind::RnicPcie),
             ("gpu7--lsw7", LinkKind::GpuPcie),
         ] {
-            assert_eq!(t.link(&LinkId::from(id)).map(|l| l.kind), Some(kind), "{id}");
+            assert_eq!(
+                t.link(&LinkId::from(id)).map(|l| l.kind),
+                Some(kind),
+                "{id}"
+            );
         }
         assert_eq!(t.links().len(), 27);
         let rnic = t.component(&"rnic2".into()).unwrap().rnic().unwrap();
@@ -82,22 +87,67 @@ mod tests {
     fn dgx_paths_follow_figure_2() {
         let t = dgx();
         let p = |r: &str, e: &str| t.path(&r.into(), &e.into()).unwrap().clone();
-        let links = |r: &str, e: &str| p(r, e).links.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+        let links = |r: &str, e: &str| {
+            p(r, e)
+                .links
+                .iter()
+                .map(|l| l.to_string())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(links("rnic0", "gpu0"), ["rnic0--lsw0", "gpu0--lsw0"]);
-        assert_eq!(links("rnic0", "gpu1"), ["rnic0--lsw0", "lsw0--usw0", "lsw1--usw0", "gpu1--lsw1"]);
-        assert_eq!(links("rnic0", "mem0"), ["rnic0--lsw0", "lsw0--usw0", "usw0--cpu0", "mem0--cpu0"]);
-        assert_eq!(links("rnic0", "mem1"), ["rnic0--lsw0", "lsw0--usw0", "usw0--cpu0", "cpu0--cpu1", "mem1--cpu1"]);
+        assert_eq!(
+            links("rnic0", "gpu1"),
+            ["rnic0--lsw0", "lsw0--usw0", "lsw1--usw0", "gpu1--lsw1"]
+        );
+        assert_eq!(
+            links("rnic0", "mem0"),
+            ["rnic0--lsw0", "lsw0--usw0", "usw0--cpu0", "mem0--cpu0"]
+        );
+        assert_eq!(
+            links("rnic0", "mem1"),
+            [
+                "rnic0--lsw0",
+                "lsw0--usw0",
+                "usw0--cpu0",
+                "cpu0--cpu1",
+                "mem1--cpu1"
+            ]
+        );
         assert_eq!(
             links("rnic0", "gpu2"),
-            ["rnic0--lsw0", "lsw0--usw0", "usw0--cpu0", "usw1--cpu0", "lsw2--usw1", "gpu2--lsw2"]
+            [
+                "rnic0--lsw0",
+                "lsw0--usw0",
+                "usw0--cpu0",
+                "usw1--cpu0",
+                "lsw2--usw1",
+                "gpu2--lsw2"
+            ]
         );
         assert_eq!(
             links("rnic3", "gpu1"),
-            ["rnic3--lsw6", "lsw6--usw3", "usw3--cpu1", "cpu0--cpu1", "usw0--cpu0", "lsw1--usw0", "gpu1--lsw1"]
+            [
+                "rnic3--lsw6",
+                "lsw6--usw3",
+                "usw3--cpu1",
+                "cpu0--cpu1",
+                "usw0--cpu0",
+                "lsw1--usw0",
+                "gpu1--lsw1"
+            ]
         );
-        assert_eq!(p("rnic0", "gpu0").turnaround, Turnaround::Switch("lsw0".into()));
-        assert_eq!(p("rnic0", "gpu1").turnaround, Turnaround::Switch("usw0".into()));
-        assert_eq!(p("rnic0", "gpu2").turnaround, Turnaround::RootComplex("cpu0".into()));
+        assert_eq!(
+            p("rnic0", "gpu0").turnaround,
+            Turnaround::Switch("lsw0".into())
+        );
+        assert_eq!(
+            p("rnic0", "gpu1").turnaround,
+            Turnaround::Switch("usw0".into())
+        );
+        assert_eq!(
+            p("rnic0", "gpu2").turnaround,
+            Turnaround::RootComplex("cpu0".into())
+        );
         assert!(p("rnic0", "gpu2").p2p_through_cpu && p("rnic0", "gpu5").p2p_through_cpu);
         assert!(!p("rnic0", "mem1").p2p_through_cpu);
     }
@@ -107,7 +157,12 @@ mod tests {
         let t = dgx();
         for r in 0..4 {
             let rnic = ComponentId::new(format!("rnic{r}"));
-            let want = ["mem0".to_string(), "mem1".to_string(), format!("gpu{}", 2 * r), format!("gpu{}", 2 * r + 1)];
+            let want = [
+                "mem0".to_string(),
+                "mem1".to_string(),
+                format!("gpu{}", 2 * r),
+                format!("gpu{}", 2 * r + 1),
+            ];
             assert_eq!(ids(t.affinitive_endpoints(&rnic)), want);
         }
     }
@@ -115,8 +170,14 @@ mod tests {
     #[test]
     fn amd_remote_memory_is_not_affinitive() {
         let t = load("amd-2s").unwrap().unwrap();
-        assert_eq!(ids(t.affinitive_endpoints(&"rnic0".into())), ["mem0", "gpu0", "gpu1"]);
-        assert_eq!(ids(t.affinitive_endpoints(&"rnic1".into())), ["mem1", "gpu4", "gpu5"]);
+        assert_eq!(
+            ids(t.affinitive_endpoints(&"rnic0".into())),
+            ["mem0", "gpu0", "gpu1"]
+        );
+        assert_eq!(
+            ids(t.affinitive_endpoints(&"rnic1".into())),
+            ["mem1", "gpu4", "gpu5"]
+        );
     }
 
     #[test]
@@ -124,16 +185,39 @@ mod tests {
         let t = load("single-socket").unwrap().unwrap();
         assert_eq!(t.rnics().count(), 2);
         assert_eq!(t.endpoints().count(), 5);
-        assert!(t.links().iter().all(|l| l.kind != LinkKind::SwitchUplink && l.kind != LinkKind::InterSocket));
-        assert_eq!(ids(t.affinitive_endpoints(&"rnic1".into())), ["mem0", "gpu2", "gpu3"]);
+        assert!(t
+            .links()
+            .iter()
+            .all(|l| l.kind != LinkKind::SwitchUplink && l.kind != LinkKind::InterSocket));
+        assert_eq!(
+            ids(t.affinitive_endpoints(&"rnic1".into())),
+            ["mem0", "gpu2", "gpu3"]
+        );
     }
 
     #[test]
     fn root_port_subtree() {
         let t = dgx();
-        assert_eq!(t.root_port_above(&"rnic1".into()), Some("usw1--cpu0".into()));
-        let mut under: Vec<String> = t.links_under_root_port(&"usw0--cpu0".into()).iter().map(|l| l.to_string()).collect();
+        assert_eq!(
+            t.root_port_above(&"rnic1".into()),
+            Some("usw1--cpu0".into())
+        );
+        let mut under: Vec<String> = t
+            .links_under_root_port(&"usw0--cpu0".into())
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
         under.sort();
-        assert_eq!(under, ["gpu0--lsw0", "gpu1--lsw1", "lsw0--usw0", "lsw1--usw0", "rnic0--lsw0", "usw0--cpu0"]);
+        assert_eq!(
+            under,
+            [
+                "gpu0--lsw0",
+                "gpu1--lsw1",
+                "lsw0--usw0",
+                "lsw1--usw0",
+                "rnic0--lsw0",
+                "usw0--cpu0"
+            ]
+        );
     }
 }

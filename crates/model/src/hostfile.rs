@@ -7,7 +7,9 @@
 //! the field and the reason.
 
 use crate::ids::{ComponentId, LinkId};
-use crate::topology::{expected_link_kind, Component, ComponentKind, HostTopology, Link, LinkKind, Rnic};
+use crate::topology::{
+    expected_link_kind, Component, ComponentKind, HostTopology, Link, LinkKind, Rnic,
+};
 use serde::Deserialize;
 
 /// Defaults for optional parameters, each calibrated against a figure of the papers.
@@ -69,10 +71,21 @@ struct RawHost {
 #[derive(Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 enum RawComponent {
-    Cpu { id: String, p2p_forward_ns: Option<f64> },
-    Memory { id: String, access_ns: Option<f64> },
-    PcieSwitch { id: String },
-    Gpu { id: String, access_ns: Option<f64> },
+    Cpu {
+        id: String,
+        p2p_forward_ns: Option<f64>,
+    },
+    Memory {
+        id: String,
+        access_ns: Option<f64>,
+    },
+    PcieSwitch {
+        id: String,
+    },
+    Gpu {
+        id: String,
+        access_ns: Option<f64>,
+    },
     Rnic {
         id: String,
         line_rate_gbps: f64,
@@ -95,44 +108,89 @@ struct RawLink {
 
 /// Parses a host model. `source_name` names the input in errors (a path, or `built-in X`).
 pub fn parse(source_name: &str, text: &str) -> Result<HostTopology, ModelError> {
-    let err = |field: String, reason: String| ModelError { source_name: source_name.to_string(), field, reason };
+    let err = |field: String, reason: String| ModelError {
+        source_name: source_name.to_string(),
+        field,
+        reason,
+    };
     let de = toml::Deserializer::new(text);
     let raw: RawHost = serde_path_to_error::deserialize(de).map_err(|e| {
         let field = e.path().to_string();
         let inner = e.into_inner();
         let reason = one_line(inner.message());
-        let at = inner.span().map(|s| format!(" (line {})", line_of(text, s.start))).unwrap_or_default();
-        err(if field == "." { "toml".into() } else { field }, format!("{reason}{at}"))
+        let at = inner
+            .span()
+            .map(|s| format!(" (line {})", line_of(text, s.start)))
+            .unwrap_or_default();
+        err(
+            if field == "." { "toml".into() } else { field },
+            format!("{reason}{at}"),
+        )
     })?;
 
     let mut components = Vec::with_capacity(raw.components.len());
     for (i, rc) in raw.components.into_iter().enumerate() {
-        let (id, kind) = component_kind(rc).map_err(|(f, r)| err(format!("component[{i}].{f}"), r))?;
+        let (id, kind) =
+            component_kind(rc).map_err(|(f, r)| err(format!("component[{i}].{f}"), r))?;
         check_id(&id).map_err(|r| err(format!("component[{i}].id"), r))?;
-        components.push(Component { id: ComponentId::new(id.clone()), socket: ComponentId::new(id), kind });
+        components.push(Component {
+            id: ComponentId::new(id.clone()),
+            socket: ComponentId::new(id),
+            kind,
+        });
     }
-    let class_of = |id: &str| components.iter().find(|c| c.id.as_str() == id).map(Component::class);
+    let class_of = |id: &str| {
+        components
+            .iter()
+            .find(|c| c.id.as_str() == id)
+            .map(Component::class)
+    };
 
     let mut links = Vec::with_capacity(raw.links.len());
     for (i, rl) in raw.links.into_iter().enumerate() {
         let field = |f: &str| format!("link[{i}].{f}");
         let (Some(down), Some(up)) = (class_of(&rl.down), class_of(&rl.up)) else {
-            let missing = if class_of(&rl.down).is_none() { ("down", &rl.down) } else { ("up", &rl.up) };
-            return Err(err(field(missing.0), format!("no component `{}`", missing.1)));
+            let missing = if class_of(&rl.down).is_none() {
+                ("down", &rl.down)
+            } else {
+                ("up", &rl.up)
+            };
+            return Err(err(
+                field(missing.0),
+                format!("no component `{}`", missing.1),
+            ));
         };
-        let inferred = expected_link_kind(down, up)
-            .ok_or_else(|| err(field("up"), format!("a {} cannot hang below a {}", down.as_str(), up.as_str())))?;
+        let inferred = expected_link_kind(down, up).ok_or_else(|| {
+            err(
+                field("up"),
+                format!("a {} cannot hang below a {}", down.as_str(), up.as_str()),
+            )
+        })?;
         let kind = match rl.kind.as_deref() {
             None => inferred,
             Some(k) => {
-                let named = LinkKind::ALL.into_iter().find(|x| x.as_str() == k).ok_or_else(|| {
-                    let all: Vec<_> = LinkKind::ALL.iter().map(|k| k.as_str()).collect();
-                    err(field("kind"), format!("unknown link kind `{k}` (expected one of {})", all.join(", ")))
-                })?;
+                let named = LinkKind::ALL
+                    .into_iter()
+                    .find(|x| x.as_str() == k)
+                    .ok_or_else(|| {
+                        let all: Vec<_> = LinkKind::ALL.iter().map(|k| k.as_str()).collect();
+                        err(
+                            field("kind"),
+                            format!(
+                                "unknown link kind `{k}` (expected one of {})",
+                                all.join(", ")
+                            ),
+                        )
+                    })?;
                 if named != inferred {
                     return Err(err(
                         field("kind"),
-                        format!("`{k}` does not join a {} to a {} (that is {})", down.as_str(), up.as_str(), inferred.as_str()),
+                        format!(
+                            "`{k}` does not join a {} to a {} (that is {})",
+                            down.as_str(),
+                            up.as_str(),
+                            inferred.as_str()
+                        ),
                     ));
                 }
                 named
@@ -141,8 +199,18 @@ pub fn parse(source_name: &str, text: &str) -> Result<HostTopology, ModelError> 
         let capacity_gbps = match (rl.capacity_gbps, rl.pcie.as_deref()) {
             (Some(c), None) => c,
             (None, Some(p)) => pcie_capacity_gbps(p).map_err(|r| err(field("pcie"), r))?,
-            (Some(_), Some(_)) => return Err(err(field("capacity_gbps"), "give capacity_gbps or pcie, not both".into())),
-            (None, None) => return Err(err(field("capacity_gbps"), "missing (or give pcie = \"gen4x16\")".into())),
+            (Some(_), Some(_)) => {
+                return Err(err(
+                    field("capacity_gbps"),
+                    "give capacity_gbps or pcie, not both".into(),
+                ))
+            }
+            (None, None) => {
+                return Err(err(
+                    field("capacity_gbps"),
+                    "missing (or give pcie = \"gen4x16\")".into(),
+                ))
+            }
         };
         let down_id = ComponentId::new(rl.down);
         let up_id = ComponentId::new(rl.up);
@@ -152,10 +220,13 @@ pub fn parse(source_name: &str, text: &str) -> Result<HostTopology, ModelError> 
             down: down_id,
             up: up_id,
             capacity_gbps,
-            latency_ns: rl.latency_ns.unwrap_or_else(|| defaults::link_latency_ns(kind)),
+            latency_ns: rl
+                .latency_ns
+                .unwrap_or_else(|| defaults::link_latency_ns(kind)),
         });
     }
-    HostTopology::new(raw.name, raw.description, components, links).map_err(|e| err(e.field, e.reason))
+    HostTopology::new(raw.name, raw.description, components, links)
+        .map_err(|e| err(e.field, e.reason))
 }
 
 fn component_kind(rc: RawComponent) -> Result<(String, ComponentKind), (String, String)> {
@@ -173,22 +244,44 @@ fn component_kind(rc: RawComponent) -> Result<(String, ComponentKind), (String, 
     };
     Ok(match rc {
         RawComponent::Cpu { id, p2p_forward_ns } => {
-            let p2p_forward_ns = non_negative("p2p_forward_ns", p2p_forward_ns, defaults::CPU_P2P_FORWARD_NS)?;
+            let p2p_forward_ns = non_negative(
+                "p2p_forward_ns",
+                p2p_forward_ns,
+                defaults::CPU_P2P_FORWARD_NS,
+            )?;
             (id, ComponentKind::Cpu { p2p_forward_ns })
         }
-        RawComponent::Memory { id, access_ns } => {
-            (id, ComponentKind::Memory { access_ns: non_negative("access_ns", access_ns, defaults::MEMORY_ACCESS_NS)? })
-        }
+        RawComponent::Memory { id, access_ns } => (
+            id,
+            ComponentKind::Memory {
+                access_ns: non_negative("access_ns", access_ns, defaults::MEMORY_ACCESS_NS)?,
+            },
+        ),
         RawComponent::PcieSwitch { id } => (id, ComponentKind::PcieSwitch),
-        RawComponent::Gpu { id, access_ns } => {
-            (id, ComponentKind::Gpu { access_ns: non_negative("access_ns", access_ns, defaults::GPU_ACCESS_NS)? })
-        }
-        RawComponent::Rnic { id, line_rate_gbps, proc_ns, read_window_bytes, qp_window_bytes } => {
+        RawComponent::Gpu { id, access_ns } => (
+            id,
+            ComponentKind::Gpu {
+                access_ns: non_negative("access_ns", access_ns, defaults::GPU_ACCESS_NS)?,
+            },
+        ),
+        RawComponent::Rnic {
+            id,
+            line_rate_gbps,
+            proc_ns,
+            read_window_bytes,
+            qp_window_bytes,
+        } => {
             let rnic = Rnic {
                 line_rate_gbps: positive("line_rate_gbps", line_rate_gbps)?,
                 proc_ns: non_negative("proc_ns", proc_ns, defaults::RNIC_PROC_NS)?,
-                read_window_bytes: positive("read_window_bytes", read_window_bytes.unwrap_or(defaults::RNIC_READ_WINDOW_BYTES))?,
-                qp_window_bytes: positive("qp_window_bytes", qp_window_bytes.unwrap_or(defaults::RNIC_QP_WINDOW_BYTES))?,
+                read_window_bytes: positive(
+                    "read_window_bytes",
+                    read_window_bytes.unwrap_or(defaults::RNIC_READ_WINDOW_BYTES),
+                )?,
+                qp_window_bytes: positive(
+                    "qp_window_bytes",
+                    qp_window_bytes.unwrap_or(defaults::RNIC_QP_WINDOW_BYTES),
+                )?,
             };
             (id, ComponentKind::Rnic(rnic))
         }
@@ -197,12 +290,17 @@ fn component_kind(rc: RawComponent) -> Result<(String, ComponentKind), (String, 
 
 /// Ids are lower-case letters, digits, `_` and `-`, and never contain the link separator.
 fn check_id(id: &str) -> Result<(), String> {
-    let ok_chars = !id.is_empty() && id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+    let ok_chars = !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
     if !ok_chars {
         return Err(format!("`{id}` is not a valid id (use a-z, 0-9, `_`, `-`)"));
     }
     if id.contains("--") {
-        return Err(format!("`{id}` contains `--`, which separates the two ends of a link id"));
+        return Err(format!(
+            "`{id}` contains `--`, which separates the two ends of a link id"
+        ));
     }
     Ok(())
 }
@@ -210,7 +308,8 @@ fn check_id(id: &str) -> Result<(), String> {
 /// Capacity of a PCIe link per direction, Gb/s, from `gen<G>x<W>` (after line encoding;
 /// TLP overhead is left out, as in Hostping footnote 4).
 pub fn pcie_capacity_gbps(spec: &str) -> Result<f64, String> {
-    let bad = || format!("`{spec}` is not a PCIe link (expected gen1..gen6 and x1..x32, like `gen4x16`)");
+    let bad =
+        || format!("`{spec}` is not a PCIe link (expected gen1..gen6 and x1..x32, like `gen4x16`)");
     let rest = spec.strip_prefix("gen").ok_or_else(bad)?;
     let (gen, width) = rest.split_once('x').ok_or_else(bad)?;
     let per_lane = match gen {
@@ -285,7 +384,10 @@ pcie = "gen4x16"
         assert_eq!(l.kind, LinkKind::RnicPcie);
         assert!((l.capacity_gbps - 252.06).abs() < 0.01);
         assert_eq!(l.latency_ns, 100.0);
-        assert_eq!(t.link(&"sw0--cpu0".into()).unwrap().kind, LinkKind::RootPort);
+        assert_eq!(
+            t.link(&"sw0--cpu0".into()).unwrap().kind,
+            LinkKind::RootPort
+        );
     }
 
     #[test]
@@ -340,13 +442,17 @@ pcie = "gen4x16"
 
     #[test]
     fn mismatched_kind_is_rejected() {
-        let e = error_of(&TINY.replace("capacity_gbps = 800", "capacity_gbps = 800\nkind = \"root_port\""));
+        let e = error_of(&TINY.replace(
+            "capacity_gbps = 800",
+            "capacity_gbps = 800\nkind = \"root_port\"",
+        ));
         assert_eq!(e.field, "link[0].kind");
     }
 
     #[test]
     fn second_upstream_link_is_rejected() {
-        let text = format!("{TINY}\n[[link]]\ndown = \"gpu0\"\nup = \"cpu0\"\npcie = \"gen4x16\"\n");
+        let text =
+            format!("{TINY}\n[[link]]\ndown = \"gpu0\"\nup = \"cpu0\"\npcie = \"gen4x16\"\n");
         let e = error_of(&text);
         assert!(e.reason.contains("already has an upstream link"), "{e}");
     }
@@ -361,7 +467,11 @@ pcie = "gen4x16"
 
     #[test]
     fn bad_ids_are_rejected() {
-        let e = error_of(&TINY.replace("id = \"sw0\"", "id = \"sw--0\"").replace("\"sw0\"", "\"sw--0\""));
+        let e = error_of(
+            &TINY
+                .replace("id = \"sw0\"", "id = \"sw--0\"")
+                .replace("\"sw0\"", "\"sw--0\""),
+        );
         assert_eq!(e.field, "component[2].id");
     }
 

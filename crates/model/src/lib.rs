@@ -29,8 +29,15 @@ pub mod topology;
 pub use baseline::{Baseline, BaselinePath};
 pub use hostfile::ModelError;
 pub use ids::{ComponentId, LinkId};
-pub use measure::{LatencyStats, Mode, Op, PathMeasurement, PathOutcome, PathProbe, ProbeRun, Provenance, StreamResult};
-pub use report::{Cause, Diagnosis, LinkReport, LinkStatus, PathReport, PathStatus, Report, Setting};
+pub use measure::{
+    LatencyStats, Mode, Op, PathMeasurement, PathOutcome, PathProbe, ProbeRun, Provenance,
+    StreamResult,
+};
+pub use report::{
+    Cause, Diagnosis, LinkReport, LinkStatus, PathReport, PathStatus, Report, Setting,
+};
 pub use snapshot::{GpuActivity, HostSnapshot, LinkUtilisation, RnicActivity};
 pub use thresholds::Thresholds;
-pub use topology::{Component, ComponentClass, ComponentKind, HostTopology, Link, LinkKind, Path, Rnic, Turnaround};
+pub use topology::{
+    Component, ComponentClass, ComponentKind, HostTopology, Link, LinkKind, Path, Rnic, Turnaround,
+};

@@ -147,6 +147,8 @@ pub struct ProbeRun {
 impl ProbeRun {
     /// The probe of one path, if the plan included it.
     pub fn probe(&self, rnic: &ComponentId, endpoint: &ComponentId) -> Option<&PathProbe> {
-        self.paths.iter().find(|p| &p.rnic == rnic && &p.endpoint == endpoint)
+        self.paths
+            .iter()
+            .find(|p| &p.rnic == rnic && &p.endpoint == endpoint)
     }
 }

@@ -52,7 +52,10 @@ pub struct HostSnapshot {
 impl HostSnapshot {
     /// The utilisation of a link, if it was read.
     pub fn utilisation(&self, link: &LinkId) -> Option<f64> {
-        self.links.iter().find(|l| &l.id == link).and_then(|l| l.utilisation)
+        self.links
+            .iter()
+            .find(|l| &l.id == link)
+            .and_then(|l| l.utilisation)
     }
 
     /// The activity of an RNIC, if it was read.

@@ -21,6 +21,12 @@ pub struct Thresholds {
 
 impl Default for Thresholds {
     fn default() -> Self {
-        Thresholds { abnormal_th: 0.20, util_high: 0.90, thp_low: 0.05, pfc_high: 0.03, flapping_runs: 3 }
+        Thresholds {
+            abnormal_th: 0.20,
+            util_high: 0.90,
+            thp_low: 0.05,
+            pfc_high: 0.03,
+            flapping_runs: 3,
+        }
     }
 }

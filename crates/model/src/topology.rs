@@ -254,7 +254,10 @@ pub struct StructureError {
 }
 
 fn structure_error(field: impl Into<String>, reason: impl Into<String>) -> StructureError {
-    StructureError { field: field.into(), reason: reason.into() }
+    StructureError {
+        field: field.into(),
+        reason: reason.into(),
+    }
 }
 
 impl HostTopology {
@@ -271,7 +274,10 @@ impl HostTopology {
         let mut component_index = HashMap::new();
         for (i, c) in components.iter().enumerate() {
             if component_index.insert(c.id.clone(), i).is_some() {
-                return Err(structure_error(format!("component {}", c.id), "duplicate id"));
+                return Err(structure_error(
+                    format!("component {}", c.id),
+                    "duplicate id",
+                ));
             }
         }
         let mut link_index = HashMap::new();
@@ -287,15 +293,24 @@ impl HostTopology {
                 return Err(structure_error(field, "duplicate link"));
             }
             if !(l.capacity_gbps > 0.0 && l.capacity_gbps.is_finite()) {
-                return Err(structure_error(field, "capacity must be a positive number of Gb/s"));
+                return Err(structure_error(
+                    field,
+                    "capacity must be a positive number of Gb/s",
+                ));
             }
             if !(l.latency_ns >= 0.0 && l.latency_ns.is_finite()) {
-                return Err(structure_error(field, "latency must be a non-negative number of ns"));
+                return Err(structure_error(
+                    field,
+                    "latency must be a non-negative number of ns",
+                ));
             }
             if l.kind != LinkKind::InterSocket && upstream.insert(l.down.clone(), i).is_some() {
                 return Err(structure_error(
                     field,
-                    format!("`{}` already has an upstream link; a host is a tree per socket", l.down),
+                    format!(
+                        "`{}` already has an upstream link; a host is a tree per socket",
+                        l.down
+                    ),
                 ));
             }
         }
@@ -311,20 +326,30 @@ impl HostTopology {
         };
         // Every non-CPU component must reach a CPU by its upstream links; that CPU is its
         // socket. The step bound stops a cycle in a malformed file.
-        let sockets = components.iter().map(|c| topo.socket_of(&c.id, &components)).collect::<Result<Vec<_>, _>>()?;
+        let sockets = components
+            .iter()
+            .map(|c| topo.socket_of(&c.id, &components))
+            .collect::<Result<Vec<_>, _>>()?;
         for (c, socket) in components.iter_mut().zip(sockets) {
             c.socket = socket;
         }
         topo.components = components;
         topo.check_kinds()?;
         if topo.rnics().next().is_none() {
-            return Err(structure_error("component", "a host needs at least one rnic"));
+            return Err(structure_error(
+                "component",
+                "a host needs at least one rnic",
+            ));
         }
         topo.paths = topo.derive_paths()?;
         Ok(topo)
     }
 
-    fn socket_of(&self, id: &ComponentId, components: &[Component]) -> Result<ComponentId, StructureError> {
+    fn socket_of(
+        &self,
+        id: &ComponentId,
+        components: &[Component],
+    ) -> Result<ComponentId, StructureError> {
         let mut at = id.clone();
         for _ in 0..=components.len() {
             let c = &components[self.component_index[&at]];
@@ -341,7 +366,10 @@ impl HostTopology {
                 }
             }
         }
-        Err(structure_error(format!("component {id}"), "its upstream links form a cycle"))
+        Err(structure_error(
+            format!("component {id}"),
+            "its upstream links form a cycle",
+        ))
     }
 
     /// Each link's kind must match the classes of its two ends, and devices must be leaves.
@@ -359,11 +387,20 @@ impl HostTopology {
             if expected != l.kind {
                 return Err(structure_error(
                     format!("link {}", l.id),
-                    format!("kind is {} but a {} below a {} is a {} link", l.kind.as_str(), down.as_str(), up.as_str(), expected.as_str()),
+                    format!(
+                        "kind is {} but a {} below a {} is a {} link",
+                        l.kind.as_str(),
+                        down.as_str(),
+                        up.as_str(),
+                        expected.as_str()
+                    ),
                 ));
             }
             if matches!(up, C::Gpu | C::Rnic | C::Memory) {
-                return Err(structure_error(format!("link {}", l.id), format!("a {} has nothing below it", up.as_str())));
+                return Err(structure_error(
+                    format!("link {}", l.id),
+                    format!("a {} has nothing below it", up.as_str()),
+                ));
             }
         }
         Ok(())
@@ -396,18 +433,29 @@ impl HostTopology {
 
     /// The RNICs, in file order.
     pub fn rnics(&self) -> impl Iterator<Item = &Component> {
-        self.components.iter().filter(|c| c.class() == ComponentClass::Rnic)
+        self.components
+            .iter()
+            .filter(|c| c.class() == ComponentClass::Rnic)
     }
 
     /// The endpoints: memory nodes, then GPUs, each in file order.
     pub fn endpoints(&self) -> impl Iterator<Item = &Component> {
-        let mem = self.components.iter().filter(|c| c.class() == ComponentClass::Memory);
-        mem.chain(self.components.iter().filter(|c| c.class() == ComponentClass::Gpu))
+        let mem = self
+            .components
+            .iter()
+            .filter(|c| c.class() == ComponentClass::Memory);
+        mem.chain(
+            self.components
+                .iter()
+                .filter(|c| c.class() == ComponentClass::Gpu),
+        )
     }
 
     /// The path from `rnic` to `endpoint`.
     pub fn path(&self, rnic: &ComponentId, endpoint: &ComponentId) -> Option<&Path> {
-        self.paths.iter().find(|p| &p.rnic == rnic && &p.endpoint == endpoint)
+        self.paths
+            .iter()
+            .find(|p| &p.rnic == rnic && &p.endpoint == endpoint)
     }
 
     /// The paths of one RNIC, in endpoint order.
@@ -445,8 +493,13 @@ impl HostTopology {
     }
 
     /// The endpoints an RNIC reaches at line rate.
-    pub fn affinitive_endpoints<'a>(&'a self, rnic: &'a ComponentId) -> impl Iterator<Item = &'a ComponentId> + 'a {
-        self.paths_of(rnic).filter(|p| p.affinitive).map(|p| &p.endpoint)
+    pub fn affinitive_endpoints<'a>(
+        &'a self,
+        rnic: &'a ComponentId,
+    ) -> impl Iterator<Item = &'a ComponentId> + 'a {
+        self.paths_of(rnic)
+            .filter(|p| p.affinitive)
+            .map(|p| &p.endpoint)
     }
 
     /// The component chain from `id` to its CPU, `id` first.
@@ -476,8 +529,18 @@ impl HostTopology {
                 route.reverse();
                 return Some(route);
             }
-            for l in self.links.iter().filter(|l| l.kind == LinkKind::InterSocket) {
-                let next = if l.down == cpu { &l.up } else if l.up == cpu { &l.down } else { continue };
+            for l in self
+                .links
+                .iter()
+                .filter(|l| l.kind == LinkKind::InterSocket)
+            {
+                let next = if l.down == cpu {
+                    &l.up
+                } else if l.up == cpu {
+                    &l.down
+                } else {
+                    continue;
+                };
                 if next != from && !prev.contains_key(next) {
                     prev.insert(next.clone(), (cpu.clone(), l.id.clone()));
                     queue.push_back(next.clone());
@@ -513,7 +576,10 @@ impl HostTopology {
                 let mut links = Vec::new();
                 // Up from the RNIC to the turn (or to its own CPU when crossing sockets).
                 for c in &up_chain {
-                    if c == &turn || (!cross.is_empty() && self.component(c).map(Component::class) == Some(ComponentClass::Cpu)) {
+                    if c == &turn
+                        || (!cross.is_empty()
+                            && self.component(c).map(Component::class) == Some(ComponentClass::Cpu))
+                    {
                         break;
                     }
                     links.push(self.links[self.upstream[c]].id.clone());
@@ -525,7 +591,8 @@ impl HostTopology {
                     .map(|c| self.links[self.upstream[c]].id.clone())
                     .collect();
                 links.extend(down_links.into_iter().rev());
-                let turn_is_cpu = self.component(&turn).map(Component::class) == Some(ComponentClass::Cpu);
+                let turn_is_cpu =
+                    self.component(&turn).map(Component::class) == Some(ComponentClass::Cpu);
                 let p2p_through_cpu = ep.class() == ComponentClass::Gpu && turn_is_cpu;
                 let bottleneck = links
                     .iter()
@@ -538,7 +605,11 @@ impl HostTopology {
                     rnic: rnic.id.clone(),
                     endpoint: ep.id.clone(),
                     links,
-                    turnaround: if turn_is_cpu { Turnaround::RootComplex(turn) } else { Turnaround::Switch(turn) },
+                    turnaround: if turn_is_cpu {
+                        Turnaround::RootComplex(turn)
+                    } else {
+                        Turnaround::Switch(turn)
+                    },
                     p2p_through_cpu,
                     // Memory nodes are affinitive when the route has the capacity for line
                     // rate (Hostping footnote 5); GPUs only when reached without the root

@@ -20,7 +20,13 @@ pub struct LatencySpec {
 
 impl Default for LatencySpec {
     fn default() -> Self {
-        LatencySpec { op: Op::Write, small_bytes: 1, large_bytes: 128 * 1024, warmup: 16, iterations: 1000 }
+        LatencySpec {
+            op: Op::Write,
+            small_bytes: 1,
+            large_bytes: 128 * 1024,
+            warmup: 16,
+            iterations: 1000,
+        }
     }
 }
 
@@ -42,7 +48,13 @@ pub struct StreamSpec {
 
 impl Default for StreamSpec {
     fn default() -> Self {
-        StreamSpec { op: Op::Write, message_bytes: 64 * 1024, qps: 1, depth: 16, duration_us: 1_000.0 }
+        StreamSpec {
+            op: Op::Write,
+            message_bytes: 64 * 1024,
+            qps: 1,
+            depth: 16,
+            duration_us: 1_000.0,
+        }
     }
 }
 
@@ -108,6 +120,12 @@ pub trait ProbeEngine {
 
     /// Runs a streaming bandwidth test on one path.
     fn stream(&mut self, path: &Path, spec: &StreamSpec) -> Result<StreamResult, ProbeError>;
+
+    /// Lets `ns` of idle time pass between runs of a series. A real engine sleeps; the
+    /// virtual host overrides this to advance its simulated clock.
+    fn idle(&mut self, ns: u64) {
+        std::thread::sleep(std::time::Duration::from_nanos(ns));
+    }
 }
 
 /// The hardware monitor and bus monitor of Hostping 4.1.2 and 4.2: RNIC throughput and

@@ -31,7 +31,9 @@ pub fn plan(host: &HostTopology, plan: Plan) -> Vec<&Path> {
     let mut out = Vec::new();
     for ep in host.endpoints() {
         for rnic in host.rnics() {
-            let path = host.path(&rnic.id, &ep.id).expect("every rnic x endpoint has a path");
+            let path = host
+                .path(&rnic.id, &ep.id)
+                .expect("every rnic x endpoint has a path");
             if plan == Plan::FullMesh || path.affinitive {
                 out.push(path);
             }
@@ -63,9 +65,14 @@ pub fn run(
     let mut probes = Vec::with_capacity(paths.len());
     for (i, path) in paths.iter().enumerate() {
         let path_started = engine.now_ns();
-        let outcome = match engine.latency(path, &spec.latency).and_then(|s| measurement(&spec.latency, &s)) {
+        let outcome = match engine
+            .latency(path, &spec.latency)
+            .and_then(|s| measurement(&spec.latency, &s))
+        {
             Ok(m) => PathOutcome::Measured(m),
-            Err(e) => PathOutcome::Failed { error: e.to_string() },
+            Err(e) => PathOutcome::Failed {
+                error: e.to_string(),
+            },
         };
         let stream = match (&outcome, &spec.stream) {
             (PathOutcome::Measured(_), Some(s)) => engine.stream(path, s).ok(),
@@ -108,16 +115,27 @@ mod tests {
         fn now_ns(&self) -> u64 {
             self.clock
         }
-        fn latency(&mut self, path: &Path, spec: &LatencySpec) -> Result<LatencySamples, ProbeError> {
+        fn latency(
+            &mut self,
+            path: &Path,
+            spec: &LatencySpec,
+        ) -> Result<LatencySamples, ProbeError> {
             self.clock += 1000;
             if path.endpoint.as_str() == "gpu3" {
-                return Err(ProbeError::WorkCompletion { status: "remote access error".into() });
+                return Err(ProbeError::WorkCompletion {
+                    status: "remote access error".into(),
+                });
             }
             let n = spec.iterations as usize;
-            Ok(LatencySamples { small_ns: vec![2000.0; n], large_ns: vec![2000.0 + 5242.84; n] })
+            Ok(LatencySamples {
+                small_ns: vec![2000.0; n],
+                large_ns: vec![2000.0 + 5242.84; n],
+            })
         }
         fn stream(&mut self, _: &Path, _: &StreamSpec) -> Result<StreamResult, ProbeError> {
-            Err(ProbeError::Unavailable { reason: "not scripted".into() })
+            Err(ProbeError::Unavailable {
+                reason: "not scripted".into(),
+            })
         }
     }
 
@@ -126,8 +144,14 @@ mod tests {
         let host = builtin::load("dgx-a100").unwrap().unwrap();
         let full = plan(&host, Plan::FullMesh);
         assert_eq!(full.len(), 4 * 10);
-        assert_eq!((full[0].endpoint.as_str(), full[0].rnic.as_str()), ("mem0", "rnic0"));
-        assert_eq!((full[1].endpoint.as_str(), full[1].rnic.as_str()), ("mem0", "rnic1"));
+        assert_eq!(
+            (full[0].endpoint.as_str(), full[0].rnic.as_str()),
+            ("mem0", "rnic0")
+        );
+        assert_eq!(
+            (full[1].endpoint.as_str(), full[1].rnic.as_str()),
+            ("mem0", "rnic1")
+        );
         let busy = plan(&host, Plan::AffinitiveOnly);
         assert!(busy.iter().all(|p| p.affinitive));
         assert_eq!(busy.len(), 4 * 4);
@@ -139,13 +163,35 @@ mod tests {
         let paths = plan(&host, Plan::FullMesh);
         let mut engine = Scripted { clock: 0 };
         let mut calls = 0;
-        let spec = RunSpec { latency: LatencySpec { iterations: 10, ..Default::default() }, stream: None };
-        let run = run(&mut engine, &host, Mode::Idle, &paths, &spec, &mut |_, _| calls += 1);
+        let spec = RunSpec {
+            latency: LatencySpec {
+                iterations: 10,
+                ..Default::default()
+            },
+            stream: None,
+        };
+        let run = run(
+            &mut engine,
+            &host,
+            Mode::Idle,
+            &paths,
+            &spec,
+            &mut |_, _| calls += 1,
+        );
         assert_eq!(run.paths.len(), 10);
         assert_eq!(calls, 10);
-        let failed: Vec<_> = run.paths.iter().filter(|p| p.measurement().is_none()).map(|p| p.endpoint.as_str()).collect();
+        let failed: Vec<_> = run
+            .paths
+            .iter()
+            .filter(|p| p.measurement().is_none())
+            .map(|p| p.endpoint.as_str())
+            .collect();
         assert_eq!(failed, ["gpu3", "gpu3"]);
-        let ok = run.probe(&"rnic0".into(), &"gpu0".into()).unwrap().measurement().unwrap();
+        let ok = run
+            .probe(&"rnic0".into(), &"gpu0".into())
+            .unwrap()
+            .measurement()
+            .unwrap();
         assert!((ok.bandwidth_gbps - 200.0).abs() < 0.01);
         assert_eq!((run.started_ns, run.finished_ns), (0, 10_000));
         assert_eq!(run.provenance, Provenance::Simulated);

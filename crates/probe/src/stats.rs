@@ -28,26 +28,44 @@ pub fn latency_stats(samples_ns: &[f64]) -> Option<LatencyStats> {
 
 /// BW_host = (size_large - size_small) / (Lat_large - Lat_small), in Gb/s (Hostping
 /// eq. 1 minus eq. 2 gives eq. 3). `None` when the large message was not slower.
-pub fn bandwidth_from_latency_gbps(small_bytes: u64, large_bytes: u64, small_us: f64, large_us: f64) -> Option<f64> {
+pub fn bandwidth_from_latency_gbps(
+    small_bytes: u64,
+    large_bytes: u64,
+    small_us: f64,
+    large_us: f64,
+) -> Option<f64> {
     let dt_us = large_us - small_us;
-    if large_bytes <= small_bytes || !(dt_us > 0.0) {
+    // NaN samples fail `dt_us > 0.0` too, and so yield no bandwidth.
+    if large_bytes <= small_bytes || dt_us.is_nan() || dt_us <= 0.0 {
         return None;
     }
     Some((large_bytes - small_bytes) as f64 * 8.0 / (dt_us * 1000.0))
 }
 
 /// Turns the samples of a latency test into a measurement, from the medians.
-pub fn measurement(spec: &LatencySpec, samples: &LatencySamples) -> Result<PathMeasurement, ProbeError> {
-    let degenerate = |reason: &str| ProbeError::Degenerate { reason: reason.to_string() };
-    let small = latency_stats(&samples.small_ns).ok_or_else(|| degenerate("no small-message samples"))?;
-    let large = latency_stats(&samples.large_ns).ok_or_else(|| degenerate("no large-message samples"))?;
-    let bandwidth_gbps = bandwidth_from_latency_gbps(spec.small_bytes, spec.large_bytes, small.p50_us, large.p50_us)
-        .ok_or_else(|| {
-            degenerate(&format!(
-                "the {} B message ({:.3} us) was not slower than the {} B one ({:.3} us)",
-                spec.large_bytes, large.p50_us, spec.small_bytes, small.p50_us
-            ))
-        })?;
+pub fn measurement(
+    spec: &LatencySpec,
+    samples: &LatencySamples,
+) -> Result<PathMeasurement, ProbeError> {
+    let degenerate = |reason: &str| ProbeError::Degenerate {
+        reason: reason.to_string(),
+    };
+    let small =
+        latency_stats(&samples.small_ns).ok_or_else(|| degenerate("no small-message samples"))?;
+    let large =
+        latency_stats(&samples.large_ns).ok_or_else(|| degenerate("no large-message samples"))?;
+    let bandwidth_gbps = bandwidth_from_latency_gbps(
+        spec.small_bytes,
+        spec.large_bytes,
+        small.p50_us,
+        large.p50_us,
+    )
+    .ok_or_else(|| {
+        degenerate(&format!(
+            "the {} B message ({:.3} us) was not slower than the {} B one ({:.3} us)",
+            spec.large_bytes, large.p50_us, spec.small_bytes, small.p50_us
+        ))
+    })?;
     Ok(PathMeasurement {
         op: spec.op,
         small_bytes: spec.small_bytes,
@@ -67,7 +85,10 @@ mod tests {
     fn percentiles_by_nearest_rank() {
         let samples: Vec<f64> = (1..=100).map(|i| f64::from(i) * 1000.0).collect();
         let s = latency_stats(&samples).unwrap();
-        assert_eq!((s.min_us, s.p50_us, s.p90_us, s.p99_us, s.max_us), (1.0, 50.0, 90.0, 99.0, 100.0));
+        assert_eq!(
+            (s.min_us, s.p50_us, s.p90_us, s.p99_us, s.max_us),
+            (1.0, 50.0, 90.0, 99.0, 100.0)
+        );
         assert_eq!(s.samples, 100);
         assert!(latency_stats(&[]).is_none());
         let one = latency_stats(&[2500.0]).unwrap();
@@ -87,10 +108,19 @@ mod tests {
     #[test]
     fn degenerate_samples_are_an_error_not_a_number() {
         let spec = LatencySpec::default();
-        let samples = LatencySamples { small_ns: vec![3000.0; 5], large_ns: vec![2000.0; 5] };
-        assert!(matches!(measurement(&spec, &samples), Err(ProbeError::Degenerate { .. })));
+        let samples = LatencySamples {
+            small_ns: vec![3000.0; 5],
+            large_ns: vec![2000.0; 5],
+        };
+        assert!(matches!(
+            measurement(&spec, &samples),
+            Err(ProbeError::Degenerate { .. })
+        ));
         let empty = LatencySamples::default();
-        assert!(matches!(measurement(&spec, &empty), Err(ProbeError::Degenerate { .. })));
+        assert!(matches!(
+            measurement(&spec, &empty),
+            Err(ProbeError::Degenerate { .. })
+        ));
     }
 
     proptest! {

@@ -1,0 +1,239 @@
+//! `hostping bench`: the scenario suite with its accuracy and false-alarm rate, and the CPU
+//! cost of one full-mesh check.
+
+use crate::pipeline::{self, CheckSettings, ModeChoice};
+use crate::scenario::{Outcome, Scenario};
+use model::HostTopology;
+use serde::Serialize;
+use vhost::{VhostConfig, VirtualHost};
+
+/// One scenario's row.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScenarioRow {
+    /// Case label.
+    pub case: String,
+    /// What the case is.
+    pub title: String,
+    /// Expected, in short form.
+    pub expected: String,
+    /// Diagnosed, in short form.
+    pub got: String,
+    /// Whether they match.
+    pub pass: bool,
+}
+
+/// False alarms of one model.
+#[derive(Debug, Clone, Serialize)]
+pub struct FalseAlarms {
+    /// Host model.
+    pub host: String,
+    /// Healthy runs checked.
+    pub runs: u32,
+    /// Runs not reported healthy.
+    pub false_alarms: u32,
+}
+
+/// The whole suite's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct SuiteResult {
+    /// Per scenario.
+    pub scenarios: Vec<ScenarioRow>,
+    /// Scenarios passed.
+    pub passed: usize,
+    /// Per built-in model.
+    pub false_alarms: Vec<FalseAlarms>,
+}
+
+impl SuiteResult {
+    /// All scenarios pass and no healthy run raised an alarm.
+    pub fn ok(&self) -> bool {
+        self.passed == self.scenarios.len() && self.false_alarms.iter().all(|f| f.false_alarms == 0)
+    }
+}
+
+/// Runs every scenario; `progress(done)` after each.
+pub fn run_scenarios(
+    scenarios: &[Scenario],
+    progress: &mut dyn FnMut(usize),
+) -> Vec<(ScenarioRow, Outcome)> {
+    scenarios
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let outcome = s.run();
+            progress(i + 1);
+            let row = ScenarioRow {
+                case: s.case.clone(),
+                title: s.title.clone(),
+                expected: s.expected_summary(),
+                got: outcome.got_summary(),
+                pass: outcome.pass,
+            };
+            (row, outcome)
+        })
+        .collect()
+}
+
+/// Checks `runs` healthy virtual hosts of a model, seeds 1..=runs, each against the same
+/// simulated baseline, and counts the runs not reported healthy.
+pub fn false_alarms(host: &HostTopology, runs: u32, progress: &mut dyn FnMut()) -> FalseAlarms {
+    let settings = CheckSettings {
+        mode: ModeChoice::Auto,
+        ..CheckSettings::default()
+    };
+    let baseline =
+        crate::baseline::simulated(host, 3, 0, &settings.latency, VhostConfig::default().noise);
+    let mut alarms = 0;
+    for seed in 1..=u64::from(runs) {
+        let mut vhost = VirtualHost::new(
+            host.clone(),
+            Vec::new(),
+            VhostConfig {
+                seed,
+                ..VhostConfig::default()
+            },
+        );
+        let reports = pipeline::check(
+            &mut vhost,
+            host,
+            &baseline,
+            &settings,
+            &mut |_| {},
+            &mut |_, _, _| {},
+        );
+        if reports.iter().any(|r| !r.healthy) {
+            alarms += 1;
+        }
+        progress();
+    }
+    FalseAlarms {
+        host: host.name.clone(),
+        runs,
+        false_alarms: alarms,
+    }
+}
+
+/// The scenario table as printed by `hostping bench scenarios`.
+pub fn suite_table(result: &SuiteResult) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let w = |f: fn(&ScenarioRow) -> usize| result.scenarios.iter().map(f).max().unwrap_or(0);
+    let (wc, wt, we, wg) = (
+        w(|r| r.case.len()).max(4),
+        w(|r| r.title.len()),
+        w(|r| r.expected.len()).max(8),
+        w(|r| r.got.len()).max(3),
+    );
+    let _ = writeln!(
+        out,
+        "{:<wc$}  {:<wt$}  {:<we$}  {:<wg$}  pass",
+        "case", "scenario", "expected", "got"
+    );
+    for r in &result.scenarios {
+        let _ = writeln!(
+            out,
+            "{:<wc$}  {:<wt$}  {:<we$}  {:<wg$}  {}",
+            r.case,
+            r.title,
+            r.expected,
+            r.got,
+            if r.pass { "yes" } else { "NO" }
+        );
+    }
+    let n = result.scenarios.len();
+    let _ = writeln!(
+        out,
+        "\naccuracy: {}/{} scenarios ({:.1} %)",
+        result.passed,
+        n,
+        100.0 * result.passed as f64 / n.max(1) as f64
+    );
+    for f in &result.false_alarms {
+        let _ = writeln!(
+            out,
+            "false alarms, {}: {}/{} healthy noisy runs ({:.1} %)",
+            f.host,
+            f.false_alarms,
+            f.runs,
+            100.0 * f64::from(f.false_alarms) / f64::from(f.runs.max(1))
+        );
+    }
+    out
+}
+
+/// CPU time of this process so far, seconds (user + system).
+pub fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct we own; RUSAGE_SELF is always valid.
+    let usage = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut u);
+        u
+    };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// CPU cost of a full-mesh check, milliseconds per check.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckCost {
+    /// Host model.
+    pub host: String,
+    /// Paths probed per check.
+    pub paths: usize,
+    /// Iterations per message size per path.
+    pub iterations: u32,
+    /// Checks timed.
+    pub repeat: u32,
+    /// Probe + analysis with a baseline at hand: median CPU ms per check.
+    pub check_cpu_ms: f64,
+    /// The same plus building the simulated baseline (3 healthy runs): median CPU ms.
+    pub with_baseline_cpu_ms: f64,
+}
+
+/// Times `repeat` full-mesh checks of a healthy model, by CPU time.
+pub fn check_cost(host: &HostTopology, repeat: u32) -> CheckCost {
+    let settings = CheckSettings {
+        mode: ModeChoice::Idle,
+        ..CheckSettings::default()
+    };
+    let noise = VhostConfig::default().noise;
+    let mut check_ms = Vec::new();
+    let mut total_ms = Vec::new();
+    for seed in 0..u64::from(repeat.max(1)) {
+        let t0 = cpu_seconds();
+        let baseline = crate::baseline::simulated(host, 3, seed, &settings.latency, noise);
+        let t1 = cpu_seconds();
+        let mut vhost = VirtualHost::new(
+            host.clone(),
+            Vec::new(),
+            VhostConfig {
+                seed,
+                ..VhostConfig::default()
+            },
+        );
+        let reports = pipeline::check(
+            &mut vhost,
+            host,
+            &baseline,
+            &settings,
+            &mut |_| {},
+            &mut |_, _, _| {},
+        );
+        let t2 = cpu_seconds();
+        assert_eq!(reports.len(), 1);
+        check_ms.push((t2 - t1) * 1e3);
+        total_ms.push((t2 - t0) * 1e3);
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    CheckCost {
+        host: host.name.clone(),
+        paths: host.paths().len(),
+        iterations: settings.latency.iterations,
+        repeat: repeat.max(1),
+        check_cpu_ms: median(check_ms),
+        with_baseline_cpu_ms: median(total_ms),
+    }
+}

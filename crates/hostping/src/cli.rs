@@ -1,0 +1,170 @@
+//! Command-line flags. Parsing only validates: nothing here opens a file, loads a library or
+//! builds a host; `main` does that once parsing is done.
+
+use crate::pipeline::ModeChoice;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// hostping finds intra-host network bottlenecks in RDMA servers (PCIe links, root ports,
+/// memory channels, inter-socket buses, ACS/ATS and RNIC settings) and names their root
+/// cause, by loopback probes between every RNIC and every memory node and GPU (Hostping,
+/// NSDI'23).
+///
+/// Without RDMA hardware, `--sim` runs everything on a virtual host: a built-in model
+/// (dgx-a100, amd-2s, single-socket) or a TOML host-model file, with faults injected by
+/// `--inject`. Simulated numbers are always labelled as simulated.
+///
+/// Exit status: 0 healthy, 1 bottleneck found, 2 usage or input error.
+#[derive(Debug, Parser)]
+#[command(name = "hostping", version, max_term_width = 100)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Probe every RNIC x endpoint path and diagnose.
+    ///
+    /// Idle host: full mesh, each path judged against the baseline. Busy host (an RNIC above
+    /// Thp_low = 5 % of line rate): affinitive paths only, judged relative to each other.
+    /// Binary tomography then localises the abnormal links, and the root-cause rules name
+    /// a cause (link_failure, link_flapping, link_overloaded, pcie_misconfiguration,
+    /// rnic_misconfiguration).
+    ///
+    /// Examples:
+    ///   hostping check --sim dgx-a100 --inject degrade:gpu4--lsw4:0.5
+    ///   hostping check --sim dgx-a100 --inject flap:mem1--cpu1:0.15 --runs 4
+    ///   hostping check --sim dgx-a100 --inject service:rnic0:150:mem1 --inject overload:cpu0--cpu1:0.95
+    ///   hostping check --sim my-host.toml --format json | jq '.diagnoses'
+    #[command(verbatim_doc_comment)]
+    Check(CheckArgs),
+    /// Record a baseline (per-path latency and bandwidth of a healthy idle host) to a file.
+    ///
+    /// Example: hostping baseline --sim dgx-a100 --runs 5 -o dgx-a100.baseline.json
+    #[command(verbatim_doc_comment)]
+    Baseline(BaselineArgs),
+    /// Print the host model: components, links, every path with its links, affinity.
+    Topology(TopologyArgs),
+    /// Benchmarks: the scenario suite with accuracy and false alarms, or the CPU cost of a check.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Tables for people (colour on a terminal).
+    Table,
+    /// JSON (DESIGN 4.3); with several runs, one compact document per line.
+    Json,
+}
+
+/// Selecting the simulated host.
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Simulate this host: a built-in model (dgx-a100, amd-2s, single-socket) or a TOML
+    /// host-model file (docs/host-model.md).
+    #[arg(long, value_name = "MODEL|FILE")]
+    pub sim: Option<String>,
+}
+
+/// `hostping check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub sim: SimArgs,
+    /// Inject a fault into the simulated host (repeatable). Grammar:
+    /// degrade:LINK:FRACTION, flap:LINK:FRACTION, overload:LINK:UTILISATION,
+    /// acs:SWITCH|all, ats-off:RNIC, slow-start:RNIC, tx-window:RNIC:BYTES,
+    /// service:RNIC:GBPS[:ENDPOINT].
+    #[arg(long, value_name = "FAULT")]
+    pub inject: Vec<String>,
+    /// Run the check this many times in a row (5 simulated minutes apart), keeping history:
+    /// a link gray in 3 consecutive runs is flapping.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub runs: u32,
+    /// Seed of the virtual host's noise.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Baseline file (from `hostping baseline`). Default on a simulated host: a healthy
+    /// virtual host of the same model, 3 runs.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Idle (full mesh) or busy (affinitive only) mode; auto reads the monitors.
+    #[arg(long, value_enum, default_value_t = ModeChoice::Auto)]
+    pub mode: ModeChoice,
+    /// Timed iterations per message size per path.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub iterations: u32,
+    /// Relative noise of the virtual host's samples (standard deviation).
+    #[arg(long, default_value_t = 0.02)]
+    pub noise: f64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+/// `hostping baseline`.
+#[derive(Debug, Args)]
+pub struct BaselineArgs {
+    #[command(flatten)]
+    pub sim: SimArgs,
+    /// Healthy idle runs to take the per-path median of.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub runs: u32,
+    /// Seed of the virtual host's noise.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Timed iterations per message size per path.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub iterations: u32,
+    /// Where to write the baseline (JSON).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+}
+
+/// `hostping topology`.
+#[derive(Debug, Args)]
+pub struct TopologyArgs {
+    #[command(flatten)]
+    pub sim: SimArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+/// `hostping bench ...`.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Run every scenario (case / expected / got / pass), the accuracy, and the false-alarm
+    /// rate over healthy noisy runs of each built-in model.
+    Scenarios {
+        /// Folder of scenario files.
+        #[arg(long, default_value = "scenarios")]
+        dir: PathBuf,
+        /// Healthy noisy runs per built-in model for the false-alarm rate.
+        #[arg(long, default_value_t = 200)]
+        healthy_runs: u32,
+        /// Print the full report of every scenario that fails.
+        #[arg(long)]
+        show_failures: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
+    /// CPU cost of one full-mesh check of a simulated host (median over repeats).
+    Check {
+        /// Host model.
+        #[arg(long, default_value = "dgx-a100")]
+        sim: String,
+        /// Checks to time.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        repeat: u32,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
+}

@@ -1,0 +1,23 @@
+/*!
+The hostping binary's library: the check pipeline that wires a probe engine and monitor to
+the analyzer, baselines, scenario files, benchmarks and the human-readable views. It is the
+only crate that depends on every other one; the CLI in `main.rs` only dispatches to it.
+
+```
+use hostping::pipeline::{check, CheckSettings};
+let host = model::builtin::load("single-socket").unwrap().unwrap();
+let settings = CheckSettings { latency: probe::LatencySpec { iterations: 50, ..Default::default() }, ..Default::default() };
+let baseline = hostping::baseline::simulated(&host, 3, 1, &settings.latency, 0.02);
+let mut vhost = vhost::VirtualHost::new(host.clone(), vec![], vhost::VhostConfig::default());
+let reports = check(&mut vhost, &host, &baseline, &settings, &mut |_| {}, &mut |_, _, _| {});
+assert!(reports[0].healthy);
+```
+*/
+
+pub mod baseline;
+pub mod bench;
+pub mod cli;
+pub mod pipeline;
+pub mod render;
+pub mod scenario;
+pub mod sim;

@@ -1,0 +1,171 @@
+//! One check, end to end: monitor snapshot, choice of mode and plan, probe, analysis,
+//! history (DESIGN 1). It is generic over the engine, so the virtual host and the real
+//! verbs engine run through the same code.
+
+use analyze::{FollowUp, FollowUpTest, History, Input};
+use model::{Baseline, HostSnapshot, HostTopology, Mode, Path, Report, StreamResult, Thresholds};
+use probe::{LatencySpec, Monitor, Plan, ProbeEngine, RunSpec, StreamSpec};
+
+/// Idle time between runs of a series: the host-status cadence of Hostping 5 (5 min).
+pub const DEFAULT_CADENCE_NS: u64 = 300 * 1_000_000_000;
+
+/// How the mode of a run is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ModeChoice {
+    /// From the monitors: busy if any RNIC carries more than Thp_low of its line rate or
+    /// any GPU is busy (Hostping 4.2, 5), idle otherwise.
+    Auto,
+    /// Full mesh, judged against the baseline.
+    Idle,
+    /// Affinitive paths only, judged relatively.
+    Busy,
+}
+
+/// What a series of checks does.
+#[derive(Debug, Clone)]
+pub struct CheckSettings {
+    /// How many runs.
+    pub runs: u32,
+    /// Mode choice.
+    pub mode: ModeChoice,
+    /// The latency test on every path.
+    pub latency: LatencySpec,
+    /// Analyzer thresholds.
+    pub thresholds: Thresholds,
+    /// Idle time between runs, ns.
+    pub cadence_ns: u64,
+}
+
+impl Default for CheckSettings {
+    fn default() -> Self {
+        CheckSettings {
+            runs: 1,
+            mode: ModeChoice::Auto,
+            latency: LatencySpec::default(),
+            thresholds: Thresholds::default(),
+            cadence_ns: DEFAULT_CADENCE_NS,
+        }
+    }
+}
+
+/// The mode Hostping's hardware monitor would pick from a snapshot (Hostping 4.2).
+pub fn mode_from_snapshot(
+    host: &HostTopology,
+    snapshot: &HostSnapshot,
+    thresholds: &Thresholds,
+) -> Mode {
+    let rnic_busy = host.rnics().any(|r| {
+        let line = r.rnic().expect("rnic").line_rate_gbps;
+        snapshot
+            .rnic(&r.id)
+            .and_then(|a| a.throughput_gbps)
+            .is_some_and(|t| t > thresholds.thp_low * line)
+    });
+    let gpu_busy = snapshot.gpus.iter().any(|g| g.busy == Some(true));
+    if rnic_busy || gpu_busy {
+        Mode::Busy
+    } else {
+        Mode::Idle
+    }
+}
+
+/// Message size and depth of the analyzer's discriminating streams.
+const FOLLOW_UP_MESSAGE_BYTES: u64 = 64 * 1024;
+const FOLLOW_UP_DEPTH: u32 = 16;
+
+/// Lets the analyzer run its follow-up streams on the engine under test.
+struct EngineFollowUp<'a, E> {
+    engine: &'a mut E,
+}
+
+impl<E: ProbeEngine> FollowUp for EngineFollowUp<'_, E> {
+    fn stream(&mut self, path: &Path, test: &FollowUpTest) -> Option<StreamResult> {
+        let spec = StreamSpec {
+            message_bytes: FOLLOW_UP_MESSAGE_BYTES,
+            qps: test.qps,
+            depth: FOLLOW_UP_DEPTH,
+            duration_us: test.duration_us,
+            ..StreamSpec::default()
+        };
+        self.engine.stream(path, &spec).ok()
+    }
+}
+
+/// Progress of a series: `(run, path done, paths in run)`.
+pub type Progress<'a> = &'a mut dyn FnMut(u32, usize, usize);
+
+/// Runs `settings.runs` checks, each judged with the history of the ones before it, and
+/// hands each report to `on_report` as soon as it exists (so nothing is lost if a later run
+/// fails). Returns the reports.
+pub fn check<E: ProbeEngine + Monitor>(
+    engine: &mut E,
+    host: &HostTopology,
+    baseline: &Baseline,
+    settings: &CheckSettings,
+    on_report: &mut dyn FnMut(&Report),
+    progress: Progress,
+) -> Vec<Report> {
+    let mut history = History::new(settings.thresholds.flapping_runs as usize + 1);
+    let mut reports = Vec::with_capacity(settings.runs as usize);
+    for i in 0..settings.runs {
+        if i > 0 {
+            engine.idle(settings.cadence_ns);
+        }
+        let snapshot = engine.snapshot();
+        let mode = match settings.mode {
+            ModeChoice::Auto => mode_from_snapshot(host, &snapshot, &settings.thresholds),
+            ModeChoice::Idle => Mode::Idle,
+            ModeChoice::Busy => Mode::Busy,
+        };
+        let paths = probe::plan(host, Plan::for_mode(mode));
+        let spec = RunSpec {
+            latency: settings.latency.clone(),
+            stream: None,
+        };
+        let run = probe::run(engine, host, mode, &paths, &spec, &mut |done, total| {
+            progress(i, done, total)
+        });
+        let input = Input {
+            host,
+            run: &run,
+            baseline,
+            snapshot: &snapshot,
+            thresholds: &settings.thresholds,
+            history: &history,
+            run_index: i,
+        };
+        let report = analyze::analyze(&input, &mut EngineFollowUp { engine });
+        history.record(&report);
+        on_report(&report);
+        reports.push(report);
+    }
+    reports
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vhost::{Fault, VhostConfig, VirtualHost};
+
+    fn host() -> HostTopology {
+        model::builtin::load("dgx-a100").unwrap().unwrap()
+    }
+
+    #[test]
+    fn service_traffic_makes_the_host_busy() {
+        let h = host();
+        let t = Thresholds::default();
+        let mut idle = VirtualHost::new(h.clone(), vec![], VhostConfig::default());
+        assert_eq!(mode_from_snapshot(&h, &idle.snapshot(), &t), Mode::Idle);
+        let light = Fault::parse("service:rnic0:5", &h).unwrap();
+        let mut light = VirtualHost::new(h.clone(), vec![light], VhostConfig::default());
+        assert_eq!(
+            mode_from_snapshot(&h, &light.snapshot(), &t),
+            Mode::Idle,
+            "5 Gb/s is under Thp_low (10 Gb/s)"
+        );
+        let heavy = Fault::parse("service:rnic0:150", &h).unwrap();
+        let mut heavy = VirtualHost::new(h.clone(), vec![heavy], VhostConfig::default());
+        assert_eq!(mode_from_snapshot(&h, &heavy.snapshot(), &t), Mode::Busy);
+    }
+}

@@ -1,0 +1,384 @@
+//! Human-readable views: the bandwidth matrix of Hostping Figure 8, diagnoses in plain
+//! words, and the topology. Colour only when writing to a terminal (and `NO_COLOR` unset);
+//! every status also has a text marker, so plain text and colour-blind readers lose nothing.
+
+use model::{HostTopology, LinkStatus, PathReport, PathStatus, Report};
+use std::fmt::Write;
+
+/// ANSI styling, on or off.
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    /// Whether to emit colour codes.
+    pub color: bool,
+}
+
+impl Style {
+    /// Colour when stdout is a terminal and `NO_COLOR` is not set.
+    pub fn for_stdout() -> Style {
+        use std::io::IsTerminal;
+        Style {
+            color: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        }
+    }
+
+    fn paint(self, code: &str, text: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+
+    fn green(self, t: &str) -> String {
+        self.paint("32", t)
+    }
+    fn red(self, t: &str) -> String {
+        self.paint("1;31", t)
+    }
+    fn gray(self, t: &str) -> String {
+        self.paint("90", t)
+    }
+    fn bold(self, t: &str) -> String {
+        self.paint("1", t)
+    }
+}
+
+const CELL: usize = 8;
+
+fn cell(
+    style: Style,
+    value: Option<f64>,
+    status: PathStatus,
+    flag: bool,
+    decimals: usize,
+) -> String {
+    let Some(v) = value else {
+        return style.gray(&format!("{:>w$}", "fail?", w = CELL));
+    };
+    let marker = match status {
+        PathStatus::Abnormal => '*',
+        PathStatus::Uncertain => '~',
+        PathStatus::Normal if flag => '!',
+        PathStatus::Normal => ' ',
+    };
+    let text = format!("{:>w$.d$}{marker}", v, w = CELL - 1, d = decimals);
+    match status {
+        PathStatus::Abnormal => style.red(&text),
+        PathStatus::Uncertain => style.gray(&text),
+        PathStatus::Normal if flag => style.red(&text),
+        PathStatus::Normal => style.green(&text),
+    }
+}
+
+fn matrix(
+    out: &mut String,
+    style: Style,
+    host: &HostTopology,
+    report: &Report,
+    title: &str,
+    value: impl Fn(&PathReport) -> (Option<f64>, PathStatus, bool),
+    decimals: usize,
+) {
+    let endpoints: Vec<_> = host.endpoints().map(|e| e.id.clone()).collect();
+    out.push_str(&style.bold(&format!("{title:<14}")));
+    for e in &endpoints {
+        let _ = write!(out, "{:>w$}", e.as_str(), w = CELL);
+    }
+    out.push('\n');
+    for rnic in host.rnics() {
+        let _ = write!(out, "{:<14}", rnic.id.as_str());
+        for e in &endpoints {
+            match report
+                .paths
+                .iter()
+                .find(|p| p.rnic == rnic.id && &p.endpoint == e)
+            {
+                Some(p) => {
+                    let (v, status, flag) = value(p);
+                    out.push_str(&cell(style, v, status, flag, decimals));
+                }
+                None => {
+                    let _ = write!(out, "{}", style.gray(&format!("{:>w$}", ".", w = CELL)));
+                }
+            }
+        }
+        out.push('\n');
+    }
+}
+
+/// The report of one run: matrices, links that are not normal, and the diagnoses.
+pub fn report(host: &HostTopology, report: &Report, runs: u32, style: Style) -> String {
+    let mut out = String::new();
+    let mode = match report.mode {
+        model::Mode::Idle => "idle: full mesh",
+        model::Mode::Busy => "busy: affinitive paths only",
+    };
+    let provenance = match report.provenance {
+        model::Provenance::Simulated => "SIMULATED (virtual host)",
+        model::Provenance::Measured => "measured",
+    };
+    let _ = writeln!(
+        out,
+        "{} - run {}/{} - {} ({} paths) - {}",
+        style.bold(&report.host),
+        report.run + 1,
+        runs,
+        mode,
+        report.paths.len(),
+        provenance
+    );
+    out.push('\n');
+    matrix(
+        &mut out,
+        style,
+        host,
+        report,
+        "Gb/s (eq. 3)",
+        |p| (p.bandwidth_gbps, p.status, false),
+        1,
+    );
+    out.push('\n');
+    matrix(
+        &mut out,
+        style,
+        host,
+        report,
+        "latency us",
+        |p| {
+            (
+                p.latency_us,
+                if p.latency_abnormal {
+                    PathStatus::Abnormal
+                } else {
+                    PathStatus::Normal
+                },
+                false,
+            )
+        },
+        2,
+    );
+    let _ = writeln!(
+        out,
+        "\n  {}  * abnormal (below baseline by Abnormal_th, or latency above it)   ~ uncertain   . not probed",
+        style.gray("legend:")
+    );
+
+    let odd: Vec<_> = report
+        .links
+        .iter()
+        .filter(|l| matches!(l.status, LinkStatus::Abnormal | LinkStatus::Gray))
+        .collect();
+    if !odd.is_empty() {
+        let _ = writeln!(out, "\n{}", style.bold("links"));
+        for l in odd {
+            let status = match l.status {
+                LinkStatus::Abnormal => style.red("abnormal"),
+                _ => style.gray("gray    "),
+            };
+            let util = l
+                .utilisation
+                .map(|u| format!("  utilisation {:.0} %", u * 100.0))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {:<16} {:<15} {}  abnormal_cnt {}{}",
+                l.id.as_str(),
+                l.kind.as_str(),
+                status,
+                l.abnormal_cnt,
+                util
+            );
+        }
+    }
+
+    out.push('\n');
+    if report.healthy {
+        let _ = writeln!(
+            out,
+            "{}",
+            style.green("healthy: every path meets its baseline; no intra-host bottleneck.")
+        );
+    } else if report.diagnoses.is_empty() {
+        let _ = writeln!(
+            out,
+            "{}",
+            style.red("abnormal paths, but every link on them is also on a normal path (gray): a link may be flapping. Run again (--runs 3): gray in 3 consecutive runs is flapping.")
+        );
+    } else {
+        let _ = writeln!(out, "{}", style.bold("diagnosis"));
+        for (i, d) in report.diagnoses.iter().enumerate() {
+            let mut head = d.cause.as_str().to_string();
+            if !d.links.is_empty() {
+                let links: Vec<&str> = d.links.iter().map(|l| l.as_str()).collect();
+                head.push_str(&format!(" on {}", links.join(", ")));
+            }
+            if let Some(r) = &d.rnic {
+                head.push_str(&format!(" (rnic {r})"));
+            }
+            let _ = writeln!(out, "  {}. {}", i + 1, style.red(&head));
+            for line in wrap(&d.evidence, 92) {
+                let _ = writeln!(out, "     {line}");
+            }
+        }
+    }
+    out
+}
+
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.len() + 1 + word.len() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// The topology: components, links, paths and affinity.
+pub fn topology(host: &HostTopology) -> String {
+    use model::ComponentKind as K;
+    let mut out = String::new();
+    let _ = writeln!(out, "{}: {}\n", host.name, host.description);
+    let _ = writeln!(out, "components ({})", host.components().len());
+    for c in host.components() {
+        let detail = match &c.kind {
+            K::Cpu { p2p_forward_ns } => format!("root-complex P2P forwarding {p2p_forward_ns} ns"),
+            K::Memory { access_ns } => format!("DRAM access {access_ns} ns"),
+            K::PcieSwitch => String::new(),
+            K::Gpu { access_ns } => format!("memory access {access_ns} ns"),
+            K::Rnic(r) => format!(
+                "{} Gb/s, T_proc {} ns, read window {} B, QP window {} B",
+                r.line_rate_gbps, r.proc_ns, r.read_window_bytes, r.qp_window_bytes
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "  {:<8} {:<12} socket {:<5} {}",
+            c.id.as_str(),
+            c.class().as_str(),
+            c.socket.as_str(),
+            detail
+        );
+    }
+    let _ = writeln!(out, "\nlinks ({})", host.links().len());
+    let _ = writeln!(
+        out,
+        "  {:<14} {:<15} {:>12} {:>10}",
+        "id", "kind", "capacity", "latency"
+    );
+    for l in host.links() {
+        let _ = writeln!(
+            out,
+            "  {:<14} {:<15} {:>7.1} Gb/s {:>7} ns",
+            l.id.as_str(),
+            l.kind.as_str(),
+            l.capacity_gbps,
+            l.latency_ns
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\npaths ({}; A = affinitive, RC = peer-to-peer through a root complex)",
+        host.paths().len()
+    );
+    for p in host.paths() {
+        let tag = match (p.affinitive, p.p2p_through_cpu) {
+            (true, _) => "A ",
+            (false, true) => "RC",
+            (false, false) => "  ",
+        };
+        let links: Vec<&str> = p.links.iter().map(|l| l.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "  {:<6} -> {:<6} {}  {}",
+            p.rnic.as_str(),
+            p.endpoint.as_str(),
+            tag,
+            links.join("  ")
+        );
+    }
+    let _ = writeln!(out, "\naffinity (endpoints each RNIC reaches at line rate)");
+    for r in host.rnics() {
+        let eps: Vec<&str> = host
+            .affinitive_endpoints(&r.id)
+            .map(|e| e.as_str())
+            .collect();
+        let _ = writeln!(out, "  {:<8} {}", r.id.as_str(), eps.join(" "));
+    }
+    out
+}
+
+/// The topology as JSON: the model plus an `affinity` map.
+pub fn topology_json(host: &HostTopology) -> serde_json::Value {
+    let mut v = serde_json::to_value(host).expect("topology serialises");
+    let affinity: serde_json::Map<String, serde_json::Value> = host
+        .rnics()
+        .map(|r| {
+            let eps: Vec<&str> = host
+                .affinitive_endpoints(&r.id)
+                .map(|e| e.as_str())
+                .collect();
+            (r.id.to_string(), serde_json::json!(eps))
+        })
+        .collect();
+    v["affinity"] = serde_json::Value::Object(affinity);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_keeps_words_whole() {
+        assert_eq!(wrap("aaa bbb ccc", 7), ["aaa bbb", "ccc"]);
+        assert!(wrap("", 10).is_empty());
+    }
+
+    #[test]
+    fn plain_cells_carry_markers() {
+        let s = Style { color: false };
+        assert_eq!(
+            cell(s, Some(126.04), PathStatus::Abnormal, false, 1),
+            "  126.0*"
+        );
+        assert_eq!(
+            cell(s, Some(125.5), PathStatus::Uncertain, false, 1),
+            "  125.5~"
+        );
+        assert_eq!(
+            cell(s, Some(199.0), PathStatus::Normal, false, 1),
+            "  199.0 "
+        );
+        assert!(cell(
+            Style { color: true },
+            Some(1.0),
+            PathStatus::Abnormal,
+            false,
+            1
+        )
+        .contains("\x1b[1;31m"));
+    }
+
+    #[test]
+    fn topology_json_has_affinity() {
+        let host = model::builtin::load("dgx-a100").unwrap().unwrap();
+        let v = topology_json(&host);
+        assert_eq!(
+            v["affinity"]["rnic1"],
+            serde_json::json!(["mem0", "mem1", "gpu2", "gpu3"])
+        );
+        assert_eq!(v["links"].as_array().unwrap().len(), 27);
+        assert_eq!(v["paths"].as_array().unwrap().len(), 40);
+        assert_eq!(v["links"][0]["id"], "mem0--cpu0");
+        assert_eq!(v["links"][0]["kind"], "memory_channel");
+    }
+}

@@ -1,0 +1,338 @@
+//! The binary as a user meets it: exit statuses, one-line errors, the JSON contract.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn hostping(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hostping"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hostping-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A usage or input error: status 2 and exactly one line on stderr.
+fn assert_input_error(o: &Output, must_contain: &[&str]) {
+    assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(o));
+    let err = stderr(o);
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    for m in must_contain {
+        assert!(err.contains(m), "`{m}` missing from: {err}");
+    }
+}
+
+#[test]
+fn a_failed_gpu_link_is_found_and_reported_as_the_contract_says() {
+    let o = hostping(&[
+        "check",
+        "--sim",
+        "dgx-a100",
+        "--inject",
+        "degrade:gpu4--lsw4:0.5",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "bottleneck found: {}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["host"], "dgx-a100");
+    assert_eq!(v["mode"], "idle");
+    assert_eq!(v["healthy"], false);
+    assert_eq!(v["provenance"], "simulated");
+    assert_eq!(v["paths"].as_array().unwrap().len(), 40);
+    let p = v["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["rnic"] == "rnic2" && p["endpoint"] == "gpu4")
+        .unwrap();
+    for key in [
+        "latency_us",
+        "bandwidth_gbps",
+        "baseline_latency_us",
+        "baseline_bandwidth_gbps",
+    ] {
+        assert!(p[key].is_f64(), "{key}: {p}");
+    }
+    assert_eq!(p["status"], "abnormal");
+    let link = v["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["id"] == "gpu4--lsw4")
+        .unwrap();
+    assert_eq!(
+        (
+            link["kind"].as_str(),
+            link["status"].as_str(),
+            link["abnormal_cnt"].as_u64()
+        ),
+        (Some("gpu_pcie"), Some("abnormal"), Some(1))
+    );
+    let d = v["diagnoses"].as_array().unwrap();
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0]["cause"], "link_failure");
+    assert_eq!(d[0]["links"], serde_json::json!(["gpu4--lsw4"]));
+    assert!(d[0]["rnic"].is_null());
+    assert!(d[0]["evidence"].as_str().unwrap().len() > 20);
+}
+
+#[test]
+fn a_healthy_host_exits_zero_with_no_diagnosis() {
+    let o = hostping(&["check", "--sim", "single-socket", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["healthy"], true);
+    assert_eq!(v["diagnoses"], serde_json::json!([]));
+}
+
+#[test]
+fn several_runs_print_json_lines_and_the_last_one_carries_flapping() {
+    let o = hostping(&[
+        "check",
+        "--sim",
+        "dgx-a100",
+        "--inject",
+        "flap:mem1--cpu1:0.15",
+        "--runs",
+        "4",
+        "--seed",
+        "106",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let lines: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4);
+    assert_eq!(
+        lines
+            .iter()
+            .map(|l| l["run"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        [0, 1, 2, 3]
+    );
+    let last = &lines[3]["diagnoses"];
+    assert_eq!(last[0]["cause"], "link_flapping", "{last}");
+    assert_eq!(last[0]["links"], serde_json::json!(["mem1--cpu1"]));
+}
+
+#[test]
+fn the_table_shows_the_matrix_and_the_diagnosis_in_words() {
+    let o = hostping(&[
+        "check",
+        "--sim",
+        "dgx-a100",
+        "--inject",
+        "degrade:mem0--cpu0:0.15",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    assert!(out.contains("SIMULATED"), "{out}");
+    let header = out.lines().find(|l| l.starts_with("Gb/s")).unwrap();
+    assert!(
+        header.contains("mem0") && header.contains("gpu7"),
+        "{header}"
+    );
+    let rnic1 = out.lines().find(|l| l.starts_with("rnic1")).unwrap();
+    assert!(
+        rnic1.contains('*'),
+        "rnic1's path to mem0 is marked abnormal: {rnic1}"
+    );
+    assert!(out.contains("link_failure on mem0--cpu0"), "{out}");
+    assert!(!out.contains("\x1b["), "no colour when not a terminal");
+}
+
+#[test]
+fn bad_fault_strings_are_one_line_errors() {
+    let o = hostping(&[
+        "check",
+        "--sim",
+        "dgx-a100",
+        "--inject",
+        "degrade:nosuch--link:0.5",
+    ]);
+    assert_input_error(&o, &["--inject", "nosuch--link"]);
+    let o = hostping(&[
+        "check",
+        "--sim",
+        "dgx-a100",
+        "--inject",
+        "degrade:gpu4--lsw4:1.5",
+    ]);
+    assert_input_error(&o, &["degrade:gpu4--lsw4:1.5"]);
+    let o = hostping(&["check", "--sim", "dgx-a100", "--inject", "explode:gpu4"]);
+    assert_input_error(&o, &["explode"]);
+}
+
+#[test]
+fn a_malformed_model_file_names_file_field_and_reason() {
+    let dir = temp_dir("model");
+    let file = dir.join("bad.toml");
+    let good = model::builtin::source("single-socket").unwrap();
+    std::fs::write(
+        &file,
+        good.replace("line_rate_gbps = 200", "line_rate_gbps = \"fast\""),
+    )
+    .unwrap();
+    let o = hostping(&["topology", "--sim", file.to_str().unwrap()]);
+    assert_input_error(&o, &["bad.toml", "line_rate_gbps", "component["]);
+    let o = hostping(&["check", "--sim", dir.join("missing.toml").to_str().unwrap()]);
+    assert_input_error(&o, &["missing.toml", "dgx-a100"]);
+}
+
+#[test]
+fn a_malformed_scenario_file_names_file_field_and_reason() {
+    let dir = temp_dir("scenario");
+    let file = dir.join("01-bad.toml");
+    std::fs::write(&file, "case = \"#x\"\ntitle = \"t\"\nhost = \"dgx-a100\"\ninject = [\"degrade:gpu4--lsw4:zero\"]\n[expect]\nhealthy = true\n").unwrap();
+    let o = hostping(&[
+        "bench",
+        "scenarios",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--healthy-runs",
+        "1",
+    ]);
+    assert_input_error(&o, &["01-bad.toml", "inject[0]"]);
+    std::fs::write(&file, "case = \"#x\"\ntitle = \"t\"\nhost = \"dgx-a100\"\n[expect]\nhealthy = true\nsurprise = 1\n").unwrap();
+    let o = hostping(&[
+        "bench",
+        "scenarios",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--healthy-runs",
+        "1",
+    ]);
+    assert_input_error(&o, &["01-bad.toml", "expect", "surprise"]);
+}
+
+#[test]
+fn without_sim_it_points_to_sim() {
+    let o = hostping(&["check"]);
+    assert_input_error(&o, &["--sim"]);
+}
+
+#[test]
+fn usage_errors_exit_two() {
+    assert_eq!(
+        hostping(&["check", "--runs", "0", "--sim", "dgx-a100"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(hostping(&["frobnicate"]).status.code(), Some(2));
+    let help = hostping(&["check", "--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    assert!(stdout(&help).contains("degrade:LINK:FRACTION"));
+}
+
+#[test]
+fn a_recorded_baseline_is_used_and_checked_against_the_host() {
+    let dir = temp_dir("baseline");
+    let file = dir.join("dgx.json");
+    let o = hostping(&[
+        "baseline",
+        "--sim",
+        "dgx-a100",
+        "--runs",
+        "2",
+        "--iterations",
+        "200",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let b: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(b["paths"].as_array().unwrap().len(), 40);
+    assert_eq!(b["provenance"], "simulated");
+    let o = hostping(&[
+        "check",
+        "--sim",
+        "dgx-a100",
+        "--baseline",
+        file.to_str().unwrap(),
+        "--inject",
+        "degrade:usw0--cpu0:0.5",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        v["diagnoses"][0]["links"],
+        serde_json::json!(["usw0--cpu0"])
+    );
+    let baseline_bw = v["paths"][0]["baseline_bandwidth_gbps"].as_f64().unwrap();
+    assert_eq!(
+        baseline_bw,
+        b["paths"][0]["bandwidth_gbps"].as_f64().unwrap(),
+        "the file's numbers are the ones used"
+    );
+    let o = hostping(&[
+        "check",
+        "--sim",
+        "amd-2s",
+        "--baseline",
+        file.to_str().unwrap(),
+    ]);
+    assert_input_error(&o, &["dgx.json", "dgx-a100", "amd-2s"]);
+    std::fs::write(&file, "{\"host\": 3}").unwrap();
+    let o = hostping(&[
+        "check",
+        "--sim",
+        "dgx-a100",
+        "--baseline",
+        file.to_str().unwrap(),
+    ]);
+    assert_input_error(&o, &["dgx.json", "host"]);
+}
+
+#[test]
+fn topology_lists_paths_and_affinity() {
+    let o = hostping(&["topology", "--sim", "amd-2s", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        v["affinity"]["rnic0"],
+        serde_json::json!(["mem0", "gpu0", "gpu1"])
+    );
+    let p = v["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["rnic"] == "rnic0" && p["endpoint"] == "mem1")
+        .unwrap();
+    assert_eq!(
+        p["links"],
+        serde_json::json!(["rnic0--sw0", "sw0--cpu0", "cpu0--cpu1", "mem1--cpu1"])
+    );
+    assert_eq!(p["affinitive"], false);
+    let o = hostping(&["topology", "--sim", "dgx-a100"]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("rnic0--lsw0") && out.contains("rnic_pcie") && out.contains("252.1 Gb/s"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("rnic3") && l.contains("mem0 mem1 gpu6 gpu7")),
+        "{out}"
+    );
+}

@@ -1,0 +1,698 @@
+//! Fault injection: the `--inject` grammar of DESIGN 4.2, parsed strictly against a host.
+//!
+//! ```text
+//! degrade:<link>:<fraction>      link keeps <fraction> of its capacity (0 < f <= 1)
+//! flap:<link>:<fraction>         alternates healthy / degraded to <fraction> over time
+//! overload:<link>:<utilization>  other traffic occupies that share of the link (0 <= u <= 1)
+//! acs:<switch>|all               ACS P2P redirect enabled on that PCIe switch (or on all)
+//! ats-off:<rnic>                 ATS disabled on the RNIC
+//! slow-start:<rnic>              RNIC "slow start" enabled
+//! tx-window:<rnic>:<bytes>       per-QP in-flight limit on the RNIC (bytes > 0)
+//! service:<rnic>:<gbps>[:<endpoint>]
+//!                                service traffic received by the RNIC (gbps > 0)
+//! ```
+//!
+//! The optional fourth field of `service` is an extension of DESIGN 4.2: it names the
+//! endpoint the traffic is written to (Hostping 6 #11 and #12 steer an RNIC's traffic to one
+//! memory node). Without it the traffic is spread equally over the RNIC's affinitive
+//! endpoints.
+//!
+//! Every error is one line naming the input and the reason; [`Fault`]'s `Display` prints
+//! the canonical string back, so `parse(display(f)) == f`.
+
+use model::{ComponentClass, ComponentId, HostTopology, LinkId};
+use std::fmt;
+
+/// One injected fault (DESIGN 4.2). Build one with [`Fault::parse`], which checks it
+/// against the host it will be injected into.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fault {
+    /// The link keeps `fraction` of its capacity (Hostping 6 #1 to #5).
+    Degrade {
+        /// The failed link.
+        link: LinkId,
+        /// Share of the capacity left, in (0, 1].
+        fraction: f64,
+    },
+    /// The link alternates between healthy and degraded to `fraction` (Hostping 6 #6): a
+    /// square wave on the engine clock, degraded in odd half-periods.
+    Flap {
+        /// The flapping link.
+        link: LinkId,
+        /// Share of the capacity left while degraded, in (0, 1].
+        fraction: f64,
+    },
+    /// Other traffic occupies `utilization` of the link, in both directions; it is fixed
+    /// and does not yield to the probe (Hostping 6 #11, #12).
+    Overload {
+        /// The overloaded link.
+        link: LinkId,
+        /// Share of the capacity taken, in [0, 1].
+        utilization: f64,
+    },
+    /// ACS P2P redirect on a PCIe switch, or on every switch when `switch` is `None`
+    /// (Hostping 6 #7).
+    Acs {
+        /// The switch, or `None` for `acs:all`.
+        switch: Option<ComponentId>,
+    },
+    /// ATS disabled on an RNIC (Hostping 6 #8).
+    AtsOff {
+        /// The RNIC.
+        rnic: ComponentId,
+    },
+    /// RNIC "slow start" enabled (Hostping 6 #9).
+    SlowStart {
+        /// The RNIC.
+        rnic: ComponentId,
+    },
+    /// Per-QP in-flight limit ("Tx window") on an RNIC (Hostping 6 #10).
+    TxWindow {
+        /// The RNIC.
+        rnic: ComponentId,
+        /// Bytes one QP may keep in flight, more than 0.
+        bytes: u64,
+    },
+    /// Service traffic received by an RNIC and written to an endpoint (the host is busy).
+    Service {
+        /// The receiving RNIC.
+        rnic: ComponentId,
+        /// Offered rate, Gb/s, more than 0.
+        gbps: f64,
+        /// Where it is written; `None` spreads it over the RNIC's affinitive endpoints.
+        endpoint: Option<ComponentId>,
+    },
+}
+
+/// A fault string that cannot be injected into a host, in one line.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("bad fault `{input}`: {reason}")]
+pub struct FaultError {
+    /// The fault string as given.
+    pub input: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+/// The fault kinds, in grammar order, with their shape for error messages.
+const KINDS: [(&str, &str); 8] = [
+    ("degrade", "degrade:<link>:<fraction>"),
+    ("flap", "flap:<link>:<fraction>"),
+    ("overload", "overload:<link>:<utilization>"),
+    ("acs", "acs:<switch>|all"),
+    ("ats-off", "ats-off:<rnic>"),
+    ("slow-start", "slow-start:<rnic>"),
+    ("tx-window", "tx-window:<rnic>:<bytes>"),
+    ("service", "service:<rnic>:<gbps>[:<endpoint>]"),
+];
+
+/// How many ids an error lists before `...`.
+const LISTED: usize = 8;
+
+impl Fault {
+    /// Parses one fault of the DESIGN 4.2 grammar and checks it against `host`: the link,
+    /// switch, RNIC or endpoint must exist and be of the right class, and numbers must be in
+    /// range.
+    ///
+    /// ```
+    /// let host = model::builtin::load("dgx-a100").unwrap().unwrap();
+    /// let f = vhost::Fault::parse("degrade:rnic0--lsw0:0.5", &host).unwrap();
+    /// assert_eq!(f.to_string(), "degrade:rnic0--lsw0:0.5");
+    /// let e = vhost::Fault::parse("degrade:foo:0.5", &host).unwrap_err();
+    /// assert!(e.to_string().starts_with("bad fault `degrade:foo:0.5`: no link `foo` in dgx-a100"));
+    /// ```
+    pub fn parse(text: &str, host: &HostTopology) -> Result<Fault, FaultError> {
+        let fault = parse_fields(text, host).map_err(|reason| FaultError {
+            input: text.to_string(),
+            reason,
+        })?;
+        Ok(fault)
+    }
+
+    /// Checks a fault built by hand against `host`, as [`Fault::parse`] does.
+    pub fn check(&self, host: &HostTopology) -> Result<(), FaultError> {
+        // Printing and parsing back runs exactly the checks of the grammar.
+        Fault::parse(&self.to_string(), host).map(|_| ())
+    }
+}
+
+fn parse_fields(text: &str, host: &HostTopology) -> Result<Fault, String> {
+    let fields: Vec<&str> = text.split(':').collect();
+    let kind = fields[0];
+    let Some(&(_, shape)) = KINDS.iter().find(|(k, _)| *k == kind) else {
+        let known: Vec<&str> = KINDS.iter().map(|(k, _)| *k).collect();
+        return Err(format!(
+            "unknown fault kind `{kind}` (known: {})",
+            known.join(", ")
+        ));
+    };
+    let args = &fields[1..];
+    let arity = |lo: usize, hi: usize| {
+        if args.len() < lo || args.len() > hi {
+            Err(format!("expected `{shape}`"))
+        } else {
+            Ok(())
+        }
+    };
+    Ok(match kind {
+        "degrade" | "flap" | "overload" => {
+            arity(2, 2)?;
+            let link = link(host, args[0])?;
+            if kind == "overload" {
+                let utilization = number("utilization", args[1])?;
+                if !(0.0..=1.0).contains(&utilization) {
+                    return Err(format!("utilization must be in [0, 1], got {}", args[1]));
+                }
+                Fault::Overload { link, utilization }
+            } else {
+                let fraction = number("fraction", args[1])?;
+                if !(fraction > 0.0 && fraction <= 1.0) {
+                    return Err(format!("fraction must be in (0, 1], got {}", args[1]));
+                }
+                if kind == "degrade" {
+                    Fault::Degrade { link, fraction }
+                } else {
+                    Fault::Flap { link, fraction }
+                }
+            }
+        }
+        "acs" => {
+            arity(1, 1)?;
+            let switch = if args[0] == "all" {
+                None
+            } else {
+                Some(component(host, args[0], Class::Switch)?)
+            };
+            Fault::Acs { switch }
+        }
+        "ats-off" | "slow-start" => {
+            arity(1, 1)?;
+            let rnic = component(host, args[0], Class::Rnic)?;
+            if kind == "ats-off" {
+                Fault::AtsOff { rnic }
+            } else {
+                Fault::SlowStart { rnic }
+            }
+        }
+        "tx-window" => {
+            arity(2, 2)?;
+            let rnic = component(host, args[0], Class::Rnic)?;
+            let bytes = match args[1].parse::<u64>() {
+                Ok(b) if b > 0 => b,
+                _ => {
+                    return Err(format!(
+                        "bytes must be a whole number above 0, got `{}`",
+                        args[1]
+                    ))
+                }
+            };
+            Fault::TxWindow { rnic, bytes }
+        }
+        "service" => {
+            arity(2, 3)?;
+            let rnic = component(host, args[0], Class::Rnic)?;
+            let gbps = number("gbps", args[1])?;
+            if gbps <= 0.0 {
+                return Err(format!("gbps must be above 0, got {}", args[1]));
+            }
+            let endpoint = match args.get(2) {
+                Some(e) => Some(component(host, e, Class::Endpoint)?),
+                None => None,
+            };
+            Fault::Service {
+                rnic,
+                gbps,
+                endpoint,
+            }
+        }
+        _ => unreachable!("every kind of KINDS is matched"),
+    })
+}
+
+/// A finite number; `what` names it in the error.
+fn number(what: &str, text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(format!("{what} `{text}` is not a number")),
+    }
+}
+
+/// `ids` joined, cut after [`LISTED`].
+fn short_list<'a>(ids: impl Iterator<Item = &'a str>) -> String {
+    let ids: Vec<&str> = ids.collect();
+    let mut out = ids
+        .iter()
+        .take(LISTED)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if ids.len() > LISTED {
+        out.push_str(", ...");
+    }
+    out
+}
+
+fn link(host: &HostTopology, name: &str) -> Result<LinkId, String> {
+    let id = LinkId::from(name);
+    if host.link(&id).is_some() {
+        return Ok(id);
+    }
+    let links = short_list(host.links().iter().map(|l| l.id.as_str()));
+    Err(format!(
+        "no link `{name}` in {} (links: {links})",
+        host.name
+    ))
+}
+
+/// The component classes a fault may name.
+#[derive(Clone, Copy)]
+enum Class {
+    Switch,
+    Rnic,
+    Endpoint,
+}
+
+impl Class {
+    fn admits(self, c: ComponentClass) -> bool {
+        match self {
+            Class::Switch => c == ComponentClass::PcieSwitch,
+            Class::Rnic => c == ComponentClass::Rnic,
+            Class::Endpoint => c.is_endpoint(),
+        }
+    }
+
+    /// With its article, and the plural, for messages.
+    fn names(self) -> (&'static str, &'static str) {
+        match self {
+            Class::Switch => ("a pcie switch", "switches"),
+            Class::Rnic => ("an rnic", "rnics"),
+            Class::Endpoint => ("an endpoint", "endpoints"),
+        }
+    }
+}
+
+/// A component class with its article, for messages.
+fn a_class(c: ComponentClass) -> &'static str {
+    match c {
+        ComponentClass::Cpu => "a cpu",
+        ComponentClass::Memory => "a memory node",
+        ComponentClass::PcieSwitch => "a pcie switch",
+        ComponentClass::Gpu => "a gpu",
+        ComponentClass::Rnic => "an rnic",
+    }
+}
+
+fn component(host: &HostTopology, name: &str, class: Class) -> Result<ComponentId, String> {
+    let id = ComponentId::from(name);
+    let (one, many) = class.names();
+    let candidates = short_list(
+        host.components()
+            .iter()
+            .filter(|c| class.admits(c.class()))
+            .map(|c| c.id.as_str()),
+    );
+    match host.component(&id) {
+        Some(c) if class.admits(c.class()) => Ok(id),
+        Some(c) => Err(format!(
+            "`{name}` is {}, not {one} ({many}: {candidates})",
+            a_class(c.class())
+        )),
+        None => {
+            let one = one.split_once(' ').map_or(one, |(_, noun)| noun);
+            Err(format!(
+                "no {one} `{name}` in {} ({many}: {candidates})",
+                host.name
+            ))
+        }
+    }
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fault::Degrade { link, fraction } => write!(f, "degrade:{link}:{fraction}"),
+            Fault::Flap { link, fraction } => write!(f, "flap:{link}:{fraction}"),
+            Fault::Overload { link, utilization } => write!(f, "overload:{link}:{utilization}"),
+            Fault::Acs { switch: Some(s) } => write!(f, "acs:{s}"),
+            Fault::Acs { switch: None } => f.write_str("acs:all"),
+            Fault::AtsOff { rnic } => write!(f, "ats-off:{rnic}"),
+            Fault::SlowStart { rnic } => write!(f, "slow-start:{rnic}"),
+            Fault::TxWindow { rnic, bytes } => write!(f, "tx-window:{rnic}:{bytes}"),
+            Fault::Service {
+                rnic,
+                gbps,
+                endpoint: None,
+            } => write!(f, "service:{rnic}:{gbps}"),
+            Fault::Service {
+                rnic,
+                gbps,
+                endpoint: Some(e),
+            } => write!(f, "service:{rnic}:{gbps}:{e}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dgx() -> HostTopology {
+        model::builtin::load("dgx-a100").unwrap().unwrap()
+    }
+
+    fn ok(text: &str) -> Fault {
+        let f = Fault::parse(text, &dgx()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(f.to_string(), text, "canonical form");
+        f
+    }
+
+    fn err(text: &str) -> FaultError {
+        let e = Fault::parse(text, &dgx()).unwrap_err();
+        assert_eq!(e.input, text);
+        let line = e.to_string();
+        assert!(!line.contains('\n'), "{line}");
+        assert!(line.starts_with(&format!("bad fault `{text}`: ")), "{line}");
+        e
+    }
+
+    #[test]
+    fn every_kind_parses_and_prints_back() {
+        assert_eq!(
+            ok("degrade:rnic0--lsw0:0.5"),
+            Fault::Degrade {
+                link: "rnic0--lsw0".into(),
+                fraction: 0.5
+            }
+        );
+        assert_eq!(
+            ok("degrade:cpu0--cpu1:1"),
+            Fault::Degrade {
+                link: "cpu0--cpu1".into(),
+                fraction: 1.0
+            }
+        );
+        assert_eq!(
+            ok("flap:mem1--cpu1:0.15"),
+            Fault::Flap {
+                link: "mem1--cpu1".into(),
+                fraction: 0.15
+            }
+        );
+        assert_eq!(
+            ok("overload:cpu0--cpu1:0.95"),
+            Fault::Overload {
+                link: "cpu0--cpu1".into(),
+                utilization: 0.95
+            }
+        );
+        assert_eq!(
+            ok("overload:mem0--cpu0:0"),
+            Fault::Overload {
+                link: "mem0--cpu0".into(),
+                utilization: 0.0
+            }
+        );
+        assert_eq!(
+            ok("acs:lsw0"),
+            Fault::Acs {
+                switch: Some("lsw0".into())
+            }
+        );
+        assert_eq!(
+            ok("acs:usw3"),
+            Fault::Acs {
+                switch: Some("usw3".into())
+            }
+        );
+        assert_eq!(ok("acs:all"), Fault::Acs { switch: None });
+        assert_eq!(
+            ok("ats-off:rnic0"),
+            Fault::AtsOff {
+                rnic: "rnic0".into()
+            }
+        );
+        assert_eq!(
+            ok("slow-start:rnic3"),
+            Fault::SlowStart {
+                rnic: "rnic3".into()
+            }
+        );
+        assert_eq!(
+            ok("tx-window:rnic0:16384"),
+            Fault::TxWindow {
+                rnic: "rnic0".into(),
+                bytes: 16384
+            }
+        );
+        assert_eq!(
+            ok("service:rnic0:150"),
+            Fault::Service {
+                rnic: "rnic0".into(),
+                gbps: 150.0,
+                endpoint: None
+            }
+        );
+        assert_eq!(
+            ok("service:rnic2:80.5:mem1"),
+            Fault::Service {
+                rnic: "rnic2".into(),
+                gbps: 80.5,
+                endpoint: Some("mem1".into())
+            }
+        );
+        assert_eq!(
+            ok("service:rnic1:20:gpu7"),
+            Fault::Service {
+                rnic: "rnic1".into(),
+                gbps: 20.0,
+                endpoint: Some("gpu7".into())
+            }
+        );
+    }
+
+    #[test]
+    fn non_canonical_numbers_print_canonically() {
+        let f = Fault::parse("degrade:rnic0--lsw0:0.50", &dgx()).unwrap();
+        assert_eq!(f.to_string(), "degrade:rnic0--lsw0:0.5");
+        let f = Fault::parse("service:rnic0:1.5e2", &dgx()).unwrap();
+        assert_eq!(f.to_string(), "service:rnic0:150");
+    }
+
+    #[test]
+    fn unknown_kind_lists_the_known_ones() {
+        let e = err("degrade-ish:rnic0--lsw0:0.5");
+        assert!(e.reason.contains("unknown fault kind `degrade-ish`"), "{e}");
+        for k in [
+            "degrade",
+            "flap",
+            "overload",
+            "acs",
+            "ats-off",
+            "slow-start",
+            "tx-window",
+            "service",
+        ] {
+            assert!(e.reason.contains(k), "{e}");
+        }
+        assert!(err("").reason.contains("unknown fault kind ``"));
+        assert!(err("Degrade:rnic0--lsw0:0.5")
+            .reason
+            .contains("unknown fault kind"));
+    }
+
+    #[test]
+    fn missing_link_is_named_with_a_short_list() {
+        let e = err("degrade:foo:0.5");
+        assert!(
+            e.reason
+                .starts_with("no link `foo` in dgx-a100 (links: mem0--cpu0, "),
+            "{e}"
+        );
+        assert!(e.reason.ends_with(", ...)"), "{e}");
+        assert_eq!(e.reason.matches("--").count(), LISTED, "{e}");
+        // A component is not a link, and link ids are `<down>--<up>`, not the reverse.
+        assert!(err("flap:lsw0--rnic0:0.5")
+            .reason
+            .contains("no link `lsw0--rnic0`"));
+        assert!(err("overload:rnic0:0.5").reason.contains("no link `rnic0`"));
+    }
+
+    #[test]
+    fn short_lists_are_complete_and_long_ones_cut() {
+        assert_eq!(short_list(["a", "b"].into_iter()), "a, b");
+        let eight: Vec<String> = (0..8).map(|i| i.to_string()).collect();
+        assert_eq!(
+            short_list(eight.iter().map(String::as_str)),
+            "0, 1, 2, 3, 4, 5, 6, 7"
+        );
+        let nine: Vec<String> = (0..9).map(|i| i.to_string()).collect();
+        assert_eq!(
+            short_list(nine.iter().map(String::as_str)),
+            "0, 1, 2, 3, 4, 5, 6, 7, ..."
+        );
+        // Four RNICs fit in full.
+        let e = err("slow-start:gpu0");
+        assert!(
+            e.reason.ends_with("(rnics: rnic0, rnic1, rnic2, rnic3)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn fractions_are_range_checked() {
+        for bad in ["0", "-0.1", "1.01", "2"] {
+            let e = err(&format!("degrade:rnic0--lsw0:{bad}"));
+            assert!(e.reason.contains("fraction must be in (0, 1]"), "{e}");
+            let e = err(&format!("flap:rnic0--lsw0:{bad}"));
+            assert!(e.reason.contains("fraction must be in (0, 1]"), "{e}");
+        }
+        for bad in ["-0.01", "1.5"] {
+            let e = err(&format!("overload:rnic0--lsw0:{bad}"));
+            assert!(e.reason.contains("utilization must be in [0, 1]"), "{e}");
+        }
+    }
+
+    #[test]
+    fn numbers_must_be_finite_numbers() {
+        for bad in ["", "half", "nan", "inf", "0.5x", "NaN"] {
+            let e = err(&format!("degrade:rnic0--lsw0:{bad}"));
+            assert!(
+                e.reason
+                    .contains(&format!("fraction `{bad}` is not a number")),
+                "{e}"
+            );
+        }
+        assert!(err("overload:cpu0--cpu1:lots")
+            .reason
+            .contains("utilization `lots` is not a number"));
+        assert!(err("service:rnic0:fast")
+            .reason
+            .contains("gbps `fast` is not a number"));
+        assert!(err("service:rnic0:infinity")
+            .reason
+            .contains("is not a number"));
+    }
+
+    #[test]
+    fn wrong_field_count_shows_the_shape() {
+        let e = err("degrade:rnic0--lsw0");
+        assert!(
+            e.reason.contains("expected `degrade:<link>:<fraction>`"),
+            "{e}"
+        );
+        assert!(err("degrade:rnic0--lsw0:0.5:0.6")
+            .reason
+            .contains("expected `degrade:"));
+        assert!(err("acs").reason.contains("expected `acs:<switch>|all`"));
+        assert!(err("acs:lsw0:lsw1").reason.contains("expected `acs:"));
+        assert!(err("ats-off:rnic0:1")
+            .reason
+            .contains("expected `ats-off:<rnic>`"));
+        assert!(err("slow-start")
+            .reason
+            .contains("expected `slow-start:<rnic>`"));
+        assert!(err("tx-window:rnic0")
+            .reason
+            .contains("expected `tx-window:<rnic>:<bytes>`"));
+        assert!(err("service:rnic0")
+            .reason
+            .contains("expected `service:<rnic>:<gbps>[:<endpoint>]`"));
+        assert!(err("service:rnic0:10:mem0:x")
+            .reason
+            .contains("expected `service:"));
+    }
+
+    #[test]
+    fn components_must_exist_and_be_of_the_right_class() {
+        let e = err("acs:gpu0");
+        assert!(
+            e.reason
+                .starts_with("`gpu0` is a gpu, not a pcie switch (switches: usw0, "),
+            "{e}"
+        );
+        let e = err("acs:lsw9");
+        assert!(
+            e.reason
+                .starts_with("no pcie switch `lsw9` in dgx-a100 (switches: "),
+            "{e}"
+        );
+        let e = err("ats-off:gpu1");
+        assert!(
+            e.reason
+                .starts_with("`gpu1` is a gpu, not an rnic (rnics: rnic0, rnic1, rnic2, rnic3)"),
+            "{e}"
+        );
+        let e = err("slow-start:rnic4");
+        assert!(e.reason.starts_with("no rnic `rnic4` in dgx-a100"), "{e}");
+        assert!(err("tx-window:lsw0:4096")
+            .reason
+            .contains("`lsw0` is a pcie switch, not an rnic"));
+        assert!(err("service:mem0:10")
+            .reason
+            .contains("`mem0` is a memory node, not an rnic"));
+        let e = err("service:rnic0:10:lsw0");
+        assert!(
+            e.reason.starts_with(
+                "`lsw0` is a pcie switch, not an endpoint (endpoints: mem0, mem1, gpu0"
+            ),
+            "{e}"
+        );
+        assert!(err("service:rnic0:10:gpu8")
+            .reason
+            .contains("no endpoint `gpu8`"));
+        assert!(err("acs:ALL").reason.contains("no pcie switch `ALL`"));
+    }
+
+    #[test]
+    fn window_bytes_are_positive_whole_numbers() {
+        for bad in ["0", "-1", "1.5", "", "4k", "1e4"] {
+            let e = err(&format!("tx-window:rnic0:{bad}"));
+            assert!(
+                e.reason.contains("bytes must be a whole number above 0"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn service_rate_must_be_positive() {
+        assert!(err("service:rnic0:0")
+            .reason
+            .contains("gbps must be above 0"));
+        assert!(err("service:rnic0:-5")
+            .reason
+            .contains("gbps must be above 0"));
+    }
+
+    #[test]
+    fn check_applies_the_grammar_to_hand_built_faults() {
+        let host = dgx();
+        assert!(Fault::Degrade {
+            link: "rnic0--lsw0".into(),
+            fraction: 0.3
+        }
+        .check(&host)
+        .is_ok());
+        let e = Fault::Degrade {
+            link: "nope".into(),
+            fraction: 0.3,
+        }
+        .check(&host)
+        .unwrap_err();
+        assert!(e.reason.contains("no link `nope`"), "{e}");
+        let e = Fault::Flap {
+            link: "rnic0--lsw0".into(),
+            fraction: f64::NAN,
+        }
+        .check(&host)
+        .unwrap_err();
+        assert!(e.reason.contains("not a number"), "{e}");
+        let e = Fault::TxWindow {
+            rnic: "rnic0".into(),
+            bytes: 0,
+        }
+        .check(&host)
+        .unwrap_err();
+        assert!(e.reason.contains("above 0"), "{e}");
+    }
+}
