@@ -18,11 +18,18 @@ pub enum SimError {
         builtins: String,
     },
     /// The model file is malformed.
-    #[error("{0}")]
+    #[error(transparent)]
     Model(#[from] model::ModelError),
-    /// A fault string is malformed or names something the host lacks.
+    /// A fault string is malformed or names something the host lacks. (Not a `source`:
+    /// the message already holds it, and printing the chain would say it twice.)
     #[error("--inject: {0}")]
-    Fault(#[from] vhost::FaultError),
+    Fault(vhost::FaultError),
+}
+
+impl From<vhost::FaultError> for SimError {
+    fn from(e: vhost::FaultError) -> Self {
+        SimError::Fault(e)
+    }
 }
 
 /// Loads a built-in model by name, or a TOML host-model file.

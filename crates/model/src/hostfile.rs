@@ -63,13 +63,16 @@ struct RawHost {
     #[serde(default)]
     description: String,
     #[serde(default, rename = "component")]
-    components: Vec<RawComponent>,
+    components: Vec<toml::Table>,
     #[serde(default, rename = "link")]
     links: Vec<RawLink>,
 }
 
+/// A component record, by kind. Serde's internally tagged enums buffer their fields and
+/// so hide the failing field's name; [`raw_component`] reads `kind` first and then the
+/// record with the right shape, so errors name the field.
 #[derive(Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 enum RawComponent {
     Cpu {
         id: String,
@@ -129,9 +132,16 @@ pub fn parse(source_name: &str, text: &str) -> Result<HostTopology, ModelError> 
     })?;
 
     let mut components = Vec::with_capacity(raw.components.len());
-    for (i, rc) in raw.components.into_iter().enumerate() {
-        let (id, kind) =
-            component_kind(rc).map_err(|(f, r)| err(format!("component[{i}].{f}"), r))?;
+    for (i, table) in raw.components.into_iter().enumerate() {
+        let field = |f: String| {
+            if f.is_empty() {
+                format!("component[{i}]")
+            } else {
+                format!("component[{i}].{f}")
+            }
+        };
+        let rc = raw_component(table).map_err(|(f, r)| err(field(f), r))?;
+        let (id, kind) = component_kind(rc).map_err(|(f, r)| err(field(f), r))?;
         check_id(&id).map_err(|r| err(format!("component[{i}].id"), r))?;
         components.push(Component {
             id: ComponentId::new(id.clone()),
@@ -227,6 +237,41 @@ pub fn parse(source_name: &str, text: &str) -> Result<HostTopology, ModelError> 
     }
     HostTopology::new(raw.name, raw.description, components, links)
         .map_err(|e| err(e.field, e.reason))
+}
+
+const COMPONENT_KINDS: [&str; 5] = ["cpu", "memory", "pcie_switch", "gpu", "rnic"];
+
+/// Reads one `[[component]]` table; an error is `(field, reason)`.
+fn raw_component(mut table: toml::Table) -> Result<RawComponent, (String, String)> {
+    let kinds = COMPONENT_KINDS.join(", ");
+    let kind = match table.remove("kind") {
+        Some(toml::Value::String(k)) => k,
+        Some(other) => {
+            return Err((
+                "kind".into(),
+                format!("expected a string, got {}", other.type_str()),
+            ))
+        }
+        None => return Err(("kind".into(), format!("missing (one of {kinds})"))),
+    };
+    if !COMPONENT_KINDS.contains(&kind.as_str()) {
+        return Err((
+            "kind".into(),
+            format!("unknown kind `{kind}` (expected one of {kinds})"),
+        ));
+    }
+    // `{ "<kind>" = { fields } }` is serde's external tagging of the same enum.
+    let mut tagged = toml::Table::new();
+    tagged.insert(kind, toml::Value::Table(table));
+    serde_path_to_error::deserialize(toml::Value::Table(tagged)).map_err(|e| {
+        let path = e.path().to_string();
+        // The path starts with the kind tag; the user wrote the field directly.
+        let field = path
+            .split_once('.')
+            .map(|(_, f)| f.to_string())
+            .unwrap_or_default();
+        (field, one_line(&e.into_inner().to_string()))
+    })
 }
 
 fn component_kind(rc: RawComponent) -> Result<(String, ComponentKind), (String, String)> {
@@ -418,6 +463,19 @@ pcie = "gen4x16"
         let e = error_of(&TINY.replace("line_rate_gbps = 100", "line_rate_gbps = 100\nspeed = 3"));
         assert!(e.field.starts_with("component[3]"), "{e}");
         assert!(e.reason.contains("speed"), "{e}");
+    }
+
+    #[test]
+    fn wrong_component_field_type_names_the_field() {
+        let e = error_of(&TINY.replace("line_rate_gbps = 100", "line_rate_gbps = \"fast\""));
+        assert_eq!(e.field, "component[3].line_rate_gbps", "{e}");
+        let e = error_of(&TINY.replace("kind = \"rnic\"\nline_rate_gbps = 100", ""));
+        assert_eq!(e.field, "component[3].kind", "{e}");
+        let e = error_of(&TINY.replace("id = \"gpu0\"\n", ""));
+        assert!(
+            e.field.starts_with("component[4]") && e.reason.contains("id"),
+            "{e}"
+        );
     }
 
     #[test]
