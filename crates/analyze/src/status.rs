@@ -137,6 +137,8 @@ pub(crate) struct PathVerdict<'h> {
     pub error: Option<String>,
     /// What the bandwidth was compared with.
     pub reference: Reference,
+    /// The streaming test of this path, if the run had one (reported, not judged).
+    pub stream: Option<model::StreamResult>,
 }
 
 impl PathVerdict<'_> {
@@ -207,6 +209,7 @@ impl PathVerdict<'_> {
             latency_abnormal: self.latency_abnormal,
             affinitive: self.affinitive(),
             error: self.error.clone(),
+            stream: self.stream.clone(),
         }
     }
 }
@@ -247,6 +250,7 @@ pub(crate) fn judge<'h>(
                 latency_abnormal: false,
                 error,
                 reference: Reference::Nothing,
+                stream: probe.stream.clone(),
             }
         })
         .collect();

@@ -5,7 +5,7 @@ use crate::pipeline::{self, CheckSettings, ModeChoice};
 use crate::scenario::{Outcome, Scenario};
 use model::HostTopology;
 use serde::Serialize;
-use vhost::{VhostConfig, VirtualHost};
+use vhost::VhostConfig;
 
 /// One scenario's row.
 #[derive(Debug, Clone, Serialize)]
@@ -85,22 +85,7 @@ pub fn false_alarms(host: &HostTopology, runs: u32, progress: &mut dyn FnMut()) 
         crate::baseline::simulated(host, 3, 0, &settings.latency, VhostConfig::default().noise);
     let mut alarms = 0;
     for seed in 1..=u64::from(runs) {
-        let mut vhost = VirtualHost::new(
-            host.clone(),
-            Vec::new(),
-            VhostConfig {
-                seed,
-                ..VhostConfig::default()
-            },
-        );
-        let reports = pipeline::check(
-            &mut vhost,
-            host,
-            &baseline,
-            &settings,
-            &mut |_| {},
-            &mut |_, _, _| {},
-        );
+        let reports = pipeline::check_virtual(host, Vec::new(), seed, &baseline, &settings);
         if reports.iter().any(|r| !r.healthy) {
             alarms += 1;
         }
@@ -203,22 +188,7 @@ pub fn check_cost(host: &HostTopology, repeat: u32) -> CheckCost {
         let t0 = cpu_seconds();
         let baseline = crate::baseline::simulated(host, 3, seed, &settings.latency, noise);
         let t1 = cpu_seconds();
-        let mut vhost = VirtualHost::new(
-            host.clone(),
-            Vec::new(),
-            VhostConfig {
-                seed,
-                ..VhostConfig::default()
-            },
-        );
-        let reports = pipeline::check(
-            &mut vhost,
-            host,
-            &baseline,
-            &settings,
-            &mut |_| {},
-            &mut |_, _, _| {},
-        );
+        let reports = pipeline::check_virtual(host, Vec::new(), seed, &baseline, &settings);
         let t2 = cpu_seconds();
         assert_eq!(reports.len(), 1);
         check_ms.push((t2 - t1) * 1e3);

@@ -99,6 +99,15 @@ pub struct CheckArgs {
     /// Timed iterations per message size per path.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub iterations: u32,
+    /// Also run a streaming bandwidth test on every path with this many QPs.
+    #[arg(long, value_name = "QPS", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub stream_qps: Option<u32>,
+    /// Outstanding work requests per QP in the streaming test.
+    #[arg(long, value_name = "DEPTH", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub stream_depth: u32,
+    /// Duration of the streaming test per path, ms.
+    #[arg(long, value_name = "MS", default_value_t = 10.0)]
+    pub stream_ms: f64,
     /// Relative noise of the virtual host's samples (standard deviation).
     #[arg(long, default_value_t = 0.02)]
     pub noise: f64,

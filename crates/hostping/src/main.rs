@@ -11,7 +11,7 @@ use hostping::scenario::Scenario;
 use hostping::sim;
 use indicatif::{ProgressBar, ProgressStyle};
 use model::{Baseline, HostTopology};
-use probe::LatencySpec;
+use probe::{LatencySpec, StreamSpec};
 use std::io::Write;
 use std::process::ExitCode;
 use vhost::{VhostConfig, VirtualHost};
@@ -77,8 +77,18 @@ fn check(args: CheckArgs) -> Result<Outcome> {
     if !(0.0..=0.5).contains(&args.noise) {
         bail!("--noise: {} is outside 0..0.5", args.noise);
     }
+    if !(args.stream_ms > 0.0 && args.stream_ms <= 60_000.0) {
+        bail!("--stream-ms: {} is outside 0..60000", args.stream_ms);
+    }
+    let stream = args.stream_qps.map(|qps| StreamSpec {
+        qps,
+        depth: args.stream_depth,
+        duration_us: args.stream_ms * 1000.0,
+        ..StreamSpec::default()
+    });
     let settings = CheckSettings {
         runs: args.runs,
+        stream,
         mode: args.mode,
         latency: LatencySpec {
             iterations: args.iterations,

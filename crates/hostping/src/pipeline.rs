@@ -30,6 +30,8 @@ pub struct CheckSettings {
     pub mode: ModeChoice,
     /// The latency test on every path.
     pub latency: LatencySpec,
+    /// A streaming test on every path after its latency test, when wanted.
+    pub stream: Option<StreamSpec>,
     /// Analyzer thresholds.
     pub thresholds: Thresholds,
     /// Idle time between runs, ns.
@@ -42,6 +44,7 @@ impl Default for CheckSettings {
             runs: 1,
             mode: ModeChoice::Auto,
             latency: LatencySpec::default(),
+            stream: None,
             thresholds: Thresholds::default(),
             cadence_ns: DEFAULT_CADENCE_NS,
         }
@@ -120,7 +123,7 @@ pub fn check<E: ProbeEngine + Monitor>(
         let paths = probe::plan(host, Plan::for_mode(mode));
         let spec = RunSpec {
             latency: settings.latency.clone(),
-            stream: None,
+            stream: settings.stream.clone(),
         };
         let run = probe::run(engine, host, mode, &paths, &spec, &mut |done, total| {
             progress(i, done, total)
@@ -140,6 +143,30 @@ pub fn check<E: ProbeEngine + Monitor>(
         reports.push(report);
     }
     reports
+}
+
+/// Runs a series on a fresh virtual host of `host` with `faults`, quietly (no output, no
+/// progress): what scenarios and benchmarks need.
+pub fn check_virtual(
+    host: &HostTopology,
+    faults: Vec<vhost::Fault>,
+    seed: u64,
+    baseline: &Baseline,
+    settings: &CheckSettings,
+) -> Vec<Report> {
+    let config = vhost::VhostConfig {
+        seed,
+        ..vhost::VhostConfig::default()
+    };
+    let mut engine = vhost::VirtualHost::new(host.clone(), faults, config);
+    check(
+        &mut engine,
+        host,
+        baseline,
+        settings,
+        &mut |_| {},
+        &mut |_, _, _| {},
+    )
 }
 
 #[cfg(test)]

@@ -45,28 +45,28 @@ impl Style {
 
 const CELL: usize = 8;
 
-fn cell(
-    style: Style,
-    value: Option<f64>,
-    status: PathStatus,
-    flag: bool,
-    decimals: usize,
-) -> String {
+/// How a matrix cell is judged: a path status, or not at all (a streaming result).
+#[derive(Debug, Clone, Copy)]
+enum Judged {
+    Status(PathStatus),
+    Unjudged,
+}
+
+fn cell(style: Style, value: Option<f64>, judged: Judged, decimals: usize) -> String {
     let Some(v) = value else {
         return style.gray(&format!("{:>w$}", "fail?", w = CELL));
     };
-    let marker = match status {
-        PathStatus::Abnormal => '*',
-        PathStatus::Uncertain => '~',
-        PathStatus::Normal if flag => '!',
-        PathStatus::Normal => ' ',
+    let marker = match judged {
+        Judged::Status(PathStatus::Abnormal) => '*',
+        Judged::Status(PathStatus::Uncertain) => '~',
+        Judged::Status(PathStatus::Normal) | Judged::Unjudged => ' ',
     };
     let text = format!("{:>w$.d$}{marker}", v, w = CELL - 1, d = decimals);
-    match status {
-        PathStatus::Abnormal => style.red(&text),
-        PathStatus::Uncertain => style.gray(&text),
-        PathStatus::Normal if flag => style.red(&text),
-        PathStatus::Normal => style.green(&text),
+    match judged {
+        Judged::Status(PathStatus::Abnormal) => style.red(&text),
+        Judged::Status(PathStatus::Uncertain) => style.gray(&text),
+        Judged::Status(PathStatus::Normal) => style.green(&text),
+        Judged::Unjudged => text,
     }
 }
 
@@ -76,7 +76,7 @@ fn matrix(
     host: &HostTopology,
     report: &Report,
     title: &str,
-    value: impl Fn(&PathReport) -> (Option<f64>, PathStatus, bool),
+    value: impl Fn(&PathReport) -> (Option<f64>, Judged),
     decimals: usize,
 ) {
     let endpoints: Vec<_> = host.endpoints().map(|e| e.id.clone()).collect();
@@ -94,8 +94,8 @@ fn matrix(
                 .find(|p| p.rnic == rnic.id && &p.endpoint == e)
             {
                 Some(p) => {
-                    let (v, status, flag) = value(p);
-                    out.push_str(&cell(style, v, status, flag, decimals));
+                    let (v, judged) = value(p);
+                    out.push_str(&cell(style, v, judged, decimals));
                 }
                 None => {
                     let _ = write!(out, "{}", style.gray(&format!("{:>w$}", ".", w = CELL)));
@@ -134,7 +134,7 @@ pub fn report(host: &HostTopology, report: &Report, runs: u32, style: Style) -> 
         host,
         report,
         "Gb/s (eq. 3)",
-        |p| (p.bandwidth_gbps, p.status, false),
+        |p| (p.bandwidth_gbps, Judged::Status(p.status)),
         1,
     );
     out.push('\n');
@@ -145,18 +145,27 @@ pub fn report(host: &HostTopology, report: &Report, runs: u32, style: Style) -> 
         report,
         "latency us",
         |p| {
-            (
-                p.latency_us,
-                if p.latency_abnormal {
-                    PathStatus::Abnormal
-                } else {
-                    PathStatus::Normal
-                },
-                false,
-            )
+            let status = if p.latency_abnormal {
+                PathStatus::Abnormal
+            } else {
+                PathStatus::Normal
+            };
+            (p.latency_us, Judged::Status(status))
         },
         2,
     );
+    if let Some(stream) = report.paths.iter().find_map(|p| p.stream.as_ref()) {
+        out.push('\n');
+        let title = format!("stream {}x{}", stream.qps, stream.depth);
+        // Streams are reported, not judged: no colour, no marker.
+        let value = |p: &PathReport| {
+            (
+                p.stream.as_ref().map(|s| s.bandwidth_gbps),
+                Judged::Unjudged,
+            )
+        };
+        matrix(&mut out, style, host, report, &title, value, 1);
+    }
     let _ = writeln!(
         out,
         "\n  {}  * abnormal (below baseline by Abnormal_th, or latency above it)   ~ uncertain   . not probed",
@@ -347,25 +356,28 @@ mod tests {
     fn plain_cells_carry_markers() {
         let s = Style { color: false };
         assert_eq!(
-            cell(s, Some(126.04), PathStatus::Abnormal, false, 1),
+            cell(s, Some(126.04), Judged::Status(PathStatus::Abnormal), 1),
             "  126.0*"
         );
         assert_eq!(
-            cell(s, Some(125.5), PathStatus::Uncertain, false, 1),
+            cell(s, Some(125.5), Judged::Status(PathStatus::Uncertain), 1),
             "  125.5~"
         );
         assert_eq!(
-            cell(s, Some(199.0), PathStatus::Normal, false, 1),
+            cell(s, Some(199.0), Judged::Status(PathStatus::Normal), 1),
             "  199.0 "
         );
         assert!(cell(
             Style { color: true },
             Some(1.0),
-            PathStatus::Abnormal,
-            false,
+            Judged::Status(PathStatus::Abnormal),
             1
         )
         .contains("\x1b[1;31m"));
+        assert_eq!(
+            cell(Style { color: true }, Some(1.0), Judged::Unjudged, 1),
+            "    1.0 "
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::sim;
 use model::{Cause, Diagnosis, HostTopology, LinkId, Report, Setting};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
-use vhost::{Fault, VhostConfig, VirtualHost};
+use vhost::{Fault, VhostConfig};
 
 /// A scenario file that cannot be used: one line naming the file, the field and the reason.
 #[derive(Debug, thiserror::Error)]
@@ -244,18 +244,12 @@ impl Scenario {
             &settings.latency,
             VhostConfig::default().noise,
         );
-        let config = VhostConfig {
-            seed: self.seed,
-            ..VhostConfig::default()
-        };
-        let mut vhost = VirtualHost::new(self.host.clone(), self.faults.clone(), config);
-        let reports = pipeline::check(
-            &mut vhost,
+        let reports = pipeline::check_virtual(
             &self.host,
+            self.faults.clone(),
+            self.seed,
             &baseline,
             &settings,
-            &mut |_| {},
-            &mut |_, _, _| {},
         );
         let last = reports.into_iter().last().expect("runs >= 1");
         let pass = last.healthy == self.healthy && matches_exactly(&self.expected, &last.diagnoses);

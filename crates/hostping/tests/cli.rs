@@ -336,3 +336,39 @@ fn topology_lists_paths_and_affinity() {
         "{out}"
     );
 }
+
+#[test]
+fn a_streaming_test_with_chosen_qps_and_depth_is_reported_per_path() {
+    let o = hostping(&[
+        "check",
+        "--sim",
+        "single-socket",
+        "--stream-qps",
+        "4",
+        "--stream-depth",
+        "8",
+        "--stream-ms",
+        "2",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    for p in v["paths"].as_array().unwrap() {
+        let s = &p["stream"];
+        assert_eq!(
+            (s["qps"].as_u64(), s["depth"].as_u64()),
+            (Some(4), Some(8)),
+            "{p}"
+        );
+        let bw = s["bandwidth_gbps"].as_f64().unwrap();
+        // Four QPs are not window-bound: the stream lands near the path's eq.-3 bandwidth.
+        let eq3 = p["bandwidth_gbps"].as_f64().unwrap();
+        assert!((bw - eq3).abs() / eq3 < 0.05, "{bw} vs {eq3}");
+    }
+    let plain = hostping(&["check", "--sim", "single-socket", "--format", "json"]);
+    assert!(
+        !stdout(&plain).contains("\"stream\""),
+        "no stream unless asked"
+    );
+}

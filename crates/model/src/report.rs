@@ -2,7 +2,7 @@
 //! `hostping check --format json` prints (DESIGN 4.3: add fields, never rename or drop).
 
 use crate::ids::{ComponentId, LinkId};
-use crate::measure::{Mode, Provenance};
+use crate::measure::{Mode, Provenance, StreamResult};
 use crate::topology::LinkKind;
 use serde::{Deserialize, Serialize};
 
@@ -143,6 +143,9 @@ pub struct PathReport {
     /// Why the probe failed.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error: Option<String>,
+    /// The streaming test, when the run asked for one (`check --stream-qps`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub stream: Option<StreamResult>,
 }
 
 /// One link in a report.
