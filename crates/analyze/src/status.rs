@@ -80,7 +80,7 @@ pub(crate) fn rnic_conditions(
             let drops = act.and_then(|a| a.drops);
             // Hostping 5: Thp_low is 5 % of line rate; PFC_high is a 3 % pause ratio, and
             // any drop counts.
-            let busy = !matches!(throughput_gbps, Some(t) if t <= th.thp_low * line_rate_gbps);
+            let busy = !throughput_gbps.is_some_and(|t| th.rnic_idle(t, line_rate_gbps));
             let abnormal =
                 tx_pause_ratio.is_some_and(|p| p > th.pfc_high) || drops.is_some_and(|d| d > 0);
             RnicCondition {

@@ -61,7 +61,8 @@ pub fn from_runs(host: &HostTopology, runs: &[ProbeRun]) -> Result<Baseline, Mis
     })
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The median (the mean of the two middle values for an even count).
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
     if n % 2 == 1 {
@@ -70,6 +71,9 @@ fn median(mut v: Vec<f64>) -> f64 {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
+
+/// Healthy runs in a simulated baseline when none is given.
+pub const DEFAULT_RUNS: u32 = 3;
 
 /// Seed offset so that a simulated baseline never shares noise with the check it judges.
 const BASELINE_SEED_SALT: u64 = 0xBA5E_11E0;

@@ -81,8 +81,13 @@ pub fn false_alarms(host: &HostTopology, runs: u32, progress: &mut dyn FnMut()) 
         mode: ModeChoice::Auto,
         ..CheckSettings::default()
     };
-    let baseline =
-        crate::baseline::simulated(host, 3, 0, &settings.latency, VhostConfig::default().noise);
+    let baseline = crate::baseline::simulated(
+        host,
+        crate::baseline::DEFAULT_RUNS,
+        0,
+        &settings.latency,
+        VhostConfig::default().noise,
+    );
     let mut alarms = 0;
     for seed in 1..=u64::from(runs) {
         let reports = pipeline::check_virtual(host, Vec::new(), seed, &baseline, &settings);
@@ -186,7 +191,13 @@ pub fn check_cost(host: &HostTopology, repeat: u32) -> CheckCost {
     let mut total_ms = Vec::new();
     for seed in 0..u64::from(repeat.max(1)) {
         let t0 = cpu_seconds();
-        let baseline = crate::baseline::simulated(host, 3, seed, &settings.latency, noise);
+        let baseline = crate::baseline::simulated(
+            host,
+            crate::baseline::DEFAULT_RUNS,
+            seed,
+            &settings.latency,
+            noise,
+        );
         let t1 = cpu_seconds();
         let reports = pipeline::check_virtual(host, Vec::new(), seed, &baseline, &settings);
         let t2 = cpu_seconds();
@@ -194,16 +205,12 @@ pub fn check_cost(host: &HostTopology, repeat: u32) -> CheckCost {
         check_ms.push((t2 - t1) * 1e3);
         total_ms.push((t2 - t0) * 1e3);
     }
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
     CheckCost {
         host: host.name.clone(),
         paths: host.paths().len(),
         iterations: settings.latency.iterations,
         repeat: repeat.max(1),
-        check_cpu_ms: median(check_ms),
-        with_baseline_cpu_ms: median(total_ms),
+        check_cpu_ms: crate::baseline::median(check_ms),
+        with_baseline_cpu_ms: crate::baseline::median(total_ms),
     }
 }

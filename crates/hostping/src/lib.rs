@@ -7,7 +7,7 @@ only crate that depends on every other one; the CLI in `main.rs` only dispatches
 use hostping::pipeline::{check, CheckSettings};
 let host = model::builtin::load("single-socket").unwrap().unwrap();
 let settings = CheckSettings { latency: probe::LatencySpec { iterations: 50, ..Default::default() }, ..Default::default() };
-let baseline = hostping::baseline::simulated(&host, 3, 1, &settings.latency, 0.02);
+let baseline = hostping::baseline::simulated(&host, hostping::baseline::DEFAULT_RUNS, 1, &settings.latency, 0.02);
 let mut vhost = vhost::VirtualHost::new(host.clone(), vec![], vhost::VhostConfig::default());
 let reports = check(&mut vhost, &host, &baseline, &settings, &mut |_| {}, &mut |_, _, _| {});
 assert!(reports[0].healthy);

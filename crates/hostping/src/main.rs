@@ -98,7 +98,13 @@ fn check(args: CheckArgs) -> Result<Outcome> {
     };
     let baseline = match &args.baseline {
         Some(path) => load_baseline(path, &host)?,
-        None => hostping::baseline::simulated(&host, 3, args.seed, &settings.latency, args.noise),
+        None => hostping::baseline::simulated(
+            &host,
+            hostping::baseline::DEFAULT_RUNS,
+            args.seed,
+            &settings.latency,
+            args.noise,
+        ),
     };
     let mut vhost = VirtualHost::new(
         host.clone(),

@@ -62,7 +62,7 @@ pub fn mode_from_snapshot(
         snapshot
             .rnic(&r.id)
             .and_then(|a| a.throughput_gbps)
-            .is_some_and(|t| t > thresholds.thp_low * line)
+            .is_some_and(|t| !thresholds.rnic_idle(t, line))
     });
     let gpu_busy = snapshot.gpus.iter().any(|g| g.busy == Some(true));
     if rnic_busy || gpu_busy {

@@ -239,7 +239,7 @@ impl Scenario {
         };
         let baseline = crate::baseline::simulated(
             &self.host,
-            3,
+            crate::baseline::DEFAULT_RUNS,
             self.seed,
             &settings.latency,
             VhostConfig::default().noise,

@@ -19,6 +19,14 @@ pub struct Thresholds {
     pub flapping_runs: u32,
 }
 
+impl Thresholds {
+    /// Whether an RNIC carrying `throughput_gbps` of service traffic is idle: at most Thp_low
+    /// of its line rate (Hostping 5).
+    pub fn rnic_idle(&self, throughput_gbps: f64, line_rate_gbps: f64) -> bool {
+        throughput_gbps <= self.thp_low * line_rate_gbps
+    }
+}
+
 impl Default for Thresholds {
     fn default() -> Self {
         Thresholds {
