@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, then every unit, property, integration and
-# scenario test of the workspace. Installs what it needs first.
+# scenario test of the workspace, and the Soft-RoCE (rdma_rxe) QEMU guest test of the real
+# backends. Installs what it needs first (Debian packages, a Rust toolchain, a guest kernel).
 set -euo pipefail
 cd "$(dirname "$0")"
 . scripts/setup.sh
@@ -10,4 +11,10 @@ fi
 if cargo clippy --version >/dev/null 2>&1; then
     cargo clippy --workspace --all-targets --locked --quiet -- -D warnings
 fi
+# The Soft-RoCE guest's packages and kernel (cached), and libibverbs-dev for the test that
+# checks the hand-written verbs ABI against the real header.
+scripts/guest/setup.sh
+export HOSTPING_REQUIRE_VERBS_HEADERS=1
 cargo test --workspace --locked
+# The real backends on a real verbs device: rdma_rxe in a QEMU guest (scripts/guest/).
+cargo test -p hostping --test softroce --locked -- --ignored --nocapture

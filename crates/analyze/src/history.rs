@@ -157,6 +157,7 @@ mod tests {
                 utilisation: None,
             }],
             diagnoses: vec![],
+            baseline: None,
         }
     }
 

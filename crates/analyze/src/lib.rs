@@ -42,7 +42,7 @@ let run = ProbeRun {
         outcome: PathOutcome::Measured(PathMeasurement {
             op: Op::Write, small_bytes: 1, large_bytes: 131072,
             small: stats(1.5), large: stats(1.5 + 1048.576 / measured(p)),
-            bandwidth_gbps: measured(p),
+            bandwidth_gbps: measured(p), verified_bytes: None,
         }),
     }).collect(),
 };
@@ -138,6 +138,7 @@ pub fn analyze(input: &Input, follow_up: &mut dyn FollowUp) -> Report {
             })
             .collect(),
         diagnoses: Vec::new(),
+        baseline: None,
     };
     let current = RunRecord::from_report(&report);
     flapping::diagnose(

@@ -139,6 +139,8 @@ pub(crate) struct PathVerdict<'h> {
     pub reference: Reference,
     /// The streaming test of this path, if the run had one (reported, not judged).
     pub stream: Option<model::StreamResult>,
+    /// Bytes of loopback data the engine verified.
+    pub verified_bytes: Option<u64>,
 }
 
 impl PathVerdict<'_> {
@@ -210,6 +212,7 @@ impl PathVerdict<'_> {
             affinitive: self.affinitive(),
             error: self.error.clone(),
             stream: self.stream.clone(),
+            verified_bytes: self.verified_bytes,
         }
     }
 }
@@ -251,6 +254,7 @@ pub(crate) fn judge<'h>(
                 error,
                 reference: Reference::Nothing,
                 stream: probe.stream.clone(),
+                verified_bytes: probe.measurement().and_then(|m| m.verified_bytes),
             }
         })
         .collect();
@@ -366,6 +370,7 @@ mod tests {
                 small: stats(lat),
                 large: stats(lat + 131072.0 * 8.0 / bw / 1000.0),
                 bandwidth_gbps: bw,
+                verified_bytes: None,
             }),
             stream: None,
         }

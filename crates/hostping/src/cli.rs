@@ -10,9 +10,11 @@ use std::path::PathBuf;
 /// cause, by loopback probes between every RNIC and every memory node and GPU (Hostping,
 /// NSDI'23).
 ///
-/// Without RDMA hardware, `--sim` runs everything on a virtual host: a built-in model
-/// (dgx-a100, amd-2s, single-socket) or a TOML host-model file, with faults injected by
-/// `--inject`. Simulated numbers are always labelled as simulated.
+/// On a server with RDMA hardware it discovers the host from sysfs and probes through
+/// libibverbs (loaded at run time). Without RDMA hardware, `--sim` runs everything on a
+/// virtual host: a built-in model (dgx-a100, amd-2s, single-socket) or a TOML host-model
+/// file, with faults injected by `--inject`. Simulated numbers are always labelled as
+/// simulated; measured ones as measured.
 ///
 /// Exit status: 0 healthy, 1 bottleneck found, 2 usage or input error.
 #[derive(Debug, Parser)]
@@ -28,6 +30,11 @@ pub struct Cli {
 pub enum Command {
     /// Probe every RNIC x endpoint path and diagnose.
     ///
+    /// Without --sim, this host: every ACTIVE RDMA port x every NUMA memory node and GPU,
+    /// through a self-connected RC QP (RDMA WRITE, or READ with --op read). With no
+    /// --baseline, each path is judged against its RNIC's line rate (affinitive paths) and
+    /// against the paths like it in the same run.
+    ///
     /// Idle host: full mesh, each path judged against the baseline. Busy host (an RNIC above
     /// Thp_low = 5 % of line rate): affinitive paths only, judged relative to each other.
     /// Binary tomography then localises the abnormal links, and the root-cause rules name
@@ -35,6 +42,8 @@ pub enum Command {
     /// rnic_misconfiguration).
     ///
     /// Examples:
+    ///   hostping check                                   # this host, through libibverbs
+    ///   hostping check --op read --stream-qps 4           # RDMA READ, plus a 4-QP stream
     ///   hostping check --sim dgx-a100 --inject degrade:gpu4--lsw4:0.5
     ///   hostping check --sim dgx-a100 --inject flap:mem1--cpu1:0.15 --runs 4
     ///   hostping check --sim dgx-a100 --inject service:rnic0:150:mem1 --inject overload:cpu0--cpu1:0.95
@@ -43,10 +52,19 @@ pub enum Command {
     Check(CheckArgs),
     /// Record a baseline (per-path latency and bandwidth of a healthy idle host) to a file.
     ///
-    /// Example: hostping baseline --sim dgx-a100 --runs 5 -o dgx-a100.baseline.json
+    /// Record it on a healthy idle host and reuse it on hosts of the same kind: the
+    /// discovered model's name encodes the hardware (RNICs, rates, GPUs, PCIe tree), so a
+    /// baseline only fits hosts built the same way.
+    ///
+    /// Examples:
+    ///   hostping baseline --runs 5 -o a100-node.baseline.json     # this host, measured
+    ///   hostping baseline --sim dgx-a100 --runs 5 -o dgx-a100.baseline.json
     #[command(verbatim_doc_comment)]
     Baseline(BaselineArgs),
     /// Print the host model: components, links, every path with its links, affinity.
+    ///
+    /// Without --sim, what discovery finds on this host (NUMA nodes, RDMA ports, GPUs, the
+    /// PCIe tree) and the model built from it; memory nodes are listed even without RDMA.
     Topology(TopologyArgs),
     /// Benchmarks: the scenario suite with accuracy and false alarms, or the CPU cost of a check.
     #[command(subcommand)]
@@ -62,21 +80,43 @@ pub enum Format {
     Json,
 }
 
-/// Selecting the simulated host.
+/// Which host: this one (default), a simulated one, or one described by a copy of sysfs.
 #[derive(Debug, Args)]
-pub struct SimArgs {
+pub struct HostArgs {
     /// Simulate this host: a built-in model (dgx-a100, amd-2s, single-socket) or a TOML
     /// host-model file (docs/host-model.md).
     #[arg(long, value_name = "MODEL|FILE")]
     pub sim: Option<String>,
+    /// Discover the host from sysfs under DIR instead of / (DIR/sys/class/infiniband,
+    /// DIR/sys/bus/pci/devices, ...): a captured tree, or a test fixture.
+    #[arg(long, value_name = "DIR", conflicts_with = "sim")]
+    pub sysfs_root: Option<PathBuf>,
+}
+
+/// The RDMA operation of the probes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OpArg {
+    /// RDMA WRITE from the read region to the write region (Hostping Fig. 7).
+    Write,
+    /// RDMA READ: what latency-bound GPU paths expose (Hostping 3.2.2).
+    Read,
+}
+
+impl From<OpArg> for model::Op {
+    fn from(op: OpArg) -> model::Op {
+        match op {
+            OpArg::Write => model::Op::Write,
+            OpArg::Read => model::Op::Read,
+        }
+    }
 }
 
 /// `hostping check`.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     #[command(flatten)]
-    pub sim: SimArgs,
-    /// Inject a fault into the simulated host (repeatable). Grammar:
+    pub host: HostArgs,
+    /// Inject a fault into the simulated host (repeatable; needs --sim). Grammar:
     /// degrade:LINK:FRACTION, flap:LINK:FRACTION, overload:LINK:UTILISATION,
     /// acs:SWITCH|all, ats-off:RNIC, slow-start:RNIC, tx-window:RNIC:BYTES,
     /// service:RNIC:GBPS[:ENDPOINT].
@@ -90,7 +130,7 @@ pub struct CheckArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Baseline file (from `hostping baseline`). Default on a simulated host: a healthy
-    /// virtual host of the same model, 3 runs.
+    /// virtual host of the same model, 3 runs; on a real host: line rate and peers.
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
     /// Idle (full mesh) or busy (affinitive only) mode; auto reads the monitors.
@@ -108,6 +148,17 @@ pub struct CheckArgs {
     /// Duration of the streaming test per path, ms.
     #[arg(long, value_name = "MS", default_value_t = 10.0)]
     pub stream_ms: f64,
+    /// RDMA WRITE or READ probes.
+    #[arg(long, value_enum, default_value_t = OpArg::Write)]
+    pub op: OpArg,
+    /// Longest wait for one work completion on a real host, ms: a hung path fails after
+    /// this and the run goes on.
+    #[arg(long, value_name = "MS", default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub timeout_ms: u64,
+    /// Provoke a failure on a real host's paths to one endpoint (tests of the error
+    /// paths): reg-mr:ENDPOINT, hang:ENDPOINT or bad-rkey:ENDPOINT.
+    #[arg(long, value_name = "KIND:ENDPOINT", hide = true)]
+    pub verbs_fault: Vec<String>,
     /// Relative noise of the virtual host's samples (standard deviation).
     #[arg(long, default_value_t = 0.02)]
     pub noise: f64,
@@ -116,11 +167,11 @@ pub struct CheckArgs {
     pub format: Format,
 }
 
-/// `hostping baseline`.
+/// `hostping baseline`: on this host (default) or a simulated one.
 #[derive(Debug, Args)]
 pub struct BaselineArgs {
     #[command(flatten)]
-    pub sim: SimArgs,
+    pub host: HostArgs,
     /// Healthy idle runs to take the per-path median of.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub runs: u32,
@@ -130,6 +181,12 @@ pub struct BaselineArgs {
     /// Timed iterations per message size per path.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub iterations: u32,
+    /// RDMA WRITE or READ probes.
+    #[arg(long, value_enum, default_value_t = OpArg::Write)]
+    pub op: OpArg,
+    /// Longest wait for one work completion on a real host, ms.
+    #[arg(long, value_name = "MS", default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub timeout_ms: u64,
     /// Where to write the baseline (JSON).
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
@@ -139,7 +196,7 @@ pub struct BaselineArgs {
 #[derive(Debug, Args)]
 pub struct TopologyArgs {
     #[command(flatten)]
-    pub sim: SimArgs,
+    pub host: HostArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,

@@ -9,7 +9,8 @@ let host = model::builtin::load("single-socket").unwrap().unwrap();
 let settings = CheckSettings { latency: probe::LatencySpec { iterations: 50, ..Default::default() }, ..Default::default() };
 let baseline = hostping::baseline::simulated(&host, hostping::baseline::DEFAULT_RUNS, 1, &settings.latency, 0.02);
 let mut vhost = vhost::VirtualHost::new(host.clone(), vec![], vhost::VhostConfig::default());
-let reports = check(&mut vhost, &host, &baseline, &settings, &mut |_| {}, &mut |_, _, _| {});
+let source = hostping::pipeline::BaselineSource::Given(&baseline, model::BaselineKind::Simulated);
+let reports = check(&mut vhost, &host, source, &settings, &mut |_| {}, &mut |_, _, _| {});
 assert!(reports[0].healthy);
 ```
 */
@@ -18,6 +19,7 @@ pub mod baseline;
 pub mod bench;
 pub mod cli;
 pub mod pipeline;
+pub mod real;
 pub mod render;
 pub mod scenario;
 pub mod sim;

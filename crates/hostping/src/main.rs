@@ -4,16 +4,22 @@
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use hostping::bench;
-use hostping::cli::{BaselineArgs, BenchCommand, CheckArgs, Cli, Command, Format, TopologyArgs};
-use hostping::pipeline::{self, CheckSettings};
+use hostping::cli::{
+    BaselineArgs, BenchCommand, CheckArgs, Cli, Command, Format, HostArgs, TopologyArgs,
+};
+use hostping::pipeline::{self, BaselineSource, CheckSettings};
+use hostping::real;
 use hostping::render::{self, Style};
 use hostping::scenario::Scenario;
 use hostping::sim;
 use indicatif::{ProgressBar, ProgressStyle};
-use model::{Baseline, HostTopology};
-use probe::{LatencySpec, StreamSpec};
+use model::{Baseline, BaselineKind, HostTopology, Report};
+use probe::{LatencySpec, Monitor, ProbeEngine, StreamSpec};
+use rdma::engine::{EngineOptions, TestFault};
+use rdma::sysfs::SysRoot;
 use std::io::Write;
 use std::process::ExitCode;
+use std::time::Duration;
 use vhost::{VhostConfig, VirtualHost};
 
 /// What a command concluded.
@@ -48,16 +54,22 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// The simulated host named by `--sim`, or the reason a real one cannot be used yet.
-fn sim_host(sim: &Option<String>) -> Result<HostTopology> {
-    match sim {
-        Some(name) => Ok(sim::load_host(name)?),
-        None => bail!(
-            "probing a real host needs the libibverbs backend, which this build does not have yet; \
-             simulate one with --sim MODEL (built-in: {})",
-            model::builtin::names().collect::<Vec<_>>().join(", ")
-        ),
-    }
+/// The sysfs root of the real host: `--sysfs-root`, or `/`.
+fn sysfs_root(host: &HostArgs) -> SysRoot {
+    host.sysfs_root
+        .clone()
+        .map(SysRoot::new)
+        .unwrap_or_else(SysRoot::system)
+}
+
+fn engine_options(timeout_ms: u64, faults: &[String]) -> Result<EngineOptions> {
+    Ok(EngineOptions {
+        timeout: Duration::from_millis(timeout_ms),
+        faults: faults
+            .iter()
+            .map(|f| TestFault::parse(f).map_err(|e| anyhow::anyhow!("--verbs-fault: {e}")))
+            .collect::<Result<_>>()?,
+    })
 }
 
 fn progress_bar(len: u64, what: &str) -> ProgressBar {
@@ -72,38 +84,55 @@ fn progress_bar(len: u64, what: &str) -> ProgressBar {
 }
 
 fn check(args: CheckArgs) -> Result<Outcome> {
-    let host = sim_host(&args.sim.sim)?;
-    let faults = sim::parse_faults(&args.inject, &host)?;
     if !(0.0..=0.5).contains(&args.noise) {
         bail!("--noise: {} is outside 0..0.5", args.noise);
     }
     if !(args.stream_ms > 0.0 && args.stream_ms <= 60_000.0) {
         bail!("--stream-ms: {} is outside 0..60000", args.stream_ms);
     }
-    let stream = args.stream_qps.map(|qps| StreamSpec {
-        qps,
-        depth: args.stream_depth,
-        duration_us: args.stream_ms * 1000.0,
-        ..StreamSpec::default()
-    });
+    let op = model::Op::from(args.op);
     let settings = CheckSettings {
         runs: args.runs,
-        stream,
+        stream: args.stream_qps.map(|qps| StreamSpec {
+            op,
+            qps,
+            depth: args.stream_depth,
+            duration_us: args.stream_ms * 1000.0,
+            ..StreamSpec::default()
+        }),
         mode: args.mode,
         latency: LatencySpec {
+            op,
             iterations: args.iterations,
             ..LatencySpec::default()
         },
         ..CheckSettings::default()
     };
-    let baseline = match &args.baseline {
-        Some(path) => load_baseline(path, &host)?,
-        None => hostping::baseline::simulated(
-            &host,
-            hostping::baseline::DEFAULT_RUNS,
-            args.seed,
-            &settings.latency,
-            args.noise,
+    match &args.host.sim {
+        Some(name) => check_simulated(&args, name, &settings),
+        None => check_real(&args, &settings),
+    }
+}
+
+fn check_simulated(args: &CheckArgs, name: &str, settings: &CheckSettings) -> Result<Outcome> {
+    if !args.verbs_fault.is_empty() {
+        bail!(
+            "--verbs-fault applies to a real host's verbs engine; on a simulated host use --inject"
+        );
+    }
+    let host = sim::load_host(name)?;
+    let faults = sim::parse_faults(&args.inject, &host)?;
+    let (baseline, kind) = match &args.baseline {
+        Some(path) => (load_baseline(path, &host)?, BaselineKind::Recorded),
+        None => (
+            hostping::baseline::simulated(
+                &host,
+                hostping::baseline::DEFAULT_RUNS,
+                args.seed,
+                &settings.latency,
+                args.noise,
+            ),
+            BaselineKind::Simulated,
         ),
     };
     let mut vhost = VirtualHost::new(
@@ -115,16 +144,54 @@ fn check(args: CheckArgs) -> Result<Outcome> {
             ..VhostConfig::default()
         },
     );
+    let source = BaselineSource::Given(&baseline, kind);
+    run_checks(&mut vhost, &host, source, settings, args)
+}
+
+fn check_real(args: &CheckArgs, settings: &CheckSettings) -> Result<Outcome> {
+    if !args.inject.is_empty() {
+        bail!("--inject needs a simulated host (--sim MODEL); a real host is probed as it is");
+    }
+    let options = engine_options(args.timeout_ms, &args.verbs_fault)?;
+    let real = real::host(sysfs_root(&args.host))?;
+    let baseline = match &args.baseline {
+        Some(path) => Some(load_baseline(path, &real.host)?),
+        None => None,
+    };
+    let mut engine = real.engine(options)?;
+    let software = real.software_rnics();
+    let source = match &baseline {
+        Some(b) => BaselineSource::Given(b, BaselineKind::Recorded),
+        None => BaselineSource::Relative {
+            software: &software,
+        },
+    };
+    let settings = CheckSettings {
+        // Between runs of a real series, a short pause instead of the agent's 5 minutes.
+        cadence_ns: 1_000_000_000,
+        ..settings.clone()
+    };
+    run_checks(&mut engine, &real.host, source, &settings, args)
+}
+
+/// Runs the series with a progress bar, writing each report as soon as it exists.
+fn run_checks<E: ProbeEngine + Monitor>(
+    engine: &mut E,
+    host: &HostTopology,
+    source: BaselineSource<'_>,
+    settings: &CheckSettings,
+    args: &CheckArgs,
+) -> Result<Outcome> {
     let bar = progress_bar(u64::from(args.runs), "probing");
     let style = Style::for_stdout();
     let mut stdout = std::io::stdout().lock();
     let mut write_error = None;
-    let mut on_report = |report: &model::Report| {
+    let mut on_report = |report: &Report| {
         // Each run is written as soon as it exists, so an interrupted series loses nothing.
         let text = match args.format {
             Format::Json if args.runs > 1 => serde_json::to_string(report).map(|s| s + "\n"),
             Format::Json => serde_json::to_string_pretty(report).map(|s| s + "\n"),
-            Format::Table => Ok(render::report(&host, report, args.runs, style) + "\n"),
+            Format::Table => Ok(render::report(host, report, args.runs, style) + "\n"),
         };
         let written = bar.suspend(|| {
             stdout
@@ -136,10 +203,10 @@ fn check(args: CheckArgs) -> Result<Outcome> {
         }
     };
     let reports = pipeline::check(
-        &mut vhost,
-        &host,
-        &baseline,
-        &settings,
+        engine,
+        host,
+        source,
+        settings,
         &mut on_report,
         &mut |run, done, total| {
             bar.set_position(u64::from(run));
@@ -150,11 +217,16 @@ fn check(args: CheckArgs) -> Result<Outcome> {
     if let Some(e) = write_error {
         return Err(e).context("writing the report");
     }
-    Ok(if reports.iter().all(|r| r.healthy) {
-        Outcome::Healthy
-    } else {
-        Outcome::Findings
-    })
+    Ok(
+        if reports
+            .iter()
+            .all(|r| r.healthy && pipeline::failed_paths(r).is_empty())
+        {
+            Outcome::Healthy
+        } else {
+            Outcome::Findings
+        },
+    )
 }
 
 fn load_baseline(path: &std::path::Path, host: &HostTopology) -> Result<Baseline> {
@@ -167,36 +239,87 @@ fn load_baseline(path: &std::path::Path, host: &HostTopology) -> Result<Baseline
 }
 
 fn baseline(args: BaselineArgs) -> Result<Outcome> {
-    let host = sim_host(&args.sim.sim)?;
     let latency = LatencySpec {
+        op: args.op.into(),
         iterations: args.iterations,
         ..LatencySpec::default()
     };
-    let b = hostping::baseline::simulated(
-        &host,
-        args.runs,
-        args.seed,
-        &latency,
-        VhostConfig::default().noise,
-    );
+    let (b, host_name, how) = match &args.host.sim {
+        Some(name) => {
+            let host = sim::load_host(name)?;
+            let b = hostping::baseline::simulated(
+                &host,
+                args.runs,
+                args.seed,
+                &latency,
+                VhostConfig::default().noise,
+            );
+            (b, host.name, "simulated")
+        }
+        None => {
+            let real = real::host(sysfs_root(&args.host))?;
+            let mut engine = real.engine(engine_options(args.timeout_ms, &[])?)?;
+            let bar = progress_bar(u64::from(args.runs), "baseline");
+            let (b, runs) = hostping::baseline::measured(
+                &mut engine,
+                &real.host,
+                args.runs,
+                &latency,
+                1_000_000_000,
+                &mut |run, done, total| {
+                    bar.set_position(u64::from(run));
+                    bar.set_message(format!("run {}: {done}/{total} paths", run + 1));
+                },
+            )?;
+            bar.finish_and_clear();
+            for p in real.host.paths() {
+                if b.path(&p.rnic, &p.endpoint).is_none() {
+                    let why = runs
+                        .iter()
+                        .filter_map(|r| r.probe(&p.rnic, &p.endpoint))
+                        .find_map(|p| match &p.outcome {
+                            model::PathOutcome::Failed { error } => Some(error.clone()),
+                            model::PathOutcome::Measured(_) => None,
+                        })
+                        .unwrap_or_default();
+                    eprintln!("not in the baseline: {}->{} ({why})", p.rnic, p.endpoint);
+                }
+            }
+            (b, real.host.name.clone(), "measured")
+        }
+    };
     let text = serde_json::to_string_pretty(&b)? + "\n";
     std::fs::write(&args.output, text)
         .with_context(|| format!("cannot write baseline `{}`", args.output.display()))?;
     eprintln!(
-        "wrote {}: {} paths of {}, median of {} simulated healthy runs",
+        "wrote {}: {} paths of {}, median of {} {how} healthy runs",
         args.output.display(),
         b.paths.len(),
-        host.name,
+        host_name,
         b.runs
     );
     Ok(Outcome::Healthy)
 }
 
 fn topology(args: TopologyArgs) -> Result<Outcome> {
-    let host = sim_host(&args.sim.sim)?;
-    let text = match args.format {
-        Format::Json => serde_json::to_string_pretty(&render::topology_json(&host))? + "\n",
-        Format::Table => render::topology(&host),
+    let text = match &args.host.sim {
+        Some(name) => {
+            let host = sim::load_host(name)?;
+            match args.format {
+                Format::Json => serde_json::to_string_pretty(&render::topology_json(&host))? + "\n",
+                Format::Table => render::topology(&host),
+            }
+        }
+        None => {
+            let root = sysfs_root(&args.host);
+            let discovery = real::discover(&root)?;
+            match args.format {
+                Format::Json => {
+                    serde_json::to_string_pretty(&render::discovery_json(&discovery))? + "\n"
+                }
+                Format::Table => render::discovery(&discovery),
+            }
+        }
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(Outcome::Healthy)

@@ -3,7 +3,10 @@
 //! verbs engine run through the same code.
 
 use analyze::{FollowUp, FollowUpTest, History, Input};
-use model::{Baseline, HostSnapshot, HostTopology, Mode, Path, Report, StreamResult, Thresholds};
+use model::{
+    Baseline, BaselineKind, ComponentId, HostSnapshot, HostTopology, Mode, Path, Report,
+    StreamResult, Thresholds,
+};
 use probe::{LatencySpec, Monitor, Plan, ProbeEngine, RunSpec, StreamSpec};
 
 /// Idle time between runs of a series: the host-status cadence of Hostping 5 (5 min).
@@ -94,6 +97,36 @@ impl<E: ProbeEngine> FollowUp for EngineFollowUp<'_, E> {
     }
 }
 
+/// What each run's paths are judged against.
+#[derive(Debug, Clone, Copy)]
+pub enum BaselineSource<'a> {
+    /// A baseline file, or a simulated one.
+    Given(&'a Baseline, BaselineKind),
+    /// Per run, line rate and peers in the same run ([`crate::baseline::relative`]):
+    /// `software` lists the software RNICs (no line rate to hold them to).
+    Relative {
+        /// RNICs without a meaningful line rate (rxe, siw).
+        software: &'a [ComponentId],
+    },
+}
+
+/// Whether a path's error says the engine cannot probe it by design (no GPU driver, no
+/// way to register GPU memory) rather than that the probe failed on the host.
+pub fn is_unavailable(error: &str) -> bool {
+    error.starts_with("unavailable: ")
+}
+
+/// Paths whose probe failed on the host: a timeout, a work completion in error, refused
+/// registration, data that did not arrive intact. They are findings in their own right
+/// (the analyzer cannot judge them); paths unavailable by design are not.
+pub fn failed_paths(report: &Report) -> Vec<&model::PathReport> {
+    report
+        .paths
+        .iter()
+        .filter(|p| p.error.as_deref().is_some_and(|e| !is_unavailable(e)))
+        .collect()
+}
+
 /// Progress of a series: `(run, path done, paths in run)`.
 pub type Progress<'a> = &'a mut dyn FnMut(u32, usize, usize);
 
@@ -103,7 +136,7 @@ pub type Progress<'a> = &'a mut dyn FnMut(u32, usize, usize);
 pub fn check<E: ProbeEngine + Monitor>(
     engine: &mut E,
     host: &HostTopology,
-    baseline: &Baseline,
+    baseline: BaselineSource<'_>,
     settings: &CheckSettings,
     on_report: &mut dyn FnMut(&Report),
     progress: Progress,
@@ -128,6 +161,14 @@ pub fn check<E: ProbeEngine + Monitor>(
         let run = probe::run(engine, host, mode, &paths, &spec, &mut |done, total| {
             progress(i, done, total)
         });
+        let relative;
+        let (baseline, kind) = match baseline {
+            BaselineSource::Given(b, kind) => (b, kind),
+            BaselineSource::Relative { software } => {
+                relative = crate::baseline::relative(host, &run, software);
+                (&relative, BaselineKind::Relative)
+            }
+        };
         let input = Input {
             host,
             run: &run,
@@ -137,7 +178,8 @@ pub fn check<E: ProbeEngine + Monitor>(
             history: &history,
             run_index: i,
         };
-        let report = analyze::analyze(&input, &mut EngineFollowUp { engine });
+        let mut report = analyze::analyze(&input, &mut EngineFollowUp { engine });
+        report.baseline = Some(kind);
         history.record(&report);
         on_report(&report);
         reports.push(report);
@@ -162,7 +204,7 @@ pub fn check_virtual(
     check(
         &mut engine,
         host,
-        baseline,
+        BaselineSource::Given(baseline, BaselineKind::Simulated),
         settings,
         &mut |_| {},
         &mut |_, _, _| {},

@@ -115,7 +115,7 @@ pub fn report(host: &HostTopology, report: &Report, runs: u32, style: Style) -> 
     };
     let provenance = match report.provenance {
         model::Provenance::Simulated => "SIMULATED (virtual host)",
-        model::Provenance::Measured => "measured",
+        model::Provenance::Measured => "MEASURED (libibverbs)",
     };
     let _ = writeln!(
         out,
@@ -127,6 +127,16 @@ pub fn report(host: &HostTopology, report: &Report, runs: u32, style: Style) -> 
         report.paths.len(),
         provenance
     );
+    if let Some(kind) = report.baseline {
+        let against = match kind {
+            model::BaselineKind::Recorded => "the baseline file",
+            model::BaselineKind::Simulated => "a healthy virtual host of the same model",
+            model::BaselineKind::Relative => {
+                "no baseline file: line rate (affinitive paths of hardware RNICs) and like paths of this run"
+            }
+        };
+        let _ = writeln!(out, "judged against {against}");
+    }
     out.push('\n');
     matrix(
         &mut out,
@@ -200,8 +210,29 @@ pub fn report(host: &HostTopology, report: &Report, runs: u32, style: Style) -> 
         }
     }
 
+    let failed: Vec<&PathReport> = report.paths.iter().filter(|p| p.error.is_some()).collect();
+    if !failed.is_empty() {
+        let _ = writeln!(out, "\n{}", style.bold("paths not measured"));
+        for p in &failed {
+            let error = p.error.as_deref().unwrap_or_default();
+            let line = format!("{}->{}: {error}", p.rnic, p.endpoint);
+            let line = if crate::pipeline::is_unavailable(error) {
+                style.gray(&line)
+            } else {
+                style.red(&line)
+            };
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+
     out.push('\n');
-    if report.healthy {
+    if report.healthy && !crate::pipeline::failed_paths(report).is_empty() {
+        let _ = writeln!(
+            out,
+            "{}",
+            style.red("no bottleneck among the measured paths, but some probes failed (above): the check is incomplete.")
+        );
+    } else if report.healthy {
         let _ = writeln!(
             out,
             "{}",
@@ -339,6 +370,127 @@ pub fn topology_json(host: &HostTopology) -> serde_json::Value {
         })
         .collect();
     v["affinity"] = serde_json::Value::Object(affinity);
+    v
+}
+
+/// What discovery found on a real host (`hostping topology` without `--sim`): NUMA nodes,
+/// RDMA ports, GPUs and notes, then the host model built from them, if any.
+pub fn discovery(d: &rdma::sysfs::Discovery) -> String {
+    let mut out = String::new();
+    let b = &d.bindings;
+    let _ = writeln!(
+        out,
+        "discovered from sysfs: host {}\n",
+        d.hostname.as_deref().unwrap_or("(no hostname)")
+    );
+    let _ = writeln!(out, "NUMA nodes ({})", d.numa_nodes.len());
+    for n in &d.numa_nodes {
+        let memory = n
+            .mem_total_kib
+            .map(|k| format!("{:.1} GiB", k as f64 / (1024.0 * 1024.0)))
+            .unwrap_or_else(|| "memory not reported".into());
+        let model_id = b
+            .memory
+            .iter()
+            .find(|(_, node)| *node == n.id)
+            .map(|(id, _)| id.as_str());
+        let _ = writeln!(
+            out,
+            "  node{:<3} cpus {:<12} {:<14} {}",
+            n.id,
+            if n.cpulist.is_empty() {
+                "-"
+            } else {
+                &n.cpulist
+            },
+            memory,
+            model_id.map(|m| format!("-> {m}")).unwrap_or_default()
+        );
+    }
+    let _ = writeln!(out, "\nRDMA ports ({})", d.rdma_ports.len());
+    if d.rdma_ports.is_empty() {
+        let _ = writeln!(out, "  none");
+    }
+    for p in &d.rdma_ports {
+        let model_id = b
+            .rnics
+            .iter()
+            .find(|(_, r)| r.device == p.device && r.port == p.port)
+            .map(|(id, _)| format!("-> {id}"));
+        let rate = p
+            .rate
+            .as_ref()
+            .map(|r| r.to_string())
+            .unwrap_or_else(|| "rate ?".into());
+        let attach = match (&p.pci, &p.netdev) {
+            (Some(pci), Some(n)) => format!("pci {pci} netdev {n}"),
+            (Some(pci), None) => format!("pci {pci}"),
+            (None, Some(n)) => format!("netdev {n}"),
+            (None, None) => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "  {:<8} port {} {:<7} {:<22} {:?}{}  {}  {}",
+            p.device,
+            p.port,
+            p.state.to_string(),
+            rate,
+            p.link_layer,
+            if p.software { " (software)" } else { "" },
+            attach,
+            model_id.unwrap_or_default()
+        );
+    }
+    let _ = writeln!(out, "\nGPUs ({})", d.gpus.len());
+    if d.gpus.is_empty() {
+        let _ = writeln!(out, "  none");
+    }
+    for g in &d.gpus {
+        let model_id = b
+            .gpus
+            .iter()
+            .find(|(_, a)| *a == g.pci)
+            .map(|(id, _)| format!("-> {id}"));
+        let _ = writeln!(
+            out,
+            "  {}  {:04x}:{:04x}  numa {}  {}",
+            g.pci,
+            g.vendor,
+            g.device,
+            g.numa_node
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "?".into()),
+            model_id.unwrap_or_default()
+        );
+    }
+    if !d.notes.is_empty() {
+        let _ = writeln!(out, "\nnotes");
+        for n in &d.notes {
+            let _ = writeln!(out, "  - {n}");
+        }
+    }
+    match &d.host {
+        Some(host) => {
+            let _ = writeln!(out, "\nhost model\n");
+            out.push_str(&topology(host));
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "\nno host model: no ACTIVE RDMA port, so there is nothing to probe from \
+                 (hostping check --sim MODEL checks a simulated host)"
+            );
+        }
+    }
+    out
+}
+
+/// [`discovery`] as JSON: the discovery itself, and the model as [`topology_json`] shows it.
+pub fn discovery_json(d: &rdma::sysfs::Discovery) -> serde_json::Value {
+    let mut v = serde_json::to_value(d).expect("discovery serialises");
+    if let Some(host) = &d.host {
+        v["host"] = topology_json(host);
+    }
     v
 }
 

@@ -223,10 +223,102 @@ fn a_malformed_scenario_file_names_file_field_and_reason() {
     assert_input_error(&o, &["01-bad.toml", "expect", "surprise"]);
 }
 
+fn fixture(host: &str) -> String {
+    format!(
+        "{}/../rdma/testdata/hosts/{host}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
 #[test]
-fn without_sim_it_points_to_sim() {
-    let o = hostping(&["check"]);
-    assert_input_error(&o, &["--sim"]);
+fn a_host_without_rdma_says_so_points_to_sim_and_still_shows_memory_nodes() {
+    let root = fixture("no-rdma");
+    let o = hostping(&["check", "--sysfs-root", &root]);
+    assert_input_error(
+        &o,
+        &["no RDMA device found", "infiniband", "--sim dgx-a100"],
+    );
+    let o = hostping(&["topology", "--sysfs-root", &root]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("node0"), "{text}");
+    assert!(text.contains("RDMA ports (0)"), "{text}");
+    assert!(text.contains("no host model"), "{text}");
+}
+
+#[test]
+fn topology_shows_the_model_discovered_from_sysfs() {
+    let o = hostping(&[
+        "topology",
+        "--sysfs-root",
+        &fixture("dgx-a100"),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(
+        v["host"]["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("2s-4rnic200-8gpu-"),
+        "{v:#}"
+    );
+    assert_eq!(v["host"]["paths"].as_array().unwrap().len(), 40);
+    assert_eq!(
+        v["rdma_ports"].as_array().unwrap().len(),
+        5,
+        "the DOWN port is listed"
+    );
+    assert_eq!(
+        v["bindings"]["rnics"].as_array().unwrap().len(),
+        4,
+        "but not probed"
+    );
+}
+
+#[test]
+fn probing_a_captured_tree_fails_per_path_or_names_the_missing_library() {
+    // The fixture's mlx5 devices do not exist here: with libibverbs installed every path
+    // fails and says why; without it the check cannot start and says that.
+    let o = hostping(&[
+        "check",
+        "--sysfs-root",
+        &fixture("dgx-a100"),
+        "--iterations",
+        "5",
+        "--format",
+        "json",
+    ]);
+    match o.status.code() {
+        Some(1) => {
+            let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+            assert_eq!(v["provenance"], "measured");
+            let paths = v["paths"].as_array().unwrap();
+            assert_eq!(paths.len(), 40);
+            for p in paths {
+                let e = p["error"].as_str().unwrap();
+                assert!(e.contains("mlx5_"), "{e}");
+            }
+        }
+        _ => assert_input_error(&o, &["RDMA devices found (mlx5_0", "libibverbs"]),
+    }
+}
+
+#[test]
+fn flags_of_one_backend_are_refused_on_the_other() {
+    let o = hostping(&[
+        "check",
+        "--sysfs-root",
+        &fixture("no-rdma"),
+        "--inject",
+        "acs:all",
+    ]);
+    assert_input_error(&o, &["--inject needs a simulated host"]);
+    let o = hostping(&["check", "--sim", "dgx-a100", "--verbs-fault", "hang:mem0"]);
+    assert_input_error(&o, &["--verbs-fault", "--inject"]);
+    let o = hostping(&["check", "--sim", "dgx-a100", "--sysfs-root", "/"]);
+    assert_eq!(o.status.code(), Some(2));
 }
 
 #[test]
@@ -371,4 +463,19 @@ fn a_streaming_test_with_chosen_qps_and_depth_is_reported_per_path() {
         !stdout(&plain).contains("\"stream\""),
         "no stream unless asked"
     );
+}
+
+#[test]
+fn on_this_machine_without_rdma_check_exits_two_and_topology_shows_memory_nodes() {
+    if std::path::Path::new("/sys/class/infiniband").exists() {
+        eprintln!("this machine has RDMA devices: covered by the Soft-RoCE guest test");
+        return;
+    }
+    let o = hostping(&["check"]);
+    assert_input_error(&o, &["no RDMA device found", "--sim"]);
+    let o = hostping(&["topology", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(!v["numa_nodes"].as_array().unwrap().is_empty(), "{v:#}");
+    assert!(v["host"].is_null());
 }

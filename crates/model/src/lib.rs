@@ -34,7 +34,7 @@ pub use measure::{
     StreamResult,
 };
 pub use report::{
-    Cause, Diagnosis, LinkReport, LinkStatus, PathReport, PathStatus, Report, Setting,
+    BaselineKind, Cause, Diagnosis, LinkReport, LinkStatus, PathReport, PathStatus, Report, Setting,
 };
 pub use snapshot::{GpuActivity, HostSnapshot, LinkUtilisation, RnicActivity};
 pub use thresholds::Thresholds;

@@ -68,6 +68,10 @@ pub struct PathMeasurement {
     pub large: LatencyStats,
     /// BW_host = (large - small) / (Lat_large - Lat_small) from the medians, Gb/s (eq. 3).
     pub bandwidth_gbps: f64,
+    /// Bytes of loopback data checked after the test (the write region against the read
+    /// region); absent on the virtual host, where no data moves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified_bytes: Option<u64>,
 }
 
 /// A streaming bandwidth test: `qps` QPs each keeping `depth` messages in flight.

@@ -146,6 +146,9 @@ pub struct PathReport {
     /// The streaming test, when the run asked for one (`check --stream-qps`).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub stream: Option<StreamResult>,
+    /// Bytes of loopback data verified after the latency test (measured runs only).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub verified_bytes: Option<u64>,
 }
 
 /// One link in a report.
@@ -183,4 +186,20 @@ pub struct Report {
     pub links: Vec<LinkReport>,
     /// Root causes found.
     pub diagnoses: Vec<Diagnosis>,
+    /// What the paths were judged against, when the caller says (the check pipeline does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineKind>,
+}
+
+/// Where a check's per-path references came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BaselineKind {
+    /// A baseline file recorded by `hostping baseline` (measured or simulated).
+    Recorded,
+    /// A healthy virtual host of the same model (the default of a simulated check).
+    Simulated,
+    /// No baseline: each path against the RNIC's line rate (affinitive paths of a hardware
+    /// RNIC) or the best of its peers in the same run (the default on a real host).
+    Relative,
 }

@@ -65,6 +65,9 @@ pub struct LatencySamples {
     pub small_ns: Vec<f64>,
     /// Large-message round trips.
     pub large_ns: Vec<f64>,
+    /// Bytes of the write region compared with the read region after the test; `None`
+    /// where no data moves (the virtual host).
+    pub verified_bytes: Option<u64>,
 }
 
 /// Why a probe of one path failed. The run records it and goes on with the next path.
@@ -92,11 +95,23 @@ pub enum ProbeError {
         /// Why.
         reason: String,
     },
+    /// A verbs call failed (creating a QP, moving it to RTS, posting a request).
+    #[error("{detail}")]
+    Verbs {
+        /// The call, its arguments and the errno.
+        detail: String,
+    },
     /// The engine cannot probe this path at all.
     #[error("unavailable: {reason}")]
     Unavailable {
         /// Why.
         reason: String,
+    },
+    /// The data that arrived in the write region is not what the read region held.
+    #[error("loopback data mismatch: {detail}")]
+    DataMismatch {
+        /// Where and what.
+        detail: String,
     },
     /// The samples do not yield a bandwidth (the large message was not slower).
     #[error("cannot derive bandwidth: {reason}")]

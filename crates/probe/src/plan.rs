@@ -130,6 +130,7 @@ mod tests {
             Ok(LatencySamples {
                 small_ns: vec![2000.0; n],
                 large_ns: vec![2000.0 + 5242.84; n],
+                verified_bytes: None,
             })
         }
         fn stream(&mut self, _: &Path, _: &StreamSpec) -> Result<StreamResult, ProbeError> {

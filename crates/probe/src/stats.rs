@@ -73,6 +73,7 @@ pub fn measurement(
         small,
         large,
         bandwidth_gbps,
+        verified_bytes: samples.verified_bytes,
     })
 }
 
@@ -111,6 +112,7 @@ mod tests {
         let samples = LatencySamples {
             small_ns: vec![3000.0; 5],
             large_ns: vec![2000.0; 5],
+            verified_bytes: None,
         };
         assert!(matches!(
             measurement(&spec, &samples),

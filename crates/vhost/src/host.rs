@@ -199,6 +199,7 @@ impl ProbeEngine for VirtualHost {
         let mut samples = LatencySamples {
             small_ns: Vec::with_capacity(n),
             large_ns: Vec::with_capacity(n),
+            verified_bytes: None,
         };
         for (bytes, out) in [
             (spec.small_bytes, &mut samples.small_ns),

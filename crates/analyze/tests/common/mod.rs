@@ -59,6 +59,7 @@ pub fn measured(bw: f64, lat: f64) -> PathOutcome {
         small: stats(lat),
         large: stats(lat + LARGE as f64 * 8.0 / bw / 1000.0),
         bandwidth_gbps: bw,
+        verified_bytes: None,
     })
 }
 

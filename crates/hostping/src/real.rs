@@ -1,0 +1,118 @@
+//! The real host behind `check`, `baseline` and `topology` without `--sim`: discovery from
+//! sysfs, the libibverbs engine, and the plain-words errors a user sees when either is
+//! missing (no RDMA device, no rdma-core).
+
+use model::{ComponentId, HostTopology};
+use rdma::engine::{EngineOptions, VerbsEngine};
+use rdma::sysfs::{self, Discovery, SysRoot};
+use rdma::verbs::Verbs;
+
+/// Why the real host cannot be probed. Each message is one line.
+#[derive(Debug, thiserror::Error)]
+pub enum RealError {
+    /// Discovery itself failed (an unreadable or malformed sysfs file).
+    #[error(transparent)]
+    Discover(#[from] sysfs::DiscoverError),
+    /// Nothing to probe.
+    #[error(
+        "no RDMA device found: {detail}. hostping probes RNICs through libibverbs; to see it \
+         work without RDMA hardware, check a simulated host: hostping check --sim dgx-a100 \
+         (built-in models: {builtins})"
+    )]
+    NoRdma {
+        /// What discovery saw.
+        detail: String,
+        /// The built-in model names.
+        builtins: String,
+    },
+    /// RDMA devices exist but libibverbs cannot be loaded.
+    #[error("RDMA devices found ({devices}) but {reason}")]
+    NoVerbs {
+        /// The discovered devices.
+        devices: String,
+        /// Why libibverbs is unavailable.
+        reason: String,
+    },
+}
+
+/// A discovered host with an RDMA port to probe from.
+pub struct RealHost {
+    /// The sysfs root it was discovered under.
+    pub root: SysRoot,
+    /// What discovery found.
+    pub discovery: Discovery,
+    /// The host model built from it.
+    pub host: HostTopology,
+}
+
+/// Discovers the host under `root` (`/` on a real machine).
+pub fn discover(root: &SysRoot) -> Result<Discovery, RealError> {
+    Ok(sysfs::discover(root)?)
+}
+
+/// Discovers the host and insists on an RNIC to probe from.
+pub fn host(root: SysRoot) -> Result<RealHost, RealError> {
+    let discovery = discover(&root)?;
+    let Some(host) = discovery.host.clone() else {
+        let detail = if discovery.rdma_ports.is_empty() {
+            format!(
+                "{} has no devices",
+                root.path("sys/class/infiniband").display()
+            )
+        } else {
+            let ports: Vec<String> = discovery
+                .rdma_ports
+                .iter()
+                .map(|p| format!("{} port {} {:?}", p.device, p.port, p.state))
+                .collect();
+            format!("no RDMA port is ACTIVE ({})", ports.join(", "))
+        };
+        return Err(RealError::NoRdma {
+            detail,
+            builtins: model::builtin::names().collect::<Vec<_>>().join(", "),
+        });
+    };
+    Ok(RealHost {
+        root,
+        discovery,
+        host,
+    })
+}
+
+impl RealHost {
+    /// Loads libibverbs and opens every RNIC port of the host.
+    pub fn engine(&self, options: EngineOptions) -> Result<VerbsEngine, RealError> {
+        let verbs = Verbs::load().map_err(|e| RealError::NoVerbs {
+            devices: self.device_names(),
+            reason: e.reason,
+        })?;
+        Ok(VerbsEngine::new(
+            verbs,
+            &self.discovery.bindings,
+            self.root.clone(),
+            options,
+        ))
+    }
+
+    fn device_names(&self) -> String {
+        let mut names: Vec<&str> = self
+            .discovery
+            .rdma_ports
+            .iter()
+            .map(|p| p.device.as_str())
+            .collect();
+        names.dedup();
+        names.join(", ")
+    }
+
+    /// RNICs driven by software (rxe, siw): the CPU, not a line rate, bounds them.
+    pub fn software_rnics(&self) -> Vec<ComponentId> {
+        self.discovery
+            .bindings
+            .rnics
+            .iter()
+            .filter(|(_, b)| b.software)
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+}

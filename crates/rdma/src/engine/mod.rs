@@ -1,0 +1,225 @@
+//! The libibverbs loopback engine: [`probe::ProbeEngine`] on a real host.
+//!
+//! It opens every discovered RNIC port once, and for each probe allocates the endpoint's
+//! memory (NUMA-bound host memory or GPU memory), runs one test of [`loopback`] and frees
+//! everything again. A path that cannot be probed (port down, GPU without a driver,
+//! registration refused, a timeout, a work completion in error) is an error for that path
+//! only; `probe::run` records it and goes on with the next path.
+
+pub mod fault;
+mod loopback;
+
+use crate::memory::cuda::{self, Cuda, GpuUnavailable};
+use crate::memory::host::{numa_supported, HostRegion};
+use crate::memory::EndpointMemory;
+use crate::monitor::SysfsMonitor;
+use crate::sysfs::{Bindings, LinkLayer, RnicBinding, SysRoot};
+use crate::verbs::{ffi, Verbs};
+pub use fault::{FaultKind, TestFault};
+use loopback::{RnicPort, Settings};
+use model::{ComponentId, HostSnapshot, Path, Provenance, StreamResult};
+use probe::{LatencySamples, LatencySpec, Monitor, ProbeEngine, ProbeError, StreamSpec};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How the engine probes.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Longest wait for one completion: a probe never blocks longer than this.
+    pub timeout: Duration,
+    /// Faults to provoke (tests of the error paths).
+    pub faults: Vec<TestFault>,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            // Far above a healthy loopback (microseconds) and above the millisecond tails
+            // of a busy or emulated host, yet short enough that a hung path costs little.
+            timeout: Duration::from_secs(2),
+            faults: Vec::new(),
+        }
+    }
+}
+
+/// The real engine.
+pub struct VerbsEngine {
+    verbs: Arc<Verbs>,
+    rnics: HashMap<ComponentId, Result<RnicPort, String>>,
+    memory_nodes: HashMap<ComponentId, u32>,
+    gpus: HashMap<ComponentId, String>,
+    cuda: Option<Result<Arc<Cuda>, GpuUnavailable>>,
+    numa: bool,
+    root: SysRoot,
+    monitor: SysfsMonitor,
+    options: EngineOptions,
+    started: Instant,
+    tests: u64,
+}
+
+/// Opens one RNIC port; the error names the device and port.
+fn open_port(verbs: &Arc<Verbs>, b: &RnicBinding) -> Result<RnicPort, String> {
+    open_port_inner(verbs, b).map_err(|e| format!("{} port {}: {e}", b.device, b.port))
+}
+
+fn open_port_inner(verbs: &Arc<Verbs>, b: &RnicBinding) -> Result<RnicPort, String> {
+    let ctx = verbs.open(&b.device).map_err(|e| e.to_string())?;
+    let caps = ctx.caps().map_err(|e| e.to_string())?;
+    let info = ctx.port(b.port).map_err(|e| e.to_string())?;
+    if info.state != ffi::IBV_PORT_ACTIVE {
+        return Err(format!("not ACTIVE (state {})", info.state));
+    }
+    let gid = match (b.link_layer.clone(), b.gid_index) {
+        (_, Some(index)) => {
+            let gid = ctx.gid(b.port, index).map_err(|e| e.to_string())?;
+            Some((gid, index as u8))
+        }
+        (LinkLayer::InfiniBand, None) => None,
+        (_, None) => return Err("Ethernet (RoCE) but no usable GID".to_string()),
+    };
+    Ok(RnicPort {
+        ctx,
+        port: b.port,
+        caps,
+        info,
+        gid,
+    })
+}
+
+impl VerbsEngine {
+    /// Opens every RNIC port of `bindings`. A port that cannot be opened is remembered with
+    /// its reason and fails only its own paths.
+    pub fn new(
+        verbs: Arc<Verbs>,
+        bindings: &Bindings,
+        root: SysRoot,
+        options: EngineOptions,
+    ) -> VerbsEngine {
+        let rnics = bindings
+            .rnics
+            .iter()
+            .map(|(id, b)| (id.clone(), open_port(&verbs, b)))
+            .collect();
+        VerbsEngine {
+            monitor: SysfsMonitor::new(root.clone(), bindings),
+            verbs,
+            rnics,
+            memory_nodes: bindings.memory.iter().cloned().collect(),
+            gpus: bindings
+                .gpus
+                .iter()
+                .map(|(id, pci)| (id.clone(), pci.to_string()))
+                .collect(),
+            cuda: None,
+            numa: numa_supported(),
+            root,
+            options,
+            started: Instant::now(),
+            tests: 0,
+        }
+    }
+
+    /// Allocates `bytes` on the endpoint.
+    fn memory(
+        &mut self,
+        endpoint: &ComponentId,
+        bytes: usize,
+    ) -> Result<EndpointMemory, ProbeError> {
+        if let Some(&node) = self.memory_nodes.get(endpoint) {
+            let region = HostRegion::on_node(bytes, self.numa.then_some(node)).map_err(|e| {
+                ProbeError::Registration {
+                    endpoint: endpoint.to_string(),
+                    reason: e.to_string(),
+                }
+            })?;
+            return Ok(EndpointMemory::Host(region));
+        }
+        let Some(bus_id) = self.gpus.get(endpoint) else {
+            return Err(ProbeError::Unavailable {
+                reason: format!("{endpoint} is not an endpoint of the discovered host"),
+            });
+        };
+        let unavailable = |e: GpuUnavailable| ProbeError::Unavailable { reason: e.0 };
+        let cuda = self
+            .cuda
+            .get_or_insert_with(Cuda::load)
+            .clone()
+            .map_err(unavailable)?;
+        let region = cuda.alloc(bus_id, bytes).map_err(unavailable)?;
+        let how = region
+            .registration(
+                self.verbs.has_dmabuf(),
+                cuda::peermem_loaded(&self.root.path("sys")),
+            )
+            .map_err(unavailable)?;
+        Ok(EndpointMemory::Gpu(region, how))
+    }
+
+    fn port(&self, rnic: &ComponentId) -> Result<&RnicPort, ProbeError> {
+        match self.rnics.get(rnic) {
+            Some(Ok(port)) => Ok(port),
+            // A discovered RNIC that cannot be opened is a failure, not a limit by design.
+            Some(Err(reason)) => Err(ProbeError::Verbs {
+                detail: reason.clone(),
+            }),
+            None => Err(ProbeError::Unavailable {
+                reason: format!("{rnic} is not an RNIC of the discovered host"),
+            }),
+        }
+    }
+
+    fn settings(&self, path: &Path) -> Settings {
+        Settings {
+            timeout: self.options.timeout,
+            fault: self
+                .options
+                .faults
+                .iter()
+                .find(|f| f.endpoint == path.endpoint)
+                .map(|f| f.kind),
+            endpoint: path.endpoint.to_string(),
+        }
+    }
+}
+
+/// Read and write regions are whole pages.
+fn region_bytes(bytes: u64) -> usize {
+    (bytes.max(1) as usize).next_multiple_of(4096)
+}
+
+impl ProbeEngine for VerbsEngine {
+    fn provenance(&self) -> Provenance {
+        Provenance::Measured
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.started.elapsed().as_nanos() as u64
+    }
+
+    fn latency(&mut self, path: &Path, spec: &LatencySpec) -> Result<LatencySamples, ProbeError> {
+        self.port(&path.rnic)?;
+        let region = region_bytes(spec.large_bytes.max(spec.small_bytes));
+        let mem = self.memory(&path.endpoint, 2 * region)?;
+        self.tests += 1;
+        let seed = self.tests as u8;
+        let settings = self.settings(path);
+        loopback::latency(self.port(&path.rnic)?, &mem, region, spec, &settings, seed)
+    }
+
+    fn stream(&mut self, path: &Path, spec: &StreamSpec) -> Result<StreamResult, ProbeError> {
+        self.port(&path.rnic)?;
+        let region = region_bytes(spec.message_bytes);
+        let mem = self.memory(&path.endpoint, 2 * region)?;
+        let settings = self.settings(path);
+        loopback::stream(self.port(&path.rnic)?, &mem, region, spec, &settings)
+    }
+}
+
+impl Monitor for VerbsEngine {
+    fn snapshot(&mut self) -> HostSnapshot {
+        let mut s = self.monitor.snapshot();
+        s.at_ns = self.now_ns();
+        s
+    }
+}

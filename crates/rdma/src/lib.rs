@@ -1,0 +1,21 @@
+/*!
+The real-host backends of hostping: what runs on a server with RDMA hardware.
+
+- [`sysfs`] discovers the host from sysfs (RDMA devices and ports, NUMA nodes, GPUs, the
+  PCIe tree above each of them) and turns it into the same [`model::HostTopology`] that the
+  virtual host uses, with the bindings from model ids to devices.
+- [`verbs`] loads libibverbs at run time (dlopen, as NCCL does): the binary has no build-time
+  dependency on rdma-core and says "no RDMA devices" where it is absent.
+- [`memory`] allocates probe memory on an endpoint: host memory bound to a NUMA node, or GPU
+  memory through the CUDA driver API, also loaded at run time.
+- [`engine`] is the loopback engine: a self-connected RC QP per path, RDMA WRITE/READ
+  between two regions on the endpoint, implementing [`probe::ProbeEngine`].
+
+It must not decide anything about health: it produces `model` values and `analyze` judges.
+*/
+
+pub mod engine;
+pub mod memory;
+pub mod monitor;
+pub mod sysfs;
+pub mod verbs;

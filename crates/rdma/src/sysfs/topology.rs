@@ -1,0 +1,860 @@
+/*!
+Maps discovered facts into a [`model::HostTopology`] and the [`Bindings`] from its ids to
+devices. Pure: no I/O, so every shape is testable without a tree.
+
+- One `cpuN` and `memN` per NUMA node with CPUs or memory (N = node id), joined in a chain
+  `cpuA--cpuB` of consecutive nodes. Memory-channel and inter-socket capacities are not in
+  sysfs: [`MEMORY_CHANNEL_GBPS`] and [`INTER_SOCKET_GBPS`] are assumed, with a note.
+- RNICs `rnic0..` in port order (ACTIVE ports with a rate), GPUs `gpu0..` by PCI address.
+- The PCIe chain of each device is root port, then pairs of (switch upstream port, switch
+  downstream port), then the device (linux-counters.md 4.2). Each upstream port is one
+  `pcie_switch` named `swN`, N in the order of the upstream ports' addresses; its
+  downstream ports are internal to it. A device right below a root port, or on the root
+  bus, hangs from its socket's CPU; a root port belongs to the socket of its own NUMA node,
+  else the device's, else node 0.
+- A link's capacity is the negotiated speed and width of its downstream end (the device,
+  or the switch's upstream port). Without one the RNIC's line rate (RNIC links) or Gen4 x16
+  (others) is assumed, with a note.
+- The model name says what kind of host this is, not which: `2s-4rnic200-8gpu-<hash>`,
+  the hash (FNV-1a, 32 bits) taken over the canonical structure (components, links,
+  capacities, line rates) and never the hostname or PCI addresses, so hosts of one kind
+  share a baseline and a retrained link changes the name.
+*/
+
+use super::ib::RdmaPort;
+use super::pci::{Hop, PciAddr, PcieLink};
+use super::{GpuDevice, LinkLayer, NumaNode, PortState};
+use model::hostfile::defaults;
+use model::topology::StructureError;
+use model::{
+    Component, ComponentClass, ComponentId, ComponentKind, HostTopology, Link, LinkId, LinkKind,
+    Rnic,
+};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Assumed memory-channel capacity per NUMA node: 8 channels of DDR4-3200
+/// (8 x 25.6 GB/s), as in the built-in `dgx-a100` model.
+pub const MEMORY_CHANNEL_GBPS: f64 = 1638.4;
+/// Assumed inter-socket capacity: 3 UPI links at 11.2 GT/s (3 x 22.4 GB/s), as in the
+/// built-in `dgx-a100` model.
+pub const INTER_SOCKET_GBPS: f64 = 537.6;
+/// The capacity assumed for a PCIe link that reports none: Gen4 x16.
+const ASSUMED_PCIE: PcieLink = PcieLink {
+    gts: 16.0,
+    width: 16,
+};
+
+/// What the loopback engine needs to open one RNIC of the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RnicBinding {
+    /// RDMA device name (`mlx5_0`).
+    pub device: String,
+    /// Port number.
+    pub port: u8,
+    /// The GID index to use ([`RdmaPort::loopback_gid`]).
+    pub gid_index: Option<u32>,
+    /// The port's link layer: LID addressing on InfiniBand, GID on Ethernet.
+    pub link_layer: LinkLayer,
+    /// The port's LID.
+    pub lid: Option<u16>,
+    /// A software device (rxe): no GPU memory through it.
+    pub software: bool,
+}
+
+/// Model ids to devices, for every RNIC, memory node and GPU of a discovered host.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Bindings {
+    /// `rnicN` to its device and port.
+    pub rnics: Vec<(ComponentId, RnicBinding)>,
+    /// `memN` to its NUMA node.
+    pub memory: Vec<(ComponentId, u32)>,
+    /// `gpuN` to its PCI function.
+    pub gpus: Vec<(ComponentId, PciAddr)>,
+}
+
+impl Bindings {
+    /// The device behind an RNIC id.
+    pub fn rnic(&self, id: &ComponentId) -> Option<&RnicBinding> {
+        self.rnics.iter().find(|(c, _)| c == id).map(|(_, b)| b)
+    }
+
+    /// The NUMA node behind a memory id.
+    pub fn memory(&self, id: &ComponentId) -> Option<u32> {
+        self.memory.iter().find(|(c, _)| c == id).map(|(_, n)| *n)
+    }
+
+    /// The PCI function behind a GPU id.
+    pub fn gpu(&self, id: &ComponentId) -> Option<PciAddr> {
+        self.gpus.iter().find(|(c, _)| c == id).map(|(_, a)| *a)
+    }
+}
+
+/// What the model is built from: usable ports and GPUs with their PCI chains (root port
+/// first, the device last; empty for a device without a PCI function).
+pub(crate) struct Facts<'a> {
+    pub hostname: Option<&'a str>,
+    pub numa_nodes: &'a [NumaNode],
+    pub rnics: Vec<(&'a RdmaPort, Vec<Hop>)>,
+    pub gpus: Vec<(&'a GpuDevice, Vec<Hop>)>,
+}
+
+/// The ports a loopback test can use: ACTIVE, with a non-zero rate. The others get a note.
+pub(crate) fn usable_ports<'a>(
+    ports: &'a [RdmaPort],
+    notes: &mut Vec<String>,
+) -> Vec<&'a RdmaPort> {
+    let mut usable = Vec::new();
+    for p in ports {
+        let who = format!("{} port {}", p.device, p.port);
+        match (&p.state, &p.rate) {
+            (PortState::Active, Some(rate)) if rate.gbps > 0.0 => usable.push(p),
+            (PortState::Active, Some(rate)) => {
+                notes.push(format!("{who} is ACTIVE at rate `{rate}`: not probed"))
+            }
+            (PortState::Active, None) => {
+                notes.push(format!("{who} is ACTIVE but reports no rate: not probed"))
+            }
+            (state, _) => notes.push(format!("{who} is {state}: not probed")),
+        }
+    }
+    usable
+}
+
+/// Where a device or switch hangs: a CPU (NUMA node id) or a switch (its upstream port).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Up {
+    Cpu(u32),
+    Switch(PciAddr),
+}
+
+/// A PCIe switch: where it hangs and the link of its upstream port.
+struct Switch {
+    up: Up,
+    link: Option<PcieLink>,
+}
+
+/// A device placed in the tree.
+struct Placed {
+    up: Up,
+    /// Its PCI function; `None` without one.
+    addr: Option<PciAddr>,
+    link: Option<PcieLink>,
+}
+
+/// Places devices in the PCIe tree, collecting the switches on their way.
+struct Tree<'a> {
+    /// Populated NUMA nodes: the sockets.
+    sockets: Vec<u32>,
+    switches: BTreeMap<PciAddr, Switch>,
+    notes: &'a mut Vec<String>,
+}
+
+impl Tree<'_> {
+    /// The socket for a NUMA node as a device reports it.
+    fn socket(&mut self, numa: Option<u32>, what: &str) -> u32 {
+        let first = self.sockets[0];
+        match numa {
+            Some(n) if self.sockets.contains(&n) => n,
+            Some(n) => {
+                self.notes.push(format!(
+                    "{what} is on NUMA node {n}, which has no CPUs or memory: placed on cpu{first}"
+                ));
+                first
+            }
+            None if self.sockets.len() > 1 => {
+                let node = if self.sockets.contains(&0) { 0 } else { first };
+                self.notes
+                    .push(format!("{what} reports no NUMA node: placed on cpu{node}"));
+                node
+            }
+            None => first,
+        }
+    }
+
+    fn place(&mut self, hops: &[Hop], numa: Option<u32>, what: &str) -> Placed {
+        let Some((device, above)) = hops.split_last() else {
+            return Placed {
+                up: Up::Cpu(self.socket(numa, what)),
+                addr: None,
+                link: None,
+            };
+        };
+        let Some((root_port, bridges)) = above.split_first() else {
+            return Placed {
+                up: Up::Cpu(self.socket(device.numa_node, what)),
+                addr: Some(device.addr),
+                link: device.link,
+            };
+        };
+        let socket = self.socket(root_port.numa_node.or(device.numa_node), what);
+        let mut up = Up::Cpu(socket);
+        let pairs = bridges.chunks_exact(2);
+        if let [odd] = pairs.remainder() {
+            self.notes.push(format!(
+                "{what}: bridge {} is not a switch port pair: left out of the model",
+                odd.addr
+            ));
+        }
+        for pair in pairs {
+            let upstream = &pair[0];
+            self.switches.entry(upstream.addr).or_insert(Switch {
+                up,
+                link: upstream.link,
+            });
+            up = Up::Switch(upstream.addr);
+        }
+        Placed {
+            up,
+            addr: Some(device.addr),
+            link: device.link,
+        }
+    }
+}
+
+/// Builds the host model. `facts.rnics` must not be empty.
+pub(crate) fn build(
+    facts: &Facts<'_>,
+    notes: &mut Vec<String>,
+) -> Result<(HostTopology, Bindings), StructureError> {
+    let mut sockets: Vec<u32> = facts
+        .numa_nodes
+        .iter()
+        .filter(|n| n.is_populated())
+        .map(|n| n.id)
+        .collect();
+    if sockets.is_empty() {
+        sockets.push(facts.numa_nodes.first().map_or(0, |n| n.id));
+    }
+    let mut tree = Tree {
+        sockets: sockets.clone(),
+        switches: BTreeMap::new(),
+        notes,
+    };
+    let rnics: Vec<(&RdmaPort, Placed)> = facts
+        .rnics
+        .iter()
+        .map(|(port, hops)| {
+            let what = format!("{} port {}", port.device, port.port);
+            // A software RNIC (rxe, siw) is the CPU: its loopback copies memory to memory
+            // and never crosses its netdev's PCIe link, so it hangs from the socket of
+            // that netdev's NUMA node, not below the NIC.
+            let hops: &[Hop] = if port.software { &[] } else { hops };
+            (*port, tree.place(hops, port.numa_node, &what))
+        })
+        .collect();
+    let gpus: Vec<(&GpuDevice, Placed)> = facts
+        .gpus
+        .iter()
+        .map(|(gpu, hops)| {
+            let what = format!("GPU {}", gpu.pci);
+            (*gpu, tree.place(hops, gpu.numa_node, &what))
+        })
+        .collect();
+    let Tree {
+        switches, notes, ..
+    } = tree;
+
+    let mut model = Model {
+        switch_ids: switches
+            .keys()
+            .enumerate()
+            .map(|(i, addr)| (*addr, ComponentId::new(format!("sw{i}"))))
+            .collect(),
+        components: Vec::new(),
+        links: Vec::new(),
+        bindings: Bindings::default(),
+        notes,
+    };
+    model.add_sockets(&sockets);
+    for (addr, switch) in &switches {
+        model.add_switch(*addr, switch);
+    }
+    for (i, (gpu, placed)) in gpus.iter().enumerate() {
+        model.add_gpu(i, gpu, placed);
+    }
+    let mut functions: BTreeMap<PciAddr, ComponentId> = BTreeMap::new();
+    for (i, (port, placed)) in rnics.iter().enumerate() {
+        let id = model.add_rnic(i, port, placed);
+        if let Some(addr) = placed.addr {
+            match functions.get(&addr) {
+                Some(first) => model.notes.push(format!(
+                    "{id} shares PCI function {addr} with {first}: the model gives each its own PCIe link"
+                )),
+                None => {
+                    functions.insert(addr, id);
+                }
+            }
+        }
+    }
+
+    let Model {
+        components,
+        links,
+        bindings,
+        ..
+    } = model;
+    let name = model_name(&components, &links, sockets.len(), gpus.len());
+    let description = describe(facts.hostname, &components, sockets.len());
+    let host = HostTopology::new(name, description, components, links)?;
+    Ok((host, bindings))
+}
+
+/// The model being written: components and links in file order (CPUs, memory, switches,
+/// GPUs, RNICs; links likewise), with the bindings.
+struct Model<'a> {
+    switch_ids: BTreeMap<PciAddr, ComponentId>,
+    components: Vec<Component>,
+    links: Vec<Link>,
+    bindings: Bindings,
+    notes: &'a mut Vec<String>,
+}
+
+impl Model<'_> {
+    fn id_of(&self, up: Up) -> ComponentId {
+        match up {
+            Up::Cpu(n) => cpu_id(n),
+            Up::Switch(addr) => self.switch_ids[&addr].clone(),
+        }
+    }
+
+    fn push(&mut self, id: &ComponentId, kind: ComponentKind) {
+        self.components.push(Component {
+            id: id.clone(),
+            socket: id.clone(),
+            kind,
+        });
+    }
+
+    /// `cpuN`, `memN` and their links, with the assumed capacities noted.
+    fn add_sockets(&mut self, sockets: &[u32]) {
+        for &n in sockets {
+            let p2p_forward_ns = defaults::CPU_P2P_FORWARD_NS;
+            self.push(&cpu_id(n), ComponentKind::Cpu { p2p_forward_ns });
+        }
+        for &n in sockets {
+            let mem = ComponentId::new(format!("mem{n}"));
+            let access_ns = defaults::MEMORY_ACCESS_NS;
+            self.push(&mem, ComponentKind::Memory { access_ns });
+            let kind = LinkKind::MemoryChannel;
+            self.links
+                .push(link(&mem, &cpu_id(n), kind, MEMORY_CHANNEL_GBPS));
+            self.bindings.memory.push((mem, n));
+        }
+        self.notes.push(format!(
+            "memory channel capacity is not in sysfs: assumed {MEMORY_CHANNEL_GBPS} Gb/s per NUMA node (8 x DDR4-3200)"
+        ));
+        for pair in sockets.windows(2) {
+            let (down, up) = (cpu_id(pair[0]), cpu_id(pair[1]));
+            let kind = LinkKind::InterSocket;
+            self.links.push(link(&down, &up, kind, INTER_SOCKET_GBPS));
+        }
+        if sockets.len() > 1 {
+            self.notes.push(format!(
+                "inter-socket capacity is not in sysfs: assumed {INTER_SOCKET_GBPS} Gb/s per link (3 x UPI at 11.2 GT/s)"
+            ));
+        }
+    }
+
+    fn add_switch(&mut self, addr: PciAddr, switch: &Switch) {
+        let id = self.switch_ids[&addr].clone();
+        self.push(&id, ComponentKind::PcieSwitch);
+        let up = self.id_of(switch.up);
+        let kind = match switch.up {
+            Up::Cpu(_) => LinkKind::RootPort,
+            Up::Switch(_) => LinkKind::SwitchUplink,
+        };
+        let capacity = self.pcie_capacity(switch.link, addr, &id, &up);
+        self.links.push(link(&id, &up, kind, capacity));
+    }
+
+    fn add_gpu(&mut self, i: usize, gpu: &GpuDevice, placed: &Placed) {
+        let id = ComponentId::new(format!("gpu{i}"));
+        let access_ns = defaults::GPU_ACCESS_NS;
+        self.push(&id, ComponentKind::Gpu { access_ns });
+        let up = self.id_of(placed.up);
+        let capacity = self.pcie_capacity(placed.link, gpu.pci, &id, &up);
+        self.links.push(link(&id, &up, LinkKind::GpuPcie, capacity));
+        self.bindings.gpus.push((id, gpu.pci));
+    }
+
+    fn add_rnic(&mut self, i: usize, port: &RdmaPort, placed: &Placed) -> ComponentId {
+        let id = ComponentId::new(format!("rnic{i}"));
+        let line_rate = port.rate.as_ref().map_or(0.0, |r| r.gbps);
+        self.push(
+            &id,
+            ComponentKind::Rnic(Rnic {
+                line_rate_gbps: line_rate,
+                proc_ns: defaults::RNIC_PROC_NS,
+                read_window_bytes: defaults::RNIC_READ_WINDOW_BYTES,
+                qp_window_bytes: defaults::RNIC_QP_WINDOW_BYTES,
+            }),
+        );
+        let up = self.id_of(placed.up);
+        let capacity = match (placed.link, placed.addr) {
+            (Some(l), _) => l.gbps(),
+            (None, _) if port.software => {
+                self.notes.push(format!(
+                    "{id}--{up}: {} is a software RNIC, so its loopback never crosses {}'s PCIe link: modelled at its line rate ({line_rate} Gb/s), on the socket of its NUMA node",
+                    port.device,
+                    port.netdev.as_deref().unwrap_or("its netdev")
+                ));
+                line_rate
+            }
+            (None, addr) => {
+                let who = addr.map_or_else(
+                    || format!("{} has no PCI function", port.device),
+                    |a| format!("{a} reports no negotiated PCIe link"),
+                );
+                self.notes.push(format!(
+                    "{id}--{up}: {who}: capacity assumed {line_rate} Gb/s (the RNIC's line rate)"
+                ));
+                line_rate
+            }
+        };
+        self.links
+            .push(link(&id, &up, LinkKind::RnicPcie, capacity));
+        let binding = RnicBinding {
+            device: port.device.clone(),
+            port: port.port,
+            gid_index: port.loopback_gid().map(|g| g.index),
+            link_layer: port.link_layer.clone(),
+            lid: port.lid,
+            software: port.software,
+        };
+        self.bindings.rnics.push((id.clone(), binding));
+        id
+    }
+
+    /// The negotiated capacity of a PCIe link, or Gen4 x16 with a note.
+    fn pcie_capacity(
+        &mut self,
+        link: Option<PcieLink>,
+        addr: PciAddr,
+        down: &ComponentId,
+        up: &ComponentId,
+    ) -> f64 {
+        link.map_or_else(
+            || {
+                let assumed = ASSUMED_PCIE.gbps();
+                self.notes.push(format!(
+                    "{down}--{up}: {addr} reports no negotiated PCIe link: capacity assumed {assumed:.2} Gb/s (Gen4 x16)"
+                ));
+                assumed
+            },
+            |l| l.gbps(),
+        )
+    }
+}
+
+fn cpu_id(node: u32) -> ComponentId {
+    ComponentId::new(format!("cpu{node}"))
+}
+
+/// A link with the default latency of its kind.
+fn link(down: &ComponentId, up: &ComponentId, kind: LinkKind, capacity_gbps: f64) -> Link {
+    Link {
+        id: LinkId::between(down, up),
+        kind,
+        down: down.clone(),
+        up: up.clone(),
+        capacity_gbps,
+        latency_ns: defaults::link_latency_ns(kind),
+    }
+}
+
+/// `2s-4rnic200-8gpu-1a2b3c4d`: sockets, RNICs by line rate, GPUs, structure hash.
+fn model_name(components: &[Component], links: &[Link], sockets: usize, gpus: usize) -> String {
+    let rnics: Vec<String> = rnic_rates(components)
+        .iter()
+        .map(|(rate, n)| format!("{n}rnic{rate}"))
+        .collect();
+    format!(
+        "{sockets}s-{}-{gpus}gpu-{:08x}",
+        rnics.join("-"),
+        fnv1a32(canonical_structure(components, links).as_bytes())
+    )
+}
+
+/// RNIC line rates with how many RNICs have each, in RNIC order.
+fn rnic_rates(components: &[Component]) -> Vec<(f64, usize)> {
+    let mut rates: Vec<(f64, usize)> = Vec::new();
+    for rate in components
+        .iter()
+        .filter_map(|c| c.rnic())
+        .map(|r| r.line_rate_gbps)
+    {
+        match rates.iter_mut().find(|(r, _)| *r == rate) {
+            Some((_, n)) => *n += 1,
+            None => rates.push((rate, 1)),
+        }
+    }
+    rates
+}
+
+/// One line per component and link with every parameter the model uses.
+fn canonical_structure(components: &[Component], links: &[Link]) -> String {
+    let mut out = String::new();
+    for c in components {
+        let params = match &c.kind {
+            ComponentKind::Cpu { p2p_forward_ns } => format!("cpu {p2p_forward_ns}"),
+            ComponentKind::Memory { access_ns } => format!("memory {access_ns}"),
+            ComponentKind::PcieSwitch => "pcie_switch".to_string(),
+            ComponentKind::Gpu { access_ns } => format!("gpu {access_ns}"),
+            ComponentKind::Rnic(r) => format!(
+                "rnic {} {} {} {}",
+                r.line_rate_gbps, r.proc_ns, r.read_window_bytes, r.qp_window_bytes
+            ),
+        };
+        let _ = writeln!(out, "component {} {params}", c.id);
+    }
+    for l in links {
+        let _ = writeln!(
+            out,
+            "link {} {} {:.3} {:.3}",
+            l.id,
+            l.kind.as_str(),
+            l.capacity_gbps,
+            l.latency_ns
+        );
+    }
+    out
+}
+
+/// FNV-1a, 32 bits (http://www.isthe.com/chongo/tech/comp/fnv/).
+fn fnv1a32(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5, |h, b| {
+        (h ^ u32::from(*b)).wrapping_mul(0x0100_0193)
+    })
+}
+
+/// `dgx-a100-01: 2 sockets, 12 PCIe switches, 8 GPUs, 4 RNICs (4 x 200 Gb/s); from sysfs`.
+fn describe(hostname: Option<&str>, components: &[Component], sockets: usize) -> String {
+    let count = |class| components.iter().filter(|c| c.class() == class).count();
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let rates = rnic_rates(components);
+    let rnics = rates.iter().map(|(_, n)| n).sum();
+    let rates: Vec<String> = rates
+        .iter()
+        .map(|(rate, n)| format!("{n} x {rate} Gb/s"))
+        .collect();
+    format!(
+        "{}: {}, {}, {}, {} ({}); from sysfs",
+        hostname.unwrap_or("unnamed host"),
+        plural(sockets, "socket", "sockets"),
+        plural(
+            count(ComponentClass::PcieSwitch),
+            "PCIe switch",
+            "PCIe switches"
+        ),
+        plural(count(ComponentClass::Gpu), "GPU", "GPUs"),
+        plural(rnics, "RNIC", "RNICs"),
+        rates.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sysfs::{LinkRate, RdmaPort};
+
+    fn node(id: u32, cpulist: &str, mem: Option<u64>) -> NumaNode {
+        NumaNode {
+            id,
+            cpulist: cpulist.into(),
+            mem_total_kib: mem,
+        }
+    }
+
+    fn hop(addr: &str, numa_node: Option<u32>, link: Option<(f64, u32)>) -> Hop {
+        Hop {
+            addr: addr.parse().unwrap(),
+            numa_node,
+            link: link.map(|(gts, width)| PcieLink { gts, width }),
+        }
+    }
+
+    fn port(device: &str, gbps: f64, hops: &[Hop], software: bool) -> RdmaPort {
+        RdmaPort {
+            device: device.into(),
+            port: 1,
+            state: PortState::Active,
+            phys_state: None,
+            rate: Some(LinkRate {
+                gbps,
+                lanes: 4,
+                generation: None,
+            }),
+            link_layer: LinkLayer::Ethernet,
+            lid: None,
+            gids: Vec::new(),
+            netdev: None,
+            pci: hops.last().map(|h| h.addr),
+            numa_node: hops.last().and_then(|h| h.numa_node),
+            software,
+        }
+    }
+
+    fn gpu(hops: &[Hop]) -> GpuDevice {
+        let last = hops.last().unwrap();
+        GpuDevice {
+            pci: last.addr,
+            vendor: 0x10de,
+            device: 0x20b0,
+            numa_node: last.numa_node,
+        }
+    }
+
+    /// A link as the builder makes it, for whole-value comparisons.
+    fn l(down: &str, up: &str, kind: LinkKind, capacity_gbps: f64) -> Link {
+        link(&down.into(), &up.into(), kind, capacity_gbps)
+    }
+
+    fn build_one(
+        nodes: &[NumaNode],
+        rnics: &[(RdmaPort, Vec<Hop>)],
+        gpus: &[(GpuDevice, Vec<Hop>)],
+    ) -> (HostTopology, Bindings, Vec<String>) {
+        let facts = Facts {
+            hostname: Some("h1"),
+            numa_nodes: nodes,
+            rnics: rnics.iter().map(|(p, h)| (p, h.clone())).collect(),
+            gpus: gpus.iter().map(|(g, h)| (g, h.clone())).collect(),
+        };
+        let mut notes = Vec::new();
+        let (host, bindings) = build(&facts, &mut notes).unwrap();
+        (host, bindings, notes)
+    }
+
+    const GEN4X16: f64 = 16.0 * 16.0 * 128.0 / 130.0;
+    const MEM_NOTE: &str = "memory channel capacity is not in sysfs: assumed 1638.4 Gb/s per NUMA node (8 x DDR4-3200)";
+    const UPI_NOTE: &str =
+        "inter-socket capacity is not in sysfs: assumed 537.6 Gb/s per link (3 x UPI at 11.2 GT/s)";
+
+    #[test]
+    fn devices_below_a_root_port_hang_from_the_root_ports_socket() {
+        let nodes = [node(0, "0-3", Some(1024)), node(1, "4-7", Some(1024))];
+        let nic = vec![
+            hop("0000:80:01.0", Some(1), Some((16.0, 16))),
+            hop("0000:81:00.0", Some(1), Some((8.0, 8))),
+        ];
+        // The GPU reports no node; its root port says node 1.
+        let g = vec![
+            hop("0000:90:01.0", Some(1), Some((16.0, 16))),
+            hop("0000:91:00.0", None, Some((16.0, 16))),
+        ];
+        let (host, _, notes) = build_one(
+            &nodes,
+            &[(port("mlx5_0", 100.0, &nic, false), nic.clone())],
+            &[(gpu(&g), g.clone())],
+        );
+        let gen3x8 = 8.0 * 8.0 * 128.0 / 130.0;
+        assert_eq!(
+            host.links(),
+            [
+                l("mem0", "cpu0", LinkKind::MemoryChannel, MEMORY_CHANNEL_GBPS),
+                l("mem1", "cpu1", LinkKind::MemoryChannel, MEMORY_CHANNEL_GBPS),
+                l("cpu0", "cpu1", LinkKind::InterSocket, INTER_SOCKET_GBPS),
+                l("gpu0", "cpu1", LinkKind::GpuPcie, GEN4X16),
+                l("rnic0", "cpu1", LinkKind::RnicPcie, gen3x8),
+            ]
+        );
+        assert_eq!(notes, [MEM_NOTE, UPI_NOTE]);
+        assert_eq!(host.name, format!("2s-1rnic100-1gpu-{}", &host.name[17..]));
+    }
+
+    #[test]
+    fn software_rnics_hang_from_their_socket_at_their_line_rate() {
+        let nodes = [node(0, "0-1", Some(1024))];
+        // rxe on a virtio-net function on the root bus: no link files, no NUMA node.
+        let virtio = vec![hop("0000:00:03.0", None, None)];
+        let rxe = port("rxe0", 2.5, &virtio, true);
+        // rxe on `lo`: no PCI function at all.
+        let lo = port("rxe1", 10.0, &[], true);
+        let (host, bindings, notes) = build_one(&nodes, &[(rxe, virtio), (lo, vec![])], &[]);
+        assert_eq!(
+            host.links(),
+            [
+                l("mem0", "cpu0", LinkKind::MemoryChannel, MEMORY_CHANNEL_GBPS),
+                l("rnic0", "cpu0", LinkKind::RnicPcie, 2.5),
+                l("rnic1", "cpu0", LinkKind::RnicPcie, 10.0),
+            ]
+        );
+        assert_eq!(
+            notes,
+            [
+                MEM_NOTE,
+                "rnic0--cpu0: rxe0 is a software RNIC, so its loopback never crosses its netdev's PCIe link: modelled at its line rate (2.5 Gb/s), on the socket of its NUMA node",
+                "rnic1--cpu0: rxe1 is a software RNIC, so its loopback never crosses its netdev's PCIe link: modelled at its line rate (10 Gb/s), on the socket of its NUMA node",
+            ]
+        );
+        assert!(bindings.rnics.iter().all(|(_, b)| b.software));
+        assert_eq!(bindings.rnic(&"rnic1".into()).unwrap().device, "rxe1");
+        assert_eq!(bindings.memory(&"mem0".into()), Some(0));
+        assert!(
+            host.name.starts_with("1s-1rnic2.5-1rnic10-0gpu-"),
+            "{}",
+            host.name
+        );
+        assert_eq!(
+            host.description,
+            "h1: 1 socket, 0 PCIe switches, 0 GPUs, 2 RNICs (1 x 2.5 Gb/s, 1 x 10 Gb/s); from sysfs"
+        );
+    }
+
+    #[test]
+    fn switches_are_upstream_ports_and_missing_links_are_assumed() {
+        let nodes = [node(0, "0-1", Some(1024))];
+        let nic = vec![
+            hop("0000:10:00.0", Some(0), Some((16.0, 16))),
+            hop("0000:11:00.0", Some(0), None), // upstream port without link files
+            hop("0000:12:00.0", Some(0), Some((16.0, 16))),
+            hop("0000:13:00.0", Some(0), Some((16.0, 16))),
+        ];
+        let g = vec![
+            hop("0000:10:00.0", Some(0), Some((16.0, 16))),
+            hop("0000:11:00.0", Some(0), None),
+            hop("0000:12:01.0", Some(0), Some((16.0, 16))),
+            hop("0000:14:00.0", Some(0), Some((16.0, 16))),
+        ];
+        let (host, bindings, notes) = build_one(
+            &nodes,
+            &[(port("mlx5_0", 200.0, &nic, false), nic.clone())],
+            &[(gpu(&g), g.clone())],
+        );
+        assert_eq!(
+            host.links(),
+            [
+                l("mem0", "cpu0", LinkKind::MemoryChannel, MEMORY_CHANNEL_GBPS),
+                l("sw0", "cpu0", LinkKind::RootPort, GEN4X16),
+                l("gpu0", "sw0", LinkKind::GpuPcie, GEN4X16),
+                l("rnic0", "sw0", LinkKind::RnicPcie, GEN4X16),
+            ]
+        );
+        assert_eq!(
+            notes,
+            [
+                MEM_NOTE,
+                "sw0--cpu0: 0000:11:00.0 reports no negotiated PCIe link: capacity assumed 252.06 Gb/s (Gen4 x16)",
+            ]
+        );
+        let path = host.path(&"rnic0".into(), &"gpu0".into()).unwrap();
+        assert_eq!(path.turnaround, model::Turnaround::Switch("sw0".into()));
+        assert_eq!(bindings.gpu(&"gpu0".into()), Some(g[3].addr));
+    }
+
+    #[test]
+    fn odd_bridges_shared_functions_and_empty_nodes_are_noted() {
+        // Node 1 has neither CPUs nor memory: no socket of its own.
+        let nodes = [node(0, "0-1", Some(1024)), node(1, "", None)];
+        let nic = vec![
+            hop("0000:10:00.0", Some(1), Some((16.0, 16))),
+            hop("0000:11:00.0", Some(1), Some((16.0, 16))),
+            hop("0000:12:00.0", Some(1), Some((16.0, 16))),
+            hop("0000:13:00.0", Some(1), Some((16.0, 16))), // unpaired bridge
+            hop("0000:14:00.0", Some(1), Some((16.0, 8))),
+        ];
+        let p1 = port("mlx4_0", 100.0, &nic, false);
+        let mut p2 = p1.clone();
+        p2.port = 2;
+        let (host, _, notes) = build_one(&nodes, &[(p1, nic.clone()), (p2, nic)], &[]);
+        let gen4x8 = GEN4X16 / 2.0;
+        assert_eq!(
+            host.links(),
+            [
+                l("mem0", "cpu0", LinkKind::MemoryChannel, MEMORY_CHANNEL_GBPS),
+                l("sw0", "cpu0", LinkKind::RootPort, GEN4X16),
+                l("rnic0", "sw0", LinkKind::RnicPcie, gen4x8),
+                l("rnic1", "sw0", LinkKind::RnicPcie, gen4x8),
+            ]
+        );
+        assert_eq!(
+            notes,
+            [
+                "mlx4_0 port 1 is on NUMA node 1, which has no CPUs or memory: placed on cpu0",
+                "mlx4_0 port 1: bridge 0000:13:00.0 is not a switch port pair: left out of the model",
+                "mlx4_0 port 2 is on NUMA node 1, which has no CPUs or memory: placed on cpu0",
+                "mlx4_0 port 2: bridge 0000:13:00.0 is not a switch port pair: left out of the model",
+                MEM_NOTE,
+                "rnic1 shares PCI function 0000:14:00.0 with rnic0: the model gives each its own PCIe link",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_missing_numa_node_on_a_two_socket_host_is_noted() {
+        let nodes = [node(0, "0-1", Some(1024)), node(1, "2-3", Some(1024))];
+        let nic = vec![hop("0000:00:03.0", None, None)];
+        let (_, _, notes) = build_one(&nodes, &[(port("mlx5_0", 100.0, &nic, false), nic)], &[]);
+        assert_eq!(
+            notes[0],
+            "mlx5_0 port 1 reports no NUMA node: placed on cpu0"
+        );
+    }
+
+    #[test]
+    fn the_name_follows_the_structure_not_the_host() {
+        let nodes = [node(0, "0-1", Some(1024))];
+        let chain = |width| {
+            vec![
+                hop("0000:10:00.0", Some(0), Some((16.0, 16))),
+                hop("0000:11:00.0", Some(0), Some((16.0, width))),
+            ]
+        };
+        let name_of = |hostname, hops: Vec<Hop>| {
+            let p = port("mlx5_0", 200.0, &hops, false);
+            let facts = Facts {
+                hostname: Some(hostname),
+                numa_nodes: &nodes,
+                rnics: vec![(&p, hops)],
+                gpus: vec![],
+            };
+            let (host, _) = build(&facts, &mut Vec::new()).unwrap();
+            (host.name, host.description)
+        };
+        let (a, desc_a) = name_of("node-a", chain(16));
+        let (b, desc_b) = name_of("node-b", chain(16));
+        let (c, _) = name_of("node-a", chain(8));
+        assert_eq!(a, b);
+        assert_ne!(desc_a, desc_b);
+        assert_ne!(a, c);
+        assert!(a.starts_with("1s-1rnic200-0gpu-") && c.starts_with("1s-1rnic200-0gpu-"));
+        let hash = &a["1s-1rnic200-0gpu-".len()..];
+        assert!(
+            hash.len() == 8 && hash.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{a}"
+        );
+    }
+
+    #[test]
+    fn fnv1a32_matches_the_reference_vectors() {
+        assert_eq!(fnv1a32(b""), 0x811c_9dc5);
+        assert_eq!(fnv1a32(b"a"), 0xe40c_292c);
+        assert_eq!(fnv1a32(b"foobar"), 0xbf9c_f968);
+    }
+
+    #[test]
+    fn only_active_ports_with_a_rate_are_usable() {
+        let mut down = port("mlx5_0", 100.0, &[], false);
+        down.state = PortState::Down;
+        let mut no_rate = port("mlx5_1", 100.0, &[], false);
+        no_rate.rate = None;
+        let mut zero = port("mlx5_2", 0.0, &[], false);
+        zero.port = 2;
+        let ok = port("mlx5_3", 100.0, &[], false);
+        let ports = [down, no_rate, zero, ok.clone()];
+        let mut notes = Vec::new();
+        let usable = usable_ports(&ports, &mut notes);
+        assert_eq!(usable, [&ok]);
+        assert_eq!(
+            notes,
+            [
+                "mlx5_0 port 1 is DOWN: not probed",
+                "mlx5_1 port 1 is ACTIVE but reports no rate: not probed",
+                "mlx5_2 port 2 is ACTIVE at rate `0 Gb/sec (4X)`: not probed",
+            ]
+        );
+    }
+}

@@ -1,0 +1,408 @@
+//! The C ABI of libibverbs that the loopback engine uses, written out by hand so that the
+//! binary needs no rdma-core headers to build.
+//!
+//! Every struct mirrors `<infiniband/verbs.h>` (rdma-core; stable ABI since IBVERBS_1.1)
+//! field by field up to the last field hostping reads or writes. The data-path verbs
+//! (`ibv_post_send`, `ibv_poll_cq`) are `static inline` in the header: they call through
+//! `ibv_context.ops`, so that table is mirrored too. `tests/verbs_layout.rs` compiles a C
+//! program against the real header and compares every offset and size in [`layout`].
+#![allow(non_camel_case_types, missing_docs)]
+
+use std::ffi::{c_char, c_int, c_uint, c_void};
+
+/// Opaque handles: only ever used behind pointers.
+#[repr(C)]
+pub struct ibv_device {
+    _private: [u8; 0],
+}
+#[repr(C)]
+pub struct ibv_pd {
+    _private: [u8; 0],
+}
+#[repr(C)]
+pub struct ibv_comp_channel {
+    _private: [u8; 0],
+}
+#[repr(C)]
+pub struct ibv_cq {
+    _private: [u8; 0],
+}
+
+/// `struct ibv_context_ops`: the provider's function table. Only the two data-path entries
+/// hostping calls are typed; the rest are placeholders of pointer size.
+#[repr(C)]
+pub struct ibv_context_ops {
+    _before_poll_cq: [*mut c_void; 11],
+    pub poll_cq: Option<unsafe extern "C" fn(*mut ibv_cq, c_int, *mut ibv_wc) -> c_int>,
+    _between: [*mut c_void; 13],
+    pub post_send:
+        Option<unsafe extern "C" fn(*mut ibv_qp, *mut ibv_send_wr, *mut *mut ibv_send_wr) -> c_int>,
+    _after: [*mut c_void; 6],
+}
+
+/// `struct ibv_context` up to `ops` (the rest is never touched).
+#[repr(C)]
+pub struct ibv_context {
+    pub device: *mut ibv_device,
+    pub ops: ibv_context_ops,
+}
+
+/// `struct ibv_device_attr`.
+#[repr(C)]
+pub struct ibv_device_attr {
+    pub fw_ver: [c_char; 64],
+    pub node_guid: u64,
+    pub sys_image_guid: u64,
+    pub max_mr_size: u64,
+    pub page_size_cap: u64,
+    pub vendor_id: u32,
+    pub vendor_part_id: u32,
+    pub hw_ver: u32,
+    pub max_qp: c_int,
+    pub max_qp_wr: c_int,
+    pub device_cap_flags: c_uint,
+    pub max_sge: c_int,
+    pub max_sge_rd: c_int,
+    pub max_cq: c_int,
+    pub max_cqe: c_int,
+    pub max_mr: c_int,
+    pub max_pd: c_int,
+    pub max_qp_rd_atom: c_int,
+    pub max_ee_rd_atom: c_int,
+    pub max_res_rd_atom: c_int,
+    pub max_qp_init_rd_atom: c_int,
+    _rest: [c_int; 16],
+    pub max_pkeys: u16,
+    pub local_ca_ack_delay: u8,
+    pub phys_port_cnt: u8,
+}
+
+/// `struct ibv_port_attr`.
+#[repr(C)]
+pub struct ibv_port_attr {
+    pub state: c_uint,
+    pub max_mtu: c_uint,
+    pub active_mtu: c_uint,
+    pub gid_tbl_len: c_int,
+    pub port_cap_flags: u32,
+    pub max_msg_sz: u32,
+    pub bad_pkey_cntr: u32,
+    pub qkey_viol_cntr: u32,
+    pub pkey_tbl_len: u16,
+    pub lid: u16,
+    pub sm_lid: u16,
+    pub lmc: u8,
+    pub max_vl_num: u8,
+    pub sm_sl: u8,
+    pub subnet_timeout: u8,
+    pub init_type_reply: u8,
+    pub active_width: u8,
+    pub active_speed: u8,
+    pub phys_state: u8,
+    pub link_layer: u8,
+    pub flags: u8,
+    pub port_cap_flags2: u16,
+}
+
+/// `struct ibv_mr`.
+#[repr(C)]
+pub struct ibv_mr {
+    pub context: *mut ibv_context,
+    pub pd: *mut ibv_pd,
+    pub addr: *mut c_void,
+    pub length: usize,
+    pub handle: u32,
+    pub lkey: u32,
+    pub rkey: u32,
+}
+
+/// `struct ibv_qp` up to `qp_type` (the mutex and condition variable after it are the
+/// library's).
+#[repr(C)]
+pub struct ibv_qp {
+    pub context: *mut ibv_context,
+    pub qp_context: *mut c_void,
+    pub pd: *mut ibv_pd,
+    pub send_cq: *mut ibv_cq,
+    pub recv_cq: *mut ibv_cq,
+    pub srq: *mut c_void,
+    pub handle: u32,
+    pub qp_num: u32,
+    pub state: c_uint,
+    pub qp_type: c_uint,
+}
+
+/// `struct ibv_qp_cap`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct ibv_qp_cap {
+    pub max_send_wr: u32,
+    pub max_recv_wr: u32,
+    pub max_send_sge: u32,
+    pub max_recv_sge: u32,
+    pub max_inline_data: u32,
+}
+
+/// `struct ibv_qp_init_attr`.
+#[repr(C)]
+pub struct ibv_qp_init_attr {
+    pub qp_context: *mut c_void,
+    pub send_cq: *mut ibv_cq,
+    pub recv_cq: *mut ibv_cq,
+    pub srq: *mut c_void,
+    pub cap: ibv_qp_cap,
+    pub qp_type: c_uint,
+    pub sq_sig_all: c_int,
+}
+
+/// `union ibv_gid`: 16 bytes, 8-aligned (its other member is two `__be64`).
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub struct ibv_gid {
+    pub raw: [u8; 16],
+}
+
+/// `struct ibv_global_route`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct ibv_global_route {
+    pub dgid: ibv_gid,
+    pub flow_label: u32,
+    pub sgid_index: u8,
+    pub hop_limit: u8,
+    pub traffic_class: u8,
+}
+
+/// `struct ibv_ah_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct ibv_ah_attr {
+    pub grh: ibv_global_route,
+    pub dlid: u16,
+    pub sl: u8,
+    pub src_path_bits: u8,
+    pub static_rate: u8,
+    pub is_global: u8,
+    pub port_num: u8,
+}
+
+/// `struct ibv_qp_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct ibv_qp_attr {
+    pub qp_state: c_uint,
+    pub cur_qp_state: c_uint,
+    pub path_mtu: c_uint,
+    pub path_mig_state: c_uint,
+    pub qkey: u32,
+    pub rq_psn: u32,
+    pub sq_psn: u32,
+    pub dest_qp_num: u32,
+    pub qp_access_flags: c_uint,
+    pub cap: ibv_qp_cap,
+    pub ah_attr: ibv_ah_attr,
+    pub alt_ah_attr: ibv_ah_attr,
+    pub pkey_index: u16,
+    pub alt_pkey_index: u16,
+    pub en_sqd_async_notify: u8,
+    pub sq_draining: u8,
+    pub max_rd_atomic: u8,
+    pub max_dest_rd_atomic: u8,
+    pub min_rnr_timer: u8,
+    pub port_num: u8,
+    pub timeout: u8,
+    pub retry_cnt: u8,
+    pub rnr_retry: u8,
+    pub alt_port_num: u8,
+    pub alt_timeout: u8,
+    pub rate_limit: u32,
+}
+
+/// `struct ibv_sge`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct ibv_sge {
+    pub addr: u64,
+    pub length: u32,
+    pub lkey: u32,
+}
+
+/// `wr.rdma` of `struct ibv_send_wr`; the union is as large as its `atomic` member.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct ibv_rdma_wr {
+    pub remote_addr: u64,
+    pub rkey: u32,
+    _union_tail: [u32; 5],
+}
+
+/// `struct ibv_send_wr` (the trailing unions are sized, not typed: hostping never uses
+/// XRC, memory windows or TSO).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_send_wr {
+    pub wr_id: u64,
+    pub next: *mut ibv_send_wr,
+    pub sg_list: *mut ibv_sge,
+    pub num_sge: c_int,
+    pub opcode: c_uint,
+    pub send_flags: c_uint,
+    pub imm_data: u32,
+    pub rdma: ibv_rdma_wr,
+    pub qp_type_xrc: u32,
+    pub _bind_mw_or_tso: [u64; 6],
+}
+
+impl Default for ibv_send_wr {
+    fn default() -> Self {
+        ibv_send_wr {
+            wr_id: 0,
+            next: std::ptr::null_mut(),
+            sg_list: std::ptr::null_mut(),
+            num_sge: 0,
+            opcode: 0,
+            send_flags: 0,
+            imm_data: 0,
+            rdma: ibv_rdma_wr::default(),
+            qp_type_xrc: 0,
+            _bind_mw_or_tso: [0; 6],
+        }
+    }
+}
+
+/// `struct ibv_wc`.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct ibv_wc {
+    pub wr_id: u64,
+    pub status: c_uint,
+    pub opcode: c_uint,
+    pub vendor_err: u32,
+    pub byte_len: u32,
+    pub imm_data: u32,
+    pub qp_num: u32,
+    pub src_qp: u32,
+    pub wc_flags: c_uint,
+    pub pkey_index: u16,
+    pub slid: u16,
+    pub sl: u8,
+    pub dlid_path_bits: u8,
+}
+
+// Enum values from verbs.h.
+pub const IBV_QPT_RC: c_uint = 2;
+pub const IBV_QPS_INIT: c_uint = 1;
+pub const IBV_QPS_RTR: c_uint = 2;
+pub const IBV_QPS_RTS: c_uint = 3;
+pub const IBV_PORT_ACTIVE: c_uint = 4;
+pub const IBV_LINK_LAYER_INFINIBAND: u8 = 1;
+pub const IBV_LINK_LAYER_ETHERNET: u8 = 2;
+pub const IBV_WR_RDMA_WRITE: c_uint = 0;
+pub const IBV_WR_RDMA_READ: c_uint = 4;
+pub const IBV_SEND_SIGNALED: c_uint = 1 << 1;
+pub const IBV_WC_SUCCESS: c_uint = 0;
+pub const IBV_ACCESS_LOCAL_WRITE: c_int = 1;
+pub const IBV_ACCESS_REMOTE_WRITE: c_int = 1 << 1;
+pub const IBV_ACCESS_REMOTE_READ: c_int = 1 << 2;
+
+pub const IBV_QP_STATE: c_int = 1;
+pub const IBV_QP_ACCESS_FLAGS: c_int = 1 << 3;
+pub const IBV_QP_PKEY_INDEX: c_int = 1 << 4;
+pub const IBV_QP_PORT: c_int = 1 << 5;
+pub const IBV_QP_AV: c_int = 1 << 7;
+pub const IBV_QP_PATH_MTU: c_int = 1 << 8;
+pub const IBV_QP_TIMEOUT: c_int = 1 << 9;
+pub const IBV_QP_RETRY_CNT: c_int = 1 << 10;
+pub const IBV_QP_RNR_RETRY: c_int = 1 << 11;
+pub const IBV_QP_RQ_PSN: c_int = 1 << 12;
+pub const IBV_QP_MAX_QP_RD_ATOMIC: c_int = 1 << 13;
+pub const IBV_QP_MIN_RNR_TIMER: c_int = 1 << 15;
+pub const IBV_QP_SQ_PSN: c_int = 1 << 16;
+pub const IBV_QP_MAX_DEST_RD_ATOMIC: c_int = 1 << 17;
+pub const IBV_QP_DEST_QPN: c_int = 1 << 20;
+
+/// Offsets and sizes of every mirrored field, as `("struct.field", bytes)` and
+/// `("sizeof struct", bytes)`, for the layout test against the real header.
+pub fn layout() -> Vec<(&'static str, usize)> {
+    use std::mem::{offset_of, size_of};
+    macro_rules! off {
+        ($t:ident . $f:ident) => {
+            (
+                concat!(stringify!($t), ".", stringify!($f)),
+                offset_of!($t, $f),
+            )
+        };
+    }
+    vec![
+        off!(ibv_context.ops),
+        (
+            "ibv_context_ops.poll_cq",
+            offset_of!(ibv_context_ops, poll_cq),
+        ),
+        (
+            "ibv_context_ops.post_send",
+            offset_of!(ibv_context_ops, post_send),
+        ),
+        ("sizeof ibv_context_ops", size_of::<ibv_context_ops>()),
+        off!(ibv_device_attr.max_qp_wr),
+        off!(ibv_device_attr.max_cqe),
+        off!(ibv_device_attr.max_qp_rd_atom),
+        off!(ibv_device_attr.max_qp_init_rd_atom),
+        off!(ibv_device_attr.phys_port_cnt),
+        ("sizeof ibv_device_attr", size_of::<ibv_device_attr>()),
+        off!(ibv_port_attr.active_mtu),
+        off!(ibv_port_attr.lid),
+        off!(ibv_port_attr.link_layer),
+        off!(ibv_port_attr.port_cap_flags2),
+        ("sizeof ibv_port_attr", size_of::<ibv_port_attr>()),
+        off!(ibv_mr.addr),
+        off!(ibv_mr.length),
+        off!(ibv_mr.lkey),
+        off!(ibv_mr.rkey),
+        off!(ibv_qp.qp_num),
+        off!(ibv_qp.qp_type),
+        off!(ibv_qp_init_attr.cap),
+        off!(ibv_qp_init_attr.qp_type),
+        off!(ibv_qp_init_attr.sq_sig_all),
+        ("sizeof ibv_qp_init_attr", size_of::<ibv_qp_init_attr>()),
+        off!(ibv_global_route.flow_label),
+        off!(ibv_global_route.sgid_index),
+        off!(ibv_global_route.hop_limit),
+        ("sizeof ibv_global_route", size_of::<ibv_global_route>()),
+        off!(ibv_ah_attr.dlid),
+        off!(ibv_ah_attr.is_global),
+        off!(ibv_ah_attr.port_num),
+        ("sizeof ibv_ah_attr", size_of::<ibv_ah_attr>()),
+        off!(ibv_qp_attr.dest_qp_num),
+        off!(ibv_qp_attr.qp_access_flags),
+        off!(ibv_qp_attr.ah_attr),
+        off!(ibv_qp_attr.pkey_index),
+        off!(ibv_qp_attr.max_rd_atomic),
+        off!(ibv_qp_attr.max_dest_rd_atomic),
+        off!(ibv_qp_attr.min_rnr_timer),
+        off!(ibv_qp_attr.port_num),
+        off!(ibv_qp_attr.timeout),
+        off!(ibv_qp_attr.retry_cnt),
+        off!(ibv_qp_attr.rnr_retry),
+        off!(ibv_qp_attr.rate_limit),
+        ("sizeof ibv_qp_attr", size_of::<ibv_qp_attr>()),
+        ("sizeof ibv_sge", size_of::<ibv_sge>()),
+        off!(ibv_send_wr.sg_list),
+        off!(ibv_send_wr.num_sge),
+        off!(ibv_send_wr.opcode),
+        off!(ibv_send_wr.send_flags),
+        (
+            "ibv_send_wr.wr.rdma.remote_addr",
+            offset_of!(ibv_send_wr, rdma),
+        ),
+        (
+            "ibv_send_wr.wr.rdma.rkey",
+            offset_of!(ibv_send_wr, rdma) + offset_of!(ibv_rdma_wr, rkey),
+        ),
+        ("sizeof ibv_send_wr", size_of::<ibv_send_wr>()),
+        off!(ibv_wc.status),
+        off!(ibv_wc.vendor_err),
+        off!(ibv_wc.qp_num),
+        ("sizeof ibv_wc", size_of::<ibv_wc>()),
+    ]
+}

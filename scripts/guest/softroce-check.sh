@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# softroce-check.sh HOSTPING [PERFTEST_RUNS]: runs INSIDE the Soft-RoCE guest (scripts/guest/run.sh)
+# and exercises the real backends of hostping on rxe0: discovery, the loopback matrix with
+# WRITE and READ and a streaming test, the error paths (registration refused, a hung probe,
+# a work completion in error, a memlock limit), and perftest on the same device for the
+# comparison in BENCHMARKS.md. Every output lands in $HOSTPING_GUEST_OUT/softroce/; the
+# assertions are in crates/hostping/tests/softroce.rs, which reads them on the host.
+#
+# Each step records its exit status in <step>.status: a failing step does not stop the
+# others, so one run shows everything that is wrong.
+set -uo pipefail
+
+hostping=${1:?usage: softroce-check.sh HOSTPING [PERFTEST_RUNS]}
+perftest_runs=${2:-3}
+out="${HOSTPING_GUEST_OUT:?run inside scripts/guest/run.sh}/softroce"
+mkdir -p "$out"
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# step NAME COMMAND...: stdout to NAME.out, stderr to NAME.err, status to NAME.status.
+step() {
+    local name=$1 t0 rc
+    shift
+    t0=$(date +%s.%N)
+    "$@" >"$out/$name.out" 2>"$out/$name.err"
+    rc=$?
+    echo "$rc" >"$out/$name.status"
+    echo "step $name: exit $rc ($(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s)"
+}
+
+# Few iterations: TCG makes a 128 KiB loopback cost milliseconds.
+iters=200
+
+step topology "$hostping" topology --format json
+step topology-table "$hostping" topology
+step check-write "$hostping" check --format json --iterations "$iters"
+step check-table "$hostping" check --iterations "$iters"
+step check-read "$hostping" check --format json --op read --iterations "$iters" \
+    --stream-qps 2 --stream-depth 16 --stream-ms 300
+step baseline "$hostping" baseline --runs 2 --iterations 100 -o "$out/baseline.json"
+step check-baseline "$hostping" check --format json --iterations 100 --baseline "$out/baseline.json"
+
+# Error paths: each provokes a real failure on the paths to one endpoint; the run must go
+# on with the other endpoint.
+step fault-reg-mr "$hostping" check --format json --iterations 50 --verbs-fault reg-mr:mem1
+step fault-hang "$hostping" check --format json --iterations 50 --timeout-ms 1000 --verbs-fault hang:mem0
+step fault-bad-rkey "$hostping" check --format json --iterations 50 --verbs-fault bad-rkey:mem1
+
+# RLIMIT_MEMLOCK, the everyday cause of failed registrations: without CAP_IPC_LOCK, a
+# 64 KiB limit refuses every 128 KiB region; a 1 MiB limit holds one path's regions but not
+# the 3 runs x 2 paths of a series, so a series that passes proves memory is freed per path.
+nocap() { setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock "$@"; }
+step memlock-64k nocap sh -c "ulimit -l 64 && exec $hostping check --format json --iterations 20"
+step memlock-1m nocap sh -c "ulimit -l 1024 && exec $hostping check --format json --iterations 20 --runs 3"
+
+# perftest and hostping's comparable figures on the same device in the same boot.
+step hostping-bench "$hostping" check --format json --runs "$perftest_runs" --iterations 1000 \
+    --stream-qps 1 --stream-depth 128 --stream-ms 1000
+step hostping-bench-read "$hostping" check --format json --runs "$perftest_runs" --op read \
+    --iterations 1000
+if [ -x "$here/perftest.sh" ]; then
+    step perftest "$here/perftest.sh" "$perftest_runs"
+fi
+dmesg | tail -20 >"$out/dmesg.txt" 2>/dev/null
+for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do
+    echo "$(basename "$f") $(cat "$f")"
+done >"$out/hw_counters.txt" 2>/dev/null
+exit 0
