@@ -67,9 +67,10 @@ pub fn from_runs(host: &HostTopology, runs: &[ProbeRun]) -> Result<Baseline, Mis
     })
 }
 
-/// A baseline measured on this host: `runs` idle full-mesh runs of `engine`, `cadence_ns`
-/// apart; `progress(run, done, total)` after each path.
-pub fn measured<E: probe::ProbeEngine>(
+/// A baseline recorded on `engine` (the real host, or a virtual one): `runs` idle
+/// full-mesh runs, `cadence_ns` apart; `progress(run, done, total)` after each path.
+/// Returns the runs too, so a caller can say why a path is missing.
+pub fn record<E: probe::ProbeEngine>(
     engine: &mut E,
     host: &HostTopology,
     runs: u32,
@@ -131,26 +132,16 @@ pub fn simulated(
         ..VhostConfig::default()
     };
     let mut healthy = VirtualHost::new(host.clone(), Vec::new(), config);
-    let paths = plan(host, Plan::FullMesh);
-    let spec = RunSpec {
-        latency: latency.clone(),
-        stream: None,
-    };
-    let runs: Vec<ProbeRun> = (0..runs.max(1))
-        .map(|_| {
-            let run = probe::run(
-                &mut healthy,
-                host,
-                model::Mode::Idle,
-                &paths,
-                &spec,
-                &mut |_, _| {},
-            );
-            healthy.advance(crate::pipeline::DEFAULT_CADENCE_NS);
-            run
-        })
-        .collect();
-    from_runs(host, &runs).expect("a healthy virtual host measures every path")
+    record(
+        &mut healthy,
+        host,
+        runs,
+        latency,
+        crate::pipeline::DEFAULT_CADENCE_NS,
+        &mut |_, _, _| {},
+    )
+    .map(|(baseline, _)| baseline)
+    .expect("a healthy virtual host measures every path")
 }
 
 /// Paths whose healthy figures should be alike: same affinity, same endpoint kind, same

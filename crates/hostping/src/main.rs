@@ -83,6 +83,15 @@ fn progress_bar(len: u64, what: &str) -> ProgressBar {
     bar
 }
 
+/// Progress of a series on its bar: the run as position, the paths done as message.
+fn show_progress(bar: &ProgressBar, run: u32, done: usize, total: usize) {
+    bar.set_position(u64::from(run));
+    bar.set_message(format!("run {}: {done}/{total} paths", run + 1));
+}
+
+/// Pause between the runs of a series on a real host: a short one, not the agent's 5 min.
+const REAL_CADENCE_NS: u64 = 1_000_000_000;
+
 fn check(args: CheckArgs) -> Result<Outcome> {
     if !(0.0..=0.5).contains(&args.noise) {
         bail!("--noise: {} is outside 0..0.5", args.noise);
@@ -167,8 +176,7 @@ fn check_real(args: &CheckArgs, settings: &CheckSettings) -> Result<Outcome> {
         },
     };
     let settings = CheckSettings {
-        // Between runs of a real series, a short pause instead of the agent's 5 minutes.
-        cadence_ns: 1_000_000_000,
+        cadence_ns: REAL_CADENCE_NS,
         ..settings.clone()
     };
     run_checks(&mut engine, &real.host, source, &settings, args)
@@ -208,10 +216,7 @@ fn run_checks<E: ProbeEngine + Monitor>(
         source,
         settings,
         &mut on_report,
-        &mut |run, done, total| {
-            bar.set_position(u64::from(run));
-            bar.set_message(format!("run {}: {done}/{total} paths", run + 1));
-        },
+        &mut |run, done, total| show_progress(&bar, run, done, total),
     );
     bar.finish_and_clear();
     if let Some(e) = write_error {
@@ -260,16 +265,13 @@ fn baseline(args: BaselineArgs) -> Result<Outcome> {
             let real = real::host(sysfs_root(&args.host))?;
             let mut engine = real.engine(engine_options(args.timeout_ms, &[])?)?;
             let bar = progress_bar(u64::from(args.runs), "baseline");
-            let (b, runs) = hostping::baseline::measured(
+            let (b, runs) = hostping::baseline::record(
                 &mut engine,
                 &real.host,
                 args.runs,
                 &latency,
-                1_000_000_000,
-                &mut |run, done, total| {
-                    bar.set_position(u64::from(run));
-                    bar.set_message(format!("run {}: {done}/{total} paths", run + 1));
-                },
+                REAL_CADENCE_NS,
+                &mut |run, done, total| show_progress(&bar, run, done, total),
             )?;
             bar.finish_and_clear();
             for p in real.host.paths() {

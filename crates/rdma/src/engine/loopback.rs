@@ -275,16 +275,12 @@ pub(crate) fn latency(
     seed: u8,
 ) -> Result<LatencySamples, ProbeError> {
     let src_bytes: Vec<u8> = (0..region).map(|i| pattern_byte(seed, i)).collect();
-    mem.write(0, &src_bytes)
-        .map_err(|e| ProbeError::Registration {
-            endpoint: s.endpoint.clone(),
-            reason: e,
-        })?;
-    mem.write(region, &vec![0u8; region])
-        .map_err(|e| ProbeError::Registration {
-            endpoint: s.endpoint.clone(),
-            reason: e,
-        })?;
+    let unusable = |reason| ProbeError::Registration {
+        endpoint: s.endpoint.clone(),
+        reason,
+    };
+    mem.write(0, &src_bytes).map_err(unusable)?;
+    mem.write(region, &vec![0u8; region]).map_err(unusable)?;
     let pd = rnic.ctx.alloc_pd().map_err(verbs_error)?;
     let (src, dst) = register_regions(&pd, mem, region, s)?;
     let cq = rnic.ctx.create_cq(4).map_err(verbs_error)?;
