@@ -14,7 +14,16 @@ fi
 # The Soft-RoCE guest's packages and kernel (cached), and libibverbs-dev for the test that
 # checks the hand-written verbs ABI against the real header.
 scripts/guest/setup.sh
-export HOSTPING_REQUIRE_VERBS_HEADERS=1
+# A real Prometheus server (Debian's package) scrapes the agent in
+# crates/hostping/tests/prometheus.rs (the test starts its own server on a free port).
+if ! command -v prometheus >/dev/null 2>&1; then
+    sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    echo "test: installing prometheus (Debian package)" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get install -y -qq --no-install-recommends prometheus >/dev/null \
+        || { $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+fi
+export HOSTPING_REQUIRE_VERBS_HEADERS=1 HOSTPING_REQUIRE_PROMETHEUS=1
 cargo test --workspace --locked
 # The real backends on a real verbs device: rdma_rxe in a QEMU guest (scripts/guest/).
 cargo test -p hostping --test softroce --locked -- --ignored --nocapture

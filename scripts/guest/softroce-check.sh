@@ -52,6 +52,18 @@ nocap() { setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock "$@"; }
 step memlock-64k nocap sh -c "ulimit -l 64 && exec $hostping check --format json --iterations 20"
 step memlock-1m nocap sh -c "ulimit -l 1024 && exec $hostping check --format json --iterations 20 --runs 3"
 
+# Counter sources on a real rxe device after the probes above moved packets: rxe's
+# hw_counters, ethtool on the virtio netdev (if rxe0 is RoCE over it), PCIe, IOMMU; and a
+# short run of the agent on the real host (probes through rxe0, stores runs, then stops).
+step counters "$hostping" counters --format json
+step lint "$hostping" lint --format json
+printf '[probe]\niterations = 100\n' >"$out/agent.toml"
+# The database lives on the guest's tmpfs (SQLite's WAL needs shared memory, which 9p does
+# not give); the agent checkpoints it when it stops, so the copy is the whole database.
+step agent "$hostping" agent --config "$out/agent.toml" --db /tmp/hostping-agent.db \
+    --listen 127.0.0.1:0 --run-for 20s
+cp /tmp/hostping-agent.db "$out/agent.db"
+
 # perftest and hostping's comparable figures on the same device in the same boot.
 step hostping-bench "$hostping" check --format json --runs "$perftest_runs" --iterations 1000 \
     --stream-qps 1 --stream-depth 128 --stream-ms 1000

@@ -72,6 +72,7 @@ mod facts;
 mod flapping;
 pub mod follow_up;
 pub mod history;
+pub mod lint;
 mod localize;
 mod misconfig;
 mod status;

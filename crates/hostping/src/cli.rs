@@ -66,9 +66,108 @@ pub enum Command {
     /// Without --sim, what discovery finds on this host (NUMA nodes, RDMA ports, GPUs, the
     /// PCIe tree) and the model built from it; memory nodes are listed even without RDMA.
     Topology(TopologyArgs),
-    /// Benchmarks: the scenario suite with accuracy and false alarms, or the CPU cost of a check.
+    /// Print one snapshot of every counter source: RNIC counters, pause and drops, PCIe
+    /// links, AER, ACS/ATS, GPUs (NVML), memory and inter-socket buses (perf uncore), IOMMU
+    /// and huge pages.
+    ///
+    /// A source this host lacks is listed as unavailable with the reason (no RDMA device, no
+    /// NVIDIA driver, no uncore PMUs in a VM); the others are still read.
+    ///
+    /// Examples:
+    ///   hostping counters
+    ///   hostping counters --format json | jq '.sources[] | {source, status}'
+    ///   hostping counters --sim dgx-a100 --inject service:rnic0:250   # virtual counters
+    #[command(verbatim_doc_comment)]
+    Counters(CountersArgs),
+    /// Report risky configuration found without probing: ACS redirect on GPU-RNIC paths,
+    /// ATS off, downtrained PCIe links, IOMMU translation without huge pages, GPUs with no
+    /// RNIC under their root port; each with why it matters and the paper section.
+    ///
+    /// Exit status: 0 nothing found, 1 findings, 2 error.
+    ///
+    /// Examples:
+    ///   hostping lint
+    ///   hostping lint --sim dgx-a100 --inject acs:lsw2 --format json
+    #[command(verbatim_doc_comment)]
+    Lint(LintArgs),
+    /// Run the Hostping agent: watch counters, probe when the host is idle (every 5 min) or
+    /// when symptoms appear (Tx pause ratio above PFC_high or drops, checked every second),
+    /// store every run in SQLite, and serve Prometheus /metrics and a JSON API.
+    ///
+    /// Without --sim it watches this host (with no RDMA device it says so and still reads
+    /// its other counters). With --sim it watches a virtual host whose clock runs
+    /// --time-scale times faster than the wall clock; --schedule makes faults appear later.
+    ///
+    /// Examples:
+    ///   hostping agent --config /etc/hostping/agent.toml
+    ///   hostping agent --sim dgx-a100 --db /tmp/runs.db --time-scale 600 --inject flap:mem1--cpu1:0.15
+    ///   hostping agent --sim dgx-a100 --db /tmp/runs.db --time-scale 60 --schedule 2m=service:rnic0:250 --run-for 5m
+    ///   curl -s localhost:9469/api/runs | jq '.[0]'
+    #[command(verbatim_doc_comment)]
+    Agent(AgentArgs),
+    /// Benchmarks: the scenario suite with accuracy and false alarms, the CPU cost of a
+    /// check, the agent's own cost, or the time of a counter snapshot.
     #[command(subcommand)]
     Bench(BenchCommand),
+}
+
+/// `hostping counters`.
+#[derive(Debug, Args)]
+pub struct CountersArgs {
+    #[command(flatten)]
+    pub host: HostArgs,
+    /// Faults for a simulated host (DESIGN 4.2), as for `check`.
+    #[arg(long, value_name = "FAULT", requires = "sim")]
+    pub inject: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+/// `hostping lint`.
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    #[command(flatten)]
+    pub host: HostArgs,
+    /// Faults for a simulated host (DESIGN 4.2): `acs:` and `ats-off:` show up here.
+    #[arg(long, value_name = "FAULT", requires = "sim")]
+    pub inject: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+/// `hostping agent`.
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    #[command(flatten)]
+    pub host: HostArgs,
+    /// Configuration file (TOML; packaging/hostping-agent.toml lists every key). Without
+    /// one, Hostping's defaults: 5 min / 1 s cadences, PFC_high 3 %, 5 % duty cycle.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The run database (overrides `agent.database`).
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// Address of /metrics and the JSON API (overrides `agent.listen`; port 0 picks one and
+    /// prints it).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Faults of the simulated host from the start (DESIGN 4.2).
+    #[arg(long, value_name = "FAULT", requires = "sim")]
+    pub inject: Vec<String>,
+    /// A fault that appears later on the virtual clock: AT=FAULT, e.g. 10m=service:rnic0:250.
+    #[arg(long, value_name = "AT=FAULT", requires = "sim")]
+    pub schedule: Vec<String>,
+    /// Virtual seconds per wall second on a simulated host (600: 5 min pass in 0.5 s).
+    #[arg(long, default_value_t = 1.0, requires = "sim")]
+    pub time_scale: f64,
+    /// Seed of the simulated host.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Stop after this much time on the agent's clock (virtual time with --sim), e.g. 1h.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub run_for: Option<std::time::Duration>,
 }
 
 /// Output formats.
@@ -217,6 +316,32 @@ pub enum BenchCommand {
         /// Print the full report of every scenario that fails.
         #[arg(long)]
         show_failures: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
+    /// The agent's steady-state cost: CPU share of one core and resident memory while it
+    /// monitors a virtual host at 1 s cadence (it starts `hostping agent` and samples
+    /// /proc/<pid>).
+    Agent {
+        /// Host model.
+        #[arg(long, default_value = "dgx-a100")]
+        sim: String,
+        /// Wall seconds to measure, after a warm-up of 5 s.
+        #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(5..=3600))]
+        seconds: u64,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
+    /// Time of one full counter snapshot (every source) of this host, or of a captured tree.
+    Counters {
+        /// Read under DIR instead of /.
+        #[arg(long, value_name = "DIR")]
+        sysfs_root: Option<PathBuf>,
+        /// Snapshots to time.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        repeat: u32,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,

@@ -15,9 +15,11 @@ assert!(reports[0].healthy);
 ```
 */
 
+pub mod agent;
 pub mod baseline;
 pub mod bench;
 pub mod cli;
+pub mod counters;
 pub mod pipeline;
 pub mod real;
 pub mod render;

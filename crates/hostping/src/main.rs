@@ -3,10 +3,15 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
+use hostping::agent::backend::{Backend, RealBackend, RealProbing, Scheduled, SimBackend};
+use hostping::agent::config::AgentConfig;
+use hostping::agent::{self, Agent, Status, Stop};
 use hostping::bench;
 use hostping::cli::{
-    BaselineArgs, BenchCommand, CheckArgs, Cli, Command, Format, HostArgs, TopologyArgs,
+    AgentArgs, BaselineArgs, BenchCommand, CheckArgs, Cli, Command, CountersArgs, Format, HostArgs,
+    LintArgs, TopologyArgs,
 };
+use hostping::counters::{self as counter_sources, RealCounters};
 use hostping::pipeline::{self, BaselineSource, CheckSettings};
 use hostping::real;
 use hostping::render::{self, Style};
@@ -34,6 +39,9 @@ fn main() -> ExitCode {
         Command::Check(args) => check(args),
         Command::Baseline(args) => baseline(args),
         Command::Topology(args) => topology(args),
+        Command::Counters(args) => counters(args),
+        Command::Lint(args) => lint(args),
+        Command::Agent(args) => agent_command(args),
         Command::Bench(cmd) => bench_command(cmd),
     };
     match result {
@@ -327,8 +335,255 @@ fn topology(args: TopologyArgs) -> Result<Outcome> {
     Ok(Outcome::Healthy)
 }
 
+/// A virtual host of `name` with `inject` faults.
+fn virtual_host(name: &str, inject: &[String], seed: u64) -> Result<(HostTopology, VirtualHost)> {
+    let host = sim::load_host(name)?;
+    let faults = sim::parse_faults(inject, &host)?;
+    let config = VhostConfig {
+        seed,
+        ..VhostConfig::default()
+    };
+    let vh = VirtualHost::new(host.clone(), faults, config);
+    Ok((host, vh))
+}
+
+fn counters(args: CountersArgs) -> Result<Outcome> {
+    let report = match &args.host.sim {
+        Some(name) => {
+            let (host, mut vh) = virtual_host(name, &args.inject, 1)?;
+            counter_sources::simulated(&host, &mut vh)
+        }
+        None => RealCounters::open(sysfs_root(&args.host))?.read(),
+    };
+    let text = match args.format {
+        Format::Json => serde_json::to_string_pretty(&report)? + "\n",
+        Format::Table => counter_sources::render(&report, Style::for_stdout()),
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    // Everything read is printed first; a source that failed (permission denied, a
+    // malformed file) then makes the exit status 2.
+    if let Some(failed) = report.failed_sources() {
+        bail!("{failed}");
+    }
+    Ok(Outcome::Healthy)
+}
+
+fn lint(args: LintArgs) -> Result<Outcome> {
+    let (host, config) = match &args.host.sim {
+        Some(name) => {
+            let (host, vh) = virtual_host(name, &args.inject, 1)?;
+            let config = vh.config();
+            (Some(host), config)
+        }
+        None => {
+            let mut sources = RealCounters::open(sysfs_root(&args.host))?;
+            let config = sources.config();
+            (sources.host().cloned(), config)
+        }
+    };
+    let findings = match &host {
+        Some(host) => analyze::lint::lint(host, &config),
+        None => Vec::new(),
+    };
+    let text = match args.format {
+        Format::Json => {
+            serde_json::to_string_pretty(&serde_json::json!({
+                "host": host.as_ref().map(|h| h.name.clone()),
+                "provenance": config.provenance,
+                "findings": findings,
+                "unavailable": config.unavailable,
+            }))? + "\n"
+        }
+        Format::Table => render::lint(host.as_ref(), &config, &findings, Style::for_stdout()),
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(if findings.is_empty() {
+        Outcome::Healthy
+    } else {
+        Outcome::Findings
+    })
+}
+
+fn agent_command(args: AgentArgs) -> Result<Outcome> {
+    let mut config = match &args.config {
+        Some(path) => AgentConfig::load(path)?,
+        None => AgentConfig::default(),
+    };
+    if let Some(db) = &args.db {
+        config.agent.database = db.clone();
+    }
+    if let Some(listen) = args.listen {
+        config.agent.listen = listen;
+    }
+    if !(args.time_scale > 0.0 && args.time_scale.is_finite()) {
+        bail!(
+            "--time-scale: {} must be a positive number",
+            args.time_scale
+        );
+    }
+    let stop = std::sync::Arc::new(Stop::default());
+    let signals = {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])
+            .context("cannot install the SIGTERM handler")?;
+        let stop = stop.clone();
+        let handle = signals.handle();
+        std::thread::spawn(move || {
+            if signals.forever().next().is_some() {
+                stop.stop();
+            }
+        });
+        handle
+    };
+    let mut backend: Box<dyn Backend> = match &args.host.sim {
+        Some(name) => Box::new(sim_backend(&args, &config, name)?),
+        None => Box::new(real_backend(&args, &config)?),
+    };
+    let db = &config.agent.database;
+    let store = store::Store::open(db)?;
+    let (host_name, provenance) = match backend.host() {
+        Some(h) => (
+            h.name.clone(),
+            if args.host.sim.is_some() {
+                "simulated"
+            } else {
+                "measured"
+            },
+        ),
+        None => ("(no RDMA device)".to_string(), "measured"),
+    };
+    let metrics = std::sync::Arc::new(std::sync::Mutex::new(store::Metrics::new(
+        &host_name, provenance,
+    )));
+    let status = std::sync::Arc::new(std::sync::Mutex::new(Status {
+        host: host_name.clone(),
+        provenance: provenance.into(),
+        probing_disabled: backend.probing_disabled(),
+        ..Status::default()
+    }));
+    let server = agent::http::serve(
+        config.agent.listen,
+        db.clone(),
+        metrics.clone(),
+        status.clone(),
+    )
+    .with_context(|| format!("cannot listen on {}", config.agent.listen))?;
+    eprintln!(
+        "hostping agent: watching {host_name} ({provenance}); runs in {}; serving http://{}/metrics and /api/runs",
+        db.display(),
+        server.addr
+    );
+    let mut log = |line: &str| eprintln!("hostping agent: {line}");
+    let mut agent = Agent::new(backend.as_mut(), &config, store, metrics, status, &mut log)?;
+    let stored = agent.run(&stop, args.run_for.map(|d| d.as_nanos() as u64));
+    server.shutdown();
+    signals.close();
+    eprintln!(
+        "hostping agent: stopped; {stored} runs stored in {}",
+        db.display()
+    );
+    Ok(Outcome::Healthy)
+}
+
+fn sim_backend(args: &AgentArgs, config: &AgentConfig, name: &str) -> Result<SimBackend> {
+    let (host, vh) = virtual_host(name, &args.inject, args.seed)?;
+    let schedule = args
+        .schedule
+        .iter()
+        .map(|s| Scheduled::parse(s, &host).map_err(anyhow::Error::msg))
+        .collect::<Result<Vec<_>>>()?;
+    let latency = LatencySpec {
+        op: config.probe.op,
+        iterations: config.probe.iterations,
+        ..LatencySpec::default()
+    };
+    let (baseline, kind) = match &config.agent.baseline {
+        Some(path) => (load_baseline(path, &host)?, BaselineKind::Recorded),
+        None => (
+            hostping::baseline::simulated(
+                &host,
+                hostping::baseline::DEFAULT_RUNS,
+                args.seed,
+                &latency,
+                VhostConfig::default().noise,
+            ),
+            BaselineKind::Simulated,
+        ),
+    };
+    Ok(SimBackend::new(
+        vh,
+        baseline,
+        kind,
+        args.time_scale,
+        schedule,
+    ))
+}
+
+fn real_backend(
+    args: &AgentArgs,
+    config: &AgentConfig,
+) -> Result<RealBackend<rdma::engine::VerbsEngine>> {
+    let root = sysfs_root(&args.host);
+    let disabled = |why: String| -> Result<_> {
+        Ok(RealBackend::new(
+            Err(why),
+            RealCounters::open(root.clone())?,
+        ))
+    };
+    let real = match real::host(root.clone()) {
+        Ok(real) => real,
+        Err(e @ (real::RealError::NoRdma { .. } | real::RealError::NoVerbs { .. })) => {
+            return disabled(e.to_string())
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let baseline = match &config.agent.baseline {
+        Some(path) => Some(load_baseline(path, &real.host)?),
+        None => None,
+    };
+    match real.engine(engine_options(config.probe.timeout_ms, &[])?) {
+        Ok(real::Probed { engine, counters }) => Ok(RealBackend::new(
+            Ok(RealProbing {
+                software: real.software_rnics(),
+                host: real.host.clone(),
+                engine,
+                baseline,
+            }),
+            counters,
+        )),
+        Err(e) => disabled(e.to_string()),
+    }
+}
+
 fn bench_command(cmd: BenchCommand) -> Result<Outcome> {
     match cmd {
+        BenchCommand::Agent {
+            sim,
+            seconds,
+            format,
+        } => {
+            let cost = agent::bench::agent_cost(&sim, seconds)?;
+            let text = match format {
+                Format::Json => serde_json::to_string_pretty(&cost)? + "\n",
+                Format::Table => agent::bench::agent_cost_table(&cost),
+            };
+            std::io::stdout().lock().write_all(text.as_bytes())?;
+            Ok(Outcome::Healthy)
+        }
+        BenchCommand::Counters {
+            sysfs_root,
+            repeat,
+            format,
+        } => {
+            let root = sysfs_root.map(SysRoot::new).unwrap_or_else(SysRoot::system);
+            let cost = agent::bench::counters_cost(root, repeat)?;
+            let text = match format {
+                Format::Json => serde_json::to_string_pretty(&cost)? + "\n",
+                Format::Table => agent::bench::counters_cost_table(&cost),
+            };
+            std::io::stdout().lock().write_all(text.as_bytes())?;
+            Ok(Outcome::Healthy)
+        }
         BenchCommand::Scenarios {
             dir,
             healthy_runs,

@@ -153,38 +153,74 @@ pub fn check<E: ProbeEngine + Monitor>(
             ModeChoice::Idle => Mode::Idle,
             ModeChoice::Busy => Mode::Busy,
         };
-        let paths = probe::plan(host, Plan::for_mode(mode));
-        let spec = RunSpec {
-            latency: settings.latency.clone(),
-            stream: settings.stream.clone(),
-        };
-        let run = probe::run(engine, host, mode, &paths, &spec, &mut |done, total| {
-            progress(i, done, total)
-        });
-        let relative;
-        let (baseline, kind) = match baseline {
-            BaselineSource::Given(b, kind) => (b, kind),
-            BaselineSource::Relative { software } => {
-                relative = crate::baseline::relative(host, &run, software);
-                (&relative, BaselineKind::Relative)
-            }
-        };
-        let input = Input {
+        let run = RunContext {
             host,
-            run: &run,
             baseline,
+            settings,
             snapshot: &snapshot,
-            thresholds: &settings.thresholds,
             history: &history,
             run_index: i,
         };
-        let mut report = analyze::analyze(&input, &mut EngineFollowUp { engine });
-        report.baseline = Some(kind);
+        let report = run_once(engine, &run, mode, &mut |done, total| {
+            progress(i, done, total)
+        });
         history.record(&report);
         on_report(&report);
         reports.push(report);
     }
     reports
+}
+
+/// What one run is judged with, beside the engine.
+pub struct RunContext<'a> {
+    /// The host model.
+    pub host: &'a HostTopology,
+    /// What the paths are judged against.
+    pub baseline: BaselineSource<'a>,
+    /// Probe specs and thresholds (`runs` and `mode` are the caller's business).
+    pub settings: &'a CheckSettings,
+    /// The monitors' view that started the run (utilisation for overloads).
+    pub snapshot: &'a HostSnapshot,
+    /// Earlier runs (flapping).
+    pub history: &'a History,
+    /// The run's index in its series.
+    pub run_index: u32,
+}
+
+/// One run: probe the plan of `mode`, then analyze. The caller records the report in its
+/// history: a series does it here, the agent across triggers.
+pub fn run_once<E: ProbeEngine>(
+    engine: &mut E,
+    ctx: &RunContext<'_>,
+    mode: Mode,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Report {
+    let paths = probe::plan(ctx.host, Plan::for_mode(mode));
+    let spec = RunSpec {
+        latency: ctx.settings.latency.clone(),
+        stream: ctx.settings.stream.clone(),
+    };
+    let run = probe::run(engine, ctx.host, mode, &paths, &spec, progress);
+    let relative;
+    let (baseline, kind) = match ctx.baseline {
+        BaselineSource::Given(b, kind) => (b, kind),
+        BaselineSource::Relative { software } => {
+            relative = crate::baseline::relative(ctx.host, &run, software);
+            (&relative, BaselineKind::Relative)
+        }
+    };
+    let input = Input {
+        host: ctx.host,
+        run: &run,
+        baseline,
+        snapshot: ctx.snapshot,
+        thresholds: &ctx.settings.thresholds,
+        history: ctx.history,
+        run_index: ctx.run_index,
+    };
+    let mut report = analyze::analyze(&input, &mut EngineFollowUp { engine });
+    report.baseline = Some(kind);
+    report
 }
 
 /// Runs a series on a fresh virtual host of `host` with `faults`, quietly (no output, no

@@ -2,10 +2,55 @@
 //! sysfs, the libibverbs engine, and the plain-words errors a user sees when either is
 //! missing (no RDMA device, no rdma-core).
 
+use crate::counters::RealCounters;
 use model::{ComponentId, HostTopology};
+use probe::{LatencySamples, LatencySpec, Monitor, ProbeEngine, ProbeError, StreamSpec};
 use rdma::engine::{EngineOptions, VerbsEngine};
 use rdma::sysfs::{self, Discovery, SysRoot};
 use rdma::verbs::Verbs;
+
+/// A real engine with the counter sources as its monitor: what `check` and `baseline`
+/// probe through (the pipeline wants both behind one value).
+pub struct Probed<E> {
+    /// The loopback engine.
+    pub engine: E,
+    /// The counter sources.
+    pub counters: RealCounters,
+}
+
+impl<E: ProbeEngine> ProbeEngine for Probed<E> {
+    fn provenance(&self) -> model::Provenance {
+        self.engine.provenance()
+    }
+    fn now_ns(&self) -> u64 {
+        self.engine.now_ns()
+    }
+    fn latency(
+        &mut self,
+        path: &model::Path,
+        spec: &LatencySpec,
+    ) -> Result<LatencySamples, ProbeError> {
+        self.engine.latency(path, spec)
+    }
+    fn stream(
+        &mut self,
+        path: &model::Path,
+        spec: &StreamSpec,
+    ) -> Result<model::StreamResult, ProbeError> {
+        self.engine.stream(path, spec)
+    }
+    fn idle(&mut self, ns: u64) {
+        self.engine.idle(ns)
+    }
+}
+
+impl<E: ProbeEngine> Monitor for Probed<E> {
+    fn snapshot(&mut self) -> model::HostSnapshot {
+        let mut s = self.counters.monitor_snapshot();
+        s.at_ns = self.engine.now_ns();
+        s
+    }
+}
 
 /// Why the real host cannot be probed. Each message is one line.
 #[derive(Debug, thiserror::Error)]
@@ -80,18 +125,18 @@ pub fn host(root: SysRoot) -> Result<RealHost, RealError> {
 }
 
 impl RealHost {
-    /// Loads libibverbs and opens every RNIC port of the host.
-    pub fn engine(&self, options: EngineOptions) -> Result<VerbsEngine, RealError> {
+    /// Loads libibverbs and opens every RNIC port of the host, with the counter sources
+    /// as its monitor.
+    pub fn engine(&self, options: EngineOptions) -> Result<Probed<VerbsEngine>, RealError> {
         let verbs = Verbs::load().map_err(|e| RealError::NoVerbs {
             devices: self.device_names(),
             reason: e.reason,
         })?;
-        Ok(VerbsEngine::new(
-            verbs,
-            &self.discovery.bindings,
-            self.root.clone(),
-            options,
-        ))
+        let engine = VerbsEngine::new(verbs, &self.discovery.bindings, self.root.clone(), options);
+        Ok(Probed {
+            engine,
+            counters: RealCounters::open(self.root.clone())?,
+        })
     }
 
     fn device_names(&self) -> String {

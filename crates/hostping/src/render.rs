@@ -21,7 +21,7 @@ impl Style {
         }
     }
 
-    fn paint(self, code: &str, text: &str) -> String {
+    pub(crate) fn paint(self, code: &str, text: &str) -> String {
         if self.color {
             format!("\x1b[{code}m{text}\x1b[0m")
         } else {
@@ -29,16 +29,16 @@ impl Style {
         }
     }
 
-    fn green(self, t: &str) -> String {
+    pub(crate) fn green(self, t: &str) -> String {
         self.paint("32", t)
     }
-    fn red(self, t: &str) -> String {
+    pub(crate) fn red(self, t: &str) -> String {
         self.paint("1;31", t)
     }
-    fn gray(self, t: &str) -> String {
+    pub(crate) fn gray(self, t: &str) -> String {
         self.paint("90", t)
     }
-    fn bold(self, t: &str) -> String {
+    pub(crate) fn bold(self, t: &str) -> String {
         self.paint("1", t)
     }
 }
@@ -264,7 +264,7 @@ pub fn report(host: &HostTopology, report: &Report, runs: u32, style: Style) -> 
     out
 }
 
-fn wrap(text: &str, width: usize) -> Vec<String> {
+pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = String::new();
     for word in text.split_whitespace() {
@@ -492,6 +492,57 @@ pub fn discovery_json(d: &rdma::sysfs::Discovery) -> serde_json::Value {
         v["host"] = topology_json(host);
     }
     v
+}
+
+/// `hostping lint` for people: each finding with what was read, why it matters and where
+/// the reason comes from; then what could not be read.
+pub fn lint(
+    host: Option<&HostTopology>,
+    config: &model::HostConfig,
+    findings: &[analyze::lint::LintFinding],
+    style: Style,
+) -> String {
+    let mut out = String::new();
+    let provenance = match config.provenance {
+        Some(model::Provenance::Simulated) => " (SIMULATED configuration)",
+        _ => "",
+    };
+    match host {
+        Some(h) => {
+            let _ = writeln!(
+                out,
+                "{}{provenance}",
+                style.bold(&format!("lint: {}", h.name))
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "lint: no RDMA device found, so there are no RNIC or GPU paths to check"
+            );
+        }
+    }
+    if findings.is_empty() && host.is_some() {
+        let _ = writeln!(out, "{}", style.green("no risky configuration found"));
+    }
+    for f in findings {
+        let label = match f.severity {
+            analyze::lint::Severity::Warning => style.red("warning"),
+            analyze::lint::Severity::Notice => style.bold("notice"),
+        };
+        let _ = writeln!(out, "\n{label} {} [{}] {}", f.subject, f.rule, f.detail);
+        for line in wrap(f.why, 92) {
+            let _ = writeln!(out, "    {line}");
+        }
+        let _ = writeln!(out, "    {}", style.gray(&format!("source: {}", f.source)));
+    }
+    if !config.unavailable.is_empty() {
+        let _ = writeln!(out, "\nnot checked:");
+        for u in &config.unavailable {
+            let _ = writeln!(out, "  {}", style.gray(u));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -222,6 +222,68 @@ fn real_backends_on_soft_roce() {
             .collect(),
     );
     assert!(lat > 0.0 && bw > 0.0 && read_lat > 0.0);
+
+    // Counter sources on the real rxe device, after the probes moved packets.
+    assert_eq!(
+        status(&dir, "counters"),
+        0,
+        "{}",
+        read(&dir, "counters.err")
+    );
+    let counters = json(&dir, "counters");
+    let source = |name: &str| {
+        counters["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["source"] == name)
+            .unwrap_or_else(|| panic!("no {name} source: {counters:#}"))
+            .clone()
+    };
+    let rnic = source("rnic");
+    assert_eq!(rnic["status"], "ok", "{rnic:#}");
+    let port = &rnic["readings"][0];
+    assert_eq!(port["device"], "rxe0");
+    assert_eq!(port["pma"], "absent", "rxe has no counters/ directory");
+    let sent = port["hw_counters"]["sent_pkts"].as_u64().unwrap();
+    assert!(sent > 1000, "the probes sent packets through rxe0: {sent}");
+    assert_ne!(
+        source("ethtool")["status"],
+        "error",
+        "{:#}",
+        source("ethtool")
+    );
+    assert_eq!(
+        source("uncore")["status"],
+        "unavailable",
+        "no uncore PMUs under TCG"
+    );
+    assert_eq!(source("gpu")["status"], "unavailable");
+    assert_eq!(counters["monitor"]["rnics"][0]["id"], "rnic0");
+    let lint_code = status(&dir, "lint");
+    assert!(
+        lint_code == 0 || lint_code == 1,
+        "{}",
+        read(&dir, "lint.err")
+    );
+    assert!(json(&dir, "lint")["findings"].is_array());
+
+    // The agent on the real host: an idle-triggered full mesh through rxe0, stored.
+    assert_eq!(status(&dir, "agent"), 0, "{}", read(&dir, "agent.err"));
+    assert!(
+        read(&dir, "agent.err").contains("stopped;"),
+        "{}",
+        read(&dir, "agent.err")
+    );
+    let db = store::Store::open_read_only(&dir.join("agent.db")).unwrap();
+    db.integrity_check().unwrap();
+    let runs = db.runs(&store::RunQuery::default()).unwrap();
+    let first = runs
+        .last()
+        .unwrap_or_else(|| panic!("no agent run: {}", read(&dir, "agent.err")));
+    assert_eq!(first.trigger, "idle");
+    assert_eq!(first.provenance, "measured");
+    assert_eq!(first.paths, 2, "rnic0 x mem0, mem1");
     println!("hostping on rxe0 (medians of {} runs): WRITE 1 B post-to-completion {lat:.2} us, READ 1 B {read_lat:.2} us, 1-QP depth-128 64 KiB WRITE stream {bw:.3} Gb/s", runs.len());
     assert_eq!(
         status(&dir, "perftest"),

@@ -18,6 +18,7 @@ assert_eq!(affinitive, ["mem0", "mem1", "gpu0", "gpu1"]);
 
 pub mod baseline;
 pub mod builtin;
+pub mod config;
 pub mod hostfile;
 pub mod ids;
 pub mod measure;
@@ -27,6 +28,7 @@ pub mod thresholds;
 pub mod topology;
 
 pub use baseline::{Baseline, BaselinePath};
+pub use config::{AcsPort, AtsState, HostConfig, IommuConfig, LinkTraining};
 pub use hostfile::ModelError;
 pub use ids::{ComponentId, LinkId};
 pub use measure::{

@@ -10,12 +10,15 @@ The real-host backends of hostping: what runs on a server with RDMA hardware.
   memory through the CUDA driver API, also loaded at run time.
 - [`engine`] is the loopback engine: a self-connected RC QP per path, RDMA WRITE/READ
   between two regions on the endpoint, implementing [`probe::ProbeEngine`].
+- [`counters`] reads the counter sources one module each (RNIC counters, ethtool pause and
+  drops, PCIe links with AER/ACS/ATS, NVML, perf uncore, IOMMU and huge pages); the
+  `hostping` crate turns them into the monitor's snapshot and the linted configuration.
 
 It must not decide anything about health: it produces `model` values and `analyze` judges.
 */
 
+pub mod counters;
 pub mod engine;
 pub mod memory;
-pub mod monitor;
 pub mod sysfs;
 pub mod verbs;

@@ -1,6 +1,9 @@
 //! Topology discovery against whole fixture trees (`testdata/hosts/<host>/sys`, real
 //! relative symlinks), compared as whole values; and against this machine's `/sys`.
 
+mod common;
+
+use common::TempTree;
 use model::hostfile::defaults;
 use model::{
     Component, ComponentId, ComponentKind, Link, LinkKind, Path as ModelPath, Rnic, Turnaround,
@@ -8,7 +11,7 @@ use model::{
 use rdma::sysfs::ib::parse_gid;
 use rdma::sysfs::{
     discover, Bindings, DiscoverError, Discovery, GidEntry, GidKind, GpuDevice, LinkLayer,
-    LinkRate, NumaNode, PciAddr, PortState, RdmaPort, RnicBinding, SysRoot,
+    LinkRate, NumaNode, PciAddr, PortState, RdmaPort, RnicBinding, SwitchPorts, SysRoot,
 };
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -24,50 +27,13 @@ fn discover_fixture(name: &str) -> Discovery {
 }
 
 /// A copy of a fixture, symlinks kept, in a folder removed on drop.
-struct TempTree(PathBuf);
-
 impl TempTree {
-    fn copy_of(fixture_name: &str, test: &str) -> TempTree {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("discovery-{test}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        copy_tree(&fixture(fixture_name), &dir);
-        // Symlinks resolve to canonical paths; errors name files below this one.
-        TempTree(fs::canonicalize(&dir).unwrap())
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.0.join(rel)
-    }
-
     fn write(&self, rel: &str, text: &str) {
         fs::write(self.path(rel), format!("{text}\n")).unwrap();
     }
 
     fn discover(&self) -> Result<Discovery, DiscoverError> {
         discover(&SysRoot::new(&self.0))
-    }
-}
-
-impl Drop for TempTree {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let dest = to.join(entry.file_name());
-        let kind = entry.file_type().unwrap();
-        if kind.is_symlink() {
-            std::os::unix::fs::symlink(fs::read_link(entry.path()).unwrap(), &dest).unwrap();
-        } else if kind.is_dir() {
-            copy_tree(&entry.path(), &dest);
-        } else {
-            fs::copy(entry.path(), &dest).unwrap();
-        }
     }
 }
 
@@ -531,8 +497,47 @@ fn dgx_a100_ports_gpus_nodes_bindings_and_notes() {
             .enumerate()
             .map(|(i, a)| (id(&format!("gpu{i}")), pci(a)))
             .collect(),
+        pcie_links: Vec::new(),
+        switches: Vec::new(),
     };
-    assert_eq!(d.bindings, want);
+    assert_eq!(d.bindings.rnics, want.rnics);
+    assert_eq!(d.bindings.memory, want.memory);
+    assert_eq!(d.bindings.gpus, want.gpus);
+    // Root port r (bus BB) feeds an upper switch (BB+1) with leaf switches at BB+3 (NIC r at
+    // BB+5, GPU 2r at BB+6) and BB+7 (GPU 2r+1 at BB+9): the fixture's README.
+    let at = |bus: u8, dev: u8| pci(&format!("0000:{bus:02x}:{dev:02x}.0"));
+    let link = |s: String| model::LinkId::from(s.as_str());
+    let (mut switch_links, mut gpu_links, mut rnic_links, mut switches) =
+        (vec![], vec![], vec![], vec![]);
+    for (r, bb) in [0x10u8, 0x30, 0x90, 0xb0].into_iter().enumerate() {
+        let (upper, leaf0, leaf1) = (3 * r, 3 * r + 1, 3 * r + 2);
+        let cpu = if r < 2 { "cpu0" } else { "cpu1" };
+        switch_links.push((link(format!("sw{upper}--{cpu}")), at(bb + 1, 0)));
+        switch_links.push((link(format!("sw{leaf0}--sw{upper}")), at(bb + 3, 0)));
+        switch_links.push((link(format!("sw{leaf1}--sw{upper}")), at(bb + 7, 0)));
+        let ports = |upstream, downstream| SwitchPorts {
+            upstream,
+            downstream,
+        };
+        switches.push((
+            id(&format!("sw{upper}")),
+            ports(at(bb + 1, 0), vec![at(bb + 2, 0), at(bb + 2, 1)]),
+        ));
+        switches.push((
+            id(&format!("sw{leaf0}")),
+            ports(at(bb + 3, 0), vec![at(bb + 4, 0), at(bb + 4, 1)]),
+        ));
+        switches.push((
+            id(&format!("sw{leaf1}")),
+            ports(at(bb + 7, 0), vec![at(bb + 8, 0)]),
+        ));
+        gpu_links.push((link(format!("gpu{}--sw{leaf0}", 2 * r)), at(bb + 6, 0)));
+        gpu_links.push((link(format!("gpu{}--sw{leaf1}", 2 * r + 1)), at(bb + 9, 0)));
+        rnic_links.push((link(format!("rnic{r}--sw{leaf0}")), at(bb + 5, 0)));
+    }
+    let pcie_links: Vec<_> = [switch_links, gpu_links, rnic_links].concat();
+    assert_eq!(d.bindings.pcie_links, pcie_links);
+    assert_eq!(d.bindings.switches, switches);
     assert_eq!(
         d.notes,
         [
@@ -569,7 +574,7 @@ fn the_model_name_is_stable_and_changes_with_a_link_width() {
     let original = name(discover_fixture("dgx-a100"));
     assert_eq!(name(discover_fixture("dgx-a100")), original);
 
-    let tree = TempTree::copy_of("dgx-a100", "name");
+    let tree = TempTree::copy_of(&fixture("dgx-a100"), "discovery-name");
     // Another host of the same kind: other hostname, same hardware.
     tree.write("proc/sys/kernel/hostname", "dgx-a100-02");
     let other = tree.discover().unwrap();
@@ -595,7 +600,7 @@ fn the_model_name_is_stable_and_changes_with_a_link_width() {
 
 #[test]
 fn a_malformed_rate_is_an_error_naming_the_file() {
-    let tree = TempTree::copy_of("dgx-a100", "rate");
+    let tree = TempTree::copy_of(&fixture("dgx-a100"), "discovery-rate");
     tree.write("sys/class/infiniband/mlx5_1/ports/1/rate", "fast");
     let e = tree.discover().unwrap_err();
     let file = tree.path("sys/class/infiniband/mlx5_1/ports/1/rate");
@@ -617,7 +622,7 @@ fn a_malformed_rate_is_an_error_naming_the_file() {
 
 #[test]
 fn a_malformed_numa_node_is_an_error_naming_the_file() {
-    let tree = TempTree::copy_of("dgx-a100", "numa");
+    let tree = TempTree::copy_of(&fixture("dgx-a100"), "discovery-numa");
     tree.write("sys/bus/pci/devices/0000:16:00.0/numa_node", "zero");
     let e = tree.discover().unwrap_err();
     assert_eq!(
@@ -631,7 +636,7 @@ fn a_malformed_numa_node_is_an_error_naming_the_file() {
 
 #[test]
 fn a_missing_required_file_is_an_error_naming_it() {
-    let tree = TempTree::copy_of("dgx-a100", "state");
+    let tree = TempTree::copy_of(&fixture("dgx-a100"), "discovery-state");
     fs::remove_file(tree.path("sys/class/infiniband/mlx5_0/ports/1/state")).unwrap();
     let e = tree.discover().unwrap_err();
     assert_eq!(
@@ -645,7 +650,7 @@ fn a_missing_required_file_is_an_error_naming_it() {
 
 #[test]
 fn an_optional_file_may_be_missing() {
-    let tree = TempTree::copy_of("dgx-a100", "optional");
+    let tree = TempTree::copy_of(&fixture("dgx-a100"), "discovery-optional");
     fs::remove_file(tree.path("sys/class/infiniband/mlx5_0/ports/1/lid")).unwrap();
     fs::remove_file(tree.path("sys/bus/pci/devices/0000:16:00.0/numa_node")).unwrap();
     let d = tree.discover().unwrap();
@@ -669,7 +674,7 @@ fn an_unreadable_root_is_an_error_naming_it() {
     assert!(!e.to_string().contains('\n'));
 
     // A folder that is not a sysfs root (no sys/ in it) is refused too.
-    let tree = TempTree::copy_of("no-rdma", "nosys");
+    let tree = TempTree::copy_of(&fixture("no-rdma"), "discovery-nosys");
     fs::remove_dir_all(tree.path("sys")).unwrap();
     let e = tree.discover().unwrap_err();
     assert!(
@@ -705,7 +710,7 @@ fn a_host_without_rdma_has_nodes_but_no_model() {
 
 #[test]
 fn a_kernel_without_numa_has_one_node_0() {
-    let tree = TempTree::copy_of("no-rdma", "nonuma");
+    let tree = TempTree::copy_of(&fixture("no-rdma"), "discovery-nonuma");
     fs::remove_dir_all(tree.path("sys/devices/system/node")).unwrap();
     fs::create_dir_all(tree.path("proc")).unwrap();
     tree.write(

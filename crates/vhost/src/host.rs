@@ -114,6 +114,20 @@ impl VirtualHost {
         &self.faults
     }
 
+    /// Injects a fault from now on: a symptom that appears while an agent watches.
+    ///
+    /// # Panics
+    ///
+    /// If the fault does not fit the host (one from [`Fault::parse`] on it always does).
+    pub fn inject(&mut self, fault: Fault) {
+        if let Err(e) = fault.check(&self.host) {
+            panic!("{e}");
+        }
+        self.faults.push(fault);
+        self.net = Network::new(&self.host, &self.faults);
+        self.phases = [None, None];
+    }
+
     /// Lets `ns` of idle time pass (the cadence between runs).
     pub fn advance(&mut self, ns: u64) {
         self.clock_ns = self.clock_ns.saturating_add(ns);

@@ -23,6 +23,7 @@ abnormal is `analyze`'s business.
 - `latency`: Lat_host with queueing, and the bandwidth limits (read window, Tx window).
 - `transfer`: transfer times, and the RNIC's slow-start ramp.
 - `noise`: the seeded, multiplicative measurement noise.
+- `config`: the static configuration the faults imply (ACS, ATS) for `hostping lint`.
 - `host`: the clock, the flap square wave, the trait implementations.
 
 # Example
@@ -48,6 +49,7 @@ assert!(vh.now_ns() > 0);
 */
 #![deny(missing_docs)]
 
+mod config;
 mod fault;
 mod host;
 mod latency;

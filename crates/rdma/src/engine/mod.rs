@@ -12,13 +12,12 @@ mod loopback;
 use crate::memory::cuda::{self, Cuda, GpuUnavailable};
 use crate::memory::host::{numa_supported, HostRegion};
 use crate::memory::EndpointMemory;
-use crate::monitor::SysfsMonitor;
 use crate::sysfs::{Bindings, LinkLayer, RnicBinding, SysRoot};
 use crate::verbs::{ffi, Verbs};
 pub use fault::{FaultKind, TestFault};
 use loopback::{RnicPort, Settings};
-use model::{ComponentId, HostSnapshot, Path, Provenance, StreamResult};
-use probe::{LatencySamples, LatencySpec, Monitor, ProbeEngine, ProbeError, StreamSpec};
+use model::{ComponentId, Path, Provenance, StreamResult};
+use probe::{LatencySamples, LatencySpec, ProbeEngine, ProbeError, StreamSpec};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -52,7 +51,6 @@ pub struct VerbsEngine {
     cuda: Option<Result<Arc<Cuda>, GpuUnavailable>>,
     numa: bool,
     root: SysRoot,
-    monitor: SysfsMonitor,
     options: EngineOptions,
     started: Instant,
     tests: u64,
@@ -102,7 +100,6 @@ impl VerbsEngine {
             .map(|(id, b)| (id.clone(), open_port(&verbs, b)))
             .collect();
         VerbsEngine {
-            monitor: SysfsMonitor::new(root.clone(), bindings),
             verbs,
             rnics,
             memory_nodes: bindings.memory.iter().cloned().collect(),
@@ -213,13 +210,5 @@ impl ProbeEngine for VerbsEngine {
         let mem = self.memory(&path.endpoint, 2 * region)?;
         let settings = self.settings(path);
         loopback::stream(self.port(&path.rnic)?, &mem, region, spec, &settings)
-    }
-}
-
-impl Monitor for VerbsEngine {
-    fn snapshot(&mut self) -> HostSnapshot {
-        let mut s = self.monitor.snapshot();
-        s.at_ns = self.now_ns();
-        s
     }
 }

@@ -298,7 +298,7 @@ pub fn format_gid(gid: &[u8; 16]) -> String {
 }
 
 /// Orders device names naturally: `mlx5_2` before `mlx5_10`.
-fn natural_order(a: &str, b: &str) -> Ordering {
+pub(crate) fn natural_order(a: &str, b: &str) -> Ordering {
     fn split(s: &str) -> (&str, Option<u64>) {
         let head = s.trim_end_matches(|c: char| c.is_ascii_digit());
         (head, s[head.len()..].parse().ok())

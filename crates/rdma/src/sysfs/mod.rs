@@ -40,7 +40,7 @@ pub use gpu::GpuDevice;
 pub use ib::{GidEntry, GidKind, LinkLayer, LinkRate, PortState, RdmaPort};
 pub use numa::NumaNode;
 pub use pci::{PciAddr, PcieLink};
-pub use topology::{Bindings, RnicBinding, INTER_SOCKET_GBPS, MEMORY_CHANNEL_GBPS};
+pub use topology::{Bindings, RnicBinding, SwitchPorts, INTER_SOCKET_GBPS, MEMORY_CHANNEL_GBPS};
 
 use serde::Serialize;
 use std::io;
@@ -74,7 +74,7 @@ impl SysRoot {
     }
 
     /// A required text file, trimmed: missing or unreadable is an error naming it.
-    fn read_required(&self, path: &Path) -> Result<String, DiscoverError> {
+    pub(crate) fn read_required(&self, path: &Path) -> Result<String, DiscoverError> {
         match self.read_optional(path)? {
             Some(text) => Ok(text),
             None => Err(DiscoverError::Malformed {
@@ -86,7 +86,7 @@ impl SysRoot {
 
     /// An optional text file, trimmed: `None` when missing or when the kernel has no value
     /// (see the module doc); any other read error names the file.
-    fn read_optional(&self, path: &Path) -> Result<Option<String>, DiscoverError> {
+    pub(crate) fn read_optional(&self, path: &Path) -> Result<Option<String>, DiscoverError> {
         match std::fs::read_to_string(path) {
             Ok(text) => Ok(Some(text.trim().to_string())),
             Err(e) if means_no_value(&e) => Ok(None),
@@ -95,7 +95,7 @@ impl SysRoot {
     }
 
     /// A required file through a parser: the error names the file.
-    fn parse_required<T>(
+    pub(crate) fn parse_required<T>(
         &self,
         path: &Path,
         parse: impl FnOnce(&str) -> Result<T, ParseError>,
@@ -106,7 +106,7 @@ impl SysRoot {
 
     /// An optional file through a parser: `None` when absent, an error naming the file
     /// when present but malformed.
-    fn parse_optional<T>(
+    pub(crate) fn parse_optional<T>(
         &self,
         path: &Path,
         parse: impl FnOnce(&str) -> Result<T, ParseError>,
@@ -120,7 +120,7 @@ impl SysRoot {
     }
 
     /// The entries of a folder, sorted by name; `None` when the folder does not exist.
-    fn list_dir(&self, path: &Path) -> Result<Option<Vec<String>>, DiscoverError> {
+    pub(crate) fn list_dir(&self, path: &Path) -> Result<Option<Vec<String>>, DiscoverError> {
         let entries = match std::fs::read_dir(path) {
             Ok(entries) => entries,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -137,7 +137,7 @@ impl SysRoot {
 
     /// Where a symlink finally points, as a path below the root with `..` resolved;
     /// `None` when the link does not exist.
-    fn resolve(&self, path: &Path) -> Result<Option<PathBuf>, DiscoverError> {
+    pub(crate) fn resolve(&self, path: &Path) -> Result<Option<PathBuf>, DiscoverError> {
         match std::fs::canonicalize(path) {
             Ok(real) => Ok(Some(real)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
@@ -146,7 +146,7 @@ impl SysRoot {
     }
 
     /// The components of a resolved path below the root (`["sys", "devices", ...]`).
-    fn components_below_root<'a>(&self, real: &'a Path) -> Vec<&'a str> {
+    pub(crate) fn components_below_root<'a>(&self, real: &'a Path) -> Vec<&'a str> {
         real.strip_prefix(&self.root)
             .unwrap_or(real)
             .components()
@@ -156,7 +156,7 @@ impl SysRoot {
 }
 
 /// `EINVAL`, `EOPNOTSUPP`, `ENODATA` and a missing file: sysfs has no value to give.
-fn means_no_value(e: &io::Error) -> bool {
+pub(crate) fn means_no_value(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::NotFound
         || matches!(
             e.raw_os_error(),
@@ -175,7 +175,7 @@ pub struct ParseError {
 }
 
 impl ParseError {
-    fn new(value: &str, expected: &'static str) -> ParseError {
+    pub(crate) fn new(value: &str, expected: &'static str) -> ParseError {
         ParseError {
             value: value.to_string(),
             expected,
@@ -214,14 +214,14 @@ pub enum DiscoverError {
 }
 
 impl DiscoverError {
-    fn unreadable(path: &Path, e: &io::Error) -> DiscoverError {
+    pub(crate) fn unreadable(path: &Path, e: &io::Error) -> DiscoverError {
         DiscoverError::Unreadable {
             path: path.to_path_buf(),
             reason: e.to_string(),
         }
     }
 
-    fn malformed(path: &Path, e: ParseError) -> DiscoverError {
+    pub(crate) fn malformed(path: &Path, e: ParseError) -> DiscoverError {
         DiscoverError::Malformed {
             path: path.to_path_buf(),
             reason: e.to_string(),

@@ -72,6 +72,20 @@ pub struct Bindings {
     pub memory: Vec<(ComponentId, u32)>,
     /// `gpuN` to its PCI function.
     pub gpus: Vec<(ComponentId, PciAddr)>,
+    /// Each PCIe link of the model to the function at its downstream end (the device, or
+    /// the switch's upstream port), where the link's training is read.
+    pub pcie_links: Vec<(LinkId, PciAddr)>,
+    /// Each switch `swN` to its ports (where ACS control is read).
+    pub switches: Vec<(ComponentId, SwitchPorts)>,
+}
+
+/// The PCI functions of one modelled switch.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SwitchPorts {
+    /// Its upstream port.
+    pub upstream: PciAddr,
+    /// The downstream ports on the way to modelled devices.
+    pub downstream: Vec<PciAddr>,
 }
 
 impl Bindings {
@@ -129,10 +143,12 @@ enum Up {
     Switch(PciAddr),
 }
 
-/// A PCIe switch: where it hangs and the link of its upstream port.
+/// A PCIe switch: where it hangs, the link of its upstream port, and the downstream ports
+/// that lead to modelled devices.
 struct Switch {
     up: Up,
     link: Option<PcieLink>,
+    downstream: std::collections::BTreeSet<PciAddr>,
 }
 
 /// A device placed in the tree.
@@ -199,10 +215,15 @@ impl Tree<'_> {
         }
         for pair in pairs {
             let upstream = &pair[0];
-            self.switches.entry(upstream.addr).or_insert(Switch {
-                up,
-                link: upstream.link,
-            });
+            self.switches
+                .entry(upstream.addr)
+                .or_insert(Switch {
+                    up,
+                    link: upstream.link,
+                    downstream: Default::default(),
+                })
+                .downstream
+                .insert(pair[1].addr);
             up = Up::Switch(upstream.addr);
         }
         Placed {
@@ -366,7 +387,14 @@ impl Model<'_> {
             Up::Switch(_) => LinkKind::SwitchUplink,
         };
         let capacity = self.pcie_capacity(switch.link, addr, &id, &up);
-        self.links.push(link(&id, &up, kind, capacity));
+        let l = link(&id, &up, kind, capacity);
+        self.bindings.pcie_links.push((l.id.clone(), addr));
+        self.links.push(l);
+        let ports = SwitchPorts {
+            upstream: addr,
+            downstream: switch.downstream.iter().copied().collect(),
+        };
+        self.bindings.switches.push((id, ports));
     }
 
     fn add_gpu(&mut self, i: usize, gpu: &GpuDevice, placed: &Placed) {
@@ -375,7 +403,9 @@ impl Model<'_> {
         self.push(&id, ComponentKind::Gpu { access_ns });
         let up = self.id_of(placed.up);
         let capacity = self.pcie_capacity(placed.link, gpu.pci, &id, &up);
-        self.links.push(link(&id, &up, LinkKind::GpuPcie, capacity));
+        let l = link(&id, &up, LinkKind::GpuPcie, capacity);
+        self.bindings.pcie_links.push((l.id.clone(), gpu.pci));
+        self.links.push(l);
         self.bindings.gpus.push((id, gpu.pci));
     }
 
@@ -413,8 +443,11 @@ impl Model<'_> {
                 line_rate
             }
         };
-        self.links
-            .push(link(&id, &up, LinkKind::RnicPcie, capacity));
+        let l = link(&id, &up, LinkKind::RnicPcie, capacity);
+        if let (Some(addr), false) = (placed.addr, port.software) {
+            self.bindings.pcie_links.push((l.id.clone(), addr));
+        }
+        self.links.push(l);
         let binding = RnicBinding {
             device: port.device.clone(),
             port: port.port,

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Writes sys/ of the no-rdma fixture beside this script (see README.md).
+"""Writes sys/ and proc/ of the no-rdma fixture beside this script (see README.md).
 
 Hand-built, not captured: a one-socket server without RDMA devices or GPUs. File formats
 follow drivers/pci/pci-sysfs.c and drivers/base/node.c as summarised in
-shared/reference/linux-counters.md sections 4 and 9. Run it again after editing: it deletes
-and rewrites sys/.
+shared/reference/linux-counters.md sections 4, 7 and 9. Run it again after editing: it
+deletes and rewrites sys/ and proc/.
 """
 import os
 import shutil
@@ -50,8 +50,37 @@ def function(path, cls, vendor, device, link_files=None, driver=None):
     return dev
 
 
+def memory_config():
+    """No IOMMU, 2 MiB hugepages reserved, THP always (linux-counters.md 7). Git keeps no
+    empty folder, so a checkout may lack sys/class/iommu: both read as no IOMMU."""
+    os.makedirs(os.path.join(HERE, "sys/class/iommu"))
+    write("proc/cmdline", "BOOT_IMAGE=/vmlinuz-6.1.0-18-amd64 root=/dev/mapper/vg-root ro "
+          "intel_iommu=off quiet")
+    write("proc/meminfo", "\n".join([
+        "MemTotal:       65536000 kB",
+        "MemFree:        59137719 kB",
+        "MemAvailable:   60412345 kB",
+        "AnonHugePages:   1431552 kB",
+        "HugePages_Total:    1024",
+        "HugePages_Free:     1000",
+        "HugePages_Rsvd:        8",
+        "HugePages_Surp:        0",
+        "Hugepagesize:       2048 kB",
+        "Hugetlb:         2097152 kB",
+    ]))
+    for size, counts in ((2048, (1024, 1000, 8, 0)), (1048576, (0, 0, 0, 0))):
+        pool = "sys/kernel/mm/hugepages/hugepages-%dkB/" % size
+        for name, n in zip(("nr_hugepages", "free_hugepages", "resv_hugepages",
+                            "surplus_hugepages"), counts):
+            write(pool + name, str(n))
+    write("sys/kernel/mm/transparent_hugepage/enabled", "[always] madvise never")
+    write("sys/kernel/mm/transparent_hugepage/defrag", "always defer defer+madvise [madvise] never")
+
+
 def main():
-    shutil.rmtree(os.path.join(HERE, "sys"), ignore_errors=True)
+    for d in ("sys", "proc"):
+        shutil.rmtree(os.path.join(HERE, d), ignore_errors=True)
+    memory_config()
     write("sys/bus/pci/drivers_autoprobe", "1")
     node = "sys/devices/system/node"
     for name in ("online", "possible", "has_cpu", "has_memory", "has_normal_memory"):

@@ -1,0 +1,250 @@
+//! What the agent runs on: the virtual host (with faults that appear on a schedule, and a
+//! clock it advances `time_scale` times faster than the wall clock), or this machine.
+
+use super::Stop;
+use crate::pipeline::{run_once, BaselineSource, CheckSettings, RunContext};
+use analyze::History;
+use model::{Baseline, BaselineKind, ComponentId, HostSnapshot, HostTopology, Mode, Report};
+use probe::ProbeEngine;
+use std::time::Duration;
+use vhost::{Fault, VirtualHost};
+
+/// The agent's view of a host.
+pub trait Backend {
+    /// The host model, when there is something to probe.
+    fn host(&self) -> Option<&HostTopology>;
+
+    /// Why probing is off (no RDMA device), if it is.
+    fn probing_disabled(&self) -> Option<String> {
+        None
+    }
+
+    /// The backend clock, ns.
+    fn now_ns(&self) -> u64;
+
+    /// The monitors' view now.
+    fn snapshot(&mut self) -> HostSnapshot;
+
+    /// Every counter source, for the run's record (`hostping counters --format json`).
+    fn counters(&mut self) -> Option<serde_json::Value>;
+
+    /// Probes the plan of `mode` and analyzes it.
+    fn check(
+        &mut self,
+        settings: &CheckSettings,
+        mode: Mode,
+        snapshot: &HostSnapshot,
+        history: &History,
+        run_index: u32,
+    ) -> Option<Report>;
+
+    /// Lets `ns` of backend time pass; `true` when stopped meanwhile.
+    fn wait(&mut self, ns: u64, stop: &Stop) -> bool;
+
+    /// Called before each iteration of the loop (scheduled faults).
+    fn step(&mut self) {}
+}
+
+/// A fault that appears at a time of the virtual clock (`--schedule 10m=service:rnic0:250`).
+#[derive(Debug, Clone)]
+pub struct Scheduled {
+    /// When, ns of virtual time.
+    pub at_ns: u64,
+    /// The fault.
+    pub fault: Fault,
+}
+
+impl Scheduled {
+    /// Parses `AT=FAULT`, `AT` a duration like `90s` or `10m`.
+    pub fn parse(text: &str, host: &HostTopology) -> Result<Scheduled, String> {
+        let (at, fault) = text.split_once('=').ok_or_else(|| {
+            format!("--schedule `{text}`: expected AT=FAULT, like 10m=service:rnic0:250")
+        })?;
+        let at = humantime::parse_duration(at.trim())
+            .map_err(|e| format!("--schedule `{text}`: `{at}` is not a duration: {e}"))?;
+        let fault =
+            Fault::parse(fault.trim(), host).map_err(|e| format!("--schedule `{text}`: {e}"))?;
+        Ok(Scheduled {
+            at_ns: super::ns(at),
+            fault,
+        })
+    }
+}
+
+/// The virtual host as an agent backend.
+pub struct SimBackend {
+    vh: VirtualHost,
+    host: HostTopology,
+    baseline: Baseline,
+    kind: BaselineKind,
+    time_scale: f64,
+    schedule: Vec<Scheduled>,
+}
+
+impl SimBackend {
+    /// A backend over `vh`, judged against `baseline`; virtual time runs `time_scale`
+    /// times faster than the wall clock while the agent waits.
+    pub fn new(
+        vh: VirtualHost,
+        baseline: Baseline,
+        kind: BaselineKind,
+        time_scale: f64,
+        mut schedule: Vec<Scheduled>,
+    ) -> SimBackend {
+        schedule.sort_by_key(|s| std::cmp::Reverse(s.at_ns));
+        SimBackend {
+            host: vh.topology().clone(),
+            vh,
+            baseline,
+            kind,
+            time_scale,
+            schedule,
+        }
+    }
+}
+
+impl Backend for SimBackend {
+    fn host(&self) -> Option<&HostTopology> {
+        Some(&self.host)
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.vh.now_ns()
+    }
+
+    fn snapshot(&mut self) -> HostSnapshot {
+        probe::Monitor::snapshot(&mut self.vh)
+    }
+
+    fn counters(&mut self) -> Option<serde_json::Value> {
+        let report = crate::counters::simulated(&self.host, &mut self.vh);
+        Some(serde_json::to_value(report).expect("counters serialise"))
+    }
+
+    fn check(
+        &mut self,
+        settings: &CheckSettings,
+        mode: Mode,
+        snapshot: &HostSnapshot,
+        history: &History,
+        run_index: u32,
+    ) -> Option<Report> {
+        let ctx = RunContext {
+            host: &self.host,
+            baseline: BaselineSource::Given(&self.baseline, self.kind),
+            settings,
+            snapshot,
+            history,
+            run_index,
+        };
+        Some(run_once(&mut self.vh, &ctx, mode, &mut |_, _| {}))
+    }
+
+    fn wait(&mut self, ns: u64, stop: &Stop) -> bool {
+        let wall = Duration::from_secs_f64(ns as f64 / 1e9 / self.time_scale);
+        if stop.sleep(wall) {
+            return true;
+        }
+        self.vh.advance(ns);
+        false
+    }
+
+    fn step(&mut self) {
+        let now = self.vh.now_ns();
+        while self.schedule.last().is_some_and(|s| s.at_ns <= now) {
+            let s = self.schedule.pop().expect("checked");
+            self.vh.inject(s.fault);
+        }
+    }
+}
+
+/// This machine as an agent backend: the verbs engine when there is an RDMA device,
+/// counters only otherwise.
+pub struct RealBackend<E> {
+    /// The probe side, when there is one.
+    probing: Result<RealProbing<E>, String>,
+    /// Reads every counter source.
+    counters: crate::counters::RealCounters,
+    started: std::time::Instant,
+}
+
+/// The probe side of a real backend.
+pub struct RealProbing<E> {
+    /// The discovered model.
+    pub host: HostTopology,
+    /// The engine.
+    pub engine: E,
+    /// A recorded baseline, or none (relative judgement).
+    pub baseline: Option<Baseline>,
+    /// Software RNICs (no line rate to judge them by).
+    pub software: Vec<ComponentId>,
+}
+
+impl<E> RealBackend<E> {
+    /// A backend probing through `probing`, or only reading counters when it is `Err(why)`.
+    pub fn new(
+        probing: Result<RealProbing<E>, String>,
+        counters: crate::counters::RealCounters,
+    ) -> RealBackend<E> {
+        RealBackend {
+            probing,
+            counters,
+            started: std::time::Instant::now(),
+        }
+    }
+}
+
+impl<E: ProbeEngine> Backend for RealBackend<E> {
+    fn host(&self) -> Option<&HostTopology> {
+        self.probing.as_ref().ok().map(|p| &p.host)
+    }
+
+    fn probing_disabled(&self) -> Option<String> {
+        self.probing.as_ref().err().cloned()
+    }
+
+    fn now_ns(&self) -> u64 {
+        super::ns(self.started.elapsed())
+    }
+
+    fn snapshot(&mut self) -> HostSnapshot {
+        let mut snapshot = self.counters.monitor_snapshot();
+        snapshot.at_ns = self.now_ns();
+        snapshot
+    }
+
+    fn counters(&mut self) -> Option<serde_json::Value> {
+        let report = self.counters.read();
+        Some(serde_json::to_value(report).expect("counters serialise"))
+    }
+
+    fn check(
+        &mut self,
+        settings: &CheckSettings,
+        mode: Mode,
+        snapshot: &HostSnapshot,
+        history: &History,
+        run_index: u32,
+    ) -> Option<Report> {
+        let p = self.probing.as_mut().ok()?;
+        let baseline = match &p.baseline {
+            Some(b) => BaselineSource::Given(b, BaselineKind::Recorded),
+            None => BaselineSource::Relative {
+                software: &p.software,
+            },
+        };
+        let ctx = RunContext {
+            host: &p.host,
+            baseline,
+            settings,
+            snapshot,
+            history,
+            run_index,
+        };
+        Some(run_once(&mut p.engine, &ctx, mode, &mut |_, _| {}))
+    }
+
+    fn wait(&mut self, ns: u64, stop: &Stop) -> bool {
+        stop.sleep(Duration::from_nanos(ns))
+    }
+}

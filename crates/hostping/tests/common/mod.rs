@@ -1,0 +1,180 @@
+//! Running `hostping agent` as a child process in tests: its address, its runs, signals.
+#![allow(dead_code)] // each test binary uses its own part of this module
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// A per-test folder, emptied first.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hostping-agent-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// What a finished command left.
+pub struct Finished {
+    pub status: ExitStatus,
+    pub stderr: String,
+}
+
+/// Runs the binary to the end.
+pub fn run(args: &[&str]) -> Finished {
+    let o = Command::new(env!("CARGO_BIN_EXE_hostping"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    Finished {
+        status: o.status,
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// A running agent.
+pub struct Agent {
+    child: Child,
+    pub addr: SocketAddr,
+    db: PathBuf,
+    stderr: mpsc::Receiver<String>,
+    lines: Vec<String>,
+}
+
+/// Starts an agent on a virtual dgx-a100 with `args`, plus `options` pairs.
+pub fn agent(db: &Path, args: &[&str], options: &[(&str, &str)]) -> Agent {
+    let mut all = vec!["agent", "--sim", "dgx-a100"];
+    all.extend_from_slice(args);
+    for (k, v) in options {
+        all.extend([*k, *v]);
+    }
+    spawn(db, &all)
+}
+
+/// Starts an agent on this machine (or `--sysfs-root`) with `args`.
+pub fn agent_real(db: &Path, args: &[&str]) -> Agent {
+    let mut all = vec!["agent"];
+    all.extend_from_slice(args);
+    spawn(db, &all)
+}
+
+fn spawn(db: &Path, args: &[&str]) -> Agent {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hostping"))
+        .args(args)
+        .arg("--db")
+        .arg(db)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let err = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut lines = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let addr = loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("agent did not start: {}", lines.join("\n")));
+        lines.push(line.clone());
+        if let Some(rest) = line.split("serving http://").nth(1) {
+            break rest.split('/').next().unwrap().parse().unwrap();
+        }
+    };
+    Agent {
+        child,
+        addr,
+        db: db.to_path_buf(),
+        stderr: rx,
+        lines,
+    }
+}
+
+impl Agent {
+    /// Waits until the database holds `n` runs.
+    pub fn wait_for_runs(&mut self, n: usize, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let count = store::Store::open_read_only(&self.db)
+                .and_then(|s| {
+                    s.runs(&store::RunQuery {
+                        limit: 100_000,
+                        ..store::RunQuery::default()
+                    })
+                })
+                .map_or(0, |r| r.len());
+            if count >= n {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{count} of {n} runs after {timeout:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Sends a signal.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill has no memory preconditions.
+        let rc = unsafe { libc::kill(self.child.id() as i32, sig) };
+        assert_eq!(rc, 0);
+    }
+
+    /// Waits for the end (60 s at most) and returns the status and all of stderr.
+    pub fn wait_output(mut self) -> Finished {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("agent did not stop: {}", self.lines.join("\n"));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        while let Ok(line) = self.stderr.recv_timeout(Duration::from_secs(5)) {
+            self.lines.push(line);
+        }
+        Finished {
+            status,
+            stderr: self.lines.join("\n"),
+        }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A plain HTTP/1.0 GET on loopback: status code and body.
+pub fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (code, body.to_string())
+}

@@ -1,0 +1,59 @@
+//! The schema as an ordered list of migrations (see the crate doc for the tables).
+
+/// SQL batches, in order: `MIGRATIONS[i]` takes a database from schema version `i` to
+/// `i + 1`. Append only: a released batch is never edited.
+pub const MIGRATIONS: &[&str] = &[
+    // v1: runs with their JSON, and the report normalised into paths, links, diagnoses.
+    "CREATE TABLE runs (
+        id              INTEGER PRIMARY KEY AUTOINCREMENT,
+        started_unix_ms INTEGER NOT NULL,
+        clock_ns        INTEGER NOT NULL,
+        duration_ns     INTEGER NOT NULL,
+        trigger         TEXT NOT NULL,
+        trigger_detail  TEXT NOT NULL,
+        host            TEXT NOT NULL,
+        mode            TEXT NOT NULL,
+        provenance      TEXT NOT NULL,
+        healthy         INTEGER NOT NULL CHECK (healthy IN (0, 1)),
+        snapshot        TEXT NOT NULL,
+        report          TEXT NOT NULL
+    );
+    CREATE INDEX runs_trigger ON runs (trigger, id);
+    CREATE TABLE paths (
+        run_id          INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        idx             INTEGER NOT NULL,
+        rnic            TEXT NOT NULL,
+        endpoint        TEXT NOT NULL,
+        latency_us      REAL,
+        bandwidth_gbps  REAL,
+        status          TEXT NOT NULL,
+        error           TEXT,
+        PRIMARY KEY (run_id, idx)
+    );
+    CREATE TABLE links (
+        run_id          INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        idx             INTEGER NOT NULL,
+        id              TEXT NOT NULL,
+        kind            TEXT NOT NULL,
+        status          TEXT NOT NULL,
+        abnormal_cnt    INTEGER NOT NULL,
+        utilisation     REAL,
+        PRIMARY KEY (run_id, idx)
+    );
+    CREATE TABLE diagnoses (
+        run_id          INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        idx             INTEGER NOT NULL,
+        cause           TEXT NOT NULL,
+        links           TEXT NOT NULL,
+        rnic            TEXT,
+        evidence        TEXT NOT NULL,
+        PRIMARY KEY (run_id, idx)
+    );",
+    // v2: the full counter snapshot of a run; per-host and per-path history lookups.
+    "ALTER TABLE runs ADD COLUMN counters TEXT;
+    CREATE INDEX runs_host ON runs (host, id);
+    CREATE INDEX paths_path ON paths (rnic, endpoint, run_id);",
+];
+
+/// The schema version this build writes: the number of [`MIGRATIONS`].
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

@@ -1,0 +1,101 @@
+//! What `hostping lint` would read from a virtual host's configuration: ACS control on its
+//! switches and ATS on its RNICs follow the injected `acs` and `ats-off` faults. The
+//! virtual host models no link training and no IOMMU, and says so.
+
+use crate::fault::Fault;
+use crate::host::VirtualHost;
+use model::{AcsPort, AtsState, ComponentClass, HostConfig, Provenance};
+
+impl VirtualHost {
+    /// The static configuration the injected faults imply.
+    pub fn config(&self) -> HostConfig {
+        let host = self.topology();
+        let faults = self.faults();
+        let acs_on = |switch: &model::ComponentId| {
+            faults.iter().any(|f| match f {
+                Fault::Acs { switch: None } => true,
+                Fault::Acs { switch: Some(s) } => s == switch,
+                _ => false,
+            })
+        };
+        let acs = host
+            .components()
+            .iter()
+            .filter(|c| c.class() == ComponentClass::PcieSwitch)
+            .map(|c| {
+                let on = acs_on(&c.id);
+                AcsPort {
+                    switch: c.id.clone(),
+                    port: format!("{} downstream ports", c.id),
+                    redirect: on,
+                    control: if on {
+                        "ReqRedir+ CmpltRedir+"
+                    } else {
+                        "ReqRedir- CmpltRedir-"
+                    }
+                    .into(),
+                }
+            })
+            .collect();
+        let ats = host
+            .rnics()
+            .map(|r| AtsState {
+                device: r.id.clone(),
+                enabled: !faults
+                    .iter()
+                    .any(|f| matches!(f, Fault::AtsOff { rnic } if rnic == &r.id)),
+            })
+            .collect();
+        HostConfig {
+            provenance: Some(Provenance::Simulated),
+            links: Vec::new(),
+            acs,
+            ats,
+            iommu: None,
+            unavailable: vec![
+                "PCIe link training: not modelled by the virtual host".into(),
+                "IOMMU and huge pages: not modelled by the virtual host".into(),
+            ],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Fault, VhostConfig, VirtualHost};
+
+    #[test]
+    fn acs_and_ats_follow_the_faults() {
+        let host = model::builtin::load("dgx-a100").unwrap().unwrap();
+        let faults = ["acs:lsw2", "ats-off:rnic3"]
+            .iter()
+            .map(|f| Fault::parse(f, &host).unwrap())
+            .collect();
+        let vh = VirtualHost::new(host, faults, VhostConfig::default());
+        let config = vh.config();
+        let redirecting: Vec<&str> = config
+            .acs
+            .iter()
+            .filter(|p| p.redirect)
+            .map(|p| p.switch.as_str())
+            .collect();
+        assert_eq!(redirecting, ["lsw2"]);
+        assert_eq!(config.acs.len(), 12, "4 upper and 8 leaf switches");
+        let off: Vec<&str> = config
+            .ats
+            .iter()
+            .filter(|a| !a.enabled)
+            .map(|a| a.device.as_str())
+            .collect();
+        assert_eq!(off, ["rnic3"]);
+    }
+
+    #[test]
+    fn acs_all_redirects_every_switch_and_injecting_later_shows_up() {
+        let host = model::builtin::load("dgx-a100").unwrap().unwrap();
+        let mut vh = VirtualHost::new(host.clone(), vec![], VhostConfig::default());
+        assert!(vh.config().acs.iter().all(|p| !p.redirect));
+        vh.inject(Fault::parse("acs:all", &host).unwrap());
+        assert!(vh.config().acs.iter().all(|p| p.redirect));
+    }
+}
