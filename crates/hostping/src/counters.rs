@@ -168,35 +168,38 @@ pub struct RealCounters {
 }
 
 impl RealCounters {
-    /// Discovers the host and opens NVML and the uncore PMUs where they exist. Only a
-    /// malformed or unreadable tree is an error: missing sources are noted per source.
+    /// Discovers the host and opens its counter sources ([`RealCounters::with_discovery`]).
+    /// Only a malformed or unreadable tree is an error: missing sources are noted per source.
     pub fn open(root: SysRoot) -> Result<RealCounters, RealError> {
         let discovery = crate::real::discover(&root)?;
-        // NVML and perf_event belong to the running kernel, not to a captured tree.
-        let live = root.root() == std::path::Path::new("/");
-        let nvml = if live {
-            nvml::Nvml::load().map_err(|e| e.to_string())
+        Ok(RealCounters::with_discovery(root, discovery))
+    }
+
+    /// The counter sources of a host already discovered under `root`: NVML and the uncore
+    /// PMUs are opened where they exist, and only for the running system (`/`): they
+    /// belong to this kernel, not to a captured tree.
+    pub fn with_discovery(root: SysRoot, discovery: Discovery) -> RealCounters {
+        let (nvml, uncore) = if is_live(&root) {
+            (
+                nvml::Nvml::load().map_err(|e| e.to_string()),
+                uncore::UncoreMonitor::open(&root).map_err(|e| e.reason),
+            )
         } else {
-            Err(format!(
-                "no GPUs (NVML: not read for the captured tree {})",
-                root.root().display()
-            ))
+            let tree = root.root().display();
+            (
+                Err(format!("no GPUs (NVML: not read for the captured tree {tree})")),
+                Err(format!(
+                    "uncore PMUs of the captured tree {tree} are not counted (perf_event counts this kernel)"
+                )),
+            )
         };
-        let uncore = uncore::UncoreMonitor::open(&root).map_err(|e| e.reason);
-        let uncore = match (live, uncore) {
-            (false, Ok(_)) => Err(format!(
-                "uncore PMUs of the captured tree {} are not counted (perf_event counts this kernel)",
-                root.root().display()
-            )),
-            (_, u) => u,
-        };
-        Ok(RealCounters {
+        RealCounters {
             root,
             discovery,
             nvml,
             uncore,
             prev: None,
-        })
+        }
     }
 
     /// The host model, when discovery built one.
@@ -218,8 +221,7 @@ impl RealCounters {
 
     fn sample(&self, throughput: nvml::Throughput) -> Sample {
         let (ports, errors) = rnic::read_ports_lenient(&self.root);
-        let live = self.root.root() == std::path::Path::new("/");
-        let ethtool = if live {
+        let ethtool = if is_live(&self.root) {
             Self::netdevs(&ports)
                 .into_iter()
                 .map(|n| {
@@ -333,7 +335,7 @@ impl RealCounters {
     }
 
     fn ethtool_source(&self, cur: &Sample) -> SourceReport {
-        if self.root.root() != std::path::Path::new("/") {
+        if !is_live(&self.root) {
             return SourceReport::unavailable(
                 "ethtool",
                 "ethtool statistics come from the running kernel, not from a captured tree",
@@ -498,7 +500,7 @@ impl RealCounters {
                 tx_pause_ratio: pause,
                 drops,
             });
-            if let (Some(gbps), Some(link)) = (throughput, host.link(&upstream_link(host, id))) {
+            if let (Some(gbps), Some(link)) = (throughput, upstream_link(host, id)) {
                 snapshot.links.push(LinkUtilisation {
                     id: link.id.clone(),
                     utilisation: Some(gbps / link.capacity_gbps),
@@ -516,7 +518,7 @@ impl RealCounters {
                 busy: reading.and_then(|r| r.utilisation_gpu_pct).map(|u| u > 0),
             });
             let pcie = reading.and_then(|r| Some(r.pcie_tx_kbps?.max(r.pcie_rx_kbps?)));
-            if let (Some(kbps), Some(link)) = (pcie, host.link(&upstream_link(host, id))) {
+            if let (Some(kbps), Some(link)) = (pcie, upstream_link(host, id)) {
                 snapshot.links.push(LinkUtilisation {
                     id: link.id.clone(),
                     utilisation: Some(kbps as f64 * 8e3 / 1e9 / link.capacity_gbps),
@@ -631,18 +633,12 @@ impl RealCounters {
                     continue;
                 }
             };
-            // A link can do what the lesser of its two ends can (a Gen4 NIC in a Gen3 slot
-            // is not downtrained): the device, and the port above it.
             let Some((device, above)) = path.split_last() else {
                 continue;
             };
-            let (Some(cur), Some(mut max)) = (device.current, device.max) else {
+            let Some((cur, max)) = pcie::link_state(above.last(), device) else {
                 continue;
             };
-            if let Some(port_max) = above.last().and_then(|p| p.max) {
-                max.gts = max.gts.min(port_max.gts);
-                max.width = max.width.min(port_max.width);
-            }
             config.links.push(LinkTraining {
                 link: link.clone(),
                 function: Some(addr.to_string()),
@@ -726,15 +722,11 @@ fn iommu_config(m: &iommu::MemoryConfig, discovery: &Discovery) -> IommuConfig {
         .filter(|p| !p.software)
         .filter_map(|p| p.pci)
         .collect();
-    let groups: Vec<&iommu::IommuGroup> =
-        rnics.iter().filter_map(|a| m.iommu.group_of(*a)).collect();
-    let translated = !m.iommu.units.is_empty()
-        && groups
-            .iter()
-            .any(|g| g.kind.is_some_and(|k| k.translates()));
-    let mode = groups
+    let mode = rnics
         .iter()
-        .find_map(|g| g.kind.map(|k| k.to_string()))
+        .filter_map(|a| m.iommu.group_of(*a)?.kind)
+        .map(|k| k.to_string())
+        .next()
         .unwrap_or_else(|| {
             match m.iommu.mode {
                 iommu::IommuMode::Off => "off",
@@ -746,24 +738,22 @@ fn iommu_config(m: &iommu::MemoryConfig, discovery: &Discovery) -> IommuConfig {
             .to_string()
         });
     IommuConfig {
-        translated,
+        translated: rnics.iter().any(|a| m.translates(*a)),
         mode,
-        hugepages_total: m.hugepages.iter().map(|p| p.total).sum::<u64>()
-            + if m.hugepages.is_empty() {
-                m.meminfo.as_ref().map_or(0, |x| x.total)
-            } else {
-                0
-            },
+        hugepages_total: m.hugepages_total().unwrap_or(0),
         thp: m.thp_enabled.clone(),
     }
 }
 
 /// The link above a device in the model.
-fn upstream_link(host: &HostTopology, id: &ComponentId) -> model::LinkId {
-    host.links_to_cpu(id)
-        .into_iter()
-        .next()
-        .unwrap_or_else(|| model::LinkId::from(""))
+fn upstream_link<'a>(host: &'a HostTopology, id: &ComponentId) -> Option<&'a model::Link> {
+    host.link(host.links_to_cpu(id).first()?)
+}
+
+/// Whether `root` is the running system: ethtool, NVML and perf_event read this kernel,
+/// whatever tree the files come from.
+fn is_live(root: &SysRoot) -> bool {
+    root.root() == std::path::Path::new("/")
 }
 
 /// `hostping counters` for people.

@@ -135,7 +135,7 @@ impl RealHost {
         let engine = VerbsEngine::new(verbs, &self.discovery.bindings, self.root.clone(), options);
         Ok(Probed {
             engine,
-            counters: RealCounters::open(self.root.clone())?,
+            counters: RealCounters::with_discovery(self.root.clone(), self.discovery.clone()),
         })
     }
 

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{agent, http_get, temp_dir, Agent};
+use common::{agent, hostping, http_get, stderr, temp_dir, Agent};
 use std::time::Duration;
 use store::{RunQuery, Store};
 
@@ -309,7 +309,7 @@ fn bad_agent_input_is_one_line_and_exit_2() {
     let dir = temp_dir("bad");
     let bad = dir.join("agent.toml");
     std::fs::write(&bad, "[triggers]\nmax_duty_cycle = 7\n").unwrap();
-    let o = common::run(&[
+    let o = hostping(&[
         "agent",
         "--sim",
         "dgx-a100",
@@ -317,12 +317,13 @@ fn bad_agent_input_is_one_line_and_exit_2() {
         bad.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
     assert!(
-        o.stderr.contains("agent.toml") && o.stderr.contains("max_duty_cycle"),
+        err.contains("agent.toml") && err.contains("max_duty_cycle"),
         "{}",
-        o.stderr
+        err
     );
-    let o = common::run(&[
+    let o = hostping(&[
         "agent",
         "--sim",
         "dgx-a100",
@@ -330,12 +331,9 @@ fn bad_agent_input_is_one_line_and_exit_2() {
         "/nonexistent/dir/runs.db",
     ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        o.stderr.contains("/nonexistent/dir/runs.db"),
-        "{}",
-        o.stderr
-    );
-    let o = common::run(&[
+    let err = stderr(&o);
+    assert!(err.contains("/nonexistent/dir/runs.db"), "{}", err);
+    let o = hostping(&[
         "agent",
         "--sim",
         "dgx-a100",
@@ -345,5 +343,6 @@ fn bad_agent_input_is_one_line_and_exit_2() {
         "soon=service:rnic0:250",
     ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(o.stderr.contains("soon"), "{}", o.stderr);
+    let err = stderr(&o);
+    assert!(err.contains("soon"), "{}", err);
 }

@@ -1,30 +1,10 @@
 //! The binary as a user meets it: exit statuses, one-line errors, the JSON contract.
 
+mod common;
+
+use common::{hostping, stderr, stdout, temp_dir};
 use serde_json::Value;
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn hostping(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hostping"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the binary runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hostping-cli-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use std::process::Output;
 
 /// A usage or input error: status 2 and exactly one line on stderr.
 fn assert_input_error(o: &Output, must_contain: &[&str]) {

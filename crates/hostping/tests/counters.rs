@@ -1,17 +1,12 @@
 //! `hostping counters` and `hostping lint` through the binary: fixture trees, this
 //! machine's real /sys (no RDMA), the virtual host, and a source that fails.
 
+mod common;
+
+use common::hostping;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn hostping(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hostping"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the binary runs")
-}
 
 fn fixture(name: &str) -> String {
     format!(

@@ -253,18 +253,7 @@ impl Store {
     /// migrations. A database from a newer schema is refused untouched.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         let conn = Connection::open(path).ctx(path, "open")?;
-        let mut store = Store {
-            conn,
-            path: path.to_owned(),
-        };
-        store
-            .conn
-            .busy_timeout(BUSY_TIMEOUT)
-            .ctx(path, "set busy_timeout")?;
-        let found = store.schema_version()?;
-        if found > SCHEMA_VERSION {
-            return Err(store.newer(found));
-        }
+        let (mut store, _) = Store::connect(conn, path)?;
         let mode: String = store
             .conn
             .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
@@ -292,6 +281,20 @@ impl Store {
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).ctx(path, "open read-only")?;
+        let (store, found) = Store::connect(conn, path)?;
+        if found < SCHEMA_VERSION {
+            return Err(StoreError::OlderSchema {
+                path: store.path,
+                found,
+                known: SCHEMA_VERSION,
+            });
+        }
+        Ok(store)
+    }
+
+    /// What both opens do first: a busy timeout, then the schema version, refusing a
+    /// database from a newer schema before anything is changed.
+    fn connect(conn: Connection, path: &Path) -> Result<(Store, u32), StoreError> {
         let store = Store {
             conn,
             path: path.to_owned(),
@@ -304,14 +307,7 @@ impl Store {
         if found > SCHEMA_VERSION {
             return Err(store.newer(found));
         }
-        if found < SCHEMA_VERSION {
-            return Err(StoreError::OlderSchema {
-                path: store.path,
-                found,
-                known: SCHEMA_VERSION,
-            });
-        }
-        Ok(store)
+        Ok((store, found))
     }
 
     /// The database file.

@@ -2,6 +2,7 @@
 //! clock it advances `time_scale` times faster than the wall clock), or this machine.
 
 use super::Stop;
+use crate::counters::CounterReport;
 use crate::pipeline::{run_once, BaselineSource, CheckSettings, RunContext};
 use analyze::History;
 use model::{Baseline, BaselineKind, ComponentId, HostSnapshot, HostTopology, Mode, Report};
@@ -26,7 +27,7 @@ pub trait Backend {
     fn snapshot(&mut self) -> HostSnapshot;
 
     /// Every counter source, for the run's record (`hostping counters --format json`).
-    fn counters(&mut self) -> Option<serde_json::Value>;
+    fn counters(&mut self) -> CounterReport;
 
     /// Probes the plan of `mode` and analyzes it.
     fn check(
@@ -116,9 +117,8 @@ impl Backend for SimBackend {
         probe::Monitor::snapshot(&mut self.vh)
     }
 
-    fn counters(&mut self) -> Option<serde_json::Value> {
-        let report = crate::counters::simulated(&self.host, &mut self.vh);
-        Some(serde_json::to_value(report).expect("counters serialise"))
+    fn counters(&mut self) -> CounterReport {
+        crate::counters::simulated(&self.host, &mut self.vh)
     }
 
     fn check(
@@ -213,9 +213,8 @@ impl<E: ProbeEngine> Backend for RealBackend<E> {
         snapshot
     }
 
-    fn counters(&mut self) -> Option<serde_json::Value> {
-        let report = self.counters.read();
-        Some(serde_json::to_value(report).expect("counters serialise"))
+    fn counters(&mut self) -> CounterReport {
+        self.counters.read()
     }
 
     fn check(

@@ -171,13 +171,19 @@ impl<'a> Agent<'a> {
             if end.is_some_and(|e| now >= e) {
                 break;
             }
-            if now >= next_symptom {
-                next_symptom = next_symptom.saturating_add(symptom_every).max(now + 1);
-                self.check_symptoms();
-            }
-            if now >= next_status {
-                next_status = next_status.saturating_add(status_every).max(now + 1);
-                self.check_host_status();
+            let (symptoms_due, status_due) = (now >= next_symptom, now >= next_status);
+            if symptoms_due || status_due {
+                // One reading serves both checks: a second one right after would measure
+                // rates over microseconds, or the agent's own probe traffic.
+                let snapshot = self.snapshot();
+                if symptoms_due {
+                    next_symptom = next_symptom.saturating_add(symptom_every).max(now + 1);
+                    self.check_symptoms(&snapshot);
+                }
+                if status_due {
+                    next_status = next_status.saturating_add(status_every).max(now + 1);
+                    self.check_host_status(&snapshot);
+                }
             }
             self.publish_self();
             let wake = next_symptom.min(next_status).min(end.unwrap_or(u64::MAX));
@@ -199,29 +205,27 @@ impl<'a> Agent<'a> {
         snapshot
     }
 
-    fn check_symptoms(&mut self) {
-        let snapshot = self.snapshot();
-        let found = triggers::symptoms(&snapshot, &self.config.thresholds);
+    fn check_symptoms(&mut self, snapshot: &HostSnapshot) {
+        let found = triggers::symptoms(snapshot, &self.config.thresholds);
         let Some(first) = found.first() else { return };
         let detail = found
             .iter()
             .map(Symptom::detail)
             .collect::<Vec<_>>()
             .join("; ");
-        self.probe(first.trigger(), &detail, Mode::Busy, &snapshot);
+        self.probe(first.trigger(), &detail, Mode::Busy, snapshot);
     }
 
-    fn check_host_status(&mut self) {
-        let snapshot = self.snapshot();
+    fn check_host_status(&mut self, snapshot: &HostSnapshot) {
         let Some(host) = self.backend.host() else {
             return;
         };
-        if triggers::host_idle(host, &snapshot, &self.config.thresholds) {
+        if triggers::host_idle(host, snapshot, &self.config.thresholds) {
             self.probe(
                 "idle",
                 "host idle: every RNIC under Thp_low, GPUs idle",
                 Mode::Idle,
-                &snapshot,
+                snapshot,
             );
         } else {
             self.count_trigger("idle", TriggerOutcome::SkippedBusy);
@@ -278,7 +282,7 @@ impl<'a> Agent<'a> {
         self.limiter.charge(duration_ns, end);
         self.next_run_index += 1;
         self.history.record(&report);
-        let counters = self.backend.counters();
+        let counters = serde_json::to_value(self.backend.counters()).expect("counters serialise");
         self.store_run(NewRunParts {
             started_unix_ms,
             clock_ns: start,
@@ -305,7 +309,7 @@ impl<'a> Agent<'a> {
             trigger: parts.trigger,
             trigger_detail: parts.detail,
             snapshot: &snapshot,
-            counters: parts.counters.as_ref(),
+            counters: Some(parts.counters),
             report: parts.report,
         };
         match self.store.insert_run(&run) {
@@ -340,7 +344,7 @@ struct NewRunParts<'a> {
     trigger: &'a str,
     detail: &'a str,
     snapshot: &'a HostSnapshot,
-    counters: &'a Option<serde_json::Value>,
+    counters: &'a serde_json::Value,
     report: &'a Report,
 }
 

@@ -1,16 +1,17 @@
-//! Running `hostping agent` as a child process in tests: its address, its runs, signals.
+//! Running the binary in tests: a command to its end, or `hostping agent` as a child
+//! process with its address, its runs and signals.
 #![allow(dead_code)] // each test binary uses its own part of this module
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// A per-test folder, emptied first.
 pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hostping-agent-{}-{name}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("hostping-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -22,17 +23,23 @@ pub struct Finished {
     pub stderr: String,
 }
 
-/// Runs the binary to the end.
-pub fn run(args: &[&str]) -> Finished {
-    let o = Command::new(env!("CARGO_BIN_EXE_hostping"))
+/// Runs the binary to the end, without colour.
+pub fn hostping(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hostping"))
         .args(args)
         .env("NO_COLOR", "1")
         .output()
-        .unwrap();
-    Finished {
-        status: o.status,
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+        .expect("the binary runs")
+}
+
+/// Its standard output, as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Its standard error, as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// A running agent.

@@ -49,13 +49,29 @@ pub struct MemoryConfig {
 }
 
 impl MemoryConfig {
-    /// Whether any hugepages are reserved: from the sysfs pools, else from `meminfo`;
-    /// `None` when neither is there.
-    pub fn hugepages_reserved(&self) -> Option<bool> {
+    /// Huge pages reserved, all sizes: from the sysfs pools, else from `meminfo`; `None`
+    /// when neither is there.
+    pub fn hugepages_total(&self) -> Option<u64> {
         if !self.hugepages.is_empty() {
-            return Some(self.hugepages.iter().any(|p| p.total > 0));
+            return Some(self.hugepages.iter().map(|p| p.total).sum());
         }
-        self.meminfo.as_ref().map(|m| m.total > 0)
+        self.meminfo.as_ref().map(|m| m.total)
+    }
+
+    /// Whether any hugepages are reserved ([`MemoryConfig::hugepages_total`] above 0).
+    pub fn hugepages_reserved(&self) -> Option<bool> {
+        self.hugepages_total().map(|total| total > 0)
+    }
+
+    /// Whether an IOMMU translates the DMA of the function at `addr`: a unit exists and
+    /// the function's group is `DMA` or `DMA-FQ`.
+    pub fn translates(&self, addr: PciAddr) -> bool {
+        !self.iommu.units.is_empty()
+            && self
+                .iommu
+                .group_of(addr)
+                .and_then(|g| g.kind)
+                .is_some_and(GroupType::translates)
     }
 
     /// The IOTLB-miss risk of HotNets'22 section 3.1 (linux-counters.md 7, an inference):
@@ -63,13 +79,7 @@ impl MemoryConfig {
     /// are reserved and THP is `never`, so its buffers can only be on 4 KiB pages. False
     /// whenever a fact is missing. Confirm with IOTLB-miss events and the RNIC's ATS state.
     pub fn translated_without_hugepages(&self, rnic: PciAddr) -> bool {
-        let translated = !self.iommu.units.is_empty()
-            && self
-                .iommu
-                .group_of(rnic)
-                .and_then(|g| g.kind)
-                .is_some_and(GroupType::translates);
-        translated
+        self.translates(rnic)
             && self.hugepages_reserved() == Some(false)
             && self.thp_enabled.as_deref() == Some("never")
     }

@@ -171,16 +171,7 @@ pub fn downtrained_links(path: &[PcieFunction]) -> Vec<DowntrainedLink> {
             if !downstream {
                 return None;
             }
-            let (port_current, port_max) = port.links();
-            let (device_current, device_max) = device.links();
-            let current = device_current.or(port_current)?;
-            let capable = match (port_max, device_max) {
-                (Some(a), Some(b)) => PcieLink {
-                    gts: a.gts.min(b.gts),
-                    width: a.width.min(b.width),
-                },
-                (one, other) => one.or(other)?,
-            };
+            let (current, capable) = link_state(Some(port), device)?;
             runs_below(&current, &capable).then_some(DowntrainedLink {
                 port: port.addr,
                 device: device.addr,
@@ -189,6 +180,27 @@ pub fn downtrained_links(path: &[PcieFunction]) -> Vec<DowntrainedLink> {
             })
         })
         .collect()
+}
+
+/// The link above `device`: how it trained (the device's view, else the port's: both
+/// describe the same link) and what it can do (the lesser speed and width of the two ends'
+/// capabilities, so a Gen4 device in a Gen3 slot is not downtrained). Without a `port`
+/// (a device on the root bus) the device's own capability is all there is.
+pub fn link_state(
+    port: Option<&PcieFunction>,
+    device: &PcieFunction,
+) -> Option<(PcieLink, PcieLink)> {
+    let (port_current, port_max) = port.map_or((None, None), PcieFunction::links);
+    let (device_current, device_max) = device.links();
+    let current = device_current.or(port_current)?;
+    let capable = match (port_max, device_max) {
+        (Some(a), Some(b)) => PcieLink {
+            gts: a.gts.min(b.gts),
+            width: a.width.min(b.width),
+        },
+        (one, other) => one.or(other)?,
+    };
+    Some((current, capable))
 }
 
 /// Reads the function at `sys/bus/pci/devices/<addr>` (see the module doc for each file).
