@@ -109,6 +109,11 @@ pub enum Command {
     /// check, the agent's own cost, or the time of a counter snapshot.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// The fabric layer: simulate a fat tree with in-packet reservoir-sampling telemetry and
+    /// tell a bad communication pattern from a bad mapping from background traffic (Taffet's
+    /// thesis); suggest mappings; reproduce the thesis' case studies; benchmark against CODES.
+    #[command(subcommand)]
+    Fabric(crate::fabric::args::FabricCommand),
 }
 
 /// `hostping counters`.

@@ -20,6 +20,7 @@ pub mod baseline;
 pub mod bench;
 pub mod cli;
 pub mod counters;
+pub mod fabric;
 pub mod pipeline;
 pub mod real;
 pub mod render;

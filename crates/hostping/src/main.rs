@@ -43,6 +43,13 @@ fn main() -> ExitCode {
         Command::Lint(args) => lint(args),
         Command::Agent(args) => agent_command(args),
         Command::Bench(cmd) => bench_command(cmd),
+        Command::Fabric(cmd) => hostping::fabric::run(cmd).map(|congested| {
+            if congested {
+                Outcome::Findings
+            } else {
+                Outcome::Healthy
+            }
+        }),
     };
     match result {
         Ok(Outcome::Healthy) => ExitCode::from(0),

@@ -1,0 +1,459 @@
+//! Naming the cause of congestion from a link view (thesis 4.1 to 4.4).
+//!
+//! 1. Congested links: congested fraction at least [`Thresholds::congested_fraction`] over at
+//!    least [`Thresholds::min_count`] weighted packets sampled.
+//! 2. Congestion trees of those links (`trees`), each judged by its root:
+//!    - the root leads to a compute node: endpoint congestion, the node receives more than
+//!      its link carries, and no mapping can remove it (Theorem 4.1): `communication_pattern`;
+//!    - the root is inside the network and its link runs near line rate (at least
+//!      [`Thresholds::line_rate_fraction`] of it over the view's time span): the traffic these
+//!      samples see saturates it (Theorem 4.2), so placing the ranks differently can relieve
+//!      it: `mapping`;
+//!    - the root is inside the network but its link carries well under line rate in samples
+//!      that leave some jobs out: a root link is fully used (Theorem 4.2), so the rest is
+//!      traffic these samples cannot see (thesis 4.4, "no port exceeds 30 Gbps"):
+//!      `background_traffic`. With every job's samples nothing is unseen; such a root means
+//!      the congestion came in bursts, and it stays `mapping`.
+//! 3. The cause holding the most congested weighted count is the diagnosis; the others are
+//!    reported beside it.
+
+use serde::{Deserialize, Serialize};
+
+use super::trees::{congestion_trees, CongestionTree};
+use super::view::{link_name, switch_name, Direction, LinkStats, LinkView, SampleSet};
+use crate::topology::{Level, NodeId, Peer, PortRef, Topology};
+
+/// Why the application's packets met congestion.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    CommunicationPattern,
+    Mapping,
+    BackgroundTraffic,
+    NoCongestion,
+}
+
+impl Cause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::CommunicationPattern => "communication_pattern",
+            Cause::Mapping => "mapping",
+            Cause::BackgroundTraffic => "background_traffic",
+            Cause::NoCongestion => "no_congestion",
+        }
+    }
+}
+
+/// The numbers the diagnosis judges by; they are part of its evidence.
+#[derive(Copy, Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Thresholds {
+    /// A link is congested when at least this fraction of its packets were marked congested.
+    /// 0.25: a persistently oversubscribed port marks nearly every packet (thesis 4.3: > 0.998
+    /// at the root; 4.4: > 0.9), and the branches it spreads to most of theirs, while bursts
+    /// of otherwise healthy traffic mark a few; a quarter keeps the branches and drops the
+    /// bursts.
+    pub congested_fraction: f64,
+    /// ...over at least this many weighted packets sampled (tagged, thesis 5.1). The weighted
+    /// count of N packets on paths of l hops has a coefficient of variation of
+    /// sqrt((l - 1) / N) (thesis 3.3): 0.35 for N = 32 and l = 5, so fewer packets give
+    /// fractions too noisy to act on.
+    pub min_count: f64,
+    /// Congestion spreads upstream from a congested link only to links at most 1 / this as
+    /// congested (`trees`). 0.5: back-pressure congests a link at most while the queue after
+    /// it is full, so a link more than twice as congested as every congested link after it
+    /// is oversubscribed itself and roots its own tree; half leaves room for sampling noise
+    /// (thesis 3.3) and for the head-of-line blocking that lets one full queue stall several
+    /// inputs.
+    pub upstream_ratio: f64,
+    /// A root link runs at line rate when its estimated bandwidth is at least this fraction of
+    /// it. 0.85: the thesis measured 101.9 and 92.6 Gb/s for saturated roots (4.2, 4.3) and
+    /// under 30 Gb/s for a root driven by unseen traffic (4.4); the estimate's own error is
+    /// about 10 %.
+    pub line_rate_fraction: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            congested_fraction: 0.25,
+            min_count: 32.0,
+            upstream_ratio: 0.5,
+            line_rate_fraction: 0.85,
+        }
+    }
+}
+
+impl Thresholds {
+    pub fn is_congested(&self, link: &LinkStats) -> bool {
+        link.tagged_count >= self.min_count && link.congested_fraction >= self.congested_fraction
+    }
+}
+
+/// How much of the congestion one cause explains.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CauseShare {
+    pub cause: Cause,
+    pub trees: usize,
+    /// Congested weighted count of its trees' links.
+    pub congested_count: f64,
+    /// Its part of the congested weighted count of all trees.
+    pub share: f64,
+}
+
+/// The root link of a congestion tree, with what judged it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RootLink {
+    pub link: String,
+    pub port: PortRef,
+    /// The compute node it leads to (endpoint congestion).
+    pub endpoint: Option<NodeId>,
+    pub cause: Cause,
+    pub congested_fraction: f64,
+    /// Estimated utilised bandwidth of the root link over the view's time span, Gb/s.
+    pub gbps: f64,
+    pub line_rate_gbps: f64,
+    pub tree_links: usize,
+    pub tree_congested_count: f64,
+}
+
+/// One stage of links, by the level they leave and their direction.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    LeafUp,
+    AggregationUp,
+    CoreDown,
+    AggregationDown,
+    /// Leaf to compute node: the endpoint links.
+    LeafDown,
+}
+
+impl Stage {
+    /// In path order: up from the leaves, over the cores, down to the nodes.
+    pub const ALL: [Stage; 5] = [
+        Stage::LeafUp,
+        Stage::AggregationUp,
+        Stage::CoreDown,
+        Stage::AggregationDown,
+        Stage::LeafDown,
+    ];
+
+    pub fn of(link: &LinkStats) -> Stage {
+        match (link.level, link.direction) {
+            (Level::Leaf, Direction::Up) => Stage::LeafUp,
+            (Level::Aggregation, Direction::Up) => Stage::AggregationUp,
+            (Level::Core, _) => Stage::CoreDown,
+            (Level::Aggregation, Direction::Down) => Stage::AggregationDown,
+            (Level::Leaf, Direction::Down) => Stage::LeafDown,
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Stage::LeafUp => "leaf -> aggregation",
+            Stage::AggregationUp => "aggregation -> core",
+            Stage::CoreDown => "core -> aggregation",
+            Stage::AggregationDown => "aggregation -> leaf",
+            Stage::LeafDown => "leaf -> node",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StageSummary {
+    pub stage: Stage,
+    pub links: usize,
+    pub congested_links: usize,
+    pub count: f64,
+    pub congested_count: f64,
+    /// `congested_count / count`.
+    pub congested_fraction: f64,
+    /// Highest congested fraction of a link with at least `min_count` weighted packets sampled.
+    pub worst_fraction: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub samples: SampleSet,
+    /// [`SampleSet::describe`], for readers of the JSON.
+    pub samples_described: String,
+    pub thresholds: Thresholds,
+    pub line_rate_gbps: f64,
+    pub congested_links: usize,
+    pub congested_hop_fraction: f64,
+    /// The largest trees' roots, at most [`MAX_LISTED_ROOTS`].
+    pub roots: Vec<RootLink>,
+    pub roots_not_listed: usize,
+    pub stages: Vec<StageSummary>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    pub cause: Cause,
+    /// In plain words: what was found, why it means this cause, and what to do.
+    pub summary: String,
+    /// Every cause found, dominant first (empty without congestion).
+    pub causes: Vec<CauseShare>,
+    pub evidence: Evidence,
+}
+
+/// Roots listed in the evidence, largest trees first; the others are only counted.
+pub const MAX_LISTED_ROOTS: usize = 10;
+
+/// The summary names another cause beside the dominant one when it holds at least this share
+/// of the congestion; smaller ones are a few stray trees, listed in `causes` only.
+pub const MENTIONED_SHARE: f64 = 0.05;
+
+/// Diagnoses the congestion a view shows.
+pub fn diagnose(topology: &Topology, view: &LinkView, thresholds: &Thresholds) -> Diagnosis {
+    let trees = congestion_trees(
+        topology,
+        view,
+        |e| thresholds.is_congested(view.link(e)),
+        thresholds.upstream_ratio,
+    );
+    let roots: Vec<RootLink> = trees
+        .iter()
+        .map(|tree| root_link(topology, view, thresholds, tree))
+        .collect();
+    let causes = cause_shares(&roots);
+    let cause = causes.first().map_or(Cause::NoCongestion, |c| c.cause);
+    let summary = match cause {
+        Cause::NoCongestion => no_congestion_summary(topology, view, thresholds),
+        _ => {
+            let main = roots
+                .iter()
+                .find(|r| r.cause == cause)
+                .expect("the dominant cause has a tree");
+            let same = causes[0].trees;
+            let mut text = cause_summary(topology, view, thresholds, main, same);
+            for other in causes[1..].iter().filter(|c| c.share >= MENTIONED_SHARE) {
+                text += &format!(
+                    " Also: {} ({:.0} % of the congested packets, {} tree{}).",
+                    other.cause.as_str(),
+                    other.share * 100.0,
+                    other.trees,
+                    plural(other.trees)
+                );
+            }
+            text
+        }
+    };
+    let congested_links = view
+        .links
+        .iter()
+        .filter(|l| thresholds.is_congested(l))
+        .count();
+    Diagnosis {
+        cause,
+        summary,
+        causes,
+        evidence: Evidence {
+            samples: view.samples.clone(),
+            samples_described: view.describe(),
+            thresholds: *thresholds,
+            line_rate_gbps: view.link_gbps,
+            congested_links,
+            congested_hop_fraction: view.congested_hop_fraction(),
+            roots_not_listed: roots.len().saturating_sub(MAX_LISTED_ROOTS),
+            roots: roots.into_iter().take(MAX_LISTED_ROOTS).collect(),
+            stages: stage_summaries(view, thresholds),
+        },
+    }
+}
+
+/// Theorem 4.1 for a root at a compute node; Theorem 4.2, and its contrapositive when the
+/// samples leave jobs out (thesis 4.4), for a root inside the network.
+fn root_cause(root: &LinkStats, view: &LinkView, thresholds: &Thresholds) -> Cause {
+    if root.endpoint.is_some() {
+        Cause::CommunicationPattern
+    } else if root.gbps >= thresholds.line_rate_fraction * view.link_gbps {
+        Cause::Mapping
+    } else if !view.samples.all_jobs {
+        Cause::BackgroundTraffic
+    } else {
+        Cause::Mapping
+    }
+}
+
+fn root_link(
+    topology: &Topology,
+    view: &LinkView,
+    thresholds: &Thresholds,
+    tree: &CongestionTree,
+) -> RootLink {
+    let root = view.link(tree.root);
+    RootLink {
+        link: link_name(topology, root.port),
+        port: root.port,
+        endpoint: root.endpoint,
+        cause: root_cause(root, view, thresholds),
+        congested_fraction: root.congested_fraction,
+        gbps: root.gbps,
+        line_rate_gbps: view.link_gbps,
+        tree_links: tree.links.len(),
+        tree_congested_count: tree.congested_count,
+    }
+}
+
+/// Causes by the congested weighted count of their trees, largest first.
+fn cause_shares(roots: &[RootLink]) -> Vec<CauseShare> {
+    let total: f64 = roots.iter().map(|r| r.tree_congested_count).sum();
+    let mut shares: Vec<CauseShare> = Vec::new();
+    for root in roots {
+        match shares.iter_mut().find(|s| s.cause == root.cause) {
+            Some(share) => {
+                share.trees += 1;
+                share.congested_count += root.tree_congested_count;
+            }
+            None => shares.push(CauseShare {
+                cause: root.cause,
+                trees: 1,
+                congested_count: root.tree_congested_count,
+                share: 0.0,
+            }),
+        }
+    }
+    for share in &mut shares {
+        share.share = if total > 0.0 {
+            share.congested_count / total
+        } else {
+            0.0
+        };
+    }
+    shares.sort_by(|a, b| b.congested_count.total_cmp(&a.congested_count));
+    shares
+}
+
+/// "1 congested link", "53 congested links".
+fn tree_size(links: usize) -> String {
+    format!("{links} congested link{}", plural(links))
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// "leaf 0 port 0 -> node 0: congested fraction 0.999, 92.6 of 100 Gb/s".
+fn root_facts(root: &RootLink) -> String {
+    format!(
+        "{}: congested fraction {:.3}, {:.1} of {:.0} Gb/s",
+        root.link, root.congested_fraction, root.gbps, root.line_rate_gbps
+    )
+}
+
+fn far_switch(topology: &Topology, port: PortRef) -> String {
+    match topology.peer(port) {
+        Peer::Switch { switch, .. } => switch_name(topology, switch),
+        Peer::Node(node) => format!("node {}", node.0),
+    }
+}
+
+fn cause_summary(
+    topology: &Topology,
+    view: &LinkView,
+    thresholds: &Thresholds,
+    main: &RootLink,
+    trees: usize,
+) -> String {
+    let percent = thresholds.line_rate_fraction * 100.0;
+    match main.cause {
+        Cause::CommunicationPattern => format!(
+            "Endpoint congestion: {trees} congestion tree{} rooted at compute nodes, the largest \
+             at {} ({}, {}). The node receives more than its link can carry, and \
+             no mapping of ranks to nodes removes endpoint congestion (Theorem 4.1): change the \
+             communication pattern, e.g. a tree reduction (MPI_Reduce) instead of every rank \
+             sending to one.",
+            plural(trees),
+            far_switch(topology, main.port),
+            root_facts(main),
+            tree_size(main.tree_links),
+        ),
+        Cause::Mapping => {
+            let mut text = format!(
+                "Congestion inside the network: {trees} congestion tree{} rooted at switches, the \
+                 largest at {} ({}, {}), with no endpoint congestion behind it. \
+                 The root links of a congestion tree are saturated by the traffic that \
+                 oversubscribes them (Theorem 4.2), and these samples see that traffic: the \
+                 placement of ranks concentrates it. A mapping with more locality should relieve \
+                 it: try `hostping fabric suggest-mapping`.",
+                plural(trees),
+                far_switch(topology, main.port),
+                root_facts(main),
+                tree_size(main.tree_links),
+            );
+            if main.gbps < thresholds.line_rate_fraction * view.link_gbps {
+                text += &format!(
+                    " The root carries less than {percent:.0} % of line rate on average, so the \
+                     congestion came in bursts; plots by time window (Figure 4.11) show when."
+                );
+            }
+            text
+        }
+        Cause::BackgroundTraffic => format!(
+            "Congestion inside the network that the samples of {} cannot explain: {trees} \
+             congestion tree{} rooted at switches, the largest at {} ({}, {}), \
+             below {percent:.0} % of line rate. The root links of a congestion tree run at line \
+             rate (Theorem 4.2), so traffic these samples do not see, another application's, \
+             fills them. It may be gone next run; the application need not change.",
+            view.samples.jobs.join(", "),
+            plural(trees),
+            far_switch(topology, main.port),
+            root_facts(main),
+            tree_size(main.tree_links),
+        ),
+        Cause::NoCongestion => unreachable!("no tree has no_congestion as its cause"),
+    }
+}
+
+fn no_congestion_summary(topology: &Topology, view: &LinkView, thresholds: &Thresholds) -> String {
+    let rule = format!(
+        "no link has a congested fraction of at least {} over at least {} weighted packets \
+         sampled",
+        thresholds.congested_fraction, thresholds.min_count
+    );
+    match view.worst_link(thresholds.min_count) {
+        Some(worst) if worst.congested > 0.0 => format!(
+            "No significant congestion: {rule} (the worst is {:.3} on {}).",
+            worst.congested_fraction,
+            link_name(topology, worst.port)
+        ),
+        _ => format!("No significant congestion: {rule}; no packet was marked congested."),
+    }
+}
+
+fn stage_summaries(view: &LinkView, thresholds: &Thresholds) -> Vec<StageSummary> {
+    Stage::ALL
+        .iter()
+        .map(|&stage| {
+            let links: Vec<&LinkStats> = view
+                .links
+                .iter()
+                .filter(|l| Stage::of(l) == stage)
+                .collect();
+            let count: f64 = links.iter().map(|l| l.count.max(0.0)).sum();
+            let congested_count: f64 = links.iter().map(|l| l.congested.max(0.0)).sum();
+            StageSummary {
+                stage,
+                links: links.len(),
+                congested_links: links.iter().filter(|l| thresholds.is_congested(l)).count(),
+                count,
+                congested_count,
+                congested_fraction: crate::telemetry::estimate::congested_fraction(
+                    congested_count,
+                    count,
+                ),
+                worst_fraction: links
+                    .iter()
+                    .filter(|l| l.tagged_count >= thresholds.min_count)
+                    .map(|l| l.congested_fraction)
+                    .fold(0.0, f64::max),
+            }
+        })
+        .filter(|s| s.links > 0)
+        .collect()
+}

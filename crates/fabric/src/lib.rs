@@ -1,0 +1,27 @@
+/*!
+The fabric layer: a packet-level fat-tree simulator with in-packet reservoir-sampling
+telemetry, the congestion analysis that tells a bad communication pattern from a bad
+mapping from background traffic, workloads and mappings (Taffet's thesis,
+`../shared/papers/003_05906d5d480b1948.txt`, chapters 3 to 5).
+
+It must not depend on the host layer (`model`, `probe`, `vhost`, `rdma`, ...): it is a
+product of its own. Every number it produces comes from the simulator and is labelled so.
+
+- `topology`: three-level fat trees (Table 3.1 and any size from parameters).
+- `sim`: the discrete-event engine (queues, credits, adaptive routing, ground truth).
+- `telemetry`: algorithms 2 to 9 in the switches and receivers.
+- `traffic`: workloads, mappings, their files, and mapping suggestions.
+- `analysis`: congested fraction, bandwidth estimates, diagnosis, plots.
+- `cases`: the case studies of thesis chapter 4, checked against its figures.
+- `peer`: the CODES peer benchmark's workloads and figures.
+- `input`: the one-line error every input file reports.
+*/
+
+pub mod analysis;
+pub mod cases;
+pub mod input;
+pub mod peer;
+pub mod sim;
+pub mod telemetry;
+pub mod topology;
+pub mod traffic;

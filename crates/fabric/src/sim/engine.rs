@@ -1,0 +1,343 @@
+//! The engine's state and its event loop: pop the earliest event, hand it to the switch or
+//! NIC logic, forward whatever input buffers that unblocked, report progress now and then.
+//!
+//! Three kinds of event exist, encoded in the 64-bit payload of [`super::events::Event`]:
+//! a packet reaching the head-of-line logic of a switch input (its arrival plus the switch
+//! latency; `link << 32 | packet`), a packet delivered to its node (`DELIVER | packet`), and
+//! a wake-up of a link's sender (`WAKE | link`): a free link, returned credits, a NIC's next
+//! message coming due. An arrival names its link as well as its packet so that the link's
+//! lines can be prefetched without waiting for the packet's.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::events::EventQueue;
+use super::links::Links;
+use super::nic::Nic;
+use super::packets::{Message, Packets, Pool, NIL};
+use super::switch::InputBuffer;
+use super::tally::{PortTotals, Tally};
+use super::timing::Timing;
+use super::wiring::{FarEnd, Route, Wiring};
+use super::{BufferPeaks, Progress, SimConfig, SimResult};
+use crate::telemetry::{Collector, TelemetryKind};
+use crate::topology::Topology;
+use crate::traffic::{Job, Program};
+
+/// Payload bit of a wake-up event; the low 31 bits are the link.
+const WAKE: u64 = 1 << 31;
+/// Payload bit of a delivery; the low 30 bits are the packet.
+const DELIVER: u64 = 1 << 30;
+/// The low 30 bits of a packet event's payload.
+const PACKET: u64 = DELIVER - 1;
+/// Packets are numbered below this, so that the payload bits stay free.
+pub(crate) const MAX_PACKETS: u32 = DELIVER as u32;
+
+/// How far down an event lane the data of upcoming events is prefetched: far enough for the
+/// loads to complete, near enough for the lines to stay cached.
+const PREFETCH_AHEAD: usize = 6;
+
+/// Events between two looks at the wall clock (reading it costs more than an event).
+const CLOCK_EVERY: u64 = 4096;
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+pub(crate) struct Engine {
+    pub topology: Topology,
+    pub config: SimConfig,
+    pub timing: Timing,
+    pub wiring: Wiring,
+    pub links: Links,
+    pub packets: Packets,
+    pub messages: Pool<Message>,
+    /// Job by job, rank by rank.
+    pub nics: Vec<Nic>,
+    /// Index of each job's first rank in `nics`, and one past the last job's.
+    pub first_nic: Vec<u32>,
+    /// The rank each node runs, as an index in `nics` (`NIL`: idle node).
+    pub node_nic: Vec<u32>,
+    pub programs: Vec<Box<dyn Program>>,
+    pub tally: Tally,
+    pub events: EventQueue,
+    /// Three streams of one seed. Routing tie-breaks.
+    pub routing_rng: ChaCha8Rng,
+    /// The traffic programs' draws.
+    pub traffic_rng: ChaCha8Rng,
+    /// Telemetry's draws, apart from the others so that turning telemetry on, or changing its
+    /// algorithm, leaves the run itself (routes, timing, ground truth) exactly as it was.
+    pub telemetry_rng: ChaCha8Rng,
+    pub collector: Option<Collector>,
+    /// Input buffers whose blocked head just moved on, with more packets behind it.
+    pub unblocked: VecDeque<u32>,
+    /// Scratch list of the loads of a switch's up ports.
+    pub loads: Vec<u64>,
+    pub now: u64,
+    pub next_packet_id: u32,
+}
+
+impl Engine {
+    pub fn new(topology: Topology, config: SimConfig, jobs: Vec<Job>) -> Self {
+        let timing = Timing::new(&config);
+        let wiring = Wiring::new(&topology);
+        let links = Links::new(
+            (0..wiring.num_links() as u32).map(|link| InputBuffer::new(wiring.far_end(link))),
+            timing.buffer_units,
+        );
+        // Full-size packets: arrival at the next switch, delivery, the link free again.
+        let full = timing.serialisation_ps(timing.packet_bytes);
+        let lanes = [
+            full + timing.link_ps + timing.switch_ps,
+            full + timing.link_ps,
+            full,
+        ];
+        let mut nics = Vec::new();
+        let mut first_nic = Vec::new();
+        let mut programs = Vec::new();
+        let mut names = Vec::new();
+        let mut node_nic = vec![NIL; topology.num_nodes() as usize];
+        for (j, job) in jobs.into_iter().enumerate() {
+            first_nic.push(nics.len() as u32);
+            for (rank, node) in job.placement.iter().enumerate() {
+                node_nic[node.0 as usize] = nics.len() as u32;
+                nics.push(Nic::new(j as u16, rank as u32, node.0));
+            }
+            names.push((job.name, job.placement.len() as u32));
+            programs.push(job.program);
+        }
+        first_nic.push(nics.len() as u32);
+        let collector = (config.telemetry.kind != TelemetryKind::Off).then(|| {
+            Collector::new(
+                &topology,
+                &config.telemetry,
+                programs.len(),
+                config.window_ps,
+            )
+        });
+        let stream = |n| {
+            let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+            rng.set_stream(n);
+            rng
+        };
+        Engine {
+            tally: Tally::new(topology.num_ports(), names),
+            links,
+            routing_rng: stream(0),
+            traffic_rng: stream(1),
+            telemetry_rng: stream(2),
+            collector,
+            topology,
+            config,
+            timing,
+            wiring,
+            packets: Packets::new(),
+            messages: Pool::new(),
+            nics,
+            first_nic,
+            node_nic,
+            programs,
+            events: EventQueue::new(lanes),
+            unblocked: VecDeque::new(),
+            loads: Vec::new(),
+            now: 0,
+            next_packet_id: 0,
+        }
+    }
+
+    pub fn run(mut self, progress: &mut dyn FnMut(Progress)) -> (SimResult, BufferPeaks) {
+        let started = Instant::now();
+        let mut last_report = started;
+        for nic in 0..self.nics.len() as u32 {
+            self.advance_nic(nic);
+        }
+        let limit = self.config.end_ps.unwrap_or(u64::MAX);
+        let mut events = 0u64;
+        let mut last_activity = 0;
+        let mut cut_off = false;
+        while let Some(event) = self.events.pop() {
+            if event.time > limit {
+                cut_off = true;
+                break;
+            }
+            self.now = event.time;
+            events += 1;
+            if let Some(what) = self.events.upcoming(PREFETCH_AHEAD) {
+                self.prefetch_event(what);
+            }
+            if let Some(next) = self.events.peek() {
+                self.prefetch_event(next.what);
+                self.prefetch_route(next.what);
+            }
+            if event.what & WAKE != 0 {
+                let link = (event.what & !WAKE) as u32;
+                // A wake superseded by an earlier one finds nothing to do: skip it.
+                if self.links[link].wake_at == self.now {
+                    self.links[link].wake_at = u64::MAX;
+                    self.on_wake(link);
+                    last_activity = self.now;
+                }
+            } else if event.what & DELIVER != 0 {
+                self.deliver((event.what & PACKET) as u32);
+                last_activity = self.now;
+            } else {
+                self.arrive((event.what & PACKET) as u32);
+                last_activity = self.now;
+            }
+            while let Some(input) = self.unblocked.pop_front() {
+                self.forward(input);
+            }
+            if events % CLOCK_EVERY == 0 && last_report.elapsed() >= PROGRESS_EVERY {
+                last_report = Instant::now();
+                progress(self.progress(events));
+            }
+        }
+        let end_ps = if cut_off { limit } else { last_activity };
+        progress(Progress {
+            sim_ps: end_ps,
+            ..self.progress(events)
+        });
+        self.finish(end_ps, events, started.elapsed().as_secs_f64())
+    }
+
+    fn progress(&self, events: u64) -> Progress {
+        Progress {
+            sim_ps: self.now,
+            end_ps: self.config.end_ps,
+            events,
+            packets_delivered: self.tally.packets_delivered,
+        }
+    }
+
+    /// Prefetches the cache lines the event `what` starts with (its packet, the link it
+    /// came by), so that their misses overlap the work on earlier events. Hops are a chain of
+    /// dependent random loads (packet, then its link, then its next port); the run loop
+    /// prefetches them in two stages, this one a few events ahead and
+    /// [`Self::prefetch_route`] for the next event.
+    #[inline]
+    fn prefetch_event(&self, what: u64) {
+        if what & WAKE != 0 {
+            self.links.prefetch((what & !WAKE) as u32);
+        } else if what & DELIVER != 0 {
+            let packet = (what & PACKET) as u32;
+            prefetch(&self.packets[packet]);
+            prefetch(self.packets.trip(packet));
+        } else {
+            prefetch(&self.packets[(what & PACKET) as u32]);
+            self.links.prefetch((what >> 32) as u32);
+        }
+    }
+
+    /// For an arrival routed down, prefetches its output port (reads the packet and its input
+    /// buffer, which the first stage has brought in). An up route scans consecutive records,
+    /// which the hardware prefetcher follows on its own.
+    #[inline]
+    fn prefetch_route(&self, what: u64) {
+        if what & (WAKE | DELIVER) != 0 {
+            return;
+        }
+        let switch = self.links[(what >> 32) as u32].input.switch();
+        let dst = self.packets[(what & PACKET) as u32].dst;
+        if let Route::Down(port) = self.wiring.route(switch, dst) {
+            self.links.prefetch(port);
+        }
+    }
+
+    fn on_wake(&mut self, link: u32) {
+        if link < self.wiring.num_ports {
+            self.transmit(link);
+        } else {
+            let node = link - self.wiring.num_ports;
+            let nic = self.nic_of_node(node);
+            self.advance_nic(nic);
+        }
+    }
+
+    /// Makes sure the sender of `link` looks again at `time` (or earlier).
+    #[inline]
+    pub fn wake(&mut self, link: u32, time: u64) {
+        let sender = &mut self.links[link];
+        if time < sender.wake_at {
+            sender.wake_at = time;
+            self.events.push(time, WAKE | u64::from(link));
+        }
+    }
+
+    /// Puts `packet` on `link`: the link is busy for its serialisation, and the packet reaches
+    /// the far switch's routing logic after the propagation and switch latency, or its node
+    /// after the propagation. The caller has taken the credits.
+    pub fn start_transmission(&mut self, link: u32, packet: u32) {
+        let bytes = self.packets[packet].bytes;
+        let serialisation = self.timing.serialisation_ps(bytes);
+        let sender = &mut self.links[link];
+        sender.busy_until = self.now + serialisation;
+        sender.busy_ps += serialisation;
+        self.packets[packet].link = link;
+        let arrival = self.now + serialisation + self.timing.link_ps;
+        match self.wiring.far_end(link) {
+            FarEnd::Switch(_) => {
+                let what = u64::from(link) << 32 | u64::from(packet);
+                self.events.push(arrival + self.timing.switch_ps, what);
+            }
+            FarEnd::Node(_) => {
+                self.events.push(arrival, DELIVER | u64::from(packet));
+                // The node sinks at line rate: its buffer frees the packet on arrival and the
+                // credits travel back over the link.
+                let units = self.timing.units(bytes);
+                let back = arrival + self.timing.link_ps;
+                if let Some(at) = self.links.give_back(link, self.now, back, units) {
+                    self.wake(link, at);
+                }
+            }
+        }
+    }
+
+    fn finish(self, end_ps: u64, events: u64, wall_seconds: f64) -> (SimResult, BufferPeaks) {
+        let unit = u64::from(self.timing.unit_bytes);
+        let ports = || self.links.iter().take(self.wiring.num_ports as usize);
+        let peaks = BufferPeaks {
+            input_bytes: self
+                .links
+                .iter()
+                .map(|l| u64::from(l.input.peak_units()) * unit)
+                .collect(),
+            output_bytes: ports()
+                .map(|p| u64::from(p.flow.peak_queue_bytes()))
+                .collect(),
+        };
+        let totals = PortTotals {
+            packets: ports().map(|p| p.packets).collect(),
+            congested: ports().map(|p| p.congested).collect(),
+            bytes: ports().map(|p| p.bytes).collect(),
+            busy_ps: ports().map(|p| p.busy_ps).collect(),
+        };
+        let packets_delivered = self.tally.packets_delivered;
+        let (jobs, ground_truth) = self.tally.finish(end_ps, totals);
+        let result = SimResult {
+            topology: self.topology.name().to_string(),
+            config: self.config,
+            end_ps,
+            events,
+            packets_delivered,
+            wall_seconds,
+            jobs,
+            ground_truth,
+            telemetry: self.collector.map(Collector::finish),
+        };
+        (result, peaks)
+    }
+}
+
+/// Asks the CPU to bring `value`'s cache line closer; a hint with no effect on the program.
+#[inline(always)]
+pub(crate) fn prefetch<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing the program can observe and cannot fault; the pointer
+    // comes from a live reference anyway.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
+}

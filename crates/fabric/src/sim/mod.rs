@@ -1,0 +1,274 @@
+//! The packet-level discrete-event simulator of a fat tree (thesis 3.5; the CODES fat-tree
+//! model of `../shared/reference/codes-peer.md` is the peer it is measured against).
+//!
+//! CONTRACT (fixed by the integrator; the engine helper implements it and may add fields):
+//! [`Simulation::new`] takes a topology, a [`SimConfig`] and the jobs; [`Simulation::run`]
+//! runs to completion (every job finished) or to `end_ps`, reporting [`Progress`] now and
+//! then, and returns a [`SimResult`]. Same inputs and seed give the same result bit for bit
+//! (all but `wall_seconds`, which is measured).
+//!
+//! # The model
+//!
+//! Time is integer picoseconds. Every link is full duplex at `link_gbps` each way: a packet
+//! occupies it for its serialisation (bytes / bandwidth) and reaches the far end
+//! `link_latency_ns` later, whole (store and forward). Flow control is credit based, in flow
+//! units of `flow_unit_bytes` (codes-peer.md's "chunk"): a sender spends
+//! ceil(bytes / unit) credits of the far buffer when it starts a packet and gets them back
+//! one link latency after the packet leaves that buffer.
+//!
+//! - **NIC** (`nic`): one per node with a rank. It plays the rank's program: a `Send` waits
+//!   for its `not_before_ps`, is cut into packets of at most `packet_bytes` and injected one
+//!   at a time when the node's link is free and the leaf's input buffer has credit;
+//!   `AwaitReceived` holds the rank until that many whole messages have arrived. The node
+//!   sinks at line rate: the leaf-to-node link serialises, and the node's buffer returns its
+//!   credits on arrival.
+//! - **Switch** (`switch`): a FIFO input buffer per input port and an output queue per output
+//!   port, `buffer_bytes` each, as codes-peer.md's one buffer per port. The head of an input
+//!   buffer is routed `switch_latency_ns` after it arrived: down deterministically
+//!   ([`Topology::down_port`]), up adaptively to the least loaded port (queue plus
+//!   uncredited bytes, ties at random; codes-peer.md) or to `dst mod up ports`. A full output
+//!   queue blocks the whole input buffer (head of line), which is what spreads congestion
+//!   trees. An output port is **congested** by [`CongestionRule`], judged when a packet
+//!   enters its queue (thesis 3.2: the queue, this packet included, exceeds the available
+//!   credits; 5.10 for the alternatives and for why the moment of judging matters little);
+//!   that is also where the ground truth is counted and the telemetry of algorithm 3 runs.
+//! - **Delivery**: the receiver NIC's telemetry (algorithm 4/7/9) and the per-job counts:
+//!   messages, packets, bytes, hops ([`Topology::hops`], from `wiring`'s tables), message
+//!   latency from ready to the last packet's arrival, completion time.
+//!
+//! The run ends when no event is left (every job finished and the network drained, or ranks
+//! waiting for messages that will never come) or at `end_ps`.
+//!
+//! # The engine
+//!
+//! Built for millions of packets on one core, where the cost is cache misses more than
+//! instructions:
+//!
+//! - A hop costs one event (arrival at the next switch's routing logic, or delivery). Credit
+//!   returns are applied lazily (`credits`), and a sender only gets a wake-up event when it
+//!   actually waits for its link or its credits.
+//! - Packets live in a pool of small structs addressed by `u32`, split into what every hop
+//!   reads and what only injection and delivery need (`packets`); queues are intrusive FIFOs
+//!   through the packets; no allocation per packet, no hash map anywhere.
+//! - All per-link state is one 128-byte record, laid out so that a hop touches its packet
+//!   and two line pairs (`links`); the tree is flattened into per-link, per-switch and
+//!   per-destination tables (`wiring`).
+//! - The future event list (`events`) keeps the events scheduled a fixed delay ahead (most of
+//!   them) in FIFO lanes and the rest in a 4-ary heap; sequence numbers break ties in
+//!   scheduling order. The loop prefetches the lines of the events coming next, so that
+//!   their misses overlap the current event's work (`engine`).
+//! - Seeded ChaCha8 streams make runs reproducible bit for bit: one for routing tie-breaks,
+//!   one for the traffic programs, and one for telemetry, so that telemetry observes a run
+//!   without changing it (the same seed gives the same routes and ground truth whatever
+//!   the telemetry kind).
+//!
+//! Modules: `timing` (config to picoseconds and flow units), `validate`, `wiring`, `events`,
+//! `packets`, `links` (per-link state), `credits` (flow control), `switch`, `nic`, `tally`
+//! (ground truth and job results), `engine` (state and event loop).
+
+mod credits;
+mod engine;
+mod events;
+mod links;
+mod nic;
+mod packets;
+mod switch;
+mod tally;
+mod timing;
+mod validate;
+mod wiring;
+
+use serde::{Deserialize, Serialize};
+
+use crate::telemetry::{Samples, TelemetryConfig};
+use crate::topology::Topology;
+use crate::traffic::Job;
+
+/// When an output port counts as congested (thesis 3.2; alternatives of 5.10).
+#[derive(Copy, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "rule")]
+pub enum CongestionRule {
+    /// The thesis' definition: when a packet is added to the output queue, the queue (bytes,
+    /// including the packet) exceeds the port's available credits (bytes).
+    QueueExceedsCredits,
+    /// The queue holds more than `bytes`.
+    QueueAbove { bytes: u32 },
+    /// Fewer than `bytes` of credit are left.
+    CreditsBelow { bytes: u32 },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimConfig {
+    /// Link bandwidth, every link, each direction.
+    pub link_gbps: f64,
+    /// Propagation delay of a link.
+    pub link_latency_ns: f64,
+    /// Time from a packet's arrival at a switch to its entering an output queue.
+    pub switch_latency_ns: f64,
+    /// Largest packet: messages are cut into packets of this size (the last one smaller).
+    pub packet_bytes: u32,
+    /// Flow-control unit: credits are counted in these; a packet takes ceil(size / unit).
+    pub flow_unit_bytes: u32,
+    /// Buffer of each switch input port and each output port, bytes.
+    pub buffer_bytes: u32,
+    /// Stop at this simulated time (picoseconds), or run until every job finishes.
+    pub end_ps: Option<u64>,
+    pub seed: u64,
+    /// Adaptive (least-loaded up port) or deterministic (`dst mod up ports`) up routing.
+    pub adaptive: bool,
+    pub congestion: CongestionRule,
+    pub telemetry: TelemetryConfig,
+    /// Width of telemetry arrival-time windows (thesis Figure 4.11), or one window.
+    pub window_ps: Option<u64>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            link_gbps: 100.0,
+            link_latency_ns: 20.0,
+            switch_latency_ns: 90.0,
+            packet_bytes: 4096,
+            flow_unit_bytes: 64,
+            buffer_bytes: 64 * 1024,
+            end_ps: None,
+            seed: 1,
+            adaptive: true,
+            congestion: CongestionRule::QueueExceedsCredits,
+            telemetry: TelemetryConfig::default(),
+            window_ps: None,
+        }
+    }
+}
+
+/// Reported to the progress callback about every 100 ms of wall time.
+#[derive(Copy, Clone, Debug)]
+pub struct Progress {
+    pub sim_ps: u64,
+    pub end_ps: Option<u64>,
+    pub events: u64,
+    pub packets_delivered: u64,
+}
+
+/// Exact per-port counts kept by the simulator (the ground truth telemetry is judged by);
+/// vectors indexed by [`crate::topology::PortIndex`].
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct GroundTruth {
+    /// `packets[j][e]`: packets of job `j` that left through port `e`.
+    pub packets: Vec<Vec<u64>>,
+    /// `congested[j][e]`: of those, the ones marked congested at `e`.
+    pub congested: Vec<Vec<u64>>,
+    /// Bytes through each port, all jobs.
+    pub bytes: Vec<u64>,
+    /// Time each port spent transmitting, picoseconds.
+    pub busy_ps: Vec<u64>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct JobResult {
+    pub name: String,
+    pub ranks: u32,
+    pub messages_sent: u64,
+    pub messages_delivered: u64,
+    pub packets_delivered: u64,
+    pub bytes_delivered: u64,
+    /// Sum over delivered packets of their path length in hops (average path length =
+    /// total_hops / packets_delivered, Table 4.1).
+    pub total_hops: u64,
+    /// When its last message was delivered (or the end of the run if it did not finish).
+    pub completion_ps: u64,
+    pub finished: bool,
+    pub mean_message_latency_ns: f64,
+    pub max_message_latency_ns: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SimResult {
+    pub topology: String,
+    pub config: SimConfig,
+    /// Simulated time when the run stopped.
+    pub end_ps: u64,
+    pub events: u64,
+    pub packets_delivered: u64,
+    pub wall_seconds: f64,
+    pub jobs: Vec<JobResult>,
+    pub ground_truth: GroundTruth,
+    /// `None` when telemetry is off.
+    pub telemetry: Option<Samples>,
+}
+
+impl CongestionRule {
+    /// Whether an output port is congested when its queue holds `queue_bytes` (the packet
+    /// being added included) and its sender holds `credit_bytes` of credit.
+    pub fn is_congested(&self, queue_bytes: u64, credit_bytes: u64) -> bool {
+        match *self {
+            CongestionRule::QueueExceedsCredits => queue_bytes > credit_bytes,
+            CongestionRule::QueueAbove { bytes } => queue_bytes > u64::from(bytes),
+            CongestionRule::CreditsBelow { bytes } => credit_bytes < u64::from(bytes),
+        }
+    }
+}
+
+/// The most each buffer held during a run (what the credit loop must bound by
+/// `buffer_bytes`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct BufferPeaks {
+    /// Input buffer at the far end of each link, in whole flow units (bytes); indexed like
+    /// [`crate::topology::PortIndex`] for switch ports, then `num_ports + node` for the
+    /// node-to-leaf links. Links into nodes have none (0). A packet counts from the moment
+    /// it is routable (its arrival plus the switch latency) until it leaves.
+    pub input_bytes: Vec<u64>,
+    /// Output queue of each switch port, bytes, by [`crate::topology::PortIndex`].
+    pub output_bytes: Vec<u64>,
+}
+
+/// A simulation ready to run.
+pub struct Simulation {
+    engine: engine::Engine,
+}
+
+impl Simulation {
+    /// Fails with a plain reason when the inputs do not fit together (a job placed on a node
+    /// the tree does not have, two ranks on one node, a zero-sized packet...).
+    pub fn new(topology: &Topology, config: SimConfig, jobs: Vec<Job>) -> Result<Self, String> {
+        validate::check_config(&config)?;
+        validate::check_jobs(topology, &jobs)?;
+        Ok(Simulation {
+            engine: engine::Engine::new(topology.clone(), config, jobs),
+        })
+    }
+
+    /// Runs to the end (see the module docs), calling `progress` about every 100 ms of wall
+    /// time and once at the end.
+    ///
+    /// # Panics
+    ///
+    /// When a program sends to a rank its job does not have.
+    pub fn run(self, progress: &mut dyn FnMut(Progress)) -> SimResult {
+        self.run_with_buffer_peaks(progress).0
+    }
+
+    /// [`Self::run`], also returning how full every buffer got.
+    pub fn run_with_buffer_peaks(
+        self,
+        progress: &mut dyn FnMut(Progress),
+    ) -> (SimResult, BufferPeaks) {
+        self.engine.run(progress)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn congestion_rules_compare_queue_and_credits() {
+        let thesis = CongestionRule::QueueExceedsCredits;
+        assert!(thesis.is_congested(4097, 4096));
+        assert!(!thesis.is_congested(4096, 4096));
+        let queue = CongestionRule::QueueAbove { bytes: 1000 };
+        assert!(queue.is_congested(1001, 0) && !queue.is_congested(1000, 0));
+        let credits = CongestionRule::CreditsBelow { bytes: 1000 };
+        assert!(credits.is_congested(0, 999) && !credits.is_congested(u64::MAX, 1000));
+    }
+}

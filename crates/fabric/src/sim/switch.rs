@@ -1,0 +1,250 @@
+//! A switch: one FIFO input buffer per input port and one output queue per output port, both
+//! `buffer_bytes` (thesis 3.5; codes-peer.md's one buffer per port, no virtual channels).
+//!
+//! The packet at the head of an input buffer is routed once it has been there for the switch
+//! latency: down by the topology's deterministic rule, up to the least loaded up port (queue
+//! bytes plus credits not yet returned by the next buffer, ties broken at random), or to
+//! `dst mod up ports` without adaptive routing. It moves into that output queue when the queue
+//! has room; otherwise it blocks its whole input buffer (head-of-line blocking, which is how
+//! congestion trees spread) and waits in the port's FIFO of blocked inputs until the port
+//! sends a packet. Leaving the input buffer sends its credits back upstream. Entering the
+//! output queue is where congestion is judged (thesis 3.2), the ground truth counted and the
+//! telemetry of algorithm 3 applied. An output port sends its head packet when the link is
+//! idle and it holds the packet's credits.
+
+use super::credits::Stall;
+use super::engine::Engine;
+use super::packets::{Fifo, NIL};
+use super::wiring::{FarEnd, Route};
+use crate::telemetry::TelemetryKind;
+
+#[derive(Copy, Clone, Debug)]
+#[repr(C)]
+pub(crate) struct InputBuffer {
+    /// Packets past the switch latency, in arrival order.
+    fifo: Fifo,
+    /// The switch it belongs to (`NIL` for a link into a node, which has none).
+    switch: u32,
+    /// The output port the head waits for room in (`NIL`: not blocked).
+    blocked_on: u32,
+    /// The next input buffer blocked on the same port.
+    next_blocked: u32,
+    /// Flow units held.
+    units: u32,
+    peak_units: u32,
+}
+
+impl InputBuffer {
+    /// The buffer at the far end of a link.
+    pub fn new(far_end: FarEnd) -> Self {
+        InputBuffer {
+            fifo: Fifo::EMPTY,
+            switch: match far_end {
+                FarEnd::Switch(s) => s,
+                FarEnd::Node(_) => NIL,
+            },
+            blocked_on: NIL,
+            next_blocked: NIL,
+            units: 0,
+            peak_units: 0,
+        }
+    }
+
+    /// The switch the buffer belongs to (`NIL` for a link into a node).
+    #[inline]
+    pub fn switch(&self) -> u32 {
+        self.switch
+    }
+
+    /// The most flow units the buffer held.
+    pub fn peak_units(&self) -> u32 {
+        self.peak_units
+    }
+}
+
+impl Engine {
+    /// `packet` has been in the input buffer at the far end of its link for the switch
+    /// latency: it can be routed once the packets before it have gone.
+    pub fn arrive(&mut self, packet: u32) {
+        let link = self.packets[packet].link;
+        let units = self.timing.units(self.packets[packet].bytes);
+        let input = &mut self.links[link].input;
+        input.units += units;
+        input.peak_units = input.peak_units.max(input.units);
+        debug_assert!(
+            input.units <= self.timing.buffer_units,
+            "input {link} overflows"
+        );
+        input.fifo.push(&mut self.packets, packet);
+        if input.blocked_on == NIL {
+            self.forward(link);
+        }
+    }
+
+    /// Moves packets from the head of the input buffer at the far end of `link` into their
+    /// output queues until it is empty or its head blocks.
+    pub fn forward(&mut self, link: u32) {
+        let switch = self.links[link].input.switch;
+        debug_assert_eq!(self.links[link].input.blocked_on, NIL);
+        while !self.links[link].input.fifo.is_empty() {
+            let packet = self.links[link].input.fifo.head;
+            let (dst, bytes) = (self.packets[packet].dst, self.packets[packet].bytes);
+            let port = self.choose_port(switch, dst);
+            if self.links[port].flow.queue_bytes() + bytes > self.timing.buffer_bytes {
+                self.block(link, port);
+                return;
+            }
+            self.move_to_output(link, port);
+            self.transmit(port);
+        }
+    }
+
+    fn choose_port(&mut self, switch: u32, dst: u32) -> u32 {
+        match self.wiring.route(switch, dst) {
+            Route::Down(port) => port,
+            Route::Up { start, count } if !self.config.adaptive => start + dst % count,
+            Route::Up { start, count } => self.least_loaded(start, count),
+        }
+    }
+
+    /// The least loaded of ports `start..start + count`, a random one among equals.
+    fn least_loaded(&mut self, start: u32, count: u32) -> u32 {
+        // Two passes over a small buffer instead of one branchy pass keeping a tie list.
+        self.loads.clear();
+        let mut best = u64::MAX;
+        for port in start..start + count {
+            let load = self
+                .links
+                .load_bytes(port, self.now, self.timing.unit_bytes);
+            best = best.min(load);
+            self.loads.push(load);
+        }
+        let ties = self.loads.iter().filter(|&&load| load == best).count();
+        let pick = match ties {
+            1 => 0,
+            n => rand::Rng::gen_range(&mut self.routing_rng, 0..n),
+        };
+        let (k, _) = self
+            .loads
+            .iter()
+            .enumerate()
+            .filter(|&(_, &load)| load == best)
+            .nth(pick)
+            .expect("a least loaded port");
+        start + k as u32
+    }
+
+    fn block(&mut self, link: u32, port: u32) {
+        self.links[link].input.blocked_on = port;
+        self.links[link].input.next_blocked = NIL;
+        let tail = self.links[port].blocked_tail;
+        if tail == NIL {
+            self.links[port].blocked_head = link;
+        } else {
+            self.links[tail].input.next_blocked = link;
+        }
+        self.links[port].blocked_tail = link;
+    }
+
+    /// Takes the head of the input buffer at the far end of `link` into the output queue of
+    /// `port`, returning its credits upstream.
+    fn move_to_output(&mut self, link: u32, port: u32) {
+        let packet = self.links[link].input.fifo.pop(&self.packets);
+        let units = self.timing.units(self.packets[packet].bytes);
+        self.links[link].input.units -= units;
+        let back = self.now + self.timing.link_ps;
+        if let Some(at) = self.links.give_back(link, self.now, back, units) {
+            self.wake(link, at);
+        }
+        self.enqueue(port, packet);
+    }
+
+    fn enqueue(&mut self, port: u32, packet: u32) {
+        let bytes = self.packets[packet].bytes;
+        let queue_bytes = self.links[port].flow.queue_bytes() + bytes;
+        debug_assert!(
+            queue_bytes <= self.timing.buffer_bytes,
+            "output {port} overflows"
+        );
+        let credit_bytes =
+            u64::from(self.links.available(port, self.now)) * u64::from(self.timing.unit_bytes);
+        let congested = self
+            .config
+            .congestion
+            .is_congested(u64::from(queue_bytes), credit_bytes);
+        self.tally
+            .enqueued(self.packets[packet].job, port, congested);
+        if self.config.telemetry.kind != TelemetryKind::Off {
+            let p = &mut self.packets[packet];
+            self.config.telemetry.on_switch(
+                &mut p.header,
+                p.id,
+                self.wiring.port_ref(port),
+                port,
+                congested,
+                &mut self.telemetry_rng,
+            );
+        }
+        let out = &mut self.links[port];
+        out.flow.set_queue_bytes(queue_bytes);
+        out.packets += 1;
+        out.congested += u64::from(congested);
+        out.bytes += u64::from(bytes);
+        self.packets[packet].link = port;
+        out.queue.push(&mut self.packets, packet);
+    }
+
+    /// Sends the head of `port`'s queue if the link is idle and the credits are there, or
+    /// arranges to look again when one of them changes.
+    pub fn transmit(&mut self, port: u32) {
+        let out = &self.links[port];
+        if out.queue.is_empty() {
+            return;
+        }
+        if out.busy_until > self.now {
+            return self.wake(port, out.busy_until);
+        }
+        let bytes = self.packets[out.queue.head].bytes;
+        match self.links.take(port, self.now, self.timing.units(bytes)) {
+            Ok(()) => {}
+            Err(Stall::Until(at)) => return self.wake(port, at),
+            Err(Stall::Unknown) => return,
+        }
+        let out = &mut self.links[port];
+        let packet = out.queue.pop(&self.packets);
+        let queue_bytes = out.flow.queue_bytes() - bytes;
+        out.flow.set_queue_bytes(queue_bytes);
+        self.start_transmission(port, packet);
+        self.admit_blocked(port);
+        let out = &self.links[port];
+        if !out.queue.is_empty() {
+            self.wake(port, out.busy_until);
+        }
+    }
+
+    /// Room opened in `port`'s queue: the blocked inputs move their heads in, in the order
+    /// they blocked, while they fit. Those with more packets behind go back to forwarding.
+    fn admit_blocked(&mut self, port: u32) {
+        loop {
+            let link = self.links[port].blocked_head;
+            if link == NIL {
+                return;
+            }
+            let head = self.links[link].input.fifo.head;
+            let room = self.timing.buffer_bytes - self.links[port].flow.queue_bytes();
+            if self.packets[head].bytes > room {
+                return;
+            }
+            let next = self.links[link].input.next_blocked;
+            self.links[port].blocked_head = next;
+            if next == NIL {
+                self.links[port].blocked_tail = NIL;
+            }
+            self.links[link].input.blocked_on = NIL;
+            self.move_to_output(link, port);
+            if !self.links[link].input.fifo.is_empty() {
+                self.unblocked.push_back(link);
+            }
+        }
+    }
+}

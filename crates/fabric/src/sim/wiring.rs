@@ -1,0 +1,253 @@
+//! The tree flattened into the tables the hot path reads: where every link arrives, and the
+//! routing of [`Topology::down_port`] / [`Topology::up_ports`] as per-switch and
+//! per-destination lookups (no divisions, no branching on the tree's shape per packet).
+//!
+//! Links are numbered like ports: `0..num_ports` are the switch output ports
+//! ([`PortIndex`]), and `num_ports + n` is the injection link of node `n` into its leaf.
+
+use crate::topology::{Level, NodeId, Peer, PortIndex, PortRef, SwitchId, Topology};
+
+/// What is at the receiving end of a link.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum FarEnd {
+    /// An input buffer of this switch.
+    Switch(u32),
+    /// A compute node (the last link of every path).
+    Node(u32),
+}
+
+#[derive(Copy, Clone, Debug)]
+struct SwitchRoute {
+    level: Level,
+    /// The leaf's own number for a leaf, the pod for an aggregation switch.
+    region: u32,
+    base: PortIndex,
+    up_start: PortIndex,
+    up_count: u32,
+}
+
+/// Where a destination is, and the down port every switch on its way down uses (the
+/// topology's down routing depends on the level and the destination only).
+#[derive(Copy, Clone, Debug)]
+struct DestRoute {
+    leaf: u32,
+    pod: u32,
+    leaf_port: u16,
+    agg_port: u16,
+    core_port: u16,
+}
+
+pub(crate) struct Wiring {
+    pub num_ports: u32,
+    far: Vec<FarEnd>,
+    switches: Vec<SwitchRoute>,
+    dests: Vec<DestRoute>,
+    port_refs: Vec<PortRef>,
+}
+
+/// The next hop out of a switch towards a destination.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Route {
+    Down(PortIndex),
+    /// Any of `start..start + count` leads there.
+    Up {
+        start: PortIndex,
+        count: u32,
+    },
+}
+
+impl Wiring {
+    pub fn new(topology: &Topology) -> Self {
+        let num_ports = topology.num_ports() as u32;
+        let mut far = Vec::with_capacity(num_ports as usize + topology.num_nodes() as usize);
+        let mut port_refs = Vec::with_capacity(num_ports as usize);
+        for index in 0..num_ports {
+            let port = topology.port_ref(index);
+            port_refs.push(port);
+            far.push(match topology.peer(port) {
+                Peer::Node(n) => FarEnd::Node(n.0),
+                Peer::Switch { switch, .. } => FarEnd::Switch(switch.0),
+            });
+        }
+        for n in 0..topology.num_nodes() {
+            far.push(FarEnd::Switch(topology.leaf_of(NodeId(n)).0));
+        }
+        let switches = (0..topology.num_switches())
+            .map(|s| {
+                let switch = SwitchId(s);
+                let level = topology.level(switch);
+                let base = topology.port_base(switch);
+                let up = topology.up_ports(switch);
+                SwitchRoute {
+                    level,
+                    region: match level {
+                        Level::Leaf => s,
+                        Level::Aggregation => topology.pod_of(switch).expect("aggregation pod"),
+                        Level::Core => 0,
+                    },
+                    base,
+                    up_start: base + PortIndex::from(up.start),
+                    up_count: u32::from(up.end - up.start),
+                }
+            })
+            .collect();
+        Wiring {
+            num_ports,
+            far,
+            switches,
+            dests: Self::dest_routes(topology),
+            port_refs,
+        }
+    }
+
+    fn dest_routes(topology: &Topology) -> Vec<DestRoute> {
+        let aggs = topology.switches_at(Level::Aggregation);
+        let mut first_agg_of_pod = vec![None; topology.num_pods() as usize];
+        for a in aggs.rev() {
+            let pod = topology.pod_of(SwitchId(a)).expect("aggregation pod");
+            first_agg_of_pod[pod as usize] = Some(SwitchId(a));
+        }
+        let a_core = topology.switches_at(Level::Core).next().map(SwitchId);
+        (0..topology.num_nodes())
+            .map(|n| {
+                let dst = NodeId(n);
+                let leaf = topology.leaf_of(dst);
+                let pod = topology.pod_of(leaf).expect("leaf pod");
+                let down = |switch: Option<SwitchId>| {
+                    switch.map_or(0, |s| topology.down_port(s, dst).expect("routes down"))
+                };
+                DestRoute {
+                    leaf: leaf.0,
+                    pod,
+                    leaf_port: down(Some(leaf)),
+                    agg_port: down(first_agg_of_pod[pod as usize]),
+                    core_port: down(a_core),
+                }
+            })
+            .collect()
+    }
+
+    /// Number of links (switch ports and node injection links).
+    pub fn num_links(&self) -> usize {
+        self.far.len()
+    }
+
+    #[inline]
+    pub fn far_end(&self, link: u32) -> FarEnd {
+        self.far[link as usize]
+    }
+
+    /// The injection link of a node.
+    #[inline]
+    pub fn nic_link(&self, node: u32) -> u32 {
+        self.num_ports + node
+    }
+
+    pub fn port_ref(&self, port: PortIndex) -> PortRef {
+        self.port_refs[port as usize]
+    }
+
+    /// [`Topology::hops`] from the table (no divisions).
+    #[inline]
+    pub fn hops(&self, src: u32, dst: u32) -> u32 {
+        let (s, d) = (self.dests[src as usize], self.dests[dst as usize]);
+        if s.leaf == d.leaf {
+            1
+        } else if s.pod == d.pod {
+            3
+        } else {
+            5
+        }
+    }
+
+    #[inline]
+    pub fn route(&self, switch: u32, dst: u32) -> Route {
+        let s = self.switches[switch as usize];
+        let d = self.dests[dst as usize];
+        let down = match s.level {
+            Level::Leaf => (d.leaf == s.region).then_some(d.leaf_port),
+            Level::Aggregation => (d.pod == s.region).then_some(d.agg_port),
+            Level::Core => Some(d.core_port),
+        };
+        match down {
+            Some(port) => Route::Down(s.base + PortIndex::from(port)),
+            None => Route::Up {
+                start: s.up_start,
+                count: s.up_count,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::FatTreeParams;
+
+    /// The flattened tables agree with the topology's own routing at every switch, for every
+    /// destination, and with its path lengths, on trees with one and with several links per
+    /// leaf-aggregation pair and with one pod.
+    #[test]
+    fn routes_match_the_topology() {
+        let parallel = FatTreeParams {
+            name: "parallel".into(),
+            radix: 8,
+            nodes_per_leaf: 4,
+            leaves: 8,
+            leaves_per_pod: 2,
+            aggs_per_pod: 2,
+        };
+        let one_pod = FatTreeParams {
+            name: "one-pod".into(),
+            radix: 6,
+            nodes_per_leaf: 3,
+            leaves: 3,
+            leaves_per_pod: 3,
+            aggs_per_pod: 3,
+        };
+        for params in [FatTreeParams::radix8(), parallel, one_pod] {
+            let t = Topology::new(params).unwrap();
+            let w = Wiring::new(&t);
+            for s in 0..t.num_switches() {
+                let switch = SwitchId(s);
+                let base = t.port_base(switch);
+                for d in 0..t.num_nodes() {
+                    let expected = match t.down_port(switch, NodeId(d)) {
+                        Some(p) => Route::Down(base + PortIndex::from(p)),
+                        None => {
+                            let up = t.up_ports(switch);
+                            Route::Up {
+                                start: base + PortIndex::from(up.start),
+                                count: up.len() as u32,
+                            }
+                        }
+                    };
+                    assert_eq!(w.route(s, d), expected, "{} switch {s} dst {d}", t.name());
+                }
+            }
+            for src in 0..t.num_nodes() {
+                for dst in 0..t.num_nodes() {
+                    assert_eq!(w.hops(src, dst), t.hops(NodeId(src), NodeId(dst)));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn links_arrive_where_the_topology_says() {
+        let t = Topology::new(FatTreeParams::radix8()).unwrap();
+        let w = Wiring::new(&t);
+        assert_eq!(w.num_links(), t.num_ports() + 128);
+        let to_node_5 = t.port_index(t.node_port(NodeId(5)));
+        assert_eq!(w.far_end(to_node_5), FarEnd::Node(5));
+        assert_eq!(w.far_end(w.nic_link(5)), FarEnd::Switch(1));
+        let leaf_up = t.port_index(PortRef {
+            switch: SwitchId(0),
+            port: 4,
+        });
+        assert_eq!(
+            w.far_end(leaf_up),
+            FarEnd::Switch(t.switches_at(Level::Aggregation).start)
+        );
+    }
+}

@@ -1,0 +1,120 @@
+//! The set D of algorithm 7 line 2 for each delivered packet: the ports a packet from `src` to
+//! `dst` may have crossed (thesis 5.2, 5.5: updating only those is what makes the 1-bit
+//! estimates usable), from [`Topology::candidate_ports`], cached.
+//!
+//! Fat-tree routes go up, then down. The up ports of D depend on the source only through its
+//! leaf, the down ports only on the destination, once it is known whether the two share a leaf,
+//! a pod or neither. So D is cached as two halves, per (source leaf, reach) and per
+//! (destination, reach): a few MiB on the largest trees, whatever the traffic pattern, where
+//! whole sets per (leaf, destination) pair would take gigabytes for an all-to-all.
+
+use super::hash::port_key;
+use crate::topology::{NodeId, PortIndex, Topology};
+
+/// A candidate port with its hash key `d` (thesis 5.4), so the receiver's vote loop reads one
+/// table.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Candidate {
+    pub(crate) index: PortIndex,
+    pub(crate) key: u32,
+}
+
+/// How far apart source and destination are; D's shape depends on it.
+#[derive(Copy, Clone)]
+enum Reach {
+    SameLeaf,
+    SamePod,
+    OtherPod,
+}
+
+const REACHES: usize = 3;
+
+pub(crate) struct CandidateSets {
+    /// Up half by `source leaf * REACHES + reach`.
+    up: Vec<Option<Box<[Candidate]>>>,
+    /// Down half by `destination * REACHES + reach`.
+    down: Vec<Option<Box<[Candidate]>>>,
+    scratch: Vec<PortIndex>,
+}
+
+impl CandidateSets {
+    pub(crate) fn new(topology: &Topology) -> Self {
+        CandidateSets {
+            up: vec![None; topology.num_leaves() as usize * REACHES],
+            down: vec![None; topology.num_nodes() as usize * REACHES],
+            scratch: Vec::new(),
+        }
+    }
+
+    /// D for a packet from `src` to `dst`, as its up half and its down half (path order).
+    pub(crate) fn get(
+        &mut self,
+        topology: &Topology,
+        src: NodeId,
+        dst: NodeId,
+    ) -> (&[Candidate], &[Candidate]) {
+        let (src_leaf, dst_leaf) = (topology.leaf_of(src), topology.leaf_of(dst));
+        let reach = if src_leaf == dst_leaf {
+            Reach::SameLeaf
+        } else if topology.pod_of(src_leaf) == topology.pod_of(dst_leaf) {
+            Reach::SamePod
+        } else {
+            Reach::OtherPod
+        };
+        let up = src_leaf.0 as usize * REACHES + reach as usize;
+        let down = dst.0 as usize * REACHES + reach as usize;
+        if self.up[up].is_none() || self.down[down].is_none() {
+            self.scratch.clear();
+            topology.candidate_ports(src, dst, &mut self.scratch);
+            let with_key = |&index: &PortIndex| Candidate {
+                index,
+                key: port_key(topology.port_ref(index)),
+            };
+            let split = self
+                .scratch
+                .iter()
+                .position(|&index| !topology.is_up(topology.port_ref(index)))
+                .unwrap_or(self.scratch.len());
+            self.up[up] = Some(self.scratch[..split].iter().map(with_key).collect());
+            self.down[down] = Some(self.scratch[split..].iter().map(with_key).collect());
+        }
+        let up = self.up[up].as_deref().expect("filled above");
+        let down = self.down[down].as_deref().expect("filled above");
+        (up, down)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::FatTreeParams;
+
+    /// The halves, filled by whichever pair came first, always rebuild the exact set D of the
+    /// pair asked for: every pair of the radix-8 tree, and a sample of the big trees.
+    #[test]
+    fn halves_rebuild_every_candidate_set() {
+        let small = Topology::new(FatTreeParams::radix8()).unwrap();
+        let all_pairs = (0..small.num_nodes())
+            .flat_map(|s| (0..small.num_nodes()).map(move |d| (s, d)))
+            .collect::<Vec<_>>();
+        let full = Topology::full();
+        let sample = (0..4000u32)
+            .map(|i| ((i * 7919) % 3564, (i * 104_729 + 13) % 3564))
+            .collect::<Vec<_>>();
+        for (topology, pairs) in [(&small, all_pairs), (&full, sample)] {
+            let mut sets = CandidateSets::new(topology);
+            let mut expected = Vec::new();
+            for (src, dst) in pairs {
+                let (src, dst) = (NodeId(src), NodeId(dst));
+                expected.clear();
+                topology.candidate_ports(src, dst, &mut expected);
+                let (up, down) = sets.get(topology, src, dst);
+                let got: Vec<PortIndex> = up.iter().chain(down).map(|c| c.index).collect();
+                assert_eq!(got, expected, "{src:?} -> {dst:?}");
+                for c in up.iter().chain(down) {
+                    assert_eq!(c.key, port_key(topology.port_ref(c.index)));
+                }
+            }
+        }
+    }
+}

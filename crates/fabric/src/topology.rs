@@ -1,0 +1,648 @@
+//! Three-level fat trees (thesis 2.3 and Table 3.1): compute nodes under leaf switches,
+//! leaves and aggregation switches grouped into pods, core switches joining the pods.
+//!
+//! One parameter set describes every tree the simulator runs: the two networks of Table 3.1
+//! (`full`, `tapered`), the radix-8 tree of the peer benchmark (`radix8`), and any size a user
+//! or a test gives in a TOML file. The wiring rule:
+//!
+//! - a leaf has `nodes_per_leaf` down ports and `radix - nodes_per_leaf` up ports, spread
+//!   evenly over the `aggs_per_pod` aggregation switches of its pod (parallel links when there
+//!   are more up ports than aggregation switches);
+//! - an aggregation switch has one down port per link from a leaf of its pod and uses the rest
+//!   of its radix as up ports;
+//! - aggregation switches are split into groups of `m` (the largest divisor of `aggs_per_pod`
+//!   with `pods * m <= radix`); every aggregation switch of group `g` has one link to each of
+//!   the group's cores, so a core has `m` links into every pod.
+//!
+//! `full` (radix 36, 18 nodes per leaf, 11 pods) gives 198 + 198 + 108 = 504 switches, as
+//! CODES builds it (`../shared/reference/codes-peer.md`, workload C); `tapered` (radix 48, 32
+//! nodes and 16 up links per leaf, pods of 24 leaves and 16 aggregation switches) gives
+//! 144 + 96 + 48 = 288 switches with the 2:1 taper at the leaves.
+//!
+//! Ports are numbered per switch, down ports first then up ports. Every switch output port is
+//! one directed link; [`PortIndex`] numbers them densely across the tree for arrays.
+//!
+//! Routing (thesis 3.5, codes-peer.md): adaptive on the way up (any up port of a leaf or an
+//! aggregation switch leads to the destination; the simulator picks the least loaded),
+//! deterministic on the way down (a core picks the aggregation switch `dst % m` of its group in
+//! the destination pod; parallel leaf links are picked by `dst % links`).
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::input::InputError;
+
+/// A compute node, numbered 0.. left to right under the leaves (thesis 3.4).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct NodeId(pub u32);
+
+/// A switch: leaves first, then aggregation switches (pod by pod), then cores.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SwitchId(pub u32);
+
+/// One output port of one switch: a directed link, the unit telemetry samples (thesis 3.2:
+/// hops are recorded as (switch ID, output port)).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PortRef {
+    pub switch: SwitchId,
+    pub port: u16,
+}
+
+/// Dense index of a switch output port, `0..Topology::num_ports()`.
+pub type PortIndex = u32;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    Leaf,
+    Aggregation,
+    Core,
+}
+
+/// What is at the far end of an output port.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Peer {
+    Node(NodeId),
+    /// The switch and the port on it that the link arrives at (its input port).
+    Switch {
+        switch: SwitchId,
+        port: u16,
+    },
+}
+
+/// The parameters of a three-level fat tree; the TOML topology file is exactly this.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FatTreeParams {
+    #[serde(default = "custom_name")]
+    pub name: String,
+    pub radix: u16,
+    pub nodes_per_leaf: u16,
+    pub leaves: u32,
+    pub leaves_per_pod: u32,
+    pub aggs_per_pod: u32,
+}
+
+fn custom_name() -> String {
+    "custom".to_string()
+}
+
+impl FatTreeParams {
+    /// Table 3.1 `Full`: 3564 nodes, radix 36, 18 nodes per leaf, 504 switches.
+    pub fn full() -> Self {
+        Self::named("full", 36, 18, 198, 18, 18)
+    }
+
+    /// Table 3.1 `Tapered`: 4608 nodes, radix 48, 32 nodes per leaf, 2:1 taper, 288 switches.
+    pub fn tapered() -> Self {
+        Self::named("tapered", 48, 32, 144, 24, 16)
+    }
+
+    /// The peer benchmark's small tree (codes-peer.md A/B): radix 8, 128 nodes, 80 switches.
+    pub fn radix8() -> Self {
+        Self::named("radix8", 8, 4, 32, 4, 4)
+    }
+
+    fn named(
+        name: &str,
+        radix: u16,
+        nodes_per_leaf: u16,
+        leaves: u32,
+        leaves_per_pod: u32,
+        aggs_per_pod: u32,
+    ) -> Self {
+        FatTreeParams {
+            name: name.to_string(),
+            radix,
+            nodes_per_leaf,
+            leaves,
+            leaves_per_pod,
+            aggs_per_pod,
+        }
+    }
+
+    /// The built-in trees by name.
+    pub fn builtin(name: &str) -> Option<Self> {
+        match name {
+            "full" => Some(Self::full()),
+            "tapered" => Some(Self::tapered()),
+            "radix8" => Some(Self::radix8()),
+            _ => None,
+        }
+    }
+
+    pub const BUILTIN_NAMES: [&'static str; 3] = ["full", "tapered", "radix8"];
+}
+
+/// A built fat tree: the parameters plus the derived shape, with O(1) wiring and routing.
+#[derive(Clone, Debug)]
+pub struct Topology {
+    params: FatTreeParams,
+    leaf_up: u32,
+    /// Parallel links between one leaf and one aggregation switch of its pod.
+    links_per_pair: u32,
+    agg_down: u32,
+    agg_up: u32,
+    pods: u32,
+    /// Aggregation switches of one pod joined to the same core group (`m` above).
+    aggs_per_core_per_pod: u32,
+    cores: u32,
+    /// First [`PortIndex`] of each switch; one more entry at the end.
+    port_base: Vec<PortIndex>,
+}
+
+impl Topology {
+    pub fn full() -> Self {
+        Self::new(FatTreeParams::full()).expect("built-in tree is valid")
+    }
+
+    pub fn tapered() -> Self {
+        Self::new(FatTreeParams::tapered()).expect("built-in tree is valid")
+    }
+
+    /// A built-in name (`full`, `tapered`, `radix8`) or a TOML file of [`FatTreeParams`].
+    pub fn resolve(name_or_file: &str) -> Result<Self, InputError> {
+        match FatTreeParams::builtin(name_or_file) {
+            Some(params) => Ok(Self::new(params).expect("built-in tree is valid")),
+            None => Self::load(Path::new(name_or_file)),
+        }
+    }
+
+    /// Reads a topology file; errors name the file and the line.
+    pub fn load(file: &Path) -> Result<Self, InputError> {
+        let text = InputError::read(file)?;
+        let params: FatTreeParams =
+            toml::from_str(&text).map_err(|e| InputError::from_toml(file, &text, &e))?;
+        Self::new(params).map_err(|reason| InputError::whole_file(file, reason))
+    }
+
+    /// Builds the tree, or says which parameter makes it impossible.
+    pub fn new(params: FatTreeParams) -> Result<Self, String> {
+        let radix = u32::from(params.radix);
+        let down = u32::from(params.nodes_per_leaf);
+        if radix < 2 || down == 0 || down >= radix {
+            return Err(format!("nodes_per_leaf must be between 1 and radix - 1 (radix {radix}, nodes_per_leaf {down})"));
+        }
+        if params.leaves == 0 || params.leaves_per_pod == 0 || params.aggs_per_pod == 0 {
+            return Err("leaves, leaves_per_pod and aggs_per_pod must be positive".to_string());
+        }
+        if params.leaves % params.leaves_per_pod != 0 {
+            return Err(format!(
+                "leaves ({}) is not a multiple of leaves_per_pod ({})",
+                params.leaves, params.leaves_per_pod
+            ));
+        }
+        let leaf_up = radix - down;
+        if leaf_up % params.aggs_per_pod != 0 {
+            return Err(format!(
+                "a leaf's {leaf_up} up ports cannot be spread evenly over {} aggregation switches",
+                params.aggs_per_pod
+            ));
+        }
+        let links_per_pair = leaf_up / params.aggs_per_pod;
+        let agg_down = params.leaves_per_pod * links_per_pair;
+        if agg_down > radix {
+            return Err(format!(
+                "an aggregation switch would need {agg_down} down ports, more than radix {radix}"
+            ));
+        }
+        let pods = params.leaves / params.leaves_per_pod;
+        let (agg_up, aggs_per_core_per_pod, cores) = if pods == 1 {
+            (0, 1, 0)
+        } else {
+            let agg_up = radix - agg_down;
+            if agg_up == 0 {
+                return Err(format!(
+                    "{pods} pods need cores, but aggregation switches have no up ports left"
+                ));
+            }
+            if pods > radix {
+                return Err(format!(
+                    "{pods} pods exceed radix {radix}: a core cannot reach them all"
+                ));
+            }
+            let m = (1..=params.aggs_per_pod.min(radix / pods))
+                .rev()
+                .find(|m| params.aggs_per_pod % m == 0)
+                .unwrap_or(1);
+            let groups = params.aggs_per_pod / m;
+            (agg_up, m, groups * agg_up)
+        };
+        let mut topology = Topology {
+            params,
+            leaf_up,
+            links_per_pair,
+            agg_down,
+            agg_up,
+            pods,
+            aggs_per_core_per_pod,
+            cores,
+            port_base: Vec::new(),
+        };
+        let mut base = 0;
+        for s in 0..topology.num_switches() {
+            topology.port_base.push(base);
+            base += u32::from(topology.ports(SwitchId(s)));
+        }
+        topology.port_base.push(base);
+        Ok(topology)
+    }
+
+    pub fn params(&self) -> &FatTreeParams {
+        &self.params
+    }
+
+    pub fn name(&self) -> &str {
+        &self.params.name
+    }
+
+    pub fn num_nodes(&self) -> u32 {
+        self.params.leaves * u32::from(self.params.nodes_per_leaf)
+    }
+
+    pub fn num_leaves(&self) -> u32 {
+        self.params.leaves
+    }
+
+    pub fn num_aggs(&self) -> u32 {
+        self.pods * self.params.aggs_per_pod
+    }
+
+    pub fn num_cores(&self) -> u32 {
+        self.cores
+    }
+
+    pub fn num_pods(&self) -> u32 {
+        self.pods
+    }
+
+    pub fn num_switches(&self) -> u32 {
+        self.num_leaves() + self.num_aggs() + self.num_cores()
+    }
+
+    pub fn nodes_per_leaf(&self) -> u32 {
+        u32::from(self.params.nodes_per_leaf)
+    }
+
+    pub fn radix(&self) -> u32 {
+        u32::from(self.params.radix)
+    }
+
+    /// Number of switch output ports (directed links out of switches) in the tree.
+    pub fn num_ports(&self) -> usize {
+        *self.port_base.last().expect("built") as usize
+    }
+
+    /// The longest path in hops (thesis 3.3 footnote: the node-to-leaf link is not counted).
+    pub fn diameter(&self) -> u32 {
+        match (self.pods, self.params.leaves) {
+            (_, 1) => 1,
+            (1, _) => 3,
+            _ => 5,
+        }
+    }
+
+    /// Up-link to down-link bandwidth ratio at the leaves (2.0 for `tapered`'s 2:1 taper).
+    pub fn leaf_taper(&self) -> f64 {
+        f64::from(self.nodes_per_leaf()) / f64::from(self.leaf_up)
+    }
+
+    pub fn level(&self, switch: SwitchId) -> Level {
+        let s = switch.0;
+        if s < self.num_leaves() {
+            Level::Leaf
+        } else if s < self.num_leaves() + self.num_aggs() {
+            Level::Aggregation
+        } else {
+            Level::Core
+        }
+    }
+
+    pub fn switches_at(&self, level: Level) -> std::ops::Range<u32> {
+        let (l, a) = (self.num_leaves(), self.num_aggs());
+        match level {
+            Level::Leaf => 0..l,
+            Level::Aggregation => l..l + a,
+            Level::Core => l + a..l + a + self.cores,
+        }
+    }
+
+    /// The leaf a node hangs from, and the leaf port that leads down to it.
+    pub fn leaf_of(&self, node: NodeId) -> SwitchId {
+        SwitchId(node.0 / self.nodes_per_leaf())
+    }
+
+    pub fn node_port(&self, node: NodeId) -> PortRef {
+        PortRef {
+            switch: self.leaf_of(node),
+            port: (node.0 % self.nodes_per_leaf()) as u16,
+        }
+    }
+
+    /// Pod of a leaf or an aggregation switch (`None` for a core).
+    pub fn pod_of(&self, switch: SwitchId) -> Option<u32> {
+        match self.level(switch) {
+            Level::Leaf => Some(switch.0 / self.params.leaves_per_pod),
+            Level::Aggregation => Some((switch.0 - self.num_leaves()) / self.params.aggs_per_pod),
+            Level::Core => None,
+        }
+    }
+
+    fn node_pod(&self, node: NodeId) -> u32 {
+        self.leaf_of(node).0 / self.params.leaves_per_pod
+    }
+
+    /// Ports in use on a switch (down then up).
+    pub fn ports(&self, switch: SwitchId) -> u16 {
+        let n = match self.level(switch) {
+            Level::Leaf => self.radix(),
+            Level::Aggregation => self.agg_down + self.agg_up,
+            Level::Core => self.pods * self.aggs_per_core_per_pod,
+        };
+        n as u16
+    }
+
+    /// The up ports of a switch (empty for a core, or for aggregation switches of a one-pod tree).
+    pub fn up_ports(&self, switch: SwitchId) -> std::ops::Range<u16> {
+        match self.level(switch) {
+            Level::Leaf => self.params.nodes_per_leaf..self.params.radix,
+            Level::Aggregation => self.agg_down as u16..(self.agg_down + self.agg_up) as u16,
+            Level::Core => 0..0,
+        }
+    }
+
+    pub fn is_up(&self, port: PortRef) -> bool {
+        self.up_ports(port.switch).contains(&port.port)
+    }
+
+    pub fn port_index(&self, port: PortRef) -> PortIndex {
+        self.port_base[port.switch.0 as usize] + PortIndex::from(port.port)
+    }
+
+    pub fn port_ref(&self, index: PortIndex) -> PortRef {
+        let s = self.port_base.partition_point(|&base| base <= index) - 1;
+        PortRef {
+            switch: SwitchId(s as u32),
+            port: (index - self.port_base[s]) as u16,
+        }
+    }
+
+    /// First port index of a switch (its ports are `base..base + ports`).
+    pub fn port_base(&self, switch: SwitchId) -> PortIndex {
+        self.port_base[switch.0 as usize]
+    }
+
+    /// Where an output port's link arrives.
+    pub fn peer(&self, port: PortRef) -> Peer {
+        let s = port.switch.0;
+        let p = u32::from(port.port);
+        let lpp = self.params.leaves_per_pod;
+        let app = self.params.aggs_per_pod;
+        let m = self.aggs_per_core_per_pod;
+        match self.level(port.switch) {
+            Level::Leaf => {
+                if p < self.nodes_per_leaf() {
+                    Peer::Node(NodeId(s * self.nodes_per_leaf() + p))
+                } else {
+                    let u = p - self.nodes_per_leaf();
+                    let (agg, k) = (u / self.links_per_pair, u % self.links_per_pair);
+                    let pod = s / lpp;
+                    let agg_switch = self.num_leaves() + pod * app + agg;
+                    Peer::Switch {
+                        switch: SwitchId(agg_switch),
+                        port: ((s % lpp) * self.links_per_pair + k) as u16,
+                    }
+                }
+            }
+            Level::Aggregation => {
+                let local = s - self.num_leaves();
+                let (pod, agg) = (local / app, local % app);
+                if p < self.agg_down {
+                    let (leaf, k) = (p / self.links_per_pair, p % self.links_per_pair);
+                    let leaf_switch = pod * lpp + leaf;
+                    Peer::Switch {
+                        switch: SwitchId(leaf_switch),
+                        port: (self.nodes_per_leaf() + agg * self.links_per_pair + k) as u16,
+                    }
+                } else {
+                    let c = p - self.agg_down;
+                    let group = agg / m;
+                    let core = self.num_leaves() + self.num_aggs() + group * self.agg_up + c;
+                    Peer::Switch {
+                        switch: SwitchId(core),
+                        port: (pod * m + agg % m) as u16,
+                    }
+                }
+            }
+            Level::Core => {
+                let local = s - self.num_leaves() - self.num_aggs();
+                let (group, c) = (local / self.agg_up, local % self.agg_up);
+                let (pod, offset) = (p / m, p % m);
+                let agg = self.num_leaves() + pod * app + group * m + offset;
+                Peer::Switch {
+                    switch: SwitchId(agg),
+                    port: (self.agg_down + c) as u16,
+                }
+            }
+        }
+    }
+
+    /// The deterministic down port towards `dst`, or `None` when the packet must go up (then
+    /// any port of [`Self::up_ports`] leads there).
+    pub fn down_port(&self, switch: SwitchId, dst: NodeId) -> Option<u16> {
+        let s = switch.0;
+        match self.level(switch) {
+            Level::Leaf => {
+                (self.leaf_of(dst) == switch).then(|| (dst.0 % self.nodes_per_leaf()) as u16)
+            }
+            Level::Aggregation => {
+                let pod = (s - self.num_leaves()) / self.params.aggs_per_pod;
+                (self.node_pod(dst) == pod).then(|| {
+                    let leaf = self.leaf_of(dst).0 % self.params.leaves_per_pod;
+                    (leaf * self.links_per_pair + dst.0 % self.links_per_pair) as u16
+                })
+            }
+            Level::Core => {
+                let m = self.aggs_per_core_per_pod;
+                Some((self.node_pod(dst) * m + dst.0 % m) as u16)
+            }
+        }
+    }
+
+    /// Path length in hops between two nodes, counting the last switch-to-node link but not
+    /// the first node-to-switch link (thesis 3.3 footnote).
+    pub fn hops(&self, src: NodeId, dst: NodeId) -> u32 {
+        if self.leaf_of(src) == self.leaf_of(dst) {
+            1
+        } else if self.node_pod(src) == self.node_pod(dst) {
+            3
+        } else {
+            5
+        }
+    }
+
+    /// Every output port a packet from `src` to `dst` may cross under adaptive routing, in
+    /// path order; the set `D` that the 1-bit receiver (thesis algorithm 7 line 2, 5.2)
+    /// restricts its updates to. Appended to `out`.
+    pub fn candidate_ports(&self, src: NodeId, dst: NodeId, out: &mut Vec<PortIndex>) {
+        let src_leaf = self.leaf_of(src);
+        let dst_leaf = self.leaf_of(dst);
+        let last = self.port_index(self.node_port(dst));
+        if src_leaf == dst_leaf {
+            out.push(last);
+            return;
+        }
+        let up = |sw: SwitchId, out: &mut Vec<PortIndex>| {
+            let base = self.port_base(sw);
+            out.extend(self.up_ports(sw).map(|p| base + PortIndex::from(p)));
+        };
+        up(src_leaf, out);
+        let app = self.params.aggs_per_pod;
+        let src_pod = self.node_pod(src);
+        let dst_pod = self.node_pod(dst);
+        let aggs_of = |pod: u32| (0..app).map(move |a| SwitchId(self.num_leaves() + pod * app + a));
+        if src_pod != dst_pod {
+            for agg in aggs_of(src_pod) {
+                up(agg, out);
+            }
+            for core in self.switches_at(Level::Core) {
+                let core = SwitchId(core);
+                let port = self.down_port(core, dst).expect("cores always route down");
+                out.push(self.port_index(PortRef { switch: core, port }));
+            }
+        }
+        for agg in aggs_of(dst_pod) {
+            // Only the aggregation switches that a core sends this destination to (or all of
+            // them inside one pod) carry it down.
+            if src_pod != dst_pod {
+                let a = (agg.0 - self.num_leaves()) % app;
+                if a % self.aggs_per_core_per_pod != dst.0 % self.aggs_per_core_per_pod {
+                    continue;
+                }
+            }
+            let port = self
+                .down_port(agg, dst)
+                .expect("aggregation switch of the destination pod");
+            out.push(self.port_index(PortRef { switch: agg, port }));
+        }
+        out.push(last);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_3_1_sizes() {
+        let full = Topology::full();
+        assert_eq!((full.num_nodes(), full.num_switches()), (3564, 504));
+        assert_eq!(
+            (full.num_leaves(), full.num_aggs(), full.num_cores()),
+            (198, 198, 108)
+        );
+        assert_eq!(full.leaf_taper(), 1.0);
+        let tapered = Topology::tapered();
+        assert_eq!((tapered.num_nodes(), tapered.num_switches()), (4608, 288));
+        assert_eq!(tapered.leaf_taper(), 2.0);
+        let small = Topology::new(FatTreeParams::radix8()).unwrap();
+        assert_eq!((small.num_nodes(), small.num_switches()), (128, 80));
+    }
+
+    /// Every link is wired both ways: the peer of the peer is the port itself.
+    #[test]
+    fn wiring_is_symmetric_and_ports_are_used_once() {
+        for params in [
+            FatTreeParams::full(),
+            FatTreeParams::tapered(),
+            FatTreeParams::radix8(),
+        ] {
+            let t = Topology::new(params).unwrap();
+            let mut seen_nodes = vec![false; t.num_nodes() as usize];
+            for index in 0..t.num_ports() as PortIndex {
+                let port = t.port_ref(index);
+                assert_eq!(t.port_index(port), index);
+                match t.peer(port) {
+                    Peer::Node(n) => {
+                        assert!(!seen_nodes[n.0 as usize]);
+                        seen_nodes[n.0 as usize] = true;
+                        assert_eq!(t.node_port(n), port);
+                    }
+                    Peer::Switch { switch, port: back } => {
+                        assert!(back < t.ports(switch), "{port:?} -> {switch:?}:{back}");
+                        assert_eq!(
+                            t.peer(PortRef { switch, port: back }),
+                            Peer::Switch {
+                                switch: port.switch,
+                                port: port.port
+                            }
+                        );
+                        assert_ne!(t.is_up(port), t.is_up(PortRef { switch, port: back }));
+                    }
+                }
+            }
+            assert!(seen_nodes.iter().all(|&s| s));
+        }
+    }
+
+    /// Following the routing from any source reaches the destination in `hops` hops, through
+    /// ports that `candidate_ports` lists, whatever up port is chosen.
+    #[test]
+    fn routing_reaches_every_destination() {
+        let t = Topology::new(FatTreeParams::radix8()).unwrap();
+        let mut candidates = Vec::new();
+        for src in 0..t.num_nodes() {
+            for dst in 0..t.num_nodes() {
+                let (src, dst) = (NodeId(src), NodeId(dst));
+                candidates.clear();
+                t.candidate_ports(src, dst, &mut candidates);
+                let mut switch = t.leaf_of(src);
+                let mut hops = 0;
+                loop {
+                    let port = match t.down_port(switch, dst) {
+                        Some(p) => p,
+                        None => {
+                            let up = t.up_ports(switch);
+                            up.start + ((src.0 + dst.0 + hops) as u16 % (up.end - up.start))
+                        }
+                    };
+                    let here = PortRef { switch, port };
+                    assert!(candidates.contains(&t.port_index(here)));
+                    hops += 1;
+                    match t.peer(here) {
+                        Peer::Node(n) => {
+                            assert_eq!(n, dst);
+                            break;
+                        }
+                        Peer::Switch { switch: next, .. } => switch = next,
+                    }
+                }
+                assert_eq!(hops, t.hops(src, dst));
+            }
+        }
+    }
+
+    #[test]
+    fn candidate_set_size_matches_thesis_example() {
+        // Thesis 5.3: a 5-hop path has 1 + (leaf up) + (agg ups) + ... candidate links.
+        let t = Topology::tapered();
+        let mut c = Vec::new();
+        t.candidate_ports(NodeId(0), NodeId(4607), &mut c);
+        let leaf_up = 16;
+        let agg_ups = 16 * 24;
+        // 48 cores each with one port towards the destination pod; 2 of its 16 aggregation
+        // switches are the ones cores send `dst` to; 1 leaf port to the node.
+        assert_eq!(c.len(), leaf_up + agg_ups + 48 + 2 + 1);
+    }
+
+    #[test]
+    fn bad_parameters_are_explained() {
+        let mut p = FatTreeParams::radix8();
+        p.leaves = 30;
+        assert!(Topology::new(p).unwrap_err().contains("leaves_per_pod"));
+        let mut p = FatTreeParams::radix8();
+        p.nodes_per_leaf = 8;
+        assert!(Topology::new(p).unwrap_err().contains("nodes_per_leaf"));
+    }
+}

@@ -1,0 +1,276 @@
+//! Flags of `hostping fabric ...`. Parsing only validates; the command functions in
+//! `fabric::mod` build topologies, workloads and mappings and report their file errors.
+
+use clap::{Args, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `hostping fabric ...`: the fabric layer on the packet-level fat-tree simulator.
+#[derive(Debug, Subcommand)]
+pub enum FabricCommand {
+    /// Simulate a workload on a fat tree with in-packet telemetry, then diagnose congestion.
+    ///
+    /// Runs a packet-level simulation (input and output queues, credit-based flow control,
+    /// adaptive routing up, deterministic down) of the workload placed by the mapping. The
+    /// switches sample hops and congested hops into every packet (reservoir sampling, thesis
+    /// 3.2 and 5.2-5.7); the receivers' samples give the congested fraction of every link,
+    /// and the diagnosis names the cause of the congestion: the communication pattern
+    /// (endpoint congestion, Theorem 4.1), the mapping (internal links saturated, Theorem 4.2)
+    /// or background traffic (congested links well below line rate in the application's own
+    /// samples). Every number is simulated.
+    ///
+    /// Writes to --out: summary.json (config, per-job results, diagnosis), ports.csv (per
+    /// link: exact counts and telemetry estimates), diagnosis.txt, and congested-fraction
+    /// plots (SVG and PNG).
+    ///
+    /// Topologies: full (3564 nodes, radix 36), tapered (4608 nodes, radix 48, 2:1 taper),
+    /// radix8 (128 nodes), or a TOML file with radix, nodes_per_leaf, leaves, leaves_per_pod,
+    /// aggs_per_pod.
+    ///
+    /// Workloads: stencil[:WxH][,bytes=128KiB][,rounds=N]; reduction:naive|tree[,ranks=1024,
+    /// arrays=50,bytes=4KiB,root=0]; ring[,bytes=128KiB,rounds=N]; ring+background (the ring
+    /// exchange with uniform random background traffic on a scattered node split, thesis 4.4);
+    /// uniform,load=0.5[,bytes=512] (exponential inter-arrival times; give --end); or a file
+    /// of `time source destination bytes` lines.
+    ///
+    /// Mappings: row-major, random, rcm, partition (METIS), incremental, tiling[:WxH], or a
+    /// file of `rank node` lines.
+    ///
+    /// Exit status: 0 no congestion found, 1 congestion diagnosed, 2 usage or input error.
+    ///
+    /// Examples:
+    ///   hostping fabric sim --topology tapered --workload stencil:64x72 --mapping row-major --out stencil-rm
+    ///   hostping fabric sim --topology tapered --workload stencil:64x72 --mapping tiling:8x4 --out stencil-tiled
+    ///   hostping fabric sim --topology full --workload reduction:naive --telemetry single-bit --out red
+    ///   hostping fabric sim --topology radix8 --workload uniform,load=0.5 --end 20us --format json
+    #[command(verbatim_doc_comment)]
+    Sim(SimArgs),
+    /// Propose a better mapping of ranks onto nodes for a communication pattern.
+    ///
+    /// Tiling when the pattern is a 2-D grid (one tile of ranks per leaf switch, thesis
+    /// 4.2.3), graph partitioning (METIS, one part per leaf) otherwise; prints the average
+    /// path length and the leaf-level edge cut before (row-major) and after, and writes the
+    /// mapping as a file of `rank node` lines for `--mapping`.
+    ///
+    /// Examples:
+    ///   hostping fabric suggest-mapping --topology tapered --workload stencil:64x72 -o tiled.map
+    ///   hostping fabric suggest-mapping --topology full --matrix comm.txt -o app.map
+    #[command(verbatim_doc_comment)]
+    SuggestMapping(SuggestArgs),
+    /// Benchmarks: the thesis' case studies, or the peer simulator's workloads.
+    #[command(subcommand)]
+    Bench(FabricBenchCommand),
+    /// Merge the summaries of many runs (e.g. the tasks of a Slurm job array) into one table.
+    ///
+    /// Each argument is a run's --out folder or its summary.json. Rows keep the order given.
+    ///
+    /// Examples:
+    ///   hostping fabric merge runs/*
+    ///   hostping fabric merge runs/* --format csv > sweep.csv
+    #[command(verbatim_doc_comment)]
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FabricBenchCommand {
+    /// Reproduce the three case studies of thesis chapter 4 and print them beside the
+    /// thesis' figures: the stencil mappings (Table 4.1), the naive vs tree reduction, and
+    /// the ring exchange with background traffic.
+    ///
+    /// Examples:
+    ///   hostping fabric bench cases                       # all three, full size
+    ///   hostping fabric bench cases --case stencil --out cases
+    #[command(verbatim_doc_comment)]
+    Cases(CasesArgs),
+    /// Run workloads A to D of the CODES fat-tree peer (../shared/reference/codes-peer.md)
+    /// and print wall time, packets delivered per wall second and peak memory beside the
+    /// CODES figures measured on this machine kind.
+    ///
+    /// Each workload runs in a child process so that its peak memory is its own.
+    ///
+    /// Examples:
+    ///   hostping fabric bench peer
+    ///   hostping fabric bench peer --workload D --format json
+    #[command(verbatim_doc_comment)]
+    Peer(PeerArgs),
+}
+
+/// Output format of the fabric commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FabricFormat {
+    Text,
+    Json,
+}
+
+/// The telemetry the switches run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TelemetryChoice {
+    /// Two reservoirs of (switch, port) per packet (thesis algorithms 2-4).
+    Reservoir,
+    /// Two reservoirs of a 1-bit hash (algorithms 5-7).
+    #[value(name = "reservoir-1bit")]
+    Reservoir1Bit,
+    /// One 1-bit reservoir and a congested bit, 5-6 header bits (algorithms 8-9).
+    SingleBit,
+    /// No telemetry: exact counts only.
+    Off,
+}
+
+/// Which directions the congested-fraction plot shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlotDirections {
+    /// Both directions of a link averaged, one plot (thesis 3.4).
+    Both,
+    /// One plot for links going up and one for links going down.
+    Split,
+}
+
+#[derive(Debug, Args)]
+pub struct TopologyArg {
+    /// Fat tree: full, tapered, radix8, or a topology TOML file.
+    #[arg(long, default_value = "tapered")]
+    pub topology: String,
+}
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    #[command(flatten)]
+    pub topology: TopologyArg,
+    /// What the ranks send (see above), or a workload file.
+    #[arg(long)]
+    pub workload: String,
+    /// Where ranks run (see above), or a mapping file.
+    #[arg(long, default_value = "row-major")]
+    pub mapping: String,
+    /// Telemetry in the switches.
+    #[arg(long, value_enum, default_value_t = TelemetryChoice::Reservoir)]
+    pub telemetry: TelemetryChoice,
+    /// Width of the saturating hop counters in bits (thesis 5.6: 3 suffice for fat trees).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub hop_bits: u8,
+    /// Fraction of packets the senders tag (thesis 5.1).
+    #[arg(long, default_value_t = 1.0)]
+    pub tag_fraction: f64,
+    /// Seed of every random choice (routing ties, telemetry, random traffic and mappings).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Folder for the summary, per-port counts, diagnosis and plots.
+    #[arg(long, default_value = "fabric-out")]
+    pub out: PathBuf,
+    /// Stop at this simulated time (e.g. 100us); default: when every rank has finished.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub end: Option<Duration>,
+    /// Also split telemetry into windows of this width by packet arrival time (thesis
+    /// Figure 4.11), with one plot per window.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub window: Option<Duration>,
+    /// Link bandwidth, Gb/s.
+    #[arg(long, default_value_t = 100.0)]
+    pub link_gbps: f64,
+    /// Link propagation delay, ns.
+    #[arg(long, default_value_t = 20.0)]
+    pub link_latency_ns: f64,
+    /// Switch latency (arrival to output queue), ns.
+    #[arg(long, default_value_t = 90.0)]
+    pub switch_latency_ns: f64,
+    /// Largest packet, bytes.
+    #[arg(long, default_value_t = 4096)]
+    pub packet_bytes: u32,
+    /// Flow-control unit (credit), bytes.
+    #[arg(long, default_value_t = 64)]
+    pub flow_unit_bytes: u32,
+    /// Buffer of each switch input and output port, bytes.
+    #[arg(long, default_value_t = 65536)]
+    pub buffer_bytes: u32,
+    /// Route up by destination instead of to the least-loaded port.
+    #[arg(long)]
+    pub deterministic_routing: bool,
+    /// Congestion definition: queue-exceeds-credits (thesis 3.2), queue-above:BYTES or
+    /// credits-below:BYTES (5.10).
+    #[arg(long, default_value = "queue-exceeds-credits")]
+    pub congestion: String,
+    /// Which job's samples the diagnosis uses: all, or a job name (e.g. primary) to see
+    /// what one application sees of the fabric.
+    #[arg(long, default_value = "all")]
+    pub samples: String,
+    /// Plot both directions averaged, or up and down separately.
+    #[arg(long, value_enum, default_value_t = PlotDirections::Both)]
+    pub plot: PlotDirections,
+    /// Plot only the first K leaf switches (with their pods), as the thesis crops wide trees.
+    #[arg(long, value_name = "K")]
+    pub crop_leaves: Option<u32>,
+    /// Output on stdout.
+    #[arg(long, value_enum, default_value_t = FabricFormat::Text)]
+    pub format: FabricFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct SuggestArgs {
+    #[command(flatten)]
+    pub topology: TopologyArg,
+    /// The pattern as a workload spec or workload file.
+    #[arg(long, conflicts_with = "matrix", required_unless_present = "matrix")]
+    pub workload: Option<String>,
+    /// The pattern as a communication matrix file of `source destination bytes` lines.
+    #[arg(long)]
+    pub matrix: Option<PathBuf>,
+    /// Seed for the partitioner.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Write the mapping (`rank node` lines) here.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Output on stdout.
+    #[arg(long, value_enum, default_value_t = FabricFormat::Text)]
+    pub format: FabricFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct CasesArgs {
+    /// Which case study: stencil, reduction, background, or all.
+    #[arg(long, default_value = "all")]
+    pub case: String,
+    /// Also write each run's plots and summary under this folder.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Output on stdout.
+    #[arg(long, value_enum, default_value_t = FabricFormat::Text)]
+    pub format: FabricFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct PeerArgs {
+    /// Which workloads (A, B, C, D); repeat or leave out for all.
+    #[arg(long = "workload", value_name = "ID")]
+    pub workloads: Vec<String>,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Run one workload in this process and print its figures as JSON (used by the parent
+    /// to measure each workload's own peak memory).
+    #[arg(long, hide = true)]
+    pub child: bool,
+    /// Output on stdout.
+    #[arg(long, value_enum, default_value_t = FabricFormat::Text)]
+    pub format: FabricFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Run folders (with summary.json) or summary files.
+    #[arg(required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = MergeFormat::Table)]
+    pub format: MergeFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MergeFormat {
+    Table,
+    Json,
+    Csv,
+}
