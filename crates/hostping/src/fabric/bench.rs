@@ -108,8 +108,21 @@ pub struct PeerFigures {
     pub packets_delivered: u64,
     pub events: u64,
     pub wall_seconds: f64,
+    /// CPU time of the process (on a shared machine the wall time includes waiting for a core).
+    pub cpu_seconds: f64,
     pub packets_per_wall_second: f64,
     pub peak_rss_mb: f64,
+}
+
+/// User + system CPU time of this process, seconds.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage only writes the struct we hand it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return f64::NAN;
+    }
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
 /// Peak resident memory of this process (VmHWM), MB.
@@ -159,6 +172,7 @@ fn peer_child(args: &PeerArgs) -> Result<bool> {
         packets_delivered: result.packets_delivered,
         events: result.events,
         wall_seconds: result.wall_seconds,
+        cpu_seconds: cpu_seconds(),
         packets_per_wall_second: result.packets_delivered as f64 / result.wall_seconds,
         peak_rss_mb: peak_rss_mb()?,
     };
@@ -231,18 +245,19 @@ fn bench_peer(args: &PeerArgs) -> Result<bool> {
 
 fn peer_table(rows: &[PeerRow]) -> String {
     let mut out = String::from(
-        "workload  nodes  load  sim us  packets    wall s  packets/s  peak MB |  CODES wall s  packets/s  peak MB |  speed-up  memory\n",
+        "workload  nodes  load  sim us  packets    wall s   cpu s  packets/s  peak MB |  CODES wall s  packets/s  peak MB |  speed-up  memory\n",
     );
     for r in rows {
         let h = &r.hostping;
         out += &format!(
-            "{:<8}  {:>5}  {:>4.2}  {:>6.1}  {:>9}  {:>6.2}  {:>9.3e}  {:>7.0} |  {:>12.2}  {:>9.3e}  {:>7.0} |  {:>7.1}x  {:>5.2}x\n",
+            "{:<8}  {:>5}  {:>4.2}  {:>6.1}  {:>9}  {:>6.2}  {:>6.2}  {:>9.3e}  {:>7.0} |  {:>12.2}  {:>9.3e}  {:>7.0} |  {:>7.1}x  {:>5.2}x\n",
             h.workload,
             h.nodes,
             h.load,
             h.simulated_us,
             h.packets_delivered,
             h.wall_seconds,
+            h.cpu_seconds,
             h.packets_per_wall_second,
             h.peak_rss_mb,
             r.codes.wall_seconds,
