@@ -1175,7 +1175,7 @@ fn matrix_file_sums_pairs_and_counts_packets() {
             Some(1),
             "expected 3 fields 'src dst bytes', found 2",
         ),
-        ("matrix_bad_zero.txt", Some(1), "a pair with 0 bytes"),
+        ("matrix_bad_zero.txt", Some(1), "a transfer of 0 bytes"),
         ("workload_empty.txt", None, "no traffic"),
     ] {
         let path = fixture(name);

@@ -16,9 +16,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::lines::{data_lines, parse_index};
+use super::lines::{parse_records, parse_transfer};
 use super::script::Script;
-use super::units::{parse_bytes, parse_time_ps};
+use super::units::parse_time_ps;
 use super::Op;
 use crate::input::InputError;
 
@@ -51,17 +51,12 @@ impl WorkloadFile {
 
     /// Parses the text of `path` (named in errors).
     pub fn parse(path: &Path, text: &str) -> Result<Self, InputError> {
-        let mut messages = Vec::new();
-        for (line, fields) in data_lines(text) {
-            let message = parse_line(&fields).map_err(|r| InputError::at_line(path, line, r))?;
-            messages.push(message);
-        }
-        if messages.is_empty() {
-            return Err(InputError::whole_file(
-                path,
-                format!("no messages: expected lines {FORM}"),
-            ));
-        }
+        let messages = parse_records(
+            path,
+            text,
+            parse_line,
+            &format!("no messages: expected lines {FORM}"),
+        )?;
         let ranks = messages
             .iter()
             .map(|&(src, m)| src.max(m.dst) + 1)
@@ -98,15 +93,7 @@ fn parse_line(fields: &[&str]) -> Result<(u32, Message), String> {
         return Err(format!("expected 4 fields {FORM}, found {}", fields.len()));
     };
     let at_ps = parse_time_ps(time).map_err(|e| format!("bad time: {e}"))?;
-    let src = parse_index(src, "source rank")?;
-    let dst = parse_index(dst, "destination rank")?;
-    let bytes = parse_bytes(bytes).map_err(|e| format!("bad size: {e}"))?;
-    if src == dst {
-        return Err(format!("rank {src} sends to itself"));
-    }
-    if bytes == 0 {
-        return Err("a message of 0 bytes".to_string());
-    }
+    let (src, dst, bytes) = parse_transfer(src, dst, bytes)?;
     Ok((src, Message { at_ps, dst, bytes }))
 }
 

@@ -1,6 +1,11 @@
 //! What the three line-oriented traffic files (workload, mapping, matrix) share: `#`
 //! comments, blank lines, whitespace-separated fields, and rank numbers.
 
+use std::path::Path;
+
+use super::units::parse_bytes;
+use crate::input::InputError;
+
 /// More ranks than any tree we build has nodes; it also bounds what a file with one absurd
 /// rank number can make us allocate.
 pub(crate) const MAX_RANKS: u32 = 1 << 24;
@@ -12,6 +17,38 @@ pub(crate) fn data_lines(text: &str) -> impl Iterator<Item = (usize, Vec<&str>)>
         let fields: Vec<&str> = data.split_whitespace().collect();
         (!fields.is_empty()).then_some((i + 1, fields))
     })
+}
+
+/// Every data line of `text` parsed by `parse_line`, errors naming `path` and the line; a
+/// file without data lines is an error saying what was `expected`.
+pub(crate) fn parse_records<T>(
+    path: &Path,
+    text: &str,
+    parse_line: impl Fn(&[&str]) -> Result<T, String>,
+    expected: &str,
+) -> Result<Vec<T>, InputError> {
+    let records = data_lines(text)
+        .map(|(line, fields)| parse_line(&fields).map_err(|r| InputError::at_line(path, line, r)))
+        .collect::<Result<Vec<T>, _>>()?;
+    if records.is_empty() {
+        return Err(InputError::whole_file(path, expected));
+    }
+    Ok(records)
+}
+
+/// The `source destination bytes` fields of the workload and matrix files: two different
+/// ranks and a size of at least one byte.
+pub(crate) fn parse_transfer(src: &str, dst: &str, bytes: &str) -> Result<(u32, u32, u64), String> {
+    let src = parse_index(src, "source rank")?;
+    let dst = parse_index(dst, "destination rank")?;
+    let bytes = parse_bytes(bytes).map_err(|e| format!("bad size: {e}"))?;
+    if src == dst {
+        return Err(format!("rank {src} sends to itself"));
+    }
+    if bytes == 0 {
+        return Err("a transfer of 0 bytes".to_string());
+    }
+    Ok((src, dst, bytes))
 }
 
 /// A rank (or node) number below [`MAX_RANKS`]; `what` names it in the error.

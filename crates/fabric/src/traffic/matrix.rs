@@ -14,8 +14,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::lines::{data_lines, parse_index};
-use super::units::parse_bytes;
+use super::lines::{parse_records, parse_transfer};
 use crate::input::InputError;
 use crate::topology::{NodeId, Topology};
 
@@ -84,17 +83,12 @@ impl CommMatrix {
 
     /// Parses the text of a matrix file (`path` names it in errors); ranks = max rank + 1.
     pub fn parse(path: &Path, text: &str, packet_bytes: u32) -> Result<Self, InputError> {
-        let mut messages = Vec::new();
-        for (line, fields) in data_lines(text) {
-            let message = parse_line(&fields).map_err(|r| InputError::at_line(path, line, r))?;
-            messages.push(message);
-        }
-        if messages.is_empty() {
-            return Err(InputError::whole_file(
-                path,
-                "no traffic: expected lines 'src dst bytes'",
-            ));
-        }
+        let messages = parse_records(
+            path,
+            text,
+            parse_line,
+            "no traffic: expected lines 'src dst bytes'",
+        )?;
         let ranks = messages
             .iter()
             .map(|&(s, d, _)| s.max(d) + 1)
@@ -171,14 +165,5 @@ fn parse_line(fields: &[&str]) -> Result<(u32, u32, u64), String> {
             fields.len()
         ));
     };
-    let src = parse_index(src, "source rank")?;
-    let dst = parse_index(dst, "destination rank")?;
-    let bytes = parse_bytes(bytes).map_err(|e| format!("bad size: {e}"))?;
-    if src == dst {
-        return Err(format!("rank {src} sends to itself"));
-    }
-    if bytes == 0 {
-        return Err("a pair with 0 bytes".to_string());
-    }
-    Ok((src, dst, bytes))
+    parse_transfer(src, dst, bytes)
 }

@@ -17,6 +17,17 @@ pub fn cpu_seconds(stat: &str) -> Option<f64> {
     parse_cpu_ticks(stat).map(|t| t as f64 / clock_ticks_per_second())
 }
 
+/// The most this process has had resident (`VmHWM` of `/proc/self/status`), bytes.
+pub fn peak_resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    parse_peak_kib(&status).map(|kib| kib * 1024)
+}
+
+fn parse_peak_kib(status: &str) -> Option<u64> {
+    let value = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    value.trim().trim_end_matches("kB").trim().parse().ok()
+}
+
 /// Resident bytes of a process in the given `/proc/<pid>/statm` text.
 pub fn resident_bytes(statm: &str) -> Option<u64> {
     parse_resident_pages(statm).map(|p| p * page_size())
@@ -56,6 +67,15 @@ fn page_size() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peak_comes_from_vmhwm() {
+        let status =
+            "Name:\thostping\nVmPeak:\t  20000 kB\nVmHWM:\t   14336 kB\nVmRSS:\t 9000 kB\n";
+        assert_eq!(parse_peak_kib(status), Some(14336));
+        assert_eq!(parse_peak_kib("Name: x\n"), None);
+        assert!(peak_resident_bytes().is_some_and(|b| b > 0));
+    }
 
     #[test]
     fn fields_are_counted_after_the_command_name() {

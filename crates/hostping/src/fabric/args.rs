@@ -28,10 +28,11 @@ pub enum FabricCommand {
     /// aggs_per_pod.
     ///
     /// Workloads: stencil[:WxH][,bytes=128KiB][,rounds=N]; reduction:naive|tree[,ranks=1024,
-    /// arrays=50,bytes=4KiB,root=0]; ring[,bytes=128KiB,rounds=N]; ring+background (the ring
-    /// exchange with uniform random background traffic on a scattered node split, thesis 4.4);
-    /// uniform,load=0.5[,bytes=512] (exponential inter-arrival times; give --end); or a file
-    /// of `time source destination bytes` lines.
+    /// arrays=50,bytes=4KiB,root=0]; ring[,bytes=128KiB,rounds=N]; ring+background[,rounds=3,
+    /// load=0.5,messages=4] (the ring exchange with uniform random background traffic on a
+    /// scattered node split, thesis 4.4; the jobs are named ring and uniform);
+    /// uniform,load=0.5[,bytes=SIZE][,messages=N] (exponential inter-arrival times; give
+    /// --end or messages); or a file of `time source destination bytes` lines.
     ///
     /// Mappings: row-major, random, rcm, partition (METIS), incremental, tiling[:WxH], or a
     /// file of `rank node` lines.
@@ -39,10 +40,11 @@ pub enum FabricCommand {
     /// Exit status: 0 no congestion found, 1 congestion diagnosed, 2 usage or input error.
     ///
     /// Examples:
-    ///   hostping fabric sim --topology tapered --workload stencil:64x72 --mapping row-major --out stencil-rm
-    ///   hostping fabric sim --topology tapered --workload stencil:64x72 --mapping tiling:8x4 --out stencil-tiled
-    ///   hostping fabric sim --topology full --workload reduction:naive --telemetry single-bit --out red
-    ///   hostping fabric sim --topology radix8 --workload uniform,load=0.5 --end 20us --format json
+    ///   hostping fabric sim --workload stencil:64x72 --mapping row-major --out rm
+    ///   hostping fabric sim --workload stencil:64x72 --mapping tiling:8x4 --out tiled
+    ///   hostping fabric sim --workload ring+background --samples ring --packet-bytes 512
+    ///   hostping fabric sim --topology full --workload reduction:naive --telemetry single-bit
+    ///   hostping fabric sim --topology radix8 --workload uniform,load=0.5 --end 20us
     #[command(verbatim_doc_comment)]
     Sim(SimArgs),
     /// Propose a better mapping of ranks onto nodes for a communication pattern.
@@ -53,7 +55,7 @@ pub enum FabricCommand {
     /// mapping as a file of `rank node` lines for `--mapping`.
     ///
     /// Examples:
-    ///   hostping fabric suggest-mapping --topology tapered --workload stencil:64x72 -o tiled.map
+    ///   hostping fabric suggest-mapping --workload stencil:64x72 -o tiled.map
     ///   hostping fabric suggest-mapping --topology full --matrix comm.txt -o app.map
     #[command(verbatim_doc_comment)]
     SuggestMapping(SuggestArgs),

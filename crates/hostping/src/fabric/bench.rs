@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::args::{CasesArgs, FabricBenchCommand, FabricFormat, PeerArgs};
 use super::progress_bar;
+use crate::agent::cost::{peak_resident_bytes, process_cost};
 
 pub fn run(command: FabricBenchCommand) -> Result<bool> {
     match command {
@@ -114,28 +115,6 @@ pub struct PeerFigures {
     pub peak_rss_mb: f64,
 }
 
-/// User + system CPU time of this process, seconds.
-fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage only writes the struct we hand it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-        return f64::NAN;
-    }
-    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    seconds(usage.ru_utime) + seconds(usage.ru_stime)
-}
-
-/// Peak resident memory of this process (VmHWM), MB.
-fn peak_rss_mb() -> Result<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").context("/proc/self/status")?;
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .context("/proc/self/status: no VmHWM line")?;
-    Ok(kib * 1024.0 / 1e6)
-}
-
 fn workload_by_id(id: &str) -> Result<PeerWorkload> {
     peer::workloads()
         .into_iter()
@@ -172,9 +151,9 @@ fn peer_child(args: &PeerArgs) -> Result<bool> {
         packets_delivered: result.packets_delivered,
         events: result.events,
         wall_seconds: result.wall_seconds,
-        cpu_seconds: cpu_seconds(),
+        cpu_seconds: process_cost().0,
         packets_per_wall_second: result.packets_delivered as f64 / result.wall_seconds,
-        peak_rss_mb: peak_rss_mb()?,
+        peak_rss_mb: peak_resident_bytes().context("/proc/self/status: no VmHWM")? as f64 / 1e6,
     };
     println!("{}", serde_json::to_string(&figures)?);
     Ok(false)

@@ -76,13 +76,16 @@ pub enum PlotError {
     View(#[from] ViewError),
 }
 
-/// The SVG text of one diagram.
-pub fn render_svg(
+/// Lays out one diagram and draws it on the backend `open` makes for the picture's size;
+/// `what` names the output in errors.
+fn draw_on<DB: DrawingBackend>(
     topology: &Topology,
     view: &LinkView,
     diagram: Diagram,
     options: &PlotOptions,
-) -> Result<String, PlotError> {
+    what: &str,
+    open: impl FnOnce((u32, u32)) -> DB,
+) -> Result<(), PlotError> {
     font::ensure_registered();
     let layout = Layout::new(topology, options.crop_leaves, options.size);
     let picture = draw::Picture {
@@ -91,17 +94,26 @@ pub fn render_svg(
         layout: &layout,
         diagram,
     };
+    let area = open((layout.width, layout.height)).into_drawing_area();
+    draw::draw(&area, &picture)
+        .and_then(|()| area.present())
+        .map_err(|e| PlotError::Draw {
+            what: what.to_string(),
+            reason: e.to_string(),
+        })
+}
+
+/// The SVG text of one diagram.
+pub fn render_svg(
+    topology: &Topology,
+    view: &LinkView,
+    diagram: Diagram,
+    options: &PlotOptions,
+) -> Result<String, PlotError> {
     let mut svg = String::new();
-    {
-        let area =
-            SVGBackend::with_string(&mut svg, (layout.width, layout.height)).into_drawing_area();
-        draw::draw(&area, &picture)
-            .and_then(|()| area.present())
-            .map_err(|e| PlotError::Draw {
-                what: "SVG".to_string(),
-                reason: e.to_string(),
-            })?;
-    }
+    draw_on(topology, view, diagram, options, "SVG", |size| {
+        SVGBackend::with_string(&mut svg, size)
+    })?;
     Ok(svg)
 }
 
@@ -113,21 +125,10 @@ pub fn write_png(
     options: &PlotOptions,
     path: &Path,
 ) -> Result<(), PlotError> {
-    font::ensure_registered();
-    let layout = Layout::new(topology, options.crop_leaves, options.size);
-    let picture = draw::Picture {
-        topology,
-        view,
-        layout: &layout,
-        diagram,
-    };
-    let area = BitMapBackend::new(path, (layout.width, layout.height)).into_drawing_area();
-    draw::draw(&area, &picture)
-        .and_then(|()| area.present())
-        .map_err(|e| PlotError::Draw {
-            what: path.display().to_string(),
-            reason: e.to_string(),
-        })
+    let what = path.display().to_string();
+    draw_on(topology, view, diagram, options, &what, |size| {
+        BitMapBackend::new(path, size)
+    })
 }
 
 /// `STEM.svg` and `STEM.png`, or `STEM-up.*` and `STEM-down.*` for split directions; returns
