@@ -256,6 +256,31 @@ fn bad_input_files_name_the_file_and_line() {
         &missing,
         None,
     );
+    // Bad settings are usage errors that say which setting.
+    for (flag, value, says) in [
+        ("--tag-fraction", "0", "tag_fraction"),
+        (
+            "--congestion",
+            "queue-above:lots",
+            "--congestion queue-above:lots",
+        ),
+        ("--packet-bytes", "131072", "does not fit"),
+    ] {
+        let o = hostping(&[
+            "fabric",
+            "sim",
+            "--topology",
+            "radix8",
+            "--workload",
+            "ring",
+            flag,
+            value,
+            "--out",
+            s(&out),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{flag} {value}");
+        assert!(stderr(&o).contains(says), "{flag} {value}: {}", stderr(&o));
+    }
     // A bad spec (not a file) is a usage error with the valid forms.
     let o = hostping(&[
         "fabric",

@@ -43,7 +43,7 @@ pub(crate) fn check_config(config: &SimConfig) -> Result<(), String> {
     if config.window_ps == Some(0) {
         return Err("telemetry window must be longer than 0 ps".to_string());
     }
-    Ok(())
+    config.telemetry.validate()
 }
 
 /// Every rank on a node of the tree, one rank per node over all jobs.
