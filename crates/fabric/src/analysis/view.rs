@@ -386,13 +386,19 @@ fn from_telemetry(
     let sum = samples.sum(|job, window| spec.jobs.contains(job) && spec.window.contains(window));
     check_ports(topology, sum.counts.len())?;
     let window = match (spec.window, samples.window_ps) {
-        // The last window ends with the run.
+        // The last window ends with the run (it also holds every later arrival when the
+        // run needed more than `MAX_WINDOWS`).
         (WindowSelection::Only(index), Some(width)) => {
             let start_ps = index as u64 * width;
+            let end_ps = if index + 1 == windows {
+                result.end_ps.max(start_ps + 1)
+            } else {
+                start_ps + width
+            };
             Some(TimeWindow {
                 index,
                 start_ps,
-                end_ps: (start_ps + width).min(result.end_ps.max(start_ps + 1)),
+                end_ps,
             })
         }
         _ => None,

@@ -8,6 +8,11 @@ use super::tally::WindowTally;
 use super::{Delivery, Header, Samples, TelemetryConfig, TelemetryKind};
 use crate::topology::Topology;
 
+/// At most this many arrival-time windows: each holds about 40 B per port and job (0.7 MB on
+/// `full`), so a window far narrower than the run must not grow without bound. Arrivals after
+/// the last window's start fall into it; it runs to the end of the run.
+pub const MAX_WINDOWS: usize = 100;
+
 /// Receiver-side accumulation (algorithms 4 / 7 / 9), per sending job and per time window.
 /// Only tagged packets count: `packets`, the arrival span and every estimate are over tagged
 /// packets (see [`super::estimate::scale_to_all_packets`]).
@@ -46,7 +51,7 @@ impl Collector {
             return;
         }
         let window = match self.window_ps {
-            Some(width) => (delivery.arrival_ps / width) as usize,
+            Some(width) => ((delivery.arrival_ps / width) as usize).min(MAX_WINDOWS - 1),
             None => 0,
         };
         let windows = &mut self.jobs[usize::from(delivery.job)];
@@ -212,6 +217,21 @@ mod tests {
 
     /// Algorithm 4, windows and jobs: each packet lands in `jobs[job][arrival / width]`; empty
     /// reservoirs and untagged packets add nothing; `finish` gives every job every window.
+    #[test]
+    fn windows_stop_at_the_cap_and_keep_every_sample() {
+        let topology = Topology::new(FatTreeParams::radix8()).unwrap();
+        let mut collector =
+            Collector::new(&topology, &config(TelemetryKind::Reservoir), 1, Some(10));
+        for arrival in [5, 15, 10 * MAX_WINDOWS as u64 + 3, 1_000_000] {
+            collector.on_receive(&topology, &delivery(0, arrival, tagged(2, 7, 0, 9)));
+        }
+        let samples = collector.finish();
+        assert_eq!(samples.windows(), MAX_WINDOWS);
+        let last = &samples.jobs[0][MAX_WINDOWS - 1];
+        assert_eq!((last.packets, last.counts[7]), (2, 4.0));
+        assert_eq!(samples.total().counts[7], 8.0);
+    }
+
     #[test]
     fn algorithm_4_per_job_and_window() {
         let topology = Topology::new(FatTreeParams::radix8()).unwrap();

@@ -163,7 +163,8 @@ pub struct SimArgs {
     #[arg(long, value_parser = humantime::parse_duration)]
     pub end: Option<Duration>,
     /// Also split telemetry into windows of this width by packet arrival time (thesis
-    /// Figure 4.11), with one plot per window.
+    /// Figure 4.11), with one plot per window; at most 100 windows (memory), the last one
+    /// running to the end.
     #[arg(long, value_parser = humantime::parse_duration)]
     pub window: Option<Duration>,
     /// Link bandwidth, Gb/s.
