@@ -353,8 +353,30 @@ fn suggested_mapping_is_usable_and_better() {
 /// moves, the tree's speed-up, background traffic told apart), exit 0.
 #[test]
 fn bench_cases_reproduce_the_thesis() {
-    let o = hostping(&["fabric", "bench", "cases", "--format", "json"]);
+    let dir = temp_dir("fabric-cases");
+    let o = hostping(&[
+        "fabric",
+        "bench",
+        "cases",
+        "--format",
+        "json",
+        "--out",
+        s(&dir),
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    // Each of the 12 runs is kept with its plot.
+    let kept: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(kept.len(), 12, "{kept:?}");
+    for run in &kept {
+        assert!(
+            run.join("run.json").exists() && run.join("congested-fraction.png").exists(),
+            "{}",
+            run.display()
+        );
+    }
     let reports: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let reports = reports.as_array().unwrap();
     assert_eq!(reports.len(), 3);

@@ -233,7 +233,8 @@ pub struct CasesArgs {
     /// Which case study: stencil, reduction, background, or all.
     #[arg(long, default_value = "all")]
     pub case: String,
-    /// Also write each run's plots and summary under this folder.
+    /// Also keep each run under this folder: its jobs and configuration (run.json) and its
+    /// congested-fraction plot (SVG and PNG).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Seed.

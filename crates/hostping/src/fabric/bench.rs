@@ -7,6 +7,8 @@ use std::process::Command;
 use std::str::FromStr;
 
 use anyhow::{bail, Context, Result};
+use fabric::analysis::view::JobSelection;
+use fabric::analysis::{write_plots, LinkView, PlotOptions, ViewSpec};
 use fabric::cases::{self, CaseReport, Scale};
 use fabric::peer::{self, PeerWorkload};
 use fabric::sim::{SimConfig, SimResult, Simulation};
@@ -42,13 +44,39 @@ fn run_plans(
     let result = simulation.run(&mut update);
     bar.finish_and_clear();
     if let Some(dir) = out {
-        let file = dir.join(format!("{}.json", label.replace([' ', ':', ','], "-")));
-        let text = serde_json::to_string(&result.jobs).expect("serialisable");
-        if let Err(e) = super::write_file(&file, &text) {
+        // The figures are already in the report: a file that cannot be written is a warning.
+        if let Err(e) = keep_run(
+            &dir.join(label.replace([' ', ':', ','], "-")),
+            topology,
+            &result,
+        ) {
             eprintln!("hostping: warning: {e:#}");
         }
     }
     result
+}
+
+/// A case's run in `dir`: its jobs and configuration (`run.json`) and the congested-fraction
+/// plot of all its samples.
+fn keep_run(dir: &Path, topology: &Topology, result: &SimResult) -> Result<()> {
+    let run =
+        serde_json::json!({ "simulated": true, "config": result.config, "jobs": result.jobs });
+    super::write_file(
+        &dir.join("run.json"),
+        &(serde_json::to_string_pretty(&run)? + "\n"),
+    )?;
+    let view = LinkView::build(
+        topology,
+        result,
+        &ViewSpec::for_run(result, JobSelection::All),
+    )?;
+    write_plots(
+        topology,
+        &view,
+        &PlotOptions::default(),
+        &dir.join(super::output::PLOT_STEM),
+    )?;
+    Ok(())
 }
 
 fn bench_cases(args: &CasesArgs) -> Result<bool> {
