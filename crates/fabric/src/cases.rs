@@ -15,9 +15,7 @@ use crate::analysis::{
 };
 use crate::sim::{SimConfig, SimResult};
 use crate::topology::{FatTreeParams, NodeId, Topology};
-use crate::traffic::{
-    plan_jobs, JobPlan, JobSettings, MappingSpec, ReductionKind, TrafficError, WorkloadSpec,
-};
+use crate::traffic::{plan_jobs, JobPlan, MappingSpec, ReductionKind, TrafficError, WorkloadSpec};
 
 /// How big the cases are.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
@@ -96,15 +94,6 @@ fn check(claim: &str, thesis: &str, simulated: String, pass: bool) -> Check {
     }
 }
 
-fn settings(config: &SimConfig) -> JobSettings {
-    JobSettings {
-        seed: config.seed,
-        link_gbps: config.link_gbps,
-        packet_bytes: config.packet_bytes,
-        end_ps: config.end_ps,
-    }
-}
-
 fn plans(
     topology: &Topology,
     workload: &str,
@@ -113,7 +102,7 @@ fn plans(
 ) -> Result<Vec<JobPlan>, TrafficError> {
     let workload: WorkloadSpec = workload.parse()?;
     let mapping: MappingSpec = mapping.parse()?;
-    plan_jobs(&workload, &mapping, topology, &settings(config))
+    plan_jobs(&workload, &mapping, topology, &config.job_settings())
 }
 
 fn view(topology: &Topology, result: &SimResult, jobs: JobSelection) -> LinkView {

@@ -6,7 +6,7 @@
 use fabric::sim::{SimConfig, SimResult, Simulation};
 use fabric::telemetry::{PortSamples, TelemetryConfig, TelemetryKind};
 use fabric::topology::{FatTreeParams, Peer, Topology};
-use fabric::traffic::{build_jobs, JobSettings, MappingSpec, WorkloadSpec};
+use fabric::traffic::{build_jobs, MappingSpec, WorkloadSpec};
 
 fn radix8() -> Topology {
     Topology::new(FatTreeParams::radix8()).unwrap()
@@ -37,16 +37,16 @@ fn run(
         },
         ..SimConfig::default()
     };
-    let settings = JobSettings {
-        seed,
-        link_gbps: config.link_gbps,
-        packet_bytes: 512,
-        end_ps: config.end_ps,
-    };
     let spec: WorkloadSpec = format!("uniform,load={load},bytes=512,messages={messages}")
         .parse()
         .unwrap();
-    let jobs = build_jobs(&spec, &MappingSpec::RowMajor, topology, &settings).unwrap();
+    let jobs = build_jobs(
+        &spec,
+        &MappingSpec::RowMajor,
+        topology,
+        &config.job_settings(),
+    )
+    .unwrap();
     Simulation::new(topology, config, jobs)
         .unwrap()
         .run(&mut |_| {})

@@ -82,7 +82,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::telemetry::{Samples, TelemetryConfig};
 use crate::topology::Topology;
-use crate::traffic::Job;
+use crate::traffic::{Job, JobSettings};
 
 /// When an output port counts as congested (thesis 3.2; alternatives of 5.10).
 #[derive(Copy, Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -120,6 +120,18 @@ pub struct SimConfig {
     pub telemetry: TelemetryConfig,
     /// Width of telemetry arrival-time windows (thesis Figure 4.11), or one window.
     pub window_ps: Option<u64>,
+}
+
+impl SimConfig {
+    /// What building jobs needs from this configuration.
+    pub fn job_settings(&self) -> JobSettings {
+        JobSettings {
+            seed: self.seed,
+            link_gbps: self.link_gbps,
+            packet_bytes: self.packet_bytes,
+            end_ps: self.end_ps,
+        }
+    }
 }
 
 impl Default for SimConfig {

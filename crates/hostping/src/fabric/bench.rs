@@ -13,11 +13,11 @@ use fabric::cases::{self, CaseReport, Scale};
 use fabric::peer::{self, PeerWorkload};
 use fabric::sim::{SimConfig, SimResult, Simulation};
 use fabric::topology::Topology;
-use fabric::traffic::{self, JobPlan, JobSettings, MappingSpec, WorkloadSpec};
+use fabric::traffic::{self, JobPlan, MappingSpec, WorkloadSpec};
 use serde::{Deserialize, Serialize};
 
 use super::args::{CasesArgs, FabricBenchCommand, FabricFormat, PeerArgs};
-use super::progress_bar;
+use super::{prepare, run_with_progress};
 use crate::agent::cost::{peak_resident_bytes, process_cost};
 
 pub fn run(command: FabricBenchCommand) -> Result<bool> {
@@ -37,12 +37,10 @@ fn run_plans(
     config: SimConfig,
 ) -> SimResult {
     let jobs = plans.into_iter().map(JobPlan::into_job).collect();
-    let end = config.end_ps;
+    let end_ps = config.end_ps;
     let simulation =
         Simulation::new(topology, config, jobs).expect("case studies are valid inputs");
-    let (bar, mut update) = progress_bar(label, end);
-    let result = simulation.run(&mut update);
-    bar.finish_and_clear();
+    let result = run_with_progress(simulation, label, end_ps);
     if let Some(dir) = out {
         // The figures are already in the report: a file that cannot be written is a warning.
         if let Err(e) = keep_run(
@@ -162,14 +160,7 @@ fn peer_child(args: &PeerArgs) -> Result<bool> {
         workload.load,
         peer::MESSAGE_BYTES
     ))?;
-    let settings = JobSettings {
-        seed: config.seed,
-        link_gbps: config.link_gbps,
-        packet_bytes: config.packet_bytes,
-        end_ps: config.end_ps,
-    };
-    let jobs = traffic::build_jobs(&spec, &MappingSpec::RowMajor, &topology, &settings)?;
-    let simulation = Simulation::new(&topology, config, jobs).map_err(anyhow::Error::msg)?;
+    let simulation = prepare(&topology, &spec, &MappingSpec::RowMajor, config)?;
     let result = simulation.run(&mut |_| {});
     let figures = PeerFigures {
         workload: workload.id.to_string(),

@@ -22,7 +22,7 @@ use fabric::analysis::{
 use fabric::sim::{CongestionRule, Progress, SimConfig, SimResult, Simulation};
 use fabric::telemetry::{TelemetryConfig, TelemetryKind};
 use fabric::topology::Topology;
-use fabric::traffic::{self, JobSettings, MappingSpec, WorkloadSpec};
+use fabric::traffic::{self, MappingSpec, WorkloadSpec};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use args::{
@@ -135,27 +135,23 @@ pub fn progress_bar(label: &str, end_ps: Option<u64>) -> (ProgressBar, impl FnMu
     (bar, update)
 }
 
-/// Builds the jobs of `workload` mapped by `mapping` and runs them.
-pub fn simulate(
+/// The jobs of `workload` mapped by `mapping`, ready to run: every input checked.
+pub fn prepare(
     topology: &Topology,
     workload: &WorkloadSpec,
     mapping: &MappingSpec,
     config: SimConfig,
-    label: &str,
-) -> Result<SimResult> {
-    let settings = JobSettings {
-        seed: config.seed,
-        link_gbps: config.link_gbps,
-        packet_bytes: config.packet_bytes,
-        end_ps: config.end_ps,
-    };
-    let jobs = traffic::build_jobs(workload, mapping, topology, &settings)?;
-    let end_ps = config.end_ps;
-    let simulation = Simulation::new(topology, config, jobs).map_err(anyhow::Error::msg)?;
+) -> Result<Simulation> {
+    let jobs = traffic::build_jobs(workload, mapping, topology, &config.job_settings())?;
+    Simulation::new(topology, config, jobs).map_err(anyhow::Error::msg)
+}
+
+/// Runs a simulation with a progress bar on stderr.
+pub fn run_with_progress(simulation: Simulation, label: &str, end_ps: Option<u64>) -> SimResult {
     let (bar, mut update) = progress_bar(label, end_ps);
     let result = simulation.run(&mut update);
     bar.finish_and_clear();
-    Ok(result)
+    result
 }
 
 fn sim(args: &SimArgs) -> Result<bool> {
@@ -163,9 +159,12 @@ fn sim(args: &SimArgs) -> Result<bool> {
     let workload = WorkloadSpec::from_str(&args.workload)?;
     let mapping = MappingSpec::from_str(&args.mapping)?;
     let config = sim_config(args)?;
+    let end_ps = config.end_ps;
+    let simulation = prepare(&topology, &workload, &mapping, config)?;
+    // Before the run, so that a folder we cannot write to does not cost a simulation.
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("{}: cannot create the output folder", args.out.display()))?;
-    let result = simulate(&topology, &workload, &mapping, config, "simulating")?;
+    let result = run_with_progress(simulation, "simulating", end_ps);
 
     let jobs = JobSelection::parse(&args.samples, &result.jobs)?;
     let spec = ViewSpec::for_run(&result, jobs.clone());
@@ -234,12 +233,11 @@ fn suggest(args: &SuggestArgs) -> Result<bool> {
         (_, Some(file)) => traffic::CommMatrix::load(file, packet_bytes)?,
         (Some(spec), None) => {
             let workload = WorkloadSpec::from_str(spec)?;
-            let settings = JobSettings {
+            let settings = SimConfig {
                 seed: args.seed,
-                link_gbps: SimConfig::default().link_gbps,
-                packet_bytes,
-                end_ps: None,
-            };
+                ..SimConfig::default()
+            }
+            .job_settings();
             traffic::workload_matrix(&workload, &topology, &settings)?
         }
         (None, None) => bail!("give --workload or --matrix"),
