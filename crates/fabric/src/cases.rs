@@ -110,10 +110,6 @@ fn view(topology: &Topology, result: &SimResult, jobs: JobSelection) -> LinkView
         .expect("a run's own samples fit its tree")
 }
 
-fn elapsed_us(result: &SimResult, job: usize) -> f64 {
-    result.jobs[job].completion_ps as f64 / 1e6
-}
-
 /// A small tapered tree for `Scale::Small`: radix 12, 8 nodes and 4 up links per leaf (2:1),
 /// 24 leaves in 4 pods, 192 nodes.
 fn small_tapered() -> Topology {
@@ -181,7 +177,7 @@ pub fn stencil(scale: Scale, seed: u64, run: &mut Runner) -> Result<CaseReport, 
                 diagnosis: diagnose(&topology, &v, &thresholds),
             });
         }
-        elapsed.push((name, elapsed_us(&result, 0)));
+        elapsed.push((name, result.jobs[0].completion_us()));
         rows.push(row);
     }
     let time = |name: &str| {
@@ -322,7 +318,7 @@ pub fn reduction(scale: Scale, seed: u64, run: &mut Runner) -> Result<CaseReport
                 diagnosis: diagnose(&topology, &v, &thresholds),
             });
         }
-        runs.push((elapsed_us(&result, 0), root_link));
+        runs.push((result.jobs[0].completion_us(), root_link));
     }
     let (naive, moved, tree) = (&runs[0], &runs[1], &runs[2]);
     // The first packets to the root find its queue empty; a small run has fewer packets after
@@ -458,7 +454,7 @@ pub fn background(scale: Scale, seed: u64, run: &mut Runner) -> Result<CaseRepor
     ];
     let own_diagnosis = diagnose(&topology, &own, &thresholds);
     let all_diagnosis = diagnose(&topology, &all, &thresholds);
-    let slowdown = elapsed_us(&together, 0) / elapsed_us(&alone, 0);
+    let slowdown = together.jobs[0].completion_us() / alone.jobs[0].completion_us();
     let checks = vec![
         check(
             "the ring alone is not congested",

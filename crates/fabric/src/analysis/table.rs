@@ -40,16 +40,11 @@ impl TableRow {
         view: &LinkView,
         thresholds: &Thresholds,
     ) -> Self {
-        let average_path_length = if job.packets_delivered > 0 {
-            job.total_hops as f64 / job.packets_delivered as f64
-        } else {
-            0.0
-        };
         TableRow {
             label: label.to_string(),
-            elapsed_us: job.completion_ps as f64 / 1e6,
+            elapsed_us: job.completion_us(),
             finished: job.finished,
-            average_path_length,
+            average_path_length: job.average_path_length(),
             congested_hop_fraction: view.congested_hop_fraction(),
             worst_congested_fraction: view
                 .worst_link(thresholds.min_count)

@@ -194,6 +194,22 @@ pub struct JobResult {
     pub max_message_latency_ns: f64,
 }
 
+impl JobResult {
+    /// Hops per delivered packet (Table 4.1's average path length), 0 before any delivery.
+    pub fn average_path_length(&self) -> f64 {
+        if self.packets_delivered > 0 {
+            self.total_hops as f64 / self.packets_delivered as f64
+        } else {
+            0.0
+        }
+    }
+
+    /// [`Self::completion_ps`] in microseconds.
+    pub fn completion_us(&self) -> f64 {
+        self.completion_ps as f64 / 1e6
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SimResult {
     pub topology: String,

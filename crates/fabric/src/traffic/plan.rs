@@ -8,6 +8,7 @@ use super::spec::WorkloadSpec;
 use super::split::node_split;
 use super::stencil::Stencil;
 use super::uniform::Uniform;
+use super::units::transfer_ps;
 use super::workload::Workload;
 use super::{Job, TrafficError};
 use crate::topology::{NodeId, Topology};
@@ -91,11 +92,6 @@ pub fn workload_matrix(
     first.workload.matrix(settings.packet_bytes)
 }
 
-/// Time one message of `bytes` takes at line rate, picoseconds (a stencil phase).
-fn message_ps(bytes: u64, link_gbps: f64) -> u64 {
-    (bytes as f64 * 8.0 / link_gbps * 1000.0).round() as u64
-}
-
 /// One job's traffic and the nodes it may use, before mapping.
 struct Share {
     workload: Workload,
@@ -120,7 +116,8 @@ fn shares(
     };
     match spec {
         WorkloadSpec::Stencil(stencil) => alone(Workload::Stencil(Stencil {
-            phase_ps: message_ps(stencil.bytes, settings.link_gbps),
+            // A stencil phase: one message at line rate.
+            phase_ps: transfer_ps(stencil.bytes as f64, settings.link_gbps).round() as u64,
             ..*stencil
         })),
         WorkloadSpec::Reduction(reduction) => alone(Workload::Reduction(*reduction)),

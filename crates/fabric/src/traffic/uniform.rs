@@ -4,6 +4,7 @@
 //! `load * link_gbps`. Randomness comes from the rng the engine passes, so a seeded run is
 //! reproducible.
 
+use super::units::transfer_ps;
 use rand::{Rng, RngCore};
 use rand_distr::{Distribution, Exp};
 
@@ -25,9 +26,9 @@ pub struct Uniform {
 impl Uniform {
     pub const DEFAULT_BYTES: u64 = 128 * 1024;
 
-    /// Mean time between two sends of one rank: bits / (load * Gb/s) is in ns.
+    /// Mean time between two sends of one rank: a message at `load` of the link's rate.
     pub fn mean_gap_ps(&self) -> f64 {
-        self.bytes as f64 * 8.0 / (self.load * self.link_gbps) * 1000.0
+        transfer_ps(self.bytes as f64, self.load * self.link_gbps)
     }
 
     pub(crate) fn program(&self) -> UniformProgram {

@@ -27,6 +27,11 @@ const TIME_UNITS: [(&str, u64); 5] = [
 const SIZE_FORMS: &str = "a number of bytes with an optional B, KiB, MiB, GiB, KB, MB or GB";
 const TIME_FORMS: &str = "picoseconds, or a number with ps, ns, us, ms or s";
 
+/// Picoseconds to send `bytes` at `gbps`: bits / (Gb/s) is nanoseconds.
+pub fn transfer_ps(bytes: f64, gbps: f64) -> f64 {
+    bytes * 8.0 / gbps * 1000.0
+}
+
 /// A message size in bytes, e.g. `131072`, `128KiB`, `1.5MiB`.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
     parse_quantity(text, &SIZE_UNITS, "byte", SIZE_FORMS)

@@ -77,9 +77,6 @@ fn sim_config(args: &SimArgs) -> Result<SimConfig> {
         hop_counter_bits: args.hop_bits,
         tag_fraction: args.tag_fraction,
     };
-    telemetry
-        .validate()
-        .map_err(|e| anyhow::anyhow!("telemetry: {e}"))?;
     Ok(SimConfig {
         link_gbps: args.link_gbps,
         link_latency_ns: args.link_latency_ns,

@@ -78,15 +78,11 @@ impl RunSummary {
                 name: job.name.clone(),
                 ranks: job.ranks,
                 finished: job.finished,
-                completion_us: job.completion_ps as f64 / 1e6,
+                completion_us: job.completion_us(),
                 messages_delivered: job.messages_delivered,
                 packets_delivered: job.packets_delivered,
                 bytes_delivered: job.bytes_delivered,
-                average_path_length: if job.packets_delivered > 0 {
-                    job.total_hops as f64 / job.packets_delivered as f64
-                } else {
-                    0.0
-                },
+                average_path_length: job.average_path_length(),
                 mean_message_latency_us: job.mean_message_latency_ns / 1e3,
                 max_message_latency_us: job.max_message_latency_ns / 1e3,
             })
