@@ -22,6 +22,26 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// The pattern the suggest and merge tests share: a 16 x 8 stencil on radix8, into `out`.
+const SMALL_STENCIL: &str = "stencil:16x8,bytes=8KiB";
+
+/// `hostping fabric sim` of [`SMALL_STENCIL`] under `mapping`, which must not be an input error.
+fn sim_small_stencil(mapping: &str, out: &Path) {
+    let o = hostping(&[
+        "fabric",
+        "sim",
+        "--topology",
+        "radix8",
+        "--workload",
+        SMALL_STENCIL,
+        "--mapping",
+        mapping,
+        "--out",
+        s(out),
+    ]);
+    assert!(o.status.code() != Some(2), "{}", stderr(&o));
+}
+
 /// The error is one line naming the file and the line, and the exit status is 2.
 fn assert_input_error(args: &[&str], file: &Path, line: Option<usize>) {
     let out = hostping(args);
@@ -307,7 +327,7 @@ fn suggested_mapping_is_usable_and_better() {
         "--topology",
         "radix8",
         "--workload",
-        "stencil:16x8,bytes=8KiB",
+        SMALL_STENCIL,
         "-o",
         s(&map),
         "--format",
@@ -321,21 +341,7 @@ fn suggested_mapping_is_usable_and_better() {
     assert!(after < before, "{before} -> {after}");
     let summary_of = |mapping: &str, name: &str| {
         let out = dir.join(name);
-        let o = hostping(&[
-            "fabric",
-            "sim",
-            "--topology",
-            "radix8",
-            "--workload",
-            "stencil:16x8,bytes=8KiB",
-            "--mapping",
-            mapping,
-            "--out",
-            s(&out),
-            "--format",
-            "json",
-        ]);
-        assert!(o.status.code() != Some(2), "{}", stderr(&o));
+        sim_small_stencil(mapping, &out);
         json(&out.join("summary.json"))
     };
     let tiled = summary_of(s(&map), "tiled");
@@ -427,19 +433,7 @@ fn merge_collects_runs_and_names_a_broken_one() {
     let mut runs = Vec::new();
     for (i, mapping) in ["row-major", "random"].iter().enumerate() {
         let out = dir.join(format!("run-{i}"));
-        let o = hostping(&[
-            "fabric",
-            "sim",
-            "--topology",
-            "radix8",
-            "--workload",
-            "stencil:16x8,bytes=8KiB",
-            "--mapping",
-            mapping,
-            "--out",
-            s(&out),
-        ]);
-        assert!(o.status.code() != Some(2), "{}", stderr(&o));
+        sim_small_stencil(mapping, &out);
         runs.push(out);
     }
     let args: Vec<&str> = ["fabric", "merge", "--format", "csv"]

@@ -59,8 +59,10 @@ fn run_plans(
 fn keep_run(dir: &Path, topology: &Topology, result: &SimResult) -> Result<()> {
     let run =
         serde_json::json!({ "simulated": true, "config": result.config, "jobs": result.jobs });
-    super::write_file(
-        &dir.join("run.json"),
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    super::output::write(
+        dir,
+        "run.json",
         &(serde_json::to_string_pretty(&run)? + "\n"),
     )?;
     let view = LinkView::build(

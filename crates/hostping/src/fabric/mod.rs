@@ -8,7 +8,6 @@ pub mod merge;
 pub mod output;
 
 use std::io::Write;
-use std::path::Path;
 use std::str::FromStr;
 use std::time::Instant;
 
@@ -308,13 +307,4 @@ fn merge(args: &MergeArgs) -> Result<bool> {
                 .join("\n  ")
         ),
     }
-}
-
-/// Writes `text` to `path` (creating its folder).
-pub fn write_file(path: &Path, text: &str) -> Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("{}: cannot create", dir.display()))?;
-    }
-    std::fs::write(path, text).with_context(|| format!("{}: cannot write", path.display()))
 }
