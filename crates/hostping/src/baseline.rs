@@ -5,7 +5,7 @@
 use model::{
     Baseline, BaselinePath, ComponentClass, ComponentId, HostTopology, LinkKind, Path, ProbeRun,
 };
-use probe::{plan, LatencySpec, Plan, RunSpec};
+use probe::{median, plan, LatencySpec, Plan, RunSpec};
 use vhost::{VhostConfig, VirtualHost};
 
 /// A path had no successful measurement in any run.
@@ -48,11 +48,12 @@ pub fn from_runs(host: &HostTopology, runs: &[ProbeRun]) -> Result<Baseline, Mis
                 runs: runs.len(),
             });
         }
+        const NOT_EMPTY: &str = "paths without a measurement were skipped above";
         paths.push(BaselinePath {
             rnic: path.rnic.clone(),
             endpoint: path.endpoint.clone(),
-            latency_us: median(measured.iter().map(|m| m.small.p50_us).collect()),
-            bandwidth_gbps: median(measured.iter().map(|m| m.bandwidth_gbps).collect()),
+            latency_us: median(measured.iter().map(|m| m.small.p50_us)).expect(NOT_EMPTY),
+            bandwidth_gbps: median(measured.iter().map(|m| m.bandwidth_gbps)).expect(NOT_EMPTY),
         });
     }
     let provenance = runs
@@ -99,17 +100,6 @@ pub fn record<E: probe::ProbeEngine>(
         })
         .collect();
     Ok((from_runs(host, &runs)?, runs))
-}
-
-/// The median (the mean of the two middle values for an even count).
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 /// Healthy runs in a simulated baseline when none is given.
@@ -253,12 +243,6 @@ pub fn check_fits(baseline: &Baseline, host: &HostTopology, source: &str) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn median_of_odd_and_even() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
-    }
 
     /// A run of dgx-a100 where every path has the given bandwidth and latency.
     fn run_with(host: &HostTopology, f: impl Fn(&Path) -> (f64, f64)) -> ProbeRun {

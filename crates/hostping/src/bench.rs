@@ -210,7 +210,7 @@ pub fn check_cost(host: &HostTopology, repeat: u32) -> CheckCost {
         paths: host.paths().len(),
         iterations: settings.latency.iterations,
         repeat: repeat.max(1),
-        check_cpu_ms: crate::baseline::median(check_ms),
-        with_baseline_cpu_ms: crate::baseline::median(total_ms),
+        check_cpu_ms: probe::median(check_ms).expect("repeat >= 1"),
+        with_baseline_cpu_ms: probe::median(total_ms).expect("repeat >= 1"),
     }
 }

@@ -129,7 +129,7 @@ pub fn counters_cost(root: rdma::sysfs::SysRoot, repeat: u32) -> anyhow::Result<
         root: name,
         repeat: repeat.max(1),
         sources_ok: ok,
-        median_ms: crate::baseline::median(times),
+        median_ms: probe::median(times.iter().copied()).expect("repeat >= 1"),
         p90_ms: p90,
     })
 }
