@@ -2,8 +2,10 @@
 The hostping analyzer: from one probe run to a report that names intra-host bottlenecks and
 their root causes (Hostping 4.3, and beyond it where the paper fell short).
 
-This crate owns the judgement: path status against the baseline or, on a busy RNIC, against
-its own affinitive paths; binary tomography (Algorithm 1) and the groups of links it cannot
+This crate owns the judgement: whether the host is idle or busy ([`mode`]) and which symptoms
+call for a probe ([`symptoms`]); path status against the baseline or, on a busy RNIC, against
+its own affinitive paths, and the relative reference of a host without a baseline
+([`relative`]); binary tomography (Algorithm 1) and the groups of links it cannot
 tell apart; the root-cause rules (PCIe misconfiguration, RNIC misconfiguration, failed or
 overloaded links); and flapping across runs. It consumes `model` values and produces a
 [`model::Report`]. It never touches sysfs, verbs or the virtual host, never reads the clock
@@ -75,11 +77,16 @@ pub mod history;
 pub mod lint;
 mod localize;
 mod misconfig;
+pub mod mode;
+pub mod relative;
 mod status;
+pub mod symptoms;
 pub mod tomography;
 
 pub use follow_up::{FollowUp, FollowUpTest, NoFollowUp};
 pub use history::{History, RunRecord};
+pub use mode::{mode_from_snapshot, ModeChoice};
+pub use symptoms::{symptoms, Symptom};
 
 use facts::Facts;
 use model::{

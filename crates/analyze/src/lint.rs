@@ -174,7 +174,7 @@ fn downtrained(config: &HostConfig, out: &mut Vec<LintFinding>) {
 fn iommu_without_hugepages(config: &HostConfig, out: &mut Vec<LintFinding>) {
     let Some(iommu) = &config.iommu else { return };
     let thp_never = iommu.thp.as_deref() == Some("never");
-    if iommu.translated && iommu.hugepages_total == 0 && thp_never {
+    if iommu.translated && iommu.hugepages_total == Some(0) && thp_never {
         out.push(LintFinding {
             rule: "iommu_without_hugepages",
             severity: Severity::Warning,
@@ -349,7 +349,7 @@ mod tests {
             iommu: Some(IommuConfig {
                 translated,
                 mode: if translated { "DMA-FQ" } else { "identity" }.into(),
-                hugepages_total: huge,
+                hugepages_total: Some(huge),
                 thp: Some(thp.into()),
             }),
             ..HostConfig::default()
@@ -362,6 +362,10 @@ mod tests {
         assert!(lint(&host, &iommu(true, 512, "never")).is_empty());
         assert!(lint(&host, &iommu(true, 0, "madvise")).is_empty());
         assert!(lint(&host, &iommu(false, 0, "never")).is_empty());
+        // Unreadable huge-page counts are not "none reserved".
+        let mut unknown = iommu(true, 0, "never");
+        unknown.iommu.as_mut().unwrap().hugepages_total = None;
+        assert!(lint(&host, &unknown).is_empty());
     }
 
     #[test]

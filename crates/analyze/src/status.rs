@@ -135,6 +135,8 @@ pub(crate) struct PathVerdict<'h> {
     pub latency_abnormal: bool,
     /// Why the path could not be judged.
     pub error: Option<String>,
+    /// The engine could not probe it by design (`error` says why).
+    pub unavailable: bool,
     /// What the bandwidth was compared with.
     pub reference: Reference,
     /// The streaming test of this path, if the run had one (reported, not judged).
@@ -211,6 +213,7 @@ impl PathVerdict<'_> {
             latency_abnormal: self.latency_abnormal,
             affinitive: self.affinitive(),
             error: self.error.clone(),
+            unavailable: self.unavailable,
             stream: self.stream.clone(),
             verified_bytes: self.verified_bytes,
         }
@@ -234,6 +237,10 @@ pub(crate) fn judge<'h>(
             let (latency_us, bandwidth_gbps, mut error) = match &probe.outcome {
                 PathOutcome::Measured(m) => (Some(m.small.p50_us), Some(m.bandwidth_gbps), None),
                 PathOutcome::Failed { error } => (None, None, Some(error.clone())),
+                // Said as the engine says it everywhere else: `unavailable: <reason>`.
+                PathOutcome::Unavailable { reason } => {
+                    (None, None, Some(format!("unavailable: {reason}")))
+                }
             };
             if path.is_none() && error.is_none() {
                 error = Some(format!(
@@ -252,6 +259,7 @@ pub(crate) fn judge<'h>(
                 status: PathStatus::Uncertain,
                 latency_abnormal: false,
                 error,
+                unavailable: matches!(probe.outcome, PathOutcome::Unavailable { .. }),
                 reference: Reference::Nothing,
                 stream: probe.stream.clone(),
                 verified_bytes: probe.measurement().and_then(|m| m.verified_bytes),

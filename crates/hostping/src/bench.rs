@@ -1,8 +1,9 @@
 //! `hostping bench`: the scenario suite with its accuracy and false-alarm rate, and the CPU
 //! cost of one full-mesh check.
 
-use crate::pipeline::{self, CheckSettings, ModeChoice};
+use crate::pipeline::{self, CheckSettings};
 use crate::scenario::{Outcome, Scenario};
+use analyze::ModeChoice;
 use model::HostTopology;
 use serde::Serialize;
 use vhost::VhostConfig;

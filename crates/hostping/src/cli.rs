@@ -1,7 +1,6 @@
 //! Command-line flags. Parsing only validates: nothing here opens a file, loads a library or
 //! builds a host; `main` does that once parsing is done.
 
-use crate::pipeline::ModeChoice;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -197,6 +196,28 @@ pub struct HostArgs {
     pub sysfs_root: Option<PathBuf>,
 }
 
+/// How the mode of a run is chosen (`--mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// From the monitors: busy if any RNIC carries more than Thp_low of its line rate or
+    /// any GPU is busy (Hostping 4.2, 5), idle otherwise.
+    Auto,
+    /// Full mesh, judged against the baseline.
+    Idle,
+    /// Affinitive paths only, judged relatively.
+    Busy,
+}
+
+impl From<ModeArg> for analyze::ModeChoice {
+    fn from(mode: ModeArg) -> analyze::ModeChoice {
+        match mode {
+            ModeArg::Auto => analyze::ModeChoice::Auto,
+            ModeArg::Idle => analyze::ModeChoice::Idle,
+            ModeArg::Busy => analyze::ModeChoice::Busy,
+        }
+    }
+}
+
 /// The RDMA operation of the probes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OpArg {
@@ -238,8 +259,8 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
     /// Idle (full mesh) or busy (affinitive only) mode; auto reads the monitors.
-    #[arg(long, value_enum, default_value_t = ModeChoice::Auto)]
-    pub mode: ModeChoice,
+    #[arg(long, value_enum, default_value_t = ModeArg::Auto)]
+    pub mode: ModeArg,
     /// Timed iterations per message size per path.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub iterations: u32,

@@ -11,9 +11,7 @@ use hostping::cli::{
     AgentArgs, BaselineArgs, BenchCommand, CheckArgs, Cli, Command, CountersArgs, Format, HostArgs,
     LintArgs, TopologyArgs,
 };
-use hostping::counters::{self as counter_sources, RealCounters};
 use hostping::pipeline::{self, BaselineSource, CheckSettings};
-use hostping::real;
 use hostping::render::{self, Style};
 use hostping::scenario::Scenario;
 use hostping::sim;
@@ -21,6 +19,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use model::{Baseline, BaselineKind, HostTopology, Report};
 use probe::{LatencySpec, Monitor, ProbeEngine, StreamSpec};
 use rdma::engine::{EngineOptions, TestFault};
+use rdma::host::{self as real, RealError};
+use rdma::monitor::HostMonitor;
 use rdma::sysfs::SysRoot;
 use std::io::Write;
 use std::process::ExitCode;
@@ -124,7 +124,7 @@ fn check(args: CheckArgs) -> Result<Outcome> {
             duration_us: args.stream_ms * 1000.0,
             ..StreamSpec::default()
         }),
-        mode: args.mode,
+        mode: args.mode.into(),
         latency: LatencySpec {
             op,
             iterations: args.iterations,
@@ -254,7 +254,7 @@ fn load_baseline(path: &std::path::Path, host: &HostTopology) -> Result<Baseline
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read baseline `{name}`"))?;
     let baseline = Baseline::from_json(&name, &text)?;
-    hostping::baseline::check_fits(&baseline, host, &name).map_err(anyhow::Error::msg)?;
+    baseline.check_fits(host, &name)?;
     Ok(baseline)
 }
 
@@ -296,6 +296,9 @@ fn baseline(args: BaselineArgs) -> Result<Outcome> {
                         .filter_map(|r| r.probe(&p.rnic, &p.endpoint))
                         .find_map(|p| match &p.outcome {
                             model::PathOutcome::Failed { error } => Some(error.clone()),
+                            model::PathOutcome::Unavailable { reason } => {
+                                Some(format!("unavailable: {reason}"))
+                            }
                             model::PathOutcome::Measured(_) => None,
                         })
                         .unwrap_or_default();
@@ -329,7 +332,7 @@ fn topology(args: TopologyArgs) -> Result<Outcome> {
         }
         None => {
             let root = sysfs_root(&args.host);
-            let discovery = real::discover(&root)?;
+            let discovery = rdma::sysfs::discover(&root)?;
             match args.format {
                 Format::Json => {
                     serde_json::to_string_pretty(&render::discovery_json(&discovery))? + "\n"
@@ -357,14 +360,14 @@ fn virtual_host(name: &str, inject: &[String], seed: u64) -> Result<(HostTopolog
 fn counters(args: CountersArgs) -> Result<Outcome> {
     let report = match &args.host.sim {
         Some(name) => {
-            let (host, mut vh) = virtual_host(name, &args.inject, 1)?;
-            counter_sources::simulated(&host, &mut vh)
+            let (_, mut vh) = virtual_host(name, &args.inject, 1)?;
+            sim::counter_report(&mut vh)
         }
-        None => RealCounters::open(sysfs_root(&args.host))?.read(),
+        None => HostMonitor::open(sysfs_root(&args.host))?.read(),
     };
     let text = match args.format {
         Format::Json => serde_json::to_string_pretty(&report)? + "\n",
-        Format::Table => counter_sources::render(&report, Style::for_stdout()),
+        Format::Table => render::counters(&report, Style::for_stdout()),
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     // Everything read is printed first; a source that failed (permission denied, a
@@ -383,7 +386,7 @@ fn lint(args: LintArgs) -> Result<Outcome> {
             (Some(host), config)
         }
         None => {
-            let mut sources = RealCounters::open(sysfs_root(&args.host))?;
+            let mut sources = HostMonitor::open(sysfs_root(&args.host))?;
             let config = sources.config();
             (sources.host().cloned(), config)
         }
@@ -532,14 +535,11 @@ fn real_backend(
 ) -> Result<RealBackend<rdma::engine::VerbsEngine>> {
     let root = sysfs_root(&args.host);
     let disabled = |why: String| -> Result<_> {
-        Ok(RealBackend::new(
-            Err(why),
-            RealCounters::open(root.clone())?,
-        ))
+        Ok(RealBackend::new(Err(why), HostMonitor::open(root.clone())?))
     };
     let real = match real::host(root.clone()) {
         Ok(real) => real,
-        Err(e @ (real::RealError::NoRdma { .. } | real::RealError::NoVerbs { .. })) => {
+        Err(e @ (RealError::NoRdma { .. } | RealError::NoVerbs { .. })) => {
             return disabled(e.to_string())
         }
         Err(e) => return Err(e.into()),
@@ -549,14 +549,14 @@ fn real_backend(
         None => None,
     };
     match real.engine(engine_options(config.probe.timeout_ms, &[])?) {
-        Ok(real::Probed { engine, counters }) => Ok(RealBackend::new(
+        Ok(real::Probed { engine, monitor }) => Ok(RealBackend::new(
             Ok(RealProbing {
                 software: real.software_rnics(),
                 host: real.host.clone(),
                 engine,
                 baseline,
             }),
-            counters,
+            monitor,
         )),
         Err(e) => disabled(e.to_string()),
     }

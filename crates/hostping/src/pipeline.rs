@@ -2,7 +2,7 @@
 //! history (DESIGN 1). It is generic over the engine, so the virtual host and the real
 //! verbs engine run through the same code.
 
-use analyze::{FollowUp, FollowUpTest, History, Input};
+use analyze::{FollowUp, FollowUpTest, History, Input, ModeChoice};
 use model::{
     Baseline, BaselineKind, ComponentId, HostSnapshot, HostTopology, Mode, Path, Report,
     StreamResult, Thresholds,
@@ -11,18 +11,6 @@ use probe::{LatencySpec, Monitor, Plan, ProbeEngine, RunSpec, StreamSpec};
 
 /// Idle time between runs of a series: the host-status cadence of Hostping 5 (5 min).
 pub const DEFAULT_CADENCE_NS: u64 = 300 * 1_000_000_000;
-
-/// How the mode of a run is chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ModeChoice {
-    /// From the monitors: busy if any RNIC carries more than Thp_low of its line rate or
-    /// any GPU is busy (Hostping 4.2, 5), idle otherwise.
-    Auto,
-    /// Full mesh, judged against the baseline.
-    Idle,
-    /// Affinitive paths only, judged relatively.
-    Busy,
-}
 
 /// What a series of checks does.
 #[derive(Debug, Clone)]
@@ -54,27 +42,6 @@ impl Default for CheckSettings {
     }
 }
 
-/// The mode Hostping's hardware monitor would pick from a snapshot (Hostping 4.2).
-pub fn mode_from_snapshot(
-    host: &HostTopology,
-    snapshot: &HostSnapshot,
-    thresholds: &Thresholds,
-) -> Mode {
-    let rnic_busy = host.rnics().any(|r| {
-        let line = r.rnic().expect("rnic").line_rate_gbps;
-        snapshot
-            .rnic(&r.id)
-            .and_then(|a| a.throughput_gbps)
-            .is_some_and(|t| !thresholds.rnic_idle(t, line))
-    });
-    let gpu_busy = snapshot.gpus.iter().any(|g| g.busy == Some(true));
-    if rnic_busy || gpu_busy {
-        Mode::Busy
-    } else {
-        Mode::Idle
-    }
-}
-
 /// Message size and depth of the analyzer's discriminating streams.
 const FOLLOW_UP_MESSAGE_BYTES: u64 = 64 * 1024;
 const FOLLOW_UP_DEPTH: u32 = 16;
@@ -102,7 +69,7 @@ impl<E: ProbeEngine> FollowUp for EngineFollowUp<'_, E> {
 pub enum BaselineSource<'a> {
     /// A baseline file, or a simulated one.
     Given(&'a Baseline, BaselineKind),
-    /// Per run, line rate and peers in the same run ([`crate::baseline::relative`]):
+    /// Per run, line rate and peers in the same run ([`analyze::relative::relative`]):
     /// `software` lists the software RNICs (no line rate to hold them to).
     Relative {
         /// RNICs without a meaningful line rate (rxe, siw).
@@ -110,21 +77,11 @@ pub enum BaselineSource<'a> {
     },
 }
 
-/// Whether a path's error says the engine cannot probe it by design (no GPU driver, no
-/// way to register GPU memory) rather than that the probe failed on the host.
-pub fn is_unavailable(error: &str) -> bool {
-    error.starts_with("unavailable: ")
-}
-
 /// Paths whose probe failed on the host: a timeout, a work completion in error, refused
 /// registration, data that did not arrive intact. They are findings in their own right
 /// (the analyzer cannot judge them); paths unavailable by design are not.
 pub fn failed_paths(report: &Report) -> Vec<&model::PathReport> {
-    report
-        .paths
-        .iter()
-        .filter(|p| p.error.as_deref().is_some_and(|e| !is_unavailable(e)))
-        .collect()
+    report.paths.iter().filter(|p| p.failed()).collect()
 }
 
 /// Progress of a series: `(run, path done, paths in run)`.
@@ -148,11 +105,7 @@ pub fn check<E: ProbeEngine + Monitor>(
             engine.idle(settings.cadence_ns);
         }
         let snapshot = engine.snapshot();
-        let mode = match settings.mode {
-            ModeChoice::Auto => mode_from_snapshot(host, &snapshot, &settings.thresholds),
-            ModeChoice::Idle => Mode::Idle,
-            ModeChoice::Busy => Mode::Busy,
-        };
+        let mode = settings.mode.resolve(host, &snapshot, &settings.thresholds);
         let run = RunContext {
             host,
             baseline,
@@ -205,7 +158,7 @@ pub fn run_once<E: ProbeEngine>(
     let (baseline, kind) = match ctx.baseline {
         BaselineSource::Given(b, kind) => (b, kind),
         BaselineSource::Relative { software } => {
-            relative = crate::baseline::relative(ctx.host, &run, software);
+            relative = analyze::relative::relative(ctx.host, &run, software);
             (&relative, BaselineKind::Relative)
         }
     };
@@ -245,32 +198,4 @@ pub fn check_virtual(
         &mut |_| {},
         &mut |_, _, _| {},
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use vhost::{Fault, VhostConfig, VirtualHost};
-
-    fn host() -> HostTopology {
-        model::builtin::load("dgx-a100").unwrap().unwrap()
-    }
-
-    #[test]
-    fn service_traffic_makes_the_host_busy() {
-        let h = host();
-        let t = Thresholds::default();
-        let mut idle = VirtualHost::new(h.clone(), vec![], VhostConfig::default());
-        assert_eq!(mode_from_snapshot(&h, &idle.snapshot(), &t), Mode::Idle);
-        let light = Fault::parse("service:rnic0:5", &h).unwrap();
-        let mut light = VirtualHost::new(h.clone(), vec![light], VhostConfig::default());
-        assert_eq!(
-            mode_from_snapshot(&h, &light.snapshot(), &t),
-            Mode::Idle,
-            "5 Gb/s is under Thp_low (10 Gb/s)"
-        );
-        let heavy = Fault::parse("service:rnic0:150", &h).unwrap();
-        let mut heavy = VirtualHost::new(h.clone(), vec![heavy], VhostConfig::default());
-        assert_eq!(mode_from_snapshot(&h, &heavy.snapshot(), &t), Mode::Busy);
-    }
 }

@@ -2,7 +2,10 @@
 //! words, and the topology. Colour only when writing to a terminal (and `NO_COLOR` unset);
 //! every status also has a text marker, so plain text and colour-blind readers lose nothing.
 
-use model::{HostTopology, LinkStatus, PathReport, PathStatus, Report};
+use model::{
+    CounterReport, HostTopology, LinkStatus, LinkTraining, PathReport, PathStatus, Provenance,
+    Report, SourceStatus,
+};
 use std::fmt::Write;
 
 /// ANSI styling, on or off.
@@ -216,7 +219,7 @@ pub fn report(host: &HostTopology, report: &Report, runs: u32, style: Style) -> 
         for p in &failed {
             let error = p.error.as_deref().unwrap_or_default();
             let line = format!("{}->{}: {error}", p.rnic, p.endpoint);
-            let line = if crate::pipeline::is_unavailable(error) {
+            let line = if p.unavailable {
                 style.gray(&line)
             } else {
                 style.red(&line)
@@ -543,6 +546,110 @@ pub fn lint(
         }
     }
     out
+}
+
+/// `hostping counters` for people.
+pub fn counters(report: &CounterReport, style: Style) -> String {
+    let mut out = String::new();
+    let sim = if report.provenance == Provenance::Simulated {
+        " (SIMULATED)"
+    } else {
+        ""
+    };
+    let host = report
+        .host
+        .as_deref()
+        .unwrap_or("this host (no RDMA device)");
+    let _ = writeln!(out, "{}{sim}", style.bold(&format!("counters: {host}")));
+    let _ = writeln!(out, "\nsources:");
+    for s in &report.sources {
+        let status = match s.status {
+            SourceStatus::Ok => style.green("ok"),
+            SourceStatus::Unavailable => style.gray("unavailable"),
+            SourceStatus::Error => style.red("error"),
+        };
+        let detail = s
+            .detail
+            .as_deref()
+            .map(|d| format!("  {d}"))
+            .unwrap_or_default();
+        let _ = writeln!(out, "  {:<13} {status}{detail}", s.source);
+    }
+    let m = &report.monitor;
+    if !m.rnics.is_empty() {
+        let _ = writeln!(out, "\nRNICs:            throughput  tx pause    drops");
+        for r in &m.rnics {
+            let _ = writeln!(
+                out,
+                "  {:<14} {:>11} {:>9} {:>8}",
+                r.id.as_str(),
+                opt(r.throughput_gbps.map(|v| format!("{v:.2} Gb/s"))),
+                opt(r.tx_pause_ratio.map(|v| format!("{:.2} %", v * 100.0))),
+                opt(r.drops.map(|v| v.to_string())),
+            );
+        }
+    }
+    if !m.gpus.is_empty() {
+        let busy: Vec<String> = m
+            .gpus
+            .iter()
+            .map(|g| {
+                format!(
+                    "{} {}",
+                    g.id,
+                    opt(g.busy.map(|b| if b { "busy" } else { "idle" }.to_string()))
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "\nGPUs: {}", busy.join(", "));
+    }
+    if !m.links.is_empty() {
+        let _ = writeln!(out, "\nlink utilisation:");
+        for l in &m.links {
+            let _ = writeln!(
+                out,
+                "  {:<16} {}",
+                l.id.as_str(),
+                opt(l.utilisation.map(|u| format!("{:.1} %", u * 100.0)))
+            );
+        }
+    }
+    let c = &report.config;
+    let down: Vec<&LinkTraining> = c.links.iter().filter(|t| t.downtrained()).collect();
+    let _ = writeln!(
+        out,
+        "\nconfiguration: {} PCIe links read ({} downtrained), ACS on {} switch ports ({} redirecting), ATS on {} devices ({} off)",
+        c.links.len(),
+        down.len(),
+        c.acs.len(),
+        c.acs.iter().filter(|a| a.redirect).count(),
+        c.ats.len(),
+        c.ats.iter().filter(|a| !a.enabled).count()
+    );
+    if let Some(i) = &c.iommu {
+        let _ = writeln!(
+            out,
+            "  IOMMU {} ({}), {} huge pages, THP {}",
+            if i.translated {
+                "translating RNIC DMA"
+            } else {
+                "not translating RNIC DMA"
+            },
+            i.mode,
+            i.hugepages_total
+                .map_or("unknown".to_string(), |n| n.to_string()),
+            i.thp.as_deref().unwrap_or("unknown")
+        );
+    }
+    for u in &c.unavailable {
+        let _ = writeln!(out, "  {}", style.gray(&format!("not read: {u}")));
+    }
+    let _ = writeln!(out, "\n(--format json has every counter of every source; `hostping lint` judges the configuration)");
+    out
+}
+
+fn opt(v: Option<String>) -> String {
+    v.unwrap_or_else(|| "-".into())
 }
 
 #[cfg(test)]

@@ -2,8 +2,9 @@
 //! (format documented in `scenarios/README.md`). The suite in `scenarios/` reproduces the
 //! twelve cases of Hostping Section 6 plus a healthy idle and a healthy busy host.
 
-use crate::pipeline::{self, CheckSettings, ModeChoice};
+use crate::pipeline::{self, CheckSettings};
 use crate::sim;
+use analyze::ModeChoice;
 use model::{Cause, Diagnosis, HostTopology, LinkId, Report, Setting};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};

@@ -53,3 +53,26 @@ pub fn parse_faults(texts: &[String], host: &HostTopology) -> Result<Vec<Fault>,
         .map(|t| Fault::parse(t, host))
         .collect::<Result<Vec<_>, _>>()?)
 }
+
+/// The virtual host's counters: its monitor snapshot and the configuration its faults
+/// imply, labelled SIMULATED.
+pub fn counter_report(vh: &mut vhost::VirtualHost) -> model::CounterReport {
+    use probe::Monitor;
+    let faults: Vec<String> = vh.faults().iter().map(|f| f.to_string()).collect();
+    model::CounterReport {
+        host: Some(vh.topology().name.clone()),
+        provenance: model::Provenance::Simulated,
+        at_unix_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64),
+        monitor: vh.snapshot(),
+        config: vh.config(),
+        sources: vec![model::SourceReport {
+            detail: Some(
+                "SIMULATED: throughput, pause ratio and link utilisation from the flow model"
+                    .into(),
+            ),
+            ..model::SourceReport::ok("virtual host", faults)
+        }],
+    }
+}

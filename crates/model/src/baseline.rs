@@ -4,6 +4,7 @@
 use crate::hostfile::ModelError;
 use crate::ids::ComponentId;
 use crate::measure::Provenance;
+use crate::topology::HostTopology;
 use serde::{Deserialize, Serialize};
 
 /// The baseline of one path.
@@ -40,6 +41,37 @@ impl Baseline {
         self.paths
             .iter()
             .find(|p| &p.rnic == rnic && &p.endpoint == endpoint)
+    }
+
+    /// Checks that the baseline fits `host`: same model name, and no path the host lacks.
+    /// A host path missing from the baseline (one that could not be probed when it was
+    /// recorded) is allowed: it is judged "no baseline". Errors name `source_name`.
+    pub fn check_fits(&self, host: &HostTopology, source_name: &str) -> Result<(), ModelError> {
+        let error = |field: &str, reason: String| ModelError {
+            source_name: source_name.to_string(),
+            field: field.to_string(),
+            reason,
+        };
+        if self.host != host.name {
+            return Err(error(
+                "host",
+                format!(
+                    "baseline was recorded on `{}`, not `{}`",
+                    self.host, host.name
+                ),
+            ));
+        }
+        let unknown: Vec<String> = self
+            .paths
+            .iter()
+            .filter(|p| host.path(&p.rnic, &p.endpoint).is_none())
+            .map(|p| format!("{}->{}", p.rnic, p.endpoint))
+            .collect();
+        if !unknown.is_empty() {
+            let reason = format!("{} has no path {}", host.name, unknown.join(", "));
+            return Err(error("paths", reason));
+        }
+        Ok(())
     }
 
     /// Parses a baseline file; errors name the file and the field.

@@ -63,8 +63,9 @@ pub struct IommuConfig {
     pub translated: bool,
     /// The mode in words (`DMA-FQ`, `identity`, `off`).
     pub mode: String,
-    /// Huge pages reserved, all sizes.
-    pub hugepages_total: u64,
+    /// Huge pages reserved, all sizes; `None` when the counts could not be read (absent is
+    /// not zero: "no huge pages" is a finding, "unknown" is not).
+    pub hugepages_total: Option<u64>,
     /// Transparent huge pages setting (`always`, `madvise`, `never`), where known.
     pub thp: Option<String>,
 }

@@ -19,6 +19,7 @@ assert_eq!(affinitive, ["mem0", "mem1", "gpu0", "gpu1"]);
 pub mod baseline;
 pub mod builtin;
 pub mod config;
+pub mod counters;
 pub mod hostfile;
 pub mod ids;
 pub mod measure;
@@ -29,6 +30,7 @@ pub mod topology;
 
 pub use baseline::{Baseline, BaselinePath};
 pub use config::{AcsPort, AtsState, HostConfig, IommuConfig, LinkTraining};
+pub use counters::{CounterReport, SourceReport, SourceStatus};
 pub use hostfile::ModelError;
 pub use ids::{ComponentId, LinkId};
 pub use measure::{

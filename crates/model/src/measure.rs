@@ -97,10 +97,17 @@ pub struct StreamResult {
 pub enum PathOutcome {
     /// The latency test completed.
     Measured(PathMeasurement),
-    /// The probe failed (a QP in error, a timeout, an endpoint that cannot be registered).
+    /// The probe failed on the host (a QP in error, a timeout, a refused registration): a
+    /// finding in its own right.
     Failed {
         /// The error, naming the operation and status.
         error: String,
+    },
+    /// The engine cannot probe this path by design (a GPU without a driver, no way to
+    /// register GPU memory): not a finding about the host.
+    Unavailable {
+        /// Why.
+        reason: String,
     },
 }
 
@@ -126,7 +133,7 @@ impl PathProbe {
     pub fn measurement(&self) -> Option<&PathMeasurement> {
         match &self.outcome {
             PathOutcome::Measured(m) => Some(m),
-            PathOutcome::Failed { .. } => None,
+            PathOutcome::Failed { .. } | PathOutcome::Unavailable { .. } => None,
         }
     }
 }

@@ -140,15 +140,28 @@ pub struct PathReport {
     pub latency_abnormal: bool,
     /// Whether the RNIC reaches this endpoint at line rate.
     pub affinitive: bool,
-    /// Why the probe failed.
+    /// Why the probe failed, or (`unavailable: ...`) why it could not be made.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error: Option<String>,
+    /// The engine cannot probe this path by design (a GPU without a driver): `error` says
+    /// why, and the path is no finding about the host.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub unavailable: bool,
     /// The streaming test, when the run asked for one (`check --stream-qps`).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub stream: Option<StreamResult>,
     /// Bytes of loopback data verified after the latency test (measured runs only).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub verified_bytes: Option<u64>,
+}
+
+impl PathReport {
+    /// Whether the probe failed on the host (a timeout, a work completion in error, a
+    /// refused registration, data that did not arrive intact): a finding the analyzer cannot
+    /// judge further. A path unavailable by design is not.
+    pub fn failed(&self) -> bool {
+        self.error.is_some() && !self.unavailable
+    }
 }
 
 /// One link in a report.

@@ -1,6 +1,6 @@
 //! Probe plans (Hostping 4.2, 4.3) and running one over an engine.
 
-use crate::engine::{LatencySpec, ProbeEngine, StreamSpec};
+use crate::engine::{LatencySpec, ProbeEngine, ProbeError, StreamSpec};
 use crate::stats::measurement;
 use model::{HostTopology, Mode, Path, PathOutcome, PathProbe, ProbeRun};
 
@@ -70,6 +70,7 @@ pub fn run(
             .and_then(|s| measurement(&spec.latency, &s))
         {
             Ok(m) => PathOutcome::Measured(m),
+            Err(ProbeError::Unavailable { reason }) => PathOutcome::Unavailable { reason },
             Err(e) => PathOutcome::Failed {
                 error: e.to_string(),
             },

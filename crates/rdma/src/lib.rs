@@ -11,14 +11,20 @@ The real-host backends of hostping: what runs on a server with RDMA hardware.
 - [`engine`] is the loopback engine: a self-connected RC QP per path, RDMA WRITE/READ
   between two regions on the endpoint, implementing [`probe::ProbeEngine`].
 - [`counters`] reads the counter sources one module each (RNIC counters, ethtool pause and
-  drops, PCIe links with AER/ACS/ATS, NVML, perf uncore, IOMMU and huge pages); the
-  `hostping` crate turns them into the monitor's snapshot and the linted configuration.
+  drops, PCIe links with AER/ACS/ATS, NVML, perf uncore, IOMMU and huge pages).
+- [`monitor`] reads them together and maps them to model ids: the hardware and bus
+  monitor's [`model::HostSnapshot`] (a [`probe::Monitor`]), the [`model::HostConfig`] that
+  `analyze::lint` judges, and the [`model::CounterReport`] of `hostping counters`.
+- [`host`] puts it together: a discovered host with an RNIC to probe from, its verbs engine
+  and monitor behind the `probe` traits, and plain-words errors when either is missing.
 
 It must not decide anything about health: it produces `model` values and `analyze` judges.
 */
 
 pub mod counters;
 pub mod engine;
+pub mod host;
 pub mod memory;
+pub mod monitor;
 pub mod sysfs;
 pub mod verbs;

@@ -492,6 +492,7 @@ fn dgx_a100_ports_gpus_nodes_bindings_and_notes() {
             (id("rnic3"), rnic("mlx5_3", 3, LinkLayer::Ethernet, 0)),
         ],
         memory: vec![(id("mem0"), 0), (id("mem1"), 1)],
+        cpus: vec![(id("cpu0"), 0), (id("cpu1"), 1)],
         gpus: DGX_GPUS
             .iter()
             .enumerate()
@@ -502,6 +503,8 @@ fn dgx_a100_ports_gpus_nodes_bindings_and_notes() {
     };
     assert_eq!(d.bindings.rnics, want.rnics);
     assert_eq!(d.bindings.memory, want.memory);
+    assert_eq!(d.bindings.cpus, want.cpus);
+    assert_eq!(d.bindings.cpu(1), Some(&id("cpu1")));
     assert_eq!(d.bindings.gpus, want.gpus);
     // Root port r (bus BB) feeds an upper switch (BB+1) with leaf switches at BB+3 (NIC r at
     // BB+5, GPU 2r at BB+6) and BB+7 (GPU 2r+1 at BB+9): the fixture's README.

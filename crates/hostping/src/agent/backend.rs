@@ -2,9 +2,9 @@
 //! clock it advances `time_scale` times faster than the wall clock), or this machine.
 
 use super::Stop;
-use crate::counters::CounterReport;
 use crate::pipeline::{run_once, BaselineSource, CheckSettings, RunContext};
 use analyze::History;
+use model::CounterReport;
 use model::{Baseline, BaselineKind, ComponentId, HostSnapshot, HostTopology, Mode, Report};
 use probe::ProbeEngine;
 use std::time::Duration;
@@ -118,7 +118,7 @@ impl Backend for SimBackend {
     }
 
     fn counters(&mut self) -> CounterReport {
-        crate::counters::simulated(&self.host, &mut self.vh)
+        crate::sim::counter_report(&mut self.vh)
     }
 
     fn check(
@@ -164,7 +164,7 @@ pub struct RealBackend<E> {
     /// The probe side, when there is one.
     probing: Result<RealProbing<E>, String>,
     /// Reads every counter source.
-    counters: crate::counters::RealCounters,
+    counters: rdma::monitor::HostMonitor,
     started: std::time::Instant,
 }
 
@@ -184,7 +184,7 @@ impl<E> RealBackend<E> {
     /// A backend probing through `probing`, or only reading counters when it is `Err(why)`.
     pub fn new(
         probing: Result<RealProbing<E>, String>,
-        counters: crate::counters::RealCounters,
+        counters: rdma::monitor::HostMonitor,
     ) -> RealBackend<E> {
         RealBackend {
             probing,
@@ -208,7 +208,7 @@ impl<E: ProbeEngine> Backend for RealBackend<E> {
     }
 
     fn snapshot(&mut self) -> HostSnapshot {
-        let mut snapshot = self.counters.monitor_snapshot();
+        let mut snapshot = probe::Monitor::snapshot(&mut self.counters);
         snapshot.at_ns = self.now_ns();
         snapshot
     }

@@ -114,7 +114,7 @@ pub struct CountersCost {
 /// Times `repeat` full counter snapshots under `root`.
 pub fn counters_cost(root: rdma::sysfs::SysRoot, repeat: u32) -> anyhow::Result<CountersCost> {
     let name = root.root().display().to_string();
-    let mut sources = crate::counters::RealCounters::open(root)?;
+    let mut sources = rdma::monitor::HostMonitor::open(root)?;
     let mut times = Vec::with_capacity(repeat as usize);
     let mut ok = 0;
     for _ in 0..repeat.max(1) {

@@ -25,19 +25,20 @@ pub mod backend;
 pub mod bench;
 pub mod config;
 pub mod cost;
+pub mod duty;
 pub mod http;
-pub mod triggers;
 
-use crate::pipeline::{CheckSettings, ModeChoice};
+use crate::pipeline::CheckSettings;
 use analyze::History;
+use analyze::{ModeChoice, Symptom};
 use backend::Backend;
 use config::AgentConfig;
+use duty::DutyLimiter;
 use model::{HostSnapshot, Mode, Report};
 use probe::LatencySpec;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use store::{Metrics, NewRun, Store, TriggerOutcome};
-use triggers::{DutyLimiter, Symptom};
 
 /// A stop request (SIGTERM, SIGINT, or a test), that wakes a waiting agent at once.
 #[derive(Debug, Default)]
@@ -206,7 +207,7 @@ impl<'a> Agent<'a> {
     }
 
     fn check_symptoms(&mut self, snapshot: &HostSnapshot) {
-        let found = triggers::symptoms(snapshot, &self.config.thresholds);
+        let found = analyze::symptoms(snapshot, &self.config.thresholds);
         let Some(first) = found.first() else { return };
         let detail = found
             .iter()
@@ -220,7 +221,7 @@ impl<'a> Agent<'a> {
         let Some(host) = self.backend.host() else {
             return;
         };
-        if triggers::host_idle(host, snapshot, &self.config.thresholds) {
+        if analyze::mode_from_snapshot(host, snapshot, &self.config.thresholds) == Mode::Idle {
             self.probe(
                 "idle",
                 "host idle: every RNIC under Thp_low, GPUs idle",

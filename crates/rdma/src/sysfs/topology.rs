@@ -70,6 +70,9 @@ pub struct Bindings {
     pub rnics: Vec<(ComponentId, RnicBinding)>,
     /// `memN` to its NUMA node.
     pub memory: Vec<(ComponentId, u32)>,
+    /// `cpuN` to the NUMA node that stands for its socket (the uncore PMUs count per
+    /// socket, and name it by that number).
+    pub cpus: Vec<(ComponentId, u32)>,
     /// `gpuN` to its PCI function.
     pub gpus: Vec<(ComponentId, PciAddr)>,
     /// Each PCIe link of the model to the function at its downstream end (the device, or
@@ -97,6 +100,11 @@ impl Bindings {
     /// The NUMA node behind a memory id.
     pub fn memory(&self, id: &ComponentId) -> Option<u32> {
         self.memory.iter().find(|(c, _)| c == id).map(|(_, n)| *n)
+    }
+
+    /// The CPU component of a socket, by the number the uncore PMUs and the model use.
+    pub fn cpu(&self, socket: u32) -> Option<&ComponentId> {
+        self.cpus.iter().find(|(_, n)| *n == socket).map(|(c, _)| c)
     }
 
     /// The PCI function behind a GPU id.
@@ -353,6 +361,7 @@ impl Model<'_> {
         for &n in sockets {
             let p2p_forward_ns = defaults::CPU_P2P_FORWARD_NS;
             self.push(&cpu_id(n), ComponentKind::Cpu { p2p_forward_ns });
+            self.bindings.cpus.push((cpu_id(n), n));
         }
         for &n in sockets {
             let mem = ComponentId::new(format!("mem{n}"));

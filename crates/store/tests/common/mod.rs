@@ -21,6 +21,7 @@ pub fn path(rnic: &str, endpoint: &str, bw: f64, status: PathStatus) -> PathRepo
         latency_abnormal: false,
         affinitive: true,
         error: None,
+        unavailable: false,
         stream: None,
         verified_bytes: Some(4096),
     }
@@ -34,6 +35,7 @@ pub fn failed_path(rnic: &str, endpoint: &str, error: &str) -> PathReport {
         status: PathStatus::Uncertain,
         affinitive: false,
         error: Some(error.to_string()),
+        unavailable: false,
         verified_bytes: None,
         ..path(rnic, endpoint, 0.0, PathStatus::Uncertain)
     }
@@ -211,6 +213,9 @@ fn path_report() -> impl Strategy<Value = PathReport> {
                 status,
                 latency_abnormal,
                 affinitive,
+                unavailable: error
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with("unavailable: ")),
                 error,
                 stream,
                 verified_bytes,

@@ -1,13 +1,13 @@
-//! The real host behind `check`, `baseline` and `topology` without `--sim`: discovery from
-//! sysfs, the libibverbs engine, and the plain-words errors a user sees when either is
+//! This machine as a host to probe: discovery from sysfs, the libibverbs engine with the
+//! counter sources as its monitor, and the plain-words errors a user sees when either is
 //! missing (no RDMA device, no rdma-core).
 
-use crate::counters::RealCounters;
+use crate::engine::{EngineOptions, VerbsEngine};
+use crate::monitor::HostMonitor;
+use crate::sysfs::{self, Discovery, SysRoot};
+use crate::verbs::Verbs;
 use model::{ComponentId, HostTopology};
 use probe::{LatencySamples, LatencySpec, Monitor, ProbeEngine, ProbeError, StreamSpec};
-use rdma::engine::{EngineOptions, VerbsEngine};
-use rdma::sysfs::{self, Discovery, SysRoot};
-use rdma::verbs::Verbs;
 
 /// A real engine with the counter sources as its monitor: what `check` and `baseline`
 /// probe through (the pipeline wants both behind one value).
@@ -15,7 +15,7 @@ pub struct Probed<E> {
     /// The loopback engine.
     pub engine: E,
     /// The counter sources.
-    pub counters: RealCounters,
+    pub monitor: HostMonitor,
 }
 
 impl<E: ProbeEngine> ProbeEngine for Probed<E> {
@@ -46,7 +46,8 @@ impl<E: ProbeEngine> ProbeEngine for Probed<E> {
 
 impl<E: ProbeEngine> Monitor for Probed<E> {
     fn snapshot(&mut self) -> model::HostSnapshot {
-        let mut s = self.counters.monitor_snapshot();
+        let mut s = self.monitor.snapshot();
+        // On the engine's clock, like every probe of the run.
         s.at_ns = self.engine.now_ns();
         s
     }
@@ -135,7 +136,7 @@ impl RealHost {
         let engine = VerbsEngine::new(verbs, &self.discovery.bindings, self.root.clone(), options);
         Ok(Probed {
             engine,
-            counters: RealCounters::with_discovery(self.root.clone(), self.discovery.clone()),
+            monitor: HostMonitor::with_discovery(self.root.clone(), self.discovery.clone()),
         })
     }
 

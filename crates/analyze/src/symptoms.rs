@@ -1,0 +1,113 @@
+//! Symptoms that make the agent probe at once (Hostping 5): a Tx pause duration ratio above
+//! PFC_high (3 %: "every second, transmission is paused by 30 ms") or any packet drop. The
+//! host-status check every five minutes uses [`crate::mode`] instead.
+
+use model::{ComponentId, HostSnapshot, Thresholds};
+
+/// An abnormal metric on one RNIC (Hostping 5: "PFC_high is 3 % (every second,
+/// transmission is paused by 30 ms)", or any packet drop).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Symptom {
+    /// The RNIC paused its upstream port for more than PFC_high of the last interval.
+    Pause {
+        /// The RNIC.
+        rnic: ComponentId,
+        /// Tx pause duration ratio.
+        ratio: f64,
+        /// PFC_high.
+        limit: f64,
+    },
+    /// Drop counters rose.
+    Drops {
+        /// The RNIC.
+        rnic: ComponentId,
+        /// Packets dropped since the previous reading.
+        count: u64,
+    },
+}
+
+impl Symptom {
+    /// The trigger name runs are stored under.
+    pub fn trigger(&self) -> &'static str {
+        match self {
+            Symptom::Pause { .. } => "pfc",
+            Symptom::Drops { .. } => "drops",
+        }
+    }
+
+    /// In words, with the values.
+    pub fn detail(&self) -> String {
+        match self {
+            Symptom::Pause { rnic, ratio, limit } => {
+                format!("{rnic} tx pause ratio {ratio:.3} > PFC_high {limit}")
+            }
+            Symptom::Drops { rnic, count } => format!("{rnic} dropped {count} packets"),
+        }
+    }
+}
+
+/// The symptoms in a snapshot, RNIC by RNIC: pause first, as the paper's main trigger.
+pub fn symptoms(snapshot: &HostSnapshot, thresholds: &Thresholds) -> Vec<Symptom> {
+    let mut out = Vec::new();
+    for r in &snapshot.rnics {
+        if let Some(ratio) = r.tx_pause_ratio.filter(|&p| p > thresholds.pfc_high) {
+            out.push(Symptom::Pause {
+                rnic: r.id.clone(),
+                ratio,
+                limit: thresholds.pfc_high,
+            });
+        }
+    }
+    for r in &snapshot.rnics {
+        if let Some(count) = r.drops.filter(|&d| d > 0) {
+            out.push(Symptom::Drops {
+                rnic: r.id.clone(),
+                count,
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::RnicActivity;
+
+    fn snapshot(pause: &[(Option<f64>, Option<u64>)]) -> HostSnapshot {
+        HostSnapshot {
+            rnics: pause
+                .iter()
+                .enumerate()
+                .map(|(i, &(p, d))| RnicActivity {
+                    id: format!("rnic{i}").as_str().into(),
+                    throughput_gbps: Some(0.0),
+                    tx_pause_ratio: p,
+                    drops: d,
+                })
+                .collect(),
+            ..HostSnapshot::default()
+        }
+    }
+
+    #[test]
+    fn pause_above_pfc_high_and_any_drop_are_symptoms() {
+        let t = Thresholds::default();
+        let s = snapshot(&[(Some(0.03), Some(0)), (Some(0.031), None), (None, Some(2))]);
+        let found = symptoms(&s, &t);
+        assert_eq!(
+            found
+                .iter()
+                .map(|s| (s.trigger(), s.detail()))
+                .collect::<Vec<_>>(),
+            [
+                (
+                    "pfc",
+                    "rnic1 tx pause ratio 0.031 > PFC_high 0.03".to_string()
+                ),
+                ("drops", "rnic2 dropped 2 packets".to_string())
+            ]
+        );
+        assert!(symptoms(&snapshot(&[(None, None), (Some(0.0), Some(0))]), &t).is_empty());
+    }
+}
