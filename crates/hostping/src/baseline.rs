@@ -69,8 +69,8 @@ pub fn from_runs(host: &HostTopology, runs: &[ProbeRun]) -> Result<Baseline, Mis
 /// A baseline recorded on `engine` (the real host, or a virtual one): `runs` idle
 /// full-mesh runs, `cadence_ns` apart; `progress(run, done, total)` after each path.
 /// Returns the runs too, so a caller can say why a path is missing.
-pub fn record<E: probe::ProbeEngine>(
-    engine: &mut E,
+pub fn record(
+    engine: &mut dyn probe::ProbeEngine,
     host: &HostTopology,
     runs: u32,
     latency: &LatencySpec,

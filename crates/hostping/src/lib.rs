@@ -20,6 +20,7 @@ pub mod baseline;
 pub mod bench;
 pub mod cli;
 pub mod fabric;
+pub mod host;
 pub mod pipeline;
 pub mod render;
 pub mod scenario;

@@ -3,29 +3,24 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use hostping::agent::backend::{Backend, RealBackend, RealProbing, Scheduled, SimBackend};
 use hostping::agent::config::AgentConfig;
 use hostping::agent::{self, Agent, Status, Stop};
 use hostping::bench;
 use hostping::cli::{
-    AgentArgs, BaselineArgs, BenchCommand, CheckArgs, Cli, Command, CountersArgs, Format, HostArgs,
-    LintArgs, TopologyArgs,
+    AgentArgs, BaselineArgs, BenchCommand, CheckArgs, Cli, Command, CountersArgs, Format, LintArgs,
+    TopologyArgs,
 };
-use hostping::pipeline::{self, BaselineSource, CheckSettings};
+use hostping::host::{Host, HostOptions, ProbeOptions};
+use hostping::pipeline::{self, BaselineSource, CheckSettings, Prober};
 use hostping::render::{self, Style};
 use hostping::scenario::Scenario;
 use hostping::sim;
 use indicatif::{ProgressBar, ProgressStyle};
 use model::{Baseline, BaselineKind, HostTopology, Report};
-use probe::{LatencySpec, Monitor, ProbeEngine, StreamSpec};
-use rdma::engine::{EngineOptions, TestFault};
-use rdma::host::{self as real, RealError};
-use rdma::monitor::HostMonitor;
+use probe::{LatencySpec, StreamSpec};
 use rdma::sysfs::SysRoot;
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::Duration;
-use vhost::{VhostConfig, VirtualHost};
 
 /// What a command concluded.
 enum Outcome {
@@ -69,24 +64,6 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// The sysfs root of the real host: `--sysfs-root`, or `/`.
-fn sysfs_root(host: &HostArgs) -> SysRoot {
-    host.sysfs_root
-        .clone()
-        .map(SysRoot::new)
-        .unwrap_or_else(SysRoot::system)
-}
-
-fn engine_options(timeout_ms: u64, faults: &[String]) -> Result<EngineOptions> {
-    Ok(EngineOptions {
-        timeout: Duration::from_millis(timeout_ms),
-        faults: faults
-            .iter()
-            .map(|f| TestFault::parse(f).map_err(|e| anyhow::anyhow!("--verbs-fault: {e}")))
-            .collect::<Result<_>>()?,
-    })
-}
-
 fn progress_bar(len: u64, what: &str) -> ProgressBar {
     let bar = ProgressBar::new(len);
     let template = format!("{{spinner}} {what} [{{bar:30}}] {{pos}}/{{len}} {{msg}} ({{elapsed}})");
@@ -103,9 +80,6 @@ fn show_progress(bar: &ProgressBar, run: u32, done: usize, total: usize) {
     bar.set_position(u64::from(run));
     bar.set_message(format!("run {}: {done}/{total} paths", run + 1));
 }
-
-/// Pause between the runs of a series on a real host: a short one, not the agent's 5 min.
-const REAL_CADENCE_NS: u64 = 1_000_000_000;
 
 fn check(args: CheckArgs) -> Result<Outcome> {
     if !(0.0..=0.5).contains(&args.noise) {
@@ -132,74 +106,43 @@ fn check(args: CheckArgs) -> Result<Outcome> {
         },
         ..CheckSettings::default()
     };
-    match &args.host.sim {
-        Some(name) => check_simulated(&args, name, &settings),
-        None => check_real(&args, &settings),
-    }
-}
-
-fn check_simulated(args: &CheckArgs, name: &str, settings: &CheckSettings) -> Result<Outcome> {
-    if !args.verbs_fault.is_empty() {
-        bail!(
-            "--verbs-fault applies to a real host's verbs engine; on a simulated host use --inject"
-        );
-    }
-    let host = sim::load_host(name)?;
-    let faults = sim::parse_faults(&args.inject, &host)?;
-    let (baseline, kind) = match &args.baseline {
-        Some(path) => (load_baseline(path, &host)?, BaselineKind::Recorded),
-        None => (
-            hostping::baseline::simulated(
-                &host,
-                hostping::baseline::DEFAULT_RUNS,
-                args.seed,
-                &settings.latency,
-                args.noise,
-            ),
-            BaselineKind::Simulated,
-        ),
-    };
-    let mut vhost = VirtualHost::new(
-        host.clone(),
-        faults,
-        VhostConfig {
+    let mut host = Host::open(
+        &args.host,
+        HostOptions {
+            inject: args.inject.clone(),
             seed: args.seed,
             noise: args.noise,
-            ..VhostConfig::default()
         },
-    );
-    let source = BaselineSource::Given(&baseline, kind);
-    run_checks(&mut vhost, &host, source, settings, args)
-}
-
-fn check_real(args: &CheckArgs, settings: &CheckSettings) -> Result<Outcome> {
-    if !args.inject.is_empty() {
-        bail!("--inject needs a simulated host (--sim MODEL); a real host is probed as it is");
-    }
-    let options = engine_options(args.timeout_ms, &args.verbs_fault)?;
-    let real = real::host(sysfs_root(&args.host))?;
-    let baseline = match &args.baseline {
-        Some(path) => Some(load_baseline(path, &real.host)?),
-        None => None,
-    };
-    let mut engine = real.engine(options)?;
-    let software = real.software_rnics();
-    let source = match &baseline {
-        Some(b) => BaselineSource::Given(b, BaselineKind::Recorded),
-        None => BaselineSource::Relative {
-            software: &software,
-        },
+    )?;
+    let probe = ProbeOptions {
+        timeout_ms: args.timeout_ms,
+        verbs_faults: args.verbs_fault.clone(),
     };
     let settings = CheckSettings {
-        cadence_ns: REAL_CADENCE_NS,
-        ..settings.clone()
+        cadence_ns: host.cadence_ns(),
+        ..settings
     };
-    run_checks(&mut engine, &real.host, source, &settings, args)
+    let recorded;
+    let default;
+    let source = match &args.baseline {
+        Some(path) => {
+            recorded = load_baseline(path, host.model())?;
+            BaselineSource::Given(&recorded, BaselineKind::Recorded)
+        }
+        None => {
+            default = host.default_baseline(&settings.latency)?;
+            default.source()
+        }
+    };
+    let model = host.model().cloned();
+    let prober = host.prober(&probe)?;
+    let model = model.expect("a host that can be probed has a model");
+    run_checks(prober, &model, source, &settings, &args)
 }
 
 /// Runs the series with a progress bar, writing each report as soon as it exists.
-fn run_checks<E: ProbeEngine + Monitor>(
-    engine: &mut E,
+fn run_checks(
+    engine: &mut dyn Prober,
     host: &HostTopology,
     source: BaselineSource<'_>,
     settings: &CheckSettings,
@@ -249,12 +192,15 @@ fn run_checks<E: ProbeEngine + Monitor>(
     )
 }
 
-fn load_baseline(path: &std::path::Path, host: &HostTopology) -> Result<Baseline> {
+/// A baseline file, checked against the host it is to judge (when there is a model).
+fn load_baseline(path: &std::path::Path, host: Option<&HostTopology>) -> Result<Baseline> {
     let name = path.display().to_string();
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read baseline `{name}`"))?;
     let baseline = Baseline::from_json(&name, &text)?;
-    baseline.check_fits(host, &name)?;
+    if let Some(host) = host {
+        baseline.check_fits(host, &name)?;
+    }
     Ok(baseline)
 }
 
@@ -264,50 +210,27 @@ fn baseline(args: BaselineArgs) -> Result<Outcome> {
         iterations: args.iterations,
         ..LatencySpec::default()
     };
-    let (b, host_name, how) = match &args.host.sim {
-        Some(name) => {
-            let host = sim::load_host(name)?;
-            let b = hostping::baseline::simulated(
-                &host,
-                args.runs,
-                args.seed,
-                &latency,
-                VhostConfig::default().noise,
-            );
-            (b, host.name, "simulated")
-        }
-        None => {
-            let real = real::host(sysfs_root(&args.host))?;
-            let mut engine = real.engine(engine_options(args.timeout_ms, &[])?)?;
-            let bar = progress_bar(u64::from(args.runs), "baseline");
-            let (b, runs) = hostping::baseline::record(
-                &mut engine,
-                &real.host,
-                args.runs,
-                &latency,
-                REAL_CADENCE_NS,
-                &mut |run, done, total| show_progress(&bar, run, done, total),
-            )?;
-            bar.finish_and_clear();
-            for p in real.host.paths() {
-                if b.path(&p.rnic, &p.endpoint).is_none() {
-                    let why = runs
-                        .iter()
-                        .filter_map(|r| r.probe(&p.rnic, &p.endpoint))
-                        .find_map(|p| match &p.outcome {
-                            model::PathOutcome::Failed { error } => Some(error.clone()),
-                            model::PathOutcome::Unavailable { reason } => {
-                                Some(format!("unavailable: {reason}"))
-                            }
-                            model::PathOutcome::Measured(_) => None,
-                        })
-                        .unwrap_or_default();
-                    eprintln!("not in the baseline: {}->{} ({why})", p.rnic, p.endpoint);
-                }
-            }
-            (b, real.host.name.clone(), "measured")
-        }
+    let mut host = Host::open(
+        &args.host,
+        HostOptions {
+            seed: args.seed,
+            ..HostOptions::default()
+        },
+    )?;
+    let probe = ProbeOptions {
+        timeout_ms: args.timeout_ms,
+        verbs_faults: Vec::new(),
     };
+    let bar = progress_bar(u64::from(args.runs), "baseline");
+    let recorded = host.record_baseline(args.runs, &latency, &probe, &mut |run, done, total| {
+        show_progress(&bar, run, done, total)
+    })?;
+    bar.finish_and_clear();
+    for path in &recorded.left_out {
+        eprintln!("not in the baseline: {path}");
+    }
+    let (b, how) = (recorded.baseline, recorded.how);
+    let host_name = b.host.clone();
     let text = serde_json::to_string_pretty(&b)? + "\n";
     std::fs::write(&args.output, text)
         .with_context(|| format!("cannot write baseline `{}`", args.output.display()))?;
@@ -322,49 +245,33 @@ fn baseline(args: BaselineArgs) -> Result<Outcome> {
 }
 
 fn topology(args: TopologyArgs) -> Result<Outcome> {
-    let text = match &args.host.sim {
-        Some(name) => {
-            let host = sim::load_host(name)?;
-            match args.format {
-                Format::Json => serde_json::to_string_pretty(&render::topology_json(&host))? + "\n",
-                Format::Table => render::topology(&host),
-            }
+    let host = Host::open(&args.host, HostOptions::default())?;
+    // A real host shows what discovery found (devices, bindings, what it could not
+    // place); a virtual one its model.
+    let text = match (host.discovery(), host.model(), args.format) {
+        (Some(d), _, Format::Json) => {
+            serde_json::to_string_pretty(&render::discovery_json(d))? + "\n"
         }
-        None => {
-            let root = sysfs_root(&args.host);
-            let discovery = rdma::sysfs::discover(&root)?;
-            match args.format {
-                Format::Json => {
-                    serde_json::to_string_pretty(&render::discovery_json(&discovery))? + "\n"
-                }
-                Format::Table => render::discovery(&discovery),
-            }
+        (Some(d), _, Format::Table) => render::discovery(d),
+        (None, Some(model), Format::Json) => {
+            serde_json::to_string_pretty(&render::topology_json(model))? + "\n"
         }
+        (None, Some(model), Format::Table) => render::topology(model),
+        (None, None, _) => unreachable!("a virtual host always has a model"),
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(Outcome::Healthy)
 }
 
-/// A virtual host of `name` with `inject` faults.
-fn virtual_host(name: &str, inject: &[String], seed: u64) -> Result<(HostTopology, VirtualHost)> {
-    let host = sim::load_host(name)?;
-    let faults = sim::parse_faults(inject, &host)?;
-    let config = VhostConfig {
-        seed,
-        ..VhostConfig::default()
-    };
-    let vh = VirtualHost::new(host.clone(), faults, config);
-    Ok((host, vh))
-}
-
 fn counters(args: CountersArgs) -> Result<Outcome> {
-    let report = match &args.host.sim {
-        Some(name) => {
-            let (_, mut vh) = virtual_host(name, &args.inject, 1)?;
-            sim::counter_report(&mut vh)
-        }
-        None => HostMonitor::open(sysfs_root(&args.host))?.read(),
-    };
+    let mut host = Host::open(
+        &args.host,
+        HostOptions {
+            inject: args.inject.clone(),
+            ..HostOptions::default()
+        },
+    )?;
+    let report = host.counters();
     let text = match args.format {
         Format::Json => serde_json::to_string_pretty(&report)? + "\n",
         Format::Table => render::counters(&report, Style::for_stdout()),
@@ -379,18 +286,15 @@ fn counters(args: CountersArgs) -> Result<Outcome> {
 }
 
 fn lint(args: LintArgs) -> Result<Outcome> {
-    let (host, config) = match &args.host.sim {
-        Some(name) => {
-            let (host, vh) = virtual_host(name, &args.inject, 1)?;
-            let config = vh.config();
-            (Some(host), config)
-        }
-        None => {
-            let mut sources = HostMonitor::open(sysfs_root(&args.host))?;
-            let config = sources.config();
-            (sources.host().cloned(), config)
-        }
-    };
+    let mut opened = Host::open(
+        &args.host,
+        HostOptions {
+            inject: args.inject.clone(),
+            ..HostOptions::default()
+        },
+    )?;
+    let config = opened.config();
+    let host = opened.model().cloned();
     let findings = match &host {
         Some(host) => analyze::lint::lint(host, &config),
         None => Vec::new(),
@@ -445,22 +349,38 @@ fn agent_command(args: AgentArgs) -> Result<Outcome> {
         });
         handle
     };
-    let mut backend: Box<dyn Backend> = match &args.host.sim {
-        Some(name) => Box::new(sim_backend(&args, &config, name)?),
-        None => Box::new(real_backend(&args, &config)?),
+    let host = Host::open(
+        &args.host,
+        HostOptions {
+            inject: args.inject.clone(),
+            seed: args.seed,
+            ..HostOptions::default()
+        },
+    )?;
+    let provenance = match host.provenance() {
+        model::Provenance::Simulated => "simulated",
+        model::Provenance::Measured => "measured",
     };
+    let baseline = match &config.agent.baseline {
+        Some(path) => Some(load_baseline(path, host.model())?),
+        None => None,
+    };
+    let latency = LatencySpec {
+        op: config.probe.op,
+        iterations: config.probe.iterations,
+        ..LatencySpec::default()
+    };
+    let probe = ProbeOptions {
+        timeout_ms: config.probe.timeout_ms,
+        verbs_faults: Vec::new(),
+    };
+    let mut backend =
+        host.into_agent_backend(baseline, &probe, &latency, args.time_scale, &args.schedule)?;
     let db = &config.agent.database;
     let store = store::Store::open(db)?;
-    let (host_name, provenance) = match backend.host() {
-        Some(h) => (
-            h.name.clone(),
-            if args.host.sim.is_some() {
-                "simulated"
-            } else {
-                "measured"
-            },
-        ),
-        None => ("(no RDMA device)".to_string(), "measured"),
+    let host_name = match backend.host() {
+        Some(h) => h.name.clone(),
+        None => "(no RDMA device)".to_string(),
     };
     let metrics = std::sync::Arc::new(std::sync::Mutex::new(store::Metrics::new(
         &host_name, provenance,
@@ -493,73 +413,6 @@ fn agent_command(args: AgentArgs) -> Result<Outcome> {
         db.display()
     );
     Ok(Outcome::Healthy)
-}
-
-fn sim_backend(args: &AgentArgs, config: &AgentConfig, name: &str) -> Result<SimBackend> {
-    let (host, vh) = virtual_host(name, &args.inject, args.seed)?;
-    let schedule = args
-        .schedule
-        .iter()
-        .map(|s| Scheduled::parse(s, &host).map_err(anyhow::Error::msg))
-        .collect::<Result<Vec<_>>>()?;
-    let latency = LatencySpec {
-        op: config.probe.op,
-        iterations: config.probe.iterations,
-        ..LatencySpec::default()
-    };
-    let (baseline, kind) = match &config.agent.baseline {
-        Some(path) => (load_baseline(path, &host)?, BaselineKind::Recorded),
-        None => (
-            hostping::baseline::simulated(
-                &host,
-                hostping::baseline::DEFAULT_RUNS,
-                args.seed,
-                &latency,
-                VhostConfig::default().noise,
-            ),
-            BaselineKind::Simulated,
-        ),
-    };
-    Ok(SimBackend::new(
-        vh,
-        baseline,
-        kind,
-        args.time_scale,
-        schedule,
-    ))
-}
-
-fn real_backend(
-    args: &AgentArgs,
-    config: &AgentConfig,
-) -> Result<RealBackend<rdma::engine::VerbsEngine>> {
-    let root = sysfs_root(&args.host);
-    let disabled = |why: String| -> Result<_> {
-        Ok(RealBackend::new(Err(why), HostMonitor::open(root.clone())?))
-    };
-    let real = match real::host(root.clone()) {
-        Ok(real) => real,
-        Err(e @ (RealError::NoRdma { .. } | RealError::NoVerbs { .. })) => {
-            return disabled(e.to_string())
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let baseline = match &config.agent.baseline {
-        Some(path) => Some(load_baseline(path, &real.host)?),
-        None => None,
-    };
-    match real.engine(engine_options(config.probe.timeout_ms, &[])?) {
-        Ok(real::Probed { engine, monitor }) => Ok(RealBackend::new(
-            Ok(RealProbing {
-                software: real.software_rnics(),
-                host: real.host.clone(),
-                engine,
-                baseline,
-            }),
-            monitor,
-        )),
-        Err(e) => disabled(e.to_string()),
-    }
 }
 
 fn bench_command(cmd: BenchCommand) -> Result<Outcome> {

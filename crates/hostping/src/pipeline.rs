@@ -47,11 +47,11 @@ const FOLLOW_UP_MESSAGE_BYTES: u64 = 64 * 1024;
 const FOLLOW_UP_DEPTH: u32 = 16;
 
 /// Lets the analyzer run its follow-up streams on the engine under test.
-struct EngineFollowUp<'a, E> {
-    engine: &'a mut E,
+struct EngineFollowUp<'a> {
+    engine: &'a mut dyn ProbeEngine,
 }
 
-impl<E: ProbeEngine> FollowUp for EngineFollowUp<'_, E> {
+impl FollowUp for EngineFollowUp<'_> {
     fn stream(&mut self, path: &Path, test: &FollowUpTest) -> Option<StreamResult> {
         let spec = StreamSpec {
             message_bytes: FOLLOW_UP_MESSAGE_BYTES,
@@ -63,6 +63,11 @@ impl<E: ProbeEngine> FollowUp for EngineFollowUp<'_, E> {
         self.engine.stream(path, &spec).ok()
     }
 }
+
+/// A probe engine that is also the host's monitor: what a series of checks runs on (the
+/// virtual host, or the verbs engine with the real counter sources).
+pub trait Prober: ProbeEngine + Monitor {}
+impl<T: ProbeEngine + Monitor> Prober for T {}
 
 /// What each run's paths are judged against.
 #[derive(Debug, Clone, Copy)]
@@ -90,8 +95,8 @@ pub type Progress<'a> = &'a mut dyn FnMut(u32, usize, usize);
 /// Runs `settings.runs` checks, each judged with the history of the ones before it, and
 /// hands each report to `on_report` as soon as it exists (so nothing is lost if a later run
 /// fails). Returns the reports.
-pub fn check<E: ProbeEngine + Monitor>(
-    engine: &mut E,
+pub fn check(
+    engine: &mut dyn Prober,
     host: &HostTopology,
     baseline: BaselineSource<'_>,
     settings: &CheckSettings,
@@ -142,8 +147,8 @@ pub struct RunContext<'a> {
 
 /// One run: probe the plan of `mode`, then analyze. The caller records the report in its
 /// history: a series does it here, the agent across triggers.
-pub fn run_once<E: ProbeEngine>(
-    engine: &mut E,
+pub fn run_once(
+    engine: &mut dyn ProbeEngine,
     ctx: &RunContext<'_>,
     mode: Mode,
     progress: &mut dyn FnMut(usize, usize),

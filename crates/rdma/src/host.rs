@@ -54,7 +54,7 @@ impl<E: ProbeEngine> Monitor for Probed<E> {
 }
 
 /// Why the real host cannot be probed. Each message is one line.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum RealError {
     /// Discovery itself failed (an unreadable or malformed sysfs file).
     #[error(transparent)]
@@ -99,33 +99,38 @@ pub fn discover(root: &SysRoot) -> Result<Discovery, RealError> {
 /// Discovers the host and insists on an RNIC to probe from.
 pub fn host(root: SysRoot) -> Result<RealHost, RealError> {
     let discovery = discover(&root)?;
-    let Some(host) = discovery.host.clone() else {
-        let detail = if discovery.rdma_ports.is_empty() {
-            format!(
-                "{} has no devices",
-                root.path("sys/class/infiniband").display()
-            )
-        } else {
-            let ports: Vec<String> = discovery
-                .rdma_ports
-                .iter()
-                .map(|p| format!("{} port {} {:?}", p.device, p.port, p.state))
-                .collect();
-            format!("no RDMA port is ACTIVE ({})", ports.join(", "))
-        };
-        return Err(RealError::NoRdma {
-            detail,
-            builtins: model::builtin::names().collect::<Vec<_>>().join(", "),
-        });
-    };
-    Ok(RealHost {
-        root,
-        discovery,
-        host,
-    })
+    RealHost::new(root, discovery)
 }
 
 impl RealHost {
+    /// The host `discovery` found under `root`, if it has an RNIC to probe from.
+    pub fn new(root: SysRoot, discovery: Discovery) -> Result<RealHost, RealError> {
+        let Some(host) = discovery.host.clone() else {
+            let detail = if discovery.rdma_ports.is_empty() {
+                format!(
+                    "{} has no devices",
+                    root.path("sys/class/infiniband").display()
+                )
+            } else {
+                let ports: Vec<String> = discovery
+                    .rdma_ports
+                    .iter()
+                    .map(|p| format!("{} port {} {:?}", p.device, p.port, p.state))
+                    .collect();
+                format!("no RDMA port is ACTIVE ({})", ports.join(", "))
+            };
+            return Err(RealError::NoRdma {
+                detail,
+                builtins: model::builtin::names().collect::<Vec<_>>().join(", "),
+            });
+        };
+        Ok(RealHost {
+            root,
+            discovery,
+            host,
+        })
+    }
+
     /// Loads libibverbs and opens every RNIC port of the host, with the counter sources
     /// as its monitor.
     pub fn engine(&self, options: EngineOptions) -> Result<Probed<VerbsEngine>, RealError> {

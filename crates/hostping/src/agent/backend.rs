@@ -55,18 +55,49 @@ pub struct Scheduled {
     pub fault: Fault,
 }
 
+/// A `--schedule` string that cannot be used. Each message names the string.
+#[derive(Debug, thiserror::Error)]
+pub enum ScheduleError {
+    /// No `=` between time and fault.
+    #[error("--schedule `{0}`: expected AT=FAULT, like 10m=service:rnic0:250")]
+    Shape(String),
+    /// The time is not a duration.
+    #[error("--schedule `{text}`: `{at}` is not a duration: {reason}")]
+    Time {
+        /// The whole string.
+        text: String,
+        /// Its time part.
+        at: String,
+        /// Why it is not a duration.
+        reason: humantime::DurationError,
+    },
+    /// The fault is malformed or names something the host lacks.
+    #[error("--schedule `{text}`: {fault}")]
+    Fault {
+        /// The whole string.
+        text: String,
+        /// What is wrong with its fault.
+        fault: vhost::FaultError,
+    },
+}
+
 impl Scheduled {
     /// Parses `AT=FAULT`, `AT` a duration like `90s` or `10m`.
-    pub fn parse(text: &str, host: &HostTopology) -> Result<Scheduled, String> {
-        let (at, fault) = text.split_once('=').ok_or_else(|| {
-            format!("--schedule `{text}`: expected AT=FAULT, like 10m=service:rnic0:250")
+    pub fn parse(text: &str, host: &HostTopology) -> Result<Scheduled, ScheduleError> {
+        let (at, fault) = text
+            .split_once('=')
+            .ok_or_else(|| ScheduleError::Shape(text.to_string()))?;
+        let time = humantime::parse_duration(at.trim()).map_err(|reason| ScheduleError::Time {
+            text: text.to_string(),
+            at: at.to_string(),
+            reason,
         })?;
-        let at = humantime::parse_duration(at.trim())
-            .map_err(|e| format!("--schedule `{text}`: `{at}` is not a duration: {e}"))?;
-        let fault =
-            Fault::parse(fault.trim(), host).map_err(|e| format!("--schedule `{text}`: {e}"))?;
+        let fault = Fault::parse(fault.trim(), host).map_err(|fault| ScheduleError::Fault {
+            text: text.to_string(),
+            fault,
+        })?;
         Ok(Scheduled {
-            at_ns: super::ns(at),
+            at_ns: super::ns(time),
             fault,
         })
     }
@@ -162,7 +193,7 @@ impl Backend for SimBackend {
 /// counters only otherwise.
 pub struct RealBackend<E> {
     /// The probe side, when there is one.
-    probing: Result<RealProbing<E>, String>,
+    probing: Result<RealProbing<E>, rdma::host::RealError>,
     /// Reads every counter source.
     counters: rdma::monitor::HostMonitor,
     started: std::time::Instant,
@@ -183,7 +214,7 @@ pub struct RealProbing<E> {
 impl<E> RealBackend<E> {
     /// A backend probing through `probing`, or only reading counters when it is `Err(why)`.
     pub fn new(
-        probing: Result<RealProbing<E>, String>,
+        probing: Result<RealProbing<E>, rdma::host::RealError>,
         counters: rdma::monitor::HostMonitor,
     ) -> RealBackend<E> {
         RealBackend {
@@ -200,7 +231,7 @@ impl<E: ProbeEngine> Backend for RealBackend<E> {
     }
 
     fn probing_disabled(&self) -> Option<String> {
-        self.probing.as_ref().err().cloned()
+        self.probing.as_ref().err().map(|e| e.to_string())
     }
 
     fn now_ns(&self) -> u64 {
