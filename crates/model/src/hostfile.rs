@@ -208,7 +208,9 @@ pub fn parse(source_name: &str, text: &str) -> Result<HostTopology, ModelError> 
         };
         let capacity_gbps = match (rl.capacity_gbps, rl.pcie.as_deref()) {
             (Some(c), None) => c,
-            (None, Some(p)) => pcie_capacity_gbps(p).map_err(|r| err(field("pcie"), r))?,
+            (None, Some(p)) => {
+                pcie_capacity_gbps(p).map_err(|r| err(field("pcie"), r.to_string()))?
+            }
             (Some(_), Some(_)) => {
                 return Err(err(
                     field("capacity_gbps"),
@@ -350,11 +352,15 @@ fn check_id(id: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A `pcie` value that is not a PCIe generation and width.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a PCIe link (expected gen1..gen6 and x1..x32, like `gen4x16`)")]
+pub struct NotAPcieLink(pub String);
+
 /// Capacity of a PCIe link per direction, Gb/s, from `gen<G>x<W>` (after line encoding;
 /// TLP overhead is left out, as in Hostping footnote 4).
-pub fn pcie_capacity_gbps(spec: &str) -> Result<f64, String> {
-    let bad =
-        || format!("`{spec}` is not a PCIe link (expected gen1..gen6 and x1..x32, like `gen4x16`)");
+pub fn pcie_capacity_gbps(spec: &str) -> Result<f64, NotAPcieLink> {
+    let bad = || NotAPcieLink(spec.to_string());
     let rest = spec.strip_prefix("gen").ok_or_else(bad)?;
     let (gen, width) = rest.split_once('x').ok_or_else(bad)?;
     let per_lane = match gen {

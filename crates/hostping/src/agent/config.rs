@@ -137,7 +137,28 @@ pub enum ConfigError {
         /// The file.
         path: PathBuf,
         /// What is wrong, with the key.
-        reason: String,
+        reason: InvalidConfig,
+    },
+}
+
+/// What is wrong in configuration text. One line naming the key.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InvalidConfig {
+    /// Not TOML, or a key or value the configuration does not have.
+    #[error("{message}{}", at_byte.map(|b| format!(" (at byte {b})")).unwrap_or_default())]
+    Syntax {
+        /// The TOML parser's message, on one line.
+        message: String,
+        /// Where in the text.
+        at_byte: Option<usize>,
+    },
+    /// A value out of its range.
+    #[error("{setting}: {problem}")]
+    Setting {
+        /// The key, like `triggers.max_duty_cycle`.
+        setting: &'static str,
+        /// What is wrong with its value.
+        problem: String,
     },
 }
 
@@ -155,39 +176,45 @@ impl AgentConfig {
     }
 
     /// Parses and checks configuration text.
-    pub fn parse(text: &str) -> Result<AgentConfig, String> {
-        let config: AgentConfig = toml::from_str(text).map_err(|e| {
+    pub fn parse(text: &str) -> Result<AgentConfig, InvalidConfig> {
+        let config: AgentConfig = toml::from_str(text).map_err(|e| InvalidConfig::Syntax {
             // One line: toml's message spans several with a source excerpt.
-            e.to_string()
+            message: e
+                .to_string()
                 .lines()
                 .last()
                 .unwrap_or_default()
                 .trim()
-                .to_string()
-                + &e.span()
-                    .map(|s| format!(" (at byte {})", s.start))
-                    .unwrap_or_default()
+                .to_string(),
+            at_byte: e.span().map(|s| s.start),
         })?;
         config.check()?;
         Ok(config)
     }
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), InvalidConfig> {
+        let invalid = |setting, problem: String| Err(InvalidConfig::Setting { setting, problem });
         let t = &self.triggers;
         if !(t.max_duty_cycle > 0.0 && t.max_duty_cycle <= 1.0) {
-            return Err(format!(
-                "triggers.max_duty_cycle: {} is outside (0, 1]",
-                t.max_duty_cycle
-            ));
+            return invalid(
+                "triggers.max_duty_cycle",
+                format!("{} is outside (0, 1]", t.max_duty_cycle),
+            );
         }
-        if t.symptoms_every.is_zero() || t.host_status_every.is_zero() {
-            return Err("triggers: cadences must be longer than zero".into());
+        if t.symptoms_every.is_zero() {
+            return invalid("triggers.symptoms_every", "must be longer than zero".into());
+        }
+        if t.host_status_every.is_zero() {
+            return invalid(
+                "triggers.host_status_every",
+                "must be longer than zero".into(),
+            );
         }
         if self.probe.iterations == 0 {
-            return Err("probe.iterations: must be at least 1".into());
+            return invalid("probe.iterations", "must be at least 1".into());
         }
         if self.probe.timeout_ms == 0 {
-            return Err("probe.timeout_ms: must be at least 1".into());
+            return invalid("probe.timeout_ms", "must be at least 1".into());
         }
         Ok(())
     }
@@ -228,11 +255,17 @@ mod tests {
 
     #[test]
     fn mistakes_are_named() {
-        let e = AgentConfig::parse("[triggers]\nsymptom_every = \"1s\"\n").unwrap_err();
+        let e = AgentConfig::parse("[triggers]\nsymptom_every = \"1s\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("symptom_every"), "{e}");
-        let e = AgentConfig::parse("[triggers]\nmax_duty_cycle = 2.0\n").unwrap_err();
+        let e = AgentConfig::parse("[triggers]\nmax_duty_cycle = 2.0\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("max_duty_cycle"), "{e}");
-        let e = AgentConfig::parse("[triggers]\nburst = \"soon\"\n").unwrap_err();
+        let e = AgentConfig::parse("[triggers]\nburst = \"soon\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("soon") || e.contains("burst") || e.contains("unit"),
             "{e}"
