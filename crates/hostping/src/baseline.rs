@@ -2,7 +2,7 @@
 //! on a batch of idle hosts with the same devices and configurations"): per path, the median
 //! over runs, which one bad run cannot move.
 
-use model::{Baseline, BaselinePath, HostTopology, ProbeRun};
+use model::{Baseline, BaselinePath, ComponentId, HostTopology, ProbeRun};
 use probe::{median, plan, LatencySpec, Plan, RunSpec};
 use vhost::{VhostConfig, VirtualHost};
 
@@ -11,9 +11,9 @@ use vhost::{VhostConfig, VirtualHost};
 #[error("no successful probe of {rnic} -> {endpoint} in {runs} runs: cannot baseline it")]
 pub struct MissingPath {
     /// The RNIC.
-    pub rnic: String,
+    pub rnic: ComponentId,
     /// The endpoint.
-    pub endpoint: String,
+    pub endpoint: ComponentId,
     /// How many runs were tried.
     pub runs: usize,
 }
@@ -41,8 +41,8 @@ pub fn from_runs(host: &HostTopology, runs: &[ProbeRun]) -> Result<Baseline, Mis
                 continue;
             }
             return Err(MissingPath {
-                rnic: path.rnic.to_string(),
-                endpoint: path.endpoint.to_string(),
+                rnic: path.rnic.clone(),
+                endpoint: path.endpoint.clone(),
                 runs: runs.len(),
             });
         }
