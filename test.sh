@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, then every unit, property, integration and
-# scenario test of the workspace, and the Soft-RoCE (rdma_rxe) QEMU guest test of the real
-# backends. Installs what it needs first (Debian packages, a Rust toolchain, a guest kernel).
+# scenario test of the workspace, a fabric sweep on a one-node Slurm, and the Soft-RoCE
+# (rdma_rxe) QEMU guest test of the real backends. Installs what it needs first (Debian
+# packages, a Rust toolchain, a guest kernel). Works from any folder the checkout lies in.
 set -euo pipefail
 cd "$(dirname "$0")"
 . scripts/setup.sh
+sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+# apt_install PACKAGE...: installs the Debian packages, updating the lists only if needed.
+apt_install() {
+    echo "test: installing $* (Debian packages)" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null \
+        || { $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null; }
+}
 if cargo fmt --version >/dev/null 2>&1; then
     cargo fmt --all -- --check
 fi
@@ -16,14 +25,19 @@ fi
 scripts/guest/setup.sh
 # A real Prometheus server (Debian's package) scrapes the agent in
 # crates/hostping/tests/prometheus.rs (the test starts its own server on a free port).
-if ! command -v prometheus >/dev/null 2>&1; then
-    sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    echo "test: installing prometheus (Debian package)" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get install -y -qq --no-install-recommends prometheus >/dev/null \
-        || { $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+command -v prometheus >/dev/null 2>&1 || apt_install prometheus
+# Slurm for the sweep test below.
+if ! command -v slurmctld >/dev/null 2>&1 || ! command -v slurmd >/dev/null 2>&1 ||
+    ! command -v munged >/dev/null 2>&1; then
+    apt_install slurm-wlm munge
 fi
 export HOSTPING_REQUIRE_VERBS_HEADERS=1 HOSTPING_REQUIRE_PROMETHEUS=1
 cargo test --workspace --locked
-# The real backends on a real verbs device: rdma_rxe in a QEMU guest (scripts/guest/).
+# A fabric sweep on a real one-node Slurm: a job array of `hostping fabric sim` runs and the
+# dependent merge job (scripts/slurm/, about 10 s). The daemons run as root.
+cargo build -p hostping --locked --quiet
+hostping_bin=$(cd "${CARGO_TARGET_DIR:-target}/debug" && pwd -P)/hostping
+$sudo scripts/slurm/check-sweep.sh "$hostping_bin"
+# The real backends on a real verbs device: rdma_rxe in a QEMU guest (scripts/guest/), from
+# this checkout and from a clone of it under /tmp.
 cargo test -p hostping --test softroce --locked -- --ignored --nocapture
