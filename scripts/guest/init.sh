@@ -4,7 +4,9 @@
 #   1. mounts proc/sys/devtmpfs and loads the modules listed in /etc/modules.list (in order);
 #   2. brings up lo and eth0 (10.0.2.15/24, QEMU user-mode networking) and names the host;
 #   3. mounts the host root (9p tag hostroot, read-only) on /host and the writable out folder
-#      (9p tag hostout) on /host/mnt, plus proc, sys, dev, /tmp, /run inside /host;
+#      (9p tag hostout) on /host/mnt, plus proc, sys, dev, /tmp, /run inside /host, and the
+#      checkout (9p tag checkout, read-only) on /host/run/hostping/checkout: a folder of the
+#      guest's own /run, so the checkout is seen wherever it lies on the host (/tmp too);
 #   4. creates rxe0 on eth0 and waits (bounded) until port 1 is ACTIVE;
 #   5. runs /mnt/job.sh (written by run.sh) with bash chrooted into the host root, so
 #      host-built binaries and the host's libraries run unchanged;
@@ -67,6 +69,10 @@ mount -t devpts devpts /host/dev/pts
 mount -t tmpfs tmpfs /host/dev/shm
 mount -t tmpfs -o mode=1777 tmpfs /host/tmp
 mount -t tmpfs -o mode=755 tmpfs /host/run
+# run.sh rewrites the checkout's paths to this mount point (its guest_checkout).
+mkdir -p /host/run/hostping/checkout
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=loose,ro checkout /host/run/hostping/checkout ||
+    fatal "cannot mount the checkout (9p tag checkout) on /run/hostping/checkout"
 
 # -- Soft-RoCE ----------------------------------------------------------------------------------
 # busybox has no `rdma`: use the host's iproute2 through the chroot.

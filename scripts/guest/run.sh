@@ -21,8 +21,16 @@
 #     switch: QEMU's XIO3130 ports train at 2.5 GT/s x1 (2 Gb/s), below rxe0's nominal
 #     2.5 Gb/s, which would make no path affinitive; the dgx-a100 fixture covers switches;
 #   - the host root shared read-only over virtio-9p and chrooted into, so host-built binaries
-#     run unchanged; the command runs as root in the caller's working directory (same path),
-#     with a tmpfs /tmp, the caller's PATH and HOME=/tmp/home.
+#     run unchanged, with the guest's own /tmp, /run, /proc, /sys, /dev and /mnt over it;
+#   - this checkout (the repository holding this script) shared read-only over virtio-9p at
+#     a fixed point of the guest's own, /run/hostping/checkout ($HOSTPING_GUEST_CHECKOUT), so
+#     the guest sees it wherever it lies, /tmp included. The command runs there: a working
+#     directory inside the checkout, and every argument and exported variable that is a path
+#     inside it (the whole word, e.g. target/debug/hostping's absolute path), are rewritten
+#     to the same place under the mount point. Other paths mean the host's, as the chroot
+#     shows them: a working directory the guest covers (/tmp, /run, ...) outside the
+#     checkout is refused;
+#   - the command runs as root, with the caller's PATH and HOME=/tmp/home.
 set -euo pipefail
 shopt -s extglob
 
@@ -49,13 +57,38 @@ done
 half=$((mem / 2)) # per NUMA node; -m must equal the sum of the nodes' memory
 mem=$((half * 2))
 
-# The guest sees the host root, except where it mounts its own file systems: a working
-# directory there would not be the caller's.
-cwd=$(pwd -P)
-case "$cwd/" in
-/tmp/* | /run/* | /proc/* | /sys/* | /dev/* | /mnt/*)
-    die "the guest mounts its own /tmp, /run, /proc, /sys, /dev and /mnt, so it cannot see $cwd; run from another folder" ;;
-esac
+# -- where the guest sees host paths ---------------------------------------------------------
+# The checkout is shared on its own (see the header); the rest of the host is the chroot,
+# less the folders the guest mounts afresh.
+guest_checkout=/run/hostping/checkout
+checkout=$(cd "$here/../.." && pwd -P)
+checkout_as_called=$(cd "$here/../.." && pwd) # the same folder reached through a symlink
+covered() { case "$1/" in /tmp/* | /run/* | /proc/* | /sys/* | /dev/* | /mnt/*) return 0 ;; esac; return 1; }
+# in_guest PATH: sets REPLY to PATH as the guest sees it (paths inside the checkout move to
+# the mount point; anything else is unchanged). Returns 1 when PATH is not in the checkout.
+in_guest() {
+    local p
+    for p in "$checkout" "$checkout_as_called"; do
+        if [ "$1" = "$p" ] || [[ "$1" == "$p"/* ]]; then
+            REPLY=$guest_checkout${1#"$p"}
+            return 0
+        fi
+    done
+    REPLY=$1
+    return 1
+}
+if ! in_guest "$(pwd -P)" && covered "$REPLY"; then
+    die "the guest mounts its own /tmp, /run, /proc, /sys, /dev and /mnt, so it cannot see $REPLY; run from the checkout ($checkout) or a folder outside those"
+fi
+cwd=$REPLY
+args=()
+for a in "$@"; do
+    if ! in_guest "$a" && [[ "$a" == /* ]] && covered "$a" && [[ "$a/" != /mnt/* ]] && [ -e "$a" ]; then
+        top=${a#/}
+        say "note: the guest mounts its own /${top%%/*}, so the host's $a is not what it sees"
+    fi
+    args+=("$REPLY")
+done
 
 t_start=$EPOCHREALTIME
 "$here/setup.sh" || { say "error: scripts/guest/setup.sh failed"; exit 125; }
@@ -77,13 +110,14 @@ rm -f "$out/status" "$out/command.log" "$out/serial.log" "$out/job.sh"
     echo '#!/bin/bash'
     echo '# Written by scripts/guest/run.sh; run by the guest init chrooted into the host root.'
     printf 'export PATH=%q\n' "$PATH:/usr/local/sbin:/usr/sbin:/sbin"
-    echo 'export HOME=/tmp/home HOSTPING_GUEST=1 HOSTPING_GUEST_OUT=/mnt'
+    echo "export HOME=/tmp/home HOSTPING_GUEST=1 HOSTPING_GUEST_OUT=/mnt HOSTPING_GUEST_CHECKOUT=$guest_checkout"
     while IFS= read -r name; do
-        printf 'export %s=%q\n' "$name" "${!name}"
+        in_guest "${!name}" || true
+        printf 'export %s=%q\n' "$name" "$REPLY"
     done < <(compgen -e | grep -E '^(HOSTPING_|RUST_|CARGO_)|^(LANG|LC_ALL|NO_COLOR|TZ)$' |
-             grep -vE '^HOSTPING_GUEST(_OUT|_CACHE)?$' || true)
+             grep -vE '^HOSTPING_GUEST(_OUT|_CACHE|_CHECKOUT)?$' || true)
     echo 'mkdir -p "$HOME"'
-    printf 'cmd=('; printf ' %q' "$@"; printf ' )\n'
+    printf 'cmd=('; printf ' %q' "${args[@]}"; printf ' )\n'
     printf 'cd -- %q || { echo 126 >/mnt/status; exit; }\n' "$cwd"
     # stdout and stderr go, merged, to the serial console (run.sh shows it live) and to
     # command.log; stdin is empty so nothing can wait for a terminal.
@@ -112,6 +146,9 @@ qemu=(
     -device virtio-9p-pci,fsdev=fsroot,mount_tag=hostroot,bus=pcie.0
     -fsdev "local,id=fsout,path=$out,security_model=none,multidevs=remap"
     -device virtio-9p-pci,fsdev=fsout,mount_tag=hostout,bus=pcie.0
+    # the checkout, read-only, mounted at $guest_checkout by init.sh
+    -fsdev "local,id=fscheckout,path=$checkout,security_model=none,readonly=on,multidevs=remap"
+    -device virtio-9p-pci,fsdev=fscheckout,mount_tag=checkout,bus=pcie.0
 )
 
 say "booting $KVER (TCG, 2 vCPUs on 2 NUMA nodes, ${mem} MiB), out folder $out"

@@ -2,9 +2,12 @@
 //! `scripts/guest/`, runs `scripts/guest/softroce-check.sh` in it (discovery, the loopback
 //! matrix, the error paths, perftest), and asserts on what came back.
 //!
-//! It needs QEMU and a Debian kernel (set up and cached by `scripts/guest/setup.sh`) and
-//! takes a minute or two, so it is `#[ignore]`d in a plain `cargo test`; `./test.sh` (the
-//! README's test command, which CI runs) runs it with `--ignored`.
+//! A second test boots the guest from a `git clone` of this repository under /tmp, which
+//! the guest covers with its own /tmp: it must see the checkout through its own mount point.
+//!
+//! They need QEMU and a Debian kernel (set up and cached by `scripts/guest/setup.sh`) and
+//! take a minute or two, so they are `#[ignore]`d in a plain `cargo test`; `./test.sh` (the
+//! README's test command, which CI runs) runs them with `--ignored`.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -85,9 +88,8 @@ fn error_of(p: &Value) -> &str {
         .unwrap_or_else(|| panic!("expected a failed path: {p:#}"))
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+fn median(v: Vec<f64>) -> f64 {
+    probe::median(v).expect("at least one run")
 }
 
 #[test]
@@ -277,8 +279,8 @@ fn real_backends_on_soft_roce() {
     );
     let db = store::Store::open_read_only(&dir.join("agent.db")).unwrap();
     db.integrity_check().unwrap();
-    let runs = db.runs(&store::RunQuery::default()).unwrap();
-    let first = runs
+    let stored = db.runs(&store::RunQuery::default()).unwrap();
+    let first = stored
         .last()
         .unwrap_or_else(|| panic!("no agent run: {}", read(&dir, "agent.err")));
     assert_eq!(first.trigger, "idle");
@@ -310,4 +312,91 @@ fn real_backends_on_soft_roce() {
     println!("| 1 B READ latency, post to completion (us) | {read_lat:.2} | {read_lat_pt:.2} (ib_read_lat) | {:.2} |", read_lat / read_lat_pt);
     println!("| 1 B WRITE latency (us) | {lat:.2} (post to completion) | {write_lat:.2} (ib_write_lat, half a ping-pong) | {:.2} |", lat / write_lat);
     println!("| 64 KiB WRITE bandwidth, 1 QP, depth 128 (Gb/s) | {bw:.3} | {write_bw:.3} (ib_write_bw) | {:.2} |", bw / write_bw);
+}
+
+/// Runs `command` in `dir` and panics with its output unless it succeeds.
+fn run_ok(command: &mut Command, what: &str) {
+    let output = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        output.status.success(),
+        "{what}: {}\n{}{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// `git clone` of this repository into /tmp (as a user does with `git clone ... /tmp/hostping`),
+/// the guest step run from there: `scripts/guest/run.sh` of the clone, the clone as working
+/// directory and the clone's binary given by its absolute /tmp path.
+#[test]
+#[ignore = "boots a QEMU guest (about 30 s); ./test.sh runs it"]
+fn guest_sees_a_checkout_under_tmp() {
+    let clone = PathBuf::from(format!("/tmp/hostping-clone-{}", std::process::id()));
+    let out = PathBuf::from(format!("/tmp/hostping-clone-out-{}", std::process::id()));
+    for dir in [&clone, &out] {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    std::fs::create_dir_all(&out).unwrap();
+    run_ok(
+        Command::new("git")
+            .args(["clone", "--quiet"])
+            .arg(workspace())
+            .arg(&clone),
+        "git clone of the workspace into /tmp",
+    );
+    // The clone holds the last commit; the guest scripts of the working tree are what is
+    // under test, so they replace the clone's (an uncommitted edit is tested too).
+    run_ok(
+        Command::new("cp")
+            .args(["-R", "--"])
+            .arg(workspace().join("scripts/."))
+            .arg(clone.join("scripts")),
+        "copying scripts/ into the clone",
+    );
+    // A build in the clone would take minutes: the binary built for this test stands in
+    // for it, where cargo would have put it.
+    let binary = clone.join("target/debug/hostping");
+    std::fs::create_dir_all(binary.parent().unwrap()).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_hostping"), &binary).unwrap();
+
+    // The job records where it runs and what it was given, then runs the clone's binary.
+    let job = r#"pwd >"$HOSTPING_GUEST_OUT/pwd"
+printf '%s\n' "$1" >"$HOSTPING_GUEST_OUT/binary"
+"$1" topology --format json >"$HOSTPING_GUEST_OUT/topology.json" &&
+    "$1" check --format json --iterations 20 >"$HOSTPING_GUEST_OUT/check.json"
+status=$?
+[ "$status" -le 1 ] || exit "$status"  # 1: a finding on a TCG guest is still a measured run
+"#;
+    let status = Command::new("bash")
+        .current_dir(&clone)
+        .arg(clone.join("scripts/guest/run.sh"))
+        .arg("--out")
+        .arg(&out)
+        .args(["--timeout", "600", "--", "bash", "-c", job, "job"])
+        .arg(&binary)
+        .status()
+        .expect("bash runs");
+    assert!(
+        status.success(),
+        "the guest run from {} failed ({status}); see {}/serial.log",
+        clone.display(),
+        out.display()
+    );
+
+    assert_eq!(read(&out, "pwd").trim(), "/run/hostping/checkout");
+    assert_eq!(
+        read(&out, "binary").trim(),
+        "/run/hostping/checkout/target/debug/hostping"
+    );
+    let topo: Value = serde_json::from_str(&read(&out, "topology.json")).unwrap();
+    assert_eq!(topo["rdma_ports"][0]["device"], "rxe0", "{topo:#}");
+    let report: Value = serde_json::from_str(&read(&out, "check.json")).unwrap();
+    assert_eq!(report["provenance"], "measured", "{report:#}");
+    for ep in ["mem0", "mem1"] {
+        assert_measured(path(&report, ep), 131072);
+    }
+    for dir in [&clone, &out] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }
