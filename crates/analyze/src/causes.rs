@@ -1,7 +1,11 @@
 //! Root causes that hang on an RNIC, and the overloaded-or-failed decision for a link.
 //!
 //! - [`link_cause`]: a link with utilisation above `util_high` is overloaded, otherwise
-//!   it has failed (Hostping 4.1.2, 4.3; `util_high` 90 %, Hostping 5).
+//!   it has failed (Hostping 4.1.2, 4.3; `util_high` 90 %, Hostping 5). An RNIC's own PCIe
+//!   link is also overloaded when the RNIC's service throughput is at or above `util_high`
+//!   of its line rate: the RNIC, not the bus, is the narrowest point of that link, so the
+//!   bus monitor can read the link below Util_high while the RNIC is saturated by traffic
+//!   (an RNIC that pauses its sender because it cannot absorb more has not failed).
 //! - [`rnic_rule`] (rule 6a): "If the path status between an RNIC and all its affinitive
 //!   endpoints is abnormal, the RNIC PCIe link may be failed" (Hostping 4.3). Hostping 6 #9
 //!   and #10 found that slow start and a small Tx window look the same from one run, so in
@@ -24,6 +28,9 @@ use std::collections::BTreeSet;
 /// the sentence that says so.
 pub(crate) fn link_cause(f: &Facts<'_>, links: &[LinkId]) -> (Cause, String) {
     let high = f.th.util_high;
+    if let Some(words) = saturated_rnic(f, links) {
+        return (Cause::LinkOverloaded, words);
+    }
     match f.max_utilisation(links) {
         Some((l, u)) if u > high => (
             Cause::LinkOverloaded,
@@ -50,6 +57,33 @@ pub(crate) fn link_cause(f: &Facts<'_>, links: &[LinkId]) -> (Cause, String) {
                 .to_string(),
         ),
     }
+}
+
+/// The RNIC counters' sentence when one of `links` is the PCIe link of an RNIC whose service
+/// throughput is at or above `util_high` of its line rate (Hostping 4.3: "links with
+/// utilization higher than Util_high will be diagnosed as overloaded links"; the RNIC's
+/// throughput is that link's utilisation as far as the RNIC can take it).
+fn saturated_rnic(f: &Facts<'_>, links: &[LinkId]) -> Option<String> {
+    let high = f.th.util_high;
+    f.rnics.iter().find_map(|r| {
+        let throughput = r.throughput_gbps?;
+        if r.line_rate_gbps <= 0.0 || throughput < high * r.line_rate_gbps {
+            return None;
+        }
+        let link = f.host.links_to_cpu(&r.id).into_iter().next()?;
+        if !links.contains(&link) {
+            return None;
+        }
+        Some(format!(
+            "the RNIC counters of {} read {} of service traffic, {} of its {} line rate, at or              above Util_high {} ({}), so {link} is saturated by traffic, not failed (Hostping              4.3, 5)",
+            r.id,
+            evidence::gbps(throughput),
+            evidence::percent(throughput / r.line_rate_gbps),
+            evidence::gbps(r.line_rate_gbps),
+            evidence::percent(high),
+            r.symptoms(),
+        ))
+    })
 }
 
 /// Rule 6a: RNICs abnormal to all of their (at least two) probed affinitive endpoints.

@@ -7,12 +7,19 @@
 //! dropped (it was gray only because of that path), and candidates with identical gray
 //! paths are named together.
 //!
-//! Status rule (beyond the paper): a link that a failure diagnosis names now and that was
-//! abnormal, then normal, in the `flapping_runs` runs before this one (abnormal -> normal ->
-//! abnormal, which `normal -> abnormal -> normal -> abnormal` contains) switches between
-//! healthy and degraded across runs, as the memory channel of 6 #6 did. That diagnosis is
-//! turned into `link_flapping` rather than reported as a failure. An overloaded link is
-//! left alone: traffic comes and goes, and its utilisation already names the cause.
+//! Alternation rule (beyond the paper): a link that Algorithm 1 judged abnormal in some of
+//! the recent runs and normal in others, changing at least twice (abnormal -> normal ->
+//! abnormal, or normal -> abnormal -> normal), switches between healthy and degraded across
+//! runs, as the memory channel of 6 #6 did. The gray rule cannot see this on a link that lies
+//! on a single judged path (a GPU's PCIe link: only its affinitive RNIC judges it), because
+//! such a link is never gray: it is abnormal or normal, run by run. The window is
+//! [`window`] runs, this one included: twice the gray rule's `flapping_runs` (6 by default,
+//! 30 minutes at the Hostping 5 cadence of 5 minutes). Two changes need at least three judged
+//! runs, the gray rule's own window; doubling it leaves room for runs that did not judge
+//! the link (busy, uncertain) and for a flap met in the same phase a few runs in a row,
+//! while a failure or repair more than half an hour old has left the window. Runs where
+//! the link was overloaded or misconfigured do not count: traffic comes and goes, and
+//! their cause is already named.
 
 use crate::evidence;
 use crate::history::{History, RunRecord};
@@ -21,7 +28,8 @@ use model::{
 };
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Adds gray-rule diagnoses and turns failures of status-flapping links into flapping.
+/// Adds gray-rule and alternation-rule diagnoses; failures of alternating links become
+/// flapping.
 pub(crate) fn diagnose(
     host: &HostTopology,
     th: &Thresholds,
@@ -31,7 +39,13 @@ pub(crate) fn diagnose(
 ) {
     let n = th.flapping_runs.max(1) as usize;
     gray_rule(host, n, history, current, diagnoses);
-    status_rule(n, history, current, diagnoses);
+    alternation_rule(window(th), history, current, diagnoses);
+}
+
+/// How many runs, this one included, the flapping rules read: the alternation rule's window,
+/// twice `flapping_runs` (see the module documentation for why).
+pub(crate) fn window(th: &Thresholds) -> usize {
+    2 * th.flapping_runs.max(1) as usize
 }
 
 /// One gray path: window position, RNIC, endpoint.
@@ -152,32 +166,134 @@ fn gray_paths(
         .collect()
 }
 
-fn status_rule(n: usize, history: &History, current: &RunRecord, diagnoses: &mut [Diagnosis]) {
-    let window = history.last_of(&current.host, n);
-    for d in diagnoses
-        .iter_mut()
-        .filter(|d| d.cause == Cause::LinkFailure)
-    {
-        let flapping = d.links.iter().find_map(|l| {
-            if current.link_status(l) != Some(LinkStatus::Abnormal) {
-                return None;
-            }
-            let was_abnormal = window
+/// What one run said about a link, for the alternation rule.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    /// Normal: on a normal path.
+    Healthy,
+    /// Abnormal, and no cause other than a failure named it (an overloaded or misconfigured
+    /// link is slow for a reason that comes and goes by itself).
+    Degraded,
+}
+
+/// The link's level in run `r`, or `None` when the run did not judge it either way (uncertain,
+/// gray: the gray rule's business, or explained by another cause).
+fn level(r: &RunRecord, link: &LinkId) -> Option<Level> {
+    if r.explained.contains(link) {
+        return None;
+    }
+    match r.link_status(link)? {
+        LinkStatus::Normal => Some(Level::Healthy),
+        LinkStatus::Abnormal => Some(Level::Degraded),
+        LinkStatus::Uncertain | LinkStatus::Gray => None,
+    }
+}
+
+/// One link's judged runs in the window: (run, level), oldest first.
+type Trace = Vec<(u32, Level)>;
+
+/// How often a trace changes level.
+fn changes(trace: &Trace) -> usize {
+    trace.windows(2).filter(|w| w[0].1 != w[1].1).count()
+}
+
+/// Alternation rule: links judged degraded and healthy by turns, with at least two changes
+/// of level in the window. One change is not enough: normal then abnormal is a link that has
+/// just failed, abnormal then normal one that was repaired; a second change is what a
+/// failure or a repair does not do. A failure diagnosis on such a link becomes
+/// `link_flapping`; a flapping link that this run saw healthy gets its own diagnosis, so the
+/// flap is reported in the runs where it hides too (Hostping 6 #6: "no performance issues
+/// could be discovered in subsequent manual testing").
+fn alternation_rule(
+    window: usize,
+    history: &History,
+    current: &RunRecord,
+    diagnoses: &mut Vec<Diagnosis>,
+) {
+    let mut runs = history.last_of(&current.host, window.saturating_sub(1));
+    runs.push(current);
+    let mut flapping: BTreeMap<LinkId, Trace> = current
+        .links
+        .iter()
+        .map(|l| {
+            let trace: Trace = runs
                 .iter()
-                .position(|r| r.link_status(l) == Some(LinkStatus::Abnormal))?;
-            let was_normal = window[was_abnormal..]
-                .iter()
-                .find(|r| r.link_status(l) == Some(LinkStatus::Normal))?;
-            Some((l.clone(), window[was_abnormal].run, was_normal.run))
-        });
-        if let Some((l, abnormal_run, normal_run)) = flapping {
+                .filter_map(|r| level(r, &l.id).map(|v| (r.run, v)))
+                .collect();
+            (l.id.clone(), trace)
+        })
+        .filter(|(_, t)| changes(t) >= 2)
+        .collect();
+    if flapping.is_empty() {
+        return;
+    }
+    for d in diagnoses.iter_mut() {
+        let named: Vec<&LinkId> = d
+            .links
+            .iter()
+            .filter(|l| flapping.contains_key(*l))
+            .collect();
+        if named.is_empty() {
+            continue;
+        }
+        if d.cause == Cause::LinkFailure {
+            let said = said_of(&flapping[named[0]], named[0], runs.len());
             d.cause = Cause::LinkFlapping;
-            d.evidence = format!(
-                "{l} was abnormal in run {abnormal_run}, normal in run {normal_run} and is abnormal \
-                 again in run {}: it switches between healthy and degraded across runs (Hostping \
-                 6 #6) rather than having failed for good; this run: {}",
-                current.run, d.evidence
-            );
+            d.evidence = format!("{said}; this run: {}", d.evidence);
+        }
+        // Named by this run, as a failure (now flapping) or another cause: said once.
+        for l in d.links.iter() {
+            flapping.remove(l);
         }
     }
+    // Links this run did not diagnose: group those with the same trace (they lie on the same
+    // judged paths, so the runs cannot tell them apart).
+    let mut groups: Vec<(Trace, Vec<LinkId>)> = Vec::new();
+    for (l, t) in flapping {
+        match groups.iter_mut().find(|(g, _)| *g == t) {
+            Some((_, links)) => links.push(l),
+            None => groups.push((t, vec![l])),
+        }
+    }
+    for (trace, links) in groups {
+        let mut said = said_of(&trace, &links[0], runs.len());
+        if links.len() > 1 {
+            said = format!(
+                "{}; {} were judged alike in every run, so these runs cannot tell them apart",
+                said.replacen(links[0].as_str(), &evidence::list(&links), 1),
+                evidence::list(&links)
+            );
+        }
+        diagnoses.push(Diagnosis {
+            cause: Cause::LinkFlapping,
+            links,
+            rnic: None,
+            setting: None,
+            evidence: said,
+        });
+    }
+}
+
+/// `gpu6--lsw6 was abnormal in runs 0 and 2 and normal in runs 1 and 3 of the last 4: ...`.
+fn said_of(trace: &Trace, link: &LinkId, window: usize) -> String {
+    let runs_at = |want: Level| -> String {
+        let runs: Vec<String> = trace
+            .iter()
+            .filter(|(_, v)| *v == want)
+            .map(|(r, _)| r.to_string())
+            .collect();
+        format!(
+            "run{} {}",
+            if runs.len() == 1 { "" } else { "s" },
+            evidence::list(&runs)
+        )
+    };
+    format!(
+        "{link} was abnormal in {} and normal in {} of the last {window} runs, changing {} times: \
+         it switches between healthy and degraded across runs (Hostping 6 #6) rather than \
+         having failed for good or been repaired",
+        runs_at(Level::Degraded),
+        runs_at(Level::Healthy),
+        changes(trace),
+    )
 }

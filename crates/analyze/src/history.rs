@@ -5,7 +5,7 @@
 //! The history is a value the caller keeps (and may persist: it serialises with serde);
 //! the analyzer reads it and never stores anything itself.
 
-use model::{ComponentId, LinkId, LinkStatus, Mode, PathStatus, Report};
+use model::{Cause, ComponentId, LinkId, LinkStatus, Mode, PathStatus, Report, Thresholds};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -30,6 +30,11 @@ pub struct RunRecord {
     pub paths: Vec<PathRecord>,
     /// Every link's status.
     pub links: Vec<LinkRecord>,
+    /// Links a cause other than a failure or a flap named (overloaded, misconfigured): their
+    /// status in this run says nothing about flapping. Absent in histories written before
+    /// it was kept, which read as none.
+    #[serde(default)]
+    pub explained: Vec<LinkId>,
 }
 
 /// A path's status in one run.
@@ -76,6 +81,12 @@ impl RunRecord {
                     status: l.status,
                 })
                 .collect(),
+            explained: report
+                .diagnoses
+                .iter()
+                .filter(|d| !matches!(d.cause, Cause::LinkFailure | Cause::LinkFlapping))
+                .flat_map(|d| d.links.iter().cloned())
+                .collect(),
         }
     }
 
@@ -92,6 +103,12 @@ impl History {
             capacity,
             runs: VecDeque::new(),
         }
+    }
+
+    /// An empty history keeping as many runs as the flapping rules read with `th`, besides
+    /// the run being judged: what a caller that judges each run with the recent ones keeps.
+    pub fn for_thresholds(th: &Thresholds) -> Self {
+        History::new(crate::flapping::window(th) - 1)
     }
 
     /// Appends a report's statuses, dropping the oldest run beyond the capacity.

@@ -4,7 +4,7 @@ mod common;
 
 use analyze::{FollowUpTest, History, NoFollowUp};
 use common::*;
-use model::{Cause, LinkStatus, Mode, PathStatus, Setting};
+use model::{Cause, LinkStatus, Mode, PathStatus, Setting, Thresholds};
 
 /// rnic r's affinitive endpoints on dgx-a100.
 fn affinitive(rnic: &str, endpoint: &str) -> bool {
@@ -619,7 +619,57 @@ fn abnormal_normal_abnormal_is_flapping_not_failure() {
     );
     let e = &reports[2].diagnoses[0].evidence;
     assert!(
-        e.contains("abnormal in run 0, normal in run 1 and is abnormal again in run 2"),
+        e.contains(
+            "gpu4--lsw4 was abnormal in runs 0 and 2 and normal in run 1 of the last 3 runs"
+        ),
         "{e}"
+    );
+}
+
+#[test]
+fn normal_abnormal_normal_names_the_flap_in_the_run_that_sees_it_healthy() {
+    let broken = Matrix::with("dgx-a100", Mode::Idle, |r, e, (_, lat)| {
+        (r == "rnic2" && e == "gpu4").then_some((120.0, lat))
+    });
+    let fine = Matrix::with("dgx-a100", Mode::Idle, |_, _, _| None);
+    let mut history = History::for_thresholds(&Thresholds::default());
+    let mut reports = Vec::new();
+    for (i, m) in [&fine, &broken, &fine].into_iter().enumerate() {
+        let r = m.analyze_run(&m.snap().build(), &history, &mut NoFollowUp, i as u32);
+        history.record(&r);
+        reports.push(r);
+    }
+    assert!(reports[0].healthy);
+    assert_eq!(
+        summary(&reports[1]),
+        [(Cause::LinkFailure, links(&["gpu4--lsw4"]), None, None)],
+        "normal then abnormal is a fresh failure"
+    );
+    assert!(!reports[2].healthy);
+    assert_eq!(
+        summary(&reports[2]),
+        [(Cause::LinkFlapping, links(&["gpu4--lsw4"]), None, None)]
+    );
+}
+
+#[test]
+fn a_failure_older_than_the_window_does_not_make_a_flap() {
+    let broken = Matrix::with("dgx-a100", Mode::Idle, |r, e, (_, lat)| {
+        (r == "rnic2" && e == "gpu4").then_some((120.0, lat))
+    });
+    let fine = Matrix::with("dgx-a100", Mode::Idle, |_, _, _| None);
+    let mut history = History::for_thresholds(&Thresholds::default());
+    // Abnormal once, repaired, healthy for six runs, then abnormal again: the first
+    // failure has left the 6-run window, so the new one is a failure.
+    let series = [&broken, &fine, &fine, &fine, &fine, &fine, &fine, &broken];
+    let mut last = None;
+    for (i, m) in series.into_iter().enumerate() {
+        let r = m.analyze_run(&m.snap().build(), &history, &mut NoFollowUp, i as u32);
+        history.record(&r);
+        last = Some(r);
+    }
+    assert_eq!(
+        summary(&last.unwrap()),
+        [(Cause::LinkFailure, links(&["gpu4--lsw4"]), None, None)]
     );
 }

@@ -103,7 +103,7 @@ pub fn check(
     on_report: &mut dyn FnMut(&Report),
     progress: Progress,
 ) -> Vec<Report> {
-    let mut history = History::new(settings.thresholds.flapping_runs as usize + 1);
+    let mut history = History::for_thresholds(&settings.thresholds);
     let mut reports = Vec::with_capacity(settings.runs as usize);
     for i in 0..settings.runs {
         if i > 0 {

@@ -8,7 +8,11 @@
 //!   `flap_half_period_ns` on this clock: healthy in even half-periods, degraded in odd
 //!   ones (a half-period of 0 means always degraded). A latency sample sees the phase at
 //!   its start; a stream is integrated phase by phase. So a flap that happens during a
-//!   probe shows in that probe, as in Hostping 6 #6.
+//!   probe shows in that probe, as in Hostping 6 #6. Idle time of at least one full period
+//!   (the minutes between runs) restarts the wave at a new phase: a real flap keeps no
+//!   clock-exact rhythm over minutes, so each run meets it at an independent phase. The
+//!   phase of the k-th such gap is a hash of (seed, k), apart from the noise RNG, so a
+//!   seed and run index give the same phase whatever the probes drew.
 //! - **Latency test** (Hostping 4.1.1, eq. 1): all small messages (warm-up, then timed),
 //!   then all large ones. Each takes `(T_proc + Lat_host + transfer) * noise`, where the
 //!   transfer runs at the path's bandwidth ([`crate::latency`]; one QP, one message in
@@ -72,6 +76,10 @@ pub struct VirtualHost {
     net: Network,
     /// The network in the healthy and in the degraded flap phase, built on first use.
     phases: [Option<Phase>; 2],
+    /// Idle gaps of at least one flap period so far (the run index in a series).
+    flap_restarts: u64,
+    /// Where in the flap period the clock's 0 falls since the last restart, ns.
+    flap_offset_ns: u64,
 }
 
 impl VirtualHost {
@@ -93,6 +101,7 @@ impl VirtualHost {
             config.noise
         );
         let net = Network::new(&host, &faults);
+        let flap_offset_ns = flap_offset(config.seed, 0, config.flap_half_period_ns);
         VirtualHost {
             noise: Noise::new(config.seed),
             host,
@@ -101,6 +110,8 @@ impl VirtualHost {
             clock_ns: 0,
             net,
             phases: [None, None],
+            flap_restarts: 0,
+            flap_offset_ns,
         }
     }
 
@@ -128,8 +139,19 @@ impl VirtualHost {
         self.phases = [None, None];
     }
 
-    /// Lets `ns` of idle time pass (the cadence between runs).
+    /// Lets `ns` of idle time pass (the cadence between runs). A gap of at least one flap
+    /// period restarts the flap at the next seeded phase.
     pub fn advance(&mut self, ns: u64) {
+        self.tick(ns);
+        let half = self.config.flap_half_period_ns;
+        if half > 0 && ns >= half.saturating_mul(2) {
+            self.flap_restarts += 1;
+            self.flap_offset_ns = flap_offset(self.config.seed, self.flap_restarts, half);
+        }
+    }
+
+    /// Time passing inside a probe.
+    fn tick(&mut self, ns: u64) {
         self.clock_ns = self.clock_ns.saturating_add(ns);
     }
 
@@ -140,7 +162,7 @@ impl VirtualHost {
         }
         match self.config.flap_half_period_ns {
             0 => 1,
-            half => ((t_ns / half) % 2) as usize,
+            half => ((t_ns.saturating_add(self.flap_offset_ns) / half) % 2) as usize,
         }
     }
 
@@ -149,7 +171,11 @@ impl VirtualHost {
         match self.config.flap_half_period_ns {
             0 => None,
             _ if !self.net.has_flaps() => None,
-            half => Some((t_ns / half).saturating_add(1).saturating_mul(half)),
+            half => {
+                let shifted = t_ns.saturating_add(self.flap_offset_ns);
+                let end = (shifted / half).saturating_add(1).saturating_mul(half);
+                Some(end.saturating_sub(self.flap_offset_ns))
+            }
         }
     }
 
@@ -194,6 +220,25 @@ impl VirtualHost {
     }
 }
 
+/// Where in the flap period (`2 * half` ns) the wave starts after its `restart`-th idle gap:
+/// a SplitMix64 hash of the seed and the restart count, uniform over the period.
+fn flap_offset(seed: u64, restart: u64, half: u64) -> u64 {
+    let period = half.saturating_mul(2);
+    if period == 0 {
+        return 0;
+    }
+    splitmix64(seed ^ splitmix64(restart)) % period
+}
+
+/// SplitMix64's output function (Steele, Lea, Flood 2014): a fixed bijection that spreads
+/// neighbouring inputs over all 64 bits.
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 impl ProbeEngine for VirtualHost {
     fn provenance(&self) -> Provenance {
         Provenance::Simulated
@@ -231,7 +276,7 @@ impl ProbeEngine for VirtualHost {
                 let ns =
                     (proc_ns + lat_host_ns + profile.transfer_ns(bits)) * self.noise.factor(sigma);
                 if ns.is_nan() || ns > MESSAGE_TIMEOUT_NS as f64 {
-                    self.advance(MESSAGE_TIMEOUT_NS);
+                    self.tick(MESSAGE_TIMEOUT_NS);
                     return Err(ProbeError::Timeout {
                         what: format!(
                             "the completion of a {bytes} B message on {} -> {}",
@@ -240,7 +285,7 @@ impl ProbeEngine for VirtualHost {
                         after_ms: MESSAGE_TIMEOUT_NS / 1_000_000,
                     });
                 }
-                self.advance(ns.round() as u64);
+                self.tick(ns.round() as u64);
                 if i >= spec.warmup {
                     out.push(ns);
                 }

@@ -10,7 +10,8 @@ metrics registry behind a mutex, the database through its own read-only connecti
 every symptoms_every (1 s):      snapshot -> Tx pause > PFC_high or drops -> affinitive probe
 every host_status_every (5 min): snapshot -> all RNICs < Thp_low, GPUs idle -> full mesh
 both go through the duty-cycle limiter; each run: probe, analyze, store (one transaction),
-update metrics, add to the history (flapping: gray in 3 consecutive runs)
+update metrics, add to the history (flapping: gray in 3 consecutive runs, or abnormal and
+normal by turns over the last 6)
 ```
 
 The clock is the backend's: a real host's monotonic clock, or the virtual host's simulated
@@ -126,8 +127,9 @@ impl<'a> Agent<'a> {
         status: Arc<Mutex<Status>>,
         log: &'a mut dyn FnMut(&str),
     ) -> Result<Agent<'a>, store::StoreError> {
-        let keep = config.thresholds.flapping_runs as usize + 1;
-        let mut history = History::new(keep);
+        // The agent judges each run with the recent ones, as many as the flapping rules read.
+        let mut history = History::for_thresholds(&config.thresholds);
+        let keep = history.capacity();
         let mut next_run_index = 0;
         if let Some(host) = backend.host() {
             for report in store.recent_reports(&host.name, keep)? {
