@@ -144,10 +144,11 @@ qemu=(
     # file systems, whose inode numbers would otherwise collide in the guest)
     -fsdev "local,id=fsroot,path=/,security_model=none,readonly=on,multidevs=remap"
     -device virtio-9p-pci,fsdev=fsroot,mount_tag=hostroot,bus=pcie.0
-    -fsdev "local,id=fsout,path=$out,security_model=none,multidevs=remap"
+    # (a comma in a path is written twice in QEMU's option syntax)
+    -fsdev "local,id=fsout,path=${out//,/,,},security_model=none,multidevs=remap"
     -device virtio-9p-pci,fsdev=fsout,mount_tag=hostout,bus=pcie.0
     # the checkout, read-only, mounted at $guest_checkout by init.sh
-    -fsdev "local,id=fscheckout,path=$checkout,security_model=none,readonly=on,multidevs=remap"
+    -fsdev "local,id=fscheckout,path=${checkout//,/,,},security_model=none,readonly=on,multidevs=remap"
     -device virtio-9p-pci,fsdev=fscheckout,mount_tag=checkout,bus=pcie.0
 )
 
