@@ -248,7 +248,8 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FAULT")]
     pub inject: Vec<String>,
     /// Run the check this many times in a row (5 simulated minutes apart), keeping history:
-    /// a link gray in 3 consecutive runs is flapping.
+    /// a link gray in 3 consecutive runs, or abnormal and normal by turns (two changes) over
+    /// the last 6 runs, is flapping. A simulated flap meets each run at its own phase.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub runs: u32,
     /// Seed of the virtual host's noise.

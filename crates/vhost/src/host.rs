@@ -397,3 +397,52 @@ impl Monitor for VirtualHost {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flapping(seed: u64) -> VirtualHost {
+        let host = model::builtin::load("dgx-a100").unwrap().unwrap();
+        let fault = Fault::parse("flap:gpu6--lsw6:0.4", &host).unwrap();
+        let config = VhostConfig {
+            seed,
+            ..VhostConfig::default()
+        };
+        VirtualHost::new(host, vec![fault], config)
+    }
+
+    /// The flap offset at the start of each of `runs` runs, 5 minutes apart.
+    fn offsets(seed: u64, runs: usize) -> Vec<u64> {
+        let mut vh = flapping(seed);
+        (0..runs)
+            .map(|_| {
+                let o = vh.flap_offset_ns;
+                vh.advance(300_000_000_000);
+                o
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_run_meets_the_flap_at_a_seeded_independent_phase() {
+        let a = offsets(7, 16);
+        assert_eq!(a, offsets(7, 16), "a seed replays its phases");
+        assert_ne!(a, offsets(8, 16), "another seed draws others");
+        let period = 2 * VhostConfig::default().flap_half_period_ns;
+        assert!(a.iter().all(|&o| o < period));
+        // Spread over the period, not stuck in one half.
+        let degraded = a.iter().filter(|&&o| o >= period / 2).count();
+        assert!((3..=13).contains(&degraded), "{a:?}");
+    }
+
+    #[test]
+    fn time_inside_a_probe_keeps_the_phase() {
+        let mut vh = flapping(3);
+        let before = vh.flap_offset_ns;
+        vh.advance(1_000);
+        vh.tick(MESSAGE_TIMEOUT_NS);
+        assert_eq!(vh.flap_offset_ns, before);
+        assert_eq!(vh.flap_restarts, 0);
+    }
+}
