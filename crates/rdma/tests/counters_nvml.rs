@@ -101,7 +101,11 @@ fn gpu1(throughput: Throughput) -> GpuReading {
         link_width_current: Some(8),
         link_width_max: Some(16),
         replay_counter: Some(0),
-        error: Some("nvmlDeviceGetUtilizationRates: GPU is lost".into()),
+        error: Some(
+            "nvmlDeviceGetUtilizationRates: device fell off the bus or has otherwise become \
+             inacessible"
+                .into(),
+        ),
     }
 }
 
@@ -157,13 +161,13 @@ fn gpus_are_found_by_sysfs_address_and_placed_in_the_tree() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "nvmlDeviceGetHandleByPciBusId_v2(0000:17:00.0): Not Found"
+        "nvmlDeviceGetHandleByPciBusId_v2(0000:17:00.0): a query to find an object was unsuccessful"
     );
     assert_eq!(err.code, 6);
     let err = nvml.read_index(2, Throughput::Skip).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "nvmlDeviceGetHandleByIndex_v2(2): Invalid Argument"
+        "nvmlDeviceGetHandleByIndex_v2(2): a supplied argument was invalid"
     );
 }
 
@@ -188,7 +192,7 @@ fn driver_not_loaded_is_unavailable_not_an_error() {
     let err = Nvml::load_from(&lib).err().unwrap();
     assert_eq!(
         err.to_string(),
-        "no GPUs (NVML: the NVIDIA kernel driver is not loaded (nvmlInit_v2: Driver Not Loaded))"
+        "no GPUs (NVML: the NVIDIA kernel driver is not loaded (nvmlInit_v2: NVIDIA driver is not loaded))"
     );
     assert_eq!(fake.calls("shutdown"), 0, "no shutdown without an init");
 }

@@ -10,8 +10,8 @@ use rdma::counters::iommu::{
     IommuUnit, MeminfoHugepages,
 };
 use rdma::counters::pcie::{
-    downtrained_links, read_function, read_path, AcsControl, Aer, AerCounts, AtsControl,
-    Capability, ExpressCap, PcieFunction, PortType, RootPortTotals,
+    downtrained_links, read_function, read_path, AcsControl, AcsFlags, Aer, AerCounts,
+    AerRegisters, AtsControl, Capability, ExpressCap, PcieFunction, PortType, RootPortTotals,
 };
 use rdma::sysfs::{DiscoverError, PciAddr, PcieLink, SysRoot};
 use std::fs;
@@ -124,6 +124,17 @@ fn express(port_type: PortType, link: Option<PcieLink>) -> Capability<ExpressCap
     })
 }
 
+/// The AER capability of the fixture's functions: nothing logged, nothing masked.
+fn no_aer_errors() -> Capability<AerRegisters> {
+    Capability::Present(AerRegisters {
+        uncorrectable_status: 0,
+        uncorrectable_mask: 0,
+        uncorrectable_severity: 0,
+        correctable_status: 0,
+        correctable_mask: 0,
+    })
+}
+
 fn ats(enabled: bool) -> Capability<AtsControl> {
     Capability::Present(AtsControl {
         enabled,
@@ -155,8 +166,8 @@ fn the_path_of_mlx5_1_runs_from_its_root_port_through_two_switches() {
 
     let acs = |control| {
         Capability::Present(AcsControl {
-            capability: 0x005f,
-            control,
+            capability: AcsFlags::from_bits_retain(0x005f),
+            control: AcsFlags::from_bits_retain(control),
         })
     };
     let zero = aer(&[], &[], None);
@@ -172,6 +183,7 @@ fn the_path_of_mlx5_1_runs_from_its_root_port_through_two_switches() {
             express: express(PortType::SwitchDownstream, gen4(16)),
             acs: acs(0x001d),
             ats: Capability::Absent,
+            aer_registers: no_aer_errors(),
             config_bytes: 4096,
         }
     );
@@ -189,8 +201,8 @@ fn the_path_of_mlx5_1_runs_from_its_root_port_through_two_switches() {
     assert_eq!(
         path[0].acs,
         Capability::Present(AcsControl {
-            capability: 0x001f,
-            control: 0
+            capability: AcsFlags::from_bits_retain(0x001f),
+            control: AcsFlags::empty(),
         })
     );
     assert_eq!(
@@ -209,6 +221,7 @@ fn the_path_of_mlx5_1_runs_from_its_root_port_through_two_switches() {
             express: express(PortType::Endpoint, gen4(16)),
             acs: Capability::Absent,
             ats: ats(true),
+            aer_registers: no_aer_errors(),
             config_bytes: 4096,
         }
     );
@@ -222,7 +235,7 @@ fn the_path_of_mlx5_1_runs_from_its_root_port_through_two_switches() {
 fn acs_redirects_only_in_the_downstream_ports_of_leaf_switch_2() {
     let redirecting: Vec<String> = all_functions(&fixture("dgx-a100"))
         .iter()
-        .filter(|f| f.acs.present().is_some_and(AcsControl::redirects))
+        .filter(|f| f.acs.present().is_some_and(|a| a.control.redirects()))
         .map(|f| f.addr.to_string())
         .collect();
     assert_eq!(redirecting, ["0000:34:00.0", "0000:34:01.0"]);
@@ -438,6 +451,7 @@ fn conventional_pci_and_root_complex_functions() {
             express: Capability::Absent,
             acs: Capability::Absent,
             ats: Capability::Absent,
+            aer_registers: Capability::Absent,
             config_bytes: 256,
         }
     );

@@ -61,12 +61,8 @@ impl HostMonitor {
                     pcie::Capability::Present(acs) => config.acs.push(AcsPort {
                         switch: switch.clone(),
                         port: addr.to_string(),
-                        redirect: acs.redirects(),
-                        control: acs
-                            .to_string()
-                            .trim_start_matches("ACSCtl:")
-                            .trim()
-                            .to_string(),
+                        redirect: acs.control.redirects(),
+                        control: acs.control.to_string(),
                     }),
                     pcie::Capability::Unknown { reason } => unknown
                         .entry(reason.clone())
