@@ -22,6 +22,7 @@
 //! their cause is already named.
 
 use crate::evidence;
+use crate::flap_cover;
 use crate::history::{History, RunRecord};
 use model::{
     Cause, ComponentId, Diagnosis, HostTopology, LinkId, LinkStatus, PathStatus, Thresholds,
@@ -39,7 +40,11 @@ pub(crate) fn diagnose(
 ) {
     let n = th.flapping_runs.max(1) as usize;
     gray_rule(host, n, history, current, diagnoses);
-    alternation_rule(window(th), history, current, diagnoses);
+    let mut runs = history.last_of(&current.host, window(th) - 1);
+    runs.push(current);
+    if !flap_cover::diagnose(host, n, &runs, diagnoses) {
+        alternation_rule(window(th), history, current, diagnoses);
+    }
 }
 
 /// How many runs, this one included, the flapping rules read: the alternation rule's window,

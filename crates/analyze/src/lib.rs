@@ -71,6 +71,7 @@ assert_eq!(report.diagnoses[0].links, ["gpu4--lsw4".into()] as [model::LinkId; 1
 mod causes;
 mod evidence;
 mod facts;
+mod flap_cover;
 mod flapping;
 pub mod follow_up;
 pub mod history;

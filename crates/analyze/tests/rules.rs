@@ -620,7 +620,8 @@ fn abnormal_normal_abnormal_is_flapping_not_failure() {
     let e = &reports[2].diagnoses[0].evidence;
     assert!(
         e.contains(
-            "gpu4--lsw4 was abnormal in runs 0 and 2 and normal in run 1 of the last 3 runs"
+            "every abnormal path of the last 3 runs crosses gpu4--lsw4 (rnic2->gpu4 in run 0 and \
+             rnic2->gpu4 in run 2), and none in run 1"
         ),
         "{e}"
     );
