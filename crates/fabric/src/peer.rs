@@ -1,11 +1,18 @@
 //! The peer benchmark: workloads A to D that the CODES fat-tree model (on ROSS) was measured
 //! with on this project's machine kind (`../shared/reference/codes-peer.md`), and its
 //! figures, so that `hostping fabric bench peer` can run the same traffic on this simulator
-//! and print both side by side.
+//! and print both side by side. CODES is not run by the benchmark: its figures are quoted
+//! from its measured runs (see [`CodesFigures`]).
 //!
 //! All four: uniform random destinations, 512 B messages with exponential inter-arrival
 //! times until 100 us of simulated time, 100 Gb/s links, 64 KiB port buffers, credit-based
 //! flow control, adaptive routing up and deterministic down.
+//!
+//! Like for like (codes-peer.md, "Remeasured side by side"): CODES' synthetic driver turns
+//! its `--load L` into a send interval with GiB/s (2^30 B/s) while its links serialise at
+//! 10^9-based rates, so it offers L * 2^30 / 10^9 of line rate ([`codes_offered_load`]);
+//! and its links have no propagation delay (a hop costs serialisation plus the router delay
+//! only), so the workloads here run with a link latency of 0.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,24 +28,50 @@ pub struct PeerWorkload {
     pub switch_latency_ns: f64,
     /// CODES "chunk": the flow-control unit.
     pub flow_unit_bytes: u32,
-    /// Offered load per node, as a fraction of link bandwidth. "About 4 %" for A and C.
+    /// The `--load` CODES was run with.
+    pub codes_load: f64,
+    /// What that offers per node, as a fraction of link bandwidth ([`codes_offered_load`]):
+    /// the load this simulator runs with.
     pub load: f64,
     pub codes: CodesFigures,
 }
 
-/// CODES sequential run (one process) on this machine kind, from codes-peer.md.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+/// Fraction of line rate that CODES' `--load` offers: its driver computes the send interval
+/// with GiB/s (2^30 B) while links run at 12.5 GB/s (10^9), codes-peer.md "The load unit".
+pub fn codes_offered_load(codes_load: f64) -> f64 {
+    codes_load * f64::from(1u32 << 30) / 1e9
+}
+
+/// CODES sequential runs (one process) on this machine kind, quoted from codes-peer.md:
+/// measured there, not by this benchmark.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CodesFigures {
-    pub wall_seconds: f64,
+    /// When and where they were measured.
+    pub measured: String,
+    /// Wall time of each run, seconds, fastest first.
+    pub wall_seconds: Vec<f64>,
     pub peak_rss_mb: f64,
-    /// Packets (CODES: messages of one packet each; C counted in 32 B chunks, see below)
-    /// delivered, from "what the network did".
-    pub packets: f64,
+    /// Packets (CODES: messages of one 512 B packet each) delivered.
+    pub packets: u64,
+    /// Mean and largest message latency, microseconds, where codes-peer.md gives them as
+    /// whole-packet latencies (C's is per 32 B chunk, not comparable).
+    pub mean_latency_us: Option<f64>,
+    pub max_latency_us: Option<f64>,
+    /// Switches crossed per packet, on average.
+    pub mean_hops: Option<f64>,
+    /// Committed events (counted differently from this simulator's).
+    pub events: u64,
 }
 
 impl CodesFigures {
-    pub fn packets_per_wall_second(&self) -> f64 {
-        self.packets / self.wall_seconds
+    /// The fastest run.
+    pub fn best_wall_seconds(&self) -> f64 {
+        self.wall_seconds[0]
+    }
+
+    /// The median run (the upper middle one for an even count).
+    pub fn median_wall_seconds(&self) -> f64 {
+        self.wall_seconds[self.wall_seconds.len() / 2]
     }
 }
 
@@ -46,54 +79,103 @@ impl CodesFigures {
 pub const MESSAGE_BYTES: u64 = 512;
 pub const END_PS: u64 = 100_000_000;
 
+const REMEASURED: &str =
+    "2026-11-23, Debian 12, 2 cores, 24 GiB (ROSS dc3a6a0, CODES a5958cfa, -O3), sequential";
+const FIRST_MEASUREMENT: &str =
+    "2026-11-21, Debian 12, 2 cores, 24 GiB (first measurement of codes-peer.md), sequential";
+
 pub fn workloads() -> Vec<PeerWorkload> {
-    let codes = |wall_seconds, peak_rss_mb, packets| CodesFigures {
-        wall_seconds,
-        peak_rss_mb,
-        packets,
-    };
+    let workload =
+        |id, topology, switch_latency_ns, flow_unit_bytes, codes_load, codes| PeerWorkload {
+            id,
+            topology,
+            switch_latency_ns,
+            flow_unit_bytes,
+            codes_load,
+            load: codes_offered_load(codes_load),
+            codes,
+        };
     vec![
-        PeerWorkload {
-            id: "A",
-            topology: FatTreeParams::radix8(),
-            switch_latency_ns: 90.0,
-            flow_unit_bytes: 512,
-            load: 0.04,
-            codes: codes(0.67, 105.0, 12_862.0),
-        },
-        PeerWorkload {
-            id: "B",
-            topology: FatTreeParams::radix8(),
-            switch_latency_ns: 90.0,
-            flow_unit_bytes: 512,
-            load: 0.5,
-            codes: codes(2.36, 116.0, 167_165.0),
-        },
-        PeerWorkload {
-            id: "C",
-            topology: FatTreeParams::full(),
-            switch_latency_ns: 60.0,
-            flow_unit_bytes: 32,
-            load: 0.04,
-            // 355,661 messages of 512 B (5.69 M chunks of 32 B).
-            codes: codes(89.7, 2020.0, 355_661.0),
-        },
-        PeerWorkload {
-            id: "D",
-            topology: FatTreeParams::full(),
-            switch_latency_ns: 60.0,
-            flow_unit_bytes: 512,
-            load: 0.5,
-            codes: codes(157.8, 2300.0, 4_640_000.0),
-        },
+        workload(
+            "A",
+            FatTreeParams::radix8(),
+            90.0,
+            512,
+            0.04,
+            CodesFigures {
+                measured: FIRST_MEASUREMENT.into(),
+                wall_seconds: vec![0.67],
+                peak_rss_mb: 105.0,
+                packets: 12_862,
+                mean_latency_us: Some(0.66),
+                max_latency_us: None,
+                mean_hops: None,
+                events: 311_214,
+            },
+        ),
+        workload(
+            "B",
+            FatTreeParams::radix8(),
+            90.0,
+            512,
+            0.5,
+            CodesFigures {
+                measured: FIRST_MEASUREMENT.into(),
+                wall_seconds: vec![2.36],
+                peak_rss_mb: 116.0,
+                packets: 167_165,
+                mean_latency_us: Some(0.72),
+                max_latency_us: None,
+                mean_hops: None,
+                events: 4_041_820,
+            },
+        ),
+        workload(
+            "C",
+            FatTreeParams::full(),
+            60.0,
+            32,
+            0.04,
+            // 373,055 messages of 512 B (5.97 M chunks of 32 B); its 0.329 us latency is
+            // per chunk, pipelined hop by hop.
+            CodesFigures {
+                measured: REMEASURED.into(),
+                wall_seconds: vec![70.8],
+                peak_rss_mb: 2072.0,
+                packets: 373_055,
+                mean_latency_us: None,
+                max_latency_us: None,
+                mean_hops: Some(4.806),
+                events: 106_804_087,
+            },
+        ),
+        workload(
+            "D",
+            FatTreeParams::full(),
+            60.0,
+            512,
+            0.5,
+            CodesFigures {
+                measured: REMEASURED.into(),
+                wall_seconds: vec![137.7, 139.5, 145.3],
+                peak_rss_mb: 2360.0,
+                packets: 4_640_956,
+                mean_latency_us: Some(0.590),
+                max_latency_us: Some(1.209),
+                mean_hops: Some(4.807),
+                events: 113_768_270,
+            },
+        ),
     ]
 }
 
 impl PeerWorkload {
-    /// The simulator settings that match the peer's: telemetry off, since CODES has none.
+    /// The simulator settings that match the peer's: no link propagation delay and
+    /// telemetry off, since CODES has neither.
     pub fn config(&self, seed: u64) -> SimConfig {
         SimConfig {
             link_gbps: 100.0,
+            link_latency_ns: 0.0,
             switch_latency_ns: self.switch_latency_ns,
             packet_bytes: MESSAGE_BYTES as u32,
             flow_unit_bytes: self.flow_unit_bytes,
@@ -107,5 +189,29 @@ impl PeerWorkload {
             },
             ..SimConfig::default()
         }
+    }
+
+    /// The traffic, as a `--workload` spec.
+    pub fn workload_spec(&self) -> String {
+        format!("uniform,load={},bytes={}", self.load, MESSAGE_BYTES)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// codes-peer.md: `--load=0.5` offers 0.5369 of line rate, a mean gap of 76.29 ns for
+    /// 512 B instead of 81.92 ns.
+    #[test]
+    fn codes_load_unit_is_gibibytes_per_second() {
+        let d = &workloads()[3];
+        assert_eq!(d.load, 0.536870912);
+        let gap_ns = 512.0 * 8.0 / (d.load * 100.0);
+        assert!((gap_ns - 76.29).abs() < 0.01, "{gap_ns}");
+        assert!((workloads()[2].load - 0.04294967296).abs() < 1e-15);
+        assert_eq!(d.config(1).link_latency_ns, 0.0);
+        assert_eq!(d.codes.best_wall_seconds(), 137.7);
+        assert_eq!(d.codes.median_wall_seconds(), 139.5);
     }
 }

@@ -33,6 +33,45 @@ use serde::{Deserialize, Serialize};
 
 use crate::input::InputError;
 
+/// Fat-tree parameters that cannot build a tree; each names the tree.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TopologyError {
+    #[error("tree '{tree}': nodes_per_leaf must be between 1 and radix - 1 (radix {radix}, nodes_per_leaf {nodes_per_leaf})")]
+    NodesPerLeaf {
+        tree: String,
+        radix: u32,
+        nodes_per_leaf: u32,
+    },
+    #[error("tree '{tree}': leaves, leaves_per_pod and aggs_per_pod must be positive")]
+    ZeroCount { tree: String },
+    #[error(
+        "tree '{tree}': leaves ({leaves}) is not a multiple of leaves_per_pod ({leaves_per_pod})"
+    )]
+    LeavesPerPod {
+        tree: String,
+        leaves: u32,
+        leaves_per_pod: u32,
+    },
+    #[error("tree '{tree}': a leaf's {leaf_up} up ports cannot be spread evenly over {aggs_per_pod} aggregation switches")]
+    UnevenLeafUplinks {
+        tree: String,
+        leaf_up: u32,
+        aggs_per_pod: u32,
+    },
+    #[error("tree '{tree}': an aggregation switch would need {agg_down} down ports, more than radix {radix}")]
+    AggregationDownPorts {
+        tree: String,
+        agg_down: u32,
+        radix: u32,
+    },
+    #[error(
+        "tree '{tree}': {pods} pods need cores, but aggregation switches have no up ports left"
+    )]
+    NoCorePorts { tree: String, pods: u32 },
+    #[error("tree '{tree}': {pods} pods exceed radix {radix}: a core cannot reach them all")]
+    TooManyPods { tree: String, pods: u32, radix: u32 },
+}
+
 /// A compute node, numbered 0.. left to right under the leaves (thesis 3.4).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct NodeId(pub u32);
@@ -174,38 +213,47 @@ impl Topology {
         let text = InputError::read(file)?;
         let params: FatTreeParams =
             toml::from_str(&text).map_err(|e| InputError::from_toml(file, &text, &e))?;
-        Self::new(params).map_err(|reason| InputError::whole_file(file, reason))
+        Self::new(params).map_err(|e| InputError::whole_file(file, e.to_string()))
     }
 
     /// Builds the tree, or says which parameter makes it impossible.
-    pub fn new(params: FatTreeParams) -> Result<Self, String> {
+    pub fn new(params: FatTreeParams) -> Result<Self, TopologyError> {
+        let tree = || params.name.clone();
         let radix = u32::from(params.radix);
         let down = u32::from(params.nodes_per_leaf);
         if radix < 2 || down == 0 || down >= radix {
-            return Err(format!("nodes_per_leaf must be between 1 and radix - 1 (radix {radix}, nodes_per_leaf {down})"));
+            return Err(TopologyError::NodesPerLeaf {
+                tree: tree(),
+                radix,
+                nodes_per_leaf: down,
+            });
         }
         if params.leaves == 0 || params.leaves_per_pod == 0 || params.aggs_per_pod == 0 {
-            return Err("leaves, leaves_per_pod and aggs_per_pod must be positive".to_string());
+            return Err(TopologyError::ZeroCount { tree: tree() });
         }
         if params.leaves % params.leaves_per_pod != 0 {
-            return Err(format!(
-                "leaves ({}) is not a multiple of leaves_per_pod ({})",
-                params.leaves, params.leaves_per_pod
-            ));
+            return Err(TopologyError::LeavesPerPod {
+                tree: tree(),
+                leaves: params.leaves,
+                leaves_per_pod: params.leaves_per_pod,
+            });
         }
         let leaf_up = radix - down;
         if leaf_up % params.aggs_per_pod != 0 {
-            return Err(format!(
-                "a leaf's {leaf_up} up ports cannot be spread evenly over {} aggregation switches",
-                params.aggs_per_pod
-            ));
+            return Err(TopologyError::UnevenLeafUplinks {
+                tree: tree(),
+                leaf_up,
+                aggs_per_pod: params.aggs_per_pod,
+            });
         }
         let links_per_pair = leaf_up / params.aggs_per_pod;
         let agg_down = params.leaves_per_pod * links_per_pair;
         if agg_down > radix {
-            return Err(format!(
-                "an aggregation switch would need {agg_down} down ports, more than radix {radix}"
-            ));
+            return Err(TopologyError::AggregationDownPorts {
+                tree: tree(),
+                agg_down,
+                radix,
+            });
         }
         let pods = params.leaves / params.leaves_per_pod;
         let (agg_up, aggs_per_core_per_pod, cores) = if pods == 1 {
@@ -213,14 +261,14 @@ impl Topology {
         } else {
             let agg_up = radix - agg_down;
             if agg_up == 0 {
-                return Err(format!(
-                    "{pods} pods need cores, but aggregation switches have no up ports left"
-                ));
+                return Err(TopologyError::NoCorePorts { tree: tree(), pods });
             }
             if pods > radix {
-                return Err(format!(
-                    "{pods} pods exceed radix {radix}: a core cannot reach them all"
-                ));
+                return Err(TopologyError::TooManyPods {
+                    tree: tree(),
+                    pods,
+                    radix,
+                });
             }
             let m = (1..=params.aggs_per_pod.min(radix / pods))
                 .rev()
@@ -640,9 +688,20 @@ mod tests {
     fn bad_parameters_are_explained() {
         let mut p = FatTreeParams::radix8();
         p.leaves = 30;
-        assert!(Topology::new(p).unwrap_err().contains("leaves_per_pod"));
+        let error = Topology::new(p).unwrap_err().to_string();
+        assert!(
+            error.contains("leaves_per_pod") && error.contains("'radix8'"),
+            "{error}"
+        );
         let mut p = FatTreeParams::radix8();
         p.nodes_per_leaf = 8;
-        assert!(Topology::new(p).unwrap_err().contains("nodes_per_leaf"));
+        assert!(matches!(
+            Topology::new(p),
+            Err(TopologyError::NodesPerLeaf {
+                radix: 8,
+                nodes_per_leaf: 8,
+                ..
+            })
+        ));
     }
 }

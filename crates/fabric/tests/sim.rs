@@ -351,7 +351,7 @@ fn bad_inputs_are_refused_with_a_reason() {
     let one = || vec![scripted("a", &[0], vec![vec![]])];
     let reason = |config: SimConfig, jobs: Vec<Job>| match Simulation::new(&t, config, jobs) {
         Ok(_) => panic!("accepted"),
-        Err(reason) => reason,
+        Err(error) => error.to_string(),
     };
     let outside = reason(
         config(),

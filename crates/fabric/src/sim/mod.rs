@@ -80,6 +80,8 @@ mod wiring;
 
 use serde::{Deserialize, Serialize};
 
+pub use validate::SimError;
+
 use crate::telemetry::{Samples, TelemetryConfig};
 use crate::topology::Topology;
 use crate::traffic::{Job, JobSettings};
@@ -256,9 +258,9 @@ pub struct Simulation {
 }
 
 impl Simulation {
-    /// Fails with a plain reason when the inputs do not fit together (a job placed on a node
+    /// Fails with a [`SimError`] when the inputs do not fit together (a job placed on a node
     /// the tree does not have, two ranks on one node, a zero-sized packet...).
-    pub fn new(topology: &Topology, config: SimConfig, jobs: Vec<Job>) -> Result<Self, String> {
+    pub fn new(topology: &Topology, config: SimConfig, jobs: Vec<Job>) -> Result<Self, SimError> {
         validate::check_config(&config)?;
         validate::check_jobs(topology, &jobs)?;
         Ok(Simulation {

@@ -27,6 +27,7 @@ mod switch;
 mod tally;
 
 pub use collect::Collector;
+pub use switch::TelemetryConfigError;
 
 /// Which algorithm the switches run.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,21 +7,24 @@ use super::hash::{hash_bit, port_key};
 use super::{Header, TelemetryConfig, TelemetryKind};
 use crate::topology::{PortIndex, PortRef};
 
+/// A telemetry setting the simulator cannot run with.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TelemetryConfigError {
+    #[error("hop_counter_bits must be between 1 and 8, not {0}")]
+    HopCounterBits(u8),
+    #[error("tag_fraction must be in (0, 1], not {0}")]
+    TagFraction(f64),
+}
+
 impl TelemetryConfig {
     /// Checks what the simulator cannot run with: a counter of 1 to 8 bits (the header field is
     /// a `u8`) and a tag fraction in (0, 1].
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), TelemetryConfigError> {
         if !(1..=8).contains(&self.hop_counter_bits) {
-            return Err(format!(
-                "hop_counter_bits must be between 1 and 8, not {}",
-                self.hop_counter_bits
-            ));
+            return Err(TelemetryConfigError::HopCounterBits(self.hop_counter_bits));
         }
         if !(self.tag_fraction > 0.0 && self.tag_fraction <= 1.0) {
-            return Err(format!(
-                "tag_fraction must be in (0, 1], not {}",
-                self.tag_fraction
-            ));
+            return Err(TelemetryConfigError::TagFraction(self.tag_fraction));
         }
         Ok(())
     }

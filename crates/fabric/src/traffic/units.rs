@@ -32,13 +32,33 @@ pub fn transfer_ps(bytes: f64, gbps: f64) -> f64 {
     bytes * 8.0 / gbps * 1000.0
 }
 
+/// A size or time that does not read as a whole number of bytes or picoseconds; each names
+/// the text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QuantityError {
+    #[error("'{text}' is negative")]
+    Negative { text: String },
+    #[error("unknown unit '{suffix}' in '{text}': expected {forms}")]
+    UnknownUnit {
+        suffix: String,
+        text: String,
+        forms: &'static str,
+    },
+    #[error("'{text}' is not a number: expected {forms}")]
+    NotANumber { text: String, forms: &'static str },
+    #[error("'{text}' is too large")]
+    TooLarge { text: String },
+    #[error("'{text}' is not a whole number of {base}s")]
+    NotWhole { text: String, base: &'static str },
+}
+
 /// A message size in bytes, e.g. `131072`, `128KiB`, `1.5MiB`.
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
+pub fn parse_bytes(text: &str) -> Result<u64, QuantityError> {
     parse_quantity(text, &SIZE_UNITS, "byte", SIZE_FORMS)
 }
 
 /// A time in picoseconds, e.g. `250000`, `250ns`, `1.5us`.
-pub fn parse_time_ps(text: &str) -> Result<u64, String> {
+pub fn parse_time_ps(text: &str) -> Result<u64, QuantityError> {
     parse_quantity(text, &TIME_UNITS, "picosecond", TIME_FORMS)
 }
 
@@ -56,12 +76,13 @@ pub fn format_bytes(bytes: u64) -> String {
 fn parse_quantity(
     text: &str,
     units: &[(&str, u64)],
-    base: &str,
-    forms: &str,
-) -> Result<u64, String> {
+    base: &'static str,
+    forms: &'static str,
+) -> Result<u64, QuantityError> {
     let text = text.trim();
+    let owned = || text.to_string();
     if text.starts_with('-') {
-        return Err(format!("'{text}' is negative"));
+        return Err(QuantityError::Negative { text: owned() });
     }
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -74,18 +95,27 @@ fn parse_quantity(
             .iter()
             .find(|(name, _)| *name == suffix)
             .map(|&(_, scale)| scale)
-            .ok_or_else(|| format!("unknown unit '{suffix}' in '{text}': expected {forms}"))?
+            .ok_or_else(|| QuantityError::UnknownUnit {
+                suffix: suffix.to_string(),
+                text: owned(),
+                forms,
+            })?
     };
-    let (mantissa, decimals) = parse_decimal(number)
-        .ok_or_else(|| format!("'{text}' is not a number: expected {forms}"))?;
+    let (mantissa, decimals) = parse_decimal(number).ok_or_else(|| QuantityError::NotANumber {
+        text: owned(),
+        forms,
+    })?;
     let divisor = 10u128.pow(decimals);
     let scaled = mantissa
         .checked_mul(u128::from(scale))
-        .ok_or_else(|| format!("'{text}' is too large"))?;
+        .ok_or_else(|| QuantityError::TooLarge { text: owned() })?;
     if scaled % divisor != 0 {
-        return Err(format!("'{text}' is not a whole number of {base}s"));
+        return Err(QuantityError::NotWhole {
+            text: owned(),
+            base,
+        });
     }
-    u64::try_from(scaled / divisor).map_err(|_| format!("'{text}' is too large"))
+    u64::try_from(scaled / divisor).map_err(|_| QuantityError::TooLarge { text: owned() })
 }
 
 /// `12.50` -> (1250, 2): the digits as an integer and how many were after the point.
@@ -114,15 +144,26 @@ mod tests {
         assert_eq!(parse_bytes("1.5KiB"), Ok(1536));
         assert_eq!(parse_bytes("2KB"), Ok(2000));
         assert_eq!(parse_bytes("512B"), Ok(512));
-        assert!(parse_bytes("1.3B").unwrap_err().contains("whole number"));
+        assert!(parse_bytes("1.3B")
+            .unwrap_err()
+            .to_string()
+            .contains("whole number"));
         assert!(parse_bytes("4kb")
             .unwrap_err()
+            .to_string()
             .contains("unknown unit 'kb'"));
-        assert!(parse_bytes("-4").unwrap_err().contains("negative"));
-        assert!(parse_bytes("KiB").unwrap_err().contains("not a number"));
-        assert!(parse_bytes("99999999999GiB")
+        assert!(parse_bytes("-4")
             .unwrap_err()
-            .contains("too large"));
+            .to_string()
+            .contains("negative"));
+        assert!(parse_bytes("KiB")
+            .unwrap_err()
+            .to_string()
+            .contains("not a number"));
+        assert!(matches!(
+            parse_bytes("99999999999GiB"),
+            Err(QuantityError::TooLarge { .. })
+        ));
     }
 
     #[test]
@@ -131,8 +172,14 @@ mod tests {
         assert_eq!(parse_time_ps("1.5us"), Ok(1_500_000));
         assert_eq!(parse_time_ps("0.1ns"), Ok(100));
         assert_eq!(parse_time_ps("2ms"), Ok(2_000_000_000));
-        assert!(parse_time_ps("0.5ps").unwrap_err().contains("whole number"));
-        assert!(parse_time_ps("3h").unwrap_err().contains("unknown unit"));
+        assert!(parse_time_ps("0.5ps")
+            .unwrap_err()
+            .to_string()
+            .contains("whole number"));
+        assert!(parse_time_ps("3h")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown unit"));
     }
 
     #[test]

@@ -139,7 +139,7 @@ pub fn prepare(
     config: SimConfig,
 ) -> Result<Simulation> {
     let jobs = traffic::build_jobs(workload, mapping, topology, &config.job_settings())?;
-    Simulation::new(topology, config, jobs).map_err(anyhow::Error::msg)
+    Ok(Simulation::new(topology, config, jobs)?)
 }
 
 /// Runs a simulation with a progress bar on stderr.
