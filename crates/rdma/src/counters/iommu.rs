@@ -64,14 +64,15 @@ impl MemoryConfig {
     }
 
     /// Whether an IOMMU translates the DMA of the function at `addr`: a unit exists and
-    /// the function's group is `DMA` or `DMA-FQ`.
-    pub fn translates(&self, addr: PciAddr) -> bool {
-        !self.iommu.units.is_empty()
-            && self
-                .iommu
-                .group_of(addr)
-                .and_then(|g| g.kind)
-                .is_some_and(GroupType::translates)
+    /// the function's group is `DMA` or `DMA-FQ`. `Some(false)` without a unit; `None`
+    /// with units but no group for the function or a group whose `type` was not read:
+    /// unknown, not untranslated.
+    pub fn translates(&self, addr: PciAddr) -> Option<bool> {
+        if self.iommu.units.is_empty() {
+            return Some(false);
+        }
+        let kind = self.iommu.group_of(addr)?.kind?;
+        Some(kind.translates())
     }
 
     /// The IOTLB-miss risk of HotNets'22 section 3.1 (linux-counters.md 7, an inference):
@@ -79,7 +80,7 @@ impl MemoryConfig {
     /// are reserved and THP is `never`, so its buffers can only be on 4 KiB pages. False
     /// whenever a fact is missing. Confirm with IOTLB-miss events and the RNIC's ATS state.
     pub fn translated_without_hugepages(&self, rnic: PciAddr) -> bool {
-        self.translates(rnic)
+        self.translates(rnic) == Some(true)
             && self.hugepages_reserved() == Some(false)
             && self.thp_enabled.as_deref() == Some("never")
     }

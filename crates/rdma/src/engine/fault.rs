@@ -22,6 +22,31 @@ pub enum FaultKind {
     BadRkey,
 }
 
+/// A `--verbs-fault` value that does not parse; each message quotes it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FaultParseError {
+    /// No `:` between kind and endpoint.
+    #[error("`{text}`: expected KIND:ENDPOINT (reg-mr, hang, bad-rkey)")]
+    NotKindEndpoint {
+        /// The value given.
+        text: String,
+    },
+    /// A kind other than `reg-mr`, `hang`, `bad-rkey`.
+    #[error("`{text}`: unknown fault `{kind}` (reg-mr, hang, bad-rkey)")]
+    UnknownKind {
+        /// The value given.
+        text: String,
+        /// The kind in it.
+        kind: String,
+    },
+    /// Nothing after the `:`.
+    #[error("`{text}`: no endpoint")]
+    NoEndpoint {
+        /// The value given.
+        text: String,
+    },
+}
+
 /// A fault on the paths to one endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TestFault {
@@ -33,22 +58,23 @@ pub struct TestFault {
 
 impl TestFault {
     /// Parses `reg-mr:mem1`, `hang:gpu0`, `bad-rkey:mem0`.
-    pub fn parse(text: &str) -> Result<TestFault, String> {
+    pub fn parse(text: &str) -> Result<TestFault, FaultParseError> {
         let (kind, endpoint) = text
             .split_once(':')
-            .ok_or_else(|| format!("`{text}`: expected KIND:ENDPOINT (reg-mr, hang, bad-rkey)"))?;
+            .ok_or_else(|| FaultParseError::NotKindEndpoint { text: text.into() })?;
         let kind = match kind {
             "reg-mr" => FaultKind::RegMr,
             "hang" => FaultKind::Hang,
             "bad-rkey" => FaultKind::BadRkey,
             other => {
-                return Err(format!(
-                    "`{text}`: unknown fault `{other}` (reg-mr, hang, bad-rkey)"
-                ))
+                return Err(FaultParseError::UnknownKind {
+                    text: text.into(),
+                    kind: other.into(),
+                })
             }
         };
         if endpoint.is_empty() {
-            return Err(format!("`{text}`: no endpoint"));
+            return Err(FaultParseError::NoEndpoint { text: text.into() });
         }
         Ok(TestFault {
             kind,
@@ -79,15 +105,21 @@ mod tests {
             TestFault::parse("bad-rkey:mem0").unwrap().kind,
             FaultKind::BadRkey
         );
-        assert!(TestFault::parse("hang")
-            .unwrap_err()
-            .contains("KIND:ENDPOINT"));
-        assert!(TestFault::parse("melt:mem0")
-            .unwrap_err()
-            .contains("unknown fault `melt`"));
-        assert!(TestFault::parse("hang:")
-            .unwrap_err()
-            .contains("no endpoint"));
+        assert_eq!(
+            TestFault::parse("hang").unwrap_err().to_string(),
+            "`hang`: expected KIND:ENDPOINT (reg-mr, hang, bad-rkey)"
+        );
+        assert_eq!(
+            TestFault::parse("melt:mem0").unwrap_err(),
+            FaultParseError::UnknownKind {
+                text: "melt:mem0".into(),
+                kind: "melt".into()
+            }
+        );
+        assert_eq!(
+            TestFault::parse("hang:").unwrap_err().to_string(),
+            "`hang:`: no endpoint"
+        );
     }
 
     proptest! {

@@ -7,6 +7,7 @@
 //! leaks pinned memory into the next one. Every wait for a completion has a deadline.
 
 use super::fault::FaultKind;
+use crate::memory::cuda::GpuUnavailable;
 use crate::memory::EndpointMemory;
 use crate::verbs::ffi::{ibv_wc, IBV_WC_SUCCESS, IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE};
 use crate::verbs::{Context, Cq, Destination, DeviceCaps, Mr, Pd, PortInfo, Qp, VerbsError};
@@ -275,9 +276,9 @@ pub(crate) fn latency(
     seed: u8,
 ) -> Result<LatencySamples, ProbeError> {
     let src_bytes: Vec<u8> = (0..region).map(|i| pattern_byte(seed, i)).collect();
-    let unusable = |reason| ProbeError::Registration {
+    let unusable = |e: GpuUnavailable| ProbeError::Registration {
         endpoint: s.endpoint.clone(),
-        reason,
+        reason: e.to_string(),
     };
     mem.write(0, &src_bytes).map_err(unusable)?;
     mem.write(region, &vec![0u8; region]).map_err(unusable)?;
@@ -318,7 +319,9 @@ pub(crate) fn latency(
     let checked = spec.large_bytes as usize;
     let mut arrived = vec![0u8; checked];
     mem.read(region, &mut arrived)
-        .map_err(|e| ProbeError::DataMismatch { detail: e })?;
+        .map_err(|e| ProbeError::DataMismatch {
+            detail: e.to_string(),
+        })?;
     if let Some(i) = (0..checked).find(|&i| arrived[i] != src_bytes[i]) {
         return Err(ProbeError::DataMismatch {
             detail: format!(

@@ -13,7 +13,7 @@ use crate::memory::cuda::{self, Cuda, GpuUnavailable};
 use crate::memory::host::{numa_supported, HostRegion};
 use crate::memory::EndpointMemory;
 use crate::sysfs::{Bindings, LinkLayer, RnicBinding, SysRoot};
-use crate::verbs::{ffi, Verbs};
+use crate::verbs::{ffi, Verbs, VerbsError};
 pub use fault::{FaultKind, TestFault};
 use loopback::{RnicPort, Settings};
 use model::{ComponentId, Path, Provenance, StreamResult};
@@ -45,7 +45,7 @@ impl Default for EngineOptions {
 /// The real engine.
 pub struct VerbsEngine {
     verbs: Arc<Verbs>,
-    rnics: HashMap<ComponentId, Result<RnicPort, String>>,
+    rnics: HashMap<ComponentId, Result<RnicPort, OpenPortError>>,
     memory_nodes: HashMap<ComponentId, u32>,
     gpus: HashMap<ComponentId, String>,
     cuda: Option<Result<Arc<Cuda>, GpuUnavailable>>,
@@ -56,25 +56,65 @@ pub struct VerbsEngine {
     tests: u64,
 }
 
-/// Opens one RNIC port; the error names the device and port.
-fn open_port(verbs: &Arc<Verbs>, b: &RnicBinding) -> Result<RnicPort, String> {
-    open_port_inner(verbs, b).map_err(|e| format!("{} port {}: {e}", b.device, b.port))
+/// Why an RNIC port cannot be used; each message names the device and port.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenPortError {
+    /// A verbs call failed (opening the device, querying it, its port or a GID).
+    #[error("{device} port {port}: {source}")]
+    Verbs {
+        /// The RDMA device (`mlx5_0`).
+        device: String,
+        /// The port number.
+        port: u8,
+        /// The call and errno.
+        #[source]
+        source: VerbsError,
+    },
+    /// The port is not in the ACTIVE state.
+    #[error("{device} port {port}: not ACTIVE (state {state})")]
+    NotActive {
+        /// The RDMA device.
+        device: String,
+        /// The port number.
+        port: u8,
+        /// `ibv_port_attr.state`.
+        state: u32,
+    },
+    /// A RoCE port without a GID to address it by.
+    #[error("{device} port {port}: Ethernet (RoCE) but no usable GID")]
+    NoGid {
+        /// The RDMA device.
+        device: String,
+        /// The port number.
+        port: u8,
+    },
 }
 
-fn open_port_inner(verbs: &Arc<Verbs>, b: &RnicBinding) -> Result<RnicPort, String> {
-    let ctx = verbs.open(&b.device).map_err(|e| e.to_string())?;
-    let caps = ctx.caps().map_err(|e| e.to_string())?;
-    let info = ctx.port(b.port).map_err(|e| e.to_string())?;
+/// Opens one RNIC port; the error names the device and port.
+fn open_port(verbs: &Arc<Verbs>, b: &RnicBinding) -> Result<RnicPort, OpenPortError> {
+    let (device, port) = (b.device.clone(), b.port);
+    let verbs_error = |source| OpenPortError::Verbs {
+        device: device.clone(),
+        port,
+        source,
+    };
+    let ctx = verbs.open(&b.device).map_err(verbs_error)?;
+    let caps = ctx.caps().map_err(verbs_error)?;
+    let info = ctx.port(b.port).map_err(verbs_error)?;
     if info.state != ffi::IBV_PORT_ACTIVE {
-        return Err(format!("not ACTIVE (state {})", info.state));
+        return Err(OpenPortError::NotActive {
+            device,
+            port,
+            state: info.state,
+        });
     }
     let gid = match (b.link_layer.clone(), b.gid_index) {
         (_, Some(index)) => {
-            let gid = ctx.gid(b.port, index).map_err(|e| e.to_string())?;
+            let gid = ctx.gid(b.port, index).map_err(verbs_error)?;
             Some((gid, index as u8))
         }
         (LinkLayer::InfiniBand, None) => None,
-        (_, None) => return Err("Ethernet (RoCE) but no usable GID".to_string()),
+        (_, None) => return Err(OpenPortError::NoGid { device, port }),
     };
     Ok(RnicPort {
         ctx,
@@ -157,8 +197,8 @@ impl VerbsEngine {
         match self.rnics.get(rnic) {
             Some(Ok(port)) => Ok(port),
             // A discovered RNIC that cannot be opened is a failure, not a limit by design.
-            Some(Err(reason)) => Err(ProbeError::Verbs {
-                detail: reason.clone(),
+            Some(Err(e)) => Err(ProbeError::Verbs {
+                detail: e.to_string(),
             }),
             None => Err(ProbeError::Unavailable {
                 reason: format!("{rnic} is not an RNIC of the discovered host"),

@@ -5,7 +5,7 @@ pub mod cuda;
 pub mod host;
 
 use crate::verbs::{Mr, Pd, VerbsError};
-use cuda::{GpuRegion, GpuRegistration};
+use cuda::{GpuRegion, GpuRegistration, GpuUnavailable};
 use host::HostRegion;
 
 /// The memory of one endpoint for one probe; freed on drop (after the MRs on it, which the
@@ -72,25 +72,26 @@ impl EndpointMemory {
         }
     }
 
-    /// Writes `data` at `offset`.
-    pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), String> {
+    /// Writes `data` at `offset`. Only GPU memory can fail (a CUDA copy, named in the
+    /// error).
+    pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), GpuUnavailable> {
         match self {
             EndpointMemory::Host(h) => {
                 h.as_mut_slice()[offset..offset + data.len()].copy_from_slice(data);
                 Ok(())
             }
-            EndpointMemory::Gpu(g, _) => g.write(offset, data).map_err(|e| e.0),
+            EndpointMemory::Gpu(g, _) => g.write(offset, data),
         }
     }
 
     /// Reads `out.len()` bytes at `offset`.
-    pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), String> {
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), GpuUnavailable> {
         match self {
             EndpointMemory::Host(h) => {
                 out.copy_from_slice(&h.as_mut_slice()[offset..offset + out.len()]);
                 Ok(())
             }
-            EndpointMemory::Gpu(g, _) => g.read(offset, out).map_err(|e| e.0),
+            EndpointMemory::Gpu(g, _) => g.read(offset, out),
         }
     }
 }

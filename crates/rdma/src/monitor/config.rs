@@ -108,14 +108,18 @@ impl HostMonitor {
                 .push(format!("ACS/ATS of {}: {reason}", functions.join(", ")));
         }
         if let Some(m) = memory {
-            config.iommu = Some(iommu_config(&m, &self.discovery));
+            let (iommu, unknown) = iommu_config(&m, &self.discovery);
+            config.iommu = Some(iommu);
+            config.unavailable.extend(unknown);
         }
         config
     }
 }
 
-/// The IOMMU facts lint needs: whether any RNIC's DMA is translated, and the page supply.
-fn iommu_config(m: &iommu::MemoryConfig, discovery: &Discovery) -> IommuConfig {
+/// The IOMMU facts lint needs: whether any RNIC's DMA is translated, and the page supply;
+/// with a line for each RNIC whose translation could not be told (`translated` counts
+/// only those known to be translated).
+fn iommu_config(m: &iommu::MemoryConfig, discovery: &Discovery) -> (IommuConfig, Vec<String>) {
     let rnics: Vec<PciAddr> = discovery
         .rdma_ports
         .iter()
@@ -137,12 +141,20 @@ fn iommu_config(m: &iommu::MemoryConfig, discovery: &Discovery) -> IommuConfig {
             }
             .to_string()
         });
-    IommuConfig {
-        translated: rnics.iter().any(|a| m.translates(*a)),
+    let unknown = rnics
+        .iter()
+        .filter(|a| m.translates(**a).is_none())
+        .map(|a| {
+            format!("IOMMU translation of {a}: its IOMMU group or the group's type was not read")
+        })
+        .collect();
+    let config = IommuConfig {
+        translated: rnics.iter().any(|a| m.translates(*a) == Some(true)),
         mode,
         hugepages_total: m.hugepages_total(),
         thp: m.thp_enabled.clone(),
-    }
+    };
+    (config, unknown)
 }
 
 #[cfg(test)]

@@ -36,8 +36,8 @@ fn unix_ms() -> i64 {
 pub struct HostMonitor {
     root: SysRoot,
     discovery: Discovery,
-    nvml: Result<nvml::Nvml, String>,
-    uncore: Result<uncore::UncoreMonitor, String>,
+    nvml: Result<nvml::Nvml, nvml::NvmlUnavailable>,
+    uncore: Result<uncore::UncoreMonitor, uncore::Unavailable>,
     prev: Option<Sample>,
     started: Instant,
 }
@@ -55,17 +55,18 @@ impl HostMonitor {
     /// belong to this kernel, not to a captured tree.
     pub fn with_discovery(root: SysRoot, discovery: Discovery) -> HostMonitor {
         let (nvml, uncore) = if is_live(&root) {
-            (
-                nvml::Nvml::load().map_err(|e| e.to_string()),
-                uncore::UncoreMonitor::open(&root).map_err(|e| e.reason),
-            )
+            (nvml::Nvml::load(), uncore::UncoreMonitor::open(&root))
         } else {
             let tree = root.root().display();
             (
-                Err(format!("no GPUs (NVML: not read for the captured tree {tree})")),
-                Err(format!(
-                    "uncore PMUs of the captured tree {tree} are not counted (perf_event counts this kernel)"
-                )),
+                Err(nvml::NvmlUnavailable {
+                    reason: format!("not read for the captured tree {tree}"),
+                }),
+                Err(uncore::Unavailable {
+                    reason: format!(
+                        "uncore PMUs of the captured tree {tree} are not counted (perf_event counts this kernel)"
+                    ),
+                }),
             )
         };
         HostMonitor {

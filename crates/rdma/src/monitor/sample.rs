@@ -14,7 +14,7 @@ pub(super) struct Sample {
     /// Per netdev.
     pub(super) ethtool: BTreeMap<String, Result<ethtool::PauseDrops, ethtool::EthtoolError>>,
     pub(super) gpus: Vec<Result<nvml::GpuReading, nvml::NvmlError>>,
-    pub(super) uncore: Option<Result<uncore::UncoreSample, String>>,
+    pub(super) uncore: Option<std::io::Result<uncore::UncoreSample>>,
 }
 
 impl HostMonitor {
@@ -48,11 +48,7 @@ impl HostMonitor {
             Ok(n) => n.read_all(throughput).unwrap_or_else(|e| vec![Err(e)]),
             Err(_) => Vec::new(),
         };
-        let uncore = self
-            .uncore
-            .as_ref()
-            .ok()
-            .map(|u| u.read().map_err(|e| e.to_string()));
+        let uncore = self.uncore.as_ref().ok().map(|u| u.read());
         Sample {
             at: Instant::now(),
             ports,

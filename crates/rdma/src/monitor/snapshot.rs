@@ -101,10 +101,11 @@ impl HostMonitor {
         host: &HostTopology,
         rates: &[uncore::BusRate],
     ) -> Vec<LinkUtilisation> {
-        let mut gbps: BTreeMap<model::LinkId, f64> = BTreeMap::new();
+        // Per link, `None` once any of its counters has no rate: a sum or maximum without
+        // one of its parts would understate the load (absent is not zero).
+        let mut gbps: BTreeMap<model::LinkId, Option<f64>> = BTreeMap::new();
         let root_buses = self.root_port_buses(host);
         for r in rates {
-            let Some(bytes) = r.bytes_per_s else { continue };
             let link = match &r.metric {
                 uncore::BusMetric::MemoryRead { socket }
                 | uncore::BusMetric::MemoryWrite { socket } => {
@@ -126,12 +127,12 @@ impl HostMonitor {
                 }
             };
             if let Some(l) = link {
-                let g = bytes * 8.0 / 1e9;
-                let entry = gbps.entry(l.id.clone()).or_default();
+                let g = r.bytes_per_s.map(|bytes| bytes * 8.0 / 1e9);
+                let entry = gbps.entry(l.id.clone()).or_insert(Some(0.0));
                 // Memory: read + write share the channels; the others: the busier direction.
                 *entry = match r.metric.family() {
-                    uncore::BusFamily::Memory => *entry + g,
-                    _ => entry.max(g),
+                    uncore::BusFamily::Memory => entry.zip(g).map(|(a, b)| a + b),
+                    _ => entry.zip(g).map(|(a, b)| a.max(b)),
                 };
             }
         }
@@ -140,7 +141,7 @@ impl HostMonitor {
                 let cap = host.link(&id)?.capacity_gbps;
                 Some(LinkUtilisation {
                     id,
-                    utilisation: Some(g / cap),
+                    utilisation: g.map(|g| g / cap),
                 })
             })
             .collect()
@@ -243,5 +244,35 @@ mod tests {
         assert_eq!(root.up.as_str(), "cpu1");
         assert!((got[root.id.as_str()] - 226.8 / root.capacity_gbps).abs() < 1e-9);
         assert_eq!(got.len(), 3);
+    }
+
+    #[test]
+    fn a_link_with_a_counter_that_did_not_run_has_no_utilisation() {
+        let c = dgx();
+        let host = c.host().unwrap().clone();
+        // Reads counted, writes not (the counter never ran in the interval): the memory
+        // channel's load is unknown, not the reads alone.
+        let rates = [
+            BusRate {
+                metric: BusMetric::MemoryRead { socket: 0 },
+                bytes_per_s: Some(120e9),
+            },
+            BusRate {
+                metric: BusMetric::MemoryWrite { socket: 0 },
+                bytes_per_s: None,
+            },
+            BusRate {
+                metric: BusMetric::MemoryRead { socket: 1 },
+                bytes_per_s: Some(10e9),
+            },
+        ];
+        let got: BTreeMap<String, Option<f64>> = c
+            .bus_utilisation(&host, &rates)
+            .into_iter()
+            .map(|l| (l.id.to_string(), l.utilisation))
+            .collect();
+        assert_eq!(got["mem0--cpu0"], None);
+        let mem1 = got["mem1--cpu1"].expect("socket 1 has its reads");
+        assert!((mem1 - 80.0 / 1638.4).abs() < 1e-9, "{got:?}");
     }
 }

@@ -107,7 +107,7 @@ impl HostMonitor {
 
     pub(super) fn gpu_source(&self, cur: &Sample) -> SourceReport {
         match &self.nvml {
-            Err(why) => SourceReport::unavailable("gpu", why.clone()),
+            Err(why) => SourceReport::unavailable("gpu", why.to_string()),
             Ok(_) => {
                 let readings: Vec<serde_json::Value> = cur
                     .gpus
@@ -124,7 +124,7 @@ impl HostMonitor {
 
     pub(super) fn uncore_source(&self, prev: &Sample, cur: &Sample) -> SourceReport {
         let monitor = match &self.uncore {
-            Err(why) => return SourceReport::unavailable("uncore", why.clone()),
+            Err(why) => return SourceReport::unavailable("uncore", why.reason.clone()),
             Ok(m) => m,
         };
         let dt = cur.at.duration_since(prev.at).as_secs_f64();
@@ -138,7 +138,7 @@ impl HostMonitor {
                 report
             }
             (_, Some(Err(e))) | (Some(Err(e)), _) => {
-                SourceReport::ok("uncore", serde_json::Value::Null).failed(e.clone())
+                SourceReport::ok("uncore", serde_json::Value::Null).failed(e.to_string())
             }
             _ => SourceReport::unavailable("uncore", "no reading yet"),
         }

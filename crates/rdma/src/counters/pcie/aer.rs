@@ -20,13 +20,12 @@ pub struct Aer {
 }
 
 impl Aer {
-    /// Errors this function saw itself: the sum of the three `TOTAL_ERR_*` lines.
-    pub fn device_total(&self) -> u64 {
+    /// Errors this function saw itself: the sum of the three `TOTAL_ERR_*` lines; `None`
+    /// unless all three files were read (a sum without one would understate it).
+    pub fn device_total(&self) -> Option<u64> {
         [&self.correctable, &self.nonfatal, &self.fatal]
             .into_iter()
-            .flatten()
-            .map(|c| c.total)
-            .fold(0, u64::saturating_add)
+            .try_fold(0, |sum: u64, c| Some(sum.saturating_add(c.as_ref()?.total)))
     }
 }
 
@@ -170,13 +169,15 @@ mod tests {
                 total: 0
             }
         );
-        let aer = Aer {
+        let mut aer = Aer {
             correctable: Some(got),
             nonfatal: None,
-            fatal: Some(only_total),
+            fatal: Some(only_total.clone()),
             rootport: None,
         };
-        assert_eq!(aer.device_total(), 10);
+        assert_eq!(aer.device_total(), None, "aer_dev_nonfatal was not read");
+        aer.nonfatal = Some(only_total);
+        assert_eq!(aer.device_total(), Some(10));
     }
 
     #[test]
