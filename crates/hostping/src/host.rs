@@ -104,8 +104,6 @@ impl DefaultBaseline {
 pub struct Recorded {
     /// The baseline.
     pub baseline: Baseline,
-    /// `simulated` or `measured`.
-    pub how: &'static str,
     /// `rnic->endpoint (why)` for each path the baseline lacks.
     pub left_out: Vec<String>,
 }
@@ -201,7 +199,9 @@ impl Host {
                 discovery,
                 monitor,
                 ..
-            } => open_monitor(monitor, root, discovery).read(),
+            } => monitor
+                .get_or_insert_with(|| open_monitor(root, discovery))
+                .read(),
         }
     }
 
@@ -214,7 +214,9 @@ impl Host {
                 discovery,
                 monitor,
                 ..
-            } => open_monitor(monitor, root, discovery).config(),
+            } => monitor
+                .get_or_insert_with(|| open_monitor(root, discovery))
+                .config(),
         }
     }
 
@@ -230,15 +232,12 @@ impl Host {
     /// What runs are judged against when no baseline file is given.
     pub fn default_baseline(&self, latency: &LatencySpec) -> Result<DefaultBaseline, HostError> {
         match self {
-            Host::Virtual { vhost, options } => {
-                Ok(DefaultBaseline::Simulated(baseline::simulated(
-                    vhost.topology(),
-                    baseline::DEFAULT_RUNS,
-                    options.seed,
-                    latency,
-                    options.noise,
-                )))
-            }
+            Host::Virtual { vhost, options } => Ok(DefaultBaseline::Simulated(simulated_baseline(
+                vhost,
+                options,
+                baseline::DEFAULT_RUNS,
+                latency,
+            ))),
             Host::Real {
                 root, discovery, ..
             } => Ok(DefaultBaseline::Relative(
@@ -285,16 +284,8 @@ impl Host {
     ) -> Result<Recorded, HostError> {
         let model = match self {
             Host::Virtual { vhost, options } => {
-                let b = baseline::simulated(
-                    vhost.topology(),
-                    runs,
-                    options.seed,
-                    latency,
-                    options.noise,
-                );
                 return Ok(Recorded {
-                    baseline: b,
-                    how: "simulated",
+                    baseline: simulated_baseline(vhost, options, runs, latency),
                     left_out: Vec::new(),
                 });
             }
@@ -305,6 +296,8 @@ impl Host {
         let cadence = self.cadence_ns();
         let engine = self.prober(probe)?;
         let (b, runs) = baseline::record(engine, &model, runs, latency, cadence, progress)?;
+        // A path with no measurement in any run is an error (MissingPath) unless every
+        // probe of it was unavailable by design: those are the paths left out.
         let left_out = model
             .paths()
             .iter()
@@ -314,19 +307,15 @@ impl Host {
                     .iter()
                     .filter_map(|r| r.probe(&p.rnic, &p.endpoint))
                     .find_map(|p| match &p.outcome {
-                        PathOutcome::Failed { error } => Some(error.clone()),
-                        PathOutcome::Unavailable { reason } => {
-                            Some(format!("unavailable: {reason}"))
-                        }
-                        PathOutcome::Measured(_) => None,
+                        PathOutcome::Unavailable { reason } => Some(reason.as_str()),
+                        _ => None,
                     })
                     .unwrap_or_default();
-                format!("{}->{} ({why})", p.rnic, p.endpoint)
+                format!("{}->{} (unavailable: {why})", p.rnic, p.endpoint)
             })
             .collect();
         Ok(Recorded {
             baseline: b,
-            how: "measured",
             left_out,
         })
     }
@@ -343,21 +332,14 @@ impl Host {
     ) -> Result<Box<dyn Backend>, HostError> {
         match self {
             Host::Virtual { vhost, options } => {
-                let model = vhost.topology().clone();
                 let schedule = schedule
                     .iter()
-                    .map(|s| Scheduled::parse(s, &model))
+                    .map(|s| Scheduled::parse(s, vhost.topology()))
                     .collect::<Result<Vec<_>, _>>()?;
                 let (baseline, kind) = match baseline {
                     Some(b) => (b, BaselineKind::Recorded),
                     None => (
-                        baseline::simulated(
-                            &model,
-                            baseline::DEFAULT_RUNS,
-                            options.seed,
-                            latency,
-                            options.noise,
-                        ),
+                        simulated_baseline(&vhost, &options, baseline::DEFAULT_RUNS, latency),
                         BaselineKind::Simulated,
                     ),
                 };
@@ -372,22 +354,27 @@ impl Host {
                 ..
             } => {
                 let options = engine_options(probe)?;
-                let monitor = monitor.unwrap_or_else(|| {
-                    Box::new(HostMonitor::with_discovery(
-                        root.clone(),
-                        (*discovery).clone(),
-                    ))
-                });
-                let probing = real_host(&root, &discovery).and_then(|real| {
-                    let engine = real.engine(options)?.engine;
-                    Ok(RealProbing {
-                        software: real.software_rnics(),
-                        host: real.host,
-                        engine,
-                        baseline,
-                    })
-                });
-                Ok(Box::new(RealBackend::new(probing, *monitor)))
+                // The engine comes with the counter sources as its monitor; only a host
+                // that cannot probe opens them on their own (NVML and the uncore PMUs are
+                // opened once either way).
+                let probed =
+                    real_host(&root, &discovery).and_then(|real| Ok((real.engine(options)?, real)));
+                let (probing, monitor) = match probed {
+                    Ok((Probed { engine, monitor }, real)) => (
+                        Ok(RealProbing {
+                            software: real.software_rnics(),
+                            host: real.host,
+                            engine,
+                            baseline,
+                        }),
+                        monitor,
+                    ),
+                    Err(why) => (
+                        Err(why),
+                        *monitor.unwrap_or_else(|| open_monitor(&root, &discovery)),
+                    ),
+                };
+                Ok(Box::new(RealBackend::new(probing, monitor)))
             }
         }
     }
@@ -398,15 +385,19 @@ fn real_host(root: &SysRoot, discovery: &Discovery) -> Result<RealHost, RealErro
     RealHost::new(root.clone(), discovery.clone())
 }
 
-/// The counter sources of a real host, opened on first use.
-fn open_monitor<'a>(
-    monitor: &'a mut Option<Box<HostMonitor>>,
-    root: &SysRoot,
-    discovery: &Discovery,
-) -> &'a mut HostMonitor {
-    monitor.get_or_insert_with(|| {
-        Box::new(HostMonitor::with_discovery(root.clone(), discovery.clone()))
-    })
+/// The counter sources of a real host, over the discovery already made.
+fn open_monitor(root: &SysRoot, discovery: &Discovery) -> Box<HostMonitor> {
+    Box::new(HostMonitor::with_discovery(root.clone(), discovery.clone()))
+}
+
+/// The baseline of a healthy virtual host of the same model, probed as `latency` says.
+fn simulated_baseline(
+    vhost: &VirtualHost,
+    options: &HostOptions,
+    runs: u32,
+    latency: &LatencySpec,
+) -> Baseline {
+    baseline::simulated(vhost.topology(), runs, options.seed, latency, options.noise)
 }
 
 /// Pause between the runs of a series on a real host: a short one, not the agent's 5 min.

@@ -229,7 +229,8 @@ fn baseline(args: BaselineArgs) -> Result<Outcome> {
     for path in &recorded.left_out {
         eprintln!("not in the baseline: {path}");
     }
-    let (b, how) = (recorded.baseline, recorded.how);
+    let b = recorded.baseline;
+    let how = b.provenance.as_str();
     let host_name = b.host.clone();
     let text = serde_json::to_string_pretty(&b)? + "\n";
     std::fs::write(&args.output, text)
@@ -357,10 +358,7 @@ fn agent_command(args: AgentArgs) -> Result<Outcome> {
             ..HostOptions::default()
         },
     )?;
-    let provenance = match host.provenance() {
-        model::Provenance::Simulated => "simulated",
-        model::Provenance::Measured => "measured",
-    };
+    let provenance = host.provenance().as_str();
     let baseline = match &config.agent.baseline {
         Some(path) => Some(load_baseline(path, host.model())?),
         None => None,

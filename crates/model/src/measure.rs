@@ -14,6 +14,16 @@ pub enum Provenance {
     Simulated,
 }
 
+impl Provenance {
+    /// The word reports use (`measured`, `simulated`), as serialised.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provenance::Measured => "measured",
+            Provenance::Simulated => "simulated",
+        }
+    }
+}
+
 /// How a probe run was triggered, which decides its plan and the inference rules
 /// (Hostping 4.2, 4.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
