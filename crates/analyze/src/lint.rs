@@ -174,7 +174,7 @@ fn downtrained(config: &HostConfig, out: &mut Vec<LintFinding>) {
 fn iommu_without_hugepages(config: &HostConfig, out: &mut Vec<LintFinding>) {
     let Some(iommu) = &config.iommu else { return };
     let thp_never = iommu.thp.as_deref() == Some("never");
-    if iommu.translated && iommu.hugepages_total == Some(0) && thp_never {
+    if iommu.translated == Some(true) && iommu.hugepages_total == Some(0) && thp_never {
         out.push(LintFinding {
             rule: "iommu_without_hugepages",
             severity: Severity::Warning,
@@ -347,7 +347,7 @@ mod tests {
     fn iommu_risk_needs_translation_and_no_large_pages() {
         let iommu = |translated, huge, thp: &str| HostConfig {
             iommu: Some(IommuConfig {
-                translated,
+                translated: Some(translated),
                 mode: if translated { "DMA-FQ" } else { "identity" }.into(),
                 hugepages_total: Some(huge),
                 thp: Some(thp.into()),

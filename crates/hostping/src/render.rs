@@ -630,10 +630,10 @@ pub fn counters(report: &CounterReport, style: Style) -> String {
         let _ = writeln!(
             out,
             "  IOMMU {} ({}), {} huge pages, THP {}",
-            if i.translated {
-                "translating RNIC DMA"
-            } else {
-                "not translating RNIC DMA"
+            match i.translated {
+                Some(true) => "translating RNIC DMA",
+                Some(false) => "not translating RNIC DMA",
+                None => "translation of RNIC DMA unknown",
             },
             i.mode,
             i.hugepages_total

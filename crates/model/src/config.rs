@@ -59,8 +59,10 @@ pub struct AtsState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IommuConfig {
     /// The IOMMU translates the RNICs' DMA (group type `DMA` or `DMA-FQ`), rather than
-    /// passing it through or being off.
-    pub translated: bool,
+    /// passing it through or being off: `Some(true)` when any RNIC's DMA is known to be
+    /// translated, `Some(false)` when every RNIC's is known not to be, `None` when it could
+    /// not be told (absent is not "not translated").
+    pub translated: Option<bool>,
     /// The mode in words (`DMA-FQ`, `identity`, `off`).
     pub mode: String,
     /// Huge pages reserved, all sizes; `None` when the counts could not be read (absent is

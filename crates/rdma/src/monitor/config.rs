@@ -117,8 +117,8 @@ impl HostMonitor {
 }
 
 /// The IOMMU facts lint needs: whether any RNIC's DMA is translated, and the page supply;
-/// with a line for each RNIC whose translation could not be told (`translated` counts
-/// only those known to be translated).
+/// with a line for each RNIC whose translation could not be told (one RNIC known to be
+/// translated is enough for `Some(true)`; `Some(false)` needs every RNIC known).
 fn iommu_config(m: &iommu::MemoryConfig, discovery: &Discovery) -> (IommuConfig, Vec<String>) {
     let rnics: Vec<PciAddr> = discovery
         .rdma_ports
@@ -149,7 +149,7 @@ fn iommu_config(m: &iommu::MemoryConfig, discovery: &Discovery) -> (IommuConfig,
         })
         .collect();
     let config = IommuConfig {
-        translated: rnics.iter().any(|a| m.translates(*a) == Some(true)),
+        translated: any_translated(rnics.iter().map(|a| m.translates(*a))),
         mode,
         hugepages_total: m.hugepages_total(),
         thp: m.thp_enabled.clone(),
@@ -157,9 +157,33 @@ fn iommu_config(m: &iommu::MemoryConfig, discovery: &Discovery) -> (IommuConfig,
     (config, unknown)
 }
 
+/// Whether the RNICs' DMA is translated, from each RNIC's answer: one `Some(true)` is
+/// enough; `Some(false)` needs every answer known and there to be an RNIC at all.
+fn any_translated(answers: impl IntoIterator<Item = Option<bool>>) -> Option<bool> {
+    let mut seen_any = false;
+    let mut all_known = true;
+    for answer in answers {
+        match answer {
+            Some(true) => return Some(true),
+            Some(false) => seen_any = true,
+            None => all_known = false,
+        }
+    }
+    (seen_any && all_known).then_some(false)
+}
+
 #[cfg(test)]
 mod tests {
+    use super::any_translated;
     use crate::monitor::dgx_fixture as dgx;
+
+    #[test]
+    fn translation_is_unknown_unless_one_rnic_translates_or_all_are_known() {
+        assert_eq!(any_translated([None, Some(true)]), Some(true));
+        assert_eq!(any_translated([Some(false), Some(false)]), Some(false));
+        assert_eq!(any_translated([Some(false), None]), None);
+        assert_eq!(any_translated([]), None);
+    }
 
     #[test]
     fn the_configuration_of_the_fixture_is_read_in_model_ids() {
@@ -187,7 +211,7 @@ mod tests {
             .collect();
         assert_eq!(off, ["rnic3"]);
         let iommu = config.iommu.unwrap();
-        assert!(iommu.translated);
+        assert_eq!(iommu.translated, Some(true));
         assert_eq!(
             (iommu.hugepages_total, iommu.thp.as_deref()),
             (Some(0), Some("never"))

@@ -43,7 +43,5 @@ pub use aer::{parse_aer_counts, parse_count, Aer, AerCounts, RootPortTotals};
 pub use repr::{
     parse_config, AcsControl, AerRegisters, AtsControl, Capability, ConfigSummary, ExpressCap,
 };
-pub use sysfs::{
-    downtrained_links, link_state, read_function, read_path, DowntrainedLink, PcieFunction,
-};
+pub use sysfs::{link_state, read_function, read_path, PcieFunction};
 pub use view::{AcsFlags, CapabilityId, ConfigSpace, ExtCapabilityId, PortType, WalkError};

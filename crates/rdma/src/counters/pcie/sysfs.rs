@@ -10,7 +10,6 @@ use super::Aer;
 use crate::sysfs::pci::{self, PciAddr, PcieLink};
 use crate::sysfs::{means_no_value, DiscoverError, SysRoot};
 use serde::Serialize;
-use std::fmt;
 use std::path::Path;
 
 /// What sysfs and config space say about one PCI function.
@@ -56,116 +55,6 @@ impl PcieFunction {
             self.max.or(express.and_then(|e| e.link_cap)),
         )
     }
-
-    /// `Some("running 8.0 GT/s x8 of 16.0 GT/s x16")` when this function's link runs below
-    /// the speed or the width the function supports: a link failure visible without a
-    /// probe (Hostping 2.1, 6 #1 to #5). `max` is this function's own capability, so a
-    /// partner that supports less also shows here (a root port whose device has 4 lanes);
-    /// [`downtrained_links`] compares with both ends.
-    pub fn downtrained(&self) -> Option<String> {
-        let (Some(current), Some(max)) = self.links() else {
-            return None;
-        };
-        runs_below(&current, &max).then(|| running(&current, &max))
-    }
-
-    /// Where sysfs and config space disagree on the link (LNKSTA against
-    /// `current_link_*`, LNKCAP against `max_link_*`): both read the same registers, so a
-    /// difference means a capture taken at two moments or a broken tree.
-    pub fn config_mismatch(&self) -> Option<String> {
-        let express = self.express.present()?;
-        let pairs = [
-            (
-                "current_link_*",
-                self.current,
-                "LNKSTA",
-                express.link_status,
-            ),
-            ("max_link_*", self.max, "LNKCAP", express.link_cap),
-        ];
-        let differences: Vec<String> = pairs
-            .iter()
-            .filter_map(|(file, sysfs, reg, config)| match (sysfs, config) {
-                (Some(s), Some(c)) if s != c => Some(format!(
-                    "{file} says {} but {reg} says {}",
-                    describe_link(s),
-                    describe_link(c)
-                )),
-                _ => None,
-            })
-            .collect();
-        (!differences.is_empty()).then(|| differences.join("; "))
-    }
-}
-
-/// `16.0 GT/s x16`, as `lspci` and the kernel log write a link.
-fn describe_link(link: &PcieLink) -> String {
-    format!("{:.1} GT/s x{}", link.gts, link.width)
-}
-
-fn runs_below(current: &PcieLink, capable: &PcieLink) -> bool {
-    current.gts < capable.gts || current.width < capable.width
-}
-
-fn running(current: &PcieLink, capable: &PcieLink) -> String {
-    format!(
-        "running {} of {}",
-        describe_link(current),
-        describe_link(capable)
-    )
-}
-
-/// A PCIe link that runs below what both of its ends support.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct DowntrainedLink {
-    /// The root port or switch downstream port above the link.
-    pub port: PciAddr,
-    /// The function below it.
-    pub device: PciAddr,
-    /// The negotiated link.
-    pub current: PcieLink,
-    /// The lesser speed and width of the two ends' capabilities.
-    pub capable: PcieLink,
-}
-
-impl fmt::Display for DowntrainedLink {
-    /// `0000:98:00.0 -> 0000:99:00.0: running 16.0 GT/s x8 of 16.0 GT/s x16`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} -> {}: {}",
-            self.port,
-            self.device,
-            running(&self.current, &self.capable)
-        )
-    }
-}
-
-/// The links of a path from [`read_path`] that run below what both ends support (Hostping
-/// 2.1, 6 #1 to #5). A link is a root port or switch downstream port and the function
-/// after it, so the port types of config space are needed (`CAP_SYS_ADMIN`); a pair whose
-/// upper port type is unknown is skipped. The current link is the lower end's view, else
-/// the port's (both describe the same link).
-pub fn downtrained_links(path: &[PcieFunction]) -> Vec<DowntrainedLink> {
-    path.windows(2)
-        .filter_map(|pair| {
-            let [port, device] = pair else { return None };
-            let downstream = matches!(
-                port.port_type(),
-                Some(PortType::RootPort | PortType::SwitchDownstream)
-            );
-            if !downstream {
-                return None;
-            }
-            let (current, capable) = link_state(Some(port), device)?;
-            runs_below(&current, &capable).then_some(DowntrainedLink {
-                port: port.addr,
-                device: device.addr,
-                current,
-                capable,
-            })
-        })
-        .collect()
 }
 
 /// The link above `device`: how it trained (the device's view, else the port's: both
@@ -288,37 +177,9 @@ mod tests {
     }
 
     #[test]
-    fn downtrained_compares_speed_and_width() {
-        let table = [
-            (link(16.0, 16), link(16.0, 16), None),
-            (
-                link(8.0, 8),
-                link(16.0, 16),
-                Some("running 8.0 GT/s x8 of 16.0 GT/s x16"),
-            ),
-            (
-                link(16.0, 8),
-                link(16.0, 16),
-                Some("running 16.0 GT/s x8 of 16.0 GT/s x16"),
-            ),
-            (
-                link(2.5, 4),
-                link(5.0, 4),
-                Some("running 2.5 GT/s x4 of 5.0 GT/s x4"),
-            ),
-            (None, link(16.0, 16), None),
-            (link(8.0, 8), None, None),
-        ];
-        for (current, max, want) in table {
-            let f = function(current, max);
-            assert_eq!(f.downtrained().as_deref(), want, "{current:?} {max:?}");
-            assert_eq!(f.port_type(), None);
-        }
-    }
-
-    #[test]
-    fn downtrained_falls_back_to_config_space_and_cross_checks_it() {
+    fn a_link_is_read_from_sysfs_first_then_from_config_space() {
         let mut f = function(None, None);
+        assert_eq!(link_state(None, &f), None);
         f.express = Capability::Present(ExpressCap {
             offset: 0x60,
             port_type: PortType::Endpoint,
@@ -328,86 +189,38 @@ mod tests {
         });
         assert_eq!(f.port_type(), Some(PortType::Endpoint));
         assert_eq!(
-            f.downtrained().as_deref(),
-            Some("running 16.0 GT/s x4 of 16.0 GT/s x16")
+            link_state(None, &f),
+            Some((link(16.0, 4).unwrap(), link(16.0, 16).unwrap()))
         );
-        assert_eq!(f.config_mismatch(), None);
-        f.current = link(16.0, 16);
-        f.max = link(16.0, 16);
-        assert_eq!(f.downtrained(), None);
-        assert_eq!(
-            f.config_mismatch().as_deref(),
-            Some("current_link_* says 16.0 GT/s x16 but LNKSTA says 16.0 GT/s x4")
-        );
+        // Sysfs and config space read the same registers; sysfs wins where both exist.
+        f.current = link(8.0, 16);
         f.max = link(32.0, 16);
         assert_eq!(
-            f.config_mismatch().as_deref(),
-            Some(
-                "current_link_* says 16.0 GT/s x16 but LNKSTA says 16.0 GT/s x4; \
-                 max_link_* says 32.0 GT/s x16 but LNKCAP says 16.0 GT/s x16"
-            )
+            link_state(None, &f),
+            Some((link(8.0, 16).unwrap(), link(32.0, 16).unwrap()))
         );
     }
 
     #[test]
-    fn downtrained_links_take_the_lesser_capability_of_both_ends() {
-        let with_type = |addr: &str, port_type, current, max| PcieFunction {
-            addr: addr.parse().unwrap(),
-            express: Capability::Present(ExpressCap {
-                offset: 0x60,
-                port_type,
-                link_cap: max,
-                link_status: current,
-                max_payload_bytes: None,
-            }),
-            ..function(current, max)
-        };
-        let root_port = with_type(
-            "0000:10:00.0",
-            PortType::RootPort,
-            link(8.0, 4),
-            link(16.0, 16),
-        );
-        let nvme = with_type(
-            "0000:11:00.0",
-            PortType::Endpoint,
-            link(8.0, 4),
-            link(8.0, 4),
-        );
-        assert!(root_port.downtrained().is_some());
-        assert_eq!(downtrained_links(&[root_port.clone(), nvme.clone()]), []);
-        let gpu = with_type(
-            "0000:11:00.0",
-            PortType::Endpoint,
-            link(8.0, 4),
-            link(16.0, 16),
-        );
-        let got = downtrained_links(&[root_port.clone(), gpu.clone()]);
+    fn a_link_can_do_the_lesser_of_both_ends_capabilities() {
+        let root_port = function(link(8.0, 4), link(16.0, 16));
+        let nvme = function(link(8.0, 4), link(8.0, 4));
         assert_eq!(
-            got.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            ["0000:10:00.0 -> 0000:11:00.0: running 8.0 GT/s x4 of 16.0 GT/s x16"]
+            link_state(Some(&root_port), &nvme),
+            Some((link(8.0, 4).unwrap(), link(8.0, 4).unwrap()))
         );
-        // Only a root port or a switch downstream port starts a link.
-        let upstream = with_type(
-            "0000:10:00.0",
-            PortType::SwitchUpstream,
-            link(8.0, 4),
-            link(16.0, 16),
+        let gpu = function(link(16.0, 8), link(32.0, 16));
+        assert_eq!(
+            link_state(Some(&root_port), &gpu),
+            Some((link(16.0, 8).unwrap(), link(16.0, 16).unwrap()))
         );
-        assert_eq!(downtrained_links(&[upstream, gpu.clone()]), []);
-        let unknown_port = PcieFunction {
-            express: Capability::Unknown {
-                reason: "truncated".into(),
-            },
-            ..root_port.clone()
-        };
-        assert_eq!(downtrained_links(&[unknown_port, gpu.clone()]), []);
-        // The device's view of the link first, the port's when the device has none.
-        let quiet_gpu = PcieFunction {
-            current: None,
-            express: Capability::Absent,
-            ..gpu
-        };
-        assert_eq!(downtrained_links(&[root_port, quiet_gpu]).len(), 1);
+        // The device's view of the link first, the port's when the device has none; the
+        // capability of the end that has one when the other has none.
+        let quiet_gpu = function(None, None);
+        assert_eq!(
+            link_state(Some(&root_port), &quiet_gpu),
+            Some((link(8.0, 4).unwrap(), link(16.0, 16).unwrap()))
+        );
+        assert_eq!(link_state(Some(&quiet_gpu), &quiet_gpu), None);
     }
 }
