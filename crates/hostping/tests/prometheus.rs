@@ -102,7 +102,8 @@ fn prometheus_scrapes_the_agent_and_answers_queries() {
 
     let deadline = Instant::now() + Duration::from_secs(60);
     let bandwidth = loop {
-        if std::net::TcpStream::connect(prom).is_ok() {
+        // Prometheus answers 503 on its API until its TSDB has opened; `/-/ready` says when.
+        if std::net::TcpStream::connect(prom).is_ok() && http_get(prom, "/-/ready").0 == 200 {
             let r = query(prom, "hostping_path_bandwidth_gbps");
             if r.len() == 40 {
                 break r;
