@@ -11,14 +11,15 @@
 
 use std::collections::VecDeque;
 
-use super::credits::Flow;
+use super::credits::{Flow, Returns};
 use super::packets::{Fifo, NIL};
 use super::switch::InputBuffer;
 
 #[derive(Copy, Clone, Debug)]
 #[repr(C, align(128))]
 pub(crate) struct Link {
-    pub flow: Flow,
+    /// Flow control not read by routing (routing's part is in [`Links::flows`]).
+    pub returns: Returns,
     /// The link serialises a packet until then.
     pub busy_until: u64,
     /// Time of the pending wake event of the sender (`u64::MAX`: none).
@@ -42,6 +43,8 @@ const _: () = assert!(std::mem::size_of::<Link>() == 128);
 
 pub(crate) struct Links {
     pub(super) items: Vec<Link>,
+    /// Per link, what adaptive routing compares (see `credits`).
+    pub(super) flows: Vec<Flow>,
     /// Credit returns in flight behind the first one, per link (see `credits`).
     pub(super) spills: Vec<VecDeque<(u64, u32)>>,
     pub(super) buffer_units: u32,
@@ -53,7 +56,7 @@ impl Links {
         let items: Vec<Link> = inputs
             .into_iter()
             .map(|input| Link {
-                flow: Flow::new(buffer_units),
+                returns: Returns::default(),
                 busy_until: 0,
                 wake_at: u64::MAX,
                 queue: Fifo::EMPTY,
@@ -67,6 +70,7 @@ impl Links {
             })
             .collect();
         Links {
+            flows: vec![Flow::new(buffer_units); items.len()],
             spills: vec![VecDeque::new(); items.len()],
             items,
             buffer_units,
