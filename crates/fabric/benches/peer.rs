@@ -19,7 +19,9 @@ fn main() {
         .filter(|a| !a.starts_with("--"))
         .collect();
     let id = args.first().map_or("D", String::as_str);
-    let seed: u64 = args.get(1).map_or(1, |s| s.parse().expect("seed: an integer"));
+    let seed: u64 = args
+        .get(1)
+        .map_or(1, |s| s.parse().expect("seed: an integer"));
     let workload = peer::workloads()
         .into_iter()
         .find(|w| w.id.eq_ignore_ascii_case(id))
@@ -31,8 +33,13 @@ fn main() {
     }
     let topology = Topology::new(workload.topology.clone()).expect("peer topology");
     let spec = WorkloadSpec::from_str(&workload.workload_spec()).expect("peer workload");
-    let jobs = build_jobs(&spec, &MappingSpec::RowMajor, &topology, &config.job_settings())
-        .expect("peer jobs");
+    let jobs = build_jobs(
+        &spec,
+        &MappingSpec::RowMajor,
+        &topology,
+        &config.job_settings(),
+    )
+    .expect("peer jobs");
     let simulation = Simulation::new(&topology, config, jobs).expect("peer simulation");
     let started = Instant::now();
     let result = simulation.run(&mut |_| {});

@@ -246,7 +246,10 @@ mod tests {
         credits.set_queue_bytes(0, 300);
         // 300 queued + 10 units outstanding of 64 B.
         let mut loads = Vec::new();
-        assert_eq!(credits.loads_into(0, 1, 150, 64, &mut loads), (300 + 640, 1));
+        assert_eq!(
+            credits.loads_into(0, 1, 150, 64, &mut loads),
+            (300 + 640, 1)
+        );
         assert_eq!(loads, [300 + 640]);
     }
 }

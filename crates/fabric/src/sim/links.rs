@@ -1,10 +1,12 @@
 //! Everything the engine keeps per link, two cache lines each, laid out by who reads what
-//! together: the first line is what routing and sending look at (flow control, when the link
-//! is free, the sender's pending wake-up, the output queue and the inputs blocked on it), the
-//! second what a hop updates once (the ground-truth counters of the port, and the input
-//! buffer at the link's far end). A hop then touches its packet, the line pair of the link it
-//! came in on and the pair of the port it leaves by; scanning a switch's up ports reads one
-//! line per port.
+//! together: the first line is what sending looks at (when the link is free, the sender's
+//! pending wake-up, the output queue and the inputs blocked on it, the flow control routing
+//! does not read), the second what a hop updates once (the ground-truth counters of the
+//! port, and the input buffer at the link's far end). A hop then touches its packet, the line
+//! pair of the link it came in on and the pair of the port it leaves by. What adaptive
+//! routing compares for every up port (credits, queue bytes, the next credit return) is kept
+//! apart in [`Links::flows`], 16 bytes a link, so that scanning a switch's up ports reads a
+//! few consecutive lines rather than one line per port.
 //!
 //! Links are numbered like [`super::wiring::Wiring`]'s: switch ports, then node injection
 //! links (which use the flow control, the busy time and the wake-up only).
