@@ -302,7 +302,7 @@ impl Engine {
                 .map(|l| u64::from(l.input.peak_units()) * unit)
                 .collect(),
             output_bytes: ports()
-                .map(|p| u64::from(p.flow.peak_queue_bytes()))
+                .map(|p| u64::from(p.returns.peak_queue_bytes()))
                 .collect(),
         };
         let totals = PortTotals {

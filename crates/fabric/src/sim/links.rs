@@ -1,24 +1,27 @@
 //! Everything the engine keeps per link, two cache lines each, laid out by who reads what
-//! together: the first line is what routing and sending look at (flow control, when the link
-//! is free, the sender's pending wake-up, the output queue and the inputs blocked on it), the
-//! second what a hop updates once (the ground-truth counters of the port, and the input
-//! buffer at the link's far end). A hop then touches its packet, the line pair of the link it
-//! came in on and the pair of the port it leaves by; scanning a switch's up ports reads one
-//! line per port.
+//! together: the first line is what sending looks at (when the link is free, the sender's
+//! pending wake-up, the output queue and the inputs blocked on it, the flow control routing
+//! does not read), the second what a hop updates once (the ground-truth counters of the
+//! port, and the input buffer at the link's far end). A hop then touches its packet, the line
+//! pair of the link it came in on and the pair of the port it leaves by. What adaptive
+//! routing compares for every up port (credits, queue bytes, the next credit return) is kept
+//! apart in [`Links::flows`], 16 bytes a link, so that scanning a switch's up ports reads a
+//! few consecutive lines rather than one line per port.
 //!
 //! Links are numbered like [`super::wiring::Wiring`]'s: switch ports, then node injection
 //! links (which use the flow control, the busy time and the wake-up only).
 
 use std::collections::VecDeque;
 
-use super::credits::Flow;
+use super::credits::{Flow, Returns};
 use super::packets::{Fifo, NIL};
 use super::switch::InputBuffer;
 
 #[derive(Copy, Clone, Debug)]
 #[repr(C, align(128))]
 pub(crate) struct Link {
-    pub flow: Flow,
+    /// Flow control not read by routing (routing's part is in [`Links::flows`]).
+    pub returns: Returns,
     /// The link serialises a packet until then.
     pub busy_until: u64,
     /// Time of the pending wake event of the sender (`u64::MAX`: none).
@@ -42,6 +45,8 @@ const _: () = assert!(std::mem::size_of::<Link>() == 128);
 
 pub(crate) struct Links {
     pub(super) items: Vec<Link>,
+    /// Per link, what adaptive routing compares (see `credits`).
+    pub(super) flows: Vec<Flow>,
     /// Credit returns in flight behind the first one, per link (see `credits`).
     pub(super) spills: Vec<VecDeque<(u64, u32)>>,
     pub(super) buffer_units: u32,
@@ -53,7 +58,7 @@ impl Links {
         let items: Vec<Link> = inputs
             .into_iter()
             .map(|input| Link {
-                flow: Flow::new(buffer_units),
+                returns: Returns::default(),
                 busy_until: 0,
                 wake_at: u64::MAX,
                 queue: Fifo::EMPTY,
@@ -67,6 +72,7 @@ impl Links {
             })
             .collect();
         Links {
+            flows: vec![Flow::new(buffer_units); items.len()],
             spills: vec![VecDeque::new(); items.len()],
             items,
             buffer_units,

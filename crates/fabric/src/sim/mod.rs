@@ -51,12 +51,16 @@
 //!   reads and what only injection and delivery need (`packets`); queues are intrusive FIFOs
 //!   through the packets; no allocation per packet, no hash map anywhere.
 //! - All per-link state is one 128-byte record, laid out so that a hop touches its packet
-//!   and two line pairs (`links`); the tree is flattened into per-link, per-switch and
-//!   per-destination tables (`wiring`).
+//!   and two line pairs (`links`), except what adaptive routing compares for every up port
+//!   (credits, queue bytes, the next credit return): that is a 16-byte record in an array of
+//!   its own, so that a scan of a switch's up ports reads a few consecutive lines, in one
+//!   pass without branches on the loads (`credits`). The tree is flattened into per-link,
+//!   per-switch and per-destination tables (`wiring`).
 //! - The future event list (`events`) keeps the events scheduled a fixed delay ahead (most of
-//!   them) in FIFO lanes and the rest in a 4-ary heap; sequence numbers break ties in
-//!   scheduling order. The loop prefetches the lines of the events coming next, so that
-//!   their misses overlap the current event's work (`engine`).
+//!   them) in FIFO lanes and the rest in a calendar of 1 ns buckets whose next bucket is a
+//!   small 4-ary heap; sequence numbers break ties in scheduling order. The loop prefetches
+//!   the lines of the events coming next, so that their misses overlap the current event's
+//!   work (`engine`).
 //! - Seeded ChaCha8 streams make runs reproducible bit for bit: one for routing tie-breaks,
 //!   one for the traffic programs, and one for telemetry, so that telemetry observes a run
 //!   without changing it (the same seed gives the same routes and ground truth whatever

@@ -90,7 +90,7 @@ impl Engine {
             let packet = self.links[link].input.fifo.head;
             let (dst, bytes) = (self.packets[packet].dst, self.packets[packet].bytes);
             let port = self.choose_port(switch, dst);
-            if self.links[port].flow.queue_bytes() + bytes > self.timing.buffer_bytes {
+            if self.links.queue_bytes(port) + bytes > self.timing.buffer_bytes {
                 self.block(link, port);
                 return;
             }
@@ -109,17 +109,13 @@ impl Engine {
 
     /// The least loaded of ports `start..start + count`, a random one among equals.
     fn least_loaded(&mut self, start: u32, count: u32) -> u32 {
-        // Two passes over a small buffer instead of one branchy pass keeping a tie list.
-        self.loads.clear();
-        let mut best = u64::MAX;
-        for port in start..start + count {
-            let load = self
-                .links
-                .load_bytes(port, self.now, self.timing.unit_bytes);
-            best = best.min(load);
-            self.loads.push(load);
-        }
-        let ties = self.loads.iter().filter(|&&load| load == best).count();
+        let (best, ties) = self.links.loads_into(
+            start,
+            count,
+            self.now,
+            self.timing.unit_bytes,
+            &mut self.loads,
+        );
         let pick = match ties {
             1 => 0,
             n => rand::Rng::gen_range(&mut self.routing_rng, 0..n),
@@ -161,7 +157,7 @@ impl Engine {
 
     fn enqueue(&mut self, port: u32, packet: u32) {
         let bytes = self.packets[packet].bytes;
-        let queue_bytes = self.links[port].flow.queue_bytes() + bytes;
+        let queue_bytes = self.links.queue_bytes(port) + bytes;
         debug_assert!(
             queue_bytes <= self.timing.buffer_bytes,
             "output {port} overflows"
@@ -185,8 +181,8 @@ impl Engine {
                 &mut self.telemetry_rng,
             );
         }
+        self.links.set_queue_bytes(port, queue_bytes);
         let out = &mut self.links[port];
-        out.flow.set_queue_bytes(queue_bytes);
         out.packets += 1;
         out.congested += u64::from(congested);
         out.bytes += u64::from(bytes);
@@ -210,10 +206,9 @@ impl Engine {
             Err(Stall::Until(at)) => return self.wake(port, at),
             Err(Stall::Unknown) => return,
         }
-        let out = &mut self.links[port];
-        let packet = out.queue.pop(&self.packets);
-        let queue_bytes = out.flow.queue_bytes() - bytes;
-        out.flow.set_queue_bytes(queue_bytes);
+        let packet = self.links[port].queue.pop(&self.packets);
+        let queue_bytes = self.links.queue_bytes(port) - bytes;
+        self.links.set_queue_bytes(port, queue_bytes);
         self.start_transmission(port, packet);
         self.admit_blocked(port);
         let out = &self.links[port];
@@ -231,7 +226,7 @@ impl Engine {
                 return;
             }
             let head = self.links[link].input.fifo.head;
-            let room = self.timing.buffer_bytes - self.links[port].flow.queue_bytes();
+            let room = self.timing.buffer_bytes - self.links.queue_bytes(port);
             if self.packets[head].bytes > room {
                 return;
             }
