@@ -1,0 +1,287 @@
+//! Flapping within one run, from its re-probes (beyond the paper; [`crate::reprobe`]).
+//!
+//! A re-probed path that was abnormal in some of its probes and normal in others within the
+//! run (about a second) changed level there: a failed link stays degraded, a healthy one stays
+//! healthy, a flapping one does both (Hostping 6 #6, the memory channel that "switches
+//! between normal and abnormal"). The link that flaps is found as Algorithm 1 finds a failed
+//! one, with "changed level" in place of "abnormal": it lies on the path that changed level
+//! and alone judges a link, on every other re-probed path over that path's links that
+//! changed level too, and on no re-probed path that stayed normal in every probe. Links the
+//! re-probes cannot tell apart are named together.
+//!
+//! The flap is the evidence for the run it was seen in and for the later runs of the
+//! history window ([`crate::flapping::window`]): a run that meets the link in its healthy
+//! phase throughout still names it, as Hostping 6 #6 warns ("no performance issues could be
+//! discovered in subsequent manual testing"). A failure diagnosis on a path that changed
+//! level is explained by the flap and withdrawn.
+
+use crate::evidence;
+use crate::history::RunRecord;
+use model::{Cause, ComponentId, Diagnosis, HostTopology, LinkId, PathStatus};
+use std::collections::BTreeSet;
+
+/// One re-probed path of a run: its probe and re-probes.
+#[derive(Clone, PartialEq)]
+struct Looks {
+    rnic: ComponentId,
+    endpoint: ComponentId,
+    links: Vec<LinkId>,
+    /// The run's probe first, then the re-probes.
+    statuses: Vec<PathStatus>,
+}
+
+impl Looks {
+    fn count(&self, s: PathStatus) -> usize {
+        self.statuses.iter().filter(|x| **x == s).count()
+    }
+
+    fn changed_level(&self) -> bool {
+        self.count(PathStatus::Abnormal) > 0 && self.count(PathStatus::Normal) > 0
+    }
+
+    fn stayed_normal(&self) -> bool {
+        self.statuses.iter().all(|s| *s == PathStatus::Normal)
+    }
+
+    fn label(&self) -> String {
+        format!("{}->{}", self.rnic, self.endpoint)
+    }
+
+    /// `rnic3->gpu6 abnormal in 3 and normal in 4 of 7 probes`.
+    fn said(&self) -> String {
+        format!(
+            "{} abnormal in {} and normal in {} of {} probes",
+            self.label(),
+            self.count(PathStatus::Abnormal),
+            self.count(PathStatus::Normal),
+            self.statuses.len()
+        )
+    }
+}
+
+/// A flap seen within one run.
+struct Flap {
+    run: u32,
+    /// The flapping link, or the links the re-probes cannot tell apart.
+    links: Vec<LinkId>,
+    /// The re-probed paths over them that changed level.
+    changed: Vec<Looks>,
+    /// The re-probed paths over other links of those paths that stayed normal.
+    steady: Vec<Looks>,
+    /// The links lie on every path that changed level and nothing else does: named without
+    /// the paths that stayed normal. A path off a flapping link never changes level, so
+    /// this is firm; a path over it may stay normal by meeting one phase in every probe,
+    /// so a link singled out only by such a path is not.
+    firm: bool,
+}
+
+/// The flaps the re-probes of run `r` show.
+fn find(host: &HostTopology, r: &RunRecord) -> Vec<Flap> {
+    let judged: Vec<&[LinkId]> = r
+        .paths
+        .iter()
+        .filter(|p| matches!(p.status, PathStatus::Normal | PathStatus::Abnormal))
+        .filter_map(|p| host.path(&p.rnic, &p.endpoint))
+        .map(|p| p.links.as_slice())
+        .collect();
+    let looks: Vec<Looks> = r
+        .paths
+        .iter()
+        .filter(|p| !p.reprobes.is_empty())
+        .filter_map(|p| {
+            let path = host.path(&p.rnic, &p.endpoint)?;
+            let mut statuses = vec![p.status];
+            statuses.extend(p.reprobes.iter().copied());
+            Some(Looks {
+                rnic: p.rnic.clone(),
+                endpoint: p.endpoint.clone(),
+                links: path.links.clone(),
+                statuses,
+            })
+        })
+        .collect();
+    let mut flaps: Vec<Flap> = Vec::new();
+    for p in looks.iter().filter(|p| p.changed_level()) {
+        let lone = p
+            .links
+            .iter()
+            .any(|l| judged.iter().filter(|links| links.contains(l)).count() == 1);
+        if !lone {
+            // A witness: it points at a flap only beside a path that alone judges a link.
+            continue;
+        }
+        let shares = |q: &Looks| q != p && q.links.iter().any(|l| p.links.contains(l));
+        let changed: Vec<Looks> = std::iter::once(p.clone())
+            .chain(looks.iter().filter(|q| shares(q) && q.changed_level()).cloned())
+            .collect();
+        let steady: Vec<Looks> = looks
+            .iter()
+            .filter(|q| shares(q) && q.stayed_normal())
+            .cloned()
+            .collect();
+        let on_every_changed: BTreeSet<&LinkId> = p
+            .links
+            .iter()
+            .filter(|l| changed.iter().all(|q| q.links.contains(l)))
+            .collect();
+        let links: BTreeSet<LinkId> = on_every_changed
+            .iter()
+            .filter(|l| !steady.iter().any(|q| q.links.contains(l)))
+            .map(|l| (*l).clone())
+            .collect();
+        if links.is_empty() {
+            continue;
+        }
+        let firm = links.len() == on_every_changed.len();
+        let links: Vec<LinkId> = links.into_iter().collect();
+        match flaps.iter_mut().find(|f| f.links == links) {
+            Some(f) => {
+                f.firm |= firm;
+                for q in changed {
+                    if !f.changed.contains(&q) {
+                        f.changed.push(q);
+                    }
+                }
+                for q in steady {
+                    if !f.steady.contains(&q) {
+                        f.steady.push(q);
+                    }
+                }
+            }
+            None => flaps.push(Flap {
+                run: r.run,
+                links,
+                changed,
+                steady,
+                firm,
+            }),
+        }
+    }
+    flaps
+}
+
+/// Names the flaps that the re-probes of the current run (the last of `runs`, oldest first)
+/// and of the earlier runs of the window show, unless a flapping diagnosis already explains
+/// them; withdraws the failures they explain.
+pub(crate) fn diagnose(host: &HostTopology, runs: &[&RunRecord], diagnoses: &mut Vec<Diagnosis>) {
+    let Some((current, earlier)) = runs.split_last() else {
+        return;
+    };
+    for flap in find(host, current) {
+        apply(&flap, None, diagnoses);
+    }
+    for r in earlier.iter().rev() {
+        for flap in find(host, r) {
+            apply(&flap, Some(current.run), diagnoses);
+        }
+    }
+}
+
+/// Adds one flap's diagnosis; `now` is the current run when the flap was seen in an earlier
+/// one. Beside the flapping diagnoses of the cross-run rules:
+/// - one that names the same links says it already;
+/// - a group out of which a firm flap singles some links is narrowed to them;
+/// - one that lies wholly on the paths that changed level beside a firm flap elsewhere is
+///   withdrawn: paths that do not cross it changed level too;
+/// - one that crosses a path that changed level otherwise explains that change, and the
+///   flap is left unsaid.
+fn apply(flap: &Flap, now: Option<u32>, diagnoses: &mut Vec<Diagnosis>) {
+    let on_changed = |l: &LinkId| flap.changed.iter().any(|q| q.links.contains(l));
+    let flapping = |d: &Diagnosis| d.cause == Cause::LinkFlapping;
+    if diagnoses
+        .iter()
+        .any(|d| flapping(d) && d.links == flap.links)
+    {
+        return;
+    }
+    let splits = |d: &Diagnosis| {
+        flapping(d) && flap.firm && flap.links.iter().all(|l| d.links.contains(l))
+    };
+    if let Some(d) = diagnoses.iter_mut().find(|d| splits(d)) {
+        d.evidence += &format!(
+            "; {}, so of these it is {} that flaps",
+            said(flap),
+            evidence::list(&flap.links)
+        );
+        d.links = flap.links.clone();
+        return;
+    }
+    let superseded = |d: &Diagnosis| {
+        flapping(d)
+            && flap.firm
+            && d.links.iter().all(on_changed)
+            && !d.links.iter().any(|l| flap.links.contains(l))
+    };
+    let mut withdrawn: Vec<String> = diagnoses
+        .iter()
+        .filter(|d| superseded(d))
+        .map(|d| format!("link_flapping on {}", evidence::list(&d.links)))
+        .collect();
+    diagnoses.retain(|d| !superseded(d));
+    if diagnoses
+        .iter()
+        .any(|d| flapping(d) && d.links.iter().any(on_changed))
+    {
+        return;
+    }
+    let explained = |d: &Diagnosis| d.cause == Cause::LinkFailure && d.links.iter().all(on_changed);
+    withdrawn.extend(
+        diagnoses
+            .iter()
+            .filter(|d| explained(d))
+            .filter(|d| d.links != flap.links)
+            .map(|d| format!("link_failure on {}", evidence::list(&d.links))),
+    );
+    diagnoses.retain(|d| !explained(d));
+
+    let mut words = said(flap);
+    words += &format!(
+        "; {} {} between healthy and degraded within a second (Hostping 6 #6), where a failed \
+         link stays degraded",
+        evidence::list(&flap.links),
+        if flap.links.len() == 1 {
+            "switches"
+        } else {
+            "(which these probes cannot tell apart) switch"
+        },
+    );
+    if let Some(now) = now {
+        words += &format!(
+            "; run {now} saw no change of level, as a flap met in one phase shows none"
+        );
+    }
+    if !withdrawn.is_empty() {
+        words += &format!(
+            "; withdrawn, as explained by the flap: {}",
+            evidence::list(&withdrawn)
+        );
+    }
+    diagnoses.push(Diagnosis {
+        cause: Cause::LinkFlapping,
+        links: flap.links.clone(),
+        rnic: None,
+        setting: None,
+        evidence: words,
+    });
+}
+
+/// `within run 2, re-probed about 100 ms apart: rnic3->gpu6 abnormal in 3 and normal in 4 of
+/// 7 probes, while rnic3->mem1 normal in all 7`.
+fn said(flap: &Flap) -> String {
+    let changed: Vec<String> = flap.changed.iter().map(Looks::said).collect();
+    let mut words = format!(
+        "within run {}, re-probed about {} ms apart: {}",
+        flap.run,
+        crate::reprobe::GAP_NS / 1_000_000,
+        evidence::list(&changed)
+    );
+    if !flap.steady.is_empty() {
+        let steady: Vec<String> = flap
+            .steady
+            .iter()
+            .map(|q| format!("{} normal in all {}", q.label(), q.statuses.len()))
+            .collect();
+        words += &format!(", while {}", evidence::list(&steady));
+    }
+    words
+}
