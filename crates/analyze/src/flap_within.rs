@@ -6,8 +6,9 @@
 //! between normal and abnormal"). The link that flaps is found as Algorithm 1 finds a failed
 //! one, with "changed level" in place of "abnormal": it lies on the path that changed level
 //! and alone judges a link, on every other re-probed path over that path's links that
-//! changed level too, and on no re-probed path that stayed normal in every probe. Links the
-//! re-probes cannot tell apart are named together.
+//! changed level too, and on no re-probed path that stayed normal in every probe so often
+//! that luck cannot explain it ([`LUCK`]). Links the re-probes cannot tell apart are named
+//! together.
 //!
 //! The flap is the evidence for the run it was seen in and for the later runs of the
 //! history window ([`crate::flapping::window`]): a run that meets the link in its healthy
@@ -59,6 +60,32 @@ impl Looks {
     }
 }
 
+/// Below this chance of meeting a flapping link healthy in every probe by luck, the paths
+/// that stayed normal clear it: 1 %, the usual bound on a false finding.
+const LUCK: f64 = 0.01;
+
+/// The chance that the `steady` paths over `l` stayed normal in every probe had `l` flapped:
+/// the paths that changed level over `l` were abnormal in a share `f` of their probes, and
+/// a path with `n` probes stays normal with chance `(1 - f)^n`, independently.
+fn luck(changed: &[Looks], steady: &[Looks], l: &LinkId) -> f64 {
+    let over = |q: &&Looks| q.links.contains(l);
+    let abnormal: usize = changed
+        .iter()
+        .filter(over)
+        .map(|q| q.count(PathStatus::Abnormal))
+        .sum();
+    let probes: usize = changed.iter().filter(over).map(|q| q.statuses.len()).sum();
+    if probes == 0 {
+        return 1.0;
+    }
+    let f = abnormal as f64 / probes as f64;
+    steady
+        .iter()
+        .filter(over)
+        .map(|q| (1.0 - f).powi(q.statuses.len() as i32))
+        .product()
+}
+
 /// A flap seen within one run.
 struct Flap {
     run: u32,
@@ -68,11 +95,6 @@ struct Flap {
     changed: Vec<Looks>,
     /// The re-probed paths over other links of those paths that stayed normal.
     steady: Vec<Looks>,
-    /// The links lie on every path that changed level and nothing else does: named without
-    /// the paths that stayed normal. A path off a flapping link never changes level, so
-    /// this is firm; a path over it may stay normal by meeting one phase in every probe,
-    /// so a link singled out only by such a path is not.
-    firm: bool,
 }
 
 /// The flaps the re-probes of run `r` show.
@@ -124,19 +146,20 @@ fn find(host: &HostTopology, r: &RunRecord) -> Vec<Flap> {
             .iter()
             .filter(|l| changed.iter().all(|q| q.links.contains(l)))
             .collect();
+        // A path off a flapping link never changes level, so the flap is on every path that
+        // did; a path over it may stay normal by meeting one phase in every probe, so the
+        // paths that stayed normal clear a link only beyond luck.
         let links: BTreeSet<LinkId> = on_every_changed
             .iter()
-            .filter(|l| !steady.iter().any(|q| q.links.contains(l)))
+            .filter(|l| luck(&changed, &steady, l) >= LUCK)
             .map(|l| (*l).clone())
             .collect();
         if links.is_empty() {
             continue;
         }
-        let firm = links.len() == on_every_changed.len();
         let links: Vec<LinkId> = links.into_iter().collect();
         match flaps.iter_mut().find(|f| f.links == links) {
             Some(f) => {
-                f.firm |= firm;
                 for q in changed {
                     if !f.changed.contains(&q) {
                         f.changed.push(q);
@@ -153,7 +176,6 @@ fn find(host: &HostTopology, r: &RunRecord) -> Vec<Flap> {
                 links,
                 changed,
                 steady,
-                firm,
             }),
         }
     }
@@ -180,9 +202,9 @@ pub(crate) fn diagnose(host: &HostTopology, runs: &[&RunRecord], diagnoses: &mut
 /// Adds one flap's diagnosis; `now` is the current run when the flap was seen in an earlier
 /// one. Beside the flapping diagnoses of the cross-run rules:
 /// - one that names the same links says it already;
-/// - a group out of which a firm flap singles some links is narrowed to them;
-/// - one that lies wholly on the paths that changed level beside a firm flap elsewhere is
-///   withdrawn: paths that do not cross it changed level too;
+/// - a group out of which the flap singles some links is narrowed to them;
+/// - one that lies wholly on the paths that changed level, beside the flap elsewhere, is
+///   withdrawn: the flap explains those paths, and it was cleared beyond luck;
 /// - one that crosses a path that changed level otherwise explains that change, and the
 ///   flap is left unsaid.
 fn apply(flap: &Flap, now: Option<u32>, diagnoses: &mut Vec<Diagnosis>) {
@@ -194,9 +216,7 @@ fn apply(flap: &Flap, now: Option<u32>, diagnoses: &mut Vec<Diagnosis>) {
     {
         return;
     }
-    let splits = |d: &Diagnosis| {
-        flapping(d) && flap.firm && flap.links.iter().all(|l| d.links.contains(l))
-    };
+    let splits = |d: &Diagnosis| flapping(d) && flap.links.iter().all(|l| d.links.contains(l));
     if let Some(d) = diagnoses.iter_mut().find(|d| splits(d)) {
         d.evidence += &format!(
             "; {}, so of these it is {} that flaps",
@@ -208,7 +228,6 @@ fn apply(flap: &Flap, now: Option<u32>, diagnoses: &mut Vec<Diagnosis>) {
     }
     let superseded = |d: &Diagnosis| {
         flapping(d)
-            && flap.firm
             && d.links.iter().all(on_changed)
             && !d.links.iter().any(|l| flap.links.contains(l))
     };

@@ -6,9 +6,9 @@
 //! only its affinitive RNIC judges it; the other RNICs reach the GPU through a root complex,
 //! latency-bound, uncertain). One probe of that path meets the flap in one phase, so a run
 //! alone sees the link failed or healthy by chance. So an idle run probes such a path again
-//! [`ROUNDS`] times, each round after [`GAP_NS`] of idle time, and with it one *witness* per
-//! other link of the path: the shortest path judged normal over that link and not over the
-//! lone ones. The witnesses tell a flap of the lone link (the path changes level, its
+//! [`ROUNDS`] times, each round after [`GAP_NS`] of idle time, and with it a few *witnesses*
+//! per other link of the path: the shortest paths judged normal over that link and not over
+//! the lone ones. The witnesses tell a flap of the lone link (the path changes level, its
 //! witnesses stay normal) from a flap further up (the witnesses change level too);
 //! [`crate::flap_within`] reads the statuses.
 //!
@@ -17,7 +17,9 @@
 //! rounds spread over about a second, so a link that flaps with a period of up to a few
 //! hundred ms shows both levels within the run, and a slower flap shows across runs (the
 //! history rules of [`crate::flapping`]). Cost: `ROUNDS x (paths + witnesses)` latency tests
-//! per idle run (dgx-a100: 8 GPU paths and 4 witnesses, 60 tests beside the full mesh's 40).
+//! per idle run (dgx-a100: 8 GPU paths and 4 witnesses, 120 tests beside the full mesh's 40,
+//! about 2 s of a 5-minute cadence). Ten rounds give eleven looks at each path: enough for a
+//! witness that stays normal throughout to clear its link beyond luck ([`crate::flap_within`]).
 //! Busy runs re-probe nothing: service traffic changes a busy RNIC's paths by itself.
 
 use crate::facts::Facts;
@@ -27,7 +29,7 @@ use model::{LinkId, Mode, PathStatus};
 use std::collections::BTreeSet;
 
 /// Re-probe rounds per idle run.
-pub(crate) const ROUNDS: usize = 6;
+pub(crate) const ROUNDS: usize = 10;
 
 /// Idle time before each round, ns: ten 10 ms probes (see the module documentation).
 pub(crate) const GAP_NS: u64 = 100_000_000;
@@ -40,9 +42,13 @@ pub(crate) fn run(f: &Facts, follow_up: &mut dyn FollowUp) -> Vec<Vec<PathStatus
         return statuses;
     }
     let chosen = choose(f);
-    for _ in 0..ROUNDS {
+    for round in 0..ROUNDS {
         let mut any = false;
-        for (k, &j) in chosen.iter().enumerate() {
+        // Each round starts one path further on, so that every path is probed at a
+        // different delay after the gap: a flap in step with the rounds cannot hide from a
+        // path by meeting it at the same moment of every round.
+        let order = chosen.iter().cycle().skip(round % chosen.len().max(1));
+        for (k, &j) in order.take(chosen.len()).enumerate() {
             let v = f.verdict(j);
             let (Some(path), Some(base)) = (v.path, v.baseline_bandwidth_gbps) else {
                 continue;
@@ -63,8 +69,12 @@ pub(crate) fn run(f: &Facts, follow_up: &mut dyn FollowUp) -> Vec<Vec<PathStatus
     statuses
 }
 
+/// Witnesses per other link of a re-probed path: each is a separate chance to see the link
+/// degraded, so together they can clear it beyond luck ([`crate::flap_within`]).
+const WITNESSES: usize = 3;
+
 /// The observed paths to re-probe, in run order: every affinitive path that alone judges a
-/// link, and for each of its other links one witness.
+/// link, and for each of its other links up to [`WITNESSES`] witnesses.
 fn choose(f: &Facts) -> Vec<usize> {
     let judged = |j: usize| {
         matches!(
@@ -85,12 +95,13 @@ fn choose(f: &Facts) -> Vec<usize> {
         }
         chosen.insert(j);
         for l in p.links.iter().filter(|l| !lone.contains(l)) {
-            let witness = (0..f.observed.len())
+            let mut witnesses: Vec<usize> = (0..f.observed.len())
                 .filter(|&k| k != j && f.observed[k].status == PathStatus::Normal)
                 .filter(|&k| f.observed[k].links.contains(l))
                 .filter(|&k| !f.observed[k].links.iter().any(|x| lone.contains(x)))
-                .min_by_key(|&k| (f.observed[k].links.len(), k));
-            chosen.extend(witness);
+                .collect();
+            witnesses.sort_by_key(|&k| (f.observed[k].links.len(), k));
+            chosen.extend(witnesses.into_iter().take(WITNESSES));
         }
     }
     chosen.into_iter().collect()

@@ -21,6 +21,7 @@ fn the_suite_has_the_twelve_cases_two_healthy_hosts_and_the_issue_11_cases() {
             "gpu-link-flapping",
             "rnic-saturated",
             "rnic-link-flapping",
+            "rnic-link-flapping-deep",
         ]
         .map(String::from),
     );
@@ -181,4 +182,19 @@ fn a_flapping_rnic_link_is_named_flapping_not_its_gpu_links_for_every_seed() {
     }
     // Measured 16 of 30 named alone (BENCHMARKS.md).
     assert!(exact >= 12, "{exact} of 30");
+}
+
+#[test]
+fn a_deep_rnic_link_flap_is_never_blamed_on_a_gpu_link_for_every_seed() {
+    // Single runs blamed gpu0--lsw0; the re-probes show rnic0's other paths changing level
+    // with rnic0->gpu0, and they do not cross gpu0--lsw0.
+    let base = scenario("rnic-link-flapping-deep");
+    for seed in 1..=30 {
+        let s = Scenario {
+            seed,
+            ..base.clone()
+        };
+        let out = s.run();
+        assert!(out.pass, "seed {seed}: got {}", out.got_summary());
+    }
 }
