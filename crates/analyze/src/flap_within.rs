@@ -65,20 +65,21 @@ impl Looks {
 const LUCK: f64 = 0.01;
 
 /// The chance that the `steady` paths over `l` stayed normal in every probe had `l` flapped:
-/// the paths that changed level over `l` were abnormal in a share `f` of their probes, and
-/// a path with `n` probes stays normal with chance `(1 - f)^n`, independently.
+/// a path with `n` probes that is abnormal in a share `f` of them stays normal with chance
+/// `(1 - f)^n`, independently. The share differs from path to path (a probe is abnormal
+/// when most of its large messages meet the degraded phase, and the slower a path is
+/// then, the fewer do), so `f` is the smallest share among the paths over `l` that changed
+/// level: the chance is not understated.
 fn luck(changed: &[Looks], steady: &[Looks], l: &LinkId) -> f64 {
     let over = |q: &&Looks| q.links.contains(l);
-    let abnormal: usize = changed
+    let Some(f) = changed
         .iter()
         .filter(over)
-        .map(|q| q.count(PathStatus::Abnormal))
-        .sum();
-    let probes: usize = changed.iter().filter(over).map(|q| q.statuses.len()).sum();
-    if probes == 0 {
+        .map(|q| q.count(PathStatus::Abnormal) as f64 / q.statuses.len() as f64)
+        .min_by(f64::total_cmp)
+    else {
         return 1.0;
-    }
-    let f = abnormal as f64 / probes as f64;
+    };
     steady
         .iter()
         .filter(over)
