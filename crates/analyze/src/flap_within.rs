@@ -4,9 +4,8 @@
 //! run (about a second) changed level there: a failed link stays degraded, a healthy one stays
 //! healthy, a flapping one does both (Hostping 6 #6, the memory channel that "switches
 //! between normal and abnormal"). The link that flaps is found as Algorithm 1 finds a failed
-//! one, with "changed level" in place of "abnormal": it lies on the path that changed level
-//! and alone judges a link, on every other re-probed path over that path's links that
-//! changed level too, and on no re-probed path that stayed normal in every probe so often
+//! one, with "changed level" in place of "abnormal": it lies on a path that changed level,
+//! on every other re-probed path over that path's links that changed level too, and on no re-probed path that stayed normal in every probe so often
 //! that luck cannot explain it ([`LUCK`]). Links the re-probes cannot tell apart are named
 //! together.
 //!
@@ -100,13 +99,6 @@ struct Flap {
 
 /// The flaps the re-probes of run `r` show.
 fn find(host: &HostTopology, r: &RunRecord) -> Vec<Flap> {
-    let judged: Vec<&[LinkId]> = r
-        .paths
-        .iter()
-        .filter(|p| matches!(p.status, PathStatus::Normal | PathStatus::Abnormal))
-        .filter_map(|p| host.path(&p.rnic, &p.endpoint))
-        .map(|p| p.links.as_slice())
-        .collect();
     let looks: Vec<Looks> = r
         .paths
         .iter()
@@ -125,14 +117,6 @@ fn find(host: &HostTopology, r: &RunRecord) -> Vec<Flap> {
         .collect();
     let mut flaps: Vec<Flap> = Vec::new();
     for p in looks.iter().filter(|p| p.changed_level()) {
-        let lone = p
-            .links
-            .iter()
-            .any(|l| judged.iter().filter(|links| links.contains(l)).count() == 1);
-        if !lone {
-            // A witness: it points at a flap only beside a path that alone judges a link.
-            continue;
-        }
         let shares = |q: &Looks| q != p && q.links.iter().any(|l| p.links.contains(l));
         let changed: Vec<Looks> = std::iter::once(p.clone())
             .chain(looks.iter().filter(|q| shares(q) && q.changed_level()).cloned())
