@@ -188,8 +188,8 @@ pub(crate) fn diagnose(host: &HostTopology, runs: &[&RunRecord], diagnoses: &mut
 /// one. Beside the flapping diagnoses of the cross-run rules:
 /// - one that names the same links says it already;
 /// - a group out of which the flap singles some links is narrowed to them;
-/// - one that lies wholly on the paths that changed level, beside the flap elsewhere, is
-///   withdrawn: the flap explains those paths, and it was cleared beyond luck;
+/// - one that lies wholly on the paths that changed level, beside a flap elsewhere that
+///   several of them showed, is withdrawn: the flap explains those paths;
 /// - one that crosses a path that changed level otherwise explains that change, and the
 ///   flap is left unsaid.
 fn apply(flap: &Flap, now: Option<u32>, diagnoses: &mut Vec<Diagnosis>) {
@@ -211,8 +211,12 @@ fn apply(flap: &Flap, now: Option<u32>, diagnoses: &mut Vec<Diagnosis>) {
         d.links = flap.links.clone();
         return;
     }
+    // Only a flap that paths off the lone links showed too (two or more changed level):
+    // one path alone may have singled out its lone links because a witness over the
+    // flapping link met it healthy in every probe, however unlikely that looked.
     let superseded = |d: &Diagnosis| {
         flapping(d)
+            && flap.changed.len() >= 2
             && d.links.iter().all(on_changed)
             && !d.links.iter().any(|l| flap.links.contains(l))
     };

@@ -17,8 +17,8 @@
 //! rounds spread over about a second, so a link that flaps with a period of up to a few
 //! hundred ms shows both levels within the run, and a slower flap shows across runs (the
 //! history rules of [`crate::flapping`]). Cost: `ROUNDS x (paths + witnesses)` latency tests
-//! per idle run (dgx-a100: 8 GPU paths and 4 witnesses, 120 tests beside the full mesh's 40,
-//! about 2 s of a 5-minute cadence). Ten rounds give eleven looks at each path: enough for a
+//! per idle run (dgx-a100: its 16 affinitive paths, 160 tests beside the full mesh's 40,
+//! about 2.6 s of a 5-minute cadence). Ten rounds give eleven looks at each path: enough for a
 //! witness that stays normal throughout to clear its link beyond luck ([`crate::flap_within`]).
 //! Busy runs re-probe nothing: service traffic changes a busy RNIC's paths by itself.
 
