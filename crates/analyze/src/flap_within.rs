@@ -119,7 +119,12 @@ fn find(host: &HostTopology, r: &RunRecord) -> Vec<Flap> {
     for p in looks.iter().filter(|p| p.changed_level()) {
         let shares = |q: &Looks| q != p && q.links.iter().any(|l| p.links.contains(l));
         let changed: Vec<Looks> = std::iter::once(p.clone())
-            .chain(looks.iter().filter(|q| shares(q) && q.changed_level()).cloned())
+            .chain(
+                looks
+                    .iter()
+                    .filter(|q| shares(q) && q.changed_level())
+                    .cloned(),
+            )
             .collect();
         let steady: Vec<Looks> = looks
             .iter()
@@ -254,9 +259,8 @@ fn apply(flap: &Flap, now: Option<u32>, diagnoses: &mut Vec<Diagnosis>) {
         },
     );
     if let Some(now) = now {
-        words += &format!(
-            "; run {now} saw no change of level, as a flap met in one phase shows none"
-        );
+        words +=
+            &format!("; run {now} saw no change of level, as a flap met in one phase shows none");
     }
     if !withdrawn.is_empty() {
         words += &format!(

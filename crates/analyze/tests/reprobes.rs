@@ -31,9 +31,15 @@ fn a_gpu_link_that_changes_level_within_the_run_flaps() {
     let m = gpu6_slow();
     let mut f = reprobes(|l, k| l == "rnic3->gpu6" && k % 2 == 1);
     let r = m.analyze(&m.snap().build(), &History::new(8), &mut f);
-    assert_eq!(summary(&r), [(Cause::LinkFlapping, links(&["gpu6--lsw6"]), None, None)]);
+    assert_eq!(
+        summary(&r),
+        [(Cause::LinkFlapping, links(&["gpu6--lsw6"]), None, None)]
+    );
     let e = &r.diagnoses[0].evidence;
-    assert!(e.contains("rnic3->gpu6 abnormal in 6 and normal in 5 of 11 probes"), "{e}");
+    assert!(
+        e.contains("rnic3->gpu6 abnormal in 6 and normal in 5 of 11 probes"),
+        "{e}"
+    );
     assert!(e.contains("rnic3->mem1 normal in all 11"), "{e}");
     // Its re-probes are in the report; the witness over rnic3--lsw6 stayed normal.
     let p = path(&r, "rnic3", "gpu6");
@@ -52,7 +58,10 @@ fn a_gpu_link_slow_in_every_reprobe_has_failed() {
     let m = gpu6_slow();
     let mut f = reprobes(|l, _| l == "rnic3->gpu6");
     let r = m.analyze(&m.snap().build(), &History::new(8), &mut f);
-    assert_eq!(summary(&r), [(Cause::LinkFailure, links(&["gpu6--lsw6"]), None, None)]);
+    assert_eq!(
+        summary(&r),
+        [(Cause::LinkFailure, links(&["gpu6--lsw6"]), None, None)]
+    );
 }
 
 #[test]
@@ -80,14 +89,21 @@ fn a_healthy_host_reprobes_the_lone_gpu_paths_and_their_witnesses_and_stays_heal
         .iter()
         .all(|p| p.reprobes.is_empty() || p.affinitive));
     assert_eq!(reprobed.len(), 16, "{reprobed:?}");
-    assert!(r.paths.iter().all(|p| p.reprobes.iter().all(|s| *s == PathStatus::Normal)));
+    assert!(r
+        .paths
+        .iter()
+        .all(|p| p.reprobes.iter().all(|s| *s == PathStatus::Normal)));
 }
 
 #[test]
 fn busy_runs_and_runs_without_an_engine_reprobe_nothing() {
     let m = Matrix::with("dgx-a100", Mode::Busy, |_, _, _| None);
     let mut f = reprobes(|_, _| false);
-    let r = m.analyze(&m.snap().busy("rnic0", 150.0).build(), &History::new(8), &mut f);
+    let r = m.analyze(
+        &m.snap().busy("rnic0", 150.0).build(),
+        &History::new(8),
+        &mut f,
+    );
     assert!(f.asked.is_empty());
     assert!(r.paths.iter().all(|p| p.reprobes.is_empty()));
     let idle = gpu6_slow().quick();
@@ -106,9 +122,15 @@ fn an_rnic_link_that_flaps_moves_its_witnesses_too_and_is_named_not_the_gpu_link
     });
     let mut f = reprobes(|l, k| l.starts_with("rnic0->") && k % 2 == 1);
     let r = m.analyze(&m.snap().build(), &History::new(8), &mut f);
-    assert_eq!(summary(&r), [(Cause::LinkFlapping, links(&["rnic0--lsw0"]), None, None)]);
+    assert_eq!(
+        summary(&r),
+        [(Cause::LinkFlapping, links(&["rnic0--lsw0"]), None, None)]
+    );
     let e = &r.diagnoses[0].evidence;
-    assert!(e.contains("withdrawn, as explained by the flap: link_failure on gpu0--lsw0"), "{e}");
+    assert!(
+        e.contains("withdrawn, as explained by the flap: link_failure on gpu0--lsw0"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -123,16 +145,31 @@ fn a_flap_seen_within_a_run_is_named_in_the_later_runs_of_the_window() {
     history.record(&first);
     // The next run meets the link healthy throughout, probe and re-probes.
     let healthy = Matrix::with("dgx-a100", Mode::Idle, |_, _, _| None);
-    let next = healthy.analyze(&healthy.snap().build(), &history, &mut reprobes(|_, _| false));
-    assert_eq!(summary(&next), [(Cause::LinkFlapping, links(&["gpu6--lsw6"]), None, None)]);
+    let next = healthy.analyze(
+        &healthy.snap().build(),
+        &history,
+        &mut reprobes(|_, _| false),
+    );
+    assert_eq!(
+        summary(&next),
+        [(Cause::LinkFlapping, links(&["gpu6--lsw6"]), None, None)]
+    );
     let e = &next.diagnoses[0].evidence;
     assert!(e.contains("within run 0"), "{e}");
     assert!(e.contains("run 1 saw no change of level"), "{e}");
     // Beyond the window it is forgotten.
     for _ in 0..5 {
-        let r = healthy.analyze(&healthy.snap().build(), &history, &mut reprobes(|_, _| false));
+        let r = healthy.analyze(
+            &healthy.snap().build(),
+            &history,
+            &mut reprobes(|_, _| false),
+        );
         history.record(&r);
     }
-    let late = healthy.analyze(&healthy.snap().build(), &history, &mut reprobes(|_, _| false));
+    let late = healthy.analyze(
+        &healthy.snap().build(),
+        &history,
+        &mut reprobes(|_, _| false),
+    );
     assert!(late.healthy, "{:?}", late.diagnoses);
 }

@@ -131,7 +131,10 @@ fn a_flapping_gpu_link_is_named_flapping_for_every_seed() {
                     "seed {seed} run {i}"
                 );
             }
-            if r.diagnoses.iter().any(|d| d.cause == model::Cause::LinkFlapping) {
+            if r.diagnoses
+                .iter()
+                .any(|d| d.cause == model::Cause::LinkFlapping)
+            {
                 runs_named += 1;
             }
         }
@@ -140,10 +143,10 @@ fn a_flapping_gpu_link_is_named_flapping_for_every_seed() {
         assert_eq!(last.diagnoses[0].cause, model::Cause::LinkFlapping);
         // The re-probes that showed it are in the report.
         assert!(
-            reports.iter().any(|r| r
-                .paths
+            reports
                 .iter()
-                .any(|p| p.rnic.as_str() == "rnic3" && p.endpoint.as_str() == "gpu6"
+                .any(|r| r.paths.iter().any(|p| p.rnic.as_str() == "rnic3"
+                    && p.endpoint.as_str() == "gpu6"
                     && p.reprobes.contains(&model::PathStatus::Abnormal)
                     && (p.reprobes.contains(&model::PathStatus::Normal)
                         || p.status == model::PathStatus::Normal))),
