@@ -106,9 +106,19 @@ fn a_flapping_gpu_link_is_named_flapping_for_every_seed() {
         );
         for (i, r) in reports.iter().enumerate() {
             // Only the flapping link is ever named, as a failure (a run that met it degraded
-            // throughout, before any flap was seen) or a flap.
+            // throughout, before any flap was seen) or a flap; a run whose re-probes met it
+            // degraded too rarely to clear rnic3's own link beyond luck names both.
             for d in &r.diagnoses {
-                assert_eq!(d.links, [link.clone()], "seed {seed} run {i}");
+                assert!(
+                    d.links.contains(&link),
+                    "seed {seed} run {i}: {:?}",
+                    d.links
+                );
+                assert!(
+                    d.links.len() == 1 || d.links == ["gpu6--lsw6".into(), "rnic3--lsw6".into()],
+                    "seed {seed} run {i}: {:?}",
+                    d.links
+                );
                 assert!(
                     matches!(
                         d.cause,
@@ -141,6 +151,7 @@ fn a_flapping_gpu_link_is_named_flapping_for_every_seed() {
         let last = reports.last().expect("4 runs");
         assert_eq!(last.diagnoses.len(), 1, "seed {seed}: {:?}", last.diagnoses);
         assert_eq!(last.diagnoses[0].cause, model::Cause::LinkFlapping);
+        assert_eq!(last.diagnoses[0].links, [link.clone()], "seed {seed}");
         // The re-probes that showed it are in the report.
         assert!(
             reports
