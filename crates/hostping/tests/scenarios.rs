@@ -151,7 +151,11 @@ fn a_flapping_gpu_link_is_named_flapping_for_every_seed() {
         let last = reports.last().expect("4 runs");
         assert_eq!(last.diagnoses.len(), 1, "seed {seed}: {:?}", last.diagnoses);
         assert_eq!(last.diagnoses[0].cause, model::Cause::LinkFlapping);
-        assert_eq!(last.diagnoses[0].links, [link.clone()], "seed {seed}");
+        assert_eq!(
+            last.diagnoses[0].links,
+            std::slice::from_ref(&link),
+            "seed {seed}"
+        );
         // The re-probes that showed it are in the report.
         assert!(
             reports

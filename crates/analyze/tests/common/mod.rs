@@ -322,11 +322,14 @@ pub fn path<'r>(r: &'r Report, rnic: &str, endpoint: &str) -> &'r model::PathRep
         .unwrap()
 }
 
-/// A follow-up stub for re-probes: `bw(path, k)` is the bandwidth of the `k`-th re-probe of
-/// `path` (from 0), `None` when it cannot run; records each re-probe and the idle time asked
-/// before it.
+/// The bandwidth of the `k`-th re-probe (from 0) of a path `rnic->endpoint`, `None` when it
+/// cannot run.
+pub type ReprobeBandwidth = Box<dyn FnMut(&str, usize) -> Option<f64>>;
+
+/// A follow-up stub for re-probes: answers from `bw`; records each re-probe and the idle
+/// time asked before it.
 pub struct Reprobes {
-    pub bw: Box<dyn FnMut(&str, usize) -> Option<f64>>,
+    pub bw: ReprobeBandwidth,
     pub asked: Vec<(String, u64)>,
 }
 
