@@ -20,17 +20,22 @@
 //! while a failure or repair more than half an hour old has left the window. Runs where
 //! the link was overloaded or misconfigured do not count: traffic comes and goes, and
 //! their cause is already named.
+//!
+//! Within-run rule (beyond the paper, [`crate::flap_within`]): a path re-probed within the
+//! run that changed level names the link that flaps, in that run and the later runs of the
+//! window.
 
 use crate::evidence;
 use crate::flap_cover;
+use crate::flap_within;
 use crate::history::{History, RunRecord};
 use model::{
     Cause, ComponentId, Diagnosis, HostTopology, LinkId, LinkStatus, PathStatus, Thresholds,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Adds gray-rule and alternation-rule diagnoses; failures of alternating links become
-/// flapping.
+/// Adds gray-rule, cover-rule or alternation-rule diagnoses, then the flaps seen within a
+/// run by its re-probes ([`flap_within`]); failures those explain become flapping.
 pub(crate) fn diagnose(
     host: &HostTopology,
     th: &Thresholds,
@@ -45,6 +50,7 @@ pub(crate) fn diagnose(
     if !flap_cover::diagnose(host, n, &runs, diagnoses) {
         alternation_rule(window(th), history, current, diagnoses);
     }
+    flap_within::diagnose(host, &runs, diagnoses);
 }
 
 /// How many runs, this one included, the flapping rules read: the alternation rule's window,

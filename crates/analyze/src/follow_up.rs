@@ -13,8 +13,12 @@
 //!   not their sum, so eight QPs together reach the baseline.
 //!
 //! A failed link is slow for both.
+//!
+//! Beyond those, an idle run re-probes the paths that alone judge a link with the run's own
+//! latency test, spaced in time ([`FollowUp::latency`], [`crate::reprobe`]): a flapping link
+//! is degraded in some of them and healthy in others, a failed one in all.
 
-use model::{Path, StreamResult};
+use model::{Path, PathMeasurement, StreamResult};
 
 /// A discriminating streaming test the analyzer asks for (beyond the paper, cases #9/#10).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -43,6 +47,14 @@ pub trait FollowUp {
     /// Streams on `path` as `test` says; `None` when the test cannot run (no engine, the
     /// host is busy, the RNIC refused).
     fn stream(&mut self, path: &Path, test: &FollowUpTest) -> Option<StreamResult>;
+
+    /// Lets `idle_ns` of idle time pass, then probes `path` again with the run's latency
+    /// test; `None` when it cannot (no engine, the probe failed). Without an engine behind
+    /// it, nothing is re-probed.
+    fn latency(&mut self, path: &Path, idle_ns: u64) -> Option<PathMeasurement> {
+        let _ = (path, idle_ns);
+        None
+    }
 }
 
 /// Runs no follow-up test: every request answers `None`, and the analyzer says so in its

@@ -46,6 +46,10 @@ pub struct PathRecord {
     pub endpoint: ComponentId,
     /// Its status.
     pub status: PathStatus,
+    /// The statuses of its re-probes within the run (`PathReport.reprobes`). Absent in
+    /// histories written before they were kept, which read as none.
+    #[serde(default)]
+    pub reprobes: Vec<PathStatus>,
 }
 
 /// A link's status in one run.
@@ -71,6 +75,7 @@ impl RunRecord {
                     rnic: p.rnic.clone(),
                     endpoint: p.endpoint.clone(),
                     status: p.status,
+                    reprobes: p.reprobes.clone(),
                 })
                 .collect(),
             links: report

@@ -22,7 +22,8 @@ follow-up tests are run by the caller through [`FollowUp`].
 4. a minimal cover of the remaining abnormal paths by abnormal link groups; overloaded or
    failed by utilisation; in busy mode, an abnormal RNIC with no abnormal link suspects its
    own link;
-5. flapping from the history.
+5. re-probes, within an idle run, of the paths that alone judge a link ([`FollowUp::latency`]);
+6. flapping from the history and from those re-probes.
 
 ```
 use analyze::{analyze, History, Input, NoFollowUp};
@@ -72,6 +73,7 @@ mod causes;
 mod evidence;
 mod facts;
 mod flap_cover;
+mod flap_within;
 mod flapping;
 pub mod follow_up;
 pub mod history;
@@ -80,6 +82,7 @@ mod localize;
 mod misconfig;
 pub mod mode;
 pub mod relative;
+mod reprobe;
 mod status;
 pub mod symptoms;
 pub mod tomography;
@@ -91,7 +94,8 @@ pub use symptoms::{symptoms, Symptom};
 
 use facts::Facts;
 use model::{
-    Baseline, HostSnapshot, HostTopology, LinkReport, PathStatus, ProbeRun, Report, Thresholds,
+    Baseline, HostSnapshot, HostTopology, LinkReport, PathReport, PathStatus, ProbeRun, Report,
+    Thresholds,
 };
 
 /// Everything one analysis reads.
@@ -125,6 +129,7 @@ pub fn analyze(input: &Input, follow_up: &mut dyn FollowUp) -> Report {
     diagnoses.extend(localize::set_cover(&f, &mut remaining));
     diagnoses.extend(causes::busy_rnic_link(&f));
     // What is left in `remaining` lies only on normal links: gray, no cause from one run.
+    let reprobes = reprobe::run(&f, follow_up);
 
     let run = input.run;
     let mut report = Report {
@@ -133,7 +138,15 @@ pub fn analyze(input: &Input, follow_up: &mut dyn FollowUp) -> Report {
         healthy: false,
         provenance: run.provenance,
         run: input.run_index,
-        paths: f.verdicts.iter().map(|v| v.to_report()).collect(),
+        paths: f
+            .verdicts
+            .iter()
+            .zip(reprobes)
+            .map(|(v, reprobes)| PathReport {
+                reprobes,
+                ..v.to_report()
+            })
+            .collect(),
         links: f
             .links
             .iter()

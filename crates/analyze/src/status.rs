@@ -216,6 +216,7 @@ impl PathVerdict<'_> {
             unavailable: self.unavailable,
             stream: self.stream.clone(),
             verified_bytes: self.verified_bytes,
+            reprobes: Vec::new(),
         }
     }
 }
@@ -286,16 +287,27 @@ fn judge_against_baseline(v: &mut PathVerdict<'_>, th: &Thresholds) {
         return;
     };
     v.reference = Reference::Baseline;
-    v.status = if bw < (1.0 - th.abnormal_th) * base_bw {
+    v.status = against_baseline(bw, base_bw, v.affinitive(), th);
+    if let (Some(lat), Some(base_lat)) = (v.latency_us, v.baseline_latency_us) {
+        v.latency_abnormal = lat > (1.0 + th.abnormal_th) * base_lat;
+    }
+}
+
+/// Rule 1's status of one eq.-3 bandwidth `bw` against the path's baseline `base_bw`: also
+/// what a re-probe within the run is judged by ([`crate::reprobe`]).
+pub(crate) fn against_baseline(
+    bw: f64,
+    base_bw: f64,
+    affinitive: bool,
+    th: &Thresholds,
+) -> PathStatus {
+    if bw < (1.0 - th.abnormal_th) * base_bw {
         PathStatus::Abnormal
-    } else if v.affinitive() {
+    } else if affinitive {
         PathStatus::Normal
     } else {
         // A latency-bound path's "as expected" says nothing about links above its rate.
         PathStatus::Uncertain
-    };
-    if let (Some(lat), Some(base_lat)) = (v.latency_us, v.baseline_latency_us) {
-        v.latency_abnormal = lat > (1.0 + th.abnormal_th) * base_lat;
     }
 }
 

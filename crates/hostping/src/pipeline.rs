@@ -4,8 +4,8 @@
 
 use analyze::{FollowUp, FollowUpTest, History, Input, ModeChoice};
 use model::{
-    Baseline, BaselineKind, ComponentId, HostSnapshot, HostTopology, Mode, Path, Report,
-    StreamResult, Thresholds,
+    Baseline, BaselineKind, ComponentId, HostSnapshot, HostTopology, Mode, Path, PathMeasurement,
+    Report, StreamResult, Thresholds,
 };
 use probe::{LatencySpec, Monitor, Plan, ProbeEngine, RunSpec, StreamSpec};
 
@@ -46,9 +46,11 @@ impl Default for CheckSettings {
 const FOLLOW_UP_MESSAGE_BYTES: u64 = 64 * 1024;
 const FOLLOW_UP_DEPTH: u32 = 16;
 
-/// Lets the analyzer run its follow-up streams on the engine under test.
+/// Lets the analyzer run its follow-up streams and re-probes on the engine under test.
 struct EngineFollowUp<'a> {
     engine: &'a mut dyn ProbeEngine,
+    /// The run's latency test, which re-probes repeat.
+    latency: &'a LatencySpec,
 }
 
 impl FollowUp for EngineFollowUp<'_> {
@@ -61,6 +63,12 @@ impl FollowUp for EngineFollowUp<'_> {
             ..StreamSpec::default()
         };
         self.engine.stream(path, &spec).ok()
+    }
+
+    fn latency(&mut self, path: &Path, idle_ns: u64) -> Option<PathMeasurement> {
+        self.engine.idle(idle_ns);
+        let samples = self.engine.latency(path, self.latency).ok()?;
+        probe::measurement(self.latency, &samples).ok()
     }
 }
 
@@ -176,7 +184,11 @@ pub fn run_once(
         history: ctx.history,
         run_index: ctx.run_index,
     };
-    let mut report = analyze::analyze(&input, &mut EngineFollowUp { engine });
+    let mut follow_up = EngineFollowUp {
+        engine,
+        latency: &ctx.settings.latency,
+    };
+    let mut report = analyze::analyze(&input, &mut follow_up);
     report.baseline = Some(kind);
     report
 }

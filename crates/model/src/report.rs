@@ -153,6 +153,11 @@ pub struct PathReport {
     /// Bytes of loopback data verified after the latency test (measured runs only).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub verified_bytes: Option<u64>,
+    /// The status of each re-probe of this path within the run, in the order they ran
+    /// (idle runs re-probe the paths that alone judge a link, and their witnesses; see the
+    /// analyzer's `reprobe` module). Empty, and left out, when the path was not re-probed.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub reprobes: Vec<PathStatus>,
 }
 
 impl PathReport {

@@ -321,3 +321,39 @@ pub fn path<'r>(r: &'r Report, rnic: &str, endpoint: &str) -> &'r model::PathRep
         .find(|p| p.rnic.as_str() == rnic && p.endpoint.as_str() == endpoint)
         .unwrap()
 }
+
+/// The bandwidth of the `k`-th re-probe (from 0) of a path `rnic->endpoint`, `None` when it
+/// cannot run.
+pub type ReprobeBandwidth = Box<dyn FnMut(&str, usize) -> Option<f64>>;
+
+/// A follow-up stub for re-probes: answers from `bw`; records each re-probe and the idle
+/// time asked before it.
+pub struct Reprobes {
+    pub bw: ReprobeBandwidth,
+    pub asked: Vec<(String, u64)>,
+}
+
+impl Reprobes {
+    pub fn new(bw: impl FnMut(&str, usize) -> Option<f64> + 'static) -> Reprobes {
+        Reprobes {
+            bw: Box::new(bw),
+            asked: Vec::new(),
+        }
+    }
+}
+
+impl FollowUp for Reprobes {
+    fn stream(&mut self, _path: &Path, _test: &FollowUpTest) -> Option<StreamResult> {
+        None
+    }
+
+    fn latency(&mut self, path: &Path, idle_ns: u64) -> Option<PathMeasurement> {
+        let label = format!("{}->{}", path.rnic, path.endpoint);
+        let k = self.asked.iter().filter(|(l, _)| *l == label).count();
+        self.asked.push((label.clone(), idle_ns));
+        match measured((self.bw)(&label, k)?, 1.0) {
+            PathOutcome::Measured(m) => Some(m),
+            _ => None,
+        }
+    }
+}

@@ -24,6 +24,7 @@ pub fn path(rnic: &str, endpoint: &str, bw: f64, status: PathStatus) -> PathRepo
         unavailable: false,
         stream: None,
         verified_bytes: Some(4096),
+        reprobes: vec![],
     }
 }
 
@@ -219,6 +220,7 @@ fn path_report() -> impl Strategy<Value = PathReport> {
                 error,
                 stream,
                 verified_bytes,
+                reprobes: vec![],
             },
         )
 }
