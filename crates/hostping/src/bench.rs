@@ -171,6 +171,9 @@ pub struct CheckCost {
     pub host: String,
     /// Paths probed per check.
     pub paths: usize,
+    /// Re-probes of single-judge paths and their witnesses per check (idle runs, within the
+    /// run; `analyze::reprobe`): median over the checks.
+    pub reprobes: usize,
     /// Iterations per message size per path.
     pub iterations: u32,
     /// Checks timed.
@@ -190,6 +193,7 @@ pub fn check_cost(host: &HostTopology, repeat: u32) -> CheckCost {
     let noise = VhostConfig::default().noise;
     let mut check_ms = Vec::new();
     let mut total_ms = Vec::new();
+    let mut reprobes = Vec::new();
     for seed in 0..u64::from(repeat.max(1)) {
         let t0 = cpu_seconds();
         let baseline = crate::baseline::simulated(
@@ -203,12 +207,20 @@ pub fn check_cost(host: &HostTopology, repeat: u32) -> CheckCost {
         let reports = pipeline::check_virtual(host, Vec::new(), seed, &baseline, &settings);
         let t2 = cpu_seconds();
         assert_eq!(reports.len(), 1);
+        reprobes.push(
+            reports[0]
+                .paths
+                .iter()
+                .map(|p| p.reprobes.len())
+                .sum::<usize>() as f64,
+        );
         check_ms.push((t2 - t1) * 1e3);
         total_ms.push((t2 - t0) * 1e3);
     }
     CheckCost {
         host: host.name.clone(),
         paths: host.paths().len(),
+        reprobes: probe::median(reprobes).expect("repeat >= 1") as usize,
         iterations: settings.latency.iterations,
         repeat: repeat.max(1),
         check_cpu_ms: probe::median(check_ms).expect("repeat >= 1"),

@@ -458,8 +458,8 @@ fn bench_command(cmd: BenchCommand) -> Result<Outcome> {
             let text = match format {
                 Format::Json => serde_json::to_string_pretty(&cost)? + "\n",
                 Format::Table => format!(
-                    "full-mesh check of {} ({} paths x {} iterations x 2 sizes, simulated), median of {} checks:\n  probe + analysis:             {:.1} ms CPU\n  with a fresh 3-run baseline:  {:.1} ms CPU\n",
-                    cost.host, cost.paths, cost.iterations, cost.repeat, cost.check_cpu_ms, cost.with_baseline_cpu_ms
+                    "full-mesh check of {} ({} paths + {} re-probes, each {} iterations x 2 sizes, simulated), median of {} checks:\n  probe + analysis:             {:.1} ms CPU\n  with a fresh 3-run baseline:  {:.1} ms CPU\n",
+                    cost.host, cost.paths, cost.reprobes, cost.iterations, cost.repeat, cost.check_cpu_ms, cost.with_baseline_cpu_ms
                 ),
             };
             std::io::stdout().lock().write_all(text.as_bytes())?;
