@@ -51,6 +51,64 @@ pub(crate) fn diagnose(
         alternation_rule(window(th), history, current, diagnoses);
     }
     flap_within::diagnose(host, &runs, diagnoses);
+    withdraw_failures_a_flap_explains(host, current, diagnoses);
+}
+
+/// Withdraws a failure whose every abnormal path of this run also crosses a link named
+/// flapping: one flap explains all that was seen, and a path probed while the flapping link
+/// was degraded says nothing about its other links, however the probes of the flapping
+/// link itself happened to fall (a non-affinitive path over a flapping GPU link, probed in
+/// the degraded phase while the affinitive one met the healthy phase, would otherwise
+/// blame the inter-socket link it also crosses). A failure with one abnormal path off the
+/// flapping links stays.
+fn withdraw_failures_a_flap_explains(
+    host: &HostTopology,
+    current: &RunRecord,
+    diagnoses: &mut Vec<Diagnosis>,
+) {
+    let flapping: BTreeSet<LinkId> = diagnoses
+        .iter()
+        .filter(|d| d.cause == Cause::LinkFlapping)
+        .flat_map(|d| d.links.iter().cloned())
+        .collect();
+    if flapping.is_empty() {
+        return;
+    }
+    let abnormal: Vec<&[LinkId]> = current
+        .paths
+        .iter()
+        .filter(|p| p.status == PathStatus::Abnormal)
+        .filter_map(|p| host.path(&p.rnic, &p.endpoint))
+        .map(|p| p.links.as_slice())
+        .collect();
+    let explained = |d: &Diagnosis| {
+        let mut over = abnormal
+            .iter()
+            .filter(|links| links.iter().any(|l| d.links.contains(l)))
+            .peekable();
+        d.cause == Cause::LinkFailure
+            && !d.links.iter().any(|l| flapping.contains(l))
+            && over.peek().is_some()
+            && over.all(|links| links.iter().any(|l| flapping.contains(l)))
+    };
+    let withdrawn: Vec<String> = diagnoses
+        .iter()
+        .filter(|d| explained(d))
+        .map(|d| format!("link_failure on {}", evidence::list(&d.links)))
+        .collect();
+    if withdrawn.is_empty() {
+        return;
+    }
+    diagnoses.retain(|d| !explained(d));
+    if let Some(flap) = diagnoses
+        .iter_mut()
+        .find(|d| d.cause == Cause::LinkFlapping)
+    {
+        flap.evidence += &format!(
+            "; withdrawn, as every abnormal path behind it crosses the flapping link: {}",
+            evidence::list(&withdrawn)
+        );
+    }
 }
 
 /// How many runs, this one included, the flapping rules read: the alternation rule's window,

@@ -15,9 +15,14 @@ fn gpu6_slow() -> Matrix {
     })
 }
 
-/// Healthy bandwidth of every re-probe, except `slow(label, k)`.
+/// Healthy bandwidth of every re-probe on dgx-a100, except `slow(label, k)`.
 fn reprobes(slow: impl Fn(&str, usize) -> bool + 'static) -> Reprobes {
-    let host = host("dgx-a100");
+    reprobes_on("dgx-a100", slow)
+}
+
+/// Healthy bandwidth of every re-probe on `model`, except `slow(label, k)` (at 40 %).
+fn reprobes_on(model: &str, slow: impl Fn(&str, usize) -> bool + 'static) -> Reprobes {
+    let host = host(model);
     Reprobes::new(move |label, k| {
         let (r, e) = label.split_once("->").unwrap();
         let p = host.path(&r.into(), &e.into()).unwrap();
@@ -172,4 +177,60 @@ fn a_flap_seen_within_a_run_is_named_in_the_later_runs_of_the_window() {
         &mut reprobes(|_, _| false),
     );
     assert!(late.healthy, "{:?}", late.diagnoses);
+}
+
+/// amd-2s after a run whose re-probes saw gpu1--sw0 flap: this run meets rnic0->gpu1 (its
+/// affinitive path) healthy, and the paths in `slow` degraded.
+fn amd_after_a_gpu1_flap(slow: &'static [(&'static str, &'static str)]) -> model::Report {
+    let mut history = History::new(5);
+    let first = Matrix::with("amd-2s", Mode::Idle, |r, e, (bw, lat)| {
+        (r == "rnic0" && e == "gpu1").then_some((bw * 0.4, lat))
+    });
+    let seen = first.analyze(
+        &first.snap().build(),
+        &history,
+        &mut reprobes_on("amd-2s", |l, k| l == "rnic0->gpu1" && k % 2 == 1),
+    );
+    assert_eq!(
+        summary(&seen),
+        [(Cause::LinkFlapping, links(&["gpu1--sw0"]), None, None)]
+    );
+    history.record(&seen);
+    let next = Matrix::with("amd-2s", Mode::Idle, move |r, e, (bw, lat)| {
+        slow.contains(&(r, e)).then_some((bw * 0.6, lat))
+    });
+    next.analyze(
+        &next.snap().build(),
+        &history,
+        &mut reprobes_on("amd-2s", |_, _| false),
+    )
+}
+
+#[test]
+fn a_failure_that_only_paths_over_a_flapping_link_show_is_the_flap() {
+    // rnic1->gpu1 crosses the inter-socket link and gpu1--sw0; probed in the degraded phase
+    // while rnic0->gpu1 met the healthy one, it alone would blame cpu0--cpu1.
+    let r = amd_after_a_gpu1_flap(&[("rnic1", "gpu1")]);
+    assert_eq!(
+        summary(&r),
+        [(Cause::LinkFlapping, links(&["gpu1--sw0"]), None, None)]
+    );
+    let e = &r.diagnoses[0].evidence;
+    assert!(
+        e.contains(
+            "every abnormal path behind it crosses the flapping link: link_failure on cpu0--cpu1"
+        ),
+        "{e}"
+    );
+    // A path off the flapping link that is abnormal too keeps the failure.
+    let r = amd_after_a_gpu1_flap(&[("rnic1", "gpu1"), ("rnic1", "gpu0")]);
+    let causes: Vec<(Cause, Vec<String>)> = r
+        .diagnoses
+        .iter()
+        .map(|d| (d.cause, d.links.iter().map(|l| l.to_string()).collect()))
+        .collect();
+    assert!(
+        causes.contains(&(Cause::LinkFailure, links(&["cpu0--cpu1"]))),
+        "{causes:?}"
+    );
 }
