@@ -19,6 +19,7 @@
 //! link flaps (its follow-up streams met the flap, not a setting).
 
 use crate::evidence;
+use crate::flapping;
 use crate::history::RunRecord;
 use model::{Cause, Diagnosis, HostTopology, LinkId, LinkStatus, PathStatus};
 use std::collections::BTreeSet;
@@ -161,7 +162,7 @@ pub(crate) fn diagnose(
         .filter(|k| !degraded_runs.contains(k))
         .map(|k| runs[k].run.to_string())
         .collect();
-    let mut words = format!(
+    let words = format!(
         "every abnormal path of the last {} runs crosses {} ({}){}; {} was judged healthy and \
          degraded by turns, changing {} times: it switches between healthy and degraded \
          (Hostping 6 #6), and the links Algorithm 1 blamed in single runs only lay on its paths",
@@ -180,19 +181,7 @@ pub(crate) fn diagnose(
         if links.len() == 1 { "it" } else { "each" },
         changes(&links[0]),
     );
-    if !withdrawn.is_empty() {
-        words += &format!(
-            "; withdrawn, as explained by the flap: {}",
-            evidence::list(&withdrawn)
-        );
-    }
-    diagnoses.push(Diagnosis {
-        cause: Cause::LinkFlapping,
-        links,
-        rnic: None,
-        setting: None,
-        evidence: words,
-    });
+    diagnoses.push(flapping::diagnosis(links, words, &withdrawn));
     true
 }
 

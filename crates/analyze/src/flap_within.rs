@@ -16,6 +16,7 @@
 //! level is explained by the flap and withdrawn.
 
 use crate::evidence;
+use crate::flapping;
 use crate::history::RunRecord;
 use model::{Cause, ComponentId, Diagnosis, HostTopology, LinkId, PathStatus};
 use std::collections::BTreeSet;
@@ -262,19 +263,7 @@ fn apply(flap: &Flap, now: Option<u32>, diagnoses: &mut Vec<Diagnosis>) {
         words +=
             &format!("; run {now} saw no change of level, as a flap met in one phase shows none");
     }
-    if !withdrawn.is_empty() {
-        words += &format!(
-            "; withdrawn, as explained by the flap: {}",
-            evidence::list(&withdrawn)
-        );
-    }
-    diagnoses.push(Diagnosis {
-        cause: Cause::LinkFlapping,
-        links: flap.links.clone(),
-        rnic: None,
-        setting: None,
-        evidence: words,
-    });
+    diagnoses.push(flapping::diagnosis(flap.links.clone(), words, &withdrawn));
 }
 
 /// `within run 2, re-probed about 100 ms apart: rnic3->gpu6 abnormal in 3 and normal in 4 of

@@ -111,6 +111,24 @@ fn withdraw_failures_a_flap_explains(
     }
 }
 
+/// A `link_flapping` diagnosis of `links` with its evidence `words`, and the diagnoses it
+/// withdrew (as the flap explains them), if any.
+pub(crate) fn diagnosis(links: Vec<LinkId>, mut words: String, withdrawn: &[String]) -> Diagnosis {
+    if !withdrawn.is_empty() {
+        words += &format!(
+            "; withdrawn, as explained by the flap: {}",
+            evidence::list(withdrawn)
+        );
+    }
+    Diagnosis {
+        cause: Cause::LinkFlapping,
+        links,
+        rnic: None,
+        setting: None,
+        evidence: words,
+    }
+}
+
 /// How many runs, this one included, the flapping rules read: the alternation rule's window,
 /// twice `flapping_runs` (see the module documentation for why).
 pub(crate) fn window(th: &Thresholds) -> usize {

@@ -61,17 +61,22 @@ fn scenario(case: &str) -> Scenario {
         .unwrap_or_else(|| panic!("no scenario {case}"))
 }
 
-#[test]
-fn a_saturated_rnic_is_overloaded_not_failed_for_every_seed() {
-    let base = scenario("rnic-saturated");
+/// Runs scenario `case` with each seed of 1..=30 in place of its own; every one must pass.
+fn passes_for_seeds_1_to_30(case: &str) {
+    let base = scenario(case);
     for seed in 1..=30 {
         let s = Scenario {
             seed,
             ..base.clone()
         };
         let out = s.run();
-        assert!(out.pass, "seed {seed}: got {}", out.got_summary());
+        assert!(out.pass, "{case} seed {seed}: got {}", out.got_summary());
     }
+}
+
+#[test]
+fn a_saturated_rnic_is_overloaded_not_failed_for_every_seed() {
+    passes_for_seeds_1_to_30("rnic-saturated");
 }
 
 #[test]
@@ -200,13 +205,5 @@ fn a_flapping_rnic_link_is_named_flapping_not_its_gpu_links_for_every_seed() {
 fn a_deep_rnic_link_flap_is_never_blamed_on_a_gpu_link_for_every_seed() {
     // Single runs blamed gpu0--lsw0; the re-probes show rnic0's other paths changing level
     // with rnic0->gpu0, and they do not cross gpu0--lsw0.
-    let base = scenario("rnic-link-flapping-deep");
-    for seed in 1..=30 {
-        let s = Scenario {
-            seed,
-            ..base.clone()
-        };
-        let out = s.run();
-        assert!(out.pass, "seed {seed}: got {}", out.got_summary());
-    }
+    passes_for_seeds_1_to_30("rnic-link-flapping-deep");
 }
