@@ -6,7 +6,7 @@
 //! only its affinitive RNIC judges it; the other RNICs reach the GPU through a root complex,
 //! latency-bound, uncertain). One probe of that path meets the flap in one phase, so a run
 //! alone sees the link failed or healthy by chance. So an idle run probes such a path again
-//! [`ROUNDS`] times, each round after [`GAP_NS`] of idle time, and with it a few *witnesses*
+//! `Thresholds::reprobe_rounds` times (10 by default), each round after [`GAP_NS`] of idle time, and with it a few *witnesses*
 //! per other link of the path: the shortest paths judged normal over that link and not over
 //! the lone ones. The witnesses tell a flap of the lone link (the path changes level, its
 //! witnesses stay normal) from a flap further up (the witnesses change level too);
@@ -16,7 +16,7 @@
 //! about 10 ms), so the re-probes are separate looks at the link, not one long probe; the
 //! rounds spread over about a second, so a link that flaps with a period of up to a few
 //! hundred ms shows both levels within the run, and a slower flap shows across runs (the
-//! history rules of [`crate::flapping`]). Cost: `ROUNDS x (paths + witnesses)` latency tests
+//! history rules of [`crate::flapping`]). Cost: `rounds x (paths + witnesses)` latency tests
 //! per idle run (dgx-a100: its 16 affinitive paths, 160 tests beside the full mesh's 40,
 //! about 2.6 s of a 5-minute cadence). Ten rounds give eleven looks at each path: enough for a
 //! witness that stays normal throughout to clear its link beyond luck ([`crate::flap_within`]).
@@ -27,9 +27,6 @@ use crate::follow_up::FollowUp;
 use crate::status;
 use model::{LinkId, Mode, PathStatus};
 use std::collections::BTreeSet;
-
-/// Re-probe rounds per idle run.
-pub(crate) const ROUNDS: usize = 10;
 
 /// Idle time before each round, ns: ten 10 ms probes (see the module documentation).
 pub(crate) const GAP_NS: u64 = 100_000_000;
@@ -42,7 +39,7 @@ pub(crate) fn run(f: &Facts, follow_up: &mut dyn FollowUp) -> Vec<Vec<PathStatus
         return statuses;
     }
     let chosen = choose(f);
-    for round in 0..ROUNDS {
+    for round in 0..f.th.reprobe_rounds as usize {
         let mut any = false;
         // Each round starts one path further on, so that every path is probed at a
         // different delay after the gap: a flap in step with the rounds cannot hide from a

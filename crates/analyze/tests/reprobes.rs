@@ -234,3 +234,48 @@ fn a_failure_that_only_paths_over_a_flapping_link_show_is_the_flap() {
         "{causes:?}"
     );
 }
+
+#[test]
+fn one_abnormal_look_in_eleven_is_an_outlier_and_two_are_a_flap() {
+    let healthy = Matrix::with("dgx-a100", Mode::Idle, |_, _, _| None);
+    let once = healthy.analyze(
+        &healthy.snap().build(),
+        &History::new(8),
+        &mut reprobes(|l, k| l == "rnic3->gpu6" && k == 3),
+    );
+    assert_eq!(
+        path(&once, "rnic3", "gpu6")
+            .reprobes
+            .iter()
+            .filter(|s| **s == PathStatus::Abnormal)
+            .count(),
+        1
+    );
+    assert!(once.healthy, "{:?}", once.diagnoses);
+    let twice = healthy.analyze(
+        &healthy.snap().build(),
+        &History::new(8),
+        &mut reprobes(|l, k| l == "rnic3->gpu6" && (k == 3 || k == 7)),
+    );
+    assert_eq!(
+        summary(&twice),
+        [(Cause::LinkFlapping, links(&["gpu6--lsw6"]), None, None)]
+    );
+}
+
+#[test]
+fn no_rounds_no_reprobes() {
+    let m = gpu6_slow();
+    let mut f = reprobes(|l, k| l == "rnic3->gpu6" && k % 2 == 1);
+    let thresholds = model::Thresholds {
+        reprobe_rounds: 0,
+        ..model::Thresholds::default()
+    };
+    let r = m.analyze_with(&m.snap().build(), &History::new(8), &mut f, &thresholds);
+    assert!(f.asked.is_empty(), "{:?}", f.asked);
+    assert!(r.paths.iter().all(|p| p.reprobes.is_empty()));
+    assert_eq!(
+        summary(&r),
+        [(Cause::LinkFailure, links(&["gpu6--lsw6"]), None, None)]
+    );
+}

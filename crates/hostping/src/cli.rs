@@ -250,11 +250,16 @@ pub struct CheckArgs {
     /// Run the check this many times in a row (5 simulated minutes apart), keeping history:
     /// a link gray in 3 consecutive runs, or abnormal and normal by turns (two changes) over
     /// the last 6 runs, is flapping. Within each idle run, a path that alone judges a link is
-    /// probed 10 more times, 100 ms apart (with witness paths): a path that changes level
-    /// there names its flapping link in that run and the next 5. A simulated flap meets each
+    /// probed again (--reprobe-rounds): a path seen at both levels there names its flapping
+    /// link in that run and the next 5. A simulated flap meets each
     /// run at its own phase.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub runs: u32,
+    /// Rounds of re-probes, 100 ms apart, of the paths that alone judge a link in each idle
+    /// run (each round probes them and their witness paths again); 0 turns them off and
+    /// leaves flaps to the rules across runs.
+    #[arg(long, value_name = "N", default_value_t = model::Thresholds::default().reprobe_rounds, value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub reprobe_rounds: u32,
     /// Seed of the virtual host's noise.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

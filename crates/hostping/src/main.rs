@@ -16,7 +16,7 @@ use hostping::render::{self, Style};
 use hostping::scenario::Scenario;
 use hostping::sim;
 use indicatif::{ProgressBar, ProgressStyle};
-use model::{Baseline, BaselineKind, HostTopology, Report};
+use model::{Baseline, BaselineKind, HostTopology, Report, Thresholds};
 use probe::{LatencySpec, StreamSpec};
 use rdma::sysfs::SysRoot;
 use std::io::Write;
@@ -103,6 +103,10 @@ fn check(args: CheckArgs) -> Result<Outcome> {
             op,
             iterations: args.iterations,
             ..LatencySpec::default()
+        },
+        thresholds: Thresholds {
+            reprobe_rounds: args.reprobe_rounds,
+            ..Thresholds::default()
         },
         ..CheckSettings::default()
     };

@@ -17,6 +17,10 @@ pub struct Thresholds {
     pub pfc_high: f64,
     /// A link gray in this many consecutive runs is flapping (Hostping 4.3: 3).
     pub flapping_runs: u32,
+    /// Rounds of within-run re-probes of the paths that alone judge a link, in idle runs
+    /// (beyond the paper, `analyze::reprobe`: 10, about a second of a run); 0 turns them
+    /// off, leaving the flapping rules across runs.
+    pub reprobe_rounds: u32,
 }
 
 impl Thresholds {
@@ -35,6 +39,7 @@ impl Default for Thresholds {
             thp_low: 0.05,
             pfc_high: 0.03,
             flapping_runs: 3,
+            reprobe_rounds: 10,
         }
     }
 }

@@ -165,13 +165,46 @@ impl Matrix {
         follow_up: &mut dyn FollowUp,
         run_index: u32,
     ) -> Report {
-        let thresholds = Thresholds::default();
+        self.analyze_full(
+            snapshot,
+            history,
+            follow_up,
+            run_index,
+            &Thresholds::default(),
+        )
+    }
+
+    /// [`Matrix::analyze`] with other thresholds.
+    pub fn analyze_with(
+        &self,
+        snapshot: &HostSnapshot,
+        history: &History,
+        follow_up: &mut dyn FollowUp,
+        thresholds: &Thresholds,
+    ) -> Report {
+        self.analyze_full(
+            snapshot,
+            history,
+            follow_up,
+            history.len() as u32,
+            thresholds,
+        )
+    }
+
+    fn analyze_full(
+        &self,
+        snapshot: &HostSnapshot,
+        history: &History,
+        follow_up: &mut dyn FollowUp,
+        run_index: u32,
+        thresholds: &Thresholds,
+    ) -> Report {
         let input = Input {
             host: &self.host,
             run: &self.run,
             baseline: &self.baseline,
             snapshot,
-            thresholds: &thresholds,
+            thresholds,
             history,
             run_index,
         };
