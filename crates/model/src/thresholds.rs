@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Thresholds and their paper defaults. All are fractions.
+/// Thresholds and their defaults: fractions, except the run count `flapping_runs` (the
+/// paper's) and the round count `reprobe_rounds` (beyond the paper).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Thresholds {
