@@ -20,6 +20,10 @@
 #     (rxe0 itself is a virtual device whose parent netdev, eth0, is that NIC). No emulated
 #     switch: QEMU's XIO3130 ports train at 2.5 GT/s x1 (2 Gb/s), below rxe0's nominal
 #     2.5 Gb/s, which would make no path affinitive; the dgx-a100 fixture covers switches;
+#   - a virtual VT-d IOMMU (intel-iommu, booted with intel_iommu=on): every PCI device, the
+#     NIC included, sits in a translated (DMA-FQ) IOMMU group, so the real IOMMU discovery
+#     reads translated groups from a real kernel (the 6.1 kernel has no dmar perf PMU, which
+#     came in 6.3: IOTLB counters read as unavailable);
 #   - the host root shared read-only over virtio-9p and chrooted into, so host-built binaries
 #     run unchanged, with the guest's own /tmp, /run, /proc, /sys, /dev and /mnt over it;
 #   - this checkout (the repository holding this script) shared read-only over virtio-9p at
@@ -131,7 +135,10 @@ qemu=(
     qemu-system-x86_64
     -M q35 -accel tcg -cpu max -smp 2 -m "$mem"
     -nodefaults -nographic -no-reboot -no-user-config -serial stdio
-    -kernel "$KERNEL" -initrd "$INITRD" -append 'console=ttyS0 panic=-1 quiet'
+    -kernel "$KERNEL" -initrd "$INITRD" -append 'console=ttyS0 panic=-1 quiet intel_iommu=on'
+    # a virtual IOMMU (VT-d), before the PCI devices it translates for: the guest's devices
+    # get IOMMU groups in translated (DMA) mode, which the real IOMMU discovery reads
+    -device intel-iommu,intremap=off
     # two NUMA nodes, one vCPU and half the memory each
     -object "memory-backend-ram,id=m0,size=${half}M" -numa "node,nodeid=0,cpus=0,memdev=m0"
     -object "memory-backend-ram,id=m1,size=${half}M" -numa "node,nodeid=1,cpus=1,memdev=m1"

@@ -262,6 +262,28 @@ fn real_backends_on_soft_roce() {
     );
     assert_eq!(source("gpu")["status"], "unavailable");
     assert_eq!(counters["monitor"]["rnics"][0]["id"], "rnic0");
+    // The guest has a virtual VT-d IOMMU (`scripts/guest/run.sh`, `intel_iommu=on`): the
+    // kernel puts every PCI device in a translated (DMA or DMA-FQ) group, rxe0's virtio NIC
+    // (0000:81:00.0) included, and discovery must read it so.
+    let memory = source("memory");
+    let iommu = &memory["readings"]["iommu"];
+    assert!(
+        iommu["units"].as_array().is_some_and(|u| !u.is_empty()),
+        "a VT-d unit (dmar0): {iommu:#}"
+    );
+    let translated = |t: &Value| t == "DMA" || t == "DMA-FQ";
+    let nic_group = iommu["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["devices"].to_string().contains("0000:81:00.0"))
+        .unwrap_or_else(|| panic!("no IOMMU group holds the NIC: {iommu:#}"));
+    assert!(translated(&nic_group["kind"]), "{nic_group:#}");
+    assert_eq!(
+        counters["config"]["iommu"]["translated"], true,
+        "rxe0's DMA is translated: {:#}",
+        counters["config"]["iommu"]
+    );
     let lint_code = status(&dir, "lint");
     assert!(
         lint_code == 0 || lint_code == 1,
