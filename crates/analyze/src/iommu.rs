@@ -159,9 +159,9 @@ fn page_words(a: &IommuActivity, model: &IommuModel) -> String {
 fn bytes(b: u64) -> String {
     const KIB: u64 = 1024;
     const MIB: u64 = 1024 * 1024;
-    if b >= MIB && b % MIB == 0 {
+    if b >= MIB && b.is_multiple_of(MIB) {
         format!("{} MiB", b / MIB)
-    } else if b >= KIB && b % KIB == 0 {
+    } else if b >= KIB && b.is_multiple_of(KIB) {
         format!("{} KiB", b / KIB)
     } else {
         format!("{b} B")

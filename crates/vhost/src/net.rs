@@ -430,7 +430,7 @@ impl Network {
                 }
                 Fault::MemBw { mem, fraction } => {
                     let channel = host.links_to_cpu(mem).into_iter().next();
-                    if let Some(i) = channel.as_ref().and_then(|l| link_index(l)) {
+                    if let Some(i) = channel.as_ref().and_then(&link_index) {
                         links[i].cores_share = (links[i].cores_share + fraction).min(1.0);
                     }
                 }
