@@ -105,6 +105,16 @@ fn iommu_2m_within_reach_is_healthy() {
 }
 
 #[test]
+fn a_failed_root_port_under_translation_within_reach_stays_a_link_failure() {
+    // The IOMMU translates rnic1's DMA but misses nothing (64 huge pages fit the IOTLB), so
+    // its bound (262 Gb/s) explains no drop: the failed root port is the finding.
+    let r = check(&["iommu:rnic1:128:2m", "degrade:usw1--cpu0:0.4"], 6);
+    assert_eq!(r.diagnoses.len(), 1, "{:#?}", r.diagnoses);
+    assert_eq!(r.diagnoses[0].cause, Cause::LinkFailure);
+    assert_eq!(r.diagnoses[0].links, [LinkId::from("usw1--cpu0")]);
+}
+
+#[test]
 fn membw_is_memory_bus_congestion_on_mem1s_channel() {
     for seed in [1, 2, 3] {
         let r = check(&["membw:mem1:0.9"], seed);
