@@ -1,6 +1,7 @@
 //! Root causes that hang on an RNIC, and the overloaded-or-failed decision for a link.
 //!
-//! - [`link_cause`]: a link with utilisation above `util_high` is overloaded, otherwise
+//! - [`link_cause`]: a memory channel whose node's bus the cores take is memory-bus
+//!   congestion ([`crate::membus`], HotNets'22 3.2); otherwise a link with utilisation above `util_high` is overloaded, otherwise
 //!   it has failed (Hostping 4.1.2, 4.3; `util_high` 90 %, Hostping 5). An RNIC's own PCIe
 //!   link is also overloaded when the RNIC's service throughput is at or above `util_high`
 //!   of its line rate: the RNIC, not the bus, is the narrowest point of that link, so the
@@ -28,6 +29,9 @@ use std::collections::BTreeSet;
 /// the sentence that says so.
 pub(crate) fn link_cause(f: &Facts<'_>, links: &[LinkId]) -> (Cause, String) {
     let high = f.th.util_high;
+    if let Some(words) = crate::membus::congested(f, links) {
+        return (Cause::MemoryBusCongestion, words);
+    }
     if let Some(words) = saturated_rnic(f, links) {
         return (Cause::LinkOverloaded, words);
     }

@@ -17,13 +17,18 @@ follow-up tests are run by the caller through [`FollowUp`].
 1. path status (idle: against the baseline; busy: relative), Algorithm 1 and indistinguishable groups
    ([`tomography`]);
 2. PCIe misconfiguration first: slow GPU paths that should turn in a switch (ACS / ATS);
+   then IOMMU congestion: slow memory paths of an RNIC whose translated DMA the IOTLB bound
+   of HotNets'22 3.1 explains (module `iommu`);
 3. RNICs abnormal to all affinitive endpoints: slow start, Tx window (follow-up streams),
    overloaded or failed RNIC link;
 4. a minimal cover of the remaining abnormal paths by abnormal link groups; overloaded or
-   failed by utilisation; in busy mode, an abnormal RNIC with no abnormal link suspects its
+   failed by utilisation, or a memory channel whose bus the cores take (HotNets'22 3.2);
+   in busy mode, an abnormal RNIC with no abnormal link suspects its
    own link;
 5. re-probes, within an idle run, of the paths that alone judge a link ([`FollowUp::latency`]);
-6. flapping from the history and from those re-probes.
+6. flapping from the history and from those re-probes;
+7. ODP stalls from the RNICs' transport counters and ODP regions ([`odp`], ISPASS'21),
+   which no probe can show.
 
 ```
 use analyze::{analyze, History, Input, NoFollowUp};
@@ -77,10 +82,13 @@ mod flap_within;
 mod flapping;
 pub mod follow_up;
 pub mod history;
+mod iommu;
 pub mod lint;
 mod localize;
+mod membus;
 mod misconfig;
 pub mod mode;
+pub mod odp;
 pub mod relative;
 mod reprobe;
 mod status;
@@ -125,9 +133,11 @@ pub fn analyze(input: &Input, follow_up: &mut dyn FollowUp) -> Report {
     let f = Facts::gather(input);
     let mut remaining = f.abnormal_paths();
     let mut diagnoses = misconfig::diagnose(&f, &mut remaining);
+    diagnoses.extend(iommu::diagnose(&f, &mut remaining));
     diagnoses.extend(causes::rnic_rule(&f, follow_up, &mut remaining));
     diagnoses.extend(localize::set_cover(&f, &mut remaining));
     diagnoses.extend(causes::busy_rnic_link(&f));
+    diagnoses.extend(odp::diagnose(&f));
     // What is left in `remaining` lies only on normal links: gray, no cause from one run.
     let reprobes = reprobe::run(&f, follow_up);
 

@@ -7,6 +7,8 @@
 //! | `ats_off` | ATS disabled on an RNIC that reaches GPUs peer-to-peer | Hostping 6 #8 |
 //! | `downtrained_link` | a PCIe link running below its speed or width | Hostping 6 #1, #2 |
 //! | `iommu_without_hugepages` | the IOMMU translates RNIC DMA and buffers can only use 4 KiB pages | HotNets'22 3.1, Fig. 4 |
+//! | `iommu_4k_pages` | an RNIC's IOMMU group translates its DMA in 4 KiB pages: the IOTLB reaches 128 x 4 KiB | HotNets'22 3.1, Fig. 4 |
+//! | `odp_timeout_floor` | ODP memory regions in use on an RNIC whose transport timeout floor is ~500 ms or more | ISPASS'21 (damming) |
 //! | `gpu_without_local_rnic` | a GPU with no RNIC under its root port: all its GDR crosses the root complex | Hostping 3.2.2 |
 //!
 //! Checks run only on what was read: a value in `HostConfig::unavailable` is not a finding.
@@ -51,6 +53,17 @@ const DOWNTRAINED_WHY: &str = "A link that trained below its speed or width has 
 const IOMMU_WHY: &str = "With the IOMMU translating RNIC DMA, each IOTLB miss adds a page-table \
     walk to a DMA; with 4 KiB pages the IOTLB covers little memory and NIC-to-memory throughput \
     falls (over 30 % with hugepages disabled) while drops rise.";
+const IOMMU_4K_WHY: &str = "With 4 KiB mappings the IOTLB maps only its entries x 4 KiB of the \
+    RNIC's buffers; a working set beyond that misses on most DMA writes, and each miss adds a \
+    page-table walk to a write that holds a PCIe credit: NIC-to-memory throughput is bounded by \
+    C * pkt / (T_base + M * T_miss). 2 MiB pages shrink the working set 512x.";
+const ODP_FLOOR_WHY: &str = "An RNIC page fault on an ODP region can lose a packet; the \
+    requester then waits out the transport timeout, which firmware will not set below ~500 ms \
+    (packet damming), and client-side ODP over many QPs can set off a retransmission storm \
+    (packet flood). Pin the memory of latency-sensitive traffic instead.";
+/// A transport timeout floor at or above this, ms, makes an ODP page fault a stall of
+/// hundreds of ms (ISPASS'21: 500 ms on ConnectX).
+pub const ODP_FLOOR_MS: f64 = 100.0;
 const ACROSS_WHY: &str = "GPUDirect RDMA between an RNIC and a GPU under different root ports \
     crosses the CPU root complex (or the inter-socket bus): about 2.2 us and 125 Gb/s instead of \
     line rate. Jobs on this GPU cannot reach an RNIC at line rate by GDR.";
@@ -62,6 +75,8 @@ pub fn lint(host: &HostTopology, config: &HostConfig) -> Vec<LintFinding> {
     ats_off(host, config, &mut out);
     downtrained(config, &mut out);
     iommu_without_hugepages(config, &mut out);
+    iommu_4k_pages(host, config, &mut out);
+    odp_timeout_floor(config, &mut out);
     gpu_without_local_rnic(host, &mut out);
     out.sort_by_key(|f| std::cmp::Reverse(f.severity));
     out
@@ -190,6 +205,73 @@ fn iommu_without_hugepages(config: &HostConfig, out: &mut Vec<LintFinding>) {
     }
 }
 
+fn iommu_4k_pages(host: &HostTopology, config: &HostConfig, out: &mut Vec<LintFinding>) {
+    for g in &config.iommu_groups {
+        let is_rnic = host
+            .component(&g.device)
+            .is_some_and(|c| c.class() == ComponentClass::Rnic);
+        if !is_rnic || g.translated != Some(true) || g.page_bytes != Some(model::iommu::PAGE_4K) {
+            continue;
+        }
+        let group = g.group.map(|n| format!(" {n}")).unwrap_or_default();
+        let kind = g.kind.as_deref().unwrap_or("translated");
+        let reach = host.iommu.reach_bytes(model::iommu::PAGE_4K) / 1024;
+        out.push(LintFinding {
+            rule: "iommu_4k_pages",
+            severity: Severity::Warning,
+            subject: g.device.to_string(),
+            detail: format!(
+                "{}'s IOMMU group{group} ({kind}) translates its DMA in 4 KiB pages: an IOTLB of \
+                 {} entries reaches {reach} KiB",
+                g.device, host.iommu.iotlb_entries
+            ),
+            why: IOMMU_4K_WHY,
+            source: "HotNets'22 (002_f1357b3c485fb040) 3.1, Fig. 4",
+        });
+    }
+}
+
+fn odp_timeout_floor(config: &HostConfig, out: &mut Vec<LintFinding>) {
+    let mut rnics: Vec<&ComponentId> = config.odp.iter().map(|r| &r.rnic).collect();
+    rnics.sort();
+    rnics.dedup();
+    for rnic in rnics {
+        let floor = config.transport_timeouts.iter().find(|t| &t.rnic == rnic);
+        let Some((ms, source)) = floor.and_then(|t| t.floor_ms.map(|ms| (ms, &t.source))) else {
+            continue;
+        };
+        if ms < ODP_FLOOR_MS {
+            continue;
+        }
+        let regions: Vec<_> = config.odp.iter().filter(|r| &r.rnic == rnic).collect();
+        let mut owners: Vec<String> = regions
+            .iter()
+            .map(|r| match (&r.process, r.pid) {
+                (Some(n), Some(p)) => format!("{n} (pid {p})"),
+                (Some(n), None) => n.clone(),
+                (None, Some(p)) => format!("pid {p}"),
+                (None, None) => "an unknown process".into(),
+            })
+            .collect();
+        owners.sort();
+        owners.dedup();
+        out.push(LintFinding {
+            rule: "odp_timeout_floor",
+            severity: Severity::Warning,
+            subject: rnic.to_string(),
+            detail: format!(
+                "{} ODP memory region{} in use on {rnic} (owned by {}), whose transport timeout \
+                 floor is {ms:.0} ms ({source})",
+                regions.len(),
+                if regions.len() == 1 { "" } else { "s" },
+                owners.join(", ")
+            ),
+            why: ODP_FLOOR_WHY,
+            source: "ISPASS'21 (001_50e040594ebebbef), packet damming and flood",
+        });
+    }
+}
+
 fn gpu_without_local_rnic(host: &HostTopology, out: &mut Vec<LintFinding>) {
     if host.rnics().next().is_none() {
         return;
@@ -235,6 +317,71 @@ mod tests {
 
     fn rules(f: &[LintFinding]) -> Vec<(&str, String)> {
         f.iter().map(|f| (f.rule, f.subject.clone())).collect()
+    }
+
+    #[test]
+    fn translated_4k_groups_of_rnics_are_flagged() {
+        let group = |device: &str, translated, page| model::IommuGroup {
+            device: device.into(),
+            group: Some(7),
+            kind: Some(if translated { "DMA" } else { "identity" }.into()),
+            translated: Some(translated),
+            page_bytes: page,
+        };
+        let config = HostConfig {
+            iommu_groups: vec![
+                group("rnic0", true, Some(4096)),
+                group("rnic1", true, Some(2 * 1024 * 1024)),
+                group("rnic2", false, None),
+                group("gpu0", true, Some(4096)),
+            ],
+            ..HostConfig::default()
+        };
+        let found = lint(&dgx(), &config);
+        assert_eq!(rules(&found), [("iommu_4k_pages", "rnic0".to_string())]);
+        assert!(
+            found[0]
+                .detail
+                .contains("group 7 (DMA) translates its DMA in 4 KiB pages: an IOTLB of 128 entries reaches 512 KiB"),
+            "{}",
+            found[0].detail
+        );
+    }
+
+    #[test]
+    fn odp_regions_on_a_500_ms_floor_are_flagged_once_per_rnic() {
+        let region = |rnic: &str| model::OdpRegion {
+            rnic: rnic.into(),
+            kind: model::OdpKind::Explicit,
+            bytes: Some(1 << 20),
+            page_faults: Some(3),
+            page_invalidations: Some(0),
+            pid: Some(99),
+            process: Some("kv-store".into()),
+        };
+        let floor = |rnic: &str, ms| model::TransportTimeout {
+            rnic: rnic.into(),
+            floor_ms: Some(ms),
+            source: "firmware".into(),
+        };
+        let config = HostConfig {
+            odp: vec![region("rnic2"), region("rnic2"), region("rnic3")],
+            transport_timeouts: vec![floor("rnic2", 500.0), floor("rnic3", 8.0)],
+            ..HostConfig::default()
+        };
+        let found = lint(&dgx(), &config);
+        assert_eq!(rules(&found), [("odp_timeout_floor", "rnic2".to_string())]);
+        assert_eq!(
+            found[0].detail,
+            "2 ODP memory regions in use on rnic2 (owned by kv-store (pid 99)), whose transport \
+             timeout floor is 500 ms (firmware)"
+        );
+        // A floor that was not read is no finding: unknown is not "fine", nor a fault.
+        let unknown = HostConfig {
+            odp: vec![region("rnic2")],
+            ..HostConfig::default()
+        };
+        assert!(lint(&dgx(), &unknown).is_empty());
     }
 
     #[test]

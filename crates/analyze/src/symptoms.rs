@@ -1,6 +1,12 @@
 //! Symptoms that make the agent probe at once (Hostping 5): a Tx pause duration ratio above
 //! PFC_high (3 %: "every second, transmission is paused by 30 ms") or any packet drop. The
 //! host-status check every five minutes uses [`crate::mode`] instead.
+//!
+//! Beyond the paper, transport errors are a symptom too: a transport timeout
+//! (`local_ack_timeout_err`) or a retransmission storm (at least
+//! [`crate::odp::FLOOD_MIN_PER_S`] retransmitted requests a second) on an RNIC is how ODP
+//! damming and flood show (ISPASS'21), and no probe sees them. They go through the same
+//! duty-cycle limit as the paper's triggers.
 
 use model::{ComponentId, HostSnapshot, Thresholds};
 
@@ -24,6 +30,15 @@ pub enum Symptom {
         /// Packets dropped since the previous reading.
         count: u64,
     },
+    /// Transport timeouts, or a retransmission storm, in the last interval (ISPASS'21).
+    Transport {
+        /// The RNIC.
+        rnic: ComponentId,
+        /// `local_ack_timeout_err` in the interval.
+        timeouts: u64,
+        /// The largest of `duplicate_request`, `out_of_sequence`, `packet_seq_err`.
+        retransmitted: u64,
+    },
 }
 
 impl Symptom {
@@ -32,6 +47,7 @@ impl Symptom {
         match self {
             Symptom::Pause { .. } => "pfc",
             Symptom::Drops { .. } => "drops",
+            Symptom::Transport { .. } => "transport",
         }
     }
 
@@ -42,6 +58,13 @@ impl Symptom {
                 format!("{rnic} tx pause ratio {ratio:.3} > PFC_high {limit}")
             }
             Symptom::Drops { rnic, count } => format!("{rnic} dropped {count} packets"),
+            Symptom::Transport {
+                rnic,
+                timeouts,
+                retransmitted,
+            } => format!(
+                "{rnic} transport timeouts {timeouts}, retransmitted requests {retransmitted}"
+            ),
         }
     }
 }
@@ -63,6 +86,23 @@ pub fn symptoms(snapshot: &HostSnapshot, thresholds: &Thresholds) -> Vec<Symptom
             out.push(Symptom::Drops {
                 rnic: r.id.clone(),
                 count,
+            });
+        }
+    }
+    for t in &snapshot.transport {
+        let timeouts = t.local_ack_timeout_err.unwrap_or(0);
+        let retransmitted = [t.duplicate_request, t.out_of_sequence, t.packet_seq_err]
+            .into_iter()
+            .flatten()
+            .max()
+            .unwrap_or(0);
+        let seconds = t.interval_ns.map_or(1.0, |ns| ns as f64 / 1e9).max(1e-9);
+        let storm = retransmitted as f64 / seconds >= crate::odp::FLOOD_MIN_PER_S;
+        if timeouts > 0 || storm {
+            out.push(Symptom::Transport {
+                rnic: t.rnic.clone(),
+                timeouts,
+                retransmitted,
             });
         }
     }
@@ -109,5 +149,44 @@ mod tests {
             ]
         );
         assert!(symptoms(&snapshot(&[(None, None), (Some(0.0), Some(0))]), &t).is_empty());
+    }
+
+    #[test]
+    fn transport_timeouts_and_storms_are_symptoms_stray_retransmissions_are_not() {
+        let t = Thresholds::default();
+        let counters = |rnic: &str, timeouts, retransmitted| model::TransportCounters {
+            rnic: rnic.into(),
+            interval_ns: Some(1_000_000_000),
+            local_ack_timeout_err: Some(timeouts),
+            packet_seq_err: Some(retransmitted),
+            out_of_sequence: None,
+            duplicate_request: Some(retransmitted),
+        };
+        let s = HostSnapshot {
+            transport: vec![
+                counters("rnic0", 0, 0),
+                counters("rnic1", 2, 0),
+                counters("rnic2", 0, 40),
+                counters("rnic3", 0, 57_344),
+            ],
+            ..HostSnapshot::default()
+        };
+        let found: Vec<(&str, String)> = symptoms(&s, &t)
+            .iter()
+            .map(|s| (s.trigger(), s.detail()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (
+                    "transport",
+                    "rnic1 transport timeouts 2, retransmitted requests 0".to_string()
+                ),
+                (
+                    "transport",
+                    "rnic3 transport timeouts 0, retransmitted requests 57344".to_string()
+                ),
+            ]
+        );
     }
 }

@@ -133,7 +133,8 @@ pub struct CountersArgs {
 pub struct LintArgs {
     #[command(flatten)]
     pub host: HostArgs,
-    /// Faults for a simulated host (DESIGN 4.2): `acs:` and `ats-off:` show up here.
+    /// Faults for a simulated host (DESIGN 4.2): `acs:`, `ats-off:`, `iommu:` (the RNIC's
+    /// IOMMU group and page size) and `odp:` (ODP regions) show up here.
     #[arg(long, value_name = "FAULT", requires = "sim")]
     pub inject: Vec<String>,
     /// Output format.
@@ -244,7 +245,8 @@ pub struct CheckArgs {
     /// Inject a fault into the simulated host (repeatable; needs --sim). Grammar:
     /// degrade:LINK:FRACTION, flap:LINK:FRACTION, overload:LINK:UTILISATION,
     /// acs:SWITCH|all, ats-off:RNIC, slow-start:RNIC, tx-window:RNIC:BYTES,
-    /// service:RNIC:GBPS[:ENDPOINT].
+    /// service:RNIC:GBPS[:ENDPOINT], iommu:RNIC:WORKING_SET_MIB[:4k|2m], membw:MEM:FRACTION,
+    /// odp:RNIC:damming|flood[:QPS].
     #[arg(long, value_name = "FAULT")]
     pub inject: Vec<String>,
     /// Run the check this many times in a row (5 simulated minutes apart), keeping history:

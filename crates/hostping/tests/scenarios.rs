@@ -11,7 +11,7 @@ fn suite() -> Vec<Scenario> {
 }
 
 #[test]
-fn the_suite_has_the_twelve_cases_two_healthy_hosts_and_the_issue_11_cases() {
+fn the_suite_has_the_twelve_cases_two_healthy_hosts_and_the_issue_11_and_12_cases() {
     let cases: Vec<String> = suite().iter().map(|s| s.case.clone()).collect();
     let mut want: Vec<String> = (1..=12).map(|i| format!("#{i}")).collect();
     want.extend(
@@ -22,6 +22,20 @@ fn the_suite_has_the_twelve_cases_two_healthy_hosts_and_the_issue_11_cases() {
             "rnic-saturated",
             "rnic-link-flapping",
             "rnic-link-flapping-deep",
+            "iommu-4k",
+            "iommu-2m-within-reach",
+            "iommu-with-acs",
+            "membw",
+            "membw-with-degraded-channel",
+            "odp-damming",
+            "odp-flood",
+            "odp-with-gpu-link",
+            "amd-iommu",
+            "amd-membw",
+            "amd-odp-flood",
+            "single-iommu-2m",
+            "single-membw",
+            "single-odp-damming",
         ]
         .map(String::from),
     );
@@ -71,6 +85,13 @@ fn passes_for_seeds_1_to_30(case: &str) {
         };
         let out = s.run();
         assert!(out.pass, "{case} seed {seed}: got {}", out.got_summary());
+    }
+}
+
+#[test]
+fn host_interconnect_cases_pass_for_every_seed() {
+    for case in ["iommu-4k", "iommu-2m-within-reach", "membw", "odp-flood"] {
+        passes_for_seeds_1_to_30(case);
     }
 }
 

@@ -72,6 +72,33 @@ pub struct IommuConfig {
     pub thp: Option<String>,
 }
 
+/// How the IOMMU group of one device translates its DMA.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IommuGroup {
+    /// The device (an RNIC).
+    pub device: ComponentId,
+    /// The group number under `/sys/kernel/iommu_groups`, where known.
+    pub group: Option<u32>,
+    /// The group's `type` (`identity`, `DMA`, `DMA-FQ`), where known.
+    pub kind: Option<String>,
+    /// Whether the IOMMU translates the device's DMA (`DMA`/`DMA-FQ`), where known.
+    pub translated: Option<bool>,
+    /// Page size of the device's DMA mappings, bytes, where known.
+    pub page_bytes: Option<u64>,
+}
+
+/// The smallest transport (ACK) timeout an RNIC honours: below it a QP's `timeout`
+/// attribute is raised to it by firmware (ISPASS'21: about 500 ms on ConnectX with ODP).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TransportTimeout {
+    /// The RNIC.
+    pub rnic: ComponentId,
+    /// The floor, ms, where known.
+    pub floor_ms: Option<f64>,
+    /// Where the value comes from (`firmware floor, ISPASS'21`, a measurement).
+    pub source: String,
+}
+
 /// The static configuration of a host, in model ids.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct HostConfig {
@@ -85,6 +112,15 @@ pub struct HostConfig {
     pub ats: Vec<AtsState>,
     /// IOMMU and page configuration, where read.
     pub iommu: Option<IommuConfig>,
+    /// The IOMMU group of each RNIC, where read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub iommu_groups: Vec<IommuGroup>,
+    /// ODP memory regions in use, where read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub odp: Vec<crate::snapshot::OdpRegion>,
+    /// Each RNIC's transport timeout floor, where known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transport_timeouts: Vec<TransportTimeout>,
     /// What could not be read, and why (`ACS/ATS: config space truncated to 64 bytes`).
     pub unavailable: Vec<String>,
 }

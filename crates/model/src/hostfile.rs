@@ -66,6 +66,9 @@ struct RawHost {
     components: Vec<toml::Table>,
     #[serde(default, rename = "link")]
     links: Vec<RawLink>,
+    /// HotNets'22 3.1 parameters; every field defaults ([`crate::iommu::IommuModel`]).
+    #[serde(default)]
+    iommu: crate::iommu::IommuModel,
 }
 
 /// A component record, by kind. Serde's internally tagged enums buffer their fields and
@@ -237,8 +240,13 @@ pub fn parse(source_name: &str, text: &str) -> Result<HostTopology, ModelError> 
                 .unwrap_or_else(|| defaults::link_latency_ns(kind)),
         });
     }
-    HostTopology::new(raw.name, raw.description, components, links)
-        .map_err(|e| err(e.field, e.reason))
+    raw.iommu
+        .check()
+        .map_err(|(f, r)| err(format!("iommu.{f}"), r))?;
+    let mut host = HostTopology::new(raw.name, raw.description, components, links)
+        .map_err(|e| err(e.field, e.reason))?;
+    host.iommu = raw.iommu;
+    Ok(host)
 }
 
 const COMPONENT_KINDS: [&str; 5] = ["cpu", "memory", "pcie_switch", "gpu", "rnic"];
@@ -439,6 +447,25 @@ pcie = "gen4x16"
             t.link(&"sw0--cpu0".into()).unwrap().kind,
             LinkKind::RootPort
         );
+    }
+
+    #[test]
+    fn the_iommu_table_is_optional_and_checked() {
+        let t = parse("tiny.toml", TINY).unwrap();
+        assert_eq!(t.iommu, crate::iommu::IommuModel::default());
+        let t = parse(
+            "tiny.toml",
+            &format!("{TINY}[iommu]\niotlb_entries = 64\nt_miss_ns = 800.0\n"),
+        )
+        .unwrap();
+        assert_eq!(t.iommu.iotlb_entries, 64);
+        assert_eq!(t.iommu.t_miss_ns, 800.0);
+        assert_eq!(t.iommu.pcie_credits, 4, "the rest keep their defaults");
+        let e = error_of(&format!("{TINY}[iommu]\niotlb_entries = 0\n"));
+        assert_eq!(e.field, "iommu.iotlb_entries");
+        let e = error_of(&format!("{TINY}[iommu]\nentries = 64\n"));
+        assert!(e.field.starts_with("iommu"), "{e}");
+        assert!(e.reason.contains("entries"), "{e}");
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod config;
 pub mod counters;
 pub mod hostfile;
 pub mod ids;
+pub mod iommu;
 pub mod measure;
 pub mod report;
 pub mod snapshot;
@@ -29,10 +30,13 @@ pub mod thresholds;
 pub mod topology;
 
 pub use baseline::{Baseline, BaselinePath};
-pub use config::{AcsPort, AtsState, HostConfig, IommuConfig, LinkTraining};
+pub use config::{
+    AcsPort, AtsState, HostConfig, IommuConfig, IommuGroup, LinkTraining, TransportTimeout,
+};
 pub use counters::{CounterReport, SourceReport, SourceStatus};
 pub use hostfile::ModelError;
 pub use ids::{ComponentId, LinkId};
+pub use iommu::IommuModel;
 pub use measure::{
     LatencyStats, Mode, Op, PathMeasurement, PathOutcome, PathProbe, ProbeRun, Provenance,
     StreamResult,
@@ -40,7 +44,10 @@ pub use measure::{
 pub use report::{
     BaselineKind, Cause, Diagnosis, LinkReport, LinkStatus, PathReport, PathStatus, Report, Setting,
 };
-pub use snapshot::{GpuActivity, HostSnapshot, LinkUtilisation, RnicActivity};
+pub use snapshot::{
+    GpuActivity, HostSnapshot, IommuActivity, LinkUtilisation, MemoryBandwidth, OdpKind, OdpRegion,
+    RnicActivity, TransportCounters,
+};
 pub use thresholds::Thresholds;
 pub use topology::{
     Component, ComponentClass, ComponentKind, HostTopology, Link, LinkKind, Path, Rnic, Turnaround,

@@ -234,6 +234,9 @@ pub struct HostTopology {
     components: Vec<Component>,
     links: Vec<Link>,
     paths: Vec<Path>,
+    /// The IOMMU of the host (HotNets'22 3.1 parameters; the defaults unless the model
+    /// file has an `[iommu]` table).
+    pub iommu: crate::iommu::IommuModel,
     #[serde(skip)]
     component_index: HashMap<ComponentId, usize>,
     #[serde(skip)]
@@ -320,6 +323,7 @@ impl HostTopology {
             components: Vec::new(),
             links,
             paths: Vec::new(),
+            iommu: crate::iommu::IommuModel::default(),
             component_index,
             link_index,
             upstream,

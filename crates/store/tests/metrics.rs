@@ -411,6 +411,7 @@ fn snapshots_replace_rnic_and_utilisation_series() {
             busy: Some(true),
         }],
         links: vec![util("rnic0--lsw0", Some(0.93)), util("lsw0--usw0", None)],
+        ..HostSnapshot::default()
     });
     let e = Exposition::of(&m);
     assert_eq!(
@@ -444,6 +445,7 @@ fn snapshots_replace_rnic_and_utilisation_series() {
         rnics: vec![rnic("rnic0", None, None), rnic("rnic1", Some(3.0), None)],
         gpus: vec![],
         links: vec![],
+        ..HostSnapshot::default()
     });
     let e = Exposition::of(&m);
     assert_eq!(

@@ -1,10 +1,17 @@
 //! What `hostping lint` would read from a virtual host's configuration: ACS control on its
-//! switches and ATS on its RNICs follow the injected `acs` and `ats-off` faults. The
-//! virtual host models no link training and no IOMMU, and says so.
+//! switches and ATS on its RNICs follow the injected `acs` and `ats-off` faults; each RNIC's
+//! IOMMU group is translated (`DMA`, with the fault's page size) under an `iommu` fault and
+//! `identity` otherwise; the ODP regions in use follow the `odp` faults; every RNIC has the
+//! ConnectX firmware's 500 ms transport timeout floor (ISPASS'21). The virtual host models
+//! no link training and no huge-page supply, and says so.
 
 use crate::fault::Fault;
 use crate::host::VirtualHost;
-use model::{AcsPort, AtsState, ComponentClass, HostConfig, Provenance};
+use crate::odp::TRANSPORT_TIMEOUT_FLOOR_MS;
+use model::{
+    AcsPort, AtsState, ComponentClass, HostConfig, IommuConfig, IommuGroup, Provenance,
+    TransportTimeout,
+};
 
 impl VirtualHost {
     /// The static configuration the injected faults imply.
@@ -46,15 +53,52 @@ impl VirtualHost {
                     .any(|f| matches!(f, Fault::AtsOff { rnic } if rnic == &r.id)),
             })
             .collect();
+        let page_of = |rnic: &model::ComponentId| {
+            faults.iter().rev().find_map(|f| match f {
+                Fault::Iommu { rnic: r, page, .. } if r == rnic => Some(page.bytes()),
+                _ => None,
+            })
+        };
+        let iommu_groups: Vec<IommuGroup> = host
+            .rnics()
+            .enumerate()
+            .map(|(i, r)| {
+                let page = page_of(&r.id);
+                IommuGroup {
+                    device: r.id.clone(),
+                    group: Some(i as u32),
+                    kind: Some(if page.is_some() { "DMA" } else { "identity" }.into()),
+                    translated: Some(page.is_some()),
+                    page_bytes: page,
+                }
+            })
+            .collect();
+        let translated = iommu_groups.iter().any(|g| g.translated == Some(true));
+        let transport_timeouts = host
+            .rnics()
+            .map(|r| TransportTimeout {
+                rnic: r.id.clone(),
+                floor_ms: Some(TRANSPORT_TIMEOUT_FLOOR_MS),
+                source: "ConnectX firmware floor (ISPASS'21), simulated".into(),
+            })
+            .collect();
         HostConfig {
             provenance: Some(Provenance::Simulated),
             links: Vec::new(),
             acs,
             ats,
-            iommu: None,
+            iommu: Some(IommuConfig {
+                translated: Some(translated),
+                mode: if translated { "DMA" } else { "identity" }.into(),
+                hugepages_total: None,
+                thp: None,
+            }),
+            iommu_groups,
+            odp: crate::counters::odp_regions(host, faults, probe::ProbeEngine::now_ns(self)),
+            transport_timeouts,
             unavailable: vec![
                 "PCIe link training: not modelled by the virtual host".into(),
-                "IOMMU and huge pages: not modelled by the virtual host".into(),
+                "huge page supply: not modelled by the virtual host".into(),
             ],
         }
     }

@@ -10,6 +10,14 @@
 //! tx-window:<rnic>:<bytes>       per-QP in-flight limit on the RNIC (bytes > 0)
 //! service:<rnic>:<gbps>[:<endpoint>]
 //!                                service traffic received by the RNIC (gbps > 0)
+//! iommu:<rnic>:<working_set_mib>[:4k|2m]
+//!                                the IOMMU translates the RNIC's DMA; its active buffers span
+//!                                that many MiB (> 0) in pages of that size (default 4k)
+//! membw:<mem>:<fraction>         CPU cores' traffic occupies that share of the memory node's
+//!                                bandwidth (0 <= f <= 1)
+//! odp:<rnic>:damming|flood[:<qps>]
+//!                                an application on the RNIC uses ODP memory regions and hits
+//!                                that pitfall (flood only: over <qps> QPs >= 1, default 8)
 //! ```
 //!
 //! The optional fourth field of `service` is an extension of DESIGN 4.2: it names the
@@ -22,6 +30,50 @@
 
 use model::{ComponentClass, ComponentId, HostTopology, LinkId};
 use std::fmt;
+
+/// The page size of an RNIC's DMA mappings under the IOMMU (HotNets'22 3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageSize {
+    /// 4 KiB pages (`4k`, the default).
+    K4,
+    /// 2 MiB huge pages (`2m`).
+    M2,
+}
+
+impl PageSize {
+    /// Bytes in one page.
+    pub fn bytes(self) -> u64 {
+        match self {
+            PageSize::K4 => model::iommu::PAGE_4K,
+            PageSize::M2 => model::iommu::PAGE_2M,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            PageSize::K4 => "4k",
+            PageSize::M2 => "2m",
+        }
+    }
+}
+
+/// The ODP pitfall an application hits (ISPASS'21).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OdpPitfall {
+    /// A page fault on a READ loses a packet, and the requester waits out the transport
+    /// timeout, which firmware will not set below ~500 ms.
+    Damming,
+    /// With client-side ODP over many QPs, page-status updates fail across QPs and
+    /// requests are retransmitted in a storm.
+    Flood {
+        /// QPs the application reads over, at least 1.
+        qps: u32,
+    },
+}
+
+/// QPs of `odp:<rnic>:flood` when the count is left out (ISPASS'21's microbenchmark sweeps
+/// QPs; 8 is where its storm is well under way).
+pub const FLOOD_DEFAULT_QPS: u32 = 8;
 
 /// One injected fault (DESIGN 4.2). Build one with [`Fault::parse`], which checks it
 /// against the host it will be injected into.
@@ -82,6 +134,32 @@ pub enum Fault {
         /// Where it is written; `None` spreads it over the RNIC's affinitive endpoints.
         endpoint: Option<ComponentId>,
     },
+    /// The IOMMU translates the RNIC's DMA, whose active buffers span `working_set_mib` in
+    /// pages of `page` (HotNets'22 3.1).
+    Iommu {
+        /// The RNIC.
+        rnic: ComponentId,
+        /// MiB the RNIC's active buffers span, more than 0.
+        working_set_mib: f64,
+        /// Page size of its mappings.
+        page: PageSize,
+    },
+    /// CPU cores' memory traffic occupies `fraction` of a memory node's bandwidth
+    /// (HotNets'22 3.2); it does not yield to DMA.
+    MemBw {
+        /// The memory node.
+        mem: ComponentId,
+        /// Share of the node's bandwidth taken by the cores, in [0, 1].
+        fraction: f64,
+    },
+    /// An application on the RNIC uses ODP memory regions and hits `pitfall` (ISPASS'21).
+    /// Probes never use ODP memory: only the RNIC's counters and MR state show it.
+    Odp {
+        /// The RNIC.
+        rnic: ComponentId,
+        /// Damming or flood.
+        pitfall: OdpPitfall,
+    },
 }
 
 /// A fault string that cannot be injected into a host, in one line.
@@ -95,7 +173,7 @@ pub struct FaultError {
 }
 
 /// The fault kinds, in grammar order, with their shape for error messages.
-const KINDS: [(&str, &str); 8] = [
+const KINDS: [(&str, &str); 11] = [
     ("degrade", "degrade:<link>:<fraction>"),
     ("flap", "flap:<link>:<fraction>"),
     ("overload", "overload:<link>:<utilization>"),
@@ -104,6 +182,9 @@ const KINDS: [(&str, &str); 8] = [
     ("slow-start", "slow-start:<rnic>"),
     ("tx-window", "tx-window:<rnic>:<bytes>"),
     ("service", "service:<rnic>:<gbps>[:<endpoint>]"),
+    ("iommu", "iommu:<rnic>:<working_set_mib>[:4k|2m]"),
+    ("membw", "membw:<mem>:<fraction>"),
+    ("odp", "odp:<rnic>:damming|flood[:<qps>]"),
 ];
 
 /// How many ids an error lists before `...`.
@@ -225,6 +306,60 @@ fn parse_fields(text: &str, host: &HostTopology) -> Result<Fault, String> {
                 endpoint,
             }
         }
+        "iommu" => {
+            arity(2, 3)?;
+            let rnic = component(host, args[0], Class::Rnic)?;
+            let working_set_mib = number("working_set_mib", args[1])?;
+            if working_set_mib <= 0.0 {
+                return Err(format!("working_set_mib must be above 0, got {}", args[1]));
+            }
+            let page = match args.get(2).copied() {
+                None | Some("4k") => PageSize::K4,
+                Some("2m") => PageSize::M2,
+                Some(other) => {
+                    return Err(format!("page size must be `4k` or `2m`, got `{other}`"));
+                }
+            };
+            Fault::Iommu {
+                rnic,
+                working_set_mib,
+                page,
+            }
+        }
+        "membw" => {
+            arity(2, 2)?;
+            let mem = component(host, args[0], Class::Memory)?;
+            let fraction = number("fraction", args[1])?;
+            if !(0.0..=1.0).contains(&fraction) {
+                return Err(format!("fraction must be in [0, 1], got {}", args[1]));
+            }
+            Fault::MemBw { mem, fraction }
+        }
+        "odp" => {
+            arity(2, 3)?;
+            let rnic = component(host, args[0], Class::Rnic)?;
+            let pitfall = match (args[1], args.get(2)) {
+                ("damming", None) => OdpPitfall::Damming,
+                ("damming", Some(_)) => {
+                    return Err("damming takes no QP count (only flood does)".into());
+                }
+                ("flood", None) => OdpPitfall::Flood {
+                    qps: FLOOD_DEFAULT_QPS,
+                },
+                ("flood", Some(q)) => match q.parse::<u32>() {
+                    Ok(qps) if qps > 0 => OdpPitfall::Flood { qps },
+                    _ => {
+                        return Err(format!("qps must be a whole number above 0, got `{q}`"));
+                    }
+                },
+                (other, _) => {
+                    return Err(format!(
+                        "pitfall must be `damming` or `flood`, got `{other}`"
+                    ));
+                }
+            };
+            Fault::Odp { rnic, pitfall }
+        }
         _ => unreachable!("every kind of KINDS is matched"),
     })
 }
@@ -270,6 +405,7 @@ enum Class {
     Switch,
     Rnic,
     Endpoint,
+    Memory,
 }
 
 impl Class {
@@ -278,6 +414,7 @@ impl Class {
             Class::Switch => c == ComponentClass::PcieSwitch,
             Class::Rnic => c == ComponentClass::Rnic,
             Class::Endpoint => c.is_endpoint(),
+            Class::Memory => c == ComponentClass::Memory,
         }
     }
 
@@ -287,6 +424,7 @@ impl Class {
             Class::Switch => ("a pcie switch", "switches"),
             Class::Rnic => ("an rnic", "rnics"),
             Class::Endpoint => ("an endpoint", "endpoints"),
+            Class::Memory => ("a memory node", "memory nodes"),
         }
     }
 }
@@ -348,6 +486,20 @@ impl fmt::Display for Fault {
                 gbps,
                 endpoint: Some(e),
             } => write!(f, "service:{rnic}:{gbps}:{e}"),
+            Fault::Iommu {
+                rnic,
+                working_set_mib,
+                page,
+            } => write!(f, "iommu:{rnic}:{working_set_mib}:{}", page.as_str()),
+            Fault::MemBw { mem, fraction } => write!(f, "membw:{mem}:{fraction}"),
+            Fault::Odp {
+                rnic,
+                pitfall: OdpPitfall::Damming,
+            } => write!(f, "odp:{rnic}:damming"),
+            Fault::Odp {
+                rnic,
+                pitfall: OdpPitfall::Flood { qps },
+            } => write!(f, "odp:{rnic}:flood:{qps}"),
         }
     }
 }
@@ -471,6 +623,162 @@ mod tests {
     }
 
     #[test]
+    fn host_interconnect_faults_parse_and_print_back() {
+        assert_eq!(
+            ok("iommu:rnic1:4096:4k"),
+            Fault::Iommu {
+                rnic: "rnic1".into(),
+                working_set_mib: 4096.0,
+                page: PageSize::K4
+            }
+        );
+        assert_eq!(
+            ok("iommu:rnic0:0.5:2m"),
+            Fault::Iommu {
+                rnic: "rnic0".into(),
+                working_set_mib: 0.5,
+                page: PageSize::M2
+            }
+        );
+        assert_eq!(
+            ok("membw:mem1:0.9"),
+            Fault::MemBw {
+                mem: "mem1".into(),
+                fraction: 0.9
+            }
+        );
+        assert_eq!(
+            ok("membw:mem0:0"),
+            Fault::MemBw {
+                mem: "mem0".into(),
+                fraction: 0.0
+            }
+        );
+        assert_eq!(
+            ok("odp:rnic2:damming"),
+            Fault::Odp {
+                rnic: "rnic2".into(),
+                pitfall: OdpPitfall::Damming
+            }
+        );
+        assert_eq!(
+            ok("odp:rnic2:flood:16"),
+            Fault::Odp {
+                rnic: "rnic2".into(),
+                pitfall: OdpPitfall::Flood { qps: 16 }
+            }
+        );
+    }
+
+    #[test]
+    fn defaults_print_in_full() {
+        let f = Fault::parse("iommu:rnic1:128", &dgx()).unwrap();
+        assert_eq!(f.to_string(), "iommu:rnic1:128:4k");
+        let f = Fault::parse("odp:rnic3:flood", &dgx()).unwrap();
+        assert_eq!(f.to_string(), "odp:rnic3:flood:8");
+    }
+
+    #[test]
+    fn host_interconnect_faults_are_strict() {
+        assert!(err("iommu:rnic1")
+            .reason
+            .contains("expected `iommu:<rnic>:<working_set_mib>[:4k|2m]`"));
+        assert!(err("iommu:rnic1:64:2m:x")
+            .reason
+            .contains("expected `iommu:"));
+        assert!(err("iommu:gpu0:64")
+            .reason
+            .contains("`gpu0` is a gpu, not an rnic"));
+        assert!(err("iommu:rnic1:0")
+            .reason
+            .contains("working_set_mib must be above 0, got 0"));
+        assert!(err("iommu:rnic1:lots")
+            .reason
+            .contains("working_set_mib `lots` is not a number"));
+        assert!(err("iommu:rnic1:64:1g")
+            .reason
+            .contains("page size must be `4k` or `2m`, got `1g`"));
+        assert!(err("membw:mem1")
+            .reason
+            .contains("expected `membw:<mem>:<fraction>`"));
+        let e = err("membw:cpu1:0.5");
+        assert!(
+            e.reason
+                .starts_with("`cpu1` is a cpu, not a memory node (memory nodes: mem0, mem1)"),
+            "{e}"
+        );
+        assert!(err("membw:mem7:0.5")
+            .reason
+            .starts_with("no memory node `mem7` in dgx-a100"));
+        for bad in ["-0.1", "1.5"] {
+            let e = err(&format!("membw:mem0:{bad}"));
+            assert!(e.reason.contains("fraction must be in [0, 1]"), "{e}");
+        }
+        assert!(err("odp:rnic2")
+            .reason
+            .contains("expected `odp:<rnic>:damming|flood[:<qps>]`"));
+        assert!(err("odp:rnic2:storm")
+            .reason
+            .contains("pitfall must be `damming` or `flood`, got `storm`"));
+        assert!(err("odp:rnic2:damming:4")
+            .reason
+            .contains("damming takes no QP count"));
+        for bad in ["0", "-1", "1.5", "many"] {
+            let e = err(&format!("odp:rnic2:flood:{bad}"));
+            assert!(
+                e.reason.contains("qps must be a whole number above 0"),
+                "{e}"
+            );
+        }
+        assert!(err("odp:mem0:damming")
+            .reason
+            .contains("`mem0` is a memory node, not an rnic"));
+    }
+
+    fn any_fault_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let rnic = (0u32..4).prop_map(|r| format!("rnic{r}"));
+        let mem = (0u32..2).prop_map(|m| format!("mem{m}"));
+        prop_oneof![
+            (rnic.clone(), 1e-3f64..1e6, any::<bool>()).prop_map(|(r, ws, huge)| format!(
+                "iommu:{r}:{ws}:{}",
+                if huge { "2m" } else { "4k" }
+            )),
+            (mem, 0.0f64..=1.0).prop_map(|(m, f)| format!("membw:{m}:{f}")),
+            rnic.clone().prop_map(|r| format!("odp:{r}:damming")),
+            (rnic, 1u32..=4096).prop_map(|(r, q)| format!("odp:{r}:flood:{q}")),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Display is canonical: every valid fault prints as the text it was parsed from,
+        /// and parsing the printed text gives the same fault.
+        #[test]
+        fn new_faults_round_trip(text in any_fault_text()) {
+            let host = dgx();
+            let f = Fault::parse(&text, &host).unwrap();
+            proptest::prop_assert_eq!(f.to_string(), text.clone());
+            proptest::prop_assert_eq!(Fault::parse(&f.to_string(), &host).unwrap(), f);
+        }
+
+        /// Any text either parses to a fault that prints back to a parseable form, or gives
+        /// an error naming the input; nothing panics.
+        #[test]
+        fn arbitrary_text_never_panics(text in "(iommu|membw|odp|degrade)(:[a-z0-9.]{0,8}){0,4}") {
+            let host = dgx();
+            match Fault::parse(&text, &host) {
+                Ok(f) => proptest::prop_assert_eq!(Fault::parse(&f.to_string(), &host).unwrap(), f),
+                Err(e) => {
+                    proptest::prop_assert_eq!(&e.input, &text);
+                    let prefix = format!("bad fault `{text}`: ");
+                    let named = e.to_string().starts_with(&prefix);
+                    proptest::prop_assert!(named, "{}", e);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn non_canonical_numbers_print_canonically() {
         let f = Fault::parse("degrade:rnic0--lsw0:0.50", &dgx()).unwrap();
         assert_eq!(f.to_string(), "degrade:rnic0--lsw0:0.5");
@@ -491,6 +799,9 @@ mod tests {
             "slow-start",
             "tx-window",
             "service",
+            "iommu",
+            "membw",
+            "odp",
         ] {
             assert!(e.reason.contains(k), "{e}");
         }

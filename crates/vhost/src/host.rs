@@ -27,6 +27,7 @@
 //! - **Monitor**: the service traffic placed without any probe; see [`crate::net`] for
 //!   why the probe is left out of link utilisation.
 
+use crate::counters;
 use crate::fault::Fault;
 use crate::net::{Network, Phase};
 use crate::noise::Noise;
@@ -389,11 +390,23 @@ impl Monitor for VirtualHost {
                 utilisation: Some(self.net.utilisation(phase, i)),
             })
             .collect();
+        let transport = self
+            .host
+            .rnics()
+            .map(|c| {
+                let pitfall = crate::odp::pitfall(&self.faults, &c.id);
+                crate::odp::transport(&c.id, pitfall, counters::COUNTER_INTERVAL_NS)
+            })
+            .collect();
         HostSnapshot {
             at_ns: self.clock_ns,
             rnics,
             gpus,
             links,
+            iommu: counters::iommu(&self.host, &self.net, phase),
+            memory: counters::memory(&self.host, &self.net, phase),
+            transport,
+            odp: counters::odp_regions(&self.host, &self.faults, self.clock_ns),
         }
     }
 }

@@ -23,7 +23,11 @@ abnormal is `analyze`'s business.
 - `latency`: Lat_host with queueing, and the bandwidth limits (read window, Tx window).
 - `transfer`: transfer times, and the RNIC's slow-start ramp.
 - `noise`: the seeded, multiplicative measurement noise.
-- `config`: the static configuration the faults imply (ACS, ATS) for `hostping lint`.
+- `config`: the static configuration the faults imply (ACS, ATS, IOMMU groups, ODP
+  regions, transport timeout floors) for `hostping lint`.
+- `counters`: the IOTLB, memory-bus split, transport error and ODP region counters of the
+  snapshot (HotNets'22 3.1, 3.2; ISPASS'21).
+- `odp`: the ODP pitfalls (damming, flood) as RNIC counters and memory regions.
 - `host`: the clock, the flap square wave, the trait implementations.
 
 # Example
@@ -50,13 +54,16 @@ assert!(vh.now_ns() > 0);
 #![deny(missing_docs)]
 
 mod config;
+mod counters;
 mod fault;
 mod host;
 mod latency;
 mod maxmin;
 mod net;
 mod noise;
+mod odp;
 mod transfer;
 
-pub use fault::{Fault, FaultError};
+pub use fault::{Fault, FaultError, OdpPitfall, PageSize, FLOOD_DEFAULT_QPS};
 pub use host::{VhostConfig, VirtualHost, MESSAGE_TIMEOUT_NS};
+pub use odp::{FLOOD_READS_PER_S, TRANSPORT_TIMEOUT_FLOOR_MS};

@@ -27,6 +27,22 @@
 //!   their latencies count twice in the one-way sum, and the CPU's `p2p_forward_ns` is paid.
 //!   ACS at a switch no path turns at changes nothing: traffic through it is already going
 //!   up or down.
+//! - **Memory bus** (HotNets'22 3.2, `membw`): the cores' traffic on a memory node is a
+//!   fixed load on its memory channel, like `overload`'s other traffic, and like it does not
+//!   yield to DMA: "when memory bus is contended, CPUs are able to acquire a larger fraction
+//!   of memory bus bandwidth than NIC". The channel keeps its capacity (it is healthy); the
+//!   probe gets what the cores leave, and queueing on the channel raises its latency. It is
+//!   kept apart from `overload` only so the uncore view can say whose traffic it is.
+//! - **IOMMU** (HotNets'22 3.1, `iommu`): an RNIC whose DMA is translated gets one more
+//!   resource, its NIC-to-memory path, of capacity `C * pkt / (T_base + M * T_miss)`
+//!   ([`model::IommuModel::bound_gbps`]), where M = translations per packet x miss ratio of
+//!   an IOTLB of N entries against the working set in pages. The probe's write back and
+//!   service traffic to a memory node load it by their rate; each probe message also pays
+//!   one translation for its read and one for its write, `2 * miss_ratio * T_miss` of
+//!   Lat_host. Paths to GPU memory are not translated: the RNIC reaches GPU memory
+//!   peer-to-peer with addresses translated ahead of time by ATS, which the IOTLB bound of
+//!   3.1 (writes into host memory through the root complex) does not describe; with ATS
+//!   off such a path is detoured through the root complex, which Hostping 6 #8 names.
 //! - **Bus monitor view**: the utilisation of a link is its busiest direction's other
 //!   traffic plus delivered *service* load over its nominal capacity. The probe is left
 //!   out on purpose: a probe saturates whatever limits it, so counting it would make every
@@ -59,6 +75,9 @@ struct LinkModel {
     flap: f64,
     /// Share of nominal capacity taken by other traffic, per direction.
     other_share: f64,
+    /// Share of nominal capacity taken by the cores' memory traffic (`membw`; memory
+    /// channels only), on top of `other_share`.
+    cores_share: f64,
     /// Resource of each direction, `[Up, Down]`; equal for a memory channel's bus.
     res: [usize; 2],
 }
@@ -79,6 +98,7 @@ impl LinkModel {
             degrade: 1.0,
             flap: 1.0,
             other_share: 0.0,
+            cores_share: 0.0,
             res,
         }
     }
@@ -104,6 +124,56 @@ pub(crate) struct RnicModel {
     pub slow_start: bool,
     /// Its receive-side resource.
     res: usize,
+    /// Its DMA translated by the IOMMU, when an `iommu` fault says so.
+    pub iommu: Option<Translation>,
+}
+
+/// An RNIC's translated DMA (HotNets'22 3.1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Translation {
+    /// Page size of its mappings, bytes.
+    pub page_bytes: u64,
+    /// Bytes its active buffers span.
+    pub working_set_bytes: u64,
+    /// Share of translations that miss the IOTLB.
+    pub miss_ratio: f64,
+    /// IOTLB misses per DMA write (M).
+    pub misses_per_packet: f64,
+    /// Translations per DMA write.
+    pub translations_per_packet: f64,
+    /// The NIC-to-memory bound, Gb/s.
+    pub bound_gbps: f64,
+    /// Extra Lat_host of one probe message: a read and a write translation, ns.
+    pub message_ns: f64,
+    /// Its resource (the NIC-to-memory path).
+    res: usize,
+}
+
+impl Translation {
+    /// DMA translated with pages of `page_bytes` over a working set of `working_set_bytes`,
+    /// on the IOMMU `iommu` of the host model; takes resource `n_res`.
+    fn new(
+        iommu: &model::IommuModel,
+        page_bytes: u64,
+        working_set_bytes: u64,
+        n_res: &mut usize,
+    ) -> Translation {
+        let res = *n_res;
+        *n_res += 1;
+        let miss_ratio = iommu.miss_ratio(working_set_bytes, page_bytes);
+        let translations_per_packet = iommu.translations_per_packet(page_bytes);
+        let misses_per_packet = translations_per_packet * miss_ratio;
+        Translation {
+            page_bytes,
+            working_set_bytes,
+            miss_ratio,
+            misses_per_packet,
+            translations_per_packet,
+            bound_gbps: iommu.bound_gbps(misses_per_packet),
+            message_ns: 2.0 * miss_ratio * iommu.t_miss_ns,
+            res,
+        }
+    }
 }
 
 impl RnicModel {
@@ -121,6 +191,7 @@ impl RnicModel {
             },
             slow_start: false,
             res,
+            iommu: None,
         }
     }
 }
@@ -188,6 +259,11 @@ impl Route {
             }
         }
         let mut probe: Vec<(usize, f64)> = vec![(rnics[rnic].res, 1.0)];
+        if let Some(t) = translated_to(host, path, &rnics[rnic]) {
+            // The write back is the posted DMA write the credits bound (HotNets'22 3.1).
+            probe.push((t.res, 1.0));
+            fixed_ns += t.message_ns;
+        }
         for &(l, _) in &hops {
             // The read and the write back: both directions, or the shared DRAM bus twice.
             let link = &links[l];
@@ -204,6 +280,18 @@ impl Route {
             probe: merged(probe),
         }
     }
+}
+
+/// The translation of an RNIC's DMA to `path`'s endpoint: only host memory is translated
+/// (see the module doc on GPU memory).
+fn translated_to<'a>(
+    host: &HostTopology,
+    path: &model::Path,
+    rnic: &'a RnicModel,
+) -> Option<&'a Translation> {
+    let to_memory =
+        host.component(&path.endpoint).map(|c| c.class()) == Some(ComponentClass::Memory);
+    rnic.iommu.as_ref().filter(|_| to_memory)
 }
 
 /// What a probe of one path sees at one phase.
@@ -224,6 +312,8 @@ pub(crate) struct Phase {
     effective: Vec<f64>,
     /// Other traffic plus delivered service load per resource.
     load: Vec<f64>,
+    /// Of `load`, the delivered service traffic alone.
+    service_load: Vec<f64>,
     /// Delivered rate per service flow.
     delivered: Vec<f64>,
     /// Per path, computed on first use.
@@ -338,7 +428,28 @@ impl Network {
                         tx_window[r] = Some(tx_window[r].map_or(b, |w: f64| w.min(b)));
                     }
                 }
-                Fault::Service { .. } => {}
+                Fault::MemBw { mem, fraction } => {
+                    let channel = host.links_to_cpu(mem).into_iter().next();
+                    if let Some(i) = channel.as_ref().and_then(&link_index) {
+                        links[i].cores_share = (links[i].cores_share + fraction).min(1.0);
+                    }
+                }
+                Fault::Iommu {
+                    rnic,
+                    working_set_mib,
+                    page,
+                } => {
+                    if let Some(r) = rnic_index(rnic) {
+                        let bytes = (working_set_mib * 1024.0 * 1024.0).ceil() as u64;
+                        rnics[r].iommu = Some(Translation::new(
+                            &host.iommu,
+                            page.bytes(),
+                            bytes,
+                            &mut n_res,
+                        ));
+                    }
+                }
+                Fault::Service { .. } | Fault::Odp { .. } => {}
             }
         }
         // The Tx window replaces the QP's in-flight limit (even upwards); the smallest wins.
@@ -415,6 +526,9 @@ impl Network {
             // Received from the network and written to the endpoint: the RNIC's receive
             // side and the RNIC-to-endpoint direction of every hop.
             let mut usage = vec![(self.rnics[r].res, 1.0)];
+            if let Some(t) = translated_to(host, &host.paths()[p], &self.rnics[r]) {
+                usage.push((t.res, 1.0));
+            }
             usage.extend(
                 self.routes[p]
                     .hops
@@ -448,7 +562,7 @@ impl Network {
         for l in &self.links {
             let health = l.degrade * if degraded { l.flap } else { 1.0 };
             let eff = l.capacity_gbps * health;
-            let other = l.other_share * l.capacity_gbps;
+            let other = (l.other_share + l.cores_share).min(1.0) * l.capacity_gbps;
             for r in l.res {
                 capacity[r] = (eff - other).max(0.0);
                 effective[r] = eff;
@@ -458,17 +572,24 @@ impl Network {
         for r in &self.rnics {
             capacity[r.res] = r.limits.line_rate_gbps;
             effective[r.res] = r.limits.line_rate_gbps;
+            if let Some(t) = &r.iommu {
+                capacity[t.res] = t.bound_gbps;
+                effective[t.res] = t.bound_gbps;
+            }
         }
         let delivered = maxmin::solve(&capacity, &self.services);
+        let mut service_load = vec![0.0; self.n_res];
         for (flow, rate) in self.services.iter().zip(&delivered) {
             for &(r, c) in &flow.usage {
                 load[r] += rate * c;
+                service_load[r] += rate * c;
             }
         }
         Phase {
             capacity,
             effective,
             load,
+            service_load,
             delivered,
             paths: vec![None; self.routes.len()],
         }
@@ -522,6 +643,20 @@ impl Network {
             }
         }
         (offered, delivered)
+    }
+
+    /// RNIC number `rnic` (by RNIC order).
+    pub(crate) fn rnic(&self, rnic: usize) -> &RnicModel {
+        &self.rnics[rnic]
+    }
+
+    /// The memory bus of link `link` (by link order) as the uncore counters split it:
+    /// `(nominal capacity, everything moved, of it the RNICs' DMA)`, Gb/s. A memory channel
+    /// is one shared resource, so both numbers are of that bus.
+    pub(crate) fn memory_bus(&self, phase: &Phase, link: usize) -> (f64, f64, f64) {
+        let l = &self.links[link];
+        let r = l.res[0];
+        (l.capacity_gbps, phase.load[r], phase.service_load[r])
     }
 
     /// The bus monitor's utilisation of link `link` (by link order): the busiest

@@ -258,6 +258,7 @@ impl Snap {
                     utilisation: Some(0.1),
                 })
                 .collect(),
+            ..HostSnapshot::default()
         })
     }
 
