@@ -8,6 +8,8 @@
 #                      (the whole guest console) and job.sh (what the guest ran).
 #   --timeout SECONDS  wall-clock bound for the whole guest, boot included (default 300).
 #   --mem MIB          guest memory, split evenly over the two NUMA nodes (default 1024).
+#   --iommu            adds a virtual Intel IOMMU (QEMU intel-iommu, kernel intel_iommu=on),
+#                      so the PCI functions get translated IOMMU groups.
 # Exit status: COMMAND's, or 124 when the guest timed out, or 125 when the set-up failed or
 # the guest died before the command finished (the tail of the serial log is printed for
 # 124 and for a guest that died); 2 for a usage error.
@@ -40,12 +42,13 @@ die() { say "error: $*"; exit 2; }
 usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}" >&2; exit "${1:-2}"; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
-out="" timeout_s=300 mem=1024
+out="" timeout_s=300 mem=1024 iommu_args=() append="console=ttyS0 panic=-1 quiet"
 while [ $# -gt 0 ]; do
     case "$1" in
     --out) out=${2:?--out needs a folder}; shift 2 ;;
     --timeout) timeout_s=${2:?--timeout needs seconds}; shift 2 ;;
     --mem) mem=${2:?--mem needs MiB}; shift 2 ;;
+    --iommu) iommu_args=(-device intel-iommu,intremap=off); append+=" intel_iommu=on"; shift ;;
     --) shift; break ;;
     -h | --help) usage 0 ;;
     *) say "unknown option $1"; usage ;;
@@ -131,7 +134,8 @@ qemu=(
     qemu-system-x86_64
     -M q35 -accel tcg -cpu max -smp 2 -m "$mem"
     -nodefaults -nographic -no-reboot -no-user-config -serial stdio
-    -kernel "$KERNEL" -initrd "$INITRD" -append 'console=ttyS0 panic=-1 quiet'
+    "${iommu_args[@]}"
+    -kernel "$KERNEL" -initrd "$INITRD" -append "$append"
     # two NUMA nodes, one vCPU and half the memory each
     -object "memory-backend-ram,id=m0,size=${half}M" -numa "node,nodeid=0,cpus=0,memdev=m0"
     -object "memory-backend-ram,id=m1,size=${half}M" -numa "node,nodeid=1,cpus=1,memdev=m1"

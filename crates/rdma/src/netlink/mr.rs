@@ -20,7 +20,9 @@ pub struct Device {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", content = "value", rename_all = "snake_case")]
 pub enum Owner {
-    /// `RES_PID`: a process, by its PID in the reader's PID namespace.
+    /// `RES_PID`: the task that created it, by its ID in the reader's PID namespace
+    /// (`task_pid_vnr`): the process ID, or for a multi-threaded process the creating
+    /// thread's ID, which `/proc/<id>/` resolves too (seen in the Soft-RoCE guest).
     Process(u32),
     /// `RES_KERN_NAME`: a kernel module (`ib_ipoib`, `rdma_cm`).
     Kernel(String),
