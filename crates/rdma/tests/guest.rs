@@ -59,6 +59,16 @@ fn real_kernel_netlink_odp_and_iommu_in_the_guest() {
     for line in ["odp_caps:", "netlink MR:", "iommu:"] {
         assert!(log.contains(line), "no `{line}` in:\n{log}");
     }
+    for capture in ["dev-get-rxe0.hex", "mr-dump-rxe0.hex", "mr-stat-rxe0.hex"] {
+        let text = std::fs::read_to_string(out.join(capture)).unwrap();
+        assert!(text.contains("# recv 1"), "{capture}: {text}");
+    }
+}
+
+fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
 }
 
 /// Runs inside the guest only (it needs root and rxe0); elsewhere it returns at once.
@@ -90,13 +100,43 @@ fn inside_the_guest() {
     // SAFETY: buffer outlives the MR (dropped first, at the end of this scope).
     let mr = unsafe { pd.reg_mr(buffer.as_mut_ptr(), buffer.len()) }.unwrap();
     let mut nl = RdmaNetlink::open(Duration::from_secs(5)).expect("RDMA netlink");
+    // Each dump's receive buffers go to the out folder: the captured fixtures of
+    // testdata/netlink/*-rxe0.hex come from here.
+    let capture = |nl: &mut RdmaNetlink, name: &str, title: &str| {
+        let mut text = format!(
+            "# {title}\n# captured in the Soft-RoCE guest (Linux {}, rxe) by tests/guest.rs\n",
+            kernel_release()
+        );
+        for (i, buf) in nl.take_recorded().iter().enumerate() {
+            text.push_str(&format!("# recv {}\n", i + 1));
+            for row in buf.chunks(16) {
+                let hex: Vec<String> = row.iter().map(|b| format!("{b:02x}")).collect();
+                text.push_str(&hex.join(" "));
+                text.push('\n');
+            }
+        }
+        let out = std::env::var_os("HOSTPING_GUEST_OUT").expect("the guest's out folder");
+        std::fs::write(Path::new(&out).join(name), text).unwrap();
+    };
+    nl.record();
     let devices = nl.devices().unwrap();
+    capture(
+        &mut nl,
+        "dev-get-rxe0.hex",
+        "RDMA_NLDEV_CMD_GET dump, seq 1: rxe0",
+    );
     let rxe = devices
         .iter()
         .find(|d| d.name == "rxe0")
         .unwrap_or_else(|| panic!("rxe0 not in {devices:?}"))
         .clone();
+    nl.record();
     let mrs = nl.memory_regions(&rxe).unwrap();
+    capture(
+        &mut nl,
+        "mr-dump-rxe0.hex",
+        "RDMA_NLDEV_CMD_RES_MR_GET dump of rxe0, seq 2: one 64 KiB MR",
+    );
     // The kernel names the creating task: this test's thread, not the process.
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() } as u32;
@@ -108,7 +148,13 @@ fn inside_the_guest() {
     assert_eq!(ours.rkey, Some(mr.rkey()), "root reads the keys");
     assert_eq!(ours.lkey, Some(mr.lkey()));
     assert!(ours.pdn.is_some() && ours.odp().is_none());
+    nl.record();
     let stats = nl.mr_statistics(&rxe).unwrap();
+    capture(
+        &mut nl,
+        "mr-stat-rxe0.hex",
+        "RDMA_NLDEV_CMD_STAT_GET (MR) dump of rxe0, seq 3",
+    );
     let mine = stats
         .iter()
         .find(|s| s.mrn == ours.mrn)

@@ -46,9 +46,10 @@ RES_MR (nest) { RES_MR_ENTRY (nest) {                 fill_res_mr_entry()
 } ... }
 ```
 
-then `NLMSG_DONE`. A device with many MRs continues in further messages, each starting with
-the device again. `RDMA_NLDEV_CMD_STAT_GET` with `RDMA_NLDEV_ATTR_STAT_RES = RES_MR`
-answers the same way (message type `RES_MR_GET` too), each entry being `RES_MRN` and, for
+then `NLMSG_DONE` in a receive buffer of its own (`netlink_dump` sends the filled buffer
+first; the `-rxe0.hex` files of `testdata/netlink/` are captures from Linux 6.1). A device
+with many MRs continues in further messages, each starting with the device again.
+`RDMA_NLDEV_CMD_STAT_GET` with `RDMA_NLDEV_ATTR_STAT_RES = RES_MR` answers the same way (messages of type `STAT_GET`), each entry being `RES_MRN` and, for
 an ODP MR of mlx5, `STAT_HWCOUNTERS` (nest) of `STAT_HWCOUNTER_ENTRY` (nest)
 `{ ENTRY_NAME string, ENTRY_VALUE u64 }` named `page_faults`, `page_invalidations`,
 `page_prefetch` (drivers/infiniband/hw/mlx5/restrack.c, `fill_stat_mr_entry`).

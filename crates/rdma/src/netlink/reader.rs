@@ -83,6 +83,8 @@ pub struct RdmaNetlink {
     socket: Socket,
     sequence: u32,
     timeout: Duration,
+    /// Every receive buffer, kept while recording (for captured fixtures).
+    recorded: Option<Vec<Vec<u8>>>,
 }
 
 /// One request: what it is called in errors, its operation and attributes, and the device
@@ -113,7 +115,19 @@ impl RdmaNetlink {
             socket,
             sequence: 0,
             timeout,
+            recorded: None,
         })
+    }
+
+    /// Starts keeping every receive buffer, as the kernel sent it, until
+    /// [`RdmaNetlink::take_recorded`]: how `testdata/netlink/*-rxe0.hex` were captured.
+    pub fn record(&mut self) {
+        self.recorded = Some(Vec::new());
+    }
+
+    /// The buffers received since [`RdmaNetlink::record`], in order; recording stops.
+    pub fn take_recorded(&mut self) -> Vec<Vec<u8>> {
+        self.recorded.take().unwrap_or_default()
     }
 
     /// The RDMA devices (`RDMA_NLDEV_CMD_GET` dump; `rdma dev`).
@@ -236,6 +250,9 @@ impl RdmaNetlink {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(io_error(e)),
             };
+            if let Some(recorded) = &mut self.recorded {
+                recorded.push(buffer.clone());
+            }
             match dump.absorb(&buffer, parse)? {
                 Step::More => {}
                 Step::Complete { interrupted: true } => return Ok(None),

@@ -13,6 +13,10 @@ sends them, by replaying the kernel's own nla_put sequence:
 - Numbers from include/uapi/rdma/rdma_netlink.h (read from the installed header, so this
   script shares nothing with the Rust code it tests).
 
+The *-rxe0.hex files beside them are real: captured in the Soft-RoCE guest by
+tests/guest.rs (RdmaNetlink::record); the layout here matches them (entry attribute order,
+message types, NLMSG_DONE in a buffer of its own).
+
 The values are those of a root reader (CAP_NET_ADMIN: keys present) on a ConnectX-6 host
 where process 5150 runs an ODP application and process 4242 a pinned one. This machine has
 no RDMA hardware, so nothing could be captured; when a capture exists
@@ -148,7 +152,8 @@ write("dev-get.hex", "RDMA_NLDEV_CMD_GET dump, seq 1: mlx5_0 and mlx5_1 (Connect
     done(1),
 ])
 # Four MRs; the kernel filled the first buffer after two entries and went on in a second
-# message (res_get_common_dumpit keeps its place in cb->args[0]).
+# message (res_get_common_dumpit keeps its place in cb->args[0]). NLMSG_DONE comes in a
+# buffer of its own, as netlink_dump sends it after a dump call that filled data.
 write("mr-dump-mlx5_0.hex", "RDMA_NLDEV_CMD_RES_MR_GET dump of mlx5_0 (index 0), seq 2", [
     nlmsg(M, NLM_F_MULTI, 2, table(0, "mlx5_0", [
         mr_entry(1, 131072, 0x00003f00, 0x00003f00, kern="nvme_rdma"),
@@ -157,16 +162,19 @@ write("mr-dump-mlx5_0.hex", "RDMA_NLDEV_CMD_RES_MR_GET dump of mlx5_0 (index 0),
     nlmsg(M, NLM_F_MULTI, 2, table(0, "mlx5_0", [
         mr_entry(7, 1073741824, 0x0001c0a2, 0x0001c0a2, pdn=4, pid=5150, odp="explicit"),
         mr_entry(8, 0xFFFF_FFFF_FFFF_FFFF, 0x00000500, 0x00000500, pdn=4, pid=5150, odp="implicit"),
-    ])) + done(2),
+    ])),
+    done(2),
 ])
-# The statistics dump answers with messages of type RES_MR_GET too (fill_entries[MR]).
+# The statistics dump answers with messages of type STAT_GET (as captured from Linux 6.1 in
+# mr-stat-rxe0.hex).
 write("mr-stat-mlx5_0.hex", "RDMA_NLDEV_CMD_STAT_GET (STAT_RES = RES_MR) dump of mlx5_0, seq 3", [
-    nlmsg(M, NLM_F_MULTI, 3, table(0, "mlx5_0", [
+    nlmsg(rtype("RDMA_NLDEV_CMD_STAT_GET"), NLM_F_MULTI, 3, table(0, "mlx5_0", [
         stat_entry(1),
         stat_entry(6),
         stat_entry(7, [("page_faults", 1843), ("page_invalidations", 12), ("page_prefetch", 0)]),
         stat_entry(8, [("page_faults", 5210933), ("page_invalidations", 4096), ("page_prefetch", 65536)]),
-    ])) + done(3),
+    ])),
+    done(3),
 ])
 # A dump of a device index that no longer exists: the dump's first call returns -EINVAL,
 # which netlink_dump sends in NLMSG_DONE.
