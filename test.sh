@@ -41,3 +41,5 @@ $sudo scripts/slurm/check-sweep.sh "$hostping_bin"
 # The real backends on a real verbs device: rdma_rxe in a QEMU guest (scripts/guest/), from
 # this checkout and from a clone of it under /tmp.
 cargo test -p hostping --test softroce --locked -- --ignored --nocapture
+# RDMA netlink, ODP capabilities and a virtual IOMMU's groups on the same guest kernel.
+cargo test -p rdma --test guest --locked -- --ignored --nocapture

@@ -12,6 +12,8 @@ The real-host backends of hostping: what runs on a server with RDMA hardware.
   between two regions on the endpoint, implementing [`probe::ProbeEngine`].
 - [`counters`] reads the counter sources one module each (RNIC counters, ethtool pause and
   drops, PCIe links with AER/ACS/ATS, NVML, perf uncore, IOMMU and huge pages).
+- [`netlink`] reads RDMA netlink: the memory regions of each device, which of them use
+  on-demand paging, and their page-fault counters.
 - [`monitor`] reads them together and maps them to model ids: the hardware and bus
   monitor's [`model::HostSnapshot`] (a [`probe::Monitor`]), the [`model::HostConfig`] that
   `analyze::lint` judges, and the [`model::CounterReport`] of `hostping counters`.
@@ -26,5 +28,6 @@ pub mod engine;
 pub mod host;
 pub mod memory;
 pub mod monitor;
+pub mod netlink;
 pub mod sysfs;
 pub mod verbs;

@@ -8,8 +8,13 @@ use std::process::Command;
 
 const HEADER: &str = "/usr/include/infiniband/verbs.h";
 
-/// `ibv_send_wr.wr.rdma.rkey` -> `offsetof(struct ibv_send_wr, wr.rdma.rkey)`.
+/// `ibv_send_wr.wr.rdma.rkey` -> `offsetof(struct ibv_send_wr, wr.rdma.rkey)`; a
+/// distance `a - b` is the difference of the two (`verbs_context.sz -
+/// verbs_context.query_device_ex`: the mirrored tail of a struct that grows at its front).
 fn c_expression(name: &str) -> String {
+    if let Some((a, b)) = name.split_once(" - ") {
+        return format!("({} - {})", c_expression(a), c_expression(b));
+    }
     match name.strip_prefix("sizeof ") {
         Some(t) => format!("sizeof(struct {t})"),
         None => {

@@ -84,6 +84,110 @@ impl MemoryConfig {
             && self.hugepages_reserved() == Some(false)
             && self.thp_enabled.as_deref() == Some("never")
     }
+
+    /// The page sizes, KiB, that user buffers (an RNIC's registered memory) can lie on:
+    /// 4 KiB always; each hugepage pool with pages reserved; 2 MiB transparent hugepages
+    /// unless THP is `never` (with `madvise`, only for an application that asks).
+    pub fn buffer_page_sizes_kib(&self) -> Vec<u64> {
+        let mut sizes = vec![4];
+        sizes.extend(
+            self.hugepages
+                .iter()
+                .filter(|p| p.total > 0)
+                .map(|p| p.size_kib),
+        );
+        if self.hugepages.is_empty() {
+            if let Some(m) = self.meminfo.filter(|m| m.total > 0) {
+                sizes.push(m.size_kib);
+            }
+        }
+        if matches!(self.thp_enabled.as_deref(), Some("always" | "madvise")) {
+            sizes.push(2048);
+        }
+        sizes.sort_unstable();
+        sizes.dedup();
+        sizes
+    }
+}
+
+/// The per-RNIC answer to "is its DMA translated, by which unit, and on which page sizes
+/// can its buffers lie?" (HotNets'22 section 3.1: the IOTLB reach is entries x page size).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RnicTranslation {
+    /// The RNIC's PCI function.
+    pub rnic: PciAddr,
+    /// `sys/bus/pci/devices/<addr>/iommu`: the unit that translates for it (`dmar3`,
+    /// `ivhd1`); `None` without an IOMMU.
+    pub unit: Option<String>,
+    /// Its IOMMU group.
+    pub group: Option<u32>,
+    /// The group's `type`.
+    pub group_type: Option<GroupType>,
+    /// [`MemoryConfig::translates`]: `None` is unknown, not untranslated.
+    pub translated: Option<bool>,
+    /// [`MemoryConfig::buffer_page_sizes_kib`].
+    pub buffer_pages_kib: Vec<u64>,
+    /// The page sizes the unit's page tables (and so its IOTLB entries) can use, KiB: 4
+    /// plus the second-level large pages of an Intel unit's `cap` (SLLPS, bits 34 and 35:
+    /// 2 MiB, 1 GiB); `None` when the unit's registers are not readable (AMD, or no unit).
+    pub iommu_pages_kib: Option<Vec<u64>>,
+}
+
+impl RnicTranslation {
+    /// Translated, and every buffer on 4 KiB pages: the IOTLB-miss risk of HotNets'22
+    /// section 3.1 (Figure 4: 4 KiB pages lose more than 30% of the throughput).
+    pub fn translated_on_4k_only(&self) -> bool {
+        self.translated == Some(true) && self.buffer_pages_kib == [4]
+    }
+}
+
+impl IntelIommu {
+    /// The page sizes, KiB, of the unit's second-level page tables: 4, plus 2 MiB and
+    /// 1 GiB when `cap` bits 34 and 35 (SLLPS, VT-d spec 11.4.2; the kernel's
+    /// `cap_super_page_val`) say so.
+    pub fn page_sizes_kib(&self) -> Vec<u64> {
+        let sllps = (self.cap >> 34) & 0xf;
+        let mut sizes = vec![4];
+        if sllps & 1 != 0 {
+            sizes.push(2048);
+        }
+        if sllps & 2 != 0 {
+            sizes.push(1 << 20);
+        }
+        sizes
+    }
+}
+
+/// The [`RnicTranslation`] of the PCI function `rnic`: its `iommu` link below `root`, its
+/// group in `config`.
+pub fn rnic_translation(
+    root: &SysRoot,
+    config: &MemoryConfig,
+    rnic: PciAddr,
+) -> Result<RnicTranslation, DiscoverError> {
+    let link = root.path(&format!("sys/bus/pci/devices/{rnic}/iommu"));
+    let unit = root
+        .resolve(&link)?
+        .and_then(|real| real.file_name().map(|n| n.to_string_lossy().into_owned()));
+    let group = config.iommu.group_of(rnic);
+    let iommu_pages_kib = unit.as_ref().and_then(|name| {
+        config
+            .iommu
+            .units
+            .iter()
+            .find(|u| &u.name == name)
+            .and_then(|u| u.intel)
+            .map(|intel| intel.page_sizes_kib())
+    });
+    Ok(RnicTranslation {
+        rnic,
+        unit,
+        group: group.map(|g| g.id),
+        group_type: group.and_then(|g| g.kind),
+        translated: config.translates(rnic),
+        buffer_pages_kib: config.buffer_page_sizes_kib(),
+        iommu_pages_kib,
+    })
 }
 
 /// The IOMMU as sysfs and the command line show it.

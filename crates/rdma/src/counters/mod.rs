@@ -7,6 +7,7 @@ readings; absent is not an error, an unreadable or malformed file is, naming it.
 
 pub mod ethtool;
 pub mod iommu;
+pub mod iotlb;
 pub mod nvml;
 pub mod pcie;
 pub mod rnic;

@@ -4,7 +4,10 @@
 //! Every struct mirrors `<infiniband/verbs.h>` (rdma-core; stable ABI since IBVERBS_1.1)
 //! field by field up to the last field hostping reads or writes. The data-path verbs
 //! (`ibv_post_send`, `ibv_poll_cq`) are `static inline` in the header: they call through
-//! `ibv_context.ops`, so that table is mirrored too. `tests/verbs_layout.rs` compiles a C
+//! `ibv_context.ops`, so that table is mirrored too. So is `ibv_query_device_ex`, which
+//! calls through the provider's `struct verbs_context`: that struct grows at its front (new
+//! members go first, `context` stays last), so only its tail from `query_device_ex` to
+//! `context` is mirrored ([`verbs_context_tail`]), found from the context by its distance. `tests/verbs_layout.rs` compiles a C
 //! program against the real header and compares every offset and size in [`layout`].
 #![allow(non_camel_case_types, missing_docs)]
 
@@ -40,11 +43,61 @@ pub struct ibv_context_ops {
     _after: [*mut c_void; 6],
 }
 
-/// `struct ibv_context` up to `ops` (the rest is never touched).
+/// `struct ibv_context`.
 #[repr(C)]
 pub struct ibv_context {
     pub device: *mut ibv_device,
     pub ops: ibv_context_ops,
+    pub cmd_fd: c_int,
+    pub async_fd: c_int,
+    pub num_comp_vectors: c_int,
+    pub mutex: libc::pthread_mutex_t,
+    /// `__VERBS_ABI_IS_EXTENDED` (all ones) when the context is the last member of a
+    /// `struct verbs_context`.
+    pub abi_compat: *mut c_void,
+}
+
+/// `__VERBS_ABI_IS_EXTENDED`: `(void *)UINTPTR_MAX`.
+pub const VERBS_ABI_IS_EXTENDED: usize = usize::MAX;
+
+/// The provider's `query_device_ex(context, input, attr, attr_size)`.
+pub type QueryDeviceEx =
+    unsafe extern "C" fn(*mut ibv_context, *const c_void, *mut ibv_device_attr_ex, usize) -> c_int;
+
+/// The tail of `struct verbs_context`, from `query_device_ex` to the end (`context` is
+/// last, `sz` just before it). Members before `query_device_ex` are newer and never
+/// touched; those between are placeholders of their size.
+#[repr(C)]
+pub struct verbs_context_tail {
+    pub query_device_ex: Option<QueryDeviceEx>,
+    /// `ibv_destroy_flow` .. `close_xrcd` (10 pointers) and `_ABI_placeholder3` (u64).
+    _between: [*mut c_void; 11],
+    /// The size of the provider's whole `struct verbs_context`.
+    pub sz: usize,
+    pub context: ibv_context,
+}
+
+/// `struct ibv_odp_caps`.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct ibv_odp_caps {
+    pub general_caps: u64,
+    pub rc_odp_caps: u32,
+    pub uc_odp_caps: u32,
+    pub ud_odp_caps: u32,
+}
+
+/// `struct ibv_device_attr_ex` (the capabilities between `odp_caps` and `xrc_odp_caps`
+/// are sized, not typed).
+#[repr(C)]
+pub struct ibv_device_attr_ex {
+    pub orig_attr: ibv_device_attr,
+    pub comp_mask: u32,
+    pub odp_caps: ibv_odp_caps,
+    /// `completion_timestamp_mask` .. `pci_atomic_caps`.
+    _between: [u64; 16],
+    pub xrc_odp_caps: u32,
+    pub phys_port_cnt_ex: u32,
 }
 
 /// `struct ibv_device_attr`.
@@ -304,6 +357,8 @@ pub const IBV_WC_SUCCESS: c_uint = 0;
 pub const IBV_ACCESS_LOCAL_WRITE: c_int = 1;
 pub const IBV_ACCESS_REMOTE_WRITE: c_int = 1 << 1;
 pub const IBV_ACCESS_REMOTE_READ: c_int = 1 << 2;
+pub const IBV_ODP_SUPPORT: u64 = 1;
+pub const IBV_ODP_SUPPORT_IMPLICIT: u64 = 1 << 1;
 
 pub const IBV_QP_STATE: c_int = 1;
 pub const IBV_QP_ACCESS_FLAGS: c_int = 1 << 3;
@@ -335,6 +390,39 @@ pub fn layout() -> Vec<(&'static str, usize)> {
     }
     vec![
         off!(ibv_context.ops),
+        off!(ibv_context.abi_compat),
+        ("sizeof ibv_context", size_of::<ibv_context>()),
+        (
+            "verbs_context.sz - verbs_context.query_device_ex",
+            offset_of!(verbs_context_tail, sz),
+        ),
+        (
+            "verbs_context.context - verbs_context.query_device_ex",
+            offset_of!(verbs_context_tail, context),
+        ),
+        (
+            "sizeof verbs_context - verbs_context.query_device_ex",
+            size_of::<verbs_context_tail>(),
+        ),
+        off!(ibv_device_attr.max_mr_size),
+        off!(ibv_device_attr_ex.comp_mask),
+        off!(ibv_device_attr_ex.odp_caps),
+        (
+            "ibv_device_attr_ex.odp_caps.per_transport_caps.rc_odp_caps",
+            offset_of!(ibv_device_attr_ex, odp_caps) + offset_of!(ibv_odp_caps, rc_odp_caps),
+        ),
+        (
+            "ibv_device_attr_ex.odp_caps.per_transport_caps.uc_odp_caps",
+            offset_of!(ibv_device_attr_ex, odp_caps) + offset_of!(ibv_odp_caps, uc_odp_caps),
+        ),
+        (
+            "ibv_device_attr_ex.odp_caps.per_transport_caps.ud_odp_caps",
+            offset_of!(ibv_device_attr_ex, odp_caps) + offset_of!(ibv_odp_caps, ud_odp_caps),
+        ),
+        ("sizeof ibv_odp_caps", size_of::<ibv_odp_caps>()),
+        off!(ibv_device_attr_ex.xrc_odp_caps),
+        off!(ibv_device_attr_ex.phys_port_cnt_ex),
+        ("sizeof ibv_device_attr_ex", size_of::<ibv_device_attr_ex>()),
         (
             "ibv_context_ops.poll_cq",
             offset_of!(ibv_context_ops, poll_cq),

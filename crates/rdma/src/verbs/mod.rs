@@ -8,8 +8,10 @@
 //! verbs requires (QP before CQ, MR before PD, everything before the context).
 
 pub mod ffi;
+pub mod odp;
 
 use ffi::*;
+pub use odp::{CapsSource, OdpCaps, TransportOdp};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -310,6 +312,57 @@ impl Context {
         })
     }
 
+    /// The ODP capabilities: `ibv_query_device_ex` (a `static inline` of verbs.h, mirrored:
+    /// the provider's `query_device_ex` through `struct verbs_context`, else the legacy
+    /// `ibv_query_device` with no ODP, exactly as the inline falls back).
+    pub fn odp_caps(&self) -> Result<OdpCaps, VerbsError> {
+        // SAFETY: plain data; zero is what the inline's fallback leaves too.
+        let mut attr: ibv_device_attr_ex = unsafe { std::mem::zeroed() };
+        // SAFETY: ctx is open; the op is only used when the context says it is extended.
+        let op = unsafe { query_device_ex_op(self.raw()) };
+        let rc = match op {
+            // SAFETY: ctx is open, no input (NULL is allowed: comp_mask 0), attr is an
+            // out-parameter of the size passed.
+            Some(query) => unsafe {
+                query(
+                    self.raw(),
+                    std::ptr::null(),
+                    &mut attr,
+                    std::mem::size_of::<ibv_device_attr_ex>(),
+                )
+            },
+            None => libc::ENOSYS,
+        };
+        let source = match rc {
+            0 => CapsSource::Extended,
+            libc::EOPNOTSUPP | libc::ENOSYS => {
+                // SAFETY: as above.
+                attr = unsafe { std::mem::zeroed() };
+                // SAFETY: ctx is open; orig_attr is a full ibv_device_attr.
+                let rc = unsafe { (self.verbs.sym.query_device)(self.raw(), &mut attr.orig_attr) };
+                if rc != 0 {
+                    return Err(VerbsError::code(
+                        format!("ibv_query_device({})", self.name),
+                        rc,
+                    ));
+                }
+                CapsSource::Legacy
+            }
+            rc => {
+                return Err(VerbsError::code(
+                    format!("ibv_query_device_ex({})", self.name),
+                    rc,
+                ))
+            }
+        };
+        Ok(OdpCaps::from_raw(
+            attr.odp_caps,
+            attr.xrc_odp_caps,
+            attr.orig_attr.max_mr_size,
+            source,
+        ))
+    }
+
     /// `ibv_query_port`.
     pub fn port(&self, port: u8) -> Result<PortInfo, VerbsError> {
         // SAFETY: plain data.
@@ -377,6 +430,31 @@ impl Drop for Context {
         // SAFETY: every PD, CQ, MR and QP borrows this context, so all are gone.
         unsafe { (self.verbs.sym.close_device)(self.raw()) };
     }
+}
+
+/// `verbs_get_ctx_op(ctx, query_device_ex)` of verbs.h: the provider's `query_device_ex`
+/// when the context is embedded in a `struct verbs_context` (`abi_compat` all ones) that is
+/// large enough to have the member and has it set.
+///
+/// # Safety
+/// `ctx` must be an open context.
+unsafe fn query_device_ex_op(ctx: *mut ibv_context) -> Option<QueryDeviceEx> {
+    // SAFETY: ctx is valid (caller).
+    if unsafe { (*ctx).abi_compat } as usize != VERBS_ABI_IS_EXTENDED {
+        return None;
+    }
+    // SAFETY: an extended context is the last member of the provider's verbs_context, so
+    // the tail lies right before it in the same allocation (container_of, as the inline).
+    let tail = unsafe {
+        &*ctx
+            .cast::<u8>()
+            .sub(std::mem::offset_of!(verbs_context_tail, context))
+            .cast::<verbs_context_tail>()
+    };
+    if tail.sz < std::mem::size_of::<verbs_context_tail>() {
+        return None;
+    }
+    tail.query_device_ex
 }
 
 /// A protection domain.

@@ -278,7 +278,7 @@ pub struct BusRate {
 }
 
 /// `count` scaled for multiplexing: x enabled / running when the counter ran part time.
-fn scaled(count: u64, enabled: u64, running: u64) -> f64 {
+pub(crate) fn scaled(count: u64, enabled: u64, running: u64) -> f64 {
     if running > 0 && enabled > running {
         count as f64 * enabled as f64 / running as f64
     } else {

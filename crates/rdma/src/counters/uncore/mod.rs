@@ -55,6 +55,7 @@ mod counting;
 mod discovery;
 mod events;
 
+pub(crate) use counting::scaled;
 pub use counting::{
     open_failure, rates, BusRate, BusReading, Counter, CounterValue, SampledCounter, UncoreMonitor,
     UncoreSample,
