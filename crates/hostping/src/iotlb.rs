@@ -312,7 +312,7 @@ pub fn size_text(bytes: u64) -> String {
     const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
     UNITS
         .iter()
-        .find(|(_, u)| bytes >= *u && bytes % u == 0)
+        .find(|(_, u)| bytes >= *u && bytes.is_multiple_of(*u))
         .map_or(format!("{bytes} B"), |(name, u)| {
             format!("{} {name}", bytes / u)
         })

@@ -126,9 +126,10 @@ fn check(args: CheckArgs) -> Result<Outcome> {
         timeout_ms: args.timeout_ms,
         verbs_faults: args.verbs_fault.clone(),
     };
-    let iotlb = match args.iotlb {
-        true => Some(iotlb_sweep(&mut host, &probe, args.iotlb_max_mib)?),
-        false => None,
+    let iotlb = if args.iotlb {
+        Some(iotlb_sweep(&mut host, &probe, args.iotlb_max_mib)?)
+    } else {
+        None
     };
     let settings = CheckSettings {
         cadence_ns: host.cadence_ns(),

@@ -37,12 +37,12 @@ pub enum OdpBenchError {
         found: String,
     },
     /// The device lacks ODP READ over RC.
-    #[error("odp-bench {kind}: {source}")]
+    #[error("odp-bench {kind}: {missing}")]
     NoOdp {
         /// The micro-benchmark.
         kind: &'static str,
-        /// What is missing.
-        source: NoOdp,
+        /// What is missing (in the message, not a source, so that it is printed once).
+        missing: NoOdp,
     },
     /// The device has ODP, but the READ loops of the micro-benchmarks are not written yet.
     #[error(
@@ -93,6 +93,37 @@ pub fn run(args: &OdpBenchArgs) -> Result<(), OdpBenchError> {
     let context = verbs.open(&device).map_err(OdpBenchError::Verbs)?;
     let caps = context.odp_caps().map_err(OdpBenchError::Verbs)?;
     rdma::odp_bench::require_rc_read(&device, &caps)
-        .map_err(|source| OdpBenchError::NoOdp { kind, source })?;
+        .map_err(|missing| OdpBenchError::NoOdp { kind, missing })?;
     Err(OdpBenchError::NotBuilt { kind, device })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rdma::verbs::ffi::ibv_odp_caps;
+    use rdma::verbs::{CapsSource, OdpCaps};
+
+    #[test]
+    fn the_missing_capability_is_printed_once_on_one_line() {
+        let none = ibv_odp_caps {
+            general_caps: 0,
+            rc_odp_caps: 0,
+            uc_odp_caps: 0,
+            ud_odp_caps: 0,
+        };
+        let caps = OdpCaps::from_raw(none, 0, u64::MAX, CapsSource::Extended);
+        let missing = rdma::odp_bench::require_rc_read("rxe0", &caps).unwrap_err();
+        let e = anyhow::Error::from(OdpBenchError::NoOdp {
+            kind: "damming",
+            missing,
+        });
+        // What main prints: the whole chain.
+        let text = format!("{e:#}");
+        assert!(
+            text.starts_with("odp-bench damming: rxe0 has no on-demand paging"),
+            "{text}"
+        );
+        assert_eq!(text.matches("rxe0").count(), 1, "{text}");
+        assert_eq!(text.lines().count(), 1, "{text}");
+    }
 }
