@@ -64,6 +64,13 @@ step agent "$hostping" agent --config "$out/agent.toml" --db /tmp/hostping-agent
     --listen 127.0.0.1:0 --run-for 20s
 cp /tmp/hostping-agent.db "$out/agent.db"
 
+# ISPASS'21's ODP micro-benchmarks: rxe of Linux 6.1 has no ODP, so this names what is
+# missing and exits 2. Then a short IOTLB sweep (16 KiB .. 4 MiB working sets, 1 ms
+# streams): the mechanics, not the drop.
+step odp-bench-damming "$hostping" odp-bench damming
+step check-iotlb "$hostping" check --format json --iterations 50 --reprobe-rounds 0 \
+    --iotlb --iotlb-max-mib 4
+
 # perftest and hostping's comparable figures on the same device in the same boot.
 # No re-probes: these runs time one probe per path against perftest, and under emulation
 # eleven 1000-iteration probes per path would take minutes.

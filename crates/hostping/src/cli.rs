@@ -89,6 +89,20 @@ pub enum Command {
     ///   hostping lint --sim dgx-a100 --inject acs:lsw2 --format json
     #[command(verbatim_doc_comment)]
     Lint(LintArgs),
+    /// ISPASS'21's ODP micro-benchmarks on a device: damming (two 100 B READs at a swept
+    /// interval; the second READ's completion time) or flood (8192 100 B READs over 1..N
+    /// QPs; time and packets). ODP memory on both sides, both QPs on one device.
+    ///
+    /// A device without ODP RDMA READ over RC is named with what it lacks, exit status 2.
+    /// The virtual host models ODP pitfalls as counters, not as per-READ times, so --sim
+    /// is refused (use `check --sim MODEL --inject odp:...` for the counters).
+    ///
+    /// Examples:
+    ///   hostping odp-bench damming --device mlx5_0
+    ///   hostping odp-bench damming --intervals 500,1500,2500,3500,4500 --format json
+    ///   hostping odp-bench flood --qps 16
+    #[command(verbatim_doc_comment)]
+    OdpBench(OdpBenchArgs),
     /// Run the Hostping agent: watch counters, probe when the host is idle (every 5 min) or
     /// when symptoms appear (Tx pause ratio above PFC_high or drops, checked every second),
     /// store every run in SQLite, and serve Prometheus /metrics and a JSON API.
@@ -298,6 +312,54 @@ pub struct CheckArgs {
     /// Relative noise of the virtual host's samples (standard deviation).
     #[arg(long, default_value_t = 0.02)]
     pub noise: f64,
+    /// Also sweep a stream's working set from 16 KiB to 16 GiB with 4 KiB and 2 MiB pages
+    /// from each translated RNIC to each memory node, and report where throughput falls off
+    /// (HotNets'22 3.1, Figures 3-5; JSON: the `iotlb` field).
+    #[arg(long)]
+    pub iotlb: bool,
+    /// The largest working set of the IOTLB sweep, MiB (the sweep goes 16 KiB, 64 KiB, ...
+    /// up to it; two regions this large are allocated per point on a real host).
+    #[arg(long, value_name = "MIB", default_value_t = crate::iotlb::DEFAULT_MAX_MIB, requires = "iotlb", value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    pub iotlb_max_mib: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+/// Which ODP micro-benchmark (ISPASS'21).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OdpBenchKind {
+    /// Two 100 B READs at each interval; a page fault on the second stalls it for the
+    /// transport timeout.
+    Damming,
+    /// 8192 100 B READs over 1, 2, ... N QPs; page-status updates fail across QPs.
+    Flood,
+}
+
+/// `hostping odp-bench`.
+#[derive(Debug, Args)]
+pub struct OdpBenchArgs {
+    /// The micro-benchmark.
+    #[arg(value_enum)]
+    pub kind: OdpBenchKind,
+    /// RDMA device (default: the first one).
+    #[arg(long, value_name = "NAME")]
+    pub device: Option<String>,
+    /// Damming: intervals between the two READs, us (ISPASS'21 sweeps 500..4500).
+    #[arg(long, value_name = "US", value_delimiter = ',', default_values_t = [500u32, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500], value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    pub intervals: Vec<u32>,
+    /// Flood: the largest number of QPs (the sweep runs 1..=N).
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub qps: u32,
+    /// Longest wait for one work completion, ms (a damming stall lasts ~500 ms or more).
+    #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub timeout_ms: u64,
+    /// A simulated host: refused unless its ODP model can produce these curves.
+    #[arg(long, value_name = "MODEL|FILE")]
+    pub sim: Option<String>,
+    /// Faults of the simulated host (`odp:RNIC:damming|flood[:QPS]`).
+    #[arg(long, value_name = "FAULT", requires = "sim")]
+    pub inject: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,

@@ -273,6 +273,22 @@ impl Host {
         }
     }
 
+    /// The verbs engine of a real host (set up with `options` on first use, as
+    /// [`Host::prober`] does); `None` on a virtual host.
+    pub fn verbs_engine(
+        &mut self,
+        options: &ProbeOptions,
+    ) -> Result<Option<&mut VerbsEngine>, HostError> {
+        self.prober(options)?;
+        Ok(match self {
+            Host::Real {
+                engine: Some(probed),
+                ..
+            } => Some(&mut probed.engine),
+            _ => None,
+        })
+    }
+
     /// A baseline of `runs` healthy idle full-mesh runs: on a healthy virtual host of the
     /// model, or measured here.
     pub fn record_baseline(

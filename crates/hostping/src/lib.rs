@@ -21,6 +21,8 @@ pub mod bench;
 pub mod cli;
 pub mod fabric;
 pub mod host;
+pub mod iotlb;
+pub mod odp_bench;
 pub mod pipeline;
 pub mod render;
 pub mod scenario;

@@ -11,6 +11,7 @@ use hostping::cli::{
     TopologyArgs,
 };
 use hostping::host::{Host, HostOptions, ProbeOptions};
+use hostping::iotlb;
 use hostping::pipeline::{self, BaselineSource, CheckSettings, Prober};
 use hostping::render::{self, Style};
 use hostping::scenario::Scenario;
@@ -36,6 +37,9 @@ fn main() -> ExitCode {
         Command::Topology(args) => topology(args),
         Command::Counters(args) => counters(args),
         Command::Lint(args) => lint(args),
+        Command::OdpBench(args) => hostping::odp_bench::run(&args)
+            .map(|()| Outcome::Healthy)
+            .map_err(anyhow::Error::from),
         Command::Agent(args) => agent_command(args),
         Command::Bench(cmd) => bench_command(cmd),
         Command::Fabric(cmd) => hostping::fabric::run(cmd).map(|congested| {
@@ -122,6 +126,11 @@ fn check(args: CheckArgs) -> Result<Outcome> {
         timeout_ms: args.timeout_ms,
         verbs_faults: args.verbs_fault.clone(),
     };
+    let iotlb = if args.iotlb {
+        Some(iotlb_sweep(&mut host, &probe, args.iotlb_max_mib)?)
+    } else {
+        None
+    };
     let settings = CheckSettings {
         cadence_ns: host.cadence_ns(),
         ..settings
@@ -141,7 +150,46 @@ fn check(args: CheckArgs) -> Result<Outcome> {
     let model = host.model().cloned();
     let prober = host.prober(&probe)?;
     let model = model.expect("a host that can be probed has a model");
-    run_checks(prober, &model, source, &settings, &args)
+    run_checks(prober, &model, source, &settings, &args, iotlb.as_ref())
+}
+
+/// The IOTLB sweep of `check --iotlb`: the virtual host's curves on a simulated host,
+/// streams through the verbs engine on a real one.
+fn iotlb_sweep(host: &mut Host, probe: &ProbeOptions, max_mib: u64) -> Result<iotlb::IotlbReport> {
+    let plan = iotlb::SweepPlan::up_to(max_mib);
+    if let Host::Virtual { vhost, options } = host {
+        let config = vhost::VhostConfig {
+            seed: options.seed,
+            noise: options.noise,
+            ..vhost::VhostConfig::default()
+        };
+        return Ok(iotlb::simulate(
+            vhost.topology(),
+            vhost.faults(),
+            &config,
+            &plan,
+        ));
+    }
+    let model = host
+        .model()
+        .cloned()
+        .context("check --iotlb: no host model to sweep")?;
+    let engine = host
+        .verbs_engine(probe)?
+        .expect("a real host has a verbs engine");
+    Ok(iotlb::measure(engine, &model, &plan))
+}
+
+/// A report as JSON, with the `iotlb` field when the sweep ran.
+fn report_json(
+    report: &Report,
+    iotlb: Option<&iotlb::IotlbReport>,
+) -> serde_json::Result<serde_json::Value> {
+    let mut value = serde_json::to_value(report)?;
+    if let (Some(sweep), Some(object)) = (iotlb, value.as_object_mut()) {
+        object.insert("iotlb".into(), serde_json::to_value(sweep)?);
+    }
+    Ok(value)
 }
 
 /// Runs the series with a progress bar, writing each report as soon as it exists.
@@ -151,6 +199,7 @@ fn run_checks(
     source: BaselineSource<'_>,
     settings: &CheckSettings,
     args: &CheckArgs,
+    iotlb: Option<&iotlb::IotlbReport>,
 ) -> Result<Outcome> {
     let bar = progress_bar(u64::from(args.runs), "probing");
     let style = Style::for_stdout();
@@ -159,9 +208,15 @@ fn run_checks(
     let mut on_report = |report: &Report| {
         // Each run is written as soon as it exists, so an interrupted series loses nothing.
         let text = match args.format {
-            Format::Json if args.runs > 1 => serde_json::to_string(report).map(|s| s + "\n"),
-            Format::Json => serde_json::to_string_pretty(report).map(|s| s + "\n"),
-            Format::Table => Ok(render::report(host, report, args.runs, style) + "\n"),
+            Format::Json if args.runs > 1 => report_json(report, iotlb)
+                .and_then(|v| serde_json::to_string(&v))
+                .map(|s| s + "\n"),
+            Format::Json => report_json(report, iotlb)
+                .and_then(|v| serde_json::to_string_pretty(&v))
+                .map(|s| s + "\n"),
+            Format::Table => Ok(render::report(host, report, args.runs, style)
+                + &iotlb.map_or(String::new(), |sweep| format!("\n{}", iotlb::render(sweep)))
+                + "\n"),
         };
         let written = bar.suspend(|| {
             stdout

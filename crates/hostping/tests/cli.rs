@@ -459,3 +459,115 @@ fn on_this_machine_without_rdma_check_exits_two_and_topology_shows_memory_nodes(
     assert!(!v["numa_nodes"].as_array().unwrap().is_empty(), "{v:#}");
     assert!(v["host"].is_null());
 }
+
+#[test]
+fn check_iotlb_on_a_translated_rnic_prints_the_simulated_curve_with_its_knees() {
+    let args = [
+        "check",
+        "--sim",
+        "dgx-a100",
+        "--inject",
+        "iommu:rnic0:4096:4k",
+        "--iotlb",
+    ];
+    let o = hostping(&args);
+    assert_eq!(o.status.code(), Some(1), "iommu_congestion: {}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("IOTLB sweep (simulated"), "{out}");
+    // 4 KiB pages: reach 128 x 4 KiB = 512 KiB; 2 MiB pages: 256 MiB (HotNets'22 3.1).
+    assert!(
+        out.contains("rnic0 -> mem0 4k: falls off between 256 KiB and 1 MiB (IOTLB reach 512 KiB)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("rnic0 -> mem0 2m: falls off between 256 MiB and 1 GiB (IOTLB reach 256 MiB)"),
+        "{out}"
+    );
+    assert!(out.contains("rnic1: DMA not translated"), "{out}");
+
+    let o = hostping(&[&args[..], &["--format", "json"]].concat());
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    // The contract's fields stay; `iotlb` is added.
+    assert_eq!(v["host"], "dgx-a100");
+    assert!(v["paths"].is_array());
+    let sweep = &v["iotlb"];
+    assert_eq!(sweep["provenance"], "simulated");
+    let curves = sweep["curves"].as_array().unwrap();
+    assert_eq!(curves.len(), 4, "rnic0 x 2 memory nodes x 2 page sizes");
+    for c in curves {
+        let points = c["points"].as_array().unwrap();
+        assert!(points.len() >= 8, "{c}");
+        let first = points[0]["gbps"].as_f64().unwrap();
+        let last = points[points.len() - 1]["gbps"].as_f64().unwrap();
+        assert!(last < first * 0.9, "falls off past reach: {c}");
+        assert!(
+            c["knee"]["first_low_bytes"].as_u64().unwrap() > c["reach_bytes"].as_u64().unwrap()
+        );
+    }
+}
+
+#[test]
+fn check_json_without_iotlb_has_no_iotlb_field() {
+    let o = hostping(&["check", "--sim", "single-socket", "--format", "json"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v.get("iotlb").is_none(), "{v}");
+}
+
+#[test]
+fn odp_bench_refuses_the_virtual_host_and_says_why() {
+    let o = hostping(&[
+        "odp-bench",
+        "damming",
+        "--sim",
+        "dgx-a100",
+        "--inject",
+        "odp:rnic2:damming",
+    ]);
+    assert_input_error(
+        &o,
+        &[
+            "odp-bench --sim dgx-a100",
+            "cannot produce",
+            "--inject odp:",
+        ],
+    );
+}
+
+#[test]
+fn odp_bench_argument_errors_exit_two() {
+    for (args, expect) in [
+        (&["odp-bench"][..], "<KIND>"),
+        (&["odp-bench", "storm"][..], "storm"),
+        (&["odp-bench", "flood", "--qps", "0"][..], "--qps"),
+        (
+            &["odp-bench", "damming", "--intervals", "500,x"][..],
+            "--intervals",
+        ),
+        (
+            &["odp-bench", "damming", "--intervals", "0"][..],
+            "--intervals",
+        ),
+        (
+            &["odp-bench", "flood", "--inject", "odp:rnic0:flood"][..],
+            "--sim",
+        ),
+    ] {
+        let o = hostping(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(expect), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn odp_bench_on_this_machine_without_rdma_exits_two_and_says_so() {
+    if std::path::Path::new("/sys/class/infiniband").exists() {
+        eprintln!("this machine has RDMA devices: covered by the Soft-RoCE guest test");
+        return;
+    }
+    // No libibverbs, or no device: either is named, and nothing is measured.
+    let o = hostping(&["odp-bench", "damming"]);
+    assert_input_error(&o, &["odp-bench"]);
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    let o = hostping(&["odp-bench", "flood", "--device", "mlx5_9"]);
+    assert_input_error(&o, &["odp-bench"]);
+}

@@ -334,6 +334,61 @@ fn real_backends_on_soft_roce() {
     println!("| 1 B READ latency, post to completion (us) | {read_lat:.2} | {read_lat_pt:.2} (ib_read_lat) | {:.2} |", read_lat / read_lat_pt);
     println!("| 1 B WRITE latency (us) | {lat:.2} (post to completion) | {write_lat:.2} (ib_write_lat, half a ping-pong) | {:.2} |", lat / write_lat);
     println!("| 64 KiB WRITE bandwidth, 1 QP, depth 128 (Gb/s) | {bw:.3} | {write_bw:.3} (ib_write_bw) | {:.2} |", bw / write_bw);
+
+    // ODP micro-benchmarks (ISPASS'21): rxe of Linux 6.1 has no ODP (it landed in 6.14), so
+    // odp-bench names the device and what it lacks, measures nothing, and exits 2.
+    let odp_err = read(&dir, "odp-bench-damming.err");
+    assert_eq!(status(&dir, "odp-bench-damming"), 2, "{odp_err}");
+    assert!(
+        odp_err.contains("odp-bench damming: rxe0 has no on-demand paging"),
+        "{odp_err}"
+    );
+    assert!(
+        odp_err.contains("general_odp_caps: NO SUPPORT"),
+        "{odp_err}"
+    );
+    assert!(read(&dir, "odp-bench-damming.out").is_empty());
+
+    // The IOTLB sweep through rxe0 (the mechanics: a virtual IOMMU gives no IOTLB drop
+    // under emulation): every working set of the short sweep measured to both memory nodes.
+    let iotlb_status = status(&dir, "check-iotlb");
+    assert!(
+        iotlb_status == 0 || iotlb_status == 1,
+        "{}",
+        read(&dir, "check-iotlb.err")
+    );
+    let sweep = &json(&dir, "check-iotlb")["iotlb"];
+    assert_eq!(sweep["provenance"], "measured", "{sweep:#}");
+    let curves = sweep["curves"].as_array().unwrap();
+    assert_eq!(
+        curves.len(),
+        2,
+        "rnic0 x mem0, mem1, 4 KiB pages: {sweep:#}"
+    );
+    for c in curves {
+        assert_eq!(c["page"], "4k");
+        let sizes: Vec<u64> = c["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                assert!(p["gbps"].as_f64().unwrap() > 0.0, "{p}");
+                p["working_set_bytes"].as_u64().unwrap()
+            })
+            .collect();
+        assert_eq!(
+            sizes,
+            [16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20],
+            "{c}"
+        );
+    }
+    assert!(
+        sweep["notes"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("2m: not measured"),
+        "{sweep:#}"
+    );
 }
 
 /// Runs `command` in `dir` and panics with its output unless it succeeds.

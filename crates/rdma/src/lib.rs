@@ -29,5 +29,6 @@ pub mod host;
 pub mod memory;
 pub mod monitor;
 pub mod netlink;
+pub mod odp_bench;
 pub mod sysfs;
 pub mod verbs;

@@ -245,8 +245,22 @@ impl ProbeEngine for VerbsEngine {
     }
 
     fn stream(&mut self, path: &Path, spec: &StreamSpec) -> Result<StreamResult, ProbeError> {
+        self.stream_over(path, spec, spec.message_bytes)
+    }
+}
+
+impl VerbsEngine {
+    /// A stream whose messages walk through `working_set_bytes` on each side (rounded up to
+    /// whole pages, at least one message) instead of reusing one message's buffer: the
+    /// IOTLB sweep of `check --iotlb` (HotNets'22 3.1).
+    pub fn stream_over(
+        &mut self,
+        path: &Path,
+        spec: &StreamSpec,
+        working_set_bytes: u64,
+    ) -> Result<StreamResult, ProbeError> {
         self.port(&path.rnic)?;
-        let region = region_bytes(spec.message_bytes);
+        let region = region_bytes(working_set_bytes.max(spec.message_bytes));
         let mem = self.memory(&path.endpoint, 2 * region)?;
         let settings = self.settings(path);
         loopback::stream(self.port(&path.rnic)?, &mem, region, spec, &settings)
