@@ -36,13 +36,7 @@ fn real_kernel_netlink_odp_and_iommu_in_the_guest() {
     let status = Command::new("bash")
         .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
         .arg("scripts/guest/run.sh")
-        .args([
-            "--out",
-            out.to_str().unwrap(),
-            "--timeout",
-            "600",
-            "--",
-        ])
+        .args(["--out", out.to_str().unwrap(), "--timeout", "600", "--"])
         .arg(&me)
         .args(["--exact", "inside_the_guest", "--ignored", "--nocapture"])
         .status()

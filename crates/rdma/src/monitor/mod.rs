@@ -13,9 +13,13 @@
 //! costs one reading per snapshot; a one-shot snapshot reads twice, [`WINDOW`] apart.
 
 mod config;
+mod membw;
+mod odp;
 mod sample;
 mod snapshot;
 mod sources;
+mod translation;
+mod transport;
 
 use crate::counters::{iommu, nvml, uncore};
 use crate::sysfs::{self, Discovery, SysRoot};
@@ -38,6 +42,12 @@ pub struct HostMonitor {
     discovery: Discovery,
     nvml: Result<nvml::Nvml, nvml::NvmlUnavailable>,
     uncore: Result<uncore::UncoreMonitor, uncore::Unavailable>,
+    /// Each RNIC's IOMMU translation, read at open (it changes only when a driver is
+    /// rebound): what `HostSnapshot::iommu` quotes.
+    translations: Vec<(model::ComponentId, Result<iommu::RnicTranslation, String>)>,
+    iotlb: translation::IotlbCounters,
+    /// Each bound device's ODP capability, read at open.
+    odp_caps: serde_json::Value,
     prev: Option<Sample>,
     started: Instant,
 }
@@ -69,14 +79,28 @@ impl HostMonitor {
                 }),
             )
         };
-        HostMonitor {
+        let mut monitor = HostMonitor {
             root,
             discovery,
             nvml,
             uncore,
+            translations: Vec::new(),
+            iotlb: Vec::new(),
+            odp_caps: serde_json::Value::Null,
             prev: None,
             started: Instant::now(),
-        }
+        };
+        monitor.translations = match iommu::read_memory_config(&monitor.root) {
+            Ok(m) => monitor.translations(&m),
+            Err(e) => monitor
+                .rnic_functions()
+                .into_iter()
+                .map(|(id, _)| (id.clone(), Err(format!("IOMMU group of {id}: {e}"))))
+                .collect(),
+        };
+        monitor.iotlb = translation::open_iotlb(&monitor.root, &monitor.translations);
+        monitor.odp_caps = monitor.read_odp_caps();
+        monitor
     }
 
     /// The host model, when discovery built one.
@@ -92,20 +116,26 @@ impl HostMonitor {
     /// Every source, the monitor view and the configuration.
     pub fn read(&mut self) -> CounterReport {
         let (prev, cur) = self.advance(nvml::Throughput::Measure);
-        let monitor = self.monitor(&prev, &cur);
+        let mut monitor = self.monitor(&prev, &cur);
+        let odp = self.odp();
+        monitor.odp = odp.regions.clone();
         let mut sources = vec![
             self.rnic_source(&cur),
             self.ethtool_source(&cur),
             self.pcie_source(),
             self.gpu_source(&cur),
             self.uncore_source(&prev, &cur),
+            self.iotlb_source(&prev, &cur),
+            self.transport_source(&cur),
+            self.membw_source(&monitor),
+            odp.source,
         ];
         let memory = iommu::read_memory_config(&self.root);
         sources.push(match &memory {
             Ok(m) => SourceReport::ok("memory", m),
             Err(e) => SourceReport::ok("memory", ()).failed(e.to_string()),
         });
-        let config = self.config_from(memory.ok());
+        let config = self.config_from(memory.ok(), odp.regions);
         self.prev = Some(cur);
         CounterReport {
             host: self.host().map(|h| h.name.clone()),
@@ -120,7 +150,14 @@ impl HostMonitor {
     /// The static configuration alone (`hostping lint`).
     pub fn config(&mut self) -> HostConfig {
         let memory = iommu::read_memory_config(&self.root);
-        let mut config = self.config_from(memory.as_ref().ok().cloned());
+        let odp = self.odp();
+        let mut config = self.config_from(memory.as_ref().ok().cloned(), odp.regions);
+        if !odp.source.is_ok() {
+            let why = odp.source.detail.unwrap_or_default();
+            config
+                .unavailable
+                .push(format!("ODP memory regions: {why}"));
+        }
         if let Err(e) = memory {
             config
                 .unavailable
@@ -137,6 +174,7 @@ impl probe::Monitor for HostMonitor {
     fn snapshot(&mut self) -> HostSnapshot {
         let (prev, cur) = self.advance(nvml::Throughput::Skip);
         let mut snapshot = self.monitor(&prev, &cur);
+        snapshot.odp = self.odp().regions;
         snapshot.at_ns = self.started.elapsed().as_nanos() as u64;
         self.prev = Some(cur);
         snapshot
