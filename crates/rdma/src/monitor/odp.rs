@@ -223,3 +223,193 @@ impl HostMonitor {
         (known, unknown)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::monitor::dgx_fixture as dgx;
+    use crate::netlink::mr::{parse_table, MrEntry, MrStats};
+    use crate::netlink::Dump;
+
+    fn testdata(rel: &str) -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata")
+            .join(rel)
+    }
+
+    /// Every entry of a netlink fixture (`# recv N` blocks of hex bytes, as the kernel sent).
+    fn dump<T>(
+        name: &str,
+        seq: u32,
+        parse: fn(&[u8], &str) -> Result<Vec<T>, netlink::WireError>,
+    ) -> Vec<T> {
+        let text = std::fs::read_to_string(testdata(&format!("netlink/{name}"))).unwrap();
+        let mut buffers: Vec<Vec<u8>> = Vec::new();
+        for line in text.lines() {
+            if line.starts_with("# recv ") {
+                buffers.push(Vec::new());
+            } else if !line.starts_with('#') {
+                let hex = line
+                    .split_whitespace()
+                    .map(|b| u8::from_str_radix(b, 16).unwrap());
+                buffers.last_mut().unwrap().extend(hex);
+            }
+        }
+        let mut d = Dump::new("fixture", seq);
+        for b in &buffers {
+            d.absorb(b, parse).unwrap();
+        }
+        d.into_found()
+    }
+
+    fn mlx5_0_regions() -> Vec<netlink::OdpRegion> {
+        let mrs = dump("mr-dump-mlx5_0.hex", 2, |p, at| {
+            parse_table(p, at, MrEntry::parse)
+        });
+        let stats = dump("mr-stat-mlx5_0.hex", 3, |p, at| {
+            parse_table(p, at, MrStats::parse)
+        });
+        netlink::mr::odp_regions(&mrs, &stats)
+    }
+
+    #[test]
+    fn a_task_maps_to_its_process_and_command() {
+        let proc = SysRoot::new(testdata("monitor"));
+        assert_eq!(
+            owner_process(&proc, 5150),
+            (Some(5148), Some("kv-server".into()))
+        );
+        assert_eq!(
+            owner_process(&proc, 5148),
+            (Some(5148), Some("kv-server".into()))
+        );
+        assert_eq!(
+            owner_process(&proc, 4242),
+            (None, None),
+            "exited: unknown, not made up"
+        );
+    }
+
+    #[test]
+    fn odp_regions_of_the_netlink_fixture_are_placed_on_their_rnic_with_owner_and_counters() {
+        let m = dgx();
+        let proc = SysRoot::new(testdata("monitor"));
+        let (regions, gaps) = model_regions(&proc, |d| m.rnic_of_device(d), &mlx5_0_regions());
+        assert!(gaps.is_empty(), "{gaps:?}");
+        let owner = (Some(5148), Some("kv-server".to_string()));
+        let got: Vec<_> = regions
+            .iter()
+            .map(|r| {
+                (
+                    r.rnic.as_str(),
+                    r.kind,
+                    r.bytes,
+                    r.page_faults,
+                    r.page_invalidations,
+                    (r.pid, r.process.clone()),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "rnic0",
+                    OdpKind::Explicit,
+                    Some(1 << 30),
+                    Some(1843),
+                    Some(12),
+                    owner.clone()
+                ),
+                (
+                    "rnic0",
+                    OdpKind::Implicit,
+                    None,
+                    Some(5210933),
+                    Some(4096),
+                    owner
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn what_cannot_be_placed_is_said_not_guessed() {
+        let m = dgx();
+        let proc = SysRoot::new(testdata("monitor"));
+        let mut found = mlx5_0_regions();
+        let mut gone = found[0].clone();
+        gone.mr.owner = Owner::Process(4242);
+        gone.counters = None;
+        let mut hidden = found[1].clone();
+        hidden.mr.owner = Owner::Hidden;
+        let mut elsewhere = found[0].clone();
+        elsewhere.mr.device.name = "mlx5_9".into();
+        let mut newer = found[0].clone();
+        newer.kind = netlink::OdpKind::Unknown("hmm".into());
+        found = vec![gone, hidden, elsewhere, newer];
+        let (regions, gaps) = model_regions(&proc, |d| m.rnic_of_device(d), &found);
+        assert_eq!(regions.len(), 2);
+        assert_eq!((regions[0].pid, regions[0].page_faults), (None, None));
+        assert_eq!(
+            (regions[1].pid, regions[1].process.as_deref()),
+            (None, None)
+        );
+        assert_eq!(
+            gaps,
+            [
+                "ODP MR 7 of mlx5_0: owner task 4242: /proc/4242/status not readable (exited?)",
+                "ODP MR 7 of mlx5_0: no page-fault counters in the statistics dump",
+                "ODP MR 8 of mlx5_0: owner in another PID namespace",
+                "ODP MR 7 of mlx5_9: no RNIC of the host model is bound to the device",
+                "ODP MR 7 of mlx5_0: ODP kind `hmm` is not known",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_mlx5_timeout_floor_is_known_and_a_captured_tree_has_no_odp_reading() {
+        let mut m = dgx();
+        let (floors, unknown) = m.transport_timeouts();
+        assert!(unknown.is_empty(), "{unknown:?}");
+        let got: Vec<(&str, Option<f64>)> = floors
+            .iter()
+            .map(|t| (t.rnic.as_str(), t.floor_ms))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("rnic0", Some(500.0)),
+                ("rnic1", Some(500.0)),
+                ("rnic2", Some(500.0)),
+                ("rnic3", Some(500.0))
+            ]
+        );
+        assert!(floors[0].source.contains("ISPASS'21"));
+        let config = m.config();
+        assert_eq!(config.transport_timeouts, floors);
+        assert!(config.odp.is_empty());
+        assert!(
+            config
+                .unavailable
+                .iter()
+                .any(|u| u.starts_with("ODP memory regions: RDMA netlink")),
+            "{:?}",
+            config.unavailable
+        );
+        let report = m.read();
+        let odp = report.sources.iter().find(|s| s.source == "odp").unwrap();
+        assert_eq!(odp.status, model::SourceStatus::Unavailable);
+    }
+
+    #[test]
+    fn a_software_rnic_has_no_known_floor() {
+        let m = HostMonitor::open(SysRoot::new(testdata("hosts/rxe-guest"))).unwrap();
+        let (floors, unknown) = m.transport_timeouts();
+        assert!(floors.is_empty(), "{floors:?}");
+        assert_eq!(
+            unknown,
+            ["transport timeout floor of rnic0: not known for a software RNIC"]
+        );
+    }
+}
