@@ -5,7 +5,10 @@
 //! mapped to model ids through the discovery's [`Bindings`](crate::sysfs::Bindings): the
 //! monitor's [`HostSnapshot`] (Hostping 4.1.2, 4.2: RNIC throughput, Tx pause ratio, drops,
 //! GPU activity, link utilisation from the bus monitor) and the [`HostConfig`] (link
-//! training, ACS, ATS, IOMMU). A source the host lacks is `unavailable` with the reason; a
+//! training, ACS, ATS, IOMMU). The host-interconnect facts have a module each: `translation`
+//! (each RNIC's IOMMU group and IOTLB, HotNets'22 3.1), `membw` (memory bandwidth by who
+//! moves it, 3.2), `transport` (transport error counters) and `odp` (ODP memory regions,
+//! their owners, the capability and the timeout floor; ISPASS'21). A source the host lacks is `unavailable` with the reason; a
 //! source that fails (permission denied, a malformed file) is `error`, and the others are
 //! still read. It judges nothing: `analyze` does.
 //!

@@ -6,7 +6,7 @@
 //! a READ stalls the requester for at least that long.
 
 use super::{is_live, HostMonitor};
-use crate::netlink::{self, Owner, RdmaNetlink};
+use crate::netlink::{self, NetlinkError, Owner, RdmaNetlink};
 use crate::sysfs::SysRoot;
 use crate::verbs::Verbs;
 use model::{ComponentId, OdpKind, OdpRegion, SourceReport, TransportTimeout};
@@ -129,9 +129,19 @@ impl HostMonitor {
                 ),
             };
         }
+        if self.host().is_none() {
+            return OdpReading {
+                regions: Vec::new(),
+                source: SourceReport::unavailable("odp", "no RDMA device"),
+            };
+        }
         let caps = self.odp_caps.clone();
         let found = RdmaNetlink::open(NETLINK_TIMEOUT).and_then(|mut n| n.odp_regions());
         match found {
+            Err(e @ NetlinkError::NoRdmaNetlink { .. }) => OdpReading {
+                regions: Vec::new(),
+                source: SourceReport::unavailable("odp", e.to_string()),
+            },
             Err(e) => OdpReading {
                 regions: Vec::new(),
                 source: SourceReport::ok("odp", serde_json::json!({ "capabilities": caps }))
