@@ -181,7 +181,7 @@ mod tests {
     fn the_fixture_rnics_are_translated_on_4k_pages_and_their_iotlb_is_not_counted() {
         let mut m = dgx();
         let config = m.config();
-        let groups: Vec<(&str, Option<&str>, Option<bool>, Option<u64>)> = config
+        let groups: Vec<_> = config
             .iommu_groups
             .iter()
             .map(|g| {
