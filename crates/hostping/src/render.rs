@@ -614,6 +614,7 @@ pub fn counters(report: &CounterReport, style: Style) -> String {
             );
         }
     }
+    interconnect(&mut out, report);
     let c = &report.config;
     let down: Vec<&LinkTraining> = c.links.iter().filter(|t| t.downtrained()).collect();
     let _ = writeln!(
@@ -641,11 +642,120 @@ pub fn counters(report: &CounterReport, style: Style) -> String {
             i.thp.as_deref().unwrap_or("unknown")
         );
     }
+    for t in &c.transport_timeouts {
+        let _ = writeln!(
+            out,
+            "  {} transport timeout floor {} ({})",
+            t.rnic,
+            opt(t.floor_ms.map(|ms| format!("{ms} ms"))),
+            t.source
+        );
+    }
     for u in &c.unavailable {
         let _ = writeln!(out, "  {}", style.gray(&format!("not read: {u}")));
     }
     let _ = writeln!(out, "\n(--format json has every counter of every source; `hostping lint` judges the configuration)");
     out
+}
+
+/// The host-interconnect facts of a counter report: each RNIC's IOMMU translation and IOTLB,
+/// each memory node's bandwidth by who moves it, each RNIC's transport errors, and the ODP
+/// memory regions in use (HotNets'22 3.1, 3.2; ISPASS'21). `-` is a value not read.
+fn interconnect(out: &mut String, report: &CounterReport) {
+    let m = &report.monitor;
+    let c = &report.config;
+    if !m.iommu.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nIOMMU per RNIC:   group      translated  page     IOTLB lookups   misses  miss ratio"
+        );
+        for a in &m.iommu {
+            let group = c.iommu_groups.iter().find(|g| g.device == a.rnic);
+            let group = group.map(|g| {
+                format!(
+                    "{} {}",
+                    opt(g.group.map(|n| n.to_string())),
+                    g.kind.as_deref().unwrap_or("-")
+                )
+            });
+            let _ = writeln!(
+                out,
+                "  {:<14} {:<10} {:>10}  {:<7} {:>14} {:>8} {:>11}",
+                a.rnic.as_str(),
+                opt(group),
+                opt(a
+                    .translated
+                    .map(|t| if t { "yes" } else { "no" }.to_string())),
+                opt(a.page_bytes.map(|b| format!("{} KiB", b / 1024))),
+                opt(a.iotlb_lookups.map(|v| v.to_string())),
+                opt(a.iotlb_misses.map(|v| v.to_string())),
+                opt(a.miss_ratio().map(|r| format!("{:.1} %", r * 100.0))),
+            );
+        }
+    }
+    if !m.memory.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nmemory bandwidth:      total   RNIC DMA      cores   capacity"
+        );
+        let gbps = |v: Option<f64>| opt(v.map(|g| format!("{g:.1} Gb/s")));
+        for b in &m.memory {
+            let _ = writeln!(
+                out,
+                "  {:<14} {:>12} {:>10} {:>10} {:>10}",
+                b.node.as_str(),
+                gbps(b.total_gbps),
+                gbps(b.rnic_dma_gbps),
+                gbps(b.cores_gbps()),
+                gbps(b.capacity_gbps),
+            );
+        }
+    }
+    if !m.transport.is_empty() {
+        let _ = writeln!(
+            out,
+            "\ntransport errors:  ack timeouts  seq NAKs  out of seq  duplicates  (in the interval)"
+        );
+        let n = |v: Option<u64>| opt(v.map(|v| v.to_string()));
+        for t in &m.transport {
+            let _ = writeln!(
+                out,
+                "  {:<14} {:>13} {:>9} {:>11} {:>11}",
+                t.rnic.as_str(),
+                n(t.local_ack_timeout_err),
+                n(t.packet_seq_err),
+                n(t.out_of_sequence),
+                n(t.duplicate_request),
+            );
+        }
+    }
+    let regions = if m.odp.is_empty() { &c.odp } else { &m.odp };
+    if !regions.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nODP memory regions: kind          bytes  page faults  invalidations  owner"
+        );
+        for r in regions {
+            let owner = match (&r.process, r.pid) {
+                (Some(n), Some(p)) => format!("{n} (pid {p})"),
+                (Some(n), None) => n.clone(),
+                (None, Some(p)) => format!("pid {p}"),
+                (None, None) => "-".into(),
+            };
+            let _ = writeln!(
+                out,
+                "  {:<14} {:<9} {:>12} {:>12} {:>14}  {owner}",
+                r.rnic.as_str(),
+                match r.kind {
+                    model::OdpKind::Explicit => "explicit",
+                    model::OdpKind::Implicit => "implicit",
+                },
+                opt(r.bytes.map(|b| b.to_string())),
+                opt(r.page_faults.map(|v| v.to_string())),
+                opt(r.page_invalidations.map(|v| v.to_string())),
+            );
+        }
+    }
 }
 
 fn opt(v: Option<String>) -> String {

@@ -68,6 +68,11 @@ fn lint_finds_each_risk_planted_in_the_dgx_fixture() {
         ("ats_off", "rnic3"),
         ("downtrained_link", "gpu5--sw8"),
         ("iommu_without_hugepages", "iommu"),
+        // DMA-FQ groups with no huge page reserved and THP `never`: 4 KiB IOMMU pages.
+        ("iommu_4k_pages", "rnic0"),
+        ("iommu_4k_pages", "rnic1"),
+        ("iommu_4k_pages", "rnic2"),
+        ("iommu_4k_pages", "rnic3"),
     ];
     assert_eq!(found, want.map(|(a, b)| (a.to_string(), b.to_string())));
     let acs = &v["findings"][0];
@@ -152,10 +157,50 @@ fn counters_of_the_dgx_fixture_map_to_the_model() {
     assert_eq!(v["config"]["links"].as_array().unwrap().len(), 24);
     assert_eq!(v["config"]["iommu"]["translated"], true);
     assert_eq!(v["config"]["iommu"]["mode"], "DMA-FQ");
+    // The interconnect facts: what a captured tree has is filled, the rest is said.
+    for (source, status) in [
+        ("iotlb", "unavailable"),
+        ("transport", "ok"),
+        ("memory bandwidth", "unavailable"),
+        ("odp", "unavailable"),
+    ] {
+        assert_eq!(status_of(&v, source), status, "{source}");
+    }
+    let iommu = &v["monitor"]["iommu"][0];
+    assert_eq!(iommu["rnic"], "rnic0");
+    assert_eq!(
+        (&iommu["translated"], &iommu["page_bytes"]),
+        (&Value::from(true), &Value::from(4096))
+    );
+    assert!(
+        iommu["iotlb_lookups"].is_null(),
+        "absent is not zero: {iommu:#}"
+    );
+    let groups = v["config"]["iommu_groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 4);
+    assert_eq!(groups[1]["kind"], "DMA-FQ");
+    // Two readings of an unchanging tree: counted, and nothing moved.
+    let transport = &v["monitor"]["transport"][1];
+    assert_eq!(transport["rnic"], "rnic1");
+    assert_eq!(transport["local_ack_timeout_err"], 0);
+    assert_eq!(transport["packet_seq_err"], 0);
+    // No IMC counts from a captured tree: each node has its capacity, no total.
+    let mem0 = &v["monitor"]["memory"][0];
+    assert_eq!(mem0["node"], "mem0");
+    assert!(mem0["total_gbps"].is_null(), "{mem0:#}");
+    assert_eq!(v["config"]["transport_timeouts"][3]["floor_ms"], 500.0);
     let table = hostping(&["counters", "--sysfs-root", &fixture("dgx-a100")]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(
         text.contains("24 PCIe links read (1 downtrained)"),
+        "{text}"
+    );
+    assert!(text.contains("IOMMU per RNIC:"), "{text}");
+    assert!(text.contains("rnic0          15 DMA-FQ"), "{text}");
+    assert!(text.contains("transport errors:"), "{text}");
+    assert!(text.contains("memory bandwidth:"), "{text}");
+    assert!(
+        text.contains("rnic2 transport timeout floor 500 ms"),
         "{text}"
     );
 }
@@ -212,6 +257,17 @@ fn counters_of_the_captured_rxe_guest_show_rxe_hw_counters() {
     assert!(port["hw_counters"]["sent_pkts"].is_u64(), "{port:#}");
     // rxe has no PMA counters: no throughput, rather than a made-up zero.
     assert!(v["monitor"]["rnics"][0]["throughput_gbps"].is_null());
+    // rxe counts duplicate requests but names its other transport counters its own way.
+    let t = &v["monitor"]["transport"][0];
+    assert_eq!(t["duplicate_request"], 0);
+    assert!(t["local_ack_timeout_err"].is_null(), "{t:#}");
+    let unavailable = v["config"]["unavailable"].as_array().unwrap();
+    assert!(
+        unavailable
+            .iter()
+            .any(|u| u == "transport timeout floor of rnic0: not known for a software RNIC"),
+        "{unavailable:?}"
+    );
 }
 
 fn copy_tree(from: &Path, to: &Path) {

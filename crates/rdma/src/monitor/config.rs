@@ -1,6 +1,7 @@
 //! The static configuration in model ids: how each PCIe link trained, ACS on switch ports,
 //! ATS on RNICs and GPUs, and the IOMMU with the huge-page supply.
 
+use super::translation::group_of;
 use super::HostMonitor;
 use crate::counters::{iommu, pcie};
 use crate::sysfs::{Discovery, PciAddr};
@@ -8,7 +9,11 @@ use model::{AcsPort, AtsState, ComponentId, HostConfig, IommuConfig, LinkTrainin
 use std::collections::BTreeMap;
 
 impl HostMonitor {
-    pub(super) fn config_from(&self, memory: Option<iommu::MemoryConfig>) -> HostConfig {
+    pub(super) fn config_from(
+        &self,
+        memory: Option<iommu::MemoryConfig>,
+        odp: Vec<model::OdpRegion>,
+    ) -> HostConfig {
         let mut config = HostConfig {
             provenance: Some(Provenance::Measured),
             ..HostConfig::default()
@@ -111,7 +116,17 @@ impl HostMonitor {
             let (iommu, unknown) = iommu_config(&m, &self.discovery);
             config.iommu = Some(iommu);
             config.unavailable.extend(unknown);
+            for (id, t) in self.translations(&m) {
+                match t {
+                    Ok(t) => config.iommu_groups.push(group_of(&id, &t)),
+                    Err(why) => config.unavailable.push(why),
+                }
+            }
         }
+        let (floors, unknown) = self.transport_timeouts();
+        config.transport_timeouts = floors;
+        config.unavailable.extend(unknown);
+        config.odp = odp;
         config
     }
 }

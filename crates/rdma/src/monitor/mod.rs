@@ -5,7 +5,10 @@
 //! mapped to model ids through the discovery's [`Bindings`](crate::sysfs::Bindings): the
 //! monitor's [`HostSnapshot`] (Hostping 4.1.2, 4.2: RNIC throughput, Tx pause ratio, drops,
 //! GPU activity, link utilisation from the bus monitor) and the [`HostConfig`] (link
-//! training, ACS, ATS, IOMMU). A source the host lacks is `unavailable` with the reason; a
+//! training, ACS, ATS, IOMMU). The host-interconnect facts have a module each: `translation`
+//! (each RNIC's IOMMU group and IOTLB, HotNets'22 3.1), `membw` (memory bandwidth by who
+//! moves it, 3.2), `transport` (transport error counters) and `odp` (ODP memory regions,
+//! their owners, the capability and the timeout floor; ISPASS'21). A source the host lacks is `unavailable` with the reason; a
 //! source that fails (permission denied, a malformed file) is `error`, and the others are
 //! still read. It judges nothing: `analyze` does.
 //!
@@ -13,9 +16,13 @@
 //! costs one reading per snapshot; a one-shot snapshot reads twice, [`WINDOW`] apart.
 
 mod config;
+mod membw;
+mod odp;
 mod sample;
 mod snapshot;
 mod sources;
+mod translation;
+mod transport;
 
 use crate::counters::{iommu, nvml, uncore};
 use crate::sysfs::{self, Discovery, SysRoot};
@@ -38,6 +45,12 @@ pub struct HostMonitor {
     discovery: Discovery,
     nvml: Result<nvml::Nvml, nvml::NvmlUnavailable>,
     uncore: Result<uncore::UncoreMonitor, uncore::Unavailable>,
+    /// Each RNIC's IOMMU translation, read at open (it changes only when a driver is
+    /// rebound): what `HostSnapshot::iommu` quotes.
+    translations: Vec<(model::ComponentId, Result<iommu::RnicTranslation, String>)>,
+    iotlb: translation::IotlbCounters,
+    /// Each bound device's ODP capability, read at open.
+    odp_caps: serde_json::Value,
     prev: Option<Sample>,
     started: Instant,
 }
@@ -69,14 +82,28 @@ impl HostMonitor {
                 }),
             )
         };
-        HostMonitor {
+        let mut monitor = HostMonitor {
             root,
             discovery,
             nvml,
             uncore,
+            translations: Vec::new(),
+            iotlb: Vec::new(),
+            odp_caps: serde_json::Value::Null,
             prev: None,
             started: Instant::now(),
-        }
+        };
+        monitor.translations = match iommu::read_memory_config(&monitor.root) {
+            Ok(m) => monitor.translations(&m),
+            Err(e) => monitor
+                .rnic_functions()
+                .into_iter()
+                .map(|(id, _)| (id.clone(), Err(format!("IOMMU group of {id}: {e}"))))
+                .collect(),
+        };
+        monitor.iotlb = translation::open_iotlb(&monitor.root, &monitor.translations);
+        monitor.odp_caps = monitor.read_odp_caps();
+        monitor
     }
 
     /// The host model, when discovery built one.
@@ -92,20 +119,26 @@ impl HostMonitor {
     /// Every source, the monitor view and the configuration.
     pub fn read(&mut self) -> CounterReport {
         let (prev, cur) = self.advance(nvml::Throughput::Measure);
-        let monitor = self.monitor(&prev, &cur);
+        let mut monitor = self.monitor(&prev, &cur);
+        let odp = self.odp();
+        monitor.odp = odp.regions.clone();
         let mut sources = vec![
             self.rnic_source(&cur),
             self.ethtool_source(&cur),
             self.pcie_source(),
             self.gpu_source(&cur),
             self.uncore_source(&prev, &cur),
+            self.iotlb_source(&prev, &cur),
+            self.transport_source(&cur),
+            self.membw_source(&monitor),
+            odp.source,
         ];
         let memory = iommu::read_memory_config(&self.root);
         sources.push(match &memory {
             Ok(m) => SourceReport::ok("memory", m),
             Err(e) => SourceReport::ok("memory", ()).failed(e.to_string()),
         });
-        let config = self.config_from(memory.ok());
+        let config = self.config_from(memory.ok(), odp.regions);
         self.prev = Some(cur);
         CounterReport {
             host: self.host().map(|h| h.name.clone()),
@@ -120,7 +153,14 @@ impl HostMonitor {
     /// The static configuration alone (`hostping lint`).
     pub fn config(&mut self) -> HostConfig {
         let memory = iommu::read_memory_config(&self.root);
-        let mut config = self.config_from(memory.as_ref().ok().cloned());
+        let odp = self.odp();
+        let mut config = self.config_from(memory.as_ref().ok().cloned(), odp.regions);
+        if !odp.source.is_ok() {
+            let why = odp.source.detail.unwrap_or_default();
+            config
+                .unavailable
+                .push(format!("ODP memory regions: {why}"));
+        }
         if let Err(e) = memory {
             config
                 .unavailable
@@ -137,6 +177,7 @@ impl probe::Monitor for HostMonitor {
     fn snapshot(&mut self) -> HostSnapshot {
         let (prev, cur) = self.advance(nvml::Throughput::Skip);
         let mut snapshot = self.monitor(&prev, &cur);
+        snapshot.odp = self.odp().regions;
         snapshot.at_ns = self.started.elapsed().as_nanos() as u64;
         self.prev = Some(cur);
         snapshot

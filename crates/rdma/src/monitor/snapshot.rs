@@ -24,9 +24,12 @@ impl HostMonitor {
                 .find(|p| p.device == device && p.port == port)
                 .cloned()
         };
+        // Each RNIC's DMA to memory: received data is written, sent data read (Gb/s).
+        let mut rnic_dma: BTreeMap<ComponentId, Option<f64>> = BTreeMap::new();
         for (id, b) in &bindings.rnics {
             let (Some(p), Some(c)) = (port(prev, &b.device, b.port), port(cur, &b.device, b.port))
             else {
+                rnic_dma.insert(id.clone(), None);
                 snapshot.rnics.push(RnicActivity {
                     id: id.clone(),
                     throughput_gbps: None,
@@ -37,6 +40,7 @@ impl HostMonitor {
             };
             let rx = rnic::rcv_gbps(&p, &c, dt);
             let tx = rnic::xmit_gbps(&p, &c, dt);
+            rnic_dma.insert(id.clone(), rx.zip(tx).map(|(a, b)| a + b));
             let throughput = match (rx, tx) {
                 (Some(a), Some(b)) => Some(a.max(b)),
                 (a, b) => a.or(b),
@@ -85,11 +89,16 @@ impl HostMonitor {
                 });
             }
         }
-        if let (Some(Ok(p)), Some(Ok(c))) = (&prev.uncore, &cur.uncore) {
-            snapshot
-                .links
-                .extend(self.bus_utilisation(host, &uncore::rates(p, c, dt)));
+        let rates = match (&prev.uncore, &cur.uncore) {
+            (Some(Ok(p)), Some(Ok(c))) => Some(uncore::rates(p, c, dt)),
+            _ => None,
+        };
+        if let Some(rates) = &rates {
+            snapshot.links.extend(self.bus_utilisation(host, rates));
         }
+        snapshot.memory = self.memory_bandwidth(host, rates.as_deref(), &rnic_dma);
+        snapshot.iommu = self.iommu_activity(prev, cur);
+        snapshot.transport = self.transport(prev, cur);
         snapshot
     }
 

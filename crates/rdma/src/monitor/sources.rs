@@ -144,3 +144,97 @@ impl HostMonitor {
         }
     }
 }
+
+impl HostMonitor {
+    /// Each RNIC's IOTLB over the interval, or why it is not counted; counts of a whole
+    /// unit (a PMU that cannot filter by requester) are marked so, since they include
+    /// every other device behind the unit.
+    pub(super) fn iotlb_source(&self, prev: &Sample, cur: &Sample) -> SourceReport {
+        let mut readings = BTreeMap::new();
+        let mut gaps = Vec::new();
+        for (id, m) in &self.iotlb {
+            if let Err(why) = m {
+                gaps.push(why.clone());
+                continue;
+            }
+            let read = prev.iotlb.get(id).zip(cur.iotlb.get(id));
+            match read {
+                Some((Ok(p), Ok(c))) => match c.since(p) {
+                    Some(r) => {
+                        if !r.per_device {
+                            gaps.push(format!(
+                                "IOTLB of {id}: the counts are its IOMMU unit's, every device \
+                                 behind the unit included (the PMU cannot filter by requester)"
+                            ));
+                        }
+                        readings.insert(id.to_string(), serde_json::json!(r));
+                    }
+                    None => gaps.push(format!("IOTLB of {id}: a counter did not run")),
+                },
+                Some((Err(e), _)) | Some((_, Err(e))) => {
+                    gaps.push(format!("IOTLB of {id}: {e}"));
+                }
+                None => gaps.push(format!("IOTLB of {id}: no reading yet")),
+            }
+        }
+        if readings.is_empty() {
+            return SourceReport::unavailable(
+                "iotlb",
+                if gaps.is_empty() {
+                    "no RNIC".to_string()
+                } else {
+                    gaps.join("; ")
+                },
+            );
+        }
+        let mut report = SourceReport::ok("iotlb", readings);
+        report.detail = (!gaps.is_empty()).then(|| gaps.join("; "));
+        report
+    }
+
+    /// The transport counters' gaps (the values are in the monitor view).
+    pub(super) fn transport_source(&self, cur: &Sample) -> SourceReport {
+        let gaps = self.transport_gaps(cur);
+        if gaps.len() == self.discovery.bindings.rnics.len() {
+            let why = if gaps.is_empty() {
+                "no RNIC".to_string()
+            } else {
+                gaps.join("; ")
+            };
+            return SourceReport::unavailable("transport", why);
+        }
+        let mut report = SourceReport::ok("transport", super::transport::TRANSPORT_COUNTERS);
+        report.detail = (!gaps.is_empty()).then(|| gaps.join("; "));
+        report
+    }
+
+    /// Why memory bandwidth has no total or no RNIC share (the values are in the monitor
+    /// view).
+    pub(super) fn membw_source(&self, monitor: &model::HostSnapshot) -> SourceReport {
+        if monitor.memory.is_empty() {
+            return SourceReport::unavailable("memory bandwidth", "no memory node in the model");
+        }
+        if monitor.memory.iter().all(|m| m.total_gbps.is_none()) {
+            let why = match &self.uncore {
+                Err(u) => format!("no IMC counts: {}", u.reason),
+                Ok(_) => "no IMC counts in this interval (a counter did not run)".into(),
+            };
+            return SourceReport::unavailable("memory bandwidth", why);
+        }
+        let mut gaps: Vec<String> = Vec::new();
+        for m in &monitor.memory {
+            if m.total_gbps.is_none() {
+                gaps.push(format!("{}: IMC reads or writes not counted", m.node));
+            }
+            if m.rnic_dma_gbps.is_none() {
+                gaps.push(format!(
+                    "{}: an RNIC local to it has no data counters",
+                    m.node
+                ));
+            }
+        }
+        let mut report = SourceReport::ok("memory bandwidth", &monitor.memory);
+        report.detail = (!gaps.is_empty()).then(|| gaps.join("; "));
+        report
+    }
+}
