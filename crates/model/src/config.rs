@@ -61,7 +61,10 @@ pub struct IommuConfig {
     /// The IOMMU translates the RNICs' DMA (group type `DMA` or `DMA-FQ`), rather than
     /// passing it through or being off: `Some(true)` when any RNIC's DMA is known to be
     /// translated, `Some(false)` when every RNIC's is known not to be, `None` when it could
-    /// not be told (absent is not "not translated").
+    /// not be told (absent is not "not translated"). Hardware RNICs only: a software RNIC
+    /// (rxe, siw) moves data by the CPU's copies, so a host with only those gives `None`;
+    /// the per-RNIC entries of [`HostConfig::iommu_groups`] still show the group of its
+    /// parent NIC.
     pub translated: Option<bool>,
     /// The mode in words (`DMA-FQ`, `identity`, `off`).
     pub mode: String,
