@@ -366,19 +366,24 @@ pub(crate) fn stream(
     let start = Instant::now();
     let end = start + Duration::from_nanos((spec.duration_us * 1000.0) as u64);
     let mut walk = Walk::new(region as u64, u64::from(len));
-    let mut outstanding = 0u64;
-    for (q, qp) in qps.iter().enumerate() {
-        for _ in 0..batches_per_qp {
-            let at = walk.next_offset();
-            qp.post_rdma(
-                q as u64,
+    // Posts a batch on QP `q` at the walk's next offset on both sides.
+    let mut post = |q: u64| {
+        let at = walk.next_offset();
+        qps[q as usize]
+            .post_rdma(
+                q,
                 opcode,
                 (local.0 + at, local.1),
                 (remote.0 + at, remote.1),
                 len,
                 batch,
             )
-            .map_err(verbs_error)?;
+            .map_err(verbs_error)
+    };
+    let mut outstanding = 0u64;
+    for q in 0..qps.len() as u64 {
+        for _ in 0..batches_per_qp {
+            post(q)?;
             outstanding += 1;
         }
     }
@@ -392,17 +397,7 @@ pub(crate) fn stream(
         outstanding -= n as u64;
         if last < end {
             for w in &wc[..n] {
-                let at = walk.next_offset();
-                qps[w.wr_id as usize]
-                    .post_rdma(
-                        w.wr_id,
-                        opcode,
-                        (local.0 + at, local.1),
-                        (remote.0 + at, remote.1),
-                        len,
-                        batch,
-                    )
-                    .map_err(verbs_error)?;
+                post(w.wr_id)?;
                 outstanding += 1;
             }
         }
