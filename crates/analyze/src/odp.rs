@@ -51,15 +51,28 @@ pub(crate) fn diagnose(f: &Facts<'_>) -> Vec<Diagnosis> {
     out
 }
 
-/// Which pitfall the counters show, in words, if any.
-fn pitfall(t: &TransportCounters) -> Option<String> {
-    let seconds = t.interval_ns.map_or(1.0, |ns| ns as f64 / 1e9).max(1e-9);
-    let retransmitted = [t.duplicate_request, t.out_of_sequence, t.packet_seq_err]
+/// Retransmitted requests in the interval: the largest of the counters that see them
+/// (`duplicate_request`, `out_of_sequence` at the responder, `packet_seq_err` NAKs at the
+/// requester), 0 when none was read.
+pub(crate) fn retransmitted(t: &TransportCounters) -> u64 {
+    [t.duplicate_request, t.out_of_sequence, t.packet_seq_err]
         .into_iter()
         .flatten()
         .max()
-        .unwrap_or(0);
-    if retransmitted as f64 / seconds >= FLOOD_MIN_PER_S {
+        .unwrap_or(0)
+}
+
+/// Whether the interval's retransmissions are a storm: at least [`FLOOD_MIN_PER_S`] a second
+/// (an interval that was not measured counts as one second).
+pub(crate) fn is_storm(t: &TransportCounters) -> bool {
+    let seconds = t.interval_ns.map_or(1.0, |ns| ns as f64 / 1e9).max(1e-9);
+    retransmitted(t) as f64 / seconds >= FLOOD_MIN_PER_S
+}
+
+/// Which pitfall the counters show, in words, if any.
+fn pitfall(t: &TransportCounters) -> Option<String> {
+    if is_storm(t) {
+        let retransmitted = retransmitted(t);
         return Some(format!(
             "packet flood (ISPASS'21): {retransmitted} retransmitted requests, a storm that \
              grows with the QPs sharing client-side ODP pages, because page-status updates fail \

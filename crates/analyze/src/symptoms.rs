@@ -91,18 +91,11 @@ pub fn symptoms(snapshot: &HostSnapshot, thresholds: &Thresholds) -> Vec<Symptom
     }
     for t in &snapshot.transport {
         let timeouts = t.local_ack_timeout_err.unwrap_or(0);
-        let retransmitted = [t.duplicate_request, t.out_of_sequence, t.packet_seq_err]
-            .into_iter()
-            .flatten()
-            .max()
-            .unwrap_or(0);
-        let seconds = t.interval_ns.map_or(1.0, |ns| ns as f64 / 1e9).max(1e-9);
-        let storm = retransmitted as f64 / seconds >= crate::odp::FLOOD_MIN_PER_S;
-        if timeouts > 0 || storm {
+        if timeouts > 0 || crate::odp::is_storm(t) {
             out.push(Symptom::Transport {
                 rnic: t.rnic.clone(),
                 timeouts,
-                retransmitted,
+                retransmitted: crate::odp::retransmitted(t),
             });
         }
     }
