@@ -94,10 +94,7 @@ pub enum Command {
     /// QPs; time and packets). ODP memory on both sides, both QPs on one device.
     ///
     /// A device without ODP RDMA READ over RC is named with what it lacks, exit status 2.
-    /// Not yet measured: on a device with ODP the READ loops are not written, and the
-    /// command says so (exit status 2) rather than print a number.
-    /// The virtual host models ODP pitfalls as counters, not as per-READ times, so --sim
-    /// is refused (use `check --sim MODEL --inject odp:...` for the counters).
+    /// With --sim the virtual host's RNIC transport model runs them (labelled simulated).
     ///
     /// Examples:
     ///   hostping odp-bench damming --device mlx5_0
@@ -356,12 +353,10 @@ pub struct OdpBenchArgs {
     /// Longest wait for one work completion, ms (a damming stall lasts ~500 ms or more).
     #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub timeout_ms: u64,
-    /// A simulated host: refused unless its ODP model can produce these curves.
+    /// Run on the virtual host's RNIC transport model instead of a device (a built-in
+    /// model name or a host TOML file); --device then names its RNIC (default: the first).
     #[arg(long, value_name = "MODEL|FILE")]
     pub sim: Option<String>,
-    /// Faults of the simulated host (`odp:RNIC:damming|flood[:QPS]`).
-    #[arg(long, value_name = "FAULT", requires = "sim")]
-    pub inject: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,

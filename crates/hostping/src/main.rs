@@ -37,9 +37,7 @@ fn main() -> ExitCode {
         Command::Topology(args) => topology(args),
         Command::Counters(args) => counters(args),
         Command::Lint(args) => lint(args),
-        Command::OdpBench(args) => hostping::odp_bench::run(&args)
-            .map(|()| Outcome::Healthy)
-            .map_err(anyhow::Error::from),
+        Command::OdpBench(args) => hostping::odp_bench::run(&args).map(|()| Outcome::Healthy),
         Command::Agent(args) => agent_command(args),
         Command::Bench(cmd) => bench_command(cmd),
         Command::Fabric(cmd) => hostping::fabric::run(cmd).map(|congested| {

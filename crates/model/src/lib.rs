@@ -24,6 +24,7 @@ pub mod hostfile;
 pub mod ids;
 pub mod iommu;
 pub mod measure;
+pub mod odp_bench;
 pub mod report;
 pub mod snapshot;
 pub mod thresholds;

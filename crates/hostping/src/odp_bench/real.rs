@@ -1,26 +1,15 @@
-//! `hostping odp-bench`: ISPASS'21's ODP micro-benchmarks on a real device. Before any
-//! memory is registered, the device's ODP capabilities are checked (`ibv_query_device_ex`):
-//! both micro-benchmarks need ODP memory as the target of RDMA READ over RC.
+//! `hostping odp-bench` on a real device. Before any memory is registered, the device's ODP
+//! capabilities are checked (`ibv_query_device_ex`): both micro-benchmarks need ODP memory as
+//! the target of RDMA READ over RC.
 
-use crate::cli::{OdpBenchArgs, OdpBenchKind};
+use crate::cli::OdpBenchArgs;
+use model::odp_bench::{OdpBenchKind, OdpBenchReport};
 use rdma::odp_bench::NoOdp;
 use rdma::verbs::{Unavailable, Verbs, VerbsError};
 
 /// Why `odp-bench` did not run (exit status 2).
 #[derive(Debug, thiserror::Error)]
 pub enum OdpBenchError {
-    /// `--sim`: the virtual host's ODP model cannot give these curves.
-    #[error(
-        "odp-bench --sim {model}: the virtual host models the ODP pitfalls as RNIC counters and \
-         memory regions per second (ISPASS'21's mechanism), not as the completion time of \
-         each READ, so it cannot produce the damming or flood curves honestly; run \
-         `hostping check --sim {model} --inject odp:RNIC:damming|flood[:QPS]` to see what \
-         the counters show"
-    )]
-    SimRefused {
-        /// The model named.
-        model: String,
-    },
     /// No libibverbs.
     #[error("odp-bench needs libibverbs: {0}")]
     NoVerbs(Unavailable),
@@ -57,21 +46,9 @@ pub enum OdpBenchError {
     },
 }
 
-fn kind_name(kind: OdpBenchKind) -> &'static str {
-    match kind {
-        OdpBenchKind::Damming => "damming",
-        OdpBenchKind::Flood => "flood",
-    }
-}
-
-/// Runs `odp-bench` as `args` say.
-pub fn run(args: &OdpBenchArgs) -> Result<(), OdpBenchError> {
-    let kind = kind_name(args.kind);
-    if let Some(model) = &args.sim {
-        return Err(OdpBenchError::SimRefused {
-            model: model.clone(),
-        });
-    }
+/// Runs the micro-benchmark `kind` on the device `args` name.
+pub fn run(args: &OdpBenchArgs, kind: OdpBenchKind) -> Result<OdpBenchReport, OdpBenchError> {
+    let kind = kind.as_str();
     let verbs = Verbs::load().map_err(OdpBenchError::NoVerbs)?;
     let names = verbs.device_names().map_err(OdpBenchError::Verbs)?;
     let device = match &args.device {
