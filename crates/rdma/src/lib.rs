@@ -15,6 +15,8 @@ The real-host backends of hostping: what runs on a server with RDMA hardware.
 - [`mad`] has InfiniBand management datagrams as byte views and representations: subnet
   management (NodeInfo, NodeDescription, PortInfo, SwitchInfo) and performance management
   (ClassPortInfo, PortCounters, PortCountersExtended).
+- [`umad`] loads libibumad at run time and exchanges MADs on a port: a window of requests
+  in flight with hostping's own deadlines and retries.
 - [`netlink`] reads RDMA netlink: the memory regions of each device, which of them use
   on-demand paging, and their page-fault counters.
 - [`monitor`] reads them together and maps them to model ids: the hardware and bus
@@ -35,4 +37,5 @@ pub mod monitor;
 pub mod netlink;
 pub mod odp_bench;
 pub mod sysfs;
+pub mod umad;
 pub mod verbs;
