@@ -28,6 +28,12 @@ scripts/guest/setup.sh --kernel odp
 # A real Prometheus server (Debian's package) scrapes the agent in
 # crates/hostping/tests/prometheus.rs (the test starts its own server on a free port).
 command -v prometheus >/dev/null 2>&1 || apt_install prometheus
+# An InfiniBand management stack on a simulated fabric for the umad test below: ibsim,
+# libibumad redirected to it (libumad2sim), opensm, and infiniband-diags beside them.
+if ! command -v ibsim >/dev/null 2>&1 || ! command -v opensm >/dev/null 2>&1 ||
+    [ ! -e /usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so ] || ! command -v perfquery >/dev/null 2>&1; then
+    apt_install ibsim-utils libumad2sim0 opensm infiniband-diags
+fi
 # Slurm for the sweep test below.
 if ! command -v slurmctld >/dev/null 2>&1 || ! command -v slurmd >/dev/null 2>&1 ||
     ! command -v munged >/dev/null 2>&1; then
@@ -43,5 +49,7 @@ $sudo scripts/slurm/check-sweep.sh "$hostping_bin"
 # The real backends on a real verbs device: rdma_rxe in a QEMU guest (scripts/guest/), from
 # this checkout and from a clone of it under /tmp.
 cargo test -p hostping --test softroce --locked -- --ignored --nocapture
+# MADs through the real libibumad to ibsim's fabric, LIDs from a real opensm (about 1 s).
+cargo test -p rdma --test ibsim --locked -- --ignored --nocapture
 # RDMA netlink, ODP capabilities and a virtual IOMMU's groups on the same guest kernel.
 cargo test -p rdma --test guest --locked -- --ignored --nocapture

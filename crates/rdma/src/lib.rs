@@ -12,6 +12,11 @@ The real-host backends of hostping: what runs on a server with RDMA hardware.
   between two regions on the endpoint, implementing [`probe::ProbeEngine`].
 - [`counters`] reads the counter sources one module each (RNIC counters, ethtool pause and
   drops, PCIe links with AER/ACS/ATS, NVML, perf uncore, IOMMU and huge pages).
+- [`mad`] has InfiniBand management datagrams as byte views and representations: subnet
+  management (NodeInfo, NodeDescription, PortInfo, SwitchInfo) and performance management
+  (ClassPortInfo, PortCounters, PortCountersExtended).
+- [`umad`] loads libibumad at run time and exchanges MADs on a port: a window of requests
+  in flight with hostping's own deadlines and retries.
 - [`netlink`] reads RDMA netlink: the memory regions of each device, which of them use
   on-demand paging, and their page-fault counters.
 - [`monitor`] reads them together and maps them to model ids: the hardware and bus
@@ -26,9 +31,11 @@ It must not decide anything about health: it produces `model` values and `analyz
 pub mod counters;
 pub mod engine;
 pub mod host;
+pub mod mad;
 pub mod memory;
 pub mod monitor;
 pub mod netlink;
 pub mod odp_bench;
 pub mod sysfs;
+pub mod umad;
 pub mod verbs;

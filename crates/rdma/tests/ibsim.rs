@@ -1,0 +1,358 @@
+//! The umad transport against a real InfiniBand management stack: ibsim (the fabric
+//! simulator of OFED developers) on `scripts/ibsim/nets/two-switches.net`, LIDs from a real
+//! opensm, and hostping's MADs through the real libibumad, redirected to ibsim by
+//! `libumad2sim` (Debian packages ibsim-utils, libumad2sim0, opensm).
+//!
+//! libumad2sim works by LD_PRELOAD, which a running test cannot give itself: the outer
+//! test (`umad_exchanges_with_ibsim`, ignored by default, run by `./test.sh`) starts ibsim
+//! and opensm, then runs this test binary again with the preload for each inner session
+//! (`inner_*`, which do nothing without `HOSTPING_IBSIM_SESSION`). Each run has a socket
+//! name of its own (`IBSIM_SOCKNAME`), so runs cannot meet.
+
+use rdma::mad::perf::{self, ClassPortInfoRepr, PortCountersRepr};
+use rdma::mad::smp::{self, NodeInfoRepr, NodeType, PortInfoRepr, Route, SmpPacket, SmpRequest};
+use rdma::mad::{MadPacket, Method, MgmtClass, MAD_LEN};
+use rdma::umad::rpc::{exchange, Failure, Request, Settings};
+use rdma::umad::{Address, Port, Umad};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const PRELOAD: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+const NET: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../scripts/ibsim/nets/two-switches.net"
+);
+
+/// ibsim with its console on a pipe that stays open (at EOF it spins at 100 % CPU).
+struct Ibsim {
+    child: Child,
+    sockname: String,
+}
+
+impl Ibsim {
+    fn start(sockname: &str) -> Ibsim {
+        let mut child = Command::new("ibsim")
+            .args(["-s", NET])
+            .env("IBSIM_SOCKNAME", sockname)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ibsim runs");
+        // Wait for the console's first prompt: the fabric is built.
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(out);
+            let mut line = Vec::new();
+            let mut told = false;
+            while reader.read_until(b'>', &mut line).is_ok_and(|n| n > 0) {
+                if !told && line.ends_with(b"sim>") {
+                    let _ = tx.send(());
+                    told = true;
+                }
+                line.clear();
+            }
+        });
+        rx.recv_timeout(Duration::from_secs(20))
+            .expect("ibsim prints its prompt");
+        Ibsim {
+            child,
+            sockname: sockname.to_string(),
+        }
+    }
+
+    fn console(&mut self, command: &str) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{command}").unwrap();
+        stdin.flush().unwrap();
+        // The console has no acknowledgement to wait for; it reads its line at once.
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    /// Runs `program` against the simulated fabric.
+    fn client(&self, program: &str) -> Command {
+        let mut c = Command::new(program);
+        c.env("LD_PRELOAD", PRELOAD)
+            .env("IBSIM_SOCKNAME", &self.sockname);
+        c
+    }
+}
+
+impl Drop for Ibsim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn inner(ibsim: &Ibsim, session: &str, extra: &[(&str, String)]) -> String {
+    let mut c = ibsim.client(std::env::current_exe().unwrap().to_str().unwrap());
+    c.args([
+        "--exact",
+        session,
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("HOSTPING_IBSIM_SESSION", "1");
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{session}:\n{text}");
+    assert!(text.contains("1 passed"), "{session} did not run:\n{text}");
+    text
+}
+
+#[test]
+#[ignore = "needs ibsim, libumad2sim and opensm (run by ./test.sh)"]
+fn umad_exchanges_with_ibsim() {
+    let missing: Vec<&str> = ["ibsim", "opensm"]
+        .into_iter()
+        .filter(|p| {
+            Command::new("sh")
+                .args(["-c", &format!("command -v {p}")])
+                .output()
+                .map_or(true, |o| !o.status.success())
+        })
+        .collect();
+    if !missing.is_empty() || !Path::new(PRELOAD).exists() {
+        panic!("ibsim-utils, libumad2sim0 and opensm are needed (missing: {missing:?}, {PRELOAD})");
+    }
+    let sockname = format!("hostping-umad-{}", std::process::id());
+    let mut ibsim = Ibsim::start(&sockname);
+    let tmp = tempfile::tempdir().unwrap();
+    let sm = ibsim
+        .client("opensm")
+        .args(["-o", "-f"])
+        .arg(tmp.path().join("opensm.log"))
+        .env("OSM_TMP_DIR", tmp.path())
+        .env("OSM_CACHE_DIR", tmp.path())
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(sm.success(), "opensm -o assigns the LIDs");
+    ibsim.console(r#"PerformanceSet "leaf-a"[7] PortCounters.SymbolErrorCounter=7"#);
+    ibsim.console(r#"PerformanceSet "leaf-a"[7] PortCounters.PortXmitWait=1234"#);
+
+    let text = inner(&ibsim, "inner_answers", &[]);
+    let leaf_b = text
+        .lines()
+        // (libtest prints "test inner_answers ... " on the same line first)
+        .find_map(|l| l.split("LEAF_B_LID=").nth(1))
+        .unwrap_or_else(|| panic!("the inner session names leaf-b's LID:\n{text}"))
+        .trim()
+        .to_string();
+
+    // Every MAD to leaf-b is lost from now on.
+    ibsim.console(r#"Error "leaf-b" 100"#);
+    inner(&ibsim, "inner_losses", &[("LEAF_B_LID", leaf_b)]);
+}
+
+fn session() -> Option<Port> {
+    std::env::var_os("HOSTPING_IBSIM_SESSION")?;
+    let umad = Umad::load().expect("libibumad loads");
+    assert_eq!(umad.ca_names().unwrap(), ["ibsim0"]);
+    Some(Port::open(umad, None, 0).expect("the simulated port opens"))
+}
+
+fn smp_get(route: Route, attribute_id: u16, modifier: u32) -> [u8; MAD_LEN] {
+    SmpRequest {
+        route,
+        attribute_id,
+        attribute_modifier: modifier,
+        transaction_id: 0,
+    }
+    .emit()
+    .unwrap()
+}
+
+/// Runs `requests` and returns each one's result in request order.
+fn run(
+    port: &mut Port,
+    requests: &[Request],
+    settings: Settings,
+) -> Vec<Result<[u8; MAD_LEN], Failure>> {
+    let mut results = vec![None; requests.len()];
+    exchange(port, requests, settings, |i, r| {
+        assert!(results[i].is_none(), "request {i} ended twice");
+        results[i] = Some(r);
+    })
+    .unwrap();
+    results
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| r.unwrap_or_else(|| panic!("request {i} never ended")))
+        .collect()
+}
+
+#[test]
+#[ignore = "an inner session of umad_exchanges_with_ibsim"]
+fn inner_answers() {
+    let Some(mut port) = session() else { return };
+    let smi = port.register(MgmtClass::SubnDirectedRoute).unwrap();
+    let pma = port.register(MgmtClass::Performance).unwrap();
+    let settings = Settings::default();
+
+    // Directed route: the local switch, then the one behind its port 7.
+    let requests = [
+        Request {
+            agent: smi,
+            to: Address::directed(),
+            mad: smp_get(Route::Directed(vec![]), smp::attr::NODE_INFO, 0),
+        },
+        Request {
+            agent: smi,
+            to: Address::directed(),
+            mad: smp_get(Route::Directed(vec![7]), smp::attr::NODE_INFO, 0),
+        },
+        Request {
+            agent: smi,
+            to: Address::directed(),
+            mad: smp_get(Route::Directed(vec![7]), smp::attr::PORT_INFO, 0),
+        },
+        Request {
+            agent: smi,
+            to: Address::directed(),
+            mad: smp_get(Route::Directed(vec![]), smp::attr::PORT_INFO, 0),
+        },
+    ];
+    let answers = run(&mut port, &requests, settings);
+    let node = |i: usize| {
+        let bytes = answers[i].as_ref().unwrap();
+        let p = SmpPacket::new_checked(&bytes[..]).unwrap();
+        assert_eq!(p.mad().method(), Method::GetResp);
+        assert_eq!(p.status(), 0);
+        NodeInfoRepr::parse(p.data()).unwrap()
+    };
+    let (local, far) = (node(0), node(1));
+    assert_eq!(local.node_type, NodeType::Switch);
+    assert_eq!(far.node_type, NodeType::Switch);
+    assert_ne!(local.node_guid, far.node_guid);
+    assert_eq!(
+        far.local_port, 7,
+        "entered through the link from leaf-a port 7"
+    );
+    let lid_of = |i: usize| {
+        let bytes = answers[i].as_ref().unwrap();
+        PortInfoRepr::parse(SmpPacket::new_checked(&bytes[..]).unwrap().data())
+            .unwrap()
+            .lid
+    };
+    let (leaf_a, leaf_b) = (lid_of(3), lid_of(2));
+    assert!(
+        leaf_a > 0 && leaf_b > 0 && leaf_a != leaf_b,
+        "opensm gave LIDs: {leaf_a} {leaf_b}"
+    );
+    println!("LEAF_B_LID={leaf_b}");
+
+    // PerfMgt: what ibsim's console set comes back exactly.
+    let cpi = run(
+        &mut port,
+        &[Request {
+            agent: pma,
+            to: Address::gsi(leaf_a),
+            mad: perf::get_request(perf::attr::CLASS_PORT_INFO, 0, 0),
+        }],
+        settings,
+    );
+    let cpi_bytes = cpi[0].as_ref().unwrap();
+    let c = ClassPortInfoRepr::parse(
+        perf::perf_data(&MadPacket::new_checked(&cpi_bytes[..]).unwrap()).unwrap(),
+    )
+    .unwrap();
+    assert!(c.has_xmit_wait() && c.has_extended_counters(), "{c:?}");
+
+    // A window of 64 requests over leaf-a's 8 ports, answered in any order.
+    let requests: Vec<Request> = (0..64u8)
+        .map(|i| Request {
+            agent: pma,
+            to: Address::gsi(leaf_a),
+            mad: perf::get_request(perf::attr::PORT_COUNTERS, i % 8 + 1, 0),
+        })
+        .collect();
+    let started = Instant::now();
+    let answers = run(&mut port, &requests, settings);
+    println!("64 PortCounters in {:?}", started.elapsed());
+    for (i, a) in answers.iter().enumerate() {
+        let bytes = a.as_ref().unwrap_or_else(|e| panic!("request {i}: {e}"));
+        let c = PortCountersRepr::parse(
+            perf::perf_data(&MadPacket::new_checked(&bytes[..]).unwrap()).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            c.port_select,
+            i as u8 % 8 + 1,
+            "request {i} got another port's answer"
+        );
+        if c.port_select == 7 {
+            assert_eq!((c.symbol_errors, c.xmit_wait), (7, 1234));
+        }
+    }
+}
+
+#[test]
+#[ignore = "an inner session of umad_exchanges_with_ibsim"]
+fn inner_losses() {
+    let Some(mut port) = session() else { return };
+    let pma = port.register(MgmtClass::Performance).unwrap();
+    let leaf_b: u16 = std::env::var("LEAF_B_LID").unwrap().parse().unwrap();
+    let leaf_a_lid = {
+        let smi = port.register(MgmtClass::SubnDirectedRoute).unwrap();
+        let r = run(
+            &mut port,
+            &[Request {
+                agent: smi,
+                to: Address::directed(),
+                mad: smp_get(Route::Directed(vec![]), smp::attr::PORT_INFO, 0),
+            }],
+            Settings::default(),
+        );
+        let bytes = r[0].as_ref().unwrap();
+        PortInfoRepr::parse(SmpPacket::new_checked(&bytes[..]).unwrap().data())
+            .unwrap()
+            .lid
+    };
+    let settings = Settings {
+        window: 8,
+        timeout: Duration::from_millis(50),
+        retries: 1,
+    };
+    let requests: Vec<Request> = (0..16u8)
+        .map(|i| Request {
+            agent: pma,
+            to: Address::gsi(if i % 2 == 0 { leaf_a_lid } else { leaf_b }),
+            mad: perf::get_request(perf::attr::PORT_COUNTERS, 1, 0),
+        })
+        .collect();
+    let started = Instant::now();
+    let answers = run(&mut port, &requests, settings);
+    let took = started.elapsed();
+    for (i, a) in answers.iter().enumerate() {
+        if i % 2 == 0 {
+            assert!(a.is_ok(), "leaf-a answers: {a:?}");
+        } else {
+            assert_eq!(
+                a.as_ref().unwrap_err(),
+                &Failure::Timeout {
+                    timeout_ms: 50,
+                    tries: 2
+                }
+            );
+        }
+    }
+    // 8 lost requests, 2 tries of 50 ms each, 8 at a time (leaf-a's answers free slots at
+    // once): about 2 rounds of 2 x 50 ms, never the 16 x 100 ms of one at a time.
+    assert!(
+        took < Duration::from_millis(800),
+        "the window waited out losses one by one: {took:?}"
+    );
+}
