@@ -17,6 +17,8 @@ The real-host backends of hostping: what runs on a server with RDMA hardware.
   (ClassPortInfo, PortCounters, PortCountersExtended).
 - [`umad`] loads libibumad at run time and exchanges MADs on a port: a window of requests
   in flight with hostping's own deadlines and retries.
+- [`subnet`] discovers an InfiniBand subnet with directed-route SMPs, and writes and reads
+  `ibnetdiscover`'s topology file.
 - [`netlink`] reads RDMA netlink: the memory regions of each device, which of them use
   on-demand paging, and their page-fault counters.
 - [`monitor`] reads them together and maps them to model ids: the hardware and bus
@@ -36,6 +38,7 @@ pub mod memory;
 pub mod monitor;
 pub mod netlink;
 pub mod odp_bench;
+pub mod subnet;
 pub mod sysfs;
 pub mod umad;
 pub mod verbs;

@@ -152,6 +152,8 @@ fn umad_exchanges_with_ibsim() {
         .trim()
         .to_string();
 
+    inner(&ibsim, "inner_discovers", &[]);
+
     // Every MAD to leaf-b is lost from now on.
     ibsim.console(r#"Error "leaf-b" 100"#);
     inner(&ibsim, "inner_losses", &[("LEAF_B_LID", leaf_b)]);
@@ -354,5 +356,65 @@ fn inner_losses() {
     assert!(
         took < Duration::from_millis(800),
         "the window waited out losses one by one: {took:?}"
+    );
+}
+
+#[test]
+#[ignore = "an inner session of umad_exchanges_with_ibsim"]
+fn inner_discovers() {
+    use rdma::subnet::{discover::discover, topofile, Subnet};
+    let Some(mut port) = session() else { return };
+    let smi = port.register(MgmtClass::SubnDirectedRoute).unwrap();
+    let ours = discover(&mut port, smi, Settings::default()).unwrap();
+    assert!(ours.errors.is_empty(), "{:?}", ours.errors);
+    // ibnetdiscover on the same fabric (this process's preload and socket are inherited).
+    let out = Command::new("ibnetdiscover").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let theirs = topofile::parse(&String::from_utf8(out.stdout).unwrap(), "ibnetdiscover").unwrap();
+    let nodes = |s: &Subnet| {
+        let mut v: Vec<_> = s
+            .nodes
+            .iter()
+            .map(|n| {
+                (
+                    n.guid,
+                    n.kind,
+                    n.ports,
+                    n.description.clone(),
+                    n.lid(),
+                    n.addressed_ports.clone(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let links = |s: &Subnet| {
+        let mut v: Vec<_> = s
+            .links
+            .iter()
+            .map(|l| (l.ends(), l.width.clone(), l.speed.clone()))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(nodes(&ours), nodes(&theirs));
+    assert_eq!(links(&ours), links(&theirs));
+    assert_eq!(ours.origin, theirs.origin);
+    assert_eq!(ours.nodes.len(), 6);
+    assert_eq!(ours.links.len(), 6);
+    // Our topology file reads back as the same subnet.
+    let again = topofile::parse(&topofile::write(&ours), "ours").unwrap();
+    assert_eq!(nodes(&again), nodes(&ours));
+    assert_eq!(links(&again), links(&ours));
+    let json = ours.to_json();
+    assert_eq!(json["nodes"].as_array().unwrap().len(), 6);
+    assert!(
+        json["nodes"][0]["guid"].as_str().unwrap().len() == 18,
+        "{json}"
     );
 }
