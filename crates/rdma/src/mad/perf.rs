@@ -23,15 +23,15 @@ pub mod attr {
 /// The attribute data of a PerfMgt MAD.
 const DATA: Field = 64..256;
 
-/// The data of a checked PerfMgt MAD, or why the bytes are not one.
-pub fn perf_data(packet: &MadPacket<impl AsRef<[u8]>>) -> Result<&[u8], Error> {
-    packet.check_len()?;
+/// The attribute data of the PerfMgt MAD in untrusted `bytes`, or why they are not one.
+pub fn perf_data(bytes: &[u8]) -> Result<&[u8], Error> {
+    let packet = MadPacket::new_checked(bytes)?;
     if packet.mgmt_class() != MgmtClass::Performance {
         return Err(Error::Malformed(
             "not a performance management MAD (class 0x04)",
         ));
     }
-    Ok(&packet.as_bytes()[DATA])
+    Ok(&bytes[DATA])
 }
 
 /// A PerfMgt Get of `attribute_id` for `port` (PortSelect, which ClassPortInfo ignores;
@@ -356,9 +356,7 @@ mod tests {
 
     fn data_of(name: &str) -> Vec<u8> {
         let bytes = fixture(name);
-        perf_data(&MadPacket::new_checked(&bytes[..]).unwrap())
-            .unwrap()
-            .to_vec()
+        perf_data(&bytes[..]).unwrap().to_vec()
     }
 
     #[test]
@@ -451,10 +449,7 @@ mod tests {
     #[test]
     fn an_smp_is_not_read_as_perf_data() {
         let smp = fixture("smp-dr-portinfo-response.hex");
-        assert!(matches!(
-            perf_data(&MadPacket::new_checked(&smp[..]).unwrap()),
-            Err(Error::Malformed(_))
-        ));
+        assert!(matches!(perf_data(&smp[..]), Err(Error::Malformed(_))));
         assert!(PortCountersRepr::parse(&[0u8; 43]).is_err());
         assert!(PortCountersExtendedRepr::parse(&[0u8; 71]).is_err());
         assert!(ClassPortInfoRepr::parse(&[0u8; 7]).is_err());
@@ -515,7 +510,7 @@ mod tests {
 
         #[test]
         fn any_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
-            if let Ok(d) = perf_data(&MadPacket::new_unchecked(&bytes[..])) {
+            if let Ok(d) = perf_data(&bytes[..]) {
                 let _ = ClassPortInfoRepr::parse(d).unwrap().has_extended_counters();
                 let _ = PortCountersRepr::parse(d).unwrap().saturated();
                 let _ = PortCountersExtendedRepr::parse(d).unwrap();
