@@ -39,7 +39,7 @@ if ! command -v slurmctld >/dev/null 2>&1 || ! command -v slurmd >/dev/null 2>&1
     ! command -v munged >/dev/null 2>&1; then
     apt_install slurm-wlm munge
 fi
-export HOSTPING_REQUIRE_VERBS_HEADERS=1 HOSTPING_REQUIRE_PROMETHEUS=1
+export HOSTPING_REQUIRE_VERBS_HEADERS=1 HOSTPING_REQUIRE_PROMETHEUS=1 HOSTPING_REQUIRE_IBSIM=1
 cargo test --workspace --locked
 # A fabric sweep on a real one-node Slurm: a job array of `hostping fabric sim` runs and the
 # dependent merge job (scripts/slurm/, about 10 s). The daemons run as root.

@@ -5,7 +5,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// `hostping fabric ...`: the fabric layer on the packet-level fat-tree simulator.
+/// `hostping fabric ...`: the fabric layer: the packet-level fat-tree simulator, and a real
+/// InfiniBand subnet's discovery and switch-port counters.
 #[derive(Debug, Subcommand)]
 pub enum FabricCommand {
     /// Simulate a workload on a fat tree with in-packet telemetry, then diagnose congestion.
@@ -71,6 +72,109 @@ pub enum FabricCommand {
     ///   hostping fabric merge runs/* --format csv > sweep.csv
     #[command(verbatim_doc_comment)]
     Merge(MergeArgs),
+    /// Discover a real InfiniBand subnet with directed-route SMPs (needs libibumad and
+    /// access to /dev/infiniband/umad*, usually root or the rdma group).
+    ///
+    /// Walks the subnet breadth first from the local port, with many SMPs in flight at
+    /// once, and prints every switch and channel adapter, their LIDs and the links between
+    /// their ports with width and speed. A port that does not answer is reported on stderr
+    /// and its branch left out; the rest is still printed.
+    ///
+    /// Formats: table; json (DESIGN 4.4: nodes and links); ibnetdiscover (the topology file
+    /// `ibnetdiscover` writes, which `fabric sample --topology` reads back).
+    ///
+    /// Exit status: 0 every port answered, 1 some did not (the rest printed), 2 nothing
+    /// could be discovered (no umad port, the local node silent).
+    ///
+    /// Examples:
+    ///   hostping fabric discover
+    ///   hostping fabric discover --ca mlx5_0 --port 1 --format ibnetdiscover > fabric.topo
+    ///   hostping fabric discover --format json | jq '.links | length'
+    #[command(verbatim_doc_comment)]
+    Discover(DiscoverArgs),
+    /// Sample every switch port's counters (the LDMS ibfabric sampler): one sweep reads all
+    /// ports with their MADs in flight at once, timestamps each port and measures the
+    /// sweep's spread (first query to last answer).
+    ///
+    /// The switches come from --topology (an ibnetdiscover file, e.g. from `fabric
+    /// discover --format ibnetdiscover`) or from a discovery at start. Data counters are in
+    /// bytes (64-bit PortCountersExtended where the switch offers it). A switch that does
+    /// not answer gets an error on its ports for that sweep; no sweep waits longer than
+    /// its deadlines (--timeout-ms, --retries).
+    ///
+    /// Output: a table per sweep, or JSON Lines (DESIGN 4.4), one object per sweep.
+    ///
+    /// Examples:
+    ///   hostping fabric sample --once
+    ///   hostping fabric sample --topology fabric.topo --hz 10 --duration 1m --format json
+    #[command(verbatim_doc_comment)]
+    Sample(SampleArgs),
+}
+
+/// Which umad port, and the MAD deadlines.
+#[derive(Debug, Args)]
+pub struct UmadArgs {
+    /// Channel adapter to send from (default: the first one with an active port).
+    #[arg(long, value_name = "NAME")]
+    pub ca: Option<String>,
+    /// Its port (default: the first active one).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub port: u8,
+    /// Deadline of one MAD, ms.
+    #[arg(long, value_name = "MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub timeout_ms: u64,
+    /// Tries after the first, per MAD.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=20))]
+    pub retries: u32,
+    /// MADs in flight at once.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub window: u64,
+}
+
+/// `hostping fabric discover`.
+#[derive(Debug, Args)]
+pub struct DiscoverArgs {
+    #[command(flatten)]
+    pub umad: UmadArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = DiscoverFormat::Table)]
+    pub format: DiscoverFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiscoverFormat {
+    Table,
+    Json,
+    Ibnetdiscover,
+}
+
+/// `hostping fabric sample`.
+#[derive(Debug, Args)]
+pub struct SampleArgs {
+    #[command(flatten)]
+    pub umad: UmadArgs,
+    /// The subnet as an ibnetdiscover topology file (default: discover it first).
+    #[arg(long, value_name = "FILE")]
+    pub topology: Option<PathBuf>,
+    /// Sweeps per second.
+    #[arg(long, value_name = "F", default_value_t = 1.0)]
+    pub hz: f64,
+    /// How long to sample (1s, 5m, ...); until interrupted when neither this nor --once.
+    #[arg(long, value_name = "D", value_parser = humantime::parse_duration, conflicts_with = "once")]
+    pub duration: Option<Duration>,
+    /// One sweep, then exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = SampleFormat::Table)]
+    pub format: SampleFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SampleFormat {
+    Table,
+    /// JSON Lines, one object per sweep.
+    Json,
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,11 +1,13 @@
 //! `hostping fabric ...`: the fabric layer's commands on top of the `fabric` crate. This
 //! module parses nothing and decides nothing: it builds the inputs, runs the simulator, and
-//! writes what the crate's analysis concluded.
+//! writes what the crate's analysis concluded; [`switches`] does the same for a real
+//! InfiniBand subnet through `rdma`.
 
 pub mod args;
 pub mod bench;
 pub mod merge;
 pub mod output;
+pub mod switches;
 
 use std::io::Write;
 use std::str::FromStr;
@@ -37,6 +39,8 @@ pub fn run(command: FabricCommand) -> Result<bool> {
         FabricCommand::SuggestMapping(args) => suggest(&args),
         FabricCommand::Bench(cmd) => bench::run(cmd),
         FabricCommand::Merge(args) => merge(&args),
+        FabricCommand::Discover(args) => switches::discover_command(&args),
+        FabricCommand::Sample(args) => switches::sample_command(&args),
     }
 }
 

@@ -1,0 +1,229 @@
+//! `hostping fabric discover` and `fabric sample`: a real InfiniBand subnet through a umad
+//! port (`rdma::umad`): directed-route discovery and the switch-port sampler
+//! (`rdma::subnet`). This module opens the port, prints, and paces the sweeps.
+
+use super::args::{DiscoverArgs, DiscoverFormat, SampleArgs, SampleFormat, UmadArgs};
+use anyhow::{bail, Context, Result};
+use rdma::mad::MgmtClass;
+use rdma::subnet::discover::discover;
+use rdma::subnet::sample::{switch_ports, Sampler, Sweep};
+use rdma::subnet::{guid_text, topofile, NodeKind, Subnet};
+use rdma::umad::rpc::Settings;
+use rdma::umad::{Port, Umad};
+use std::fmt::Write as _;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+fn settings(a: &UmadArgs) -> Settings {
+    Settings {
+        window: a.window as usize,
+        timeout: Duration::from_millis(a.timeout_ms),
+        retries: a.retries,
+    }
+}
+
+fn open(a: &UmadArgs) -> Result<Port> {
+    let umad = Umad::load()?;
+    Ok(Port::open(umad, a.ca.as_deref(), a.port)?)
+}
+
+/// Discovers from the port `a` names.
+fn walk(port: &mut Port, a: &UmadArgs) -> Result<Subnet> {
+    let agent = port.register(MgmtClass::SubnDirectedRoute)?;
+    let subnet = discover(port, agent, settings(a))
+        .with_context(|| format!("fabric discover from {}", port.name()))?;
+    for e in &subnet.errors {
+        eprintln!("fabric discover: {e}");
+    }
+    Ok(subnet)
+}
+
+/// The table of `fabric discover`.
+fn render(subnet: &Subnet) -> String {
+    let mut out = String::new();
+    let switches = subnet
+        .nodes
+        .iter()
+        .filter(|n| n.kind == NodeKind::Switch)
+        .count();
+    let _ = writeln!(
+        out,
+        "{} nodes ({switches} switches, {} channel adapters), {} links",
+        subnet.nodes.len(),
+        subnet.nodes.len() - switches,
+        subnet.links.len()
+    );
+    let _ = writeln!(
+        out,
+        "{:<8} {:<18} {:>5} {:>5}  description",
+        "type", "guid", "lid", "ports"
+    );
+    for n in &subnet.nodes {
+        let _ = writeln!(
+            out,
+            "{:<8} {:<18} {:>5} {:>5}  {}",
+            n.kind.word(),
+            guid_text(n.guid),
+            n.lid().map_or("-".into(), |l| l.to_string()),
+            n.ports,
+            n.description
+        );
+    }
+    let _ = writeln!(out, "links:");
+    let name = |guid: u64| {
+        subnet
+            .node(guid)
+            .map_or_else(|| guid_text(guid), |n| n.description.clone())
+    };
+    for l in &subnet.links {
+        let _ = writeln!(
+            out,
+            "  {}[{}] -- {}[{}]  {}{}",
+            name(l.a.guid),
+            l.a.port,
+            name(l.b.guid),
+            l.b.port,
+            l.width,
+            l.speed
+        );
+    }
+    out
+}
+
+/// `hostping fabric discover`; `Ok(true)` when some ports did not answer (exit status 1).
+pub fn discover_command(args: &DiscoverArgs) -> Result<bool> {
+    let mut port = open(&args.umad)?;
+    let subnet = walk(&mut port, &args.umad)?;
+    let text = match args.format {
+        DiscoverFormat::Table => render(&subnet),
+        DiscoverFormat::Json => serde_json::to_string_pretty(&subnet.to_json())? + "\n",
+        DiscoverFormat::Ibnetdiscover => topofile::write(&subnet),
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(!subnet.errors.is_empty())
+}
+
+/// One sweep as a table.
+fn render_sweep(sweep: &Sweep, subnet: &Subnet) -> String {
+    let mut out = String::new();
+    let answered = sweep.ports.iter().filter(|p| p.counters.is_some()).count();
+    let _ = writeln!(
+        out,
+        "sweep {}: {answered}/{} ports in {:.1} us",
+        sweep.sweep,
+        sweep.ports.len(),
+        sweep.spread_us
+    );
+    let _ = writeln!(
+        out,
+        "  {:<16} {:>4} {:>14} {:>14} {:>12} {:>7} {:>6} {:>7} {:>8}",
+        "switch",
+        "port",
+        "xmit_bytes",
+        "rcv_bytes",
+        "xmit_wait",
+        "sym_err",
+        "downed",
+        "rcv_err",
+        "discards"
+    );
+    for p in &sweep.ports {
+        let switch = subnet
+            .node(p.guid)
+            .map_or_else(|| guid_text(p.guid), |n| n.description.clone());
+        match (&p.counters, &p.error) {
+            (Some(c), _) => {
+                let _ = writeln!(
+                    out,
+                    "  {switch:<16} {:>4} {:>14} {:>14} {:>12} {:>7} {:>6} {:>7} {:>8}{}",
+                    p.port,
+                    c.xmit_data_bytes,
+                    c.rcv_data_bytes,
+                    c.xmit_wait,
+                    c.symbol_errors,
+                    c.link_downed,
+                    c.rcv_errors,
+                    c.xmit_discards,
+                    if p.saturated.is_empty() {
+                        String::new()
+                    } else {
+                        format!("  saturated: {}", p.saturated.join(", "))
+                    }
+                );
+            }
+            (None, e) => {
+                let _ = writeln!(
+                    out,
+                    "  {switch:<16} {:>4}  error: {}",
+                    p.port,
+                    e.as_deref().unwrap_or("no answer")
+                );
+            }
+        }
+    }
+    out
+}
+
+/// `hostping fabric sample`; `Ok(true)` when a port did not answer in some sweep.
+pub fn sample_command(args: &SampleArgs) -> Result<bool> {
+    if !(args.hz.is_finite() && args.hz > 0.0 && args.hz <= 10_000.0) {
+        bail!(
+            "--hz {}: wants sweeps per second, above 0 and at most 10000",
+            args.hz
+        );
+    }
+    // A bad file is named before any MAD is sent.
+    let given = match &args.topology {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("{}: cannot read the topology file", path.display()))?;
+            Some(topofile::parse(&text, &path.display().to_string())?)
+        }
+        None => None,
+    };
+    let mut port = open(&args.umad)?;
+    let subnet = match given {
+        Some(subnet) => subnet,
+        None => walk(&mut port, &args.umad)?,
+    };
+    let ports = switch_ports(&subnet);
+    if ports.is_empty() {
+        bail!("fabric sample: no switch with a LID and a linked port in the subnet");
+    }
+    let agent = port.register(MgmtClass::Performance)?;
+    let mut sampler = Sampler::new(agent, settings(&args.umad));
+    let period = Duration::from_secs_f64(1.0 / args.hz);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, stop.clone())?;
+    }
+    let started = Instant::now();
+    let mut next = started;
+    let mut lost = false;
+    let mut stdout = std::io::stdout().lock();
+    loop {
+        let sweep = sampler.sweep(&mut port, &ports)?;
+        lost |= sweep.ports.iter().any(|p| p.counters.is_none());
+        let text = match args.format {
+            SampleFormat::Json => serde_json::to_string(&sweep)? + "\n",
+            SampleFormat::Table => render_sweep(&sweep, &subnet),
+        };
+        stdout.write_all(text.as_bytes())?;
+        stdout.flush()?;
+        next += period;
+        let done = args.once
+            || args
+                .duration
+                .is_some_and(|d| next.duration_since(started) >= d)
+            || stop.load(std::sync::atomic::Ordering::Relaxed);
+        if done {
+            break;
+        }
+        // Sleep to the next period; a sweep that overran it starts the next one at once.
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+    }
+    Ok(lost)
+}

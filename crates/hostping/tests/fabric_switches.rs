@@ -1,0 +1,246 @@
+//! `hostping fabric discover` and `fabric sample` against a real InfiniBand management
+//! stack: ibsim's simulated fabric (scripts/ibsim/nets/two-switches.net), LIDs from a real
+//! opensm, and the binary's libibumad redirected to ibsim (`scripts/ibsim/run.sh`).
+//!
+//! Skipped (with a message) when ibsim, opensm or libumad2sim are missing, unless
+//! `HOSTPING_REQUIRE_IBSIM` is set, as `./test.sh` does after installing them.
+
+mod common;
+
+use common::{hostping, stderr, stdout, temp_dir};
+use rdma::subnet::{topofile, Subnet};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+const RUN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/ibsim/run.sh");
+const PRELOAD: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+
+fn have_ibsim() -> bool {
+    let found = ["ibsim", "opensm", "ibnetdiscover"].iter().all(|p| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {p}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }) && Path::new(PRELOAD).exists();
+    if found {
+        return true;
+    }
+    assert!(
+        std::env::var_os("HOSTPING_REQUIRE_IBSIM").is_none(),
+        "HOSTPING_REQUIRE_IBSIM is set but ibsim, opensm, ibnetdiscover or {PRELOAD} is missing \
+         (apt-get install ibsim-utils libumad2sim0 opensm infiniband-diags)"
+    );
+    eprintln!(
+        "skipped: no ibsim (apt-get install ibsim-utils libumad2sim0 opensm infiniband-diags)"
+    );
+    false
+}
+
+/// Runs `script` (bash) against a fresh simulated fabric, after `console` commands;
+/// `$HOSTPING` is the binary.
+fn on_fabric(console: &[&str], script: &str) -> Output {
+    let mut c = Command::new(RUN);
+    for line in console {
+        c.args(["--console", line]);
+    }
+    c.args(["--", "bash", "-c", script])
+        .env("HOSTPING", env!("CARGO_BIN_EXE_hostping"))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("scripts/ibsim/run.sh runs")
+}
+
+fn sorted_links(s: &Subnet) -> Vec<String> {
+    let mut v: Vec<String> = s
+        .links
+        .iter()
+        .map(|l| format!("{:?} {}{}", l.ends(), l.width, l.speed))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn discover_finds_what_ibnetdiscover_finds() {
+    if !have_ibsim() {
+        return;
+    }
+    let dir = temp_dir("fabric-discover");
+    let o = on_fabric(
+        &[],
+        &format!(
+            "set -e; cd {d}; \"$HOSTPING\" fabric discover --format ibnetdiscover > ours.topo; \
+             ibnetdiscover > theirs.topo; \"$HOSTPING\" fabric discover --format json > ours.json; \
+             \"$HOSTPING\" fabric discover > ours.txt",
+            d = dir.display()
+        ),
+    );
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    let ours = topofile::parse(&read("ours.topo"), "ours.topo").unwrap();
+    let theirs = topofile::parse(&read("theirs.topo"), "theirs.topo").unwrap();
+    let mut a = ours.nodes.clone();
+    let mut b = theirs.nodes.clone();
+    a.sort_by_key(|n| n.guid);
+    b.sort_by_key(|n| n.guid);
+    assert_eq!(a, b, "same GUIDs, types, ports, descriptions, LIDs");
+    assert_eq!(sorted_links(&ours), sorted_links(&theirs));
+    let json: Value = serde_json::from_str(&read("ours.json")).unwrap();
+    assert_eq!(json["nodes"].as_array().unwrap().len(), 6);
+    assert_eq!(json["links"].as_array().unwrap().len(), 6);
+    let leaf_a = json["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["description"] == "leaf-a")
+        .unwrap();
+    assert_eq!(leaf_a["guid"], "0x0000000000200000");
+    assert_eq!(
+        (leaf_a["type"].as_str(), leaf_a["ports"].as_u64()),
+        (Some("switch"), Some(8))
+    );
+    assert!(read("ours.txt").starts_with("6 nodes (2 switches, 4 channel adapters), 6 links"));
+}
+
+#[test]
+fn sample_returns_the_counters_the_switch_holds() {
+    if !have_ibsim() {
+        return;
+    }
+    let o = on_fabric(
+        &[
+            r#"PerformanceSet "leaf-a"[7] PortCounters.SymbolErrorCounter=7"#,
+            r#"PerformanceSet "leaf-a"[7] PortCounters.LinkDownedCounter=2"#,
+            r#"PerformanceSet "leaf-b"[2] PortCounters.PortXmitWait=4321"#,
+            r#"PerformanceSet "leaf-b"[2] PortCounters.PortRcvErrors=11"#,
+            r#"PerformanceSet "leaf-b"[2] PortCounters.PortXmitDiscards=5"#,
+        ],
+        "\"$HOSTPING\" fabric sample --once --format json && \"$HOSTPING\" fabric sample --hz 50 --duration 100ms --format json",
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines.len(),
+        6,
+        "--once, then 100 ms at 50 Hz: {}",
+        stdout(&o)
+    );
+    let port = |sweep: &Value, guid: &str, port: u64| -> Value {
+        sweep["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["guid"] == guid && p["port"] == port)
+            .unwrap_or_else(|| panic!("no {guid}[{port}] in {sweep}"))
+            .clone()
+    };
+    for sweep in &lines {
+        assert_eq!(sweep["ports"].as_array().unwrap().len(), 8, "{sweep}");
+        assert!(sweep["spread_us"].as_f64().unwrap() > 0.0);
+        let a7 = port(sweep, "0x0000000000200000", 7);
+        assert_eq!(a7["counters"]["symbol_errors"], 7);
+        assert_eq!(a7["counters"]["link_downed"], 2);
+        assert!(a7["error"].is_null());
+        let b2 = port(sweep, "0x0000000000200001", 2);
+        assert_eq!(b2["counters"]["xmit_wait"], 4321);
+        assert_eq!(b2["counters"]["rcv_errors"], 11);
+        assert_eq!(b2["counters"]["xmit_discards"], 5);
+    }
+    assert_eq!(lines[1]["sweep"], 1, "a new process counts from 1");
+    assert_eq!(lines[5]["sweep"], 5);
+}
+
+#[test]
+fn a_silent_switch_gives_errors_on_its_ports_and_the_sweep_still_ends() {
+    if !have_ibsim() {
+        return;
+    }
+    let dir = temp_dir("fabric-silent");
+    let topo = dir.join("fabric.topo");
+    // The topology comes from a healthy fabric; then leaf-b loses every MAD.
+    let o = on_fabric(
+        &[],
+        &format!(
+            "\"$HOSTPING\" fabric discover --format ibnetdiscover > {}",
+            topo.display()
+        ),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = on_fabric(
+        &[r#"Error "leaf-b" 100"#],
+        &format!(
+            "\"$HOSTPING\" fabric sample --once --format json --timeout-ms 50 --retries 1 --topology {}",
+            topo.display()
+        ),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "some ports did not answer: {}",
+        stderr(&o)
+    );
+    let sweep: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    for p in sweep["ports"].as_array().unwrap() {
+        if p["guid"] == "0x0000000000200001" {
+            assert!(p["counters"].is_null(), "{p}");
+            assert!(
+                p["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("no response in 50 ms, 2 tries"),
+                "{p}"
+            );
+        } else {
+            assert!(p["counters"].is_object() && p["error"].is_null(), "{p}");
+        }
+    }
+    // ClassPortInfo to leaf-b: 2 tries of 50 ms; nothing else waits on it.
+    assert!(sweep["spread_us"].as_f64().unwrap() < 400_000.0, "{sweep}");
+}
+
+#[test]
+fn bad_inputs_exit_two_and_name_the_input() {
+    let dir = temp_dir("fabric-bad");
+    let missing = dir.join("nope.topo");
+    let o = hostping(&[
+        "fabric",
+        "sample",
+        "--once",
+        "--topology",
+        missing.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("nope.topo: cannot read the topology file"),
+        "{}",
+        stderr(&o)
+    );
+    let bad = dir.join("bad.topo");
+    std::fs::write(&bad, "Switch\t8 \"X-1\"\n").unwrap();
+    let o = hostping(&[
+        "fabric",
+        "sample",
+        "--once",
+        "--topology",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("bad.topo:1: a node id is S-, H- or R-"),
+        "{}",
+        stderr(&o)
+    );
+    let o = hostping(&["fabric", "sample", "--once", "--hz", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--hz 0"), "{}", stderr(&o));
+    // Without ibsim's preload this machine has no umad port (or no libibumad): named, exit 2.
+    if !Path::new("/dev/infiniband").exists() {
+        let o = hostping(&["fabric", "discover"]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("umad"), "{}", stderr(&o));
+    }
+}
