@@ -1,103 +1,46 @@
 //! The umad transport against a real InfiniBand management stack: ibsim (the fabric
 //! simulator of OFED developers) on `scripts/ibsim/nets/two-switches.net`, LIDs from a real
 //! opensm, and hostping's MADs through the real libibumad, redirected to ibsim by
-//! `libumad2sim` (Debian packages ibsim-utils, libumad2sim0, opensm).
+//! `libumad2sim` (Debian packages ibsim-utils, libumad2sim0, opensm), all set up by
+//! `scripts/ibsim/run.sh`.
 //!
 //! libumad2sim works by LD_PRELOAD, which a running test cannot give itself: the outer
-//! test (`umad_exchanges_with_ibsim`, ignored by default, run by `./test.sh`) starts ibsim
-//! and opensm, then runs this test binary again with the preload for each inner session
-//! (`inner_*`, which do nothing without `HOSTPING_IBSIM_SESSION`). Each run has a socket
-//! name of its own (`IBSIM_SOCKNAME`), so runs cannot meet.
+//! test (`umad_exchanges_with_ibsim`, ignored by default, run by `./test.sh`) runs this test
+//! binary again under `scripts/ibsim/run.sh`, one fresh fabric per inner session
+//! (`inner_*`, which do nothing without `HOSTPING_IBSIM_SESSION`).
 
 use rdma::mad::perf::{self, ClassPortInfoRepr, PortCountersRepr};
 use rdma::mad::smp::{self, NodeInfoRepr, NodeType, PortInfoRepr, Route, SmpPacket, SmpRequest};
 use rdma::mad::{Method, MgmtClass, MAD_LEN};
 use rdma::umad::rpc::{exchange, Failure, Request, Settings};
 use rdma::umad::{Address, Port, Umad};
-use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-const PRELOAD: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
-const NET: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../scripts/ibsim/nets/two-switches.net"
-);
+const RUN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/ibsim/run.sh");
 
-/// ibsim with its console on a pipe that stays open (at EOF it spins at 100 % CPU).
-struct Ibsim {
-    child: Child,
-    sockname: String,
-}
+/// Counters the inner sessions expect, set through ibsim's console.
+const COUNTERS: [&str; 2] = [
+    r#"PerformanceSet "leaf-a"[7] PortCounters.SymbolErrorCounter=7"#,
+    r#"PerformanceSet "leaf-a"[7] PortCounters.PortXmitWait=1234"#,
+];
 
-impl Ibsim {
-    fn start(sockname: &str) -> Ibsim {
-        let mut child = Command::new("ibsim")
-            .args(["-s", NET])
-            .env("IBSIM_SOCKNAME", sockname)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("ibsim runs");
-        // Wait for the console's first prompt: the fabric is built.
-        let out = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(out);
-            let mut line = Vec::new();
-            let mut told = false;
-            while reader.read_until(b'>', &mut line).is_ok_and(|n| n > 0) {
-                if !told && line.ends_with(b"sim>") {
-                    let _ = tx.send(());
-                    told = true;
-                }
-                line.clear();
-            }
-        });
-        rx.recv_timeout(Duration::from_secs(20))
-            .expect("ibsim prints its prompt");
-        Ibsim {
-            child,
-            sockname: sockname.to_string(),
-        }
+/// Runs the inner session `session` on a fresh fabric after `console` commands.
+fn inner(session: &str, console: &[&str], extra: &[(&str, String)]) -> String {
+    let mut c = Command::new(RUN);
+    for line in COUNTERS.iter().chain(console) {
+        c.args(["--console", line]);
     }
-
-    fn console(&mut self, command: &str) {
-        let stdin = self.child.stdin.as_mut().unwrap();
-        writeln!(stdin, "{command}").unwrap();
-        stdin.flush().unwrap();
-        // The console has no acknowledgement to wait for; it reads its line at once.
-        std::thread::sleep(Duration::from_millis(200));
-    }
-
-    /// Runs `program` against the simulated fabric.
-    fn client(&self, program: &str) -> Command {
-        let mut c = Command::new(program);
-        c.env("LD_PRELOAD", PRELOAD)
-            .env("IBSIM_SOCKNAME", &self.sockname);
-        c
-    }
-}
-
-impl Drop for Ibsim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn inner(ibsim: &Ibsim, session: &str, extra: &[(&str, String)]) -> String {
-    let mut c = ibsim.client(std::env::current_exe().unwrap().to_str().unwrap());
-    c.args([
-        "--exact",
-        session,
-        "--ignored",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env("HOSTPING_IBSIM_SESSION", "1");
+    c.arg("--")
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            session,
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("HOSTPING_IBSIM_SESSION", "1");
     for (k, v) in extra {
         c.env(k, v);
     }
@@ -115,35 +58,7 @@ fn inner(ibsim: &Ibsim, session: &str, extra: &[(&str, String)]) -> String {
 #[test]
 #[ignore = "needs ibsim, libumad2sim and opensm (run by ./test.sh)"]
 fn umad_exchanges_with_ibsim() {
-    let missing: Vec<&str> = ["ibsim", "opensm"]
-        .into_iter()
-        .filter(|p| {
-            Command::new("sh")
-                .args(["-c", &format!("command -v {p}")])
-                .output()
-                .map_or(true, |o| !o.status.success())
-        })
-        .collect();
-    if !missing.is_empty() || !Path::new(PRELOAD).exists() {
-        panic!("ibsim-utils, libumad2sim0 and opensm are needed (missing: {missing:?}, {PRELOAD})");
-    }
-    let sockname = format!("hostping-umad-{}", std::process::id());
-    let mut ibsim = Ibsim::start(&sockname);
-    let tmp = tempfile::tempdir().unwrap();
-    let sm = ibsim
-        .client("opensm")
-        .args(["-o", "-f"])
-        .arg(tmp.path().join("opensm.log"))
-        .env("OSM_TMP_DIR", tmp.path())
-        .env("OSM_CACHE_DIR", tmp.path())
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(sm.success(), "opensm -o assigns the LIDs");
-    ibsim.console(r#"PerformanceSet "leaf-a"[7] PortCounters.SymbolErrorCounter=7"#);
-    ibsim.console(r#"PerformanceSet "leaf-a"[7] PortCounters.PortXmitWait=1234"#);
-
-    let text = inner(&ibsim, "inner_answers", &[]);
+    let text = inner("inner_answers", &[], &[]);
     let leaf_b = text
         .lines()
         // (libtest prints "test inner_answers ... " on the same line first)
@@ -151,13 +66,15 @@ fn umad_exchanges_with_ibsim() {
         .unwrap_or_else(|| panic!("the inner session names leaf-b's LID:\n{text}"))
         .trim()
         .to_string();
-
-    inner(&ibsim, "inner_discovers", &[]);
-    inner(&ibsim, "inner_samples", &[]);
-
-    // Every MAD to leaf-b is lost from now on.
-    ibsim.console(r#"Error "leaf-b" 100"#);
-    inner(&ibsim, "inner_losses", &[("LEAF_B_LID", leaf_b)]);
+    inner("inner_discovers", &[], &[]);
+    inner("inner_samples", &[], &[]);
+    // Every MAD to leaf-b is lost. (opensm gives the same fabric the same LIDs each run:
+    // inner_losses checks that leaf-b's is not leaf-a's.)
+    inner(
+        "inner_losses",
+        &[r#"Error "leaf-b" 100"#],
+        &[("LEAF_B_LID", leaf_b)],
+    );
 }
 
 fn session() -> Option<Port> {
@@ -318,6 +235,10 @@ fn inner_losses() {
             .unwrap()
             .lid
     };
+    assert_ne!(
+        leaf_a_lid, leaf_b,
+        "opensm gave this fabric other LIDs than the last"
+    );
     let settings = Settings {
         window: 8,
         timeout: Duration::from_millis(50),
