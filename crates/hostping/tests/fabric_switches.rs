@@ -244,3 +244,92 @@ fn bad_inputs_exit_two_and_name_the_input() {
         assert!(stderr(&o).contains("umad"), "{}", stderr(&o));
     }
 }
+
+const TWO_SWITCHES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../rdma/testdata/subnet/two-switches.topo"
+);
+
+#[test]
+fn delegate_splits_the_ports_and_sample_reads_a_share() {
+    let dir = temp_dir("fabric-delegate");
+    let out = dir.join("lists");
+    let o = hostping(&[
+        "fabric",
+        "delegate",
+        "--topology",
+        TWO_SWITCHES,
+        "--samplers",
+        "host-1,host-4",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("host-1: 4 ports on 1 switches, at most 1 hops away"),
+        "{}",
+        stdout(&o)
+    );
+    let host_1 = std::fs::read_to_string(out.join("host-1.ports")).unwrap();
+    let host_4 = std::fs::read_to_string(out.join("host-4.ports")).unwrap();
+    assert!(
+        host_1.contains("\n1 0x0000000000200000 4 1-2,7-8\n"),
+        "{host_1}"
+    );
+    assert!(
+        host_4.contains("\n3 0x0000000000200001 4 1-2,7-8\n"),
+        "{host_4}"
+    );
+    // host-4 gone: host-1 takes all eight ports.
+    let o = hostping(&[
+        "fabric",
+        "delegate",
+        "--topology",
+        TWO_SWITCHES,
+        "--samplers",
+        "host-1,host-4",
+        "--failed",
+        "host-4",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("0x0000000000200001 4 1-2,7-8"),
+        "{}",
+        stdout(&o)
+    );
+    let o = hostping(&[
+        "fabric",
+        "delegate",
+        "--topology",
+        TWO_SWITCHES,
+        "--samplers",
+        "host-9",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("sampler `host-9` is not in the subnet"),
+        "{}",
+        stderr(&o)
+    );
+
+    if !have_ibsim() {
+        return;
+    }
+    let o = on_fabric(
+        &[],
+        &format!(
+            "\"$HOSTPING\" fabric sample --once --format json --ports {}",
+            out.join("host-4.ports").display()
+        ),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sweep: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    let ports = sweep["ports"].as_array().unwrap();
+    assert_eq!(ports.len(), 4, "{sweep}");
+    assert!(
+        ports
+            .iter()
+            .all(|p| p["guid"] == "0x0000000000200001" && p["counters"].is_object()),
+        "{sweep}"
+    );
+}

@@ -109,6 +109,36 @@ pub enum FabricCommand {
     ///   hostping fabric sample --topology fabric.topo --hz 10 --duration 1m --format json
     #[command(verbatim_doc_comment)]
     Sample(SampleArgs),
+    /// Split the switch ports of a subnet among several samplers (the LDMS ibfabric
+    /// Delegator): every linked switch port exactly once, each switch whole to the nearest
+    /// sampler (fewest hops), balanced by port count. Writes one port list per sampler
+    /// (an LDMS ibnet lidfile: `lid guid nports portlist`) for `fabric sample --ports`.
+    ///
+    /// Samplers are named by node description or GUID. --failed leaves a sampler out and
+    /// gives its ports to the others.
+    ///
+    /// Examples:
+    ///   hostping fabric delegate --topology fabric.topo --samplers node01,node17 -o lists
+    ///   hostping fabric delegate --topology fabric.topo --samplers node01,node17 --failed node17 -o lists
+    #[command(verbatim_doc_comment)]
+    Delegate(DelegateArgs),
+}
+
+/// `hostping fabric delegate`.
+#[derive(Debug, Args)]
+pub struct DelegateArgs {
+    /// The subnet as an ibnetdiscover topology file.
+    #[arg(long, value_name = "FILE")]
+    pub topology: PathBuf,
+    /// The samplers, by node description or GUID.
+    #[arg(long, value_name = "HOST,...", value_delimiter = ',', required = true)]
+    pub samplers: Vec<String>,
+    /// Samplers that are gone: their ports go to the others.
+    #[arg(long, value_name = "HOST,...", value_delimiter = ',')]
+    pub failed: Vec<String>,
+    /// Folder for the port lists (`<sampler>.ports`); without it they go to stdout.
+    #[arg(short, long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// Which umad port, and the MAD deadlines.
@@ -156,6 +186,9 @@ pub struct SampleArgs {
     /// The subnet as an ibnetdiscover topology file (default: discover it first).
     #[arg(long, value_name = "FILE")]
     pub topology: Option<PathBuf>,
+    /// Only these ports: a port list from `fabric delegate` (an LDMS ibnet lidfile).
+    #[arg(long, value_name = "FILE")]
+    pub ports: Option<PathBuf>,
     /// Sweeps per second.
     #[arg(long, value_name = "F", default_value_t = 1.0)]
     pub hz: f64,

@@ -41,6 +41,7 @@ pub fn run(command: FabricCommand) -> Result<bool> {
         FabricCommand::Merge(args) => merge(&args),
         FabricCommand::Discover(args) => switches::discover_command(&args),
         FabricCommand::Sample(args) => switches::sample_command(&args),
+        FabricCommand::Delegate(args) => switches::delegate_command(&args).map(|()| false),
     }
 }
 

@@ -2,9 +2,10 @@
 //! port (`rdma::umad`): directed-route discovery and the switch-port sampler
 //! (`rdma::subnet`). This module opens the port, prints, and paces the sweeps.
 
-use super::args::{DiscoverArgs, DiscoverFormat, SampleArgs, SampleFormat, UmadArgs};
+use super::args::{DelegateArgs, DiscoverArgs, DiscoverFormat, SampleArgs, SampleFormat, UmadArgs};
 use anyhow::{bail, Context, Result};
 use rdma::mad::MgmtClass;
+use rdma::subnet::delegate::{delegate, lidfile, parse_lidfile};
 use rdma::subnet::discover::discover;
 use rdma::subnet::sample::{switch_ports, Sampler, Sweep};
 use rdma::subnet::{guid_text, topofile, NodeKind, Subnet};
@@ -172,21 +173,23 @@ pub fn sample_command(args: &SampleArgs) -> Result<bool> {
             args.hz
         );
     }
-    // A bad file is named before any MAD is sent.
-    let given = match &args.topology {
+    // Bad files are named before any MAD is sent.
+    let given = args.topology.as_deref().map(read_topology).transpose()?;
+    let listed = match &args.ports {
         Some(path) => {
             let text = std::fs::read_to_string(path)
-                .with_context(|| format!("{}: cannot read the topology file", path.display()))?;
-            Some(topofile::parse(&text, &path.display().to_string())?)
+                .with_context(|| format!("{}: cannot read the port list", path.display()))?;
+            Some(parse_lidfile(&text, &path.display().to_string())?)
         }
         None => None,
     };
     let mut port = open(&args.umad)?;
     let subnet = match given {
         Some(subnet) => subnet,
+        None if listed.is_some() => Subnet::default(),
         None => walk(&mut port, &args.umad)?,
     };
-    let ports = switch_ports(&subnet);
+    let ports = listed.unwrap_or_else(|| switch_ports(&subnet));
     if ports.is_empty() {
         bail!("fabric sample: no switch with a LID and a linked port in the subnet");
     }
@@ -226,4 +229,42 @@ pub fn sample_command(args: &SampleArgs) -> Result<bool> {
         }
     }
     Ok(lost)
+}
+
+fn read_topology(path: &std::path::Path) -> Result<Subnet> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read the topology file", path.display()))?;
+    Ok(topofile::parse(&text, &path.display().to_string())?)
+}
+
+/// `hostping fabric delegate`.
+pub fn delegate_command(args: &DelegateArgs) -> Result<()> {
+    let subnet = read_topology(&args.topology)?;
+    let assignments = delegate(&subnet, &args.samplers, &args.failed)?;
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot create the output folder", dir.display()))?;
+    }
+    let mut stdout = std::io::stdout().lock();
+    for a in &assignments {
+        let text = lidfile(a);
+        match &args.out {
+            Some(dir) => {
+                let path = dir.join(format!("{}.ports", a.sampler));
+                std::fs::write(&path, &text)
+                    .with_context(|| format!("{}: cannot write", path.display()))?;
+                let far = a.hops.values().max().copied().unwrap_or(0);
+                writeln!(
+                    stdout,
+                    "{}: {} ports on {} switches, at most {far} hops away -> {}",
+                    a.sampler,
+                    a.ports.len(),
+                    a.hops.len(),
+                    path.display()
+                )?;
+            }
+            None => stdout.write_all(text.as_bytes())?,
+        }
+    }
+    Ok(())
 }

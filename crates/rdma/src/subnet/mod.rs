@@ -1,9 +1,10 @@
 //! An InfiniBand subnet as discovery finds it: its nodes (switches and channel adapters)
 //! and the links between their ports. [`discover`] finds it with directed-route SMPs
 //! through a umad port; [`topofile`] writes and reads the topology-file format of
-//! `ibnetdiscover`; [`sample`] sweeps the switch ports' counters; [`Subnet::to_json`] is the
-//! JSON of DESIGN 4.4.
+//! `ibnetdiscover`; [`sample`] sweeps the switch ports' counters; [`delegate`] splits them
+//! among samplers; [`Subnet::to_json`] is the JSON of DESIGN 4.4.
 
+pub mod delegate;
 pub mod discover;
 pub mod sample;
 pub mod topofile;
