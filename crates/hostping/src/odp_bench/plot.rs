@@ -153,6 +153,7 @@ fn series<DB: DrawingBackend>(
         .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
+        .max_light_lines(1)
         .x_desc(x_label)
         .y_desc(y_label)
         .x_label_formatter(&|v| tick(*v))
