@@ -156,3 +156,37 @@ fn an_unknown_model_exits_two() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("no-such-host"), "{}", stderr(&o));
 }
+
+#[test]
+fn plot_draws_a_marker_per_point_and_a_bad_extension_exits_two() {
+    let dir = common::temp_dir("odp-plot");
+    let svg = dir.join("damming.svg");
+    let o = hostping(&[
+        "odp-bench",
+        "damming",
+        "--sim",
+        "dgx-a100",
+        "--intervals",
+        "500,1500,4500",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("(simulated)"));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert_eq!(text.matches("<circle").count(), 3, "{text}");
+    assert!(text.contains("odp-bench damming on rnic0 (simulated)"));
+    assert!(text.contains("elapsed (ms)"));
+    let o = hostping(&[
+        "odp-bench",
+        "flood",
+        "--sim",
+        "dgx-a100",
+        "--qps",
+        "2",
+        "--plot",
+        dir.join("flood.jpg").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("flood.jpg"), "{}", stderr(&o));
+}

@@ -60,9 +60,9 @@ fn notes(kind: OdpBenchKind, host: &str, rnic: &OdpRnic) -> Vec<String> {
         format!("workload (ISPASS'21's micro-benchmark): {workload}"),
         format!(
             "model parameters ([odp] table of the host model): page fault {} us, transport \
-             timeout floor {} ms drawn up to {}x late, retry count {}, {} outstanding READs \
-             per QP, wire {} ns one way, responder {} ns per READ, DMA {} ns one way (host \
-             model's links)",
+             timeout at the firmware floor of {} ms, firing between 1x and {}x of it, retry \
+             count {}, {} outstanding READs per QP, wire {} ns one way, responder {} ns per \
+             READ, DMA {} ns one way (host model's links)",
             m.page_fault_us,
             m.timeout_floor_ms,
             1.0 + m.timeout_spread,
