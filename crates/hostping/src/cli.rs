@@ -357,6 +357,10 @@ pub struct OdpBenchArgs {
     /// model name or a host TOML file); --device then names its RNIC (default: the first).
     #[arg(long, value_name = "MODEL|FILE")]
     pub sim: Option<String>,
+    /// Also draw the report to FILE (.svg or .png): elapsed ms against the interval
+    /// (damming), or elapsed s and packets against QPs (flood).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,

@@ -69,6 +69,9 @@ struct RawHost {
     /// HotNets'22 3.1 parameters; every field defaults ([`crate::iommu::IommuModel`]).
     #[serde(default)]
     iommu: crate::iommu::IommuModel,
+    /// The RC transport over ODP memory; every field defaults ([`crate::odp_model::OdpModel`]).
+    #[serde(default)]
+    odp: crate::odp_model::OdpModel,
 }
 
 /// A component record, by kind. Serde's internally tagged enums buffer their fields and
@@ -243,9 +246,13 @@ pub fn parse(source_name: &str, text: &str) -> Result<HostTopology, ModelError> 
     raw.iommu
         .check()
         .map_err(|(f, r)| err(format!("iommu.{f}"), r))?;
+    raw.odp
+        .check()
+        .map_err(|(f, r)| err(format!("odp.{f}"), r))?;
     let mut host = HostTopology::new(raw.name, raw.description, components, links)
         .map_err(|e| err(e.field, e.reason))?;
     host.iommu = raw.iommu;
+    host.odp = raw.odp;
     Ok(host)
 }
 
@@ -447,6 +454,26 @@ pcie = "gen4x16"
             t.link(&"sw0--cpu0".into()).unwrap().kind,
             LinkKind::RootPort
         );
+    }
+
+    #[test]
+    fn the_odp_table_is_optional_and_checked() {
+        let t = parse("tiny.toml", TINY).unwrap();
+        assert_eq!(t.odp, crate::odp_model::OdpModel::default());
+        let t = parse(
+            "tiny.toml",
+            &format!("{TINY}[odp]\npage_fault_us = 300.0\n"),
+        )
+        .unwrap();
+        assert_eq!(t.odp.page_fault_us, 300.0);
+        assert_eq!(
+            t.odp.timeout_floor_ms, 500.0,
+            "the rest keep their defaults"
+        );
+        let e = error_of(&format!("{TINY}[odp]\nretry_count = 9\n"));
+        assert_eq!(e.field, "odp.retry_count");
+        let e = error_of(&format!("{TINY}[odp]\nfault_us = 1.0\n"));
+        assert!(e.field.starts_with("odp"), "{e}");
     }
 
     #[test]

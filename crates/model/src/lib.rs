@@ -25,6 +25,7 @@ pub mod ids;
 pub mod iommu;
 pub mod measure;
 pub mod odp_bench;
+pub mod odp_model;
 pub mod report;
 pub mod snapshot;
 pub mod thresholds;
@@ -42,6 +43,7 @@ pub use measure::{
     LatencyStats, Mode, Op, PathMeasurement, PathOutcome, PathProbe, ProbeRun, Provenance,
     StreamResult,
 };
+pub use odp_model::OdpModel;
 pub use report::{
     BaselineKind, Cause, Diagnosis, LinkReport, LinkStatus, PathReport, PathStatus, Report, Setting,
 };

@@ -237,6 +237,9 @@ pub struct HostTopology {
     /// The IOMMU of the host (HotNets'22 3.1 parameters; the defaults unless the model
     /// file has an `[iommu]` table).
     pub iommu: crate::iommu::IommuModel,
+    /// The RNICs' RC transport over ODP memory (the defaults unless the model file has an
+    /// `[odp]` table).
+    pub odp: crate::odp_model::OdpModel,
     #[serde(skip)]
     component_index: HashMap<ComponentId, usize>,
     #[serde(skip)]
@@ -324,6 +327,7 @@ impl HostTopology {
             links,
             paths: Vec::new(),
             iommu: crate::iommu::IommuModel::default(),
+            odp: crate::odp_model::OdpModel::default(),
             component_index,
             link_index,
             upstream,

@@ -28,6 +28,9 @@ abnormal is `analyze`'s business.
 - `counters`: the IOTLB, memory-bus split, transport error and ODP region counters of the
   snapshot (HotNets'22 3.1, 3.2; ISPASS'21).
 - `odp`: the ODP pitfalls (damming, flood) as RNIC counters and memory regions.
+- [`odp_transport`]: a discrete-event model of RC READs over ODP memory (page faults,
+  per-QP page status, timeouts, go-back-N), from which the pitfalls emerge (ISPASS'21).
+- [`odp_micro`]: ISPASS'21's damming and flood micro-benchmarks on that model.
 - `host`: the clock, the flap square wave, the trait implementations.
 
 # Example
@@ -62,6 +65,8 @@ mod maxmin;
 mod net;
 mod noise;
 mod odp;
+pub mod odp_micro;
+pub mod odp_transport;
 mod transfer;
 
 pub use fault::{Fault, FaultError, OdpPitfall, PageSize, FLOOD_DEFAULT_QPS};

@@ -1,10 +1,14 @@
 //! `hostping odp-bench`: ISPASS'21's ODP micro-benchmarks (damming and flood), on a real
 //! device ([`real`]) or on the virtual host's RNIC transport model ([`sim`], labelled
-//! simulated). Both give a [`model::odp_bench::OdpBenchReport`], printed by [`render`].
+//! simulated). Both give a [`model::odp_bench::OdpBenchReport`], printed by [`render`] and
+//! drawn by [`plot`] when `--plot` asks.
 
+mod plot;
 mod real;
 mod render;
 mod sim;
+
+pub use plot::PlotError;
 
 pub use real::OdpBenchError;
 pub use render::{render_json, render_table};
@@ -26,6 +30,9 @@ pub fn run(args: &OdpBenchArgs) -> anyhow::Result<()> {
         Some(model) => sim::run(args, kind(args), model)?,
         None => real::run(args, kind(args))?,
     };
+    if let Some(path) = &args.plot {
+        plot::write(&report, path)?;
+    }
     match args.format {
         Format::Json => println!("{}", render_json(&report)),
         Format::Table => print!("{}", render_table(&report)),

@@ -11,6 +11,8 @@ pub const FAMILY: &str = "sans-serif";
 
 static DEJAVU_SANS: &[u8] = include_bytes!("../../../assets/DejaVuSans.ttf");
 
+/// Registers the bundled font as [`FAMILY`] (once; later calls do nothing). Call it before
+/// drawing text with plotters.
 pub fn ensure_registered() {
     static REGISTER: Once = Once::new();
     REGISTER.call_once(|| {

@@ -11,7 +11,7 @@ use crate::sim::SimResult;
 use crate::topology::Topology;
 
 mod draw;
-mod font;
+pub mod font;
 mod layout;
 mod shade;
 
