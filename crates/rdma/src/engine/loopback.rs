@@ -110,7 +110,7 @@ fn verbs_error(e: VerbsError) -> ProbeError {
 
 /// The byte at `i` of the read region: a sequence that does not repeat every 256 bytes and
 /// changes with `seed`, so neither a stale buffer nor a shifted copy passes the check.
-fn pattern_byte(seed: u8, i: usize) -> u8 {
+pub(crate) fn pattern_byte(seed: u8, i: usize) -> u8 {
     ((i * 131 + seed as usize) % 251) as u8
 }
 

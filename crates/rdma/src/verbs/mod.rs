@@ -659,16 +659,8 @@ impl Cq<'_> {
     pub fn wait(&self, wc: &mut [ibv_wc], deadline: Instant) -> Result<usize, CqWaitError> {
         let mut spins: u32 = 0;
         loop {
-            let n = self.poll(wc).map_err(CqWaitError::Poll)?;
+            let n = self.poll_checked(wc)?;
             if n > 0 {
-                if let Some(bad) = wc[..n].iter().find(|w| w.status != IBV_WC_SUCCESS) {
-                    return Err(CqWaitError::Failed {
-                        text: self.ctx.verbs.wc_status(bad.status),
-                        status: bad.status,
-                        vendor_err: bad.vendor_err,
-                        wr_id: bad.wr_id,
-                    });
-                }
                 return Ok(n);
             }
             spins = spins.wrapping_add(1);
@@ -676,6 +668,20 @@ impl Cq<'_> {
                 return Err(CqWaitError::Timeout);
             }
         }
+    }
+
+    /// Polls once, as [`Cq::poll`], and fails if a completion is in error.
+    pub fn poll_checked(&self, wc: &mut [ibv_wc]) -> Result<usize, CqWaitError> {
+        let n = self.poll(wc).map_err(CqWaitError::Poll)?;
+        if let Some(bad) = wc[..n].iter().find(|w| w.status != IBV_WC_SUCCESS) {
+            return Err(CqWaitError::Failed {
+                text: self.ctx.verbs.wc_status(bad.status),
+                status: bad.status,
+                vendor_err: bad.vendor_err,
+                wr_id: bad.wr_id,
+            });
+        }
+        Ok(n)
     }
 }
 

@@ -1,0 +1,125 @@
+//! Memory for one point of a micro-benchmark: a new anonymous mapping per point.
+//!
+//! Why a new mapping and not `madvise(MADV_DONTNEED)` on one kept for the whole sweep: a
+//! range the RNIC has never seen is what ISPASS'21 measures (its first access is an RNIC
+//! page fault), and with a new mapping and a new MR per point that holds whatever the
+//! driver does: the MR's ODP page table starts empty, and its per-MR counters (RDMA netlink
+//! `page_faults`) start at 0, so a point's faults are the MR's count. `MADV_DONTNEED` would
+//! depend on the driver's MMU-notifier invalidation clearing its mapping, and would leave the
+//! faults of earlier points in the counters.
+
+use std::io;
+
+/// Bytes of a page (what `sysconf(_SC_PAGESIZE)` says; 4096 if it says nothing).
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as usize
+    } else {
+        4096
+    }
+}
+
+/// A private anonymous mapping whose pages nothing has touched yet (the kernel backs them
+/// on first access), unmapped on drop.
+pub struct FreshPages {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl FreshPages {
+    /// Maps `len` bytes, rounded up to whole pages.
+    pub fn map(len: usize) -> io::Result<FreshPages> {
+        let len = len.max(1).next_multiple_of(page_size());
+        // SAFETY: an anonymous private mapping has no preconditions.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(FreshPages {
+            ptr: ptr.cast(),
+            len,
+        })
+    }
+
+    /// The first byte (what MRs are registered at and READs address).
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// The address of byte `offset`, as verbs takes it.
+    pub fn addr(&self, offset: usize) -> u64 {
+        assert!(offset <= self.len, "offset inside the mapping");
+        self.ptr as u64 + offset as u64
+    }
+
+    /// Bytes mapped (whole pages).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Never empty; for clippy's `len_without_is_empty`.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Writes `data` at `offset` (the CPU touches those pages; the RNIC still has not).
+    pub fn write(&self, offset: usize, data: &[u8]) {
+        assert!(offset + data.len() <= self.len, "write inside the mapping");
+        // SAFETY: the range is inside our mapping, which is readable and writable; no RNIC
+        // writes into this side while the CPU does (the READs target the other side).
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(offset), data.len()) };
+    }
+
+    /// Copies `out.len()` bytes at `offset` out (after the READs completed).
+    pub fn read(&self, offset: usize, out: &mut [u8]) {
+        assert!(offset + out.len() <= self.len, "read inside the mapping");
+        // SAFETY: as above; every READ into the range has completed, so no DMA is in flight.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(offset), out.as_mut_ptr(), out.len()) };
+    }
+}
+
+impl Drop for FreshPages {
+    fn drop(&mut self) {
+        // SAFETY: our mapping; the MRs on it are dropped first (declared later by every
+        // user).
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `mincore` of the mapping: which pages are resident.
+    fn resident(p: &FreshPages) -> Vec<bool> {
+        let pages = p.len() / page_size();
+        let mut vec = vec![0u8; pages];
+        // SAFETY: the range is our page-aligned mapping; vec has one byte per page.
+        let rc = unsafe { libc::mincore(p.as_ptr().cast(), p.len(), vec.as_mut_ptr()) };
+        assert_eq!(rc, 0, "mincore: {}", io::Error::last_os_error());
+        vec.iter().map(|b| b & 1 == 1).collect()
+    }
+
+    #[test]
+    fn a_fresh_mapping_has_no_resident_page_until_written() {
+        let p = FreshPages::map(3 * page_size() - 7).unwrap();
+        assert_eq!(p.len(), 3 * page_size());
+        assert_eq!(resident(&p), [false, false, false]);
+        p.write(page_size() + 5, b"abc");
+        assert_eq!(resident(&p), [false, true, false]);
+        let mut out = [0u8; 4];
+        p.read(page_size() + 4, &mut out);
+        assert_eq!(&out, b"\0abc");
+    }
+}
