@@ -20,9 +20,11 @@ fi
 if cargo clippy --version >/dev/null 2>&1; then
     cargo clippy --workspace --all-targets --locked --quiet -- -D warnings
 fi
-# The Soft-RoCE guest's packages and kernel (cached), and libibverbs-dev for the test that
+# The Soft-RoCE guest's packages and kernels (cached): the release's 6.1, whose rxe has no
+# ODP, and trixie-backports' newest, whose rxe has ODP; and libibverbs-dev for the test that
 # checks the hand-written verbs ABI against the real header.
 scripts/guest/setup.sh
+scripts/guest/setup.sh --kernel odp
 # A real Prometheus server (Debian's package) scrapes the agent in
 # crates/hostping/tests/prometheus.rs (the test starts its own server on a free port).
 command -v prometheus >/dev/null 2>&1 || apt_install prometheus

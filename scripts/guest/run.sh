@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # run.sh: runs one command inside a throw-away QEMU guest that has a Soft-RoCE device (rxe0).
 #
-# Usage: scripts/guest/run.sh [--out DIR] [--timeout SECONDS] [--mem MIB] -- COMMAND [ARGS...]
+# Usage: scripts/guest/run.sh [--kernel default|odp] [--out DIR] [--timeout SECONDS] [--mem MIB]
+#                             -- COMMAND [ARGS...]
+#   --kernel default|odp  which Debian kernel boots (see setup.sh): default, this release's
+#                      (6.1: rxe without on-demand paging), or odp, trixie-backports' newest
+#                      (rxe with ODP, Linux 6.14 and later).
 #   --out DIR          writable host folder, seen as /mnt in the guest ($HOSTPING_GUEST_OUT);
 #                      default: a fresh temporary folder. Afterwards it holds command.log
 #                      (the command's stdout+stderr), status (its exit status), serial.log
@@ -44,9 +48,10 @@ die() { say "error: $*"; exit 2; }
 usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}" >&2; exit "${1:-2}"; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
-out="" timeout_s=300 mem=1024
+out="" timeout_s=300 mem=1024 kernel_flavour=default
 while [ $# -gt 0 ]; do
     case "$1" in
+    --kernel) kernel_flavour=${2:?--kernel needs default or odp}; shift 2 ;;
     --out) out=${2:?--out needs a folder}; shift 2 ;;
     --timeout) timeout_s=${2:?--timeout needs seconds}; shift 2 ;;
     --mem) mem=${2:?--mem needs MiB}; shift 2 ;;
@@ -58,6 +63,10 @@ done
 [ $# -gt 0 ] || { say "no command given"; usage; }
 [[ "$timeout_s" =~ ^[0-9]+$ && "$timeout_s" -gt 0 ]] || die "--timeout wants a positive number of seconds"
 [[ "$mem" =~ ^[0-9]+$ && "$mem" -ge 256 ]] || die "--mem wants MiB, 256 or more"
+case "$kernel_flavour" in
+default | odp) ;;
+*) die "--kernel wants default or odp, not $kernel_flavour" ;;
+esac
 half=$((mem / 2)) # per NUMA node; -m must equal the sum of the nodes' memory
 mem=$((half * 2))
 
@@ -95,9 +104,11 @@ for a in "$@"; do
 done
 
 t_start=$EPOCHREALTIME
-"$here/setup.sh" || { say "error: scripts/guest/setup.sh failed"; exit 125; }
+"$here/setup.sh" --kernel "$kernel_flavour" || { say "error: scripts/guest/setup.sh failed"; exit 125; }
+guest_cache=${HOSTPING_GUEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hostping-guest}
+[ "$kernel_flavour" = odp ] && guest_cache=$guest_cache/odp
 # shellcheck disable=SC1091
-. "${HOSTPING_GUEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hostping-guest}/guest.env"
+. "$guest_cache/guest.env"
 
 if [ -z "$out" ]; then
     out=$(mktemp -d "${TMPDIR:-/tmp}/hostping-guest.XXXXXX")

@@ -6,9 +6,17 @@
 #     cache folder outside the repository (the tree is ~400-500 MB);
 #   - a small busybox initramfs with the rxe, virtio and 9p modules and scripts/guest/init.sh.
 #
-# Usage: scripts/guest/setup.sh
-#   Cache folder: $HOSTPING_GUEST_CACHE, else ${XDG_CACHE_HOME:-$HOME/.cache}/hostping-guest.
-#   Writes $cache/guest.env (KVER, KERNEL, INITRD) for run.sh to source.
+# Usage: scripts/guest/setup.sh [--kernel default|odp]
+#   --kernel default  the kernel of this machine's Debian release (bookworm: 6.1), whose rxe
+#                     has no on-demand paging (ODP);
+#   --kernel odp      the newest kernel of Debian trixie-backports, whose rxe has ODP (rxe ODP
+#                     came in Linux 6.14; Debian builds CONFIG_INFINIBAND_ON_DEMAND_PAGING=y).
+#                     Its package lists are fetched into the cache with a private apt
+#                     configuration (this machine's apt sources are not touched); apt checks
+#                     their signatures against the Debian archive keyring as usual.
+#   Cache folder: $HOSTPING_GUEST_CACHE, else ${XDG_CACHE_HOME:-$HOME/.cache}/hostping-guest;
+#   the odp kernel lives in its sub-folder odp/.
+#   Writes guest.env (KVER, KERNEL, INITRD) in its cache folder for run.sh to source.
 #   Idempotent: a second run downloads nothing and finishes in well under a second when the
 #   kernel and the inputs of the initramfs (init.sh, this script, module list) are unchanged.
 #   All messages go to stderr.
@@ -22,14 +30,42 @@ say() { echo "guest-setup: $*" >&2; }
 die() { say "error: $*"; exit 1; }
 elapsed() { awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
 
+flavour=default
+case "${1:-}" in
+"") ;;
+--kernel)
+    flavour=${2:?--kernel needs default or odp}
+    [ "$flavour" = default ] || [ "$flavour" = odp ] || die "--kernel wants default or odp, not $flavour"
+    ;;
+*) die "unknown argument $1 (usage: setup.sh [--kernel default|odp])" ;;
+esac
+
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
+# Kernel packages come through `apt` with the options in apt_opts: none for the default
+# kernel (this machine's sources); for the odp kernel, a private configuration whose only
+# source is trixie-backports, with lists and caches in the cache folder.
+apt_opts=()
+if [ "$flavour" = odp ]; then
+    cache=$cache/odp
+    private=$cache/apt
+    mkdir -p "$private"/{lists/partial,cache/archives/partial,parts}
+    echo "deb http://deb.debian.org/debian trixie-backports main" >"$private/sources.list"
+    apt_opts=(-o "Dir::Etc::SourceList=$private/sources.list" -o "Dir::Etc::SourceParts=$private/parts"
+              -o "Dir::State::Lists=$private/lists" -o "Dir::Cache=$private/cache")
+    [ "$(id -u)" -eq 0 ] && apt_opts+=(-o APT::Sandbox::User=root)
+fi
 apt_updated=""
 apt_update() {
     # Only once per run, and only when something is actually missing.
     [ -n "$apt_updated" ] && return 0
-    say "apt-get update"
-    $sudo apt-get update -qq >&2
+    if [ "$flavour" = odp ]; then
+        say "apt-get update (trixie-backports, private lists)"
+        apt-get "${apt_opts[@]}" update -qq >&2
+    else
+        say "apt-get update"
+        $sudo apt-get update -qq >&2
+    fi
     apt_updated=1
 }
 
@@ -37,7 +73,7 @@ apt_update() {
 # 1. Host packages. One dpkg-query call for all of them keeps the cached path fast.
 # ---------------------------------------------------------------------------------------
 packages=(qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers
-          libibverbs-dev perftest iproute2 cpio kmod xz-utils)
+          libibverbs-dev perftest iproute2 cpio kmod xz-utils zstd)
 missing=()
 installed=$(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${packages[@]}" 2>/dev/null || true)
 for p in "${packages[@]}"; do
@@ -61,13 +97,15 @@ mkdir -p "$cache"
 exec 9>"$cache/.lock"
 flock 9
 resolve_kernel_pkg() {
-    apt-cache depends linux-image-amd64 2>/dev/null |
-        awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9].*-amd64$/ { print $2; exit }'
+    apt-cache "${apt_opts[@]}" depends linux-image-amd64 2>/dev/null |
+        awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9].*-amd64$/ { print $2; exit }' || true
 }
 # apt-cache takes about a second here (no binary package cache), so remember the answer
 # for as long as the apt lists and sources are unchanged (apt-get update renames files
 # into /var/lib/apt/lists, which changes the folder's mtime).
-apt_key=$(stat -c '%Y' /var/lib/apt/lists /etc/apt /etc/apt/sources.list.d 2>/dev/null | tr '\n' ' ')
+lists_dirs=(/var/lib/apt/lists /etc/apt /etc/apt/sources.list.d)
+[ "$flavour" = odp ] && lists_dirs=("$private/lists")
+apt_key=$(stat -c '%Y' "${lists_dirs[@]}" 2>/dev/null | tr '\n' ' ')
 kpkg="" kpkg_version=""
 if [ -s "$cache/apt-resolved" ]; then
     read -r key_seen kpkg kpkg_version <"$cache/apt-resolved" || true
@@ -78,10 +116,10 @@ if [ -z "$kpkg" ]; then
     if [ -z "$kpkg" ] && [ ! -s "$cache/guest.env" ]; then
         apt_update || true
         kpkg=$(resolve_kernel_pkg)
-        apt_key=$(stat -c '%Y' /var/lib/apt/lists /etc/apt /etc/apt/sources.list.d 2>/dev/null | tr '\n' ' ')
+        apt_key=$(stat -c '%Y' "${lists_dirs[@]}" 2>/dev/null | tr '\n' ' ')
     fi
     if [ -n "$kpkg" ]; then
-        kpkg_version=$(apt-cache policy "$kpkg" 2>/dev/null | awk '$1 == "Candidate:" { print $2; exit }')
+        kpkg_version=$(apt-cache "${apt_opts[@]}" policy "$kpkg" 2>/dev/null | awk '$1 == "Candidate:" { print $2; exit }')
         echo "${apt_key// /_} $kpkg $kpkg_version" >"$cache/apt-resolved"
     elif [ -s "$cache/guest.env" ]; then
         # Offline, or no apt lists and no way to update them: keep using what we have.
@@ -95,13 +133,17 @@ if [ -z "$kpkg" ]; then
     fi
 fi
 kver=${kpkg#linux-image-}            # e.g. 6.1.0-56-amd64
-kdir="$cache/kernel-$kver"           # unpacked package: boot/, lib/modules/<kver>/, usr/
+kdir="$cache/kernel-$kver"           # unpacked packages: boot/, lib/modules/<kver>/, usr/
 stamp="$kdir/.unpacked-$kpkg_version"
 
 # ---------------------------------------------------------------------------------------
 # 3. Download and unpack the kernel (cold path only). Unpacking into a temporary folder and
 #    renaming it at the end means an interrupted run never leaves a half tree that looks
-#    complete.
+#    complete. Newer Debian kernels split the ABI package into linux-binary-<abi> (the
+#    image), linux-modules-<abi> and linux-base-<abi>, and put everything under usr/lib/
+#    modules/<abi>/: fetch those parts too, and move the tree to the layout of the older
+#    packages (boot/vmlinuz-<abi>, boot/config-<abi>, lib/modules/<abi>/), which this
+#    machine's depmod and modprobe read.
 # ---------------------------------------------------------------------------------------
 if [ ! -e "$stamp" ]; then
     say "fetching $kpkg $kpkg_version into $cache"
@@ -111,12 +153,27 @@ if [ ! -e "$stamp" ]; then
     # to drop privileges instead of printing a warning.
     sandbox=()
     [ "$(id -u)" -eq 0 ] && sandbox=(-o APT::Sandbox::User=root)
-    if ! (cd "$tmp" && apt-get download -qq "${sandbox[@]}" "$kpkg" >&2); then
+    parts=("$kpkg")
+    while read -r part; do parts+=("$part"); done < <(
+        apt-cache "${apt_opts[@]}" depends "$kpkg" 2>/dev/null |
+            awk -v abi="$kver" '$1 == "Depends:" && ($2 == "linux-binary-" abi ||
+                $2 == "linux-modules-" abi || $2 == "linux-base-" abi) { print $2 }')
+    if ! (cd "$tmp" && apt-get download -qq "${apt_opts[@]}" "${sandbox[@]}" "${parts[@]}" >&2); then
         apt_update
-        (cd "$tmp" && apt-get download -qq "${sandbox[@]}" "$kpkg" >&2)
+        (cd "$tmp" && apt-get download -qq "${apt_opts[@]}" "${sandbox[@]}" "${parts[@]}" >&2)
     fi
-    say "unpacking $(basename "$tmp"/*.deb)"
-    dpkg-deb -x "$tmp"/*.deb "$tmp/tree"
+    for deb in "$tmp"/*.deb; do
+        say "unpacking $(basename "$deb")"
+        dpkg-deb -x "$deb" "$tmp/tree"
+    done
+    merged="$tmp/tree/usr/lib/modules/$kver"
+    if [ -d "$merged" ] && [ ! -d "$tmp/tree/lib/modules/$kver" ]; then
+        mkdir -p "$tmp/tree/lib/modules" "$tmp/tree/boot"
+        mv "$merged" "$tmp/tree/lib/modules/$kver"
+        for f in vmlinuz config System.map; do
+            [ -e "$tmp/tree/lib/modules/$kver/$f" ] && mv "$tmp/tree/lib/modules/$kver/$f" "$tmp/tree/boot/$f-$kver"
+        done
+    fi
     depmod -b "$tmp/tree" "$kver"
     touch "$tmp/tree/.unpacked-$kpkg_version"
     # Drop trees of older kernel ABIs: each costs ~0.5 GB.
@@ -132,16 +189,30 @@ fi
 
 # The bzImage spends ~4 s of TCG time decompressing itself at every boot. QEMU can instead
 # load the uncompressed ELF vmlinux directly through its PVH entry point (CONFIG_PVH), which
-# roughly halves the boot. Extract it once: the payload is the first xz stream in the
-# bzImage. Any failure just means booting the bzImage.
+# roughly halves the boot. Extract it once: the boot header (Documentation/arch/x86/boot.rst)
+# gives where the compressed payload lies (payload_offset at 0x248 and payload_length at
+# 0x24c, from the protected-mode code after the (setup_sects + 1) * 512 setup bytes); its last
+# 4 bytes are the uncompressed size, not part of the stream. Debian's 6.1 kernels compress it
+# with xz, newer ones with zstd. Any failure just means booting the bzImage.
+le32() { od -An -tu4 -j "$2" -N4 "$1" | tr -d ' '; }
+extract_vmlinux() {
+    local image=$1 sects start len
+    sects=$(od -An -tu1 -j $((0x1f1)) -N1 "$image" | tr -d ' ')
+    [ "$sects" -eq 0 ] && sects=4
+    start=$(( (sects + 1) * 512 + $(le32 "$image" $((0x248))) ))
+    len=$(( $(le32 "$image" $((0x24c))) - 4 ))
+    # (process substitution, not a pipe: the decompressor may stop reading early, and
+    # tail's SIGPIPE would fail the pipeline under pipefail)
+    case "$(od -An -tx1 -j "$start" -N4 "$image" | tr -d ' ')" in
+    fd377a58) xz -dc --single-stream < <(tail -c +$((start + 1)) "$image" | head -c "$len") ;;
+    28b52ffd) zstd -dcq < <(tail -c +$((start + 1)) "$image" | head -c "$len") ;;
+    *) return 1 ;;
+    esac
+}
 kernel="$kdir/boot/vmlinuz-$kver"
 if grep -q '^CONFIG_PVH=y' "$kdir/boot/config-$kver" 2>/dev/null; then
     if [ ! -s "$kdir/vmlinux" ]; then
-        offset=$(LC_ALL=C grep -abo $'\xfd7zXZ\x00' "$kernel" | head -n1 | cut -d: -f1 || true)
-        if [ -n "$offset" ] &&
-            # (process substitution, not a pipe: xz stops reading after the stream, and
-            # tail's SIGPIPE would fail the pipeline under pipefail)
-            xz -dc --single-stream < <(tail -c +$((offset + 1)) "$kernel") >"$kdir/vmlinux.tmp" 2>/dev/null &&
+        if extract_vmlinux "$kernel" >"$kdir/vmlinux.tmp" 2>/dev/null &&
             [ "$(head -c4 "$kdir/vmlinux.tmp" | od -An -c | tr -d ' ')" = '177ELF' ]; then
             mv "$kdir/vmlinux.tmp" "$kdir/vmlinux"
         else
@@ -192,9 +263,15 @@ if [ ! -s "$initrd" ]; then
         awk '$1 == "insmod" { print $2 }' <<<"$deps" | while read -r ko; do
             rel=${ko#"$kdir"/}
             rel=/${rel#/}
+            # busybox's insmod takes plain modules: newer kernels ship them xz-compressed.
+            case "$rel" in
+            *.ko.xz) rel=${rel%.xz} unpack=(xz -dc) ;;
+            *.ko.zst) rel=${rel%.zst} unpack=(zstd -dcq) ;;
+            *) unpack=(cat) ;;
+            esac
             grep -qxF "$rel" "$root/etc/modules.list" && continue
             mkdir -p "$root$(dirname "$rel")"
-            cp "$ko" "$root$rel"
+            "${unpack[@]}" "$ko" >"$root$rel"
             echo "$rel" >>"$root/etc/modules.list"
         done
     done

@@ -7,7 +7,7 @@
 //! On a virtual host each point is a stream probe of the virtual host with the RNIC's
 //! `iommu` fault set to that working set and page size (labelled simulated).
 
-use model::{ComponentClass, ComponentId, HostTopology, Provenance};
+use model::{ComponentClass, ComponentId, HostTopology, IommuGroup, Provenance};
 use probe::{ProbeEngine, ProbeError, StreamSpec};
 use serde::Serialize;
 use vhost::{Fault, PageSize, VhostConfig, VirtualHost};
@@ -251,12 +251,50 @@ pub fn simulate(
     }
 }
 
-/// The sweep through the verbs engine of this host, from every RNIC to every memory node.
+/// What the reader must know of `rnic`'s IOMMU group to read its measured curve: a curve
+/// only shows HotNets'22 3.1's fall-off where the IOMMU translates the RNIC's DMA, and a
+/// software RNIC (rxe, siw) does no DMA of its own (the CPU copies), whatever its parent
+/// NIC's group says.
+fn translation_note(rnic: &ComponentId, software: bool, groups: &[IommuGroup]) -> String {
+    if software {
+        return format!(
+            "{rnic}: a software RNIC: the CPU copies its data, no IOTLB in its path (the curve \
+             checks the sweep's mechanics, not HotNets'22 3.1's fall-off)"
+        );
+    }
+    let Some(g) = groups.iter().find(|g| g.device == *rnic) else {
+        return format!(
+            "{rnic}: IOMMU group unknown: whether its DMA is translated cannot be told"
+        );
+    };
+    let group = g.group.map_or_else(
+        || "its IOMMU group".to_string(),
+        |n| format!("IOMMU group {n}"),
+    );
+    let kind = g.kind.as_deref().unwrap_or("of unknown type");
+    match g.translated {
+        Some(true) => format!(
+            "{rnic}: {group} is {kind}: DMA translated, an IOTLB miss costs page-table walks"
+        ),
+        Some(false) => format!(
+            "{rnic}: {group} is {kind}: DMA not translated, no IOTLB in its path (no fall-off \
+             expected)"
+        ),
+        None => format!("{rnic}: {group} is {kind}: whether its DMA is translated is unknown"),
+    }
+}
+
+/// The sweep through the verbs engine of this host, from every RNIC to every memory node,
+/// with a progress bar on stderr (a full sweep moves gigabytes per point). `groups` are the
+/// RNICs' IOMMU groups and `software` the software RNICs: each RNIC's curve gets a note
+/// saying whether its DMA is translated.
 /// The engine's host memory is in base pages, so only the 4 KiB curve is measured; a note
 /// says so (2 MiB pages need hugepage-backed regions, which the engine does not allocate).
 pub fn measure(
     engine: &mut rdma::engine::VerbsEngine,
     host: &HostTopology,
+    groups: &[IommuGroup],
+    software: &[ComponentId],
     plan: &SweepPlan,
 ) -> IotlbReport {
     let mut notes = vec![
@@ -264,18 +302,47 @@ pub fn measure(
          regions in this engine)"
             .to_string(),
     ];
+    notes.extend(
+        host.rnics()
+            .map(|c| translation_note(&c.id, software.contains(&c.id), groups)),
+    );
+    let memory_paths = host
+        .rnics()
+        .flat_map(|r| host.paths_of(&r.id))
+        .filter(|p| {
+            host.component(&p.endpoint)
+                .is_some_and(|c| c.class() == ComponentClass::Memory)
+        })
+        .count();
+    let bar = indicatif::ProgressBar::new((memory_paths * plan.working_sets().len()) as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "IOTLB sweep [{bar:30}] {pos}/{len} points, {msg} ({elapsed})",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
     let curves = sweep(
         host,
         host.rnics().map(|c| &c.id),
         &[PageSize::K4],
         plan,
         |path, ws, _| {
-            engine
+            bar.set_message(format!(
+                "{} -> {}, {}",
+                path.rnic,
+                path.endpoint,
+                size_text(ws)
+            ));
+            let gbps = engine
                 .stream_over(path, &point_spec(), ws)
-                .map(|r| r.bandwidth_gbps)
+                .map(|r| r.bandwidth_gbps);
+            bar.inc(1);
+            gbps
         },
         &mut notes,
     );
+    bar.finish_and_clear();
     IotlbReport {
         provenance: Provenance::Measured,
         curves,
@@ -377,6 +444,35 @@ pub fn render(report: &IotlbReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn group(translated: Option<bool>, kind: &str) -> IommuGroup {
+        IommuGroup {
+            device: "rnic1".into(),
+            group: Some(17),
+            kind: Some(kind.to_string()),
+            translated,
+            page_bytes: Some(4096),
+        }
+    }
+
+    #[test]
+    fn each_rnic_is_told_translated_or_not_and_a_software_rnic_never_is() {
+        let rnic1 = ComponentId::from("rnic1");
+        let note = translation_note(&rnic1, false, &[group(Some(true), "DMA-FQ")]);
+        assert!(
+            note.starts_with("rnic1: IOMMU group 17 is DMA-FQ: DMA translated"),
+            "{note}"
+        );
+        let note = translation_note(&rnic1, false, &[group(Some(false), "identity")]);
+        assert!(note.contains("identity: DMA not translated"), "{note}");
+        let note = translation_note(&rnic1, false, &[group(None, "unmanaged")]);
+        assert!(note.contains("unknown"), "{note}");
+        let note = translation_note(&rnic1, false, &[]);
+        assert!(note.starts_with("rnic1: IOMMU group unknown"), "{note}");
+        // rxe's parent NIC is translated, but the CPU moves rxe's data.
+        let note = translation_note(&rnic1, true, &[group(Some(true), "DMA-FQ")]);
+        assert!(note.starts_with("rnic1: a software RNIC"), "{note}");
+    }
 
     fn curve(points: &[(u64, f64)]) -> Vec<IotlbPoint> {
         points

@@ -172,10 +172,19 @@ fn iotlb_sweep(host: &mut Host, probe: &ProbeOptions, max_mib: u64) -> Result<io
         .model()
         .cloned()
         .context("check --iotlb: no host model to sweep")?;
+    let groups = host.config().iommu_groups;
+    let software: Vec<model::ComponentId> = host.discovery().map_or_else(Vec::new, |d| {
+        d.bindings
+            .rnics
+            .iter()
+            .filter(|(_, b)| b.software)
+            .map(|(id, _)| id.clone())
+            .collect()
+    });
     let engine = host
         .verbs_engine(probe)?
         .expect("a real host has a verbs engine");
-    Ok(iotlb::measure(engine, &model, &plan))
+    Ok(iotlb::measure(engine, &model, &groups, &software, &plan))
 }
 
 /// A report as JSON, with the `iotlb` field when the sweep ran.
