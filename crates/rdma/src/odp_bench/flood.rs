@@ -7,9 +7,18 @@
 //! QPs at once), from byte `100 i` of a pinned region (the server side, not ODP). Each QP
 //! keeps at most its `max_rd_atomic` READs outstanding, the most RC lets a requester have
 //! in flight; when the next QP in turn is full the loop waits for completions.
+//!
+//! After the point every READ's bytes are checked at their local address. A READ that
+//! completed without error but whose bytes are elsewhere is counted, not fatal: it is a
+//! finding about the driver's ODP, and the time and packets were still measured. (rxe of
+//! Linux 7.3, in the guest of `scripts/guest/run.sh --kernel odp`, writes a READ response
+//! into a requester-side ODP MR at the start of the page rather than at the READ's offset in
+//! it: of the 41 READs into a page only the last one's bytes are found, at the page's start;
+//! with a pinned local MR every READ lands where it should. Damming's READs are page-aligned
+//! and not affected.)
 
 use super::counters::{self, read_port};
-use super::reads::{check, fill, Label, Reads};
+use super::reads::{arrived, fill, Label, Reads};
 use super::{BenchError, Measured, OdpBench, ACK_TIMEOUT_MIN, FLOOD_READS, READ_BYTES};
 use crate::verbs::ffi::{ibv_wc, IBV_WR_RDMA_READ};
 use model::odp_bench::OdpBenchPoint;
@@ -86,10 +95,12 @@ impl OdpBench {
         let ours = [(local_mr.lkey(), local.len() as u64)];
         let mrs = super::mrs_seen(&mut self.watch, &mut self.netlink_gap, &ours);
         drop(queues);
-        for i in 0..FLOOD_READS {
-            let at = (i * READ_BYTES) as usize;
-            check(&local, at, at, READ_BYTES as usize, i, &label)?;
-        }
+        let misplaced = (0..FLOOD_READS)
+            .filter(|&i| {
+                let at = (i * READ_BYTES) as usize;
+                !arrived(&local, at, at, READ_BYTES as usize)
+            })
+            .count() as u32;
         let (elapsed_us, slowest_read_us) = reads.times_us();
         Ok(Measured {
             point: OdpBenchPoint {
@@ -106,6 +117,7 @@ impl OdpBench {
             mrs,
             mrs_registered: ours.len(),
             read_us: Vec::new(),
+            misplaced_reads: misplaced,
         })
     }
 }
