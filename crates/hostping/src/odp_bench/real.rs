@@ -272,6 +272,24 @@ fn result_notes(bench: &OdpBench, measured: &[Measured]) -> Vec<String> {
             }
         ));
     }
+    let resident: Vec<(usize, usize)> = measured
+        .iter()
+        .filter_map(|m| m.resident_after_registration)
+        .collect();
+    if !resident.is_empty() {
+        let (r, p) = resident
+            .iter()
+            .fold((0, 0), |(r, p), (a, b)| (r + a, p + b));
+        notes.push(format!(
+            "right after registration {r} of the local ODP mappings' {p} pages were resident \
+             (mincore): the driver pinned {}",
+            if r == 0 {
+                "none (on-demand paging)"
+            } else {
+                "some"
+            }
+        ));
+    }
     let reads: Vec<String> = measured
         .iter()
         .filter(|m| !m.read_us.is_empty())

@@ -44,6 +44,7 @@ impl OdpBench {
         let local_mr = unsafe { pd.reg_odp_mr(local.as_ptr(), bytes) }.map_err(v)?;
         // SAFETY: as above.
         let remote_mr = unsafe { pd.reg_odp_mr(remote.as_ptr(), bytes) }.map_err(v)?;
+        let resident = local.resident_pages().ok().map(|n| (n, local.pages()));
         let cq = ctx.create_cq(READS).map_err(v)?;
         let qp = pd.create_rc_qp(&cq, READS).map_err(v)?;
         qp.connect(&self.rnic.destination(qp.qp_num(), ACK_TIMEOUT_MIN))
@@ -104,6 +105,7 @@ impl OdpBench {
             mrs_registered: ours.len(),
             read_us: (0..READS).filter_map(|r| reads.read_us(r)).collect(),
             misplaced_reads: misplaced,
+            resident_after_registration: resident,
         })
     }
 

@@ -43,6 +43,7 @@ impl OdpBench {
         let local_mr = unsafe { pd.reg_odp_mr(local.as_ptr(), local.len()) }.map_err(v)?;
         // SAFETY: as above.
         let remote_mr = unsafe { pd.reg_mr(remote.as_ptr(), remote.len()) }.map_err(v)?;
+        let resident = local.resident_pages().ok().map(|n| (n, local.pages()));
         let probe = self.rnic.destination(0, ACK_TIMEOUT_MIN);
         let depth = u32::from(probe.rd_atomic.1.max(1));
         let cqe = (qps * depth).min(self.rnic.caps.max_cqe.max(1));
@@ -118,6 +119,7 @@ impl OdpBench {
             mrs_registered: ours.len(),
             read_us: Vec::new(),
             misplaced_reads: misplaced,
+            resident_after_registration: resident,
         })
     }
 }

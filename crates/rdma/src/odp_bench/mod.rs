@@ -117,6 +117,10 @@ pub struct Measured {
     /// READs that completed successfully but whose bytes are not at their local address
     /// afterwards (the data check after the point; 0 on a correct device).
     pub misplaced_reads: u32,
+    /// Pages of the local ODP mapping resident right after its registration, and its pages
+    /// (`None`: mincore failed). Nothing touched them before, so a driver that honours
+    /// `IBV_ACCESS_ON_DEMAND` leaves 0; a pinning one faults them all in.
+    pub resident_after_registration: Option<(usize, usize)>,
 }
 
 impl OdpBench {
