@@ -364,4 +364,44 @@ mod tests {
         assert_eq!(text.matches("rxe0").count(), 1, "{text}");
         assert_eq!(text.lines().count(), 1, "{text}");
     }
+
+    #[test]
+    fn a_point_that_times_out_keeps_the_points_before_it() {
+        let point = model::odp_bench::OdpBenchPoint {
+            interval_us: Some(500),
+            qps: 1,
+            reads: 2,
+            read_bytes: 100,
+            elapsed_us: 2500.0,
+            slowest_read_us: 2000.0,
+            packets: Some(8),
+            transport: Default::default(),
+            page_faults: None,
+        };
+        let partial = OdpBenchReport {
+            kind: OdpBenchKind::Damming,
+            device: "rxe0".into(),
+            rnic: None,
+            provenance: Provenance::Measured,
+            points: vec![point],
+            notes: Vec::new(),
+        };
+        let e = OdpBenchError::Stopped {
+            partial: Box::new(partial.clone()),
+            error: BenchError::Timeout {
+                point: "damming interval 1000 us".into(),
+                device: "rxe0".into(),
+                read: 2,
+                reads: 2,
+                after_ms: 10_000,
+            },
+        };
+        assert_eq!(e.partial(), Some(&partial));
+        let text = format!("{:#}", anyhow::Error::from(e));
+        assert_eq!(
+            text,
+            "odp-bench damming: damming interval 1000 us on rxe0: READ 2 of 2 did not complete \
+             within 10000 ms (the 1 points measured before it are printed above)"
+        );
+    }
 }
