@@ -12,6 +12,7 @@ use super::counters::{self, read_port};
 use super::reads::{arrived, fill, Label, Reads};
 use super::{BenchError, Measured, OdpBench, ACK_TIMEOUT_MIN, READ_BYTES};
 use crate::verbs::ffi::{ibv_wc, IBV_WR_RDMA_READ};
+use crate::verbs::CqWaitError;
 use model::odp_bench::OdpBenchPoint;
 use std::time::{Duration, Instant};
 
@@ -130,7 +131,7 @@ impl OdpBench {
             if reads.pending() > 0 {
                 if now > posted + self.timeout {
                     // The same error a blocking wait gives.
-                    reads.wait(cq, wc, Duration::ZERO, label)?;
+                    return Err(reads.wait_error(CqWaitError::Timeout, label, self.timeout));
                 }
                 reads.poll(cq, wc, label)?;
             } else if until - now > SPIN {

@@ -112,7 +112,8 @@ impl Reads {
         Ok(n)
     }
 
-    fn wait_error(&self, e: CqWaitError, label: &Label, timeout: Duration) -> BenchError {
+    /// The error of a wait that ended with `e` after `timeout`.
+    pub fn wait_error(&self, e: CqWaitError, label: &Label, timeout: Duration) -> BenchError {
         let reads = self.posted.len() as u32;
         match e {
             CqWaitError::Timeout => BenchError::Timeout {
