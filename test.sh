@@ -53,3 +53,6 @@ cargo test -p hostping --test softroce --locked -- --ignored --nocapture
 cargo test -p rdma --test ibsim --locked -- --ignored --nocapture
 # RDMA netlink, ODP capabilities and a virtual IOMMU's groups on the same guest kernel.
 cargo test -p rdma --test guest --locked -- --ignored --nocapture
+# ISPASS'21's ODP micro-benchmarks measured for real on the guest kernel whose rxe has ODP
+# (one boot, one short sweep of each).
+cargo test -p hostping --test odp_guest --locked -- --ignored --nocapture

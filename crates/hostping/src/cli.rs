@@ -89,11 +89,16 @@ pub enum Command {
     ///   hostping lint --sim dgx-a100 --inject acs:lsw2 --format json
     #[command(verbatim_doc_comment)]
     Lint(LintArgs),
-    /// ISPASS'21's ODP micro-benchmarks on a device: damming (two 100 B READs at a swept
-    /// interval; the second READ's completion time) or flood (8192 100 B READs over 1..N
-    /// QPs; time and packets). ODP memory on both sides, both QPs on one device.
+    /// ISPASS'21's ODP micro-benchmarks on a device: damming (two 100 B READs on one QP at
+    /// a swept interval, ODP memory on both sides; each READ's completion time) or flood
+    /// (8192 100 B READs round robin over 1..N QPs, client-side ODP; time and packets).
+    /// Every QP is connected to itself on the one device, with the smallest ACK timeout;
+    /// each point uses new, never-touched memory. Packets and transport counters are the
+    /// port's (hw_counters), page faults the MRs' (RDMA netlink) where the driver counts.
     ///
     /// A device without ODP RDMA READ over RC is named with what it lacks, exit status 2.
+    /// A READ that does not complete within --timeout-ms stops the sweep: the points
+    /// measured before it are printed, then the error (exit status 2).
     /// With --sim the virtual host's RNIC transport model runs them (labelled simulated).
     ///
     /// Examples:

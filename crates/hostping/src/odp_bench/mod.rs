@@ -24,18 +24,27 @@ fn kind(args: &OdpBenchArgs) -> Kind {
     }
 }
 
-/// Runs `odp-bench` as `args` say and prints the report.
+/// Runs `odp-bench` as `args` say and prints the report. A real run that stops part way
+/// prints the points it measured before returning the error.
 pub fn run(args: &OdpBenchArgs) -> anyhow::Result<()> {
     let report: OdpBenchReport = match &args.sim {
         Some(model) => sim::run(args, kind(args), model)?,
-        None => real::run(args, kind(args))?,
+        None => real::run(args, kind(args)).inspect_err(|e| {
+            if let Some(partial) = e.partial() {
+                print(partial, args.format);
+            }
+        })?,
     };
     if let Some(path) = &args.plot {
         plot::write(&report, path)?;
     }
-    match args.format {
-        Format::Json => println!("{}", render_json(&report)),
-        Format::Table => print!("{}", render_table(&report)),
-    }
+    print(&report, args.format);
     Ok(())
+}
+
+fn print(report: &OdpBenchReport, format: Format) {
+    match format {
+        Format::Json => println!("{}", render_json(report)),
+        Format::Table => print!("{}", render_table(report)),
+    }
 }

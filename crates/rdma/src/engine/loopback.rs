@@ -9,8 +9,10 @@
 use super::fault::FaultKind;
 use crate::memory::cuda::GpuUnavailable;
 use crate::memory::EndpointMemory;
-use crate::verbs::ffi::{ibv_wc, IBV_WC_SUCCESS, IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE};
-use crate::verbs::{Context, Cq, Destination, DeviceCaps, Mr, Pd, PortInfo, Qp, VerbsError};
+use crate::verbs::ffi::{ibv_wc, IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE};
+use crate::verbs::{
+    Context, Cq, CqWaitError, Destination, DeviceCaps, Mr, Pd, PortInfo, Qp, VerbsError,
+};
 use model::{Op, StreamResult};
 use probe::{LatencySamples, LatencySpec, ProbeError, StreamSpec};
 use std::time::{Duration, Instant};
@@ -35,7 +37,9 @@ const ACK_TIMEOUT_HANG: u8 = 20;
 const RD_ATOMIC: u8 = 16;
 
 impl RnicPort {
-    fn destination(&self, qp_num: u32, fault: Option<FaultKind>) -> Destination {
+    /// This port as the destination of a QP connected to itself (QP number `qp_num`),
+    /// with the local ACK timeout exponent `ack_timeout`.
+    pub(crate) fn destination(&self, qp_num: u32, ack_timeout: u8) -> Destination {
         Destination {
             port: self.port,
             qp_num,
@@ -46,11 +50,7 @@ impl RnicPort {
                 RD_ATOMIC.min(self.caps.max_qp_rd_atom).max(1),
                 RD_ATOMIC.min(self.caps.max_qp_init_rd_atom).max(1),
             ),
-            ack_timeout: if fault == Some(FaultKind::Hang) {
-                ACK_TIMEOUT_HANG
-            } else {
-                ACK_TIMEOUT
-            },
+            ack_timeout,
         }
     }
 }
@@ -110,7 +110,7 @@ fn verbs_error(e: VerbsError) -> ProbeError {
 
 /// The byte at `i` of the read region: a sequence that does not repeat every 256 bytes and
 /// changes with `seed`, so neither a stale buffer nor a shifted copy passes the check.
-fn pattern_byte(seed: u8, i: usize) -> u8 {
+pub(crate) fn pattern_byte(seed: u8, i: usize) -> u8 {
     ((i * 131 + seed as usize) % 251) as u8
 }
 
@@ -187,48 +187,34 @@ fn self_connected<'q>(
     } else {
         qp.qp_num()
     };
-    qp.connect(&rnic.destination(dest_qpn, fault))
+    let ack_timeout = if fault == Some(FaultKind::Hang) {
+        ACK_TIMEOUT_HANG
+    } else {
+        ACK_TIMEOUT
+    };
+    qp.connect(&rnic.destination(dest_qpn, ack_timeout))
         .map_err(verbs_error)?;
     Ok(qp)
 }
 
-/// Waits for `want` completions (at least one), returning how many arrived; fails on an
-/// error status or when no completion arrives within `timeout`.
+/// Waits for at least one completion ([`Cq::wait`]), returning how many arrived; fails on
+/// an error status or when no completion arrives within `timeout`.
 fn wait(
     cq: &Cq<'_>,
-    ctx: &Context,
     wc: &mut [ibv_wc],
     timeout: Duration,
     what: &str,
 ) -> Result<usize, ProbeError> {
-    let deadline = Instant::now() + timeout;
-    let mut spins: u32 = 0;
-    loop {
-        let n = cq.poll(wc).map_err(verbs_error)?;
-        if n > 0 {
-            if let Some(bad) = wc[..n].iter().find(|w| w.status != IBV_WC_SUCCESS) {
-                return Err(ProbeError::WorkCompletion {
-                    status: format!(
-                        "{} (status {}, vendor error 0x{:x}) on {what}",
-                        ctx.verbs().wc_status(bad.status),
-                        bad.status,
-                        bad.vendor_err
-                    ),
-                });
-            }
-            return Ok(n);
-        }
-        // Busy polling, as perftest does: a completion is microseconds away and a sleep
-        // would be measured. The clock (maybe a system call, see `Ticks`) is read every
-        // 4096 polls only.
-        spins = spins.wrapping_add(1);
-        if spins & 4095 == 0 && Instant::now() > deadline {
-            return Err(ProbeError::Timeout {
-                what: what.to_string(),
-                after_ms: timeout.as_millis() as u64,
-            });
-        }
-    }
+    cq.wait(wc, Instant::now() + timeout).map_err(|e| match e {
+        CqWaitError::Timeout => ProbeError::Timeout {
+            what: what.to_string(),
+            after_ms: timeout.as_millis() as u64,
+        },
+        CqWaitError::Failed { .. } => ProbeError::WorkCompletion {
+            status: format!("{e} on {what}"),
+        },
+        CqWaitError::Poll(e) => verbs_error(e),
+    })
 }
 
 /// `op` as a verbs opcode, with the local and remote ends: both move the read region
@@ -305,7 +291,7 @@ pub(crate) fn latency(
             let t0 = Ticks::now();
             qp.post_rdma(u64::from(i), opcode, local, remote, bytes as u32, 1)
                 .map_err(verbs_error)?;
-            wait(&cq, &rnic.ctx, &mut wc, s.timeout, &what)?;
+            wait(&cq, &mut wc, s.timeout, &what)?;
             if i >= spec.warmup {
                 out.push(Ticks::now().wrapping_sub(t0));
             }
@@ -391,7 +377,7 @@ pub(crate) fn stream(
     let mut completed = 0u64;
     let mut last = start;
     while outstanding > 0 {
-        let n = wait(&cq, &rnic.ctx, &mut wc, s.timeout, &what)?;
+        let n = wait(&cq, &mut wc, s.timeout, &what)?;
         last = Instant::now();
         completed += n as u64 * u64::from(batch);
         outstanding -= n as u64;

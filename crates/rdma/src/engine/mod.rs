@@ -15,7 +15,8 @@ use crate::memory::EndpointMemory;
 use crate::sysfs::{Bindings, LinkLayer, RnicBinding, SysRoot};
 use crate::verbs::{ffi, Verbs, VerbsError};
 pub use fault::{FaultKind, TestFault};
-use loopback::{RnicPort, Settings};
+use loopback::Settings;
+pub(crate) use loopback::{pattern_byte, RnicPort};
 use model::{ComponentId, Path, Provenance, StreamResult};
 use probe::{LatencySamples, LatencySpec, ProbeEngine, ProbeError, StreamSpec};
 use std::collections::HashMap;
@@ -90,8 +91,9 @@ pub enum OpenPortError {
     },
 }
 
-/// Opens one RNIC port; the error names the device and port.
-fn open_port(verbs: &Arc<Verbs>, b: &RnicBinding) -> Result<RnicPort, OpenPortError> {
+/// Opens one RNIC port; the error names the device and port. Also what `odp-bench` opens
+/// its device with.
+pub(crate) fn open_port(verbs: &Arc<Verbs>, b: &RnicBinding) -> Result<RnicPort, OpenPortError> {
     let (device, port) = (b.device.clone(), b.port);
     let verbs_error = |source| OpenPortError::Verbs {
         device: device.clone(),

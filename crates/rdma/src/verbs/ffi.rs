@@ -357,6 +357,8 @@ pub const IBV_WC_SUCCESS: c_uint = 0;
 pub const IBV_ACCESS_LOCAL_WRITE: c_int = 1;
 pub const IBV_ACCESS_REMOTE_WRITE: c_int = 1 << 1;
 pub const IBV_ACCESS_REMOTE_READ: c_int = 1 << 2;
+/// On-demand paging: the pages are not pinned at registration; the RNIC faults them in.
+pub const IBV_ACCESS_ON_DEMAND: c_int = 1 << 6;
 pub const IBV_ODP_SUPPORT: u64 = 1;
 pub const IBV_ODP_SUPPORT_IMPLICIT: u64 = 1 << 1;
 

@@ -15,6 +15,7 @@ pub use odp::{CapsSource, OdpCaps, TransportOdp};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::ptr::NonNull;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// libibverbs or one of its symbols is missing: no verbs on this machine.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -80,6 +81,8 @@ struct Symbols {
     destroy_cq: unsafe extern "C" fn(*mut ibv_cq) -> c_int,
     create_qp: unsafe extern "C" fn(*mut ibv_pd, *mut ibv_qp_init_attr) -> *mut ibv_qp,
     modify_qp: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_qp_attr, c_int) -> c_int,
+    query_qp:
+        unsafe extern "C" fn(*mut ibv_qp, *mut ibv_qp_attr, c_int, *mut ibv_qp_init_attr) -> c_int,
     destroy_qp: unsafe extern "C" fn(*mut ibv_qp) -> c_int,
     wc_status_str: unsafe extern "C" fn(c_uint) -> *const c_char,
 }
@@ -146,6 +149,7 @@ impl Verbs {
             destroy_cq: sym!("ibv_destroy_cq"),
             create_qp: sym!("ibv_create_qp"),
             modify_qp: sym!("ibv_modify_qp"),
+            query_qp: sym!("ibv_query_qp"),
             destroy_qp: sym!("ibv_destroy_qp"),
             wc_status_str: sym!("ibv_wc_status_str"),
         };
@@ -468,19 +472,45 @@ pub struct Pd<'c> {
 const PROBE_ACCESS: c_int =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
+/// Access rights of an on-demand-paging region (ISPASS'21's micro-benchmarks): the RNIC
+/// writes READ responses into it locally and the peer reads it remotely, and its pages are
+/// faulted in by the RNIC when first used rather than pinned at registration.
+const ODP_ACCESS: c_int = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ON_DEMAND;
+
 impl<'c> Pd<'c> {
-    /// `ibv_reg_mr` of `len` bytes at `addr`.
+    /// `ibv_reg_mr` of `len` bytes at `addr`, pinned.
     ///
     /// # Safety
     /// `addr..addr+len` must stay mapped until the returned [`Mr`] is dropped.
     pub unsafe fn reg_mr(&self, addr: *mut u8, len: usize) -> Result<Mr<'_>, VerbsError> {
+        // SAFETY: the caller's promise is passed on.
+        unsafe { self.reg(addr, len, PROBE_ACCESS, "") }
+    }
+
+    /// `ibv_reg_mr` of `len` bytes at `addr` with `IBV_ACCESS_ON_DEMAND` (plus local write
+    /// and remote read): nothing is pinned, the RNIC takes a page fault on first use.
+    ///
+    /// # Safety
+    /// `addr..addr+len` must stay mapped until the returned [`Mr`] is dropped.
+    pub unsafe fn reg_odp_mr(&self, addr: *mut u8, len: usize) -> Result<Mr<'_>, VerbsError> {
+        // SAFETY: the caller's promise is passed on.
+        unsafe { self.reg(addr, len, ODP_ACCESS, ", ON_DEMAND") }
+    }
+
+    /// # Safety
+    /// As [`Pd::reg_mr`].
+    unsafe fn reg(
+        &self,
+        addr: *mut u8,
+        len: usize,
+        access: c_int,
+        what: &str,
+    ) -> Result<Mr<'_>, VerbsError> {
         // SAFETY: pd is valid; the caller keeps the range mapped while the MR lives.
-        let mr = unsafe {
-            (self.ctx.verbs.sym.reg_mr)(self.pd.as_ptr(), addr.cast(), len, PROBE_ACCESS)
-        };
+        let mr = unsafe { (self.ctx.verbs.sym.reg_mr)(self.pd.as_ptr(), addr.cast(), len, access) };
         NonNull::new(mr)
             .map(|mr| Mr { pd: self, mr })
-            .ok_or_else(|| VerbsError::last(format!("ibv_reg_mr({len} B)")))
+            .ok_or_else(|| VerbsError::last(format!("ibv_reg_mr({len} B{what})")))
     }
 
     /// `ibv_reg_dmabuf_mr` of `len` bytes of the dma-buf `fd` at `offset`, addressed by the
@@ -593,6 +623,65 @@ impl Cq<'_> {
             return Err(VerbsError::code("ibv_poll_cq", libc::EIO));
         }
         Ok(n as usize)
+    }
+}
+
+/// Why [`Cq::wait`] returned without completions.
+#[derive(Debug, thiserror::Error)]
+pub enum CqWaitError {
+    /// No completion arrived before the deadline.
+    #[error("no completion before the deadline")]
+    Timeout,
+    /// A completion arrived in error.
+    #[error("{text} (status {status}, vendor error 0x{vendor_err:x})")]
+    Failed {
+        /// `ibv_wc_status_str` of the status.
+        text: String,
+        /// `ibv_wc.status`.
+        status: c_uint,
+        /// `ibv_wc.vendor_err`.
+        vendor_err: u32,
+        /// `ibv_wc.wr_id` of the failed request.
+        wr_id: u64,
+    },
+    /// Polling itself failed.
+    #[error(transparent)]
+    Poll(VerbsError),
+}
+
+impl Cq<'_> {
+    /// Busy-polls until at least one completion arrives (returning how many were written to
+    /// `wc`), one arrives in error, or `deadline` passes.
+    ///
+    /// Busy polling, as perftest does: a completion is microseconds away and a sleep would
+    /// be measured. The clock (a system call where the kernel has no stable TSC clocksource,
+    /// as in a QEMU TCG guest) is read every 4096 polls only.
+    pub fn wait(&self, wc: &mut [ibv_wc], deadline: Instant) -> Result<usize, CqWaitError> {
+        let mut spins: u32 = 0;
+        loop {
+            let n = self.poll_checked(wc)?;
+            if n > 0 {
+                return Ok(n);
+            }
+            spins = spins.wrapping_add(1);
+            if spins & 4095 == 0 && Instant::now() > deadline {
+                return Err(CqWaitError::Timeout);
+            }
+        }
+    }
+
+    /// Polls once, as [`Cq::poll`], and fails if a completion is in error.
+    pub fn poll_checked(&self, wc: &mut [ibv_wc]) -> Result<usize, CqWaitError> {
+        let n = self.poll(wc).map_err(CqWaitError::Poll)?;
+        if let Some(bad) = wc[..n].iter().find(|w| w.status != IBV_WC_SUCCESS) {
+            return Err(CqWaitError::Failed {
+                text: self.ctx.verbs.wc_status(bad.status),
+                status: bad.status,
+                vendor_err: bad.vendor_err,
+                wr_id: bad.wr_id,
+            });
+        }
+        Ok(n)
     }
 }
 
@@ -777,6 +866,53 @@ impl Qp<'_> {
             ));
         }
         Ok(())
+    }
+}
+
+/// The transport attributes a QP is in force with, as `ibv_query_qp` reads them back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpTransport {
+    /// Local ACK timeout exponent: 4.096 us x 2^timeout (0: wait forever).
+    pub timeout: u8,
+    /// Retries after a timeout or a sequence-error NAK.
+    pub retry_cnt: u8,
+    /// Outstanding RDMA READs this QP may issue.
+    pub max_rd_atomic: u8,
+}
+
+impl Qp<'_> {
+    /// `ibv_query_qp` of the timeout, retry count and READ depth.
+    pub fn transport(&self) -> Result<QpTransport, VerbsError> {
+        let mut attr = ibv_qp_attr::default();
+        let mut init = ibv_qp_init_attr {
+            qp_context: std::ptr::null_mut(),
+            send_cq: std::ptr::null_mut(),
+            recv_cq: std::ptr::null_mut(),
+            srq: std::ptr::null_mut(),
+            cap: ibv_qp_cap::default(),
+            qp_type: 0,
+            sq_sig_all: 0,
+        };
+        // SAFETY: qp is valid; attr and init are out-parameters of their full size.
+        let rc = unsafe {
+            (self.ctx.verbs.sym.query_qp)(
+                self.qp.as_ptr(),
+                &mut attr,
+                IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_MAX_QP_RD_ATOMIC,
+                &mut init,
+            )
+        };
+        if rc != 0 {
+            return Err(VerbsError::code(
+                format!("ibv_query_qp(QP {})", self.qp_num()),
+                rc,
+            ));
+        }
+        Ok(QpTransport {
+            timeout: attr.timeout,
+            retry_cnt: attr.retry_cnt,
+            max_rd_atomic: attr.max_rd_atomic,
+        })
     }
 }
 
