@@ -12,32 +12,19 @@ set -euo pipefail
 
 out=${1:?usage: capture-mads.sh OUT_DIR}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-preload=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
-[ -e "$preload" ] || { echo "capture-mads: $preload missing (apt install libumad2sim0)" >&2; exit 2; }
+# Bring the fabric up with run.sh (ibsim, one opensm pass, the preload) and come back
+# inside it; counters of leaf-a port 7 are set through ibsim's console first.
+if [ -z "${HOSTPING_CAPTURE_INSIDE:-}" ]; then
+    export HOSTPING_CAPTURE_INSIDE=1
+    exec "$here/run.sh" \
+        --console 'PerformanceSet "leaf-a"[7] PortCounters.SymbolErrorCounter=7' \
+        --console 'PerformanceSet "leaf-a"[7] PortCounters.LinkDownedCounter=2' \
+        --console 'PerformanceSet "leaf-a"[7] PortCounters.PortXmitWait=1234' \
+        -- "${BASH_SOURCE[0]}" "$out"
+fi
 mkdir -p "$out"
 work=$(mktemp -d)
-ibsim_pid="" holder_pid=""
-cleanup() {
-    kill "$ibsim_pid" "$holder_pid" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-# ibsim reads console commands from stdin and spins when it reaches EOF: a FIFO held open
-# by a sleeping writer keeps it waiting.
-mkfifo "$work/console"
-sleep infinity >"$work/console" &
-holder_pid=$!
-ibsim -s "$here/nets/two-switches.net" <"$work/console" >"$work/ibsim.log" 2>&1 &
-ibsim_pid=$!
-exec 7>"$work/console"
-for _ in $(seq 50); do grep -q 'sim>' "$work/ibsim.log" && break; sleep 0.1; done
-OSM_TMP_DIR=$work OSM_CACHE_DIR=$work LD_PRELOAD=$preload \
-    timeout 60 opensm -o -f "$work/opensm.log" >/dev/null 2>&1
-echo 'PerformanceSet "leaf-a"[7] PortCounters.SymbolErrorCounter=7' >&7
-echo 'PerformanceSet "leaf-a"[7] PortCounters.LinkDownedCounter=2' >&7
-echo 'PerformanceSet "leaf-a"[7] PortCounters.PortXmitWait=1234' >&7
-sleep 0.3
+trap 'rm -rf "$work"' EXIT
 
 # capture NAME N DESCRIPTION -- COMMAND...: runs COMMAND with MAD dumps (-d -d -d) and writes
 # its N-th request and N-th response to NAME-request.hex and NAME-response.hex.
@@ -46,7 +33,7 @@ sleep 0.3
 capture() {
     local name=$1 nth=$2 what=$3
     shift 4
-    LD_PRELOAD=$preload "$@" -d -d -d >"$work/$name.log" 2>&1 ||
+    "$@" -d -d -d >"$work/$name.log" 2>&1 ||
         { echo "capture-mads: $* failed:" >&2; tail -5 "$work/$name.log" >&2; exit 1; }
     for dir in request response; do
         local marker=send skip=64
@@ -65,7 +52,7 @@ capture() {
 }
 
 # LIDs from opensm: leaf-a is where clients attach (the first node), so it has LID 1.
-lid=$(LD_PRELOAD=$preload smpquery portinfo -D 0 0 2>/dev/null | awk -F. '/^Lid:/ { print $NF; exit }')
+lid=$(smpquery portinfo -D 0 0 2>/dev/null | awk -F. '/^Lid:/ { print $NF; exit }')
 [ -n "$lid" ] || { echo "capture-mads: no LID for leaf-a (did opensm run?)" >&2; exit 1; }
 # perfquery asks ClassPortInfo first, then the counters.
 capture perf-classportinfo 1 "PerfMgt Get(ClassPortInfo) to leaf-a" -- perfquery "$lid" 7
@@ -77,5 +64,4 @@ capture smp-dr-nodeinfo-hop 1 "directed-route SubnGet(NodeInfo) one hop out of l
 capture smp-dr-nodedesc 2 "directed-route SubnGet(NodeDescription) of leaf-a" -- smpquery -D nodedesc 0
 capture smp-dr-portinfo 1 "directed-route SubnGet(PortInfo) of leaf-a port 7" -- smpquery -D portinfo 0 7
 capture smp-lid-switchinfo 1 "LID-routed SubnGet(SwitchInfo) of leaf-a" -- smpquery switchinfo "$lid"
-echo Quit >&7
 echo "capture-mads: wrote the fixtures to $out" >&2
