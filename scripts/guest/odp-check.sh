@@ -13,16 +13,9 @@ hostping=${1:?usage: odp-check.sh HOSTPING}
 out="${HOSTPING_GUEST_OUT:?run inside scripts/guest/run.sh}/odp"
 mkdir -p "$out"
 
-# step NAME COMMAND...: stdout to NAME.out, stderr to NAME.err, status to NAME.status.
-step() {
-    local name=$1 t0 rc
-    shift
-    t0=$(date +%s.%N)
-    "$@" >"$out/$name.out" 2>"$out/$name.err"
-    rc=$?
-    echo "$rc" >"$out/$name.status"
-    echo "step $name: exit $rc ($(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s)"
-}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=scripts/guest/step.sh
+. "$here/step.sh"
 
 uname -r >"$out/kernel"
 step damming "$hostping" odp-bench damming --intervals 500,2000 --format json

@@ -16,16 +16,8 @@ out="${HOSTPING_GUEST_OUT:?run inside scripts/guest/run.sh}/softroce"
 mkdir -p "$out"
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-# step NAME COMMAND...: stdout to NAME.out, stderr to NAME.err, status to NAME.status.
-step() {
-    local name=$1 t0 rc
-    shift
-    t0=$(date +%s.%N)
-    "$@" >"$out/$name.out" 2>"$out/$name.err"
-    rc=$?
-    echo "$rc" >"$out/$name.status"
-    echo "step $name: exit $rc ($(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s)"
-}
+# shellcheck source=scripts/guest/step.sh
+. "$here/step.sh"
 
 # Few iterations: TCG makes a 128 KiB loopback cost milliseconds.
 iters=200
