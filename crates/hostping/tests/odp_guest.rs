@@ -9,34 +9,14 @@
 //! It needs QEMU and the cached ODP kernel (`scripts/guest/setup.sh --kernel odp`) and takes
 //! about a minute under TCG, so it is `#[ignore]`d; `./test.sh` runs it with `--ignored`.
 
+mod common;
+
+use common::{guest_run, read};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn results() -> PathBuf {
-    let out = std::env::temp_dir().join(format!("hostping-odp-guest-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    std::fs::create_dir_all(&out).unwrap();
-    let status = Command::new("bash")
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
-        .arg("scripts/guest/run.sh")
-        .args(["--kernel", "odp", "--out", out.to_str().unwrap()])
-        .args(["--timeout", "600", "--"])
-        .arg("scripts/guest/odp-check.sh")
-        .arg(env!("CARGO_BIN_EXE_hostping"))
-        .status()
-        .expect("bash runs");
-    assert!(
-        status.success(),
-        "the guest run failed ({status}); see {}/serial.log",
-        out.display()
-    );
-    out.join("odp")
-}
-
-fn read(dir: &Path, name: &str) -> String {
-    std::fs::read_to_string(dir.join(name))
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.join(name).display()))
+    guest_run("odp", 600, "scripts/guest/odp-check.sh", &[]).join("odp")
 }
 
 /// The step's report, after checking it exited 0.

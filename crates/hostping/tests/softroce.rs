@@ -9,6 +9,9 @@
 //! take a minute or two, so they are `#[ignore]`d in a plain `cargo test`; `./test.sh` (the
 //! README's test command, which CI runs) runs them with `--ignored`.
 
+mod common;
+
+use common::{guest_run, read};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,29 +22,7 @@ fn workspace() -> PathBuf {
 
 /// Boots the guest once and returns the folder of results.
 fn guest_results() -> PathBuf {
-    let out = std::env::temp_dir().join(format!("hostping-softroce-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    std::fs::create_dir_all(&out).unwrap();
-    let status = Command::new("bash")
-        .current_dir(workspace())
-        .arg("scripts/guest/run.sh")
-        .args(["--out", out.to_str().unwrap(), "--timeout", "900", "--"])
-        .arg("scripts/guest/softroce-check.sh")
-        .arg(env!("CARGO_BIN_EXE_hostping"))
-        .arg("3")
-        .status()
-        .expect("bash runs");
-    assert!(
-        status.success(),
-        "the guest run failed ({status}); see {}/serial.log",
-        out.display()
-    );
-    out.join("softroce")
-}
-
-fn read(dir: &Path, name: &str) -> String {
-    std::fs::read_to_string(dir.join(name))
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.join(name).display()))
+    guest_run("default", 900, "scripts/guest/softroce-check.sh", &["3"]).join("softroce")
 }
 
 fn status(dir: &Path, step: &str) -> i32 {

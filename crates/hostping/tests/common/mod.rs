@@ -185,3 +185,39 @@ pub fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
         .unwrap_or(0);
     (code, body.to_string())
 }
+
+/// Boots the QEMU guest of `scripts/guest/` with `kernel` (`default` or `odp`), runs
+/// `script HOSTPING ARGS...` in it and returns the guest's out folder; panics, naming the
+/// serial log, when the guest run fails.
+pub fn guest_run(kernel: &str, timeout_s: u32, script: &str, args: &[&str]) -> PathBuf {
+    let label = Path::new(script)
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let out = std::env::temp_dir().join(format!("hostping-{label}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    let status = Command::new("bash")
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .arg("scripts/guest/run.sh")
+        .args(["--kernel", kernel, "--out", out.to_str().unwrap()])
+        .args(["--timeout", &timeout_s.to_string(), "--"])
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_hostping"))
+        .args(args)
+        .status()
+        .expect("bash runs");
+    assert!(
+        status.success(),
+        "the guest run failed ({status}); see {}/serial.log",
+        out.display()
+    );
+    out
+}
+
+/// A file the guest wrote, as text.
+pub fn read(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name))
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.join(name).display()))
+}
