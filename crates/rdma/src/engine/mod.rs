@@ -10,7 +10,7 @@ pub mod fault;
 mod loopback;
 
 use crate::memory::cuda::{self, Cuda, GpuUnavailable};
-use crate::memory::host::{numa_supported, HostRegion};
+use crate::memory::host::{numa_supported, HostRegion, Pages};
 use crate::memory::EndpointMemory;
 use crate::sysfs::{Bindings, LinkLayer, RnicBinding, SysRoot};
 use crate::verbs::{ffi, Verbs, VerbsError};
@@ -164,14 +164,16 @@ impl VerbsEngine {
         &mut self,
         endpoint: &ComponentId,
         bytes: usize,
+        pages: Pages,
     ) -> Result<EndpointMemory, ProbeError> {
         if let Some(&node) = self.memory_nodes.get(endpoint) {
-            let region = HostRegion::on_node(bytes, self.numa.then_some(node)).map_err(|e| {
-                ProbeError::Registration {
-                    endpoint: endpoint.to_string(),
-                    reason: e.to_string(),
-                }
-            })?;
+            let region =
+                HostRegion::on_node(bytes, self.numa.then_some(node), pages).map_err(|e| {
+                    ProbeError::Registration {
+                        endpoint: endpoint.to_string(),
+                        reason: e.to_string(),
+                    }
+                })?;
             return Ok(EndpointMemory::Host(region));
         }
         let Some(bus_id) = self.gpus.get(endpoint) else {
@@ -239,7 +241,7 @@ impl ProbeEngine for VerbsEngine {
     fn latency(&mut self, path: &Path, spec: &LatencySpec) -> Result<LatencySamples, ProbeError> {
         self.port(&path.rnic)?;
         let region = region_bytes(spec.large_bytes.max(spec.small_bytes));
-        let mem = self.memory(&path.endpoint, 2 * region)?;
+        let mem = self.memory(&path.endpoint, 2 * region, Pages::Base)?;
         self.tests += 1;
         let seed = self.tests as u8;
         let settings = self.settings(path);
@@ -247,23 +249,24 @@ impl ProbeEngine for VerbsEngine {
     }
 
     fn stream(&mut self, path: &Path, spec: &StreamSpec) -> Result<StreamResult, ProbeError> {
-        self.stream_over(path, spec, spec.message_bytes)
+        self.stream_over(path, spec, spec.message_bytes, Pages::Base)
     }
 }
 
 impl VerbsEngine {
     /// A stream whose messages walk through `working_set_bytes` on each side (rounded up to
-    /// whole pages, at least one message) instead of reusing one message's buffer: the
-    /// IOTLB sweep of `check --iotlb` (HotNets'22 3.1).
+    /// whole pages, at least one message) of memory in `pages` instead of reusing one
+    /// message's buffer: the IOTLB sweep of `check --iotlb` (HotNets'22 3.1).
     pub fn stream_over(
         &mut self,
         path: &Path,
         spec: &StreamSpec,
         working_set_bytes: u64,
+        pages: Pages,
     ) -> Result<StreamResult, ProbeError> {
         self.port(&path.rnic)?;
         let region = region_bytes(working_set_bytes.max(spec.message_bytes));
-        let mem = self.memory(&path.endpoint, 2 * region)?;
+        let mem = self.memory(&path.endpoint, 2 * region, pages)?;
         let settings = self.settings(path);
         loopback::stream(self.port(&path.rnic)?, &mem, region, spec, &settings)
     }
