@@ -123,9 +123,10 @@ fn sample_returns_the_counters_the_switch_holds() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(
-        lines.len(),
-        6,
+    // --once, then 100 ms at 50 Hz: 5 sweeps on time, fewer if one overran its period
+    // (missed ticks are skipped, never made up).
+    assert!(
+        (4..=6).contains(&lines.len()),
         "--once, then 100 ms at 50 Hz: {}",
         stdout(&o)
     );
@@ -150,8 +151,10 @@ fn sample_returns_the_counters_the_switch_holds() {
         assert_eq!(b2["counters"]["rcv_errors"], 11);
         assert_eq!(b2["counters"]["xmit_discards"], 5);
     }
-    assert_eq!(lines[1]["sweep"], 1, "a new process counts from 1");
-    assert_eq!(lines[5]["sweep"], 5);
+    assert_eq!(lines[0]["sweep"], 1);
+    for (n, sweep) in lines[1..].iter().enumerate() {
+        assert_eq!(sweep["sweep"], n as u64 + 1, "a new process counts from 1");
+    }
 }
 
 #[test]

@@ -203,6 +203,7 @@ pub fn sample_command(args: &SampleArgs) -> Result<bool> {
     let started = Instant::now();
     let mut next = started;
     let mut lost = false;
+    let (mut sweeps, mut overran) = (0u64, 0u64);
     let mut stdout = std::io::stdout().lock();
     loop {
         let sweep = sampler.sweep(&mut port, &ports)?;
@@ -213,20 +214,34 @@ pub fn sample_command(args: &SampleArgs) -> Result<bool> {
         };
         stdout.write_all(text.as_bytes())?;
         stdout.flush()?;
+        sweeps += 1;
         next += period;
+        // A sweep that overran its period starts the next one at once, and the missed
+        // ticks are skipped rather than made up in a burst.
+        if next < Instant::now() {
+            overran += 1;
+            next = Instant::now();
+        }
         let done = args.once
             || args
                 .duration
-                .is_some_and(|d| next.duration_since(started) >= d)
+                .is_some_and(|d| started.elapsed() >= d || next.duration_since(started) >= d)
             || stop.load(std::sync::atomic::Ordering::Relaxed);
         if done {
             break;
         }
-        // Sleep to the next period; a sweep that overran it starts the next one at once.
         std::thread::sleep(next.saturating_duration_since(Instant::now()));
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             break;
         }
+    }
+    if overran > 0 {
+        eprintln!(
+            "fabric sample: {overran} of {sweeps} sweeps took longer than the {:.1} ms period \
+             of --hz {}: the fabric answered slower than asked",
+            period.as_secs_f64() * 1e3,
+            args.hz
+        );
     }
     Ok(lost)
 }
