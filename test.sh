@@ -46,11 +46,11 @@ cargo test --workspace --locked
 cargo build -p hostping --locked --quiet
 hostping_bin=$(cd "${CARGO_TARGET_DIR:-target}/debug" && pwd -P)/hostping
 $sudo scripts/slurm/check-sweep.sh "$hostping_bin"
+# MADs through the real libibumad to ibsim's fabric, LIDs from a real opensm (about 1 s).
+cargo test -p rdma --test ibsim --locked -- --ignored --nocapture
 # The real backends on a real verbs device: rdma_rxe in a QEMU guest (scripts/guest/), from
 # this checkout and from a clone of it under /tmp.
 cargo test -p hostping --test softroce --locked -- --ignored --nocapture
-# MADs through the real libibumad to ibsim's fabric, LIDs from a real opensm (about 1 s).
-cargo test -p rdma --test ibsim --locked -- --ignored --nocapture
 # RDMA netlink, ODP capabilities and a virtual IOMMU's groups on the same guest kernel.
 cargo test -p rdma --test guest --locked -- --ignored --nocapture
 # ISPASS'21's ODP micro-benchmarks measured for real on the guest kernel whose rxe has ODP
