@@ -105,13 +105,35 @@ pub struct HostRegion {
     page: usize,
 }
 
-fn page_size() -> usize {
+/// Bytes of a base page (what `sysconf(_SC_PAGESIZE)` says; 4096 if it says nothing).
+pub fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if p > 0 {
         p as usize
     } else {
         4096
+    }
+}
+
+/// A private anonymous read-write mapping of `len` bytes (a multiple of its pages), with
+/// `flags` added to `MAP_PRIVATE | MAP_ANONYMOUS` (`MAP_HUGETLB`, ...). The caller unmaps it.
+pub(crate) fn map_anonymous(len: usize, flags: libc::c_int) -> io::Result<*mut u8> {
+    // SAFETY: an anonymous private mapping has no preconditions.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | flags,
+            -1,
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ptr.cast())
     }
 }
 
@@ -140,25 +162,10 @@ impl HostRegion {
                 });
             }
         }
-        // SAFETY: an anonymous private mapping has no preconditions.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | flags,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(HostMemoryError::Map {
-                bytes: len,
-                source: io::Error::last_os_error(),
-            });
-        }
+        let ptr = map_anonymous(len, flags)
+            .map_err(|source| HostMemoryError::Map { bytes: len, source })?;
         let region = HostRegion {
-            ptr: ptr.cast(),
+            ptr,
             len,
             node,
             page,

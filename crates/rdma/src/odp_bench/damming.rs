@@ -31,7 +31,7 @@ impl OdpBench {
             point: format!("damming interval {interval_us} us"),
             device: self.device().to_string(),
         };
-        let page = super::memory::page_size();
+        let page = crate::memory::host::page_size();
         let bytes = READS as usize * page;
         let local = label.map(bytes)?;
         let remote = label.map(bytes)?;

@@ -8,18 +8,8 @@
 //! depend on the driver's MMU-notifier invalidation clearing its mapping, and would leave the
 //! faults of earlier points in the counters.
 
+use crate::memory::host::{map_anonymous, page_size};
 use std::io;
-
-/// Bytes of a page (what `sysconf(_SC_PAGESIZE)` says; 4096 if it says nothing).
-pub fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as usize
-    } else {
-        4096
-    }
-}
 
 /// A private anonymous mapping whose pages nothing has touched yet (the kernel backs them
 /// on first access), unmapped on drop.
@@ -32,30 +22,14 @@ impl FreshPages {
     /// Maps `len` bytes, rounded up to whole pages.
     pub fn map(len: usize) -> io::Result<FreshPages> {
         let len = len.max(1).next_multiple_of(page_size());
-        // SAFETY: an anonymous private mapping has no preconditions.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let pages = FreshPages {
-            ptr: ptr.cast(),
-            len,
-        };
+        let ptr = map_anonymous(len, 0)?;
+        let pages = FreshPages { ptr, len };
         // No transparent huge pages: the kernel merges adjacent anonymous mappings into one
         // area, and a CPU write into the neighbour (the remote side's data) could then
         // fault in a 2 MiB page spanning this mapping's pages too, so they would be present
         // before the RNIC ever asked for them (seen in the guest: 172 of 800 pages).
         // SAFETY: advice on our own mapping.
-        if unsafe { libc::madvise(ptr, len, libc::MADV_NOHUGEPAGE) } != 0 {
+        if unsafe { libc::madvise(ptr.cast(), len, libc::MADV_NOHUGEPAGE) } != 0 {
             return Err(io::Error::last_os_error());
         }
         Ok(pages)
