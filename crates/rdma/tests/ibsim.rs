@@ -12,7 +12,7 @@
 use rdma::mad::perf::{self, ClassPortInfoRepr, PortCountersRepr};
 use rdma::mad::smp::{self, NodeInfoRepr, NodeType, PortInfoRepr, Route, SmpPacket, SmpRequest};
 use rdma::mad::{Method, MgmtClass, MAD_LEN};
-use rdma::umad::rpc::{exchange, Failure, Request, Settings};
+use rdma::umad::rpc::{exchange_in_order, Failure, Request, Settings};
 use rdma::umad::{Address, Port, Umad};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -95,25 +95,6 @@ fn smp_get(route: Route, attribute_id: u16, modifier: u32) -> [u8; MAD_LEN] {
     .unwrap()
 }
 
-/// Runs `requests` and returns each one's result in request order.
-fn run(
-    port: &mut Port,
-    requests: &[Request],
-    settings: Settings,
-) -> Vec<Result<[u8; MAD_LEN], Failure>> {
-    let mut results = vec![None; requests.len()];
-    exchange(port, requests, settings, |i, r| {
-        assert!(results[i].is_none(), "request {i} ended twice");
-        results[i] = Some(r);
-    })
-    .unwrap();
-    results
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| r.unwrap_or_else(|| panic!("request {i} never ended")))
-        .collect()
-}
-
 #[test]
 #[ignore = "an inner session of umad_exchanges_with_ibsim"]
 fn inner_answers() {
@@ -145,7 +126,7 @@ fn inner_answers() {
             mad: smp_get(Route::Directed(vec![]), smp::attr::PORT_INFO, 0),
         },
     ];
-    let answers = run(&mut port, &requests, settings);
+    let answers = exchange_in_order(&mut port, &requests, settings).unwrap();
     let node = |i: usize| {
         let bytes = answers[i].as_ref().unwrap();
         let p = SmpPacket::new_checked(&bytes[..]).unwrap();
@@ -175,7 +156,7 @@ fn inner_answers() {
     println!("LEAF_B_LID={leaf_b}");
 
     // PerfMgt: what ibsim's console set comes back exactly.
-    let cpi = run(
+    let cpi = exchange_in_order(
         &mut port,
         &[Request {
             agent: pma,
@@ -183,7 +164,8 @@ fn inner_answers() {
             mad: perf::get_request(perf::attr::CLASS_PORT_INFO, 0, 0),
         }],
         settings,
-    );
+    )
+    .unwrap();
     let cpi_bytes = cpi[0].as_ref().unwrap();
     let c = ClassPortInfoRepr::parse(perf::perf_data(&cpi_bytes[..]).unwrap()).unwrap();
     assert!(c.has_xmit_wait() && c.has_extended_counters(), "{c:?}");
@@ -197,7 +179,7 @@ fn inner_answers() {
         })
         .collect();
     let started = Instant::now();
-    let answers = run(&mut port, &requests, settings);
+    let answers = exchange_in_order(&mut port, &requests, settings).unwrap();
     println!("64 PortCounters in {:?}", started.elapsed());
     for (i, a) in answers.iter().enumerate() {
         let bytes = a.as_ref().unwrap_or_else(|e| panic!("request {i}: {e}"));
@@ -221,7 +203,7 @@ fn inner_losses() {
     let leaf_b: u16 = std::env::var("LEAF_B_LID").unwrap().parse().unwrap();
     let leaf_a_lid = {
         let smi = port.register(MgmtClass::SubnDirectedRoute).unwrap();
-        let r = run(
+        let r = exchange_in_order(
             &mut port,
             &[Request {
                 agent: smi,
@@ -229,7 +211,8 @@ fn inner_losses() {
                 mad: smp_get(Route::Directed(vec![]), smp::attr::PORT_INFO, 0),
             }],
             Settings::default(),
-        );
+        )
+        .unwrap();
         let bytes = r[0].as_ref().unwrap();
         PortInfoRepr::parse(SmpPacket::new_checked(&bytes[..]).unwrap().data())
             .unwrap()
@@ -252,7 +235,7 @@ fn inner_losses() {
         })
         .collect();
     let started = Instant::now();
-    let answers = run(&mut port, &requests, settings);
+    let answers = exchange_in_order(&mut port, &requests, settings).unwrap();
     let took = started.elapsed();
     for (i, a) in answers.iter().enumerate() {
         if i % 2 == 0 {

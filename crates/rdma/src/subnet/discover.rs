@@ -13,8 +13,7 @@ use crate::mad::smp::{
     self, node_description, NodeInfoRepr, NodeType, PortInfoRepr, PortState, Route, SmpPacket,
     SmpRequest, SwitchInfoRepr, MAX_HOPS,
 };
-use crate::mad::MAD_LEN;
-use crate::umad::rpc::{exchange, Failure, Request, Settings};
+use crate::umad::rpc::{exchange_in_order, Request, Settings};
 use crate::umad::{Address, Agent, Port, UmadError};
 use std::collections::{BTreeSet, HashMap};
 
@@ -80,13 +79,11 @@ fn ask(
     settings: Settings,
 ) -> Result<Vec<Result<[u8; 64], String>>, UmadError> {
     let requests: Vec<Request> = queries.iter().map(|q| q.request.clone()).collect();
-    let mut answers: Vec<Option<Result<[u8; MAD_LEN], Failure>>> = vec![None; queries.len()];
-    exchange(port, &requests, settings, |i, r| answers[i] = Some(r))?;
-    Ok(answers
+    Ok(exchange_in_order(port, &requests, settings)?
         .into_iter()
         .zip(queries)
         .map(|(a, q)| {
-            let bytes = match a.expect("every request ends") {
+            let bytes = match a {
                 Ok(b) => b,
                 Err(e) => return Err(format!("{}: {e}", q.what)),
             };

@@ -14,7 +14,7 @@ use crate::mad::perf::{
     self, dwords_to_bytes, perf_data, ClassPortInfoRepr, PortCountersExtendedRepr, PortCountersRepr,
 };
 use crate::mad::{MadPacket, MAD_LEN};
-use crate::umad::rpc::{exchange, Failure, Request, Settings};
+use crate::umad::rpc::{exchange, exchange_in_order, Failure, Request, Settings};
 use crate::umad::{Address, Agent, Port, UmadError};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -145,15 +145,11 @@ impl Sampler {
             .iter()
             .map(|&l| self.get(l, perf::attr::CLASS_PORT_INFO, 0))
             .collect();
-        let mut answers = vec![None; lids.len()];
-        exchange(port, &requests, self.settings, |i, r| answers[i] = Some(r))?;
+        let answers = exchange_in_order(port, &requests, self.settings)?;
         for (lid, answer) in lids.into_iter().zip(answers) {
-            let caps = answer
-                .expect("every request ends")
-                .map_err(|e| e.to_string())
-                .and_then(|b| {
-                    data(&b).and_then(|d| ClassPortInfoRepr::parse(d).map_err(|e| e.to_string()))
-                });
+            let caps = answer.map_err(|e| e.to_string()).and_then(|b| {
+                data(&b).and_then(|d| ClassPortInfoRepr::parse(d).map_err(|e| e.to_string()))
+            });
             self.capabilities.insert(lid, caps);
         }
         Ok(())

@@ -137,6 +137,24 @@ pub fn exchange(
     Ok(())
 }
 
+/// Runs `requests` as [`exchange`] does and returns how each one ended, in request order.
+pub fn exchange_in_order(
+    port: &mut Port,
+    requests: &[Request],
+    settings: Settings,
+) -> Result<Vec<Result<[u8; MAD_LEN], Failure>>, UmadError> {
+    let mut ended = vec![None; requests.len()];
+    exchange(port, requests, settings, |i, r| {
+        assert!(ended[i].is_none(), "request {i} ended twice");
+        ended[i] = Some(r);
+    })?;
+    Ok(ended
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| r.unwrap_or_else(|| panic!("request {i} never ended")))
+        .collect())
+}
+
 fn retry_or_fail(
     f: InFlight,
     settings: Settings,
