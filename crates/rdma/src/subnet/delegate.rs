@@ -8,8 +8,8 @@
 //! The port lists are LDMS `ibnet` lidfiles (`lid guid nports portlist`, e.g.
 //! `3 0x7cfe900300a1b2c0 4 1,2,7-8`), which `hostping fabric sample --ports` reads.
 
-use super::sample::SamplePort;
-use super::{guid_text, End, NodeKind, Subnet};
+use super::sample::{switch_ports, SamplePort};
+use super::{guid_text, Subnet};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt::Write;
 
@@ -88,31 +88,14 @@ pub fn delegate(
         return Err(DelegateError::NoSampler);
     }
     let dist: Vec<HashMap<u64, u32>> = live.iter().map(|(_, g)| distances(subnet, *g)).collect();
-    // Each switch's linked ports.
-    let mut switches: Vec<(u64, Vec<SamplePort>)> = subnet
-        .nodes
-        .iter()
-        .filter(|n| n.kind == NodeKind::Switch)
-        .filter_map(|n| {
-            let lid = n.lid()?;
-            let ports: Vec<SamplePort> = (1..=n.ports)
-                .filter(|&p| {
-                    subnet
-                        .peer(End {
-                            guid: n.guid,
-                            port: p,
-                        })
-                        .is_some()
-                })
-                .map(|port| SamplePort {
-                    guid: n.guid,
-                    lid,
-                    port,
-                })
-                .collect();
-            (!ports.is_empty()).then_some((n.guid, ports))
-        })
-        .collect();
+    // Each switch's linked ports (what a sampler with no list reads), switch by switch.
+    let mut switches: Vec<(u64, Vec<SamplePort>)> = Vec::new();
+    for p in switch_ports(subnet) {
+        match switches.last_mut() {
+            Some((guid, ports)) if *guid == p.guid => ports.push(p),
+            _ => switches.push((p.guid, vec![p])),
+        }
+    }
     let total: usize = switches.iter().map(|(_, p)| p.len()).sum();
     // The fair share, and room for the one switch that does not fit evenly.
     let largest = switches.iter().map(|(_, p)| p.len()).max().unwrap_or(0);
