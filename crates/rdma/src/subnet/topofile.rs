@@ -166,10 +166,10 @@ fn parse_rate(token: &str) -> Option<(String, String)> {
     (width.len() > 1 && !speed.is_empty()).then(|| (width.to_string(), speed.to_string()))
 }
 
-/// `... lid <n> ...`: the number after the first `lid` word of `comment`.
-fn lid_in(comment: &str) -> Option<u16> {
+/// `... <word> <n> ...`: the number after the first `word` of `comment` (`lid`, `lmc`).
+fn number_after<T: std::str::FromStr>(comment: &str, word: &str) -> Option<T> {
     let mut words = comment.split_whitespace();
-    words.find(|w| *w == "lid")?;
+    words.find(|w| *w == word)?;
     words.next()?.parse().ok()
 }
 
@@ -237,16 +237,11 @@ pub fn parse(text: &str, source_name: &str) -> Result<Subnet, TopologyError> {
             let description = quoted(comment).map_or("", |(d, _)| d).to_string();
             let mut addressed_ports = Vec::new();
             if kind == NodeKind::Switch {
-                let lmc = comment
-                    .split_whitespace()
-                    .skip_while(|w| *w != "lmc")
-                    .nth(1)
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
+                let lmc = number_after(comment, "lmc").unwrap_or(0);
                 addressed_ports.push(PortAddress {
                     port: 0,
                     guid: port0.unwrap_or(guid),
-                    lid: lid_in(comment).unwrap_or(0),
+                    lid: number_after(comment, "lid").unwrap_or(0),
                     lmc,
                 });
             }
@@ -300,16 +295,11 @@ pub fn parse(text: &str, source_name: &str) -> Result<Subnet, TopologyError> {
             let n = &mut subnet.nodes[node];
             if n.kind != NodeKind::Switch {
                 // `# lid <own lid> lmc <lmc> "<peer>" lid <peer lid> <rate>`
-                let lmc = comment
-                    .split_whitespace()
-                    .skip_while(|w| *w != "lmc")
-                    .nth(1)
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
+                let lmc = number_after(comment, "lmc").unwrap_or(0);
                 n.addressed_ports.push(PortAddress {
                     port,
                     guid: own_guid.unwrap_or(n.guid),
-                    lid: lid_in(comment).unwrap_or(0),
+                    lid: number_after(comment, "lid").unwrap_or(0),
                     lmc,
                 });
                 n.addressed_ports.sort_by_key(|a| a.port);
