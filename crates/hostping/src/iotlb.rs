@@ -168,6 +168,17 @@ fn page_name(page: PageSize) -> &'static str {
     }
 }
 
+/// The paths from `rnic` to the memory nodes: the ones a sweep measures.
+fn memory_paths<'h>(
+    host: &'h HostTopology,
+    rnic: &'h ComponentId,
+) -> impl Iterator<Item = &'h model::Path> {
+    host.paths_of(rnic).filter(|p| {
+        host.component(&p.endpoint)
+            .is_some_and(|c| c.class() == ComponentClass::Memory)
+    })
+}
+
 /// Sweeps the paths from each of `rnics` to each memory node with each of `pages`,
 /// measuring each point with `measure`; a point that fails is left out with a note.
 fn sweep<'h>(
@@ -180,11 +191,7 @@ fn sweep<'h>(
 ) -> Vec<IotlbCurve> {
     let mut curves = Vec::new();
     for rnic in rnics {
-        let memory_paths = host.paths_of(rnic).filter(|p| {
-            host.component(&p.endpoint)
-                .is_some_and(|c| c.class() == ComponentClass::Memory)
-        });
-        for path in memory_paths {
+        for path in memory_paths(host, rnic) {
             for &page in pages {
                 let mut points = Vec::new();
                 for &ws in plan.working_sets() {
@@ -303,14 +310,10 @@ pub fn measure(
         host.rnics()
             .map(|c| translation_note(&c.id, software.contains(&c.id), groups)),
     );
-    let memory_paths = host
+    let memory_paths: usize = host
         .rnics()
-        .flat_map(|r| host.paths_of(&r.id))
-        .filter(|p| {
-            host.component(&p.endpoint)
-                .is_some_and(|c| c.class() == ComponentClass::Memory)
-        })
-        .count();
+        .map(|r| memory_paths(host, &r.id).count())
+        .sum();
     let pages = [PageSize::K4, PageSize::M2];
     let bar = indicatif::ProgressBar::new(
         (memory_paths * pages.len() * plan.working_sets().len()) as u64,
