@@ -8,6 +8,8 @@ It must not depend on the host layer (`model`, `probe`, `vhost`, `rdma`, ...): i
 product of its own. Every number it produces comes from the simulator and is labelled so.
 
 - `topology`: three-level fat trees (Table 3.1 and any size from parameters).
+- `cabling`: a fabric as its cables: a tree written as an ibsim net file, a real fabric
+  recognised as the fat tree it is.
 - `sim`: the discrete-event engine (queues, credits, adaptive routing, ground truth).
 - `telemetry`: algorithms 2 to 9 in the switches and receivers.
 - `traffic`: workloads, mappings, their files, and mapping suggestions.
@@ -18,6 +20,7 @@ product of its own. Every number it produces comes from the simulator and is lab
 */
 
 pub mod analysis;
+pub mod cabling;
 pub mod cases;
 pub mod input;
 pub mod peer;

@@ -14,6 +14,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 const RUN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/ibsim/run.sh");
+const NETS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/ibsim/nets");
 const PRELOAD: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 
 fn have_ibsim() -> bool {
@@ -37,10 +38,16 @@ fn have_ibsim() -> bool {
     false
 }
 
-/// Runs `script` (bash) against a fresh simulated fabric, after `console` commands;
-/// `$HOSTPING` is the binary.
+/// Runs `script` (bash) against a fresh simulated fabric of two-switches.net, after `console`
+/// commands; `$HOSTPING` is the binary.
 fn on_fabric(console: &[&str], script: &str) -> Output {
+    on_net("two-switches.net", console, script)
+}
+
+/// [`on_fabric`] on another net file of scripts/ibsim/nets.
+fn on_net(net: &str, console: &[&str], script: &str) -> Output {
     let mut c = Command::new(RUN);
+    c.args(["--net", &format!("{NETS}/{net}")]);
     for line in console {
         c.args(["--console", line]);
     }
@@ -158,13 +165,13 @@ fn sample_returns_the_counters_the_switch_holds() {
 }
 
 #[test]
-fn a_silent_switch_gives_errors_on_its_ports_and_the_sweep_still_ends() {
+fn a_silent_or_unlinked_switch_gives_errors_on_its_ports_and_the_sweep_still_ends() {
     if !have_ibsim() {
         return;
     }
     let dir = temp_dir("fabric-silent");
     let topo = dir.join("fabric.topo");
-    // The topology comes from a healthy fabric; then leaf-b loses every MAD.
+    // The topology comes from a healthy fabric; then leaf-b loses every MAD, or every link.
     let o = on_fabric(
         &[],
         &format!(
@@ -173,36 +180,44 @@ fn a_silent_switch_gives_errors_on_its_ports_and_the_sweep_still_ends() {
         ),
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = on_fabric(
-        &[r#"Error "leaf-b" 100"#],
-        &format!(
-            "\"$HOSTPING\" fabric sample --once --format json --timeout-ms 50 --retries 1 --topology {}",
-            topo.display()
-        ),
-    );
-    assert_eq!(
-        o.status.code(),
-        Some(1),
-        "some ports did not answer: {}",
-        stderr(&o)
-    );
-    let sweep: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
-    for p in sweep["ports"].as_array().unwrap() {
-        if p["guid"] == "0x0000000000200001" {
-            assert!(p["counters"].is_null(), "{p}");
-            assert!(
-                p["error"]
-                    .as_str()
-                    .unwrap()
-                    .contains("no response in 50 ms, 2 tries"),
-                "{p}"
-            );
-        } else {
-            assert!(p["counters"].is_object() && p["error"].is_null(), "{p}");
+    for fault in [r#"Error "leaf-b" 100"#, r#"Unlink "leaf-b""#] {
+        let o = on_fabric(
+            &[fault],
+            &format!(
+                "\"$HOSTPING\" fabric sample --once --format json --timeout-ms 50 --retries 1 --topology {}",
+                topo.display()
+            ),
+        );
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{fault}: some ports did not answer: {}",
+            stderr(&o)
+        );
+        let sweep: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        for p in sweep["ports"].as_array().unwrap() {
+            if p["guid"] == "0x0000000000200001" {
+                assert!(p["counters"].is_null(), "{fault}: {p}");
+                assert!(
+                    p["error"]
+                        .as_str()
+                        .unwrap()
+                        .contains("no response in 50 ms, 2 tries"),
+                    "{fault}: {p}"
+                );
+            } else {
+                assert!(
+                    p["counters"].is_object() && p["error"].is_null(),
+                    "{fault}: {p}"
+                );
+            }
         }
+        // ClassPortInfo to leaf-b: 2 tries of 50 ms; nothing else waits on it.
+        assert!(
+            sweep["spread_us"].as_f64().unwrap() < 400_000.0,
+            "{fault}: {sweep}"
+        );
     }
-    // ClassPortInfo to leaf-b: 2 tries of 50 ms; nothing else waits on it.
-    assert!(sweep["spread_us"].as_f64().unwrap() < 400_000.0, "{sweep}");
 }
 
 #[test]
@@ -269,7 +284,7 @@ fn delegate_splits_the_ports_and_sample_reads_a_share() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stdout(&o).contains("host-1: 4 ports on 1 switches, at most 1 hops away"),
+        stdout(&o).contains("host-1: 4 ports on 1 switch, at most 1 hop away"),
         "{}",
         stdout(&o)
     );
@@ -335,4 +350,132 @@ fn delegate_splits_the_ports_and_sample_reads_a_share() {
             .all(|p| p["guid"] == "0x0000000000200001" && p["counters"].is_object()),
         "{sweep}"
     );
+}
+
+/// The net files of the simulator's trees are what `hostping fabric net` writes for them.
+#[test]
+fn the_tree_net_files_are_what_fabric_net_writes() {
+    for (net, topology) in [
+        ("fat-tree-36.net", "scripts/ibsim/nets/fat-tree-36.toml"),
+        ("radix8.net", "radix8"),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_hostping"))
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+            .args(["fabric", "net", "--topology", topology])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let committed = std::fs::read_to_string(format!("{NETS}/{net}")).unwrap();
+        assert!(
+            stdout(&o) == committed,
+            "{net} differs from `hostping fabric net --topology {topology}`"
+        );
+    }
+}
+
+/// The simulator's trees on ibsim: the two-level fat tree of 36-port switches (54 switches,
+/// 648 hosts) and the three-level radix-8 tree (80 switches, 128 hosts). Discovery equals
+/// ibnetdiscover's, one sweep reads every linked switch port, and the discovered topology
+/// file is recognised by `fabric sim` as the tree the net file was written from.
+#[test]
+fn the_simulators_trees_on_ibsim_come_back_as_themselves() {
+    if !have_ibsim() {
+        return;
+    }
+    for (net, levels, switches, nodes, switch_ports) in [
+        // 36 leaves x 36 ports + 18 spines x 36 ports; radix8: 80 switches x 8 ports.
+        ("fat-tree-36.net", "two-level", 54, 648, 36 * 36 + 18 * 36),
+        ("radix8.net", "three-level", 80, 128, 80 * 8),
+    ] {
+        let dir = temp_dir("fabric-trees");
+        let o = on_net(
+            net,
+            &[],
+            &format!(
+                "set -e; cd {d}; \"$HOSTPING\" fabric discover --format ibnetdiscover > ours.topo; \
+                 ibnetdiscover > theirs.topo; \
+                 \"$HOSTPING\" fabric sample --topology ours.topo --once --format json > sweep.json; \
+                 set +e; \"$HOSTPING\" fabric sim --topology ours.topo --workload uniform,load=0.3 \
+                 --end 5us --out sim > sim.txt 2> sim.err; echo $? > sim.rc",
+                d = dir.display()
+            ),
+        );
+        assert!(o.status.success(), "{net}: {}{}", stdout(&o), stderr(&o));
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+        let ours = topofile::parse(&read("ours.topo"), "ours.topo").unwrap();
+        let theirs = topofile::parse(&read("theirs.topo"), "theirs.topo").unwrap();
+        assert_eq!(ours.nodes.len(), theirs.nodes.len(), "{net}");
+        assert_eq!(sorted_links(&ours), sorted_links(&theirs), "{net}");
+
+        let sweep: Value = serde_json::from_str(&read("sweep.json")).unwrap();
+        let ports = sweep["ports"].as_array().unwrap();
+        assert_eq!(
+            ports.len(),
+            switch_ports,
+            "{net}: every linked switch port once"
+        );
+        assert!(ports.iter().all(|p| p["error"].is_null()), "{net}");
+
+        assert!(
+            matches!(read("sim.rc").trim(), "0" | "1"),
+            "{net}: {}",
+            read("sim.err")
+        );
+        assert!(
+            read("sim.err").contains(&format!("ours.topo: a {levels} fat tree")),
+            "{net}: {}",
+            read("sim.err")
+        );
+        let summary: Value = serde_json::from_str(&read("sim/summary.json")).unwrap();
+        assert_eq!(summary["switches"], switches, "{net}");
+        assert_eq!(summary["nodes"], nodes, "{net}");
+        // Every tree switch is a fabric switch, each once.
+        let mut named: Vec<String> = summary["fabric"]["switches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect();
+        named.sort();
+        let mut described: Vec<String> = ours
+            .nodes
+            .iter()
+            .filter(|n| n.kind == rdma::subnet::NodeKind::Switch)
+            .map(|n| n.description.clone())
+            .collect();
+        described.sort();
+        assert_eq!(named, described, "{net}");
+        assert!(read("sim/ports.csv")
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with(",fabric_switch,fabric_port"));
+    }
+}
+
+/// A fabric that is not a fat tree is refused by `fabric sim`, naming the file and the
+/// cable; nothing is simulated.
+#[test]
+fn sim_refuses_a_fabric_that_is_not_a_fat_tree() {
+    let out = temp_dir("fabric-not-a-tree").join("out");
+    let o = hostping(&[
+        "fabric",
+        "sim",
+        "--topology",
+        TWO_SWITCHES,
+        "--workload",
+        "ring",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "two-switches.topo: not a fat tree the simulator models: leaf switches 'leaf-b' and \
+             'leaf-a' are cabled to each other"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists(), "nothing written");
 }

@@ -122,6 +122,19 @@ pub enum FabricCommand {
     ///   hostping fabric delegate --topology fabric.topo --samplers node01,node17 --failed node17 -o lists
     #[command(verbatim_doc_comment)]
     Delegate(DelegateArgs),
+    /// Write a simulated fat tree as an ibsim net file, so that the management stack
+    /// (ibsim, opensm, infiniband-diags, `fabric discover`/`sample`) runs on the simulator's
+    /// trees.
+    ///
+    /// Switches are named leaf-N, agg-POD-N and core-N, hosts node-N; tree port p is IB port
+    /// p + 1. `fabric discover --format ibnetdiscover` on the result gives a topology file
+    /// that `fabric sim --topology FILE` recognises as the same tree.
+    ///
+    /// Examples:
+    ///   hostping fabric net --topology radix8 -o radix8.net
+    ///   ibsim -s radix8.net
+    #[command(verbatim_doc_comment)]
+    Net(NetArgs),
 }
 
 /// `hostping fabric delegate`.
@@ -266,9 +279,21 @@ pub enum PlotDirections {
 
 #[derive(Debug, Args)]
 pub struct TopologyArg {
-    /// Fat tree: full, tapered, radix8, or a topology TOML file.
+    /// Fat tree: full, tapered, radix8, a TOML file of tree parameters, or a real fabric's
+    /// ibnetdiscover topology file (recognised as the fat tree it is, or refused with the
+    /// cable that does not fit).
     #[arg(long, default_value = "tapered")]
     pub topology: String,
+}
+
+/// `hostping fabric net`.
+#[derive(Debug, Args)]
+pub struct NetArgs {
+    #[command(flatten)]
+    pub topology: TopologyArg,
+    /// Write the net file here instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod bench;
+pub mod cabled;
 pub mod merge;
 pub mod output;
 pub mod switches;
@@ -22,7 +23,6 @@ use fabric::analysis::{
 };
 use fabric::sim::{CongestionRule, Progress, SimConfig, SimResult, Simulation};
 use fabric::telemetry::{TelemetryConfig, TelemetryKind};
-use fabric::topology::Topology;
 use fabric::traffic::{self, MappingSpec, WorkloadSpec};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -30,6 +30,8 @@ use args::{
     FabricCommand, FabricFormat, MergeArgs, MergeFormat, PlotDirections, SimArgs, SuggestArgs,
     TelemetryChoice,
 };
+use cabled::TreeInput;
+use fabric::topology::Topology;
 use output::{RunSummary, DIAGNOSIS_FILE, PLOT_STEM, PORTS_FILE, SUMMARY_FILE};
 
 /// Runs one fabric command; `Ok(true)` when it found congestion (exit status 1).
@@ -42,6 +44,7 @@ pub fn run(command: FabricCommand) -> Result<bool> {
         FabricCommand::Discover(args) => switches::discover_command(&args),
         FabricCommand::Sample(args) => switches::sample_command(&args),
         FabricCommand::Delegate(args) => switches::delegate_command(&args).map(|()| false),
+        FabricCommand::Net(args) => cabled::net_command(&args).map(|()| false),
     }
 }
 
@@ -156,7 +159,11 @@ pub fn run_with_progress(simulation: Simulation, label: &str, end_ps: Option<u64
 }
 
 fn sim(args: &SimArgs) -> Result<bool> {
-    let topology = Topology::resolve(&args.topology.topology)?;
+    let input = TreeInput::resolve(&args.topology.topology)?;
+    if let Some(line) = input.describe() {
+        eprintln!("{line}");
+    }
+    let topology = input.topology;
     let workload = WorkloadSpec::from_str(&args.workload)?;
     let mapping = MappingSpec::from_str(&args.mapping)?;
     let config = sim_config(args)?;
@@ -183,6 +190,7 @@ fn sim(args: &SimArgs) -> Result<bool> {
         &truth,
         &diagnosis,
     );
+    summary.fabric = input.fabric;
     let options = PlotOptions {
         directions: match args.plot {
             PlotDirections::Both => Directions::Averaged,
@@ -202,7 +210,7 @@ fn sim(args: &SimArgs) -> Result<bool> {
     summary
         .files
         .push(output::write(&args.out, DIAGNOSIS_FILE, &diagnosis_text)?);
-    let csv = output::ports_csv(&topology, &truth, &estimate);
+    let csv = output::ports_csv(&topology, &truth, &estimate, summary.fabric.as_ref());
     summary
         .files
         .push(output::write(&args.out, PORTS_FILE, &csv)?);
@@ -228,7 +236,7 @@ fn sim(args: &SimArgs) -> Result<bool> {
 }
 
 fn suggest(args: &SuggestArgs) -> Result<bool> {
-    let topology = Topology::resolve(&args.topology.topology)?;
+    let topology = TreeInput::resolve(&args.topology.topology)?.topology;
     let packet_bytes = SimConfig::default().packet_bytes;
     let matrix = match (&args.workload, &args.matrix) {
         (_, Some(file)) => traffic::CommMatrix::load(file, packet_bytes)?,

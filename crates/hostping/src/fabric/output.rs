@@ -9,6 +9,8 @@ use fabric::analysis::view::{link_name, LinkView};
 use fabric::analysis::Diagnosis;
 use fabric::sim::{SimConfig, SimResult};
 use fabric::topology::Topology;
+
+use super::cabled::FabricOrigin;
 use serde::{Deserialize, Serialize};
 
 pub const SUMMARY_FILE: &str = "summary.json";
@@ -42,6 +44,9 @@ pub struct RunSummary {
     pub cause: String,
     pub diagnosis: Diagnosis,
     pub files: Vec<PathBuf>,
+    /// The real fabric the tree was recognised from (`--topology` an ibnetdiscover file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<FabricOrigin>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -106,6 +111,7 @@ impl RunSummary {
             cause: diagnosis.cause.as_str().to_string(),
             diagnosis: diagnosis.clone(),
             files: Vec::new(),
+            fabric: None,
         }
     }
 
@@ -153,12 +159,23 @@ impl RunSummary {
 }
 
 /// `ports.csv`: one row per switch output port with the exact counts and the estimates of
-/// the view the diagnosis used.
-pub fn ports_csv(topology: &Topology, truth: &LinkView, estimate: &LinkView) -> String {
+/// the view the diagnosis used; for a tree recognised from a real fabric, also the fabric
+/// switch and port of each row.
+pub fn ports_csv(
+    topology: &Topology,
+    truth: &LinkView,
+    estimate: &LinkView,
+    fabric: Option<&FabricOrigin>,
+) -> String {
     let mut out = String::from(
         "port_index,link,level,direction,packets,congested,congested_fraction,gbps,\
-         est_count,est_congested,est_congested_fraction,est_gbps\n",
+         est_count,est_congested,est_congested_fraction,est_gbps",
     );
+    out += if fabric.is_some() {
+        ",fabric_switch,fabric_port\n"
+    } else {
+        "\n"
+    };
     for (t, e) in truth.links.iter().zip(&estimate.links) {
         writeln!(
             out,
@@ -177,8 +194,29 @@ pub fn ports_csv(topology: &Topology, truth: &LinkView, estimate: &LinkView) -> 
             e.gbps
         )
         .unwrap();
+        if let Some(fabric) = fabric {
+            let port = topology.port_ref(t.index);
+            out.truncate(out.len() - 1);
+            writeln!(
+                out,
+                ",{},{}",
+                csv_field(&fabric.switches[port.switch.0 as usize]),
+                fabric.ports[t.index as usize]
+            )
+            .unwrap();
+        }
     }
     out
+}
+
+/// A CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180): switch
+/// names are node descriptions, which may.
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
 }
 
 /// A unit enum variant as its serde name (`leaf`, `up`).

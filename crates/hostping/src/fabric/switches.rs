@@ -271,10 +271,16 @@ pub fn delegate_command(args: &DelegateArgs) -> Result<()> {
                 let far = a.hops.values().max().copied().unwrap_or(0);
                 writeln!(
                     stdout,
-                    "{}: {} ports on {} switches, at most {far} hops away -> {}",
+                    "{}: {} ports on {} {}, at most {far} {} away -> {}",
                     a.sampler,
                     a.ports.len(),
                     a.hops.len(),
+                    if a.hops.len() == 1 {
+                        "switch"
+                    } else {
+                        "switches"
+                    },
+                    if far == 1 { "hop" } else { "hops" },
                     path.display()
                 )?;
             }

@@ -1,0 +1,654 @@
+//! A fabric as its cables: named switches and hosts and the links between their ports, the
+//! shape a real subnet has (an ibnetdiscover topology file, an ibsim net file). Two ways
+//! between cables and the simulator's fat trees:
+//!
+//! - [`Cabling::of_tree`] cables a [`Topology`] (switches `leaf-N`, `agg-P-A`, `core-C`,
+//!   hosts `node-N`, IB ports numbered from 1), and [`Cabling::to_ibsim_net`] writes it as an
+//!   ibsim net file, so the simulator's trees can be run on ibsim's management stack;
+//! - [`Cabling::recognize`] finds the fat tree a real fabric is, so that it can be simulated:
+//!   it infers the parameters from the cables (leaves are the switches with hosts, aggregation
+//!   switches their neighbours, cores the rest; pods are the leaf/aggregation components),
+//!   builds that tree, maps every switch, node and port onto it, and then checks that every
+//!   cable of the fabric is a link of the tree and the other way round. A fabric the simulator
+//!   cannot model (a leaf that misses some aggregation switch of its pod, a core wiring other
+//!   than the tree's groups) is refused with the first cable that does not fit, never
+//!   simulated as something it is not.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::topology::{FatTreeParams, Level, Peer, PortRef, SwitchId, Topology};
+
+/// A device a cable ends on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Device {
+    /// Index into [`Cabling::switches`].
+    Switch(usize),
+    /// Index into [`Cabling::hosts`].
+    Host(usize),
+}
+
+/// One end of a cable: a device and its port (IB numbering, from 1).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CableEnd {
+    pub device: Device,
+    pub port: u16,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Cable {
+    pub a: CableEnd,
+    pub b: CableEnd,
+}
+
+/// Named switches and hosts and their cables. Names are what people call the devices (node
+/// descriptions); each must be unique.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Cabling {
+    pub switches: Vec<String>,
+    pub hosts: Vec<String>,
+    pub cables: Vec<Cable>,
+}
+
+/// A real fabric recognised as a fat tree: the tree, and where each of its switches, nodes
+/// and ports is in the fabric.
+#[derive(Clone, Debug)]
+pub struct Recognized {
+    pub topology: Topology,
+    /// Fabric switch name of each tree switch, by [`SwitchId`].
+    pub switch_names: Vec<String>,
+    /// Fabric host (and its port) on each tree node, by [`crate::topology::NodeId`]; `None` where the leaf
+    /// has a free port (the node exists in the tree and carries no traffic unless mapped).
+    pub node_hosts: Vec<Option<(String, u16)>>,
+    /// The fabric port of each tree switch output port, by [`crate::topology::PortIndex`].
+    pub fabric_ports: Vec<u16>,
+}
+
+/// Why a fabric is not a fat tree the simulator models; names the devices involved.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotAFatTree {
+    #[error("no switch has a host cabled to it")]
+    NoHosts,
+    #[error("host '{host}' is cabled to host '{other}'; hosts must hang from switches")]
+    HostToHost { host: String, other: String },
+    #[error("switch '{switch}' has a cable from its port {port} to itself")]
+    Loop { switch: String, port: u16 },
+    #[error("'{device}' port {port} has two cables")]
+    PortTwice { device: String, port: u16 },
+    #[error("leaf switches '{a}' and '{b}' are cabled to each other; a fat tree joins leaves only through the switches above them")]
+    LeafToLeaf { a: String, b: String },
+    #[error("core switches '{a}' and '{b}' are cabled to each other; a fat tree's top level has no links within it")]
+    CoreToCore { a: String, b: String },
+    #[error("leaf switch '{leaf}' has no cable to a switch above it")]
+    NoUplinks { leaf: String },
+    #[error("switch '{switch}' reaches no host")]
+    Unreachable { switch: String },
+    #[error("the leaves and the switches above them form {pods} separate groups and no core switch joins them")]
+    Disconnected { pods: usize },
+    #[error("core switch '{core}' sits above a single pod; a one-pod fat tree has two levels")]
+    CoreAboveOnePod { core: String },
+    #[error("pods differ in size: '{first}' has {first_leaves} leaves and {first_aggs} aggregation switches, '{other}' has {other_leaves} and {other_aggs}")]
+    UnevenPods {
+        first: String,
+        first_leaves: usize,
+        first_aggs: usize,
+        other: String,
+        other_leaves: usize,
+        other_aggs: usize,
+    },
+    #[error("leaf '{leaf}' has {links} cables to '{agg}', but {expected} to each switch above it are needed for a fat tree ('{first_leaf}' has {expected} to '{first_agg}')")]
+    UnevenUplinks {
+        leaf: String,
+        agg: String,
+        links: usize,
+        expected: usize,
+        first_leaf: String,
+        first_agg: String,
+    },
+    #[error(
+        "aggregation switches differ in core links: '{agg}' has {links}, '{first}' has {expected}"
+    )]
+    UnevenCoreLinks {
+        agg: String,
+        links: usize,
+        first: String,
+        expected: usize,
+    },
+    #[error("leaf '{leaf}' has {hosts} hosts, more than the {slots} host ports a leaf of radix {radix} with {uplinks} uplinks has")]
+    TooManyHosts {
+        leaf: String,
+        hosts: usize,
+        slots: u32,
+        radix: u32,
+        uplinks: usize,
+    },
+    #[error("{0}")]
+    Parameters(String),
+    #[error("the core switches are not wired as the simulator's fat tree wires them (aggregation switches in groups of {group}, each joined to every core of its group): {detail}")]
+    CoreWiring { group: u32, detail: String },
+    #[error(
+        "the cables between '{a}' and '{b}' number {fabric}, the recognised fat tree has {tree}"
+    )]
+    Mismatch {
+        a: String,
+        b: String,
+        fabric: usize,
+        tree: usize,
+    },
+}
+
+impl Cabling {
+    /// The cables of a simulated tree: switch and host names as the simulator numbers them,
+    /// port `p` of the tree as IB port `p + 1`.
+    pub fn of_tree(topology: &Topology) -> Cabling {
+        let switch_name = |s: SwitchId| match topology.level(s) {
+            Level::Leaf => format!("leaf-{}", s.0),
+            Level::Aggregation => {
+                let pod = topology.pod_of(s).expect("aggregation switches have pods");
+                let first = topology.switches_at(Level::Aggregation).start;
+                let per_pod = topology.num_aggs() / topology.num_pods();
+                format!("agg-{pod}-{}", (s.0 - first) % per_pod)
+            }
+            Level::Core => format!("core-{}", s.0 - topology.switches_at(Level::Core).start),
+        };
+        let switches = (0..topology.num_switches())
+            .map(|s| switch_name(SwitchId(s)))
+            .collect();
+        let hosts = (0..topology.num_nodes())
+            .map(|n| format!("node-{n}"))
+            .collect();
+        let mut cables = Vec::new();
+        for s in 0..topology.num_switches() {
+            let switch = SwitchId(s);
+            for port in 0..topology.ports(switch) {
+                let here = CableEnd {
+                    device: Device::Switch(s as usize),
+                    port: port + 1,
+                };
+                match topology.peer(PortRef { switch, port }) {
+                    Peer::Node(node) => cables.push(Cable {
+                        a: here,
+                        b: CableEnd {
+                            device: Device::Host(node.0 as usize),
+                            port: 1,
+                        },
+                    }),
+                    // Each switch-to-switch cable once, from its lower-numbered end.
+                    Peer::Switch {
+                        switch: far,
+                        port: far_port,
+                    } => {
+                        if (far.0, far_port) > (s, port) {
+                            cables.push(Cable {
+                                a: here,
+                                b: CableEnd {
+                                    device: Device::Switch(far.0 as usize),
+                                    port: far_port + 1,
+                                },
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        Cabling {
+            switches,
+            hosts,
+            cables,
+        }
+    }
+
+    /// The cabling as an ibsim net file (`ibsim -s FILE`): a `Switch <ports> "name"` or
+    /// `Hca <ports> "name"` header per device, then one `[port] "peer"[peer port]` line per
+    /// cabled port. Every switch gets `radix` ports.
+    pub fn to_ibsim_net(&self, radix: u32, title: &str) -> String {
+        let mut by_device: BTreeMap<Device, Vec<(u16, CableEnd)>> = BTreeMap::new();
+        for cable in &self.cables {
+            by_device
+                .entry(cable.a.device)
+                .or_default()
+                .push((cable.a.port, cable.b));
+            by_device
+                .entry(cable.b.device)
+                .or_default()
+                .push((cable.b.port, cable.a));
+        }
+        let mut net = format!("# {title}\n");
+        let mut device = |header: String, device: Device| {
+            let _ = write!(net, "\n{header}\n");
+            let mut ports = by_device.remove(&device).unwrap_or_default();
+            ports.sort_by_key(|(port, _)| *port);
+            for (port, far) in ports {
+                let _ = writeln!(net, "[{port}]\t\"{}\"[{}]", self.name(far.device), far.port);
+            }
+        };
+        for (s, name) in self.switches.iter().enumerate() {
+            device(format!("Switch\t{radix} \"{name}\""), Device::Switch(s));
+        }
+        for (h, name) in self.hosts.iter().enumerate() {
+            device(format!("Hca\t1 \"{name}\""), Device::Host(h));
+        }
+        net
+    }
+
+    /// The name of a device.
+    pub fn name(&self, device: Device) -> &str {
+        match device {
+            Device::Switch(s) => &self.switches[s],
+            Device::Host(h) => &self.hosts[h],
+        }
+    }
+
+    /// The fat tree this fabric is, named `name`; see the module doc.
+    pub fn recognize(&self, name: &str) -> Result<Recognized, NotAFatTree> {
+        let shape = Shape::of(self)?;
+        let params = shape.params(self, name)?;
+        let topology = Topology::new(params).map_err(|e| NotAFatTree::Parameters(e.to_string()))?;
+        let order = shape.switch_order(self, &topology)?;
+        shape.check_and_map(self, topology, order)
+    }
+}
+
+/// What recognition learns from the cables before it picks parameters.
+struct Shape {
+    /// Per switch: `(port, far end)` of its cables, in port order.
+    ports: Vec<Vec<(u16, CableEnd)>>,
+    /// Per switch: cables to each other switch.
+    neighbours: Vec<BTreeMap<usize, usize>>,
+    /// Per switch: its level.
+    levels: Vec<Level>,
+    /// Pods: (leaves, aggregation switches), each in fabric order.
+    pods: Vec<(Vec<usize>, Vec<usize>)>,
+    cores: Vec<usize>,
+}
+
+impl Shape {
+    fn of(cabling: &Cabling) -> Result<Shape, NotAFatTree> {
+        let switches = cabling.switches.len();
+        let mut ports: Vec<Vec<(u16, CableEnd)>> = vec![Vec::new(); switches];
+        let mut host_ports: BTreeMap<(usize, u16), ()> = BTreeMap::new();
+        for cable in &cabling.cables {
+            for (here, far) in [(cable.a, cable.b), (cable.b, cable.a)] {
+                match here.device {
+                    Device::Switch(s) => ports[s].push((here.port, far)),
+                    Device::Host(h) => {
+                        if let Device::Host(other) = far.device {
+                            return Err(NotAFatTree::HostToHost {
+                                host: cabling.hosts[h].clone(),
+                                other: cabling.hosts[other].clone(),
+                            });
+                        }
+                        if host_ports.insert((h, here.port), ()).is_some() {
+                            return Err(NotAFatTree::PortTwice {
+                                device: cabling.hosts[h].clone(),
+                                port: here.port,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        let mut neighbours = vec![BTreeMap::new(); switches];
+        for (s, list) in ports.iter_mut().enumerate() {
+            list.sort_by_key(|(port, _)| *port);
+            if let Some(pair) = list.windows(2).find(|w| w[0].0 == w[1].0) {
+                return Err(NotAFatTree::PortTwice {
+                    device: cabling.switches[s].clone(),
+                    port: pair[0].0,
+                });
+            }
+            for (port, far) in list.iter() {
+                if let Device::Switch(t) = far.device {
+                    if t == s {
+                        return Err(NotAFatTree::Loop {
+                            switch: cabling.switches[s].clone(),
+                            port: *port,
+                        });
+                    }
+                    *neighbours[s].entry(t).or_insert(0) += 1;
+                }
+            }
+        }
+        let has_host = |s: usize| {
+            ports[s]
+                .iter()
+                .any(|(_, far)| matches!(far.device, Device::Host(_)))
+        };
+        let levels: Vec<Level> = (0..switches)
+            .map(|s| {
+                if has_host(s) {
+                    Level::Leaf
+                } else if neighbours[s].keys().any(|&t| has_host(t)) {
+                    Level::Aggregation
+                } else {
+                    Level::Core
+                }
+            })
+            .collect();
+        if !levels.contains(&Level::Leaf) {
+            return Err(NotAFatTree::NoHosts);
+        }
+        for s in 0..switches {
+            for &t in neighbours[s].keys().filter(|&&t| t > s) {
+                let pair = || (cabling.switches[s].clone(), cabling.switches[t].clone());
+                match (levels[s], levels[t]) {
+                    (Level::Leaf, Level::Leaf) => {
+                        let (a, b) = pair();
+                        return Err(NotAFatTree::LeafToLeaf { a, b });
+                    }
+                    (Level::Core, Level::Core) => {
+                        let (a, b) = pair();
+                        return Err(NotAFatTree::CoreToCore { a, b });
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let pods = leaf_pods(&levels, &neighbours);
+        let cores: Vec<usize> = (0..switches)
+            .filter(|&s| levels[s] == Level::Core)
+            .collect();
+        if let Some(&core) = cores.iter().find(|&&c| neighbours[c].is_empty()) {
+            return Err(NotAFatTree::Unreachable {
+                switch: cabling.switches[core].clone(),
+            });
+        }
+        if let Some((leaves, _)) = pods.iter().find(|(_, aggs)| aggs.is_empty()) {
+            return Err(NotAFatTree::NoUplinks {
+                leaf: cabling.switches[leaves[0]].clone(),
+            });
+        }
+        match (pods.len(), cores.first()) {
+            (1, Some(&core)) => {
+                return Err(NotAFatTree::CoreAboveOnePod {
+                    core: cabling.switches[core].clone(),
+                })
+            }
+            (n, None) if n > 1 => return Err(NotAFatTree::Disconnected { pods: n }),
+            _ => {}
+        }
+        Ok(Shape {
+            ports,
+            neighbours,
+            levels,
+            pods,
+            cores,
+        })
+    }
+
+    fn hosts_on(&self, switch: usize) -> usize {
+        self.ports[switch]
+            .iter()
+            .filter(|(_, far)| matches!(far.device, Device::Host(_)))
+            .count()
+    }
+
+    /// The tree's parameters: pods of equal size, every leaf with the same cables to every
+    /// aggregation switch of its pod, every aggregation switch with the same core links.
+    fn params(&self, cabling: &Cabling, name: &str) -> Result<FatTreeParams, NotAFatTree> {
+        let name_of = |s: usize| cabling.switches[s].clone();
+        let (first_leaves, first_aggs) = &self.pods[0];
+        for (leaves, aggs) in &self.pods[1..] {
+            if leaves.len() != first_leaves.len() || aggs.len() != first_aggs.len() {
+                return Err(NotAFatTree::UnevenPods {
+                    first: name_of(first_leaves[0]),
+                    first_leaves: first_leaves.len(),
+                    first_aggs: first_aggs.len(),
+                    other: name_of(leaves[0]),
+                    other_leaves: leaves.len(),
+                    other_aggs: aggs.len(),
+                });
+            }
+        }
+        let (first_leaf, first_agg) = (first_leaves[0], first_aggs[0]);
+        let links_per_pair = self.neighbours[first_leaf]
+            .get(&first_agg)
+            .copied()
+            .unwrap_or(0);
+        for (leaves, aggs) in &self.pods {
+            for &leaf in leaves {
+                for &agg in aggs {
+                    let links = self.neighbours[leaf].get(&agg).copied().unwrap_or(0);
+                    if links != links_per_pair {
+                        return Err(NotAFatTree::UnevenUplinks {
+                            leaf: name_of(leaf),
+                            agg: name_of(agg),
+                            links,
+                            expected: links_per_pair,
+                            first_leaf: name_of(first_leaf),
+                            first_agg: name_of(first_agg),
+                        });
+                    }
+                }
+            }
+        }
+        let core_links = |agg: usize| {
+            self.neighbours[agg]
+                .iter()
+                .filter(|(&t, _)| self.levels[t] == Level::Core)
+                .map(|(_, &n)| n)
+                .sum::<usize>()
+        };
+        let agg_up = core_links(first_agg);
+        if let Some(&agg) = self
+            .pods
+            .iter()
+            .flat_map(|(_, aggs)| aggs)
+            .find(|&&a| core_links(a) != agg_up)
+        {
+            return Err(NotAFatTree::UnevenCoreLinks {
+                agg: name_of(agg),
+                links: core_links(agg),
+                first: name_of(first_agg),
+                expected: agg_up,
+            });
+        }
+        let leaf_up = links_per_pair * first_aggs.len();
+        let agg_down = links_per_pair * first_leaves.len();
+        let (busiest, most_hosts) = self
+            .pods
+            .iter()
+            .flat_map(|(leaves, _)| leaves)
+            .map(|&l| (l, self.hosts_on(l)))
+            .max_by_key(|&(l, hosts)| (hosts, std::cmp::Reverse(l)))
+            .expect("a pod has leaves");
+        // The tree's radix is one number for every level: with cores, the aggregation
+        // switches' ports fix it; a two-level tree takes what its leaves and spines need.
+        let radix = if self.cores.is_empty() {
+            (most_hosts + leaf_up).max(agg_down)
+        } else {
+            agg_down + agg_up
+        };
+        let slots = radix.saturating_sub(leaf_up);
+        if most_hosts > slots {
+            return Err(NotAFatTree::TooManyHosts {
+                leaf: name_of(busiest),
+                hosts: most_hosts,
+                slots: slots as u32,
+                radix: radix as u32,
+                uplinks: leaf_up,
+            });
+        }
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        Ok(FatTreeParams {
+            name: name.to_string(),
+            radix: u16::try_from(radix)
+                .map_err(|_| NotAFatTree::Parameters(format!("radix {radix} is too large")))?,
+            nodes_per_leaf: slots as u16,
+            leaves: count(first_leaves.len() * self.pods.len()),
+            leaves_per_pod: count(first_leaves.len()),
+            aggs_per_pod: count(first_aggs.len()),
+        })
+    }
+
+    /// Fabric switch of each tree switch. Leaves and pods keep fabric order; aggregation
+    /// switches and cores are ordered into the tree's core groups: the cores of a group are
+    /// those joined to the same aggregation switches, and group `g` takes aggregation
+    /// switches `g*m..(g+1)*m` of every pod.
+    fn switch_order(&self, cabling: &Cabling, tree: &Topology) -> Result<Vec<usize>, NotAFatTree> {
+        let mut order: Vec<usize> = self.pods.iter().flat_map(|(l, _)| l.clone()).collect();
+        if self.cores.is_empty() {
+            order.extend(self.pods.iter().flat_map(|(_, a)| a.clone()));
+            return Ok(order);
+        }
+        let group =
+            tree.ports(SwitchId(tree.switches_at(Level::Core).start)) as usize / self.pods.len();
+        let wiring = |detail: String| NotAFatTree::CoreWiring {
+            group: group as u32,
+            detail,
+        };
+        // Core groups: cores with the same aggregation switches, in order of first core.
+        let mut groups: Vec<(Vec<usize>, Vec<usize>)> = Vec::new();
+        for &core in &self.cores {
+            let aggs: Vec<usize> = self.neighbours[core].keys().copied().collect();
+            match groups.iter_mut().find(|(a, _)| *a == aggs) {
+                Some((_, cores)) => cores.push(core),
+                None => groups.push((aggs, vec![core])),
+            }
+        }
+        let aggs_per_pod = self.pods[0].1.len();
+        if groups.len() * group != aggs_per_pod {
+            return Err(wiring(format!(
+                "the cores fall into {} groups by the aggregation switches they reach; {} are needed",
+                groups.len(),
+                aggs_per_pod / group.max(1)
+            )));
+        }
+        for (pod, (_, aggs)) in self.pods.iter().enumerate() {
+            for (aggs_of_group, cores) in &groups {
+                let in_pod: Vec<usize> = aggs
+                    .iter()
+                    .copied()
+                    .filter(|a| aggs_of_group.contains(a))
+                    .collect();
+                if in_pod.len() != group {
+                    return Err(wiring(format!(
+                        "core '{}' reaches {} aggregation switches of pod {pod} (the pod of '{}')",
+                        cabling.switches[cores[0]],
+                        in_pod.len(),
+                        cabling.switches[self.pods[pod].0[0]],
+                    )));
+                }
+            }
+        }
+        for (_, aggs) in &self.pods {
+            for (aggs_of_group, _) in &groups {
+                order.extend(aggs.iter().filter(|a| aggs_of_group.contains(a)));
+            }
+        }
+        order.extend(groups.iter().flat_map(|(_, cores)| cores.clone()));
+        Ok(order)
+    }
+
+    /// Maps nodes and ports onto the tree and checks every cable against it.
+    fn check_and_map(
+        &self,
+        cabling: &Cabling,
+        topology: Topology,
+        order: Vec<usize>,
+    ) -> Result<Recognized, NotAFatTree> {
+        let mut tree_of = vec![usize::MAX; cabling.switches.len()];
+        for (tree, &fabric) in order.iter().enumerate() {
+            tree_of[fabric] = tree;
+        }
+        // Fabric cables per (tree switch, tree switch) pair, as (port here, port there).
+        let mut fabric_pairs: BTreeMap<(usize, usize), Vec<(u16, u16)>> = BTreeMap::new();
+        for (s, list) in self.ports.iter().enumerate() {
+            for &(port, far) in list {
+                if let Device::Switch(t) = far.device {
+                    fabric_pairs
+                        .entry((tree_of[s], tree_of[t]))
+                        .or_default()
+                        .push((port, far.port));
+                }
+            }
+        }
+        let mut tree_pairs: BTreeMap<(usize, usize), Vec<u16>> = BTreeMap::new();
+        let mut node_hosts = vec![None; topology.num_nodes() as usize];
+        let mut fabric_ports = vec![0u16; topology.num_ports()];
+        for s in 0..topology.num_switches() {
+            let switch = SwitchId(s);
+            let fabric = order[s as usize];
+            let mut hosts = self.ports[fabric]
+                .iter()
+                .filter_map(|&(port, far)| match far.device {
+                    Device::Host(h) => Some((port, h, far.port)),
+                    Device::Switch(_) => None,
+                });
+            for port in 0..topology.ports(switch) {
+                let index = topology.port_index(PortRef { switch, port }) as usize;
+                match topology.peer(PortRef { switch, port }) {
+                    Peer::Node(node) => {
+                        if let Some((here, host, host_port)) = hosts.next() {
+                            node_hosts[node.0 as usize] =
+                                Some((cabling.hosts[host].clone(), host_port));
+                            fabric_ports[index] = here;
+                        }
+                    }
+                    Peer::Switch { switch: far, .. } => tree_pairs
+                        .entry((s as usize, far.0 as usize))
+                        .or_default()
+                        .push(index as u16),
+                }
+            }
+        }
+        for key in tree_pairs.keys().chain(fabric_pairs.keys()) {
+            let fabric = fabric_pairs.get(key).map_or(0, Vec::len);
+            let tree = tree_pairs.get(key).map_or(0, Vec::len);
+            if fabric != tree {
+                return Err(NotAFatTree::Mismatch {
+                    a: cabling.switches[order[key.0]].clone(),
+                    b: cabling.switches[order[key.1]].clone(),
+                    fabric,
+                    tree,
+                });
+            }
+        }
+        // Switch-to-switch ports: the k-th cable of a pair, in port order, is the tree's k-th.
+        for (key, tree_ports) in &tree_pairs {
+            for (&index, &(fabric_port, _)) in tree_ports.iter().zip(&fabric_pairs[key]) {
+                fabric_ports[index as usize] = fabric_port;
+            }
+        }
+        let switch_names = order.iter().map(|&f| cabling.switches[f].clone()).collect();
+        Ok(Recognized {
+            topology,
+            switch_names,
+            node_hosts,
+            fabric_ports,
+        })
+    }
+}
+
+/// Leaves and aggregation switches grouped into pods (connected through each other, not
+/// through cores), each pod's members in fabric order, pods in order of their first leaf.
+fn leaf_pods(
+    levels: &[Level],
+    neighbours: &[BTreeMap<usize, usize>],
+) -> Vec<(Vec<usize>, Vec<usize>)> {
+    let mut pod_of = vec![usize::MAX; levels.len()];
+    let mut pods = Vec::new();
+    for start in 0..levels.len() {
+        if levels[start] != Level::Leaf || pod_of[start] != usize::MAX {
+            continue;
+        }
+        let pod = pods.len();
+        let mut members = vec![start];
+        pod_of[start] = pod;
+        let mut next = 0;
+        while next < members.len() {
+            let s = members[next];
+            next += 1;
+            for &t in neighbours[s].keys() {
+                if levels[t] != Level::Core && pod_of[t] == usize::MAX {
+                    pod_of[t] = pod;
+                    members.push(t);
+                }
+            }
+        }
+        members.sort_unstable();
+        let (leaves, aggs) = members.into_iter().partition(|&s| levels[s] == Level::Leaf);
+        pods.push((leaves, aggs));
+    }
+    pods
+}
