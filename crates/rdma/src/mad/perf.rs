@@ -82,6 +82,9 @@ impl ClassPortInfoRepr {
     pub const EXTENDED_WIDTH_NO_IETF: u16 = 1 << 10;
     /// PortCounters' PortXmitWait counts (else it reads 0).
     pub const PORT_XMIT_WAIT: u16 = 1 << 12;
+    /// CapabilityMask2 bit 1, IsAdditionalPortCountersExtendedSupported: PortCountersExtended
+    /// also carries the error counters and PortXmitWait ([`ExtendedErrorsRepr`]).
+    pub const ADDITIONAL_PORT_COUNTERS_EXTENDED: u32 = 1 << 1;
 
     /// Reads ClassPortInfo from a PerfMgt MAD's data.
     pub fn parse(data: &[u8]) -> Result<ClassPortInfoRepr, Error> {
@@ -119,6 +122,12 @@ impl ClassPortInfoRepr {
     /// PortXmitWait counts.
     pub fn has_xmit_wait(&self) -> bool {
         self.capability_mask & Self::PORT_XMIT_WAIT != 0
+    }
+
+    /// One PortCountersExtended reads a port whole: data, packets, errors and XmitWait.
+    pub fn has_extended_errors(&self) -> bool {
+        self.has_extended_counters()
+            && self.capability_mask2 & Self::ADDITIONAL_PORT_COUNTERS_EXTENDED != 0
     }
 }
 
@@ -343,6 +352,121 @@ impl PortCountersExtendedRepr {
     }
 }
 
+/// The additional counters of PortCountersExtended, after its data counters (IBA 1.3,
+/// Table 268; valid only where ClassPortInfo sets [`ClassPortInfoRepr::ADDITIONAL_PORT_COUNTERS_EXTENDED`],
+/// zero elsewhere): the error counters and PortXmitWait at 64 bits, in libibmad's order
+/// (`IB_PC_EXT_ERR_SYM_F` .. `IB_PC_EXT_QP1_DROP_F`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ExtendedErrorsRepr {
+    /// SymbolErrorCounter.
+    pub symbol_errors: u64,
+    /// LinkErrorRecoveryCounter.
+    pub link_error_recovery: u64,
+    /// LinkDownedCounter.
+    pub link_downed: u64,
+    /// PortRcvErrors.
+    pub rcv_errors: u64,
+    /// PortRcvRemotePhysicalErrors.
+    pub rcv_remote_physical_errors: u64,
+    /// PortRcvSwitchRelayErrors.
+    pub rcv_switch_relay_errors: u64,
+    /// PortXmitDiscards.
+    pub xmit_discards: u64,
+    /// PortXmitConstraintErrors.
+    pub xmit_constraint_errors: u64,
+    /// PortRcvConstraintErrors.
+    pub rcv_constraint_errors: u64,
+    /// LocalLinkIntegrityErrors.
+    pub local_link_integrity_errors: u64,
+    /// ExcessiveBufferOverrunErrors.
+    pub excessive_buffer_overrun_errors: u64,
+    /// VL15Dropped.
+    pub vl15_dropped: u64,
+    /// PortXmitWait.
+    pub xmit_wait: u64,
+    /// QP1Dropped.
+    pub qp1_dropped: u64,
+}
+
+mod extended_errors {
+    use super::Field;
+    pub const SYMBOL_ERRORS: Field = 72..80;
+    pub const LINK_ERROR_RECOVERY: Field = 80..88;
+    pub const LINK_DOWNED: Field = 88..96;
+    pub const RCV_ERRORS: Field = 96..104;
+    pub const RCV_REMOTE_PHYSICAL_ERRORS: Field = 104..112;
+    pub const RCV_SWITCH_RELAY_ERRORS: Field = 112..120;
+    pub const XMIT_DISCARDS: Field = 120..128;
+    pub const XMIT_CONSTRAINT_ERRORS: Field = 128..136;
+    pub const RCV_CONSTRAINT_ERRORS: Field = 136..144;
+    pub const LOCAL_LINK_INTEGRITY_ERRORS: Field = 144..152;
+    pub const EXCESSIVE_BUFFER_OVERRUN_ERRORS: Field = 152..160;
+    pub const VL15_DROPPED: Field = 160..168;
+    pub const XMIT_WAIT: Field = 168..176;
+    pub const QP1_DROPPED: Field = 176..184;
+}
+
+impl ExtendedErrorsRepr {
+    /// Reads the additional counters from a PortCountersExtended MAD's data.
+    pub fn parse(data: &[u8]) -> Result<ExtendedErrorsRepr, Error> {
+        use extended_errors as f;
+        let d = data.get(..184).ok_or(Error::Malformed(
+            "PortCountersExtended's additional counters are cut short",
+        ))?;
+        Ok(ExtendedErrorsRepr {
+            symbol_errors: be64(d, f::SYMBOL_ERRORS),
+            link_error_recovery: be64(d, f::LINK_ERROR_RECOVERY),
+            link_downed: be64(d, f::LINK_DOWNED),
+            rcv_errors: be64(d, f::RCV_ERRORS),
+            rcv_remote_physical_errors: be64(d, f::RCV_REMOTE_PHYSICAL_ERRORS),
+            rcv_switch_relay_errors: be64(d, f::RCV_SWITCH_RELAY_ERRORS),
+            xmit_discards: be64(d, f::XMIT_DISCARDS),
+            xmit_constraint_errors: be64(d, f::XMIT_CONSTRAINT_ERRORS),
+            rcv_constraint_errors: be64(d, f::RCV_CONSTRAINT_ERRORS),
+            local_link_integrity_errors: be64(d, f::LOCAL_LINK_INTEGRITY_ERRORS),
+            excessive_buffer_overrun_errors: be64(d, f::EXCESSIVE_BUFFER_OVERRUN_ERRORS),
+            vl15_dropped: be64(d, f::VL15_DROPPED),
+            xmit_wait: be64(d, f::XMIT_WAIT),
+            qp1_dropped: be64(d, f::QP1_DROPPED),
+        })
+    }
+
+    /// Writes the additional counters into a PortCountersExtended MAD's data.
+    pub fn emit(&self, data: &mut [u8]) {
+        use extended_errors as f;
+        set_be64(data, f::SYMBOL_ERRORS, self.symbol_errors);
+        set_be64(data, f::LINK_ERROR_RECOVERY, self.link_error_recovery);
+        set_be64(data, f::LINK_DOWNED, self.link_downed);
+        set_be64(data, f::RCV_ERRORS, self.rcv_errors);
+        set_be64(
+            data,
+            f::RCV_REMOTE_PHYSICAL_ERRORS,
+            self.rcv_remote_physical_errors,
+        );
+        set_be64(
+            data,
+            f::RCV_SWITCH_RELAY_ERRORS,
+            self.rcv_switch_relay_errors,
+        );
+        set_be64(data, f::XMIT_DISCARDS, self.xmit_discards);
+        set_be64(data, f::XMIT_CONSTRAINT_ERRORS, self.xmit_constraint_errors);
+        set_be64(data, f::RCV_CONSTRAINT_ERRORS, self.rcv_constraint_errors);
+        set_be64(
+            data,
+            f::LOCAL_LINK_INTEGRITY_ERRORS,
+            self.local_link_integrity_errors,
+        );
+        set_be64(
+            data,
+            f::EXCESSIVE_BUFFER_OVERRUN_ERRORS,
+            self.excessive_buffer_overrun_errors,
+        );
+        set_be64(data, f::VL15_DROPPED, self.vl15_dropped);
+        set_be64(data, f::XMIT_WAIT, self.xmit_wait);
+        set_be64(data, f::QP1_DROPPED, self.qp1_dropped);
+    }
+}
+
 /// Data counters count 4-byte words (IBA 16.1.3.5: "divided by 4"): bytes, saturating.
 pub fn dwords_to_bytes(dwords: u64) -> u64 {
     dwords.saturating_mul(4)
@@ -387,6 +511,10 @@ mod tests {
         assert_eq!(c.resp_time_value, 18);
         assert!(c.has_extended_counters());
         assert!(c.has_xmit_wait());
+        assert!(
+            !c.has_extended_errors(),
+            "ibsim lacks the additional counters"
+        );
         // (ibsim leaves stray bytes past the attribute's 72 bytes: compare those only)
         let mut data = vec![0u8; 72];
         c.emit(&mut data);
@@ -437,6 +565,22 @@ mod tests {
     }
 
     #[test]
+    fn additional_counters_sit_where_libibmad_reads_them() {
+        // libibmad's fields.c: IB_PC_EXT_ERR_SYM_F at bit 576, IB_PC_EXT_XMT_WAIT_F at bit
+        // 1344, IB_PC_EXT_QP1_DROP_F at bit 1408, each 64 bits wide.
+        let mut data = [0u8; 192];
+        data[576 / 8..576 / 8 + 8].copy_from_slice(&3u64.to_be_bytes());
+        data[1344 / 8..1344 / 8 + 8].copy_from_slice(&(7u64 << 40).to_be_bytes());
+        data[1408 / 8..1408 / 8 + 8].copy_from_slice(&9u64.to_be_bytes());
+        let e = ExtendedErrorsRepr::parse(&data).unwrap();
+        assert_eq!(
+            (e.symbol_errors, e.xmit_wait, e.qp1_dropped),
+            (3, 7 << 40, 9)
+        );
+        assert_eq!(e.link_downed, 0);
+    }
+
+    #[test]
     fn a_counter_at_its_maximum_is_named_saturated() {
         let mut data = data_of("perf-portcounters-response.hex");
         data[24..28].copy_from_slice(&u32::MAX.to_be_bytes());
@@ -453,6 +597,7 @@ mod tests {
         assert!(PortCountersRepr::parse(&[0u8; 43]).is_err());
         assert!(PortCountersExtendedRepr::parse(&[0u8; 71]).is_err());
         assert!(ClassPortInfoRepr::parse(&[0u8; 7]).is_err());
+        assert!(ExtendedErrorsRepr::parse(&[0u8; 183]).is_err());
     }
 
     proptest! {
@@ -509,11 +654,45 @@ mod tests {
         }
 
         #[test]
+        fn extended_errors_round_trip_beside_the_data_counters(
+            v in any::<[u64; 14]>(),
+            data_counters in any::<[u64; 8]>(),
+        ) {
+            let e = ExtendedErrorsRepr {
+                symbol_errors: v[0],
+                link_error_recovery: v[1],
+                link_downed: v[2],
+                rcv_errors: v[3],
+                rcv_remote_physical_errors: v[4],
+                rcv_switch_relay_errors: v[5],
+                xmit_discards: v[6],
+                xmit_constraint_errors: v[7],
+                rcv_constraint_errors: v[8],
+                local_link_integrity_errors: v[9],
+                excessive_buffer_overrun_errors: v[10],
+                vl15_dropped: v[11],
+                xmit_wait: v[12],
+                qp1_dropped: v[13],
+            };
+            let w = PortCountersExtendedRepr {
+                xmit_data_dwords: data_counters[0],
+                multicast_rcv_pkts: data_counters[7],
+                ..Default::default()
+            };
+            let mut data = [0u8; 192];
+            w.emit(&mut data);
+            e.emit(&mut data);
+            prop_assert_eq!(ExtendedErrorsRepr::parse(&data).unwrap(), e);
+            prop_assert_eq!(PortCountersExtendedRepr::parse(&data).unwrap(), w);
+        }
+
+        #[test]
         fn any_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
             if let Ok(d) = perf_data(&bytes[..]) {
                 let _ = ClassPortInfoRepr::parse(d).unwrap().has_extended_counters();
                 let _ = PortCountersRepr::parse(d).unwrap().saturated();
                 let _ = PortCountersExtendedRepr::parse(d).unwrap();
+                let _ = ExtendedErrorsRepr::parse(d).unwrap();
             }
         }
     }

@@ -3,15 +3,18 @@
 //! through the umad window, timestamps each port when its answer arrives, and measures the
 //! sweep's spread, "the time from the start of the first query to the end of the last".
 //!
-//! Per switch (by LID) ClassPortInfo is asked once and remembered: where it offers
-//! PortCountersExtended the data counters come from there (64-bit), and PortCounters still
-//! gives the error counters and PortXmitWait, which the extended attribute lacks; where it
-//! does not, PortCounters gives everything, and a 32-bit counter that has stopped at its
+//! Per switch (by LID) ClassPortInfo is asked once and remembered, and decides what a port
+//! costs: where it offers PortCountersExtended with the additional counters (CapabilityMask2
+//! bit 1, as current switches do) one PortCountersExtended reads everything at 64 bits;
+//! where it offers PortCountersExtended without them (ibsim) the data counters come from
+//! there and PortCounters still gives the error counters and PortXmitWait; where it offers
+//! neither, PortCounters gives everything, and a 32-bit counter that has stopped at its
 //! maximum is named in the sample's `saturated` list (IBA 16.1.3.5: counters stop rather
 //! than wrap, so a delta across it undercounts).
 
 use crate::mad::perf::{
-    self, dwords_to_bytes, perf_data, ClassPortInfoRepr, PortCountersExtendedRepr, PortCountersRepr,
+    self, dwords_to_bytes, perf_data, ClassPortInfoRepr, ExtendedErrorsRepr,
+    PortCountersExtendedRepr, PortCountersRepr,
 };
 use crate::mad::{MadPacket, MAD_LEN};
 use crate::umad::rpc::{exchange, exchange_in_order, Failure, Request, Settings};
@@ -160,18 +163,18 @@ impl Sampler {
         let started = Instant::now();
         let start_unix_ns = unix_ns();
         self.learn(port, ports)?;
-        // Requests: PortCounters for every port, PortCountersExtended beside it where the
-        // switch offers it.
-        // `owner[k]`: the port of request k, and whether it asks the extended attribute.
+        // Requests: what each port's switch offers (see `Reading`); `owner[k]`: the port of
+        // request k and the attribute it asks.
         let mut requests = Vec::new();
         let mut owner = Vec::new();
+        let mut readings = vec![None; ports.len()];
         for (i, p) in ports.iter().enumerate() {
             if let Some(Ok(caps)) = self.capabilities.get(&p.lid) {
-                requests.push(self.get(p.lid, perf::attr::PORT_COUNTERS, p.port));
-                owner.push((i, false));
-                if caps.has_extended_counters() {
-                    requests.push(self.get(p.lid, perf::attr::PORT_COUNTERS_EXTENDED, p.port));
-                    owner.push((i, true));
+                let reading = Reading::of(caps);
+                readings[i] = Some(reading);
+                for &attribute in reading.attributes() {
+                    requests.push(self.get(p.lid, attribute, p.port));
+                    owner.push((i, attribute));
                 }
             }
         }
@@ -195,69 +198,32 @@ impl Sampler {
                 },
             })
             .collect();
-        let mut narrow: HashMap<usize, PortCountersRepr> = HashMap::new();
-        let mut wide: HashMap<usize, PortCountersExtendedRepr> = HashMap::new();
+        let mut answered: Vec<Answers> = vec![Answers::default(); ports.len()];
         for (k, answer) in answers.into_iter().enumerate() {
-            let (i, extended) = owner[k];
+            let (i, attribute) = owner[k];
             let (at, result) = answer.expect("every request ends");
             let s = &mut samples[i];
             s.at_unix_ns = s.at_unix_ns.max(at);
-            let parsed = result.map_err(|e| e.to_string()).and_then(|b| {
-                let d = data(&b)?;
-                if extended {
-                    PortCountersExtendedRepr::parse(d)
-                        .map(|c| {
-                            wide.insert(i, c);
-                        })
-                        .map_err(|e| e.to_string())
-                } else {
-                    PortCountersRepr::parse(d)
-                        .map(|c| {
-                            narrow.insert(i, c);
-                        })
-                        .map_err(|e| e.to_string())
-                }
-            });
+            let parsed = result
+                .map_err(|e| e.to_string())
+                .and_then(|b| answered[i].take(attribute, data(&b)?));
             if let Err(e) = parsed {
-                let what = if extended {
-                    "PortCountersExtended"
-                } else {
+                let what = if attribute == perf::attr::PORT_COUNTERS {
                     "PortCounters"
+                } else {
+                    "PortCountersExtended"
                 };
                 s.error.get_or_insert_with(|| format!("{what}: {e}"));
             }
         }
-        for (i, s) in samples.iter_mut().enumerate() {
+        for ((s, reading), answers) in samples.iter_mut().zip(readings).zip(answered) {
             if s.error.is_some() {
                 continue;
             }
-            let Some(n) = narrow.get(&i) else { continue };
-            let mut c = PortCounterValues {
-                xmit_data_bytes: dwords_to_bytes(u64::from(n.xmit_data_dwords)),
-                rcv_data_bytes: dwords_to_bytes(u64::from(n.rcv_data_dwords)),
-                xmit_pkts: u64::from(n.xmit_pkts),
-                rcv_pkts: u64::from(n.rcv_pkts),
-                xmit_wait: u64::from(n.xmit_wait),
-                symbol_errors: u64::from(n.symbol_errors),
-                link_downed: u64::from(n.link_downed),
-                rcv_errors: u64::from(n.rcv_errors),
-                xmit_discards: u64::from(n.xmit_discards),
-            };
-            match wide.get(&i) {
-                Some(w) => {
-                    c.xmit_data_bytes = dwords_to_bytes(w.xmit_data_dwords);
-                    c.rcv_data_bytes = dwords_to_bytes(w.rcv_data_dwords);
-                    c.xmit_pkts = w.xmit_pkts;
-                    c.rcv_pkts = w.rcv_pkts;
-                    s.saturated = n
-                        .saturated()
-                        .into_iter()
-                        .filter(|f| *f == "xmit_wait")
-                        .collect();
-                }
-                None => s.saturated = n.saturated(),
+            if let Some((counters, saturated)) = reading.and_then(|r| answers.counters(r)) {
+                s.counters = Some(counters);
+                s.saturated = saturated;
             }
-            s.counters = Some(c);
         }
         self.sweeps += 1;
         Ok(Sweep {
@@ -266,6 +232,114 @@ impl Sampler {
             spread_us,
             ports: samples,
         })
+    }
+}
+
+/// Which attributes a sweep asks of a port, by what its switch's ClassPortInfo offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// PortCounters alone: 32-bit data counters that stop at their maximum.
+    Narrow,
+    /// PortCountersExtended for the 64-bit data counters, PortCounters for the error
+    /// counters and PortXmitWait, which the extended attribute lacks here.
+    NarrowAndWide,
+    /// PortCountersExtended alone, with its additional counters: one MAD a port.
+    Wide,
+}
+
+impl Reading {
+    fn of(caps: &ClassPortInfoRepr) -> Reading {
+        if caps.has_extended_errors() {
+            Reading::Wide
+        } else if caps.has_extended_counters() {
+            Reading::NarrowAndWide
+        } else {
+            Reading::Narrow
+        }
+    }
+
+    fn attributes(self) -> &'static [u16] {
+        use perf::attr::{PORT_COUNTERS, PORT_COUNTERS_EXTENDED};
+        match self {
+            Reading::Narrow => &[PORT_COUNTERS],
+            Reading::NarrowAndWide => &[PORT_COUNTERS, PORT_COUNTERS_EXTENDED],
+            Reading::Wide => &[PORT_COUNTERS_EXTENDED],
+        }
+    }
+}
+
+/// The parsed answers of one port in one sweep.
+#[derive(Debug, Clone, Copy, Default)]
+struct Answers {
+    narrow: Option<PortCountersRepr>,
+    wide: Option<(PortCountersExtendedRepr, ExtendedErrorsRepr)>,
+}
+
+impl Answers {
+    /// Keeps the answer to `attribute`.
+    fn take(&mut self, attribute: u16, data: &[u8]) -> Result<(), String> {
+        if attribute == perf::attr::PORT_COUNTERS {
+            self.narrow = Some(PortCountersRepr::parse(data).map_err(|e| e.to_string())?);
+        } else {
+            let wide = PortCountersExtendedRepr::parse(data).map_err(|e| e.to_string())?;
+            // Zero where the switch lacks them; `counters` reads them only for `Wide`.
+            let errors = ExtendedErrorsRepr::parse(data).unwrap_or_default();
+            self.wide = Some((wide, errors));
+        }
+        Ok(())
+    }
+
+    /// The port's counters and its saturated 32-bit counters, once every answer `reading`
+    /// needs is in.
+    fn counters(&self, reading: Reading) -> Option<(PortCounterValues, Vec<&'static str>)> {
+        let data = |w: &PortCountersExtendedRepr| {
+            (
+                dwords_to_bytes(w.xmit_data_dwords),
+                dwords_to_bytes(w.rcv_data_dwords),
+                w.xmit_pkts,
+                w.rcv_pkts,
+            )
+        };
+        let from_narrow = |n: &PortCountersRepr| PortCounterValues {
+            xmit_data_bytes: dwords_to_bytes(u64::from(n.xmit_data_dwords)),
+            rcv_data_bytes: dwords_to_bytes(u64::from(n.rcv_data_dwords)),
+            xmit_pkts: u64::from(n.xmit_pkts),
+            rcv_pkts: u64::from(n.rcv_pkts),
+            xmit_wait: u64::from(n.xmit_wait),
+            symbol_errors: u64::from(n.symbol_errors),
+            link_downed: u64::from(n.link_downed),
+            rcv_errors: u64::from(n.rcv_errors),
+            xmit_discards: u64::from(n.xmit_discards),
+        };
+        match reading {
+            Reading::Narrow => {
+                let n = self.narrow.as_ref()?;
+                Some((from_narrow(n), n.saturated()))
+            }
+            Reading::NarrowAndWide => {
+                let (n, (w, _)) = (self.narrow.as_ref()?, self.wide.as_ref()?);
+                let mut c = from_narrow(n);
+                (c.xmit_data_bytes, c.rcv_data_bytes, c.xmit_pkts, c.rcv_pkts) = data(w);
+                let saturated = n.saturated().into_iter().filter(|f| *f == "xmit_wait");
+                Some((c, saturated.collect()))
+            }
+            Reading::Wide => {
+                let (w, e) = self.wide.as_ref()?;
+                let (xmit_data_bytes, rcv_data_bytes, xmit_pkts, rcv_pkts) = data(w);
+                let c = PortCounterValues {
+                    xmit_data_bytes,
+                    rcv_data_bytes,
+                    xmit_pkts,
+                    rcv_pkts,
+                    xmit_wait: e.xmit_wait,
+                    symbol_errors: e.symbol_errors,
+                    link_downed: e.link_downed,
+                    rcv_errors: e.rcv_errors,
+                    xmit_discards: e.xmit_discards,
+                };
+                Some((c, Vec::new()))
+            }
+        }
     }
 }
 
@@ -299,4 +373,121 @@ pub fn switch_ports(subnet: &super::Subnet) -> Vec<SamplePort> {
         }
     }
     ports
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(mask: u16, mask2: u32) -> ClassPortInfoRepr {
+        ClassPortInfoRepr {
+            class_version: 1,
+            capability_mask: mask,
+            capability_mask2: mask2,
+            resp_time_value: 18,
+        }
+    }
+
+    /// A PortCountersExtended answer's data with the additional counters filled.
+    fn wide_answer() -> [u8; 192] {
+        let mut data = [0u8; 192];
+        PortCountersExtendedRepr {
+            port_select: 7,
+            xmit_data_dwords: 5 << 32,
+            rcv_data_dwords: 3,
+            xmit_pkts: 11,
+            rcv_pkts: 13,
+            ..Default::default()
+        }
+        .emit(&mut data);
+        ExtendedErrorsRepr {
+            symbol_errors: 1 << 40,
+            link_downed: 2,
+            rcv_errors: 17,
+            xmit_discards: 19,
+            xmit_wait: 1 << 33,
+            ..Default::default()
+        }
+        .emit(&mut data);
+        data
+    }
+
+    fn narrow_answer() -> [u8; 192] {
+        let mut data = [0u8; 192];
+        PortCountersRepr {
+            port_select: 7,
+            symbol_errors: 7,
+            link_downed: 2,
+            xmit_data_dwords: u32::MAX,
+            xmit_wait: 1234,
+            ..Default::default()
+        }
+        .emit(&mut data);
+        data
+    }
+
+    #[test]
+    fn what_a_port_costs_follows_class_port_info() {
+        let ext = ClassPortInfoRepr::EXTENDED_WIDTH;
+        let add = ClassPortInfoRepr::ADDITIONAL_PORT_COUNTERS_EXTENDED;
+        assert_eq!(Reading::of(&caps(ext, add)), Reading::Wide);
+        assert_eq!(Reading::of(&caps(ext | 0x1000, 0)), Reading::NarrowAndWide);
+        assert_eq!(Reading::of(&caps(0x1000, add)), Reading::Narrow);
+        assert_eq!(Reading::Wide.attributes().len(), 1, "one MAD a port");
+        assert_eq!(Reading::NarrowAndWide.attributes().len(), 2);
+    }
+
+    #[test]
+    fn one_extended_answer_gives_every_counter_at_64_bits() {
+        let mut a = Answers::default();
+        a.take(perf::attr::PORT_COUNTERS_EXTENDED, &wide_answer())
+            .unwrap();
+        let (c, saturated) = a.counters(Reading::Wide).unwrap();
+        assert_eq!(
+            c,
+            PortCounterValues {
+                xmit_data_bytes: 4 * (5 << 32),
+                rcv_data_bytes: 12,
+                xmit_pkts: 11,
+                rcv_pkts: 13,
+                xmit_wait: 1 << 33,
+                symbol_errors: 1 << 40,
+                link_downed: 2,
+                rcv_errors: 17,
+                xmit_discards: 19,
+            }
+        );
+        assert!(saturated.is_empty());
+        // The other readings wait for PortCounters.
+        assert_eq!(a.counters(Reading::NarrowAndWide), None);
+        assert_eq!(a.counters(Reading::Narrow), None);
+    }
+
+    #[test]
+    fn narrow_and_wide_take_data_from_the_wide_and_the_rest_from_the_narrow() {
+        let mut a = Answers::default();
+        a.take(perf::attr::PORT_COUNTERS, &narrow_answer()).unwrap();
+        assert_eq!(a.counters(Reading::NarrowAndWide), None, "wide missing");
+        let (c, saturated) = a.counters(Reading::Narrow).unwrap();
+        assert_eq!(c.xmit_data_bytes, 4 * u64::from(u32::MAX));
+        assert_eq!(saturated, ["xmit_data"]);
+        a.take(perf::attr::PORT_COUNTERS_EXTENDED, &wide_answer())
+            .unwrap();
+        let (c, saturated) = a.counters(Reading::NarrowAndWide).unwrap();
+        assert_eq!((c.xmit_data_bytes, c.xmit_pkts), (4 * (5 << 32), 11));
+        assert_eq!((c.xmit_wait, c.symbol_errors, c.link_downed), (1234, 7, 2));
+        assert!(
+            saturated.is_empty(),
+            "the 32-bit data counters are not used"
+        );
+    }
+
+    #[test]
+    fn a_cut_short_answer_is_an_error() {
+        let mut a = Answers::default();
+        assert!(a.take(perf::attr::PORT_COUNTERS, &[0u8; 10]).is_err());
+        assert!(a
+            .take(perf::attr::PORT_COUNTERS_EXTENDED, &[0u8; 71])
+            .is_err());
+    }
 }
