@@ -6,12 +6,14 @@
 //!   fraction, estimated Gb/s (1-bit kinds thresholded first, 5.3).
 //! - [`bandwidth`]: bytes over time as Gb/s (4.2).
 //! - `trees`: congestion trees and their roots (4.1).
+//! - [`counter_roots`]: the roots a switch-port counter sampler finds in one window.
 //! - [`diagnose`]: the cause (`communication_pattern`, `mapping`, `background_traffic`,
 //!   `no_congestion`) with its evidence; [`report`] renders it as text.
 //! - [`plot`]: congested-fraction plots, SVG and PNG (3.4, Figure 4.11).
 //! - [`table`]: runs side by side as in Table 4.1.
 
 pub mod bandwidth;
+pub mod counter_roots;
 pub mod diagnose;
 pub mod plot;
 pub mod report;

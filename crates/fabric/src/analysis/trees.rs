@@ -26,7 +26,7 @@ pub struct CongestionTree {
 
 /// Whether traffic that crossed `into` (arriving at `onward.switch`) may leave through
 /// `onward` under up*/down* routing.
-fn may_continue(topology: &Topology, into: PortRef, onward: PortRef) -> bool {
+pub(super) fn may_continue(topology: &Topology, into: PortRef, onward: PortRef) -> bool {
     if !topology.is_up(into) {
         return !topology.is_up(onward);
     }
@@ -37,7 +37,7 @@ fn may_continue(topology: &Topology, into: PortRef, onward: PortRef) -> bool {
 }
 
 /// The ports of the switch at the far end of `port` (none for a compute node).
-fn far_end_ports(topology: &Topology, port: PortRef) -> Vec<PortRef> {
+pub(super) fn far_end_ports(topology: &Topology, port: PortRef) -> Vec<PortRef> {
     match topology.peer(port) {
         Peer::Node(_) => Vec::new(),
         Peer::Switch { switch, .. } => (0..topology.ports(switch))
@@ -47,7 +47,7 @@ fn far_end_ports(topology: &Topology, port: PortRef) -> Vec<PortRef> {
 }
 
 /// The links arriving at the switch `port` leaves from that may feed it.
-fn feeders(topology: &Topology, port: PortRef) -> impl Iterator<Item = PortRef> + '_ {
+pub(super) fn feeders(topology: &Topology, port: PortRef) -> impl Iterator<Item = PortRef> + '_ {
     (0..topology.ports(port.switch)).filter_map(move |p| {
         match topology.peer(PortRef {
             switch: port.switch,
