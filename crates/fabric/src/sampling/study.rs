@@ -336,7 +336,8 @@ pub fn spread_cell(
     } else {
         Vec::new()
     };
-    let end = FIRST_SWEEP_PS + u64::from(config.spread_sweeps) * period;
+    // Just before the sweep after the last would start.
+    let end = FIRST_SWEEP_PS + u64::from(config.spread_sweeps) * period - 1;
     let (result, work) = run(topology, &config.sim, end, jobs, specs)?;
     Ok(SpreadCell {
         targets,
