@@ -14,6 +14,7 @@ product of its own. Every number it produces comes from the simulator and is lab
 - `telemetry`: algorithms 2 to 9 in the switches and receivers.
 - `traffic`: workloads, mappings, their files, and mapping suggestions.
 - `analysis`: congested fraction, bandwidth estimates, diagnosis, plots.
+- `sampling`: switch-port sampling over MADs, the LDMS ibfabric study on the simulator.
 - `cases`: the case studies of thesis chapter 4, checked against its figures.
 - `peer`: the CODES peer benchmark's workloads and figures.
 - `input`: the one-line error every input file reports.
@@ -24,6 +25,7 @@ pub mod cabling;
 pub mod cases;
 pub mod input;
 pub mod peer;
+pub mod sampling;
 pub mod sim;
 pub mod telemetry;
 pub mod topology;

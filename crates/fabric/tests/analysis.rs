@@ -68,6 +68,8 @@ fn run(t: &Topology, jobs: &[(&str, Vec<PortSamples>)], kind: TelemetryKind) -> 
     SimResult {
         topology: t.name().to_string(),
         config: SimConfig::default(),
+        counters: Vec::new(),
+        sampling: None,
         end_ps: 2 * SPAN_PS,
         events: 0,
         packets_delivered: 0,

@@ -48,8 +48,12 @@ impl Flow {
 pub(crate) struct Returns {
     /// Units of the earliest return in flight.
     next_return_units: u32,
-    /// Returns in flight after the first, in the link's spill FIFO.
-    spilled: u32,
+    /// Returns in flight after the first, in the link's spill FIFO (a buffer forwards about a
+    /// packet per serialisation and returns travel one link latency: a few at a time).
+    spilled: u16,
+    /// The head of the output queue is waiting for credits with the link idle: XmitWait is
+    /// running (`counters`). Here because `transmit` reads this line anyway.
+    pub waiting: bool,
     /// Units the stalled head packet needs when the returns in flight do not cover them
     /// (0: not stalled that way).
     stalled_on: u32,
@@ -210,7 +214,10 @@ impl Links {
         } else {
             let spill = &mut self.spills[link as usize];
             debug_assert!(spill.back().map_or(flow.next_return_ps, |&(t, _)| t) <= at);
-            returns.spilled += 1;
+            returns.spilled = returns
+                .spilled
+                .checked_add(1)
+                .expect("fewer than 65536 credit returns in flight on one link");
             spill.push_back((at, units));
         }
         debug_assert!(

@@ -1,12 +1,14 @@
 //! The engine's state and its event loop: pop the earliest event, hand it to the switch or
 //! NIC logic, forward whatever input buffers that unblocked, report progress now and then.
 //!
-//! Three kinds of event exist, encoded in the 64-bit payload of [`super::events::Event`]:
+//! Four kinds of event exist, encoded in the 64-bit payload of [`super::events::Event`]:
 //! a packet reaching the head-of-line logic of a switch input (its arrival plus the switch
-//! latency; `link << 32 | packet`), a packet delivered to its node (`DELIVER | packet`), and
-//! a wake-up of a link's sender (`WAKE | link`): a free link, returned credits, a NIC's next
-//! message coming due. An arrival names its link as well as its packet so that the link's
-//! lines can be prefetched without waiting for the packet's.
+//! latency; `link << 32 | packet`), a packet delivered to its node (`DELIVER | packet`), a
+//! wake-up of a link's sender (`WAKE | link`): a free link, returned credits, a NIC's next
+//! message coming due; and the rare management events (`MGMT | kind | index`: a counter
+//! snapshot, and the MAD service model's), tested last but one so that the hot kinds pay
+//! one predictable branch for them. An arrival names its link as well as its packet so that
+//! the link's lines can be prefetched without waiting for the packet's.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -14,8 +16,10 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use super::counters::{CounterSnapshot, Waits};
 use super::events::EventQueue;
 use super::links::Links;
+use super::mads::{Mads, SamplerSpec};
 use super::nic::Nic;
 use super::packets::{Message, Packets, Pool, NIL};
 use super::switch::InputBuffer;
@@ -30,11 +34,21 @@ use crate::traffic::{Job, Program};
 /// Payload bit of a wake-up event; the low 31 bits are the link.
 const WAKE: u64 = 1 << 31;
 /// Payload bit of a delivery; the low 30 bits are the packet.
-const DELIVER: u64 = 1 << 30;
+pub(crate) const DELIVER: u64 = 1 << 30;
 /// The low 30 bits of a packet event's payload.
 const PACKET: u64 = DELIVER - 1;
 /// Packets are numbered below this, so that the payload bits stay free.
 pub(crate) const MAX_PACKETS: u32 = DELIVER as u32;
+/// Payload bit of a management event (links are below 2^31, so an arrival never has it);
+/// bits 32 to 39 say which kind, the low 30 bits the index it applies to.
+pub(crate) const MGMT: u64 = 1 << 63;
+const MGMT_KIND_SHIFT: u32 = 32;
+/// Management event: take a counter snapshot.
+pub(crate) const SNAPSHOT: u64 = 1;
+/// Management event: a switch's processor has answered a query (index: the switch).
+pub(crate) const SERVICE_DONE: u64 = 2;
+/// Management event: a sampler's sweep is due (index: the sampler).
+pub(crate) const SWEEP_DUE: u64 = 3;
 
 /// How far down an event lane the data of upcoming events is prefetched: far enough for the
 /// loads to complete, near enough for the lines to stay cached.
@@ -75,12 +89,24 @@ pub(crate) struct Engine {
     pub loads: Vec<u64>,
     pub now: u64,
     pub next_packet_id: u32,
+    /// XmitWait of every link (`counters`).
+    pub waits: Waits,
+    pub snapshots: Vec<CounterSnapshot>,
+    /// The MAD service model (`mads`), idle without samplers.
+    pub mads: Mads,
 }
 
 impl Engine {
-    pub fn new(topology: Topology, config: SimConfig, jobs: Vec<Job>) -> Self {
+    pub fn new(
+        topology: Topology,
+        config: SimConfig,
+        jobs: Vec<Job>,
+        samplers: Vec<SamplerSpec>,
+    ) -> Self {
         let timing = Timing::new(&config);
         let wiring = Wiring::new(&topology);
+        let wiring_links = wiring.num_links();
+        let mads = Mads::new(&topology, wiring_links, samplers);
         let links = Links::new(
             (0..wiring.num_links() as u32).map(|link| InputBuffer::new(wiring.far_end(link))),
             timing.buffer_units,
@@ -142,6 +168,9 @@ impl Engine {
             loads: Vec::new(),
             now: 0,
             next_packet_id: 0,
+            waits: vec![Default::default(); wiring_links],
+            snapshots: Vec::new(),
+            mads,
         }
     }
 
@@ -152,6 +181,13 @@ impl Engine {
             self.advance_nic(nic);
         }
         let limit = self.config.end_ps.unwrap_or(u64::MAX);
+        if let Some(interval) = self.config.counter_interval_ps.filter(|&i| i <= limit) {
+            self.events.push(interval, management(SNAPSHOT, 0));
+        }
+        let sweeps: Vec<(u64, u32)> = self.mads.first_sweeps().collect();
+        for (at, sampler) in sweeps.into_iter().filter(|&(at, _)| at <= limit) {
+            self.events.push(at, management(SWEEP_DUE, sampler));
+        }
         let mut events = 0u64;
         let mut last_activity = 0;
         let mut cut_off = false;
@@ -180,6 +216,10 @@ impl Engine {
             } else if event.what & DELIVER != 0 {
                 self.deliver((event.what & PACKET) as u32);
                 last_activity = self.now;
+            } else if event.what & MGMT != 0 {
+                if self.on_management(event.what) {
+                    last_activity = self.now;
+                }
             } else {
                 self.arrive((event.what & PACKET) as u32);
                 last_activity = self.now;
@@ -193,6 +233,14 @@ impl Engine {
             }
         }
         let end_ps = if cut_off { limit } else { last_activity };
+        if self.config.counter_interval_ps.is_some() {
+            // The counters at the end, unless a periodic snapshot was taken then.
+            self.now = end_ps;
+            if !matches!(self.snapshots.last(), Some(s) if s.at_ps >= end_ps) {
+                let snapshot = self.counter_snapshot();
+                self.snapshots.push(snapshot);
+            }
+        }
         progress(Progress {
             sim_ps: end_ps,
             ..self.progress(events)
@@ -216,6 +264,9 @@ impl Engine {
     /// [`Self::prefetch_route`] for the next event.
     #[inline]
     fn prefetch_event(&self, what: u64) {
+        if what & MGMT != 0 {
+            return;
+        }
         if what & WAKE != 0 {
             self.links.prefetch((what & !WAKE) as u32);
         } else if what & DELIVER != 0 {
@@ -233,7 +284,7 @@ impl Engine {
     /// which the hardware prefetcher follows on its own.
     #[inline]
     fn prefetch_route(&self, what: u64) {
-        if what & (WAKE | DELIVER) != 0 {
+        if what & (WAKE | DELIVER | MGMT) != 0 {
             return;
         }
         let switch = self.links[(what >> 32) as u32].input.switch();
@@ -243,13 +294,55 @@ impl Engine {
         }
     }
 
+    /// A management event: a counter snapshot, or the MAD service model's. Returns whether
+    /// it was activity of the run (a snapshot only observes).
+    #[cold]
+    fn on_management(&mut self, what: u64) -> bool {
+        let kind = (what & !MGMT) >> MGMT_KIND_SHIFT;
+        let index = (what & PACKET) as u32;
+        match kind {
+            SNAPSHOT => {
+                self.take_snapshot();
+                return false;
+            }
+            SERVICE_DONE => self.service_done(index),
+            SWEEP_DUE => self.sweep_due(index),
+            _ => unreachable!("management event kind {kind}"),
+        }
+        true
+    }
+
+    /// Records the counters now and schedules the next snapshot, while anything else is
+    /// still to happen (so that snapshots neither keep a drained run going nor move its
+    /// end; the run's last activity, before this, gets the final snapshot).
+    fn take_snapshot(&mut self) {
+        if self.events.peek().is_none() {
+            return;
+        }
+        let snapshot = self.counter_snapshot();
+        self.snapshots.push(snapshot);
+        let interval = self
+            .config
+            .counter_interval_ps
+            .expect("snapshots configured");
+        let next = self.now + interval;
+        if next <= self.config.end_ps.unwrap_or(u64::MAX) {
+            self.events.push(next, management(SNAPSHOT, 0));
+        }
+    }
+
     fn on_wake(&mut self, link: u32) {
         if link < self.wiring.num_ports {
             self.transmit(link);
         } else {
-            let node = link - self.wiring.num_ports;
-            let nic = self.nic_of_node(node);
-            self.advance_nic(nic);
+            if self.mads.queued > 0 && self.send_mad(link) {
+                return;
+            }
+            // A node may run a sampler and no rank.
+            let nic = self.node_nic[(link - self.wiring.num_ports) as usize];
+            if nic != super::packets::NIL {
+                self.advance_nic(nic);
+            }
         }
     }
 
@@ -323,9 +416,17 @@ impl Engine {
             jobs,
             ground_truth,
             telemetry: self.collector.map(Collector::finish),
+            counters: self.snapshots,
+            sampling: self.mads.finish(),
         };
         (result, peaks)
     }
+}
+
+/// The payload of a management event of `kind` about `index`.
+pub(crate) fn management(kind: u64, index: u32) -> u64 {
+    debug_assert!(u64::from(index) < DELIVER);
+    MGMT | kind << MGMT_KIND_SHIFT | u64::from(index)
 }
 
 /// Asks the CPU to bring `value`'s cache line closer; a hint with no effect on the program.

@@ -2,7 +2,7 @@
 //! together: the first line is what sending looks at (when the link is free, the sender's
 //! pending wake-up, the output queue and the inputs blocked on it, the flow control routing
 //! does not read), the second what a hop updates once (the ground-truth counters of the
-//! port, and the input buffer at the link's far end). A hop then touches its packet, the line
+//! port, and the input buffer at the link's far end with its receive counters). A hop then touches its packet, the line
 //! pair of the link it came in on and the pair of the port it leaves by. What adaptive
 //! routing compares for every up port (credits, queue bytes, the next credit return) is kept
 //! apart in [`Links::flows`], 16 bytes a link, so that scanning a switch's up ports reads a
@@ -39,6 +39,10 @@ pub(crate) struct Link {
     pub busy_ps: u64,
     /// The buffer at the far end (unused for links into nodes).
     pub input: InputBuffer,
+    /// What has arrived whole in that buffer (the far port's PortRcvData and PortRcvPkts,
+    /// `counters`), in the line `arrive` updates anyway.
+    pub rcv_bytes: u64,
+    pub rcv_packets: u64,
 }
 
 const _: () = assert!(std::mem::size_of::<Link>() == 128);
@@ -69,6 +73,8 @@ impl Links {
                 bytes: 0,
                 busy_ps: 0,
                 input,
+                rcv_bytes: 0,
+                rcv_packets: 0,
             })
             .collect();
         Links {

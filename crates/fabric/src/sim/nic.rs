@@ -11,6 +11,7 @@
 
 use super::credits::Stall;
 use super::engine::{Engine, MAX_PACKETS};
+use super::mads::FIRST_MAD_JOB;
 use super::packets::{Message, Packet, Trip, NIL};
 use crate::telemetry::{Delivery, Header, TelemetryKind};
 use crate::topology::NodeId;
@@ -57,13 +58,6 @@ impl Nic {
 }
 
 impl Engine {
-    /// Index in `nics` of the rank on `node`.
-    pub fn nic_of_node(&self, node: u32) -> u32 {
-        let nic = self.node_nic[node as usize];
-        debug_assert_ne!(nic, NIL, "node {node} runs no rank");
-        nic
-    }
-
     /// Runs the NIC's state machine as far as it goes at the current time; schedules a wake
     /// for whatever it waits on (a time, the link, credits) except messages to receive, which
     /// the delivery of the awaited message resumes.
@@ -106,6 +100,10 @@ impl Engine {
                     }
                     if busy_until > self.now {
                         return self.wake(link, busy_until);
+                    }
+                    // A MAD waiting for this link goes first (`mads`).
+                    if self.mads.queued > 0 && self.send_mad(link) {
+                        return;
                     }
                     let bytes = bytes_left.min(u64::from(self.timing.packet_bytes)) as u32;
                     match self.links.take(link, self.now, self.timing.units(bytes)) {
@@ -196,6 +194,9 @@ impl Engine {
 
     /// `packet` has fully arrived at its node.
     pub fn deliver(&mut self, packet: u32) {
+        if self.packets[packet].job >= FIRST_MAD_JOB {
+            return self.mad_delivered(packet);
+        }
         let (p, trip) = self.packets.remove(packet);
         let hops = self.wiring.hops(trip.src, p.dst);
         self.tally.packet_delivered(p.job, p.bytes, hops);

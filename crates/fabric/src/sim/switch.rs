@@ -14,6 +14,7 @@
 
 use super::credits::Stall;
 use super::engine::Engine;
+use super::mads::FIRST_MAD_JOB;
 use super::packets::{Fifo, NIL};
 use super::wiring::{FarEnd, Route};
 use crate::telemetry::TelemetryKind;
@@ -66,9 +67,16 @@ impl Engine {
     /// `packet` has been in the input buffer at the far end of its link for the switch
     /// latency: it can be routed once the packets before it have gone.
     pub fn arrive(&mut self, packet: u32) {
+        if self.packets[packet].job >= FIRST_MAD_JOB {
+            return self.mad_arrives(packet);
+        }
         let link = self.packets[packet].link;
-        let units = self.timing.units(self.packets[packet].bytes);
-        let input = &mut self.links[link].input;
+        let bytes = self.packets[packet].bytes;
+        let units = self.timing.units(bytes);
+        let arrived = &mut self.links[link];
+        arrived.rcv_bytes += u64::from(bytes);
+        arrived.rcv_packets += 1;
+        let input = &mut arrived.input;
         input.units += units;
         input.peak_units = input.peak_units.max(input.units);
         debug_assert!(
@@ -193,6 +201,10 @@ impl Engine {
     /// Sends the head of `port`'s queue if the link is idle and the credits are there, or
     /// arranges to look again when one of them changes.
     pub fn transmit(&mut self, port: u32) {
+        // VL15 first (`mads`); `queued` is 0 in a run without samplers.
+        if self.mads.queued > 0 && self.send_mad(port) {
+            return;
+        }
         let out = &self.links[port];
         if out.queue.is_empty() {
             return;
@@ -203,8 +215,14 @@ impl Engine {
         let bytes = self.packets[out.queue.head].bytes;
         match self.links.take(port, self.now, self.timing.units(bytes)) {
             Ok(()) => {}
-            Err(Stall::Until(at)) => return self.wake(port, at),
-            Err(Stall::Unknown) => return,
+            Err(Stall::Until(at)) => {
+                self.credit_wait_begins(port);
+                return self.wake(port, at);
+            }
+            Err(Stall::Unknown) => return self.credit_wait_begins(port),
+        }
+        if self.links[port].returns.waiting {
+            self.credit_wait_ends(port);
         }
         let packet = self.links[port].queue.pop(&self.packets);
         let queue_bytes = self.links.queue_bytes(port) - bytes;

@@ -16,6 +16,8 @@ pub(crate) struct Timing {
     pub buffer_bytes: u32,
     /// Flow units one buffer holds (the credits a sender starts with).
     pub buffer_units: u32,
+    /// A switch processor's time to answer one MAD (`mads`).
+    pub mad_service_ps: u64,
 }
 
 impl Timing {
@@ -32,6 +34,7 @@ impl Timing {
             unit_bytes: config.flow_unit_bytes,
             buffer_bytes: config.buffer_bytes,
             buffer_units: config.buffer_bytes / config.flow_unit_bytes,
+            mad_service_ps: ns_to_ps(config.mads.service_ns),
         }
     }
 

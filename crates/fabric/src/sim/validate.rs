@@ -1,7 +1,7 @@
 //! The checks [`super::Simulation::new`] runs before anything is built, each failing with a
 //! [`SimError`] that names the setting or the job and node at fault.
 
-use super::SimConfig;
+use super::{SamplerSpec, SimConfig};
 use crate::telemetry::TelemetryConfigError;
 use crate::topology::Topology;
 use crate::traffic::Job;
@@ -29,6 +29,18 @@ pub enum SimError {
     },
     #[error("telemetry window must be longer than 0 ps")]
     EmptyWindow,
+    #[error("counter snapshot interval must be longer than 0 ps")]
+    EmptyCounterInterval,
+    #[error("MAD service time must be zero or more nanoseconds, not {0}")]
+    MadService(f64),
+    #[error("samplers never stop: give the run an end time")]
+    SamplersNeedAnEnd,
+    #[error("sampler {sampler} (node {node}): {problem}")]
+    Sampler {
+        sampler: usize,
+        node: u32,
+        problem: String,
+    },
     #[error(transparent)]
     Telemetry(#[from] TelemetryConfigError),
     #[error("{jobs} jobs, more than the {max} the simulator can tell apart")]
@@ -91,12 +103,19 @@ pub(crate) fn check_config(config: &SimConfig) -> Result<(), SimError> {
     if config.window_ps == Some(0) {
         return Err(SimError::EmptyWindow);
     }
+    if config.counter_interval_ps == Some(0) {
+        return Err(SimError::EmptyCounterInterval);
+    }
+    if !(config.mads.service_ns.is_finite() && config.mads.service_ns >= 0.0) {
+        return Err(SimError::MadService(config.mads.service_ns));
+    }
     Ok(config.telemetry.validate()?)
 }
 
 /// Every rank on a node of the tree, one rank per node over all jobs.
 pub(crate) fn check_jobs(topology: &Topology, jobs: &[Job]) -> Result<(), SimError> {
-    let max = usize::from(u16::MAX) + 1;
+    // The highest job numbers mark MADs (`mads`).
+    let max = usize::from(super::mads::FIRST_MAD_JOB);
     if jobs.len() > max {
         return Err(SimError::TooManyJobs {
             jobs: jobs.len(),
@@ -131,6 +150,63 @@ pub(crate) fn check_jobs(topology: &Topology, jobs: &[Job]) -> Result<(), SimErr
                 });
             }
             occupant[node.0 as usize] = Some((j, rank));
+        }
+    }
+    Ok(())
+}
+
+/// Every sampler on a node of the tree, reading ports of its switches, with a period; and an
+/// end to the run.
+pub(crate) fn check_samplers(
+    topology: &Topology,
+    config: &SimConfig,
+    samplers: &[SamplerSpec],
+) -> Result<(), SimError> {
+    if samplers.is_empty() {
+        return Ok(());
+    }
+    if config.end_ps.is_none() {
+        return Err(SimError::SamplersNeedAnEnd);
+    }
+    for (i, s) in samplers.iter().enumerate() {
+        let fail = |problem: String| SimError::Sampler {
+            sampler: i,
+            node: s.node.0,
+            problem,
+        };
+        if s.node.0 >= topology.num_nodes() {
+            return Err(fail(format!(
+                "the tree '{}' has nodes 0 to {}",
+                topology.name(),
+                topology.num_nodes() - 1
+            )));
+        }
+        if s.ports.is_empty() {
+            return Err(fail("no ports to read".to_string()));
+        }
+        if s.period_ps == 0 {
+            return Err(fail("a period of 0 ps".to_string()));
+        }
+        if config.mads.mad_bytes == 0 {
+            return Err(fail("MADs of 0 bytes".to_string()));
+        }
+        for p in &s.ports {
+            if p.switch.0 >= topology.num_switches() {
+                return Err(fail(format!(
+                    "switch {} is not in the tree (it has {})",
+                    p.switch.0,
+                    topology.num_switches()
+                )));
+            }
+            if u32::from(p.port) >= topology.radix() {
+                return Err(fail(format!(
+                    "port {} of switch {}: a switch of radix {} has ports 0 to {}",
+                    p.port,
+                    p.switch.0,
+                    topology.radix(),
+                    topology.radix() - 1
+                )));
+            }
         }
     }
     Ok(())

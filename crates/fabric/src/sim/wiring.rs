@@ -40,6 +40,9 @@ struct DestRoute {
 pub(crate) struct Wiring {
     pub num_ports: u32,
     far: Vec<FarEnd>,
+    /// The link arriving at each switch port's input (the peer port's link, or the node's
+    /// injection link), whose far-end buffer counts what the port receives.
+    inbound: Vec<u32>,
     switches: Vec<SwitchRoute>,
     dests: Vec<DestRoute>,
     port_refs: Vec<PortRef>,
@@ -61,13 +64,20 @@ impl Wiring {
         let num_ports = topology.num_ports() as u32;
         let mut far = Vec::with_capacity(num_ports as usize + topology.num_nodes() as usize);
         let mut port_refs = Vec::with_capacity(num_ports as usize);
+        let mut inbound = Vec::with_capacity(num_ports as usize);
         for index in 0..num_ports {
             let port = topology.port_ref(index);
             port_refs.push(port);
-            far.push(match topology.peer(port) {
-                Peer::Node(n) => FarEnd::Node(n.0),
-                Peer::Switch { switch, .. } => FarEnd::Switch(switch.0),
-            });
+            match topology.peer(port) {
+                Peer::Node(n) => {
+                    far.push(FarEnd::Node(n.0));
+                    inbound.push(num_ports + n.0);
+                }
+                Peer::Switch { switch, port } => {
+                    far.push(FarEnd::Switch(switch.0));
+                    inbound.push(topology.port_index(PortRef { switch, port }));
+                }
+            }
         }
         for n in 0..topology.num_nodes() {
             far.push(FarEnd::Switch(topology.leaf_of(NodeId(n)).0));
@@ -94,6 +104,7 @@ impl Wiring {
         Wiring {
             num_ports,
             far,
+            inbound,
             switches,
             dests: Self::dest_routes(topology),
             port_refs,
@@ -135,6 +146,12 @@ impl Wiring {
     #[inline]
     pub fn far_end(&self, link: u32) -> FarEnd {
         self.far[link as usize]
+    }
+
+    /// The link whose far end is `port`'s input.
+    #[inline]
+    pub fn inbound(&self, port: u32) -> u32 {
+        self.inbound[port as usize]
     }
 
     /// The injection link of a node.
