@@ -98,6 +98,7 @@ fn sim_config(args: &SimArgs) -> Result<SimConfig> {
         telemetry,
         window_ps: args.window.map(duration_ps),
         counter_interval_ps: None,
+        mads: Default::default(),
     })
 }
 
