@@ -18,7 +18,7 @@ pub mod diagnose;
 pub mod plot;
 pub mod report;
 pub mod table;
-mod trees;
+pub(crate) mod trees;
 pub mod view;
 
 pub use diagnose::{diagnose, Cause, Diagnosis, Thresholds};

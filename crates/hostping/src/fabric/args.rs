@@ -234,6 +234,18 @@ pub enum FabricBenchCommand {
     ///   hostping fabric bench cases --case stencil --out cases
     #[command(verbatim_doc_comment)]
     Cases(CasesArgs),
+    /// Beyond the papers: on the three case studies, which congestion-tree roots does a
+    /// switch-port counter sampler (PortXmitData, PortXmitWait) find at 1, 10, 100, 1000 and
+    /// 10,000 Hz, against in-packet reservoir sampling and the simulator's ground truth?
+    ///
+    /// Each cell is `found/true`: roots found, and how many of them are ground-truth roots.
+    /// Every number is simulated.
+    ///
+    /// Examples:
+    ///   hostping fabric bench roots --scale small
+    ///   hostping fabric bench roots --format json > roots.json
+    #[command(verbatim_doc_comment)]
+    Roots(RootsArgs),
     /// Run workloads A to D of the CODES fat-tree peer (../shared/reference/codes-peer.md)
     /// and print wall time, packets delivered per wall second and peak memory beside the
     /// CODES figures measured on this machine kind.
@@ -405,6 +417,28 @@ pub struct CasesArgs {
     /// Output on stdout.
     #[arg(long, value_enum, default_value_t = FabricFormat::Text)]
     pub format: FabricFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct RootsArgs {
+    /// The thesis' tree sizes, or the same shapes on trees of a few hundred nodes.
+    #[arg(long, value_enum, default_value_t = CaseScale::Thesis)]
+    pub scale: CaseScale,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Output on stdout.
+    #[arg(long, value_enum, default_value_t = FabricFormat::Text)]
+    pub format: FabricFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CaseScale {
+    /// 64 x 72 stencil on `tapered`, 1024-rank reduction on `full`, ring and background on
+    /// `tapered`.
+    Thesis,
+    /// The same shapes on trees of a few hundred nodes (seconds).
+    Small,
 }
 
 #[derive(Debug, Args)]

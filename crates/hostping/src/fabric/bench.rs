@@ -1,5 +1,6 @@
-//! `hostping fabric bench cases|peer`: the thesis' case studies side by side with its figures,
-//! and the CODES peer's workloads side by side with its measurements.
+//! `hostping fabric bench cases|roots|peer`: the thesis' case studies side by side with its
+//! figures, the roots switch-port counters find on them against reservoir sampling's, and the
+//! CODES peer's workloads side by side with its measurements.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,18 +12,20 @@ use fabric::analysis::view::JobSelection;
 use fabric::analysis::{write_plots, LinkView, PlotOptions, ViewSpec};
 use fabric::cases::{self, CaseReport, Scale};
 use fabric::peer::{self, PeerWorkload};
+use fabric::roots_study;
 use fabric::sim::{SimConfig, SimResult, Simulation};
 use fabric::topology::Topology;
 use fabric::traffic::{self, JobPlan, MappingSpec, WorkloadSpec};
 use serde::{Deserialize, Serialize};
 
-use super::args::{CasesArgs, FabricBenchCommand, FabricFormat, PeerArgs};
+use super::args::{CaseScale, CasesArgs, FabricBenchCommand, FabricFormat, PeerArgs, RootsArgs};
 use super::{prepare, run_with_progress};
 use crate::agent::cost::{peak_resident_bytes, process_cost};
 
 pub fn run(command: FabricBenchCommand) -> Result<bool> {
     match command {
         FabricBenchCommand::Cases(args) => bench_cases(&args),
+        FabricBenchCommand::Roots(args) => bench_roots(&args).map(|()| false),
         FabricBenchCommand::Peer(args) if args.child => peer_child(&args),
         FabricBenchCommand::Peer(args) => bench_peer(&args),
     }
@@ -125,6 +128,29 @@ fn bench_cases(args: &CasesArgs) -> Result<bool> {
             failed.join("; ")
         )
     }
+}
+
+fn bench_roots(args: &RootsArgs) -> Result<()> {
+    let scale = match args.scale {
+        CaseScale::Thesis => Scale::Thesis,
+        CaseScale::Small => Scale::Small,
+    };
+    let mut runner = |label: &str, topology: &Topology, plans: Vec<JobPlan>, config: SimConfig| {
+        run_plans(None, label, topology, plans, config)
+    };
+    let rows = roots_study::roots_study(scale, args.seed, &mut runner)?;
+    let text = match args.format {
+        FabricFormat::Text => roots_study::render_text(&rows),
+        FabricFormat::Json => {
+            serde_json::to_string_pretty(&serde_json::json!({
+                "simulated": true,
+                "rates_hz": roots_study::RATES_HZ,
+                "runs": rows,
+            }))? + "\n"
+        }
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(())
 }
 
 /// One workload's figures, measured in its own process: the work done (what the network
