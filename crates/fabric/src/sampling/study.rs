@@ -59,7 +59,7 @@ impl Default for StudyConfig {
             },
             spread_hz: 100.0,
             spread_sweeps: 20,
-            bandwidth_ps: 1_000_000_000_000,
+            bandwidth_ps: 3_000_000_000_000,
             frequencies: vec![1.0, 10.0, 100.0],
         }
     }

@@ -34,7 +34,8 @@ pub struct PortCounters {
     pub rcv_bytes: u64,
     pub rcv_packets: u64,
     /// Time the port had data queued, its link idle, and not the credits to send the head
-    /// packet (PortXmitWait), picoseconds. Real switches count it in ticks of their own
+    /// packet (PortXmitWait), picoseconds; a MAD sent meanwhile (VL15 needs no credits)
+    /// does not end the wait. Real switches count it in ticks of their own
     /// clock; [`PortCounters::xmit_wait_ticks`] gives it in the simulator's tick, the time to
     /// send one flow-control unit at link rate.
     pub xmit_wait_ps: u64,

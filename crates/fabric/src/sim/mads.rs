@@ -3,12 +3,12 @@
 //! (`../shared/papers/004_ec259f6a0c4ca99b.txt`, the paper below).
 //!
 //! - **Virtual lane 15**: a MAD is a packet of its own kind that waits in a per-link VL15
-//!   queue, apart from the data queue, needs no credits (VL15 is not flow controlled, IBA
-//!   7.6.4) and goes first whenever its link is free: at every output port, and at the
-//!   sampler's own NIC, it waits at most for the data packet already on the wire. It skips
-//!   the data input buffers too (VL15 has a buffer of its own), so data blocked at the head
-//!   of an input never holds it. The paper says the queries ride VL15 with the highest
-//!   priority (section I); on real fabrics only SMPs use VL15, and PerfMgt GMPs such as
+//!   queue, apart from the data queue, needs no credits (VL15 is the one lane without flow
+//!   control in the InfiniBand architecture) and goes first whenever its link is free: at
+//!   every output port, and at the sampler's own NIC, it waits at most for the data packet
+//!   already on the wire. It skips the data input buffers too (VL15 has a buffer of its
+//!   own), so data blocked at the head of an input never holds it. The paper says the
+//!   queries ride VL15 with the highest priority (section I); on real fabrics only SMPs use VL15, and PerfMgt GMPs such as
 //!   PortCounters travel on a data VL (VL0 to 14) under the SL-to-VL and arbitration tables,
 //!   so this is the paper's model (and the issue's), an upper bound on the queries'
 //!   priority.

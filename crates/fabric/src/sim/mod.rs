@@ -39,6 +39,21 @@
 //! The run ends when no event is left (every job finished and the network drained, or ranks
 //! waiting for messages that will never come) or at `end_ps`.
 //!
+//! - **Port counters** (`counters`): every switch port counts what it sends and receives
+//!   (bytes, packets; a switch's PortXmitData/PortRcvData/PortXmitPkts/PortRcvPkts, in bytes)
+//!   and its XmitWait, the time it had data queued, its link idle and not the credits to send
+//!   (picoseconds; [`PortCounters::xmit_wait_ticks`] in ticks of one flow unit at link rate).
+//!   With [`SimConfig::counter_interval_ps`] the run keeps a [`CounterSnapshot`] of every
+//!   port at each multiple of the interval and at its end ([`SimResult::counters`]; 40 bytes
+//!   per port per snapshot), so that a caller computes what a sampler at that rate would see.
+//! - **MADs** (`mads`, [`Simulation::with_samplers`]): samplers on nodes send 256-byte PerfMgt
+//!   queries to switches, one after another, a sweep every period; each switch answers from
+//!   one management processor (a FIFO, [`MadConfig::service_ns`] a query). MADs ride VL15:
+//!   their own queue at every link, no credits, strict priority over data, so a MAD waits at
+//!   most for the data packet on the wire (the paper's and the model; on real fabrics
+//!   PerfMgt GMPs use a data VL, see `mads`). Each sweep's spread (first query sent to last
+//!   answer received, the LDMS ibfabric paper's definition) is in [`SimResult::sampling`].
+//!
 //! # The engine
 //!
 //! Built for millions of packets on one core, where the cost is cache misses more than
@@ -66,9 +81,17 @@
 //!   without changing it (the same seed gives the same routes and ground truth whatever
 //!   the telemetry kind).
 //!
+//! - The counters and the MAD model keep the data path as it was: receive counters are two
+//!   adds in the line an arrival updates anyway, send counters are derived from the ground
+//!   truth at snapshot time, XmitWait is a flag in the line `transmit` reads plus a cold
+//!   array touched when a credit wait starts and ends; management events (snapshots, MAD
+//!   service, sweeps) are tested for after the three hot kinds, and a transmission looks
+//!   for MADs only while some wait (an engine field, 0 in runs without samplers).
+//!
 //! Modules: `timing` (config to picoseconds and flow units), `validate`, `wiring`, `events`,
 //! `packets`, `links` (per-link state), `credits` (flow control), `switch`, `nic`, `tally`
-//! (ground truth and job results), `engine` (state and event loop).
+//! (ground truth and job results), `counters` (port counters and snapshots), `mads` (the
+//! MAD service model), `engine` (state and event loop).
 
 mod counters;
 mod credits;

@@ -257,6 +257,17 @@ pub enum FabricBenchCommand {
     ///   hostping fabric bench peer --workload D --format json
     #[command(verbatim_doc_comment)]
     Peer(PeerArgs),
+    /// Reproduce the LDMS ibfabric sampler study (../shared/papers/004_ec259f6a0c4ca99b)
+    /// on the simulator: sweep spread against ports per sampler (36/72/108), distance
+    /// (local, 1 hop, 2 hops), 1 vs 16 redundant samplers, idle and under a bandwidth test;
+    /// then the bandwidth test's throughput at 1, 10 and 100 Hz with 1 sampler, 16
+    /// redundant samplers and the Delegator's split. Every figure is simulated.
+    ///
+    /// Examples:
+    ///   hostping fabric bench sampling
+    ///   hostping fabric bench sampling --duration 200ms --format json
+    #[command(verbatim_doc_comment)]
+    Sampling(SamplingArgs),
 }
 
 /// Output format of the fabric commands.
@@ -453,6 +464,30 @@ pub struct PeerArgs {
     /// to measure each workload's own peak memory).
     #[arg(long, hide = true)]
     pub child: bool,
+    /// Output on stdout.
+    #[arg(long, value_enum, default_value_t = FabricFormat::Text)]
+    pub format: FabricFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct SamplingArgs {
+    /// Sweep rate of the spread experiment.
+    #[arg(long, default_value_t = 100.0)]
+    pub spread_hz: f64,
+    /// Sweeps each sampler makes in a spread cell.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub sweeps: u32,
+    /// Simulated length of each bandwidth run (at least one period of the lowest rate for
+    /// a sweep to happen in it).
+    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+    pub duration: Duration,
+    /// Sampling rates of the bandwidth experiment, Hz.
+    #[arg(long, value_delimiter = ',', default_value = "1,10,100")]
+    pub hz: Vec<f64>,
+    /// A switch processor's time to answer one query, ns (default: the model's 1100, from
+    /// the paper's smallest spread).
+    #[arg(long)]
+    pub service_ns: Option<f64>,
     /// Output on stdout.
     #[arg(long, value_enum, default_value_t = FabricFormat::Text)]
     pub format: FabricFormat,

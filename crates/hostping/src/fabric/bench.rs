@@ -1,6 +1,7 @@
-//! `hostping fabric bench cases|roots|peer`: the thesis' case studies side by side with its
-//! figures, the roots switch-port counters find on them against reservoir sampling's, and the
-//! CODES peer's workloads side by side with its measurements.
+//! `hostping fabric bench cases|roots|peer|sampling`: the thesis' case studies side by side
+//! with its figures, the roots switch-port counters find on them against reservoir
+//! sampling's, the CODES peer's workloads side by side with its measurements, and the LDMS
+//! ibfabric sampler study replayed on the simulator.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,7 +19,9 @@ use fabric::topology::Topology;
 use fabric::traffic::{self, JobPlan, MappingSpec, WorkloadSpec};
 use serde::{Deserialize, Serialize};
 
-use super::args::{CaseScale, CasesArgs, FabricBenchCommand, FabricFormat, PeerArgs, RootsArgs};
+use super::args::{
+    CaseScale, CasesArgs, FabricBenchCommand, FabricFormat, PeerArgs, RootsArgs, SamplingArgs,
+};
 use super::{prepare, run_with_progress};
 use crate::agent::cost::{peak_resident_bytes, process_cost};
 
@@ -28,6 +31,7 @@ pub fn run(command: FabricBenchCommand) -> Result<bool> {
         FabricBenchCommand::Roots(args) => bench_roots(&args).map(|()| false),
         FabricBenchCommand::Peer(args) if args.child => peer_child(&args),
         FabricBenchCommand::Peer(args) => bench_peer(&args),
+        FabricBenchCommand::Sampling(args) => bench_sampling(&args),
     }
 }
 
@@ -382,4 +386,153 @@ fn peer_table(rows: &[PeerRow]) -> String {
             are quoted from ../shared/reference/codes-peer.md. The simulators count events differently;\n\
             packets, latency and hops show that both did the same work.\n";
     out
+}
+
+/// `fabric bench sampling`: the study, as tables or JSON.
+fn bench_sampling(args: &SamplingArgs) -> Result<bool> {
+    use fabric::sampling::study::{run_study, StudyConfig, FIRST_SWEEP_PS};
+    if !(args.spread_hz.is_finite() && args.spread_hz > 0.0) {
+        bail!("--spread-hz {}: a positive rate", args.spread_hz);
+    }
+    if let Some(hz) = args.hz.iter().find(|hz| !(hz.is_finite() && **hz > 0.0)) {
+        bail!("--hz {hz}: positive rates");
+    }
+    let bandwidth_ps = super::duration_ps(args.duration);
+    if bandwidth_ps <= FIRST_SWEEP_PS {
+        bail!(
+            "--duration {}: longer than {} ms, when the first sweep starts",
+            humantime::format_duration(args.duration),
+            FIRST_SWEEP_PS / 1_000_000_000
+        );
+    }
+    let mut config = StudyConfig {
+        spread_hz: args.spread_hz,
+        spread_sweeps: args.sweeps,
+        bandwidth_ps,
+        frequencies: args.hz.clone(),
+        ..StudyConfig::default()
+    };
+    if let Some(ns) = args.service_ns {
+        config.sim.mads.service_ns = ns;
+    }
+    let result = run_study(&config, &mut |label| eprintln!("hostping: {label}..."))?;
+    let text = match args.format {
+        FabricFormat::Json => serde_json::to_string_pretty(&result)? + "\n",
+        FabricFormat::Text => sampling_tables(&result),
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(false)
+}
+
+/// The study's two tables, its set-up above them and the work done beside every figure.
+fn sampling_tables(r: &fabric::sampling::study::StudyResult) -> String {
+    use fabric::sampling::study::{Targets, Work, TEST_MESSAGE_BYTES};
+    let c = &r.config;
+    let sim = &c.sim;
+    let ms = |ps: u64| ps as f64 / 1e9;
+    let mut out = String::new();
+    out += "Switch-port sampling on the simulated LDMS ibfabric testbed (SIMULATED; paper \
+            ../shared/papers/004_ec259f6a0c4ca99b)\n";
+    out += &format!(
+        "fabric: 2 leaf switches and 1 core of 36 ports, 2 links leaf-core; links {} Gb/s \
+         (4x QDR data rate), {} ns; switches {} ns; MTU {} B\n",
+        sim.link_gbps, sim.link_latency_ns, sim.switch_latency_ns, sim.packet_bytes
+    );
+    out += &format!(
+        "MADs: {} B on VL15 (strict priority, no credits); one management processor per switch, \
+         {} ns per query, FIFO\n",
+        sim.mads.mad_bytes, sim.mads.service_ns
+    );
+    out += &format!(
+        "samplers: the first 8 nodes under each leaf (16), reading all 36 port numbers of each \
+         switch one query after another; sweeps start together, the first {} ms in\n",
+        ms(fabric::sampling::study::FIRST_SWEEP_PS)
+    );
+    out += &format!(
+        "load: a bandwidth test from the first sampler node (leaf 1) to the first node of leaf 2, \
+         {} KiB messages back to back\n\n",
+        TEST_MESSAGE_BYTES / 1024
+    );
+    out += &format!(
+        "Spread, us: mean / min / max over every sweep of every sampler; {} sweeps per sampler at \
+         {} Hz per cell\n",
+        c.spread_sweeps, c.spread_hz
+    );
+    out += &format!(
+        "  {:<18} {:>5}  {:>24} {:>24} {:>24} {:>24}\n",
+        "targets",
+        "ports",
+        "1 sampler idle",
+        "1 sampler loaded",
+        "16 redundant idle",
+        "16 redundant loaded"
+    );
+    let cell = |targets: Targets, samplers: usize, loaded: bool| {
+        r.spread
+            .iter()
+            .find(|s| s.targets == targets && s.samplers == samplers && s.loaded == loaded)
+    };
+    let mut total = Work::default();
+    for targets in Targets::ALL {
+        let mut line = String::new();
+        let mut ports = 0;
+        for (samplers, loaded) in [(1, false), (1, true), (16, false), (16, true)] {
+            let text = match cell(targets, samplers, loaded) {
+                Some(s) => {
+                    ports = s.ports;
+                    add_work(&mut total, &s.work);
+                    format!(
+                        "{:.1} / {:.1} / {:.1}",
+                        s.spread.mean_us, s.spread.min_us, s.spread.max_us
+                    )
+                }
+                None => "-".to_string(),
+            };
+            line += &format!(" {text:>24}");
+        }
+        out += &format!("  {:<18} {:>5} {line}\n", targets.label(), ports);
+    }
+    out += &format!("  work: {}\n\n", work_text(&total));
+    out += &format!(
+        "Bandwidth test throughput with sampling of all 108 ports, {} ms simulated per run; \
+         without sampling {:.4} Gb/s ({})\n",
+        ms(c.bandwidth_ps),
+        r.baseline_gbps,
+        work_text(&r.baseline_work)
+    );
+    out += &format!(
+        "  {:>6}  {:<14} {:>8} {:>10} {:>9} {:>18}  work\n",
+        "Hz", "sampling", "samplers", "Gb/s", "change %", "spread mean/max us"
+    );
+    for b in &r.bandwidth {
+        out += &format!(
+            "  {:>6}  {:<14} {:>8} {:>10.4} {:>+9.4} {:>18}  {}\n",
+            b.hz,
+            b.sampling.label(),
+            b.samplers,
+            b.gbps,
+            b.change_pct,
+            format!("{:.1} / {:.1}", b.spread.mean_us, b.spread.max_us),
+            work_text(&b.work)
+        );
+    }
+    out += "\nAll figures are simulated. The Delegator never splits a switch: with 3 switches it \
+            gives one to each of 3 samplers and none to the other 13.\n";
+    out
+}
+
+fn add_work(total: &mut fabric::sampling::study::Work, w: &fabric::sampling::study::Work) {
+    total.sweeps += w.sweeps;
+    total.queries += w.queries;
+    total.mad_hops += w.mad_hops;
+    total.packets += w.packets;
+    total.events += w.events;
+    total.wall_seconds += w.wall_seconds;
+}
+
+fn work_text(w: &fabric::sampling::study::Work) -> String {
+    format!(
+        "{} sweeps, {} queries, {} MAD hops, {} data packets, {} events, {:.2} s wall",
+        w.sweeps, w.queries, w.mad_hops, w.packets, w.events, w.wall_seconds
+    )
 }

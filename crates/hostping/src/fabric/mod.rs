@@ -97,8 +97,7 @@ fn sim_config(args: &SimArgs) -> Result<SimConfig> {
         congestion: congestion_rule(&args.congestion)?,
         telemetry,
         window_ps: args.window.map(duration_ps),
-        counter_interval_ps: None,
-        mads: Default::default(),
+        ..SimConfig::default()
     })
 }
 
