@@ -72,6 +72,9 @@ fn sweep(number: u64, start_unix_ns: u64) -> FabricSweep {
     }
 }
 
+/// `guid, lid, port, xmit_wait, rcv_data_bytes, error` of a `fabric_ports` row.
+type PortRow = (String, u16, u8, Option<i64>, Option<i64>, Option<String>);
+
 fn count(path: &Path, table: &str) -> i64 {
     Connection::open(path)
         .unwrap()
@@ -95,7 +98,7 @@ fn a_sweep_comes_back_as_it_was_stored_with_rows_for_sql_users() {
 
     // The rows: one per port, NULL counters for the silent one, GUIDs as DESIGN 4.4 text.
     let conn = Connection::open(&path).unwrap();
-    let rows: Vec<(String, u16, u8, Option<i64>, Option<i64>, Option<String>)> = conn
+    let rows: Vec<PortRow> = conn
         .prepare(
             "SELECT guid, lid, port, xmit_wait, rcv_data_bytes, error FROM fabric_ports \
              WHERE sweep_id = 1 ORDER BY idx",
