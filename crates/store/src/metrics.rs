@@ -443,6 +443,11 @@ impl Metrics {
         self.switch_ports().observe_failed_sweep();
     }
 
+    /// Counts a sweep that could not be stored (it is still published).
+    pub fn observe_sweep_store_error(&mut self) {
+        self.switch_ports().observe_store_error();
+    }
+
     /// Replaces `infiniband_switch_info` and `infiniband_switch_uplink_info` by these.
     pub fn observe_switches(&mut self, switches: &[SwitchInfo], uplinks: &[UplinkInfo]) {
         self.switch_ports().observe_topology(switches, uplinks);

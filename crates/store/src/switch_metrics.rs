@@ -138,6 +138,7 @@ pub(crate) struct SwitchPortMetrics {
     port_error: Family<PortLabels, Gauge>,
     sweeps: Counter,
     failed_sweeps: Counter,
+    store_errors: Counter,
     spread: FloatGauge,
     last_sweep: FloatGauge,
     ports_sampled: Gauge,
@@ -153,6 +154,7 @@ impl SwitchPortMetrics {
             port_error: Family::default(),
             sweeps: Counter::default(),
             failed_sweeps: Counter::default(),
+            store_errors: Counter::default(),
             spread: FloatGauge::default(),
             last_sweep: FloatGauge::default(),
             ports_sampled: Gauge::default(),
@@ -180,6 +182,11 @@ impl SwitchPortMetrics {
             "hostping_fabric_sweep_failures",
             "Sweeps that could not be sent at all (the umad port failed)",
             m.failed_sweeps.clone(),
+        );
+        r.register(
+            "hostping_fabric_store_errors",
+            "Sweeps the agent failed to store (they were still published)",
+            m.store_errors.clone(),
         );
         r.register(
             "hostping_fabric_sweep_spread_seconds",
@@ -248,6 +255,10 @@ impl SwitchPortMetrics {
 
     pub(crate) fn observe_failed_sweep(&self) {
         self.failed_sweeps.inc();
+    }
+
+    pub(crate) fn observe_store_error(&self) {
+        self.store_errors.inc();
     }
 
     /// Replaces the info series by these.

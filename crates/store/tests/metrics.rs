@@ -776,6 +776,7 @@ fn the_next_sweep_replaces_the_port_series_and_sets_totals_not_sums() {
         ],
     ));
     m.observe_failed_sweep();
+    m.observe_sweep_store_error();
     let e = Exposition::of(&m);
     for (name, _) in EXPORTER_COUNTERS {
         assert_eq!(
@@ -786,6 +787,7 @@ fn the_next_sweep_replaces_the_port_series_and_sets_totals_not_sums() {
     }
     assert_eq!(e.series("hostping_fabric_port_error"), [labels(&a7)]);
     assert_eq!(e.value("hostping_fabric_sweep_failures_total", &[]), 1.0);
+    assert_eq!(e.value("hostping_fabric_store_errors_total", &[]), 1.0);
     assert_eq!(e.value("hostping_fabric_sweeps_total", &[]), 3.0);
 }
 

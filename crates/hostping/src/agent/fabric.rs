@@ -231,6 +231,10 @@ impl Sampling {
             }
             Err(e) => {
                 // The sweep stays on /metrics; the next one is stored if it can be.
+                self.metrics
+                    .lock()
+                    .expect("metrics")
+                    .observe_sweep_store_error();
                 let e = e.to_string();
                 if self.trouble.store.as_ref() != Some(&e) {
                     (self.log)(&format!("fabric: cannot store sweep {}: {e}", record.sweep));
@@ -298,7 +302,9 @@ impl Sampling {
         let umad = Umad::load().map_err(|e| e.to_string())?;
         let mut port = Port::open(umad, self.config.ca.as_deref(), self.config.port)
             .map_err(|e| e.to_string())?;
-        if self.ports.is_none() {
+        // Without files the port list is the subnet's, found again at each (re)open, so a
+        // fabric that changed is followed once the port is reopened.
+        if self.config.topology.is_none() && self.config.ports.is_none() {
             let agent = port
                 .register(MgmtClass::SubnDirectedRoute)
                 .map_err(|e| e.to_string())?;
