@@ -336,6 +336,11 @@ fn the_agent_serves_and_stores_what_the_switches_hold() {
 
     // Every counter of every port, exactly the stored value, under exactly {guid, port}.
     for (name, field) in EXPORTER_COUNTERS {
+        let family = name.strip_suffix("_total").unwrap();
+        assert!(
+            text.contains(&format!("\n# TYPE {family} counter\n")),
+            "{family}"
+        );
         let series: Vec<&Labels> = s
             .iter()
             .filter(|(n, _, _)| n == name)
@@ -522,16 +527,31 @@ fn a_silent_switch_gives_port_errors_and_the_agent_goes_on() {
     std::fs::write(
         &config,
         format!(
-            "[fabric]\ntopology = \"{}\"\nevery = \"200ms\"\ntimeout_ms = 50\nretries = 1\n",
+            "[fabric]\ntopology = \"{}\"\nevery = \"200ms\"\ntimeout_ms = 50\nretries = 1\n\
+             keep = \"1s\"\n",
             topo.display()
         ),
     )
     .unwrap();
     let mut agent = FabricAgent::start(&[r#"Error "leaf-b" 100"#], &config, &db);
-    wait_for_sweeps(&mut agent, &db, 3);
-    let (code, text) = http_get(agent.addr, "/metrics");
-    assert_eq!(code, 200);
-    let s = samples(&text);
+    // Enough sweeps for the retention to have dropped the first ones.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let s = loop {
+        let (code, text) = http_get(agent.addr, "/metrics");
+        assert_eq!(code, 200);
+        let s = samples(&text);
+        let done: u64 =
+            value(&s, "hostping_fabric_sweeps_total", &[]).map_or(0, |v| v.parse().unwrap());
+        if done >= 8 {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{done} sweeps after 60 s: {}",
+            agent.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert_eq!(
         value(&s, "hostping_fabric_ports_in_error", &[]).as_deref(),
         Some("4")
@@ -554,7 +574,21 @@ fn a_silent_switch_gives_port_errors_and_the_agent_goes_on() {
     assert!(s
         .iter()
         .any(|(n, l, _)| n == "infiniband_switch_info" && l["switch"] == "leaf-b"));
-    for w in sweeps(&db) {
+    // Retention: the database keeps the sweeps of the last `keep` (1 s), never the first.
+    let stored = sweeps(&db);
+    let starts: Vec<u64> = stored.iter().map(|w| w.sweep.start_unix_ns).collect();
+    let (newest, oldest) = (starts.iter().max().unwrap(), starts.iter().min().unwrap());
+    assert!(newest - oldest <= 1_000_000_000, "{starts:?}");
+    assert!(
+        stored.iter().all(|w| w.sweep.sweep > 1),
+        "the first sweeps are gone"
+    );
+    assert!(
+        (1..=6).contains(&stored.len()),
+        "{} sweeps kept",
+        stored.len()
+    );
+    for w in stored {
         for p in &w.sweep.ports {
             if p.guid == 0x200001 {
                 assert!(p.counters.is_none(), "{p:?}");

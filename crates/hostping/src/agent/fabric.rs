@@ -134,6 +134,7 @@ pub fn start(
         subnet,
         ports,
         open: None,
+        opened_at: None,
         trouble: Trouble::default(),
         log: Box::new(log),
     };
@@ -176,6 +177,8 @@ struct Sampling {
     /// The ports to sweep: from `ports` or `topology`, or discovered.
     ports: Option<Vec<SamplePort>>,
     open: Option<(Port, Sampler)>,
+    /// When the port was last (re)opened, until the schedule has taken it into account.
+    opened_at: Option<Instant>,
     trouble: Trouble,
     log: Box<dyn Fn(&str) + Send>,
 }
@@ -186,6 +189,12 @@ impl Sampling {
         let mut next = Instant::now();
         while !stop.is_stopped() {
             self.tick();
+            // Opening the port (and discovering) delays the sweep of its tick: the schedule
+            // starts again from when the port was ready, so sweeps are never closer than
+            // `every`.
+            if let Some(ready) = self.opened_at.take() {
+                next = ready;
+            }
             next += every;
             // A sweep that overran its period starts the next one at once; missed ticks
             // are skipped, never made up in a burst.
@@ -342,6 +351,7 @@ impl Sampling {
             port.name(),
             humantime::format_duration(self.config.every)
         ));
+        self.opened_at = Some(Instant::now());
         Ok((port, Sampler::new(agent, self.settings)))
     }
 }
