@@ -2,10 +2,13 @@
 //! ibsim's simulated fabric (scripts/ibsim/nets/two-switches.net), LIDs from a real opensm,
 //! the agent's libibumad redirected to ibsim (`scripts/ibsim/run.sh`). The agent sweeps the
 //! switch ports on its cadence; the test scrapes `/metrics` (infiniband_exporter's names),
-//! reads the sweeps back from SQLite and through the JSON API, and stops it with SIGTERM.
+//! reads the sweeps back from SQLite and through the JSON API, and stops it with SIGTERM; a
+//! real Prometheus scrapes it and joins the counters to the uplinks as the exporter's
+//! recording rules do.
 //!
-//! Skipped (with a message) when ibsim, opensm or libumad2sim are missing, unless
-//! `HOSTPING_REQUIRE_IBSIM` is set, as `./test.sh` does after installing them.
+//! Skipped (with a message) when ibsim, opensm or libumad2sim (or, for the last test,
+//! Prometheus) are missing, unless `HOSTPING_REQUIRE_IBSIM` (`HOSTPING_REQUIRE_PROMETHEUS`)
+//! is set, as `./test.sh` does after installing them.
 
 mod common;
 
@@ -676,4 +679,139 @@ fn without_a_umad_port_the_agent_keeps_running_and_counts_failed_sweeps() {
         "{}",
         out.stderr
     );
+}
+
+/// Debian's `prometheus`, if installed (required when `HOSTPING_REQUIRE_PROMETHEUS` is set,
+/// as `./test.sh` does).
+fn have_prometheus() -> bool {
+    let found = Command::new("prometheus")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("HOSTPING_REQUIRE_PROMETHEUS").is_none(),
+            "HOSTPING_REQUIRE_PROMETHEUS is set but `prometheus` is not on PATH"
+        );
+        eprintln!("skipped: no `prometheus` binary (apt-get install prometheus)");
+    }
+    found
+}
+
+/// A Prometheus server scraping one target every second, killed on drop.
+struct Prometheus {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Prometheus {
+    fn start(dir: &Path, target: SocketAddr) -> Prometheus {
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let config = dir.join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: hostping\n    \
+                 static_configs:\n      - targets: ['{target}']\n"
+            ),
+        )
+        .unwrap();
+        let child = Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address={addr}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Prometheus { child, addr }
+    }
+
+    /// The result vector of an instant query; empty until Prometheus is ready.
+    fn query(&self, q: &str) -> Vec<Value> {
+        if std::net::TcpStream::connect(self.addr).is_err()
+            || http_get(self.addr, "/-/ready").0 != 200
+        {
+            return Vec::new();
+        }
+        let encoded: String = q
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' => (b as char).to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let (code, body) = http_get(self.addr, &format!("/api/v1/query?query={encoded}"));
+        assert_eq!(code, 200, "{q}: {body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        v["data"]["result"].as_array().unwrap().clone()
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn prometheus_joins_the_counters_to_the_uplinks_as_the_exporters_rules_do() {
+    if !have_ibsim() || !have_prometheus() {
+        return;
+    }
+    let dir = temp_dir("agent-fabric-prometheus");
+    let db = dir.join("runs.db");
+    let config = dir.join("agent.toml");
+    std::fs::write(&config, "[fabric]\nevery = \"500ms\"\n").unwrap();
+    let mut agent = FabricAgent::start(
+        &[r#"PerformanceSet "leaf-a"[7] PortCounters.PortXmitWait=1234"#],
+        &config,
+        &db,
+    );
+    let prometheus = Prometheus::start(&dir, agent.addr);
+    // The join of infiniband_exporter's examples/infiniband.rules (its Grafana dashboards
+    // read the recorded series): switch and peer names come from the uplink info series.
+    let joined = "infiniband_switch_port_transmit_wait_total * on(guid,port) \
+                  group_left(switch, host, uplink, uplink_port) infiniband_switch_uplink_info";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let series = loop {
+        let r = prometheus.query(joined);
+        if r.len() == 8 {
+            break r;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Prometheus has {} joined series after 60 s: {r:?}; agent: {}",
+            r.len(),
+            agent.log()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    let a7 = series
+        .iter()
+        .find(|s| s["metric"]["guid"] == LEAF_A && s["metric"]["port"] == "7")
+        .unwrap();
+    assert_eq!(a7["metric"]["switch"], "leaf-a");
+    assert_eq!(a7["metric"]["uplink"], "leaf-b");
+    assert_eq!(a7["metric"]["uplink_port"], "7");
+    assert_eq!(a7["value"][1], "1234");
+    // The dashboards' "most congested switches" panel sums by switch.
+    let by_switch = prometheus.query(&format!("sum by (switch) ({joined})"));
+    let total = |name: &str| {
+        by_switch
+            .iter()
+            .find(|s| s["metric"]["switch"] == name)
+            .map(|s| s["value"][1].as_str().unwrap().to_string())
+    };
+    assert_eq!(total("leaf-a").as_deref(), Some("1234"));
+    assert_eq!(total("leaf-b").as_deref(), Some("0"));
+    let (status, _) = agent.terminate();
+    assert!(status.success(), "{status}: {}", agent.log());
 }
