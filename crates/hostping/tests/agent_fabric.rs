@@ -62,9 +62,12 @@ struct FabricAgent {
 }
 
 impl FabricAgent {
-    /// Starts ibsim with `console` commands and the agent with `config` on `db`.
+    /// Starts ibsim with `console` commands and the agent with `config` on `db`, in the
+    /// folder of `config` (libumad2sim keeps a `sys-PID` tree in the working folder while a
+    /// process runs, and leaves it behind when the process is killed).
     fn start(console: &[&str], config: &Path, db: &Path) -> FabricAgent {
         let mut c = Command::new(RUN);
+        c.current_dir(config.parent().unwrap());
         for line in console {
             c.args(["--console", line]);
         }
@@ -512,6 +515,7 @@ fn a_silent_switch_gives_port_errors_and_the_agent_goes_on() {
     let topo = dir.join("fabric.topo");
     // The topology comes from a healthy fabric; then leaf-b loses every MAD.
     let o = Command::new(RUN)
+        .current_dir(&dir)
         .args([
             "--",
             "bash",
