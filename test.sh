@@ -28,8 +28,10 @@ scripts/guest/setup.sh --kernel odp
 # A real Prometheus server (Debian's package) scrapes the agent in
 # crates/hostping/tests/prometheus.rs (the test starts its own server on a free port).
 command -v prometheus >/dev/null 2>&1 || apt_install prometheus
-# An InfiniBand management stack on a simulated fabric for the umad test below: ibsim,
-# libibumad redirected to it (libumad2sim), opensm, and infiniband-diags beside them.
+# An InfiniBand management stack on a simulated fabric for the umad test below and for
+# crates/hostping/tests/fabric_switches.rs and agent_fabric.rs (in the workspace tests,
+# required by HOSTPING_REQUIRE_IBSIM): ibsim, libibumad redirected to it (libumad2sim),
+# opensm, and infiniband-diags beside them.
 if ! command -v ibsim >/dev/null 2>&1 || ! command -v opensm >/dev/null 2>&1 ||
     [ ! -e /usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so ] || ! command -v perfquery >/dev/null 2>&1; then
     apt_install ibsim-utils libumad2sim0 opensm infiniband-diags

@@ -467,9 +467,24 @@ fn agent_command(args: AgentArgs) -> Result<Outcome> {
         db.display(),
         server.addr
     );
+    let fabric = match &config.fabric {
+        Some(f) => Some(agent::fabric::start(
+            f,
+            db,
+            metrics.clone(),
+            stop.clone(),
+            |line| eprintln!("hostping agent: {line}"),
+        )?),
+        None => None,
+    };
     let mut log = |line: &str| eprintln!("hostping agent: {line}");
     let mut agent = Agent::new(backend.as_mut(), &config, store, metrics, status, &mut log)?;
     let stored = agent.run(&stop, args.run_for.map(|d| d.as_nanos() as u64));
+    if let Some(fabric) = fabric {
+        // The loop ended by a signal or --run-for: the sampler ends with it.
+        stop.stop();
+        fabric.join();
+    }
     server.shutdown();
     signals.close();
     eprintln!(

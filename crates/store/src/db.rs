@@ -77,13 +77,26 @@ pub enum StoreError {
         /// What the check said, its lines joined by `; `.
         report: String,
     },
-    /// A value does not fit an SQLite integer.
+    /// A value of a run does not fit an SQLite integer.
     #[error("{}: insert run: {field} = {value} does not fit a signed 64-bit integer", path.display())]
     OutOfRange {
         /// The database file.
         path: PathBuf,
         /// The field.
         field: &'static str,
+        /// Its value.
+        value: u64,
+    },
+    /// A value of a fabric sweep does not fit an SQLite integer.
+    #[error(
+        "{}: insert sweep: {what} = {value} does not fit a signed 64-bit integer",
+        path.display()
+    )]
+    SweepOutOfRange {
+        /// The database file.
+        path: PathBuf,
+        /// The field, and the port it belongs to (`0x...[7] xmit_data_bytes`).
+        what: String,
         /// Its value.
         value: u64,
     },
@@ -180,12 +193,12 @@ impl Default for RunQuery {
 /// A connection to the run database: the agent's writer, or a reader.
 #[derive(Debug)]
 pub struct Store {
-    conn: Connection,
-    path: PathBuf,
+    pub(crate) conn: Connection,
+    pub(crate) path: PathBuf,
 }
 
 /// Attaches the file and the operation to an SQLite error.
-trait Context<T> {
+pub(crate) trait Context<T> {
     fn ctx(self, path: &Path, what: impl Into<String>) -> Result<T, StoreError>;
 }
 

@@ -1,5 +1,6 @@
 /*!
-Run history in SQLite, and the Prometheus exposition of the hostping agent.
+Run history (and switch-port sweeps) in SQLite, and the Prometheus exposition of the
+hostping agent.
 
 The agent (crate `hostping`) probes, analyzes and then hands each run to this crate twice:
 [`Store::insert_run`] keeps it, [`Metrics::observe_run`] exposes it. This crate **owns** the
@@ -30,7 +31,7 @@ batches; batch *i* takes the schema from version *i* to *i + 1* and is applied i
 transaction together with the version bump. A database from a newer hostping (a version
 above [`SCHEMA_VERSION`]) is refused, never touched.
 
-## Schema (version 2)
+## Schema (version 3)
 
 Each run is stored twice: whole, as the JSON the agent handed in (`runs.report`,
 `runs.snapshot`, `runs.counters`), which is what [`Store::run`] and
@@ -63,9 +64,24 @@ Each run is stored twice: whole, as the JSON the agent handed in (`runs.report`,
 | | `rnic` | TEXT or NULL | for RNIC settings |
 | | `evidence` | TEXT | the analyzer's words |
 
+| `fabric_sweeps` | `id` | INTEGER PK AUTOINCREMENT | sweep row id (v3) |
+| | `sweep` | INTEGER | the sampler's own sweep number, from 1 per agent start |
+| | `start_unix_ns` | INTEGER | when the sweep's first query left |
+| | `spread_us` | REAL | first query's start to last answer |
+| | `sampler` | TEXT | who sampled (host name or `fabric.sampler`) |
+| `fabric_ports` | `sweep_id`, `idx` | INTEGER, PK | sweep, position in the sampler's port list |
+| | `guid` | TEXT | switch node GUID, `0x` and 16 hex digits |
+| | `lid`, `port` | INTEGER | switch LID, port number |
+| | `at_unix_ns` | INTEGER | when its answer arrived (0: none did) |
+| | `xmit_data_bytes`, `rcv_data_bytes`, `xmit_pkts`, `rcv_pkts`, `xmit_wait`, `symbol_errors`, `link_downed`, `rcv_errors`, `xmit_discards` | INTEGER or NULL | the switch's totals; all NULL when the port did not answer |
+| | `error` | TEXT or NULL | why there are no counters |
+
 Indexes: `runs(trigger, id)` (v1; trigger filter), `runs(host, id)` (v2;
-[`Store::recent_reports`]), `paths(rnic, endpoint, run_id)` (v2; one path's history).
-Child rows reference `runs(id) ON DELETE CASCADE`. Unsigned clocks are stored as SQLite
+[`Store::recent_reports`]), `paths(rnic, endpoint, run_id)` (v2; one path's history),
+`fabric_sweeps(start_unix_ns)` (v3; retention), `fabric_ports(guid, port, sweep_id)` (v3;
+one port's history). Child rows reference `runs(id)` / `fabric_sweeps(id)` `ON DELETE
+CASCADE`. Runs are never deleted; [`Store::insert_sweep`] deletes, in the sweep's
+transaction, the sweeps that started more than its `keep` before it. Unsigned clocks are stored as SQLite
 integers and must fit in `i64` (292 years of nanoseconds).
 
 # Metrics
@@ -99,6 +115,13 @@ The agent identity is an info metric, not labels on every series: join with
 | `hostping_agent_probe_duty_cycle` | gauge | | [`Metrics::observe_self`] (0..1) |
 | `hostping_store_errors_total` | counter | | [`Metrics::observe_self`] |
 
+With a `[fabric]` sampler, [`Metrics::observe_sweep`] and [`Metrics::observe_switches`]
+add the switch-port series under `treydock/infiniband_exporter`'s names
+(`infiniband_switch_port_*_total{guid,port}`, `infiniband_switch_info`,
+`infiniband_switch_uplink_info`) and `hostping_fabric_*` gauges; [`switch_metrics`] lists
+them and cites the exporter's source. They are registered on the first sweep: an agent
+without `[fabric]` exposes none of them.
+
 Label values: `links` is the implicated link ids joined by `,` in report order; `rnic` is
 empty when the diagnosis names none. Odd characters in labels are escaped (`\\`, `\"`,
 `\n`) by the encoder.
@@ -118,7 +141,11 @@ diagnosis that the latest run no longer makes is dropped from `hostping_diagnosi
 mod db;
 mod metrics;
 mod schema;
+mod sweeps;
+pub mod switch_metrics;
 
 pub use db::{NewRun, RunQuery, RunSummary, Store, StoreError, StoredRun};
 pub use metrics::{Metrics, TriggerOutcome, CONTENT_TYPE};
 pub use schema::{MIGRATIONS, SCHEMA_VERSION};
+pub use sweeps::{guid_text, FabricSweep, StoredSweep, SwitchPortCounters, SwitchPortSample};
+pub use switch_metrics::{SwitchInfo, UplinkInfo};

@@ -1,5 +1,7 @@
 //! The Prometheus exposition (series table in the crate doc).
 
+use crate::sweeps::FabricSweep;
+use crate::switch_metrics::{SwitchInfo, SwitchPortMetrics, UplinkInfo};
 use model::{HostSnapshot, LinkStatus, PathStatus, Report};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -116,6 +118,8 @@ pub struct Metrics {
     resident_memory: Gauge,
     duty_cycle: FloatGauge,
     store_errors: Counter,
+    /// Registered on the first sweep or topology: without `[fabric]` nothing changes.
+    switch_ports: Option<SwitchPortMetrics>,
 }
 
 /// The serde name of a unit enum variant, as the report writes it.
@@ -163,6 +167,7 @@ impl Metrics {
             resident_memory: Gauge::default(),
             duty_cycle: FloatGauge::default(),
             store_errors: Counter::default(),
+            switch_ports: None,
         };
         m.register_all()
     }
@@ -420,6 +425,32 @@ impl Metrics {
         self.resident_memory
             .set(i64::try_from(resident_bytes).unwrap_or(i64::MAX));
         self.duty_cycle.set(duty_cycle);
+    }
+
+    fn switch_ports(&mut self) -> &SwitchPortMetrics {
+        let registry = &mut self.registry;
+        self.switch_ports
+            .get_or_insert_with(|| SwitchPortMetrics::register(registry))
+    }
+
+    /// Replaces the switch-port series by this sweep's (see [`crate::switch_metrics`]).
+    pub fn observe_sweep(&mut self, sweep: &FabricSweep) {
+        self.switch_ports().observe_sweep(sweep);
+    }
+
+    /// Counts a sweep that could not be sent at all; the series of the previous sweep stay.
+    pub fn observe_failed_sweep(&mut self) {
+        self.switch_ports().observe_failed_sweep();
+    }
+
+    /// Counts a sweep that could not be stored (it is still published).
+    pub fn observe_sweep_store_error(&mut self) {
+        self.switch_ports().observe_store_error();
+    }
+
+    /// Replaces `infiniband_switch_info` and `infiniband_switch_uplink_info` by these.
+    pub fn observe_switches(&mut self, switches: &[SwitchInfo], uplinks: &[UplinkInfo]) {
+        self.switch_ports().observe_topology(switches, uplinks);
     }
 
     /// The OpenMetrics text exposition, `# EOF` included (serve it as [`CONTENT_TYPE`]).

@@ -53,6 +53,36 @@ pub const MIGRATIONS: &[&str] = &[
     "ALTER TABLE runs ADD COLUMN counters TEXT;
     CREATE INDEX runs_host ON runs (host, id);
     CREATE INDEX paths_path ON paths (rnic, endpoint, run_id);",
+    // v3: sweeps of switch-port counters (the agent's `[fabric]` sampler), one row per sweep
+    // and one per port in it; counters are NULL where the port did not answer.
+    "CREATE TABLE fabric_sweeps (
+        id              INTEGER PRIMARY KEY AUTOINCREMENT,
+        sweep           INTEGER NOT NULL,
+        start_unix_ns   INTEGER NOT NULL,
+        spread_us       REAL NOT NULL,
+        sampler         TEXT NOT NULL
+    );
+    CREATE INDEX fabric_sweeps_start ON fabric_sweeps (start_unix_ns);
+    CREATE TABLE fabric_ports (
+        sweep_id        INTEGER NOT NULL REFERENCES fabric_sweeps (id) ON DELETE CASCADE,
+        idx             INTEGER NOT NULL,
+        guid            TEXT NOT NULL,
+        lid             INTEGER NOT NULL,
+        port            INTEGER NOT NULL,
+        at_unix_ns      INTEGER NOT NULL,
+        xmit_data_bytes INTEGER,
+        rcv_data_bytes  INTEGER,
+        xmit_pkts       INTEGER,
+        rcv_pkts        INTEGER,
+        xmit_wait       INTEGER,
+        symbol_errors   INTEGER,
+        link_downed     INTEGER,
+        rcv_errors      INTEGER,
+        xmit_discards   INTEGER,
+        error           TEXT,
+        PRIMARY KEY (sweep_id, idx)
+    );
+    CREATE INDEX fabric_ports_port ON fabric_ports (guid, port, sweep_id);",
 ];
 
 /// The schema version this build writes: the number of [`MIGRATIONS`].

@@ -7,7 +7,10 @@ use model::{
 };
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use store::{Metrics, TriggerOutcome, CONTENT_TYPE};
+use store::{
+    FabricSweep, Metrics, SwitchInfo, SwitchPortCounters, SwitchPortSample, TriggerOutcome,
+    UplinkInfo, CONTENT_TYPE,
+};
 
 type Labels = BTreeMap<String, String>;
 
@@ -600,4 +603,298 @@ proptest! {
         prop_assert!(active.iter().all(|l| diagnosed.contains(l)));
         prop_assert!(diagnosed.iter().all(|l| active.contains(l)));
     }
+}
+
+/// The exporter's counter names (collectors/switch.go of treydock/infiniband_exporter),
+/// each with the field of [`SwitchPortCounters`] it carries.
+const EXPORTER_COUNTERS: [(&str, &str); 9] = [
+    (
+        "infiniband_switch_port_transmit_data_bytes_total",
+        "xmit_data_bytes",
+    ),
+    (
+        "infiniband_switch_port_receive_data_bytes_total",
+        "rcv_data_bytes",
+    ),
+    ("infiniband_switch_port_transmit_packets_total", "xmit_pkts"),
+    ("infiniband_switch_port_receive_packets_total", "rcv_pkts"),
+    ("infiniband_switch_port_transmit_wait_total", "xmit_wait"),
+    ("infiniband_switch_port_symbol_error_total", "symbol_errors"),
+    ("infiniband_switch_port_link_downed_total", "link_downed"),
+    ("infiniband_switch_port_receive_errors_total", "rcv_errors"),
+    (
+        "infiniband_switch_port_transmit_discards_total",
+        "xmit_discards",
+    ),
+];
+
+fn port(guid: u64, port: u8, counters: Option<SwitchPortCounters>) -> SwitchPortSample {
+    SwitchPortSample {
+        guid,
+        lid: 1,
+        port,
+        at_unix_ns: 1,
+        error: counters
+            .is_none()
+            .then(|| "no response in 100 ms, 3 tries".into()),
+        counters,
+    }
+}
+
+fn switch_counters(v: [u64; 9]) -> SwitchPortCounters {
+    SwitchPortCounters {
+        xmit_data_bytes: v[0],
+        rcv_data_bytes: v[1],
+        xmit_pkts: v[2],
+        rcv_pkts: v[3],
+        xmit_wait: v[4],
+        symbol_errors: v[5],
+        link_downed: v[6],
+        rcv_errors: v[7],
+        xmit_discards: v[8],
+    }
+}
+
+const LEAF_A: u64 = 0x0000_0000_0020_0000;
+const LEAF_B: u64 = 0xe41d_2d03_0012_3456;
+
+fn fabric_sweep(n: u64, ports: Vec<SwitchPortSample>) -> FabricSweep {
+    FabricSweep {
+        sweep: n,
+        start_unix_ns: 1_700_000_000_250_000_000,
+        spread_us: 812.5,
+        sampler: "host-1".into(),
+        ports,
+    }
+}
+
+#[test]
+fn without_a_sweep_there_is_no_switch_series() {
+    let mut m = Metrics::new("dgx-a100", "simulated");
+    m.observe_run_at("idle", &common::healthy("dgx-a100", 2), 1, 1);
+    let text = m.encode();
+    assert!(!text.contains("infiniband_"), "{text}");
+    assert!(!text.contains("hostping_fabric_"), "{text}");
+}
+
+#[test]
+fn a_sweep_is_exposed_under_the_exporters_names_and_labels() {
+    let mut m = Metrics::new("dgx-a100", "measured");
+    // Values past 2^53 must come out exact: a switch's byte counters get there.
+    let big = [(1 << 60) + 3, (1 << 53) + 1, 3, 4, 1234, 7, 2, 11, 5];
+    let small = [10, 20, 30, 40, 0, 0, 0, 0, 0];
+    m.observe_sweep(&fabric_sweep(
+        1,
+        vec![
+            port(LEAF_A, 7, Some(switch_counters(big))),
+            port(LEAF_A, 8, Some(switch_counters(small))),
+            port(LEAF_B, 2, None),
+        ],
+    ));
+    let text = m.encode();
+    let e = Exposition::of(&m);
+    let a7 = [("guid", "0x0000000000200000"), ("port", "7")];
+    let a8 = [("guid", "0x0000000000200000"), ("port", "8")];
+    let b2 = [("guid", "0xe41d2d0300123456"), ("port", "2")];
+    for (i, (name, _)) in EXPORTER_COUNTERS.iter().enumerate() {
+        let family = name.strip_suffix("_total").unwrap();
+        assert_eq!(
+            e.types.get(family).map(String::as_str),
+            Some("counter"),
+            "{name}"
+        );
+        // Exactly the exporter's label set, {guid, port}, on exactly the answered ports.
+        let mut series = e.series(name);
+        series.sort();
+        assert_eq!(series, [labels(&a7), labels(&a8)], "{name}");
+        assert_eq!(e.value(name, &a8), small[i] as f64, "{name}");
+        assert_eq!(e.get(name, &b2), None, "{name}: a silent port has no value");
+        let line = format!(
+            "{name}{{guid=\"0x0000000000200000\",port=\"7\"}} {}\n",
+            big[i]
+        );
+        assert!(text.contains(&line), "{line:?} not in\n{text}");
+    }
+    assert_eq!(e.value("hostping_fabric_port_error", &b2), 1.0);
+    assert_eq!(e.series("hostping_fabric_port_error"), [labels(&b2)]);
+    assert_eq!(e.value("hostping_fabric_ports_in_error", &[]), 1.0);
+    assert_eq!(e.value("hostping_fabric_ports_sampled", &[]), 3.0);
+    assert_eq!(e.value("hostping_fabric_sweeps_total", &[]), 1.0);
+    assert_eq!(
+        e.value("hostping_fabric_sweep_spread_seconds", &[]),
+        812.5e-6
+    );
+    // What Prometheus gets is the f64 nearest the nanoseconds, in seconds.
+    let at = e.value("hostping_fabric_last_sweep_timestamp_seconds", &[]);
+    assert_eq!(at, 1_700_000_000_250_000_000u64 as f64 / 1e9);
+    assert!((at - 1_700_000_000.25).abs() < 1e-6, "{at}");
+    assert_eq!(
+        e.get("hostping_fabric_sweep_failures_total", &[]),
+        Some(0.0)
+    );
+}
+
+#[test]
+fn the_next_sweep_replaces_the_port_series_and_sets_totals_not_sums() {
+    let mut m = Metrics::new("dgx-a100", "measured");
+    let v = [100, 200, 3, 4, 5, 6, 7, 8, 9];
+    m.observe_sweep(&fabric_sweep(
+        1,
+        vec![
+            port(LEAF_A, 7, Some(switch_counters(v))),
+            port(LEAF_B, 2, None),
+        ],
+    ));
+    // The same totals again (nothing moved), and leaf-b answers while leaf-a is silent.
+    m.observe_sweep(&fabric_sweep(
+        2,
+        vec![
+            port(LEAF_A, 7, Some(switch_counters(v))),
+            port(LEAF_B, 2, Some(switch_counters(v))),
+        ],
+    ));
+    let e = Exposition::of(&m);
+    let a7 = [("guid", "0x0000000000200000"), ("port", "7")];
+    let b2 = [("guid", "0xe41d2d0300123456"), ("port", "2")];
+    for (i, (name, _)) in EXPORTER_COUNTERS.iter().enumerate() {
+        assert_eq!(
+            e.value(name, &a7),
+            v[i] as f64,
+            "{name}: the switch's total, not a sum"
+        );
+        assert_eq!(e.value(name, &b2), v[i] as f64, "{name}");
+    }
+    assert!(e.series("hostping_fabric_port_error").is_empty());
+    assert_eq!(e.value("hostping_fabric_ports_in_error", &[]), 0.0);
+    assert_eq!(e.value("hostping_fabric_sweeps_total", &[]), 2.0);
+
+    m.observe_sweep(&fabric_sweep(
+        3,
+        vec![
+            port(LEAF_A, 7, None),
+            port(LEAF_B, 2, Some(switch_counters(v))),
+        ],
+    ));
+    m.observe_failed_sweep();
+    m.observe_sweep_store_error();
+    let e = Exposition::of(&m);
+    for (name, _) in EXPORTER_COUNTERS {
+        assert_eq!(
+            e.series(name),
+            [labels(&b2)],
+            "{name}: leaf-a's series are gone"
+        );
+    }
+    assert_eq!(e.series("hostping_fabric_port_error"), [labels(&a7)]);
+    assert_eq!(e.value("hostping_fabric_sweep_failures_total", &[]), 1.0);
+    assert_eq!(e.value("hostping_fabric_store_errors_total", &[]), 1.0);
+    assert_eq!(e.value("hostping_fabric_sweeps_total", &[]), 3.0);
+}
+
+#[test]
+fn switches_and_uplinks_are_the_exporters_info_series() {
+    let mut m = Metrics::new("dgx-a100", "measured");
+    m.observe_switches(
+        &[
+            SwitchInfo {
+                guid: LEAF_A,
+                lid: 1,
+                name: "leaf-a".into(),
+            },
+            SwitchInfo {
+                guid: LEAF_B,
+                lid: 3,
+                name: "leaf \"b\"".into(),
+            },
+        ],
+        &[
+            UplinkInfo {
+                guid: LEAF_A,
+                port: 1,
+                switch: "leaf-a".into(),
+                uplink: "host-1 HCA-1".into(),
+                uplink_guid: 0x0000_0000_0010_0000,
+                uplink_type: "CA",
+                uplink_port: 1,
+                uplink_lid: Some(5),
+            },
+            UplinkInfo {
+                guid: LEAF_A,
+                port: 7,
+                switch: "leaf-a".into(),
+                uplink: "leaf \"b\"".into(),
+                uplink_guid: LEAF_B,
+                uplink_type: "SW",
+                uplink_port: 7,
+                uplink_lid: Some(3),
+            },
+        ],
+    );
+    let e = Exposition::of(&m);
+    assert_eq!(
+        e.types.get("infiniband_switch_info").map(String::as_str),
+        Some("gauge")
+    );
+    assert_eq!(
+        e.types
+            .get("infiniband_switch_uplink_info")
+            .map(String::as_str),
+        Some("gauge")
+    );
+    assert_eq!(
+        e.value(
+            "infiniband_switch_info",
+            &[
+                ("guid", "0xe41d2d0300123456"),
+                ("lid", "3"),
+                ("switch", "leaf \"b\"")
+            ]
+        ),
+        1.0
+    );
+    assert_eq!(e.series("infiniband_switch_info").len(), 2);
+    assert_eq!(
+        e.value(
+            "infiniband_switch_uplink_info",
+            &[
+                ("guid", "0x0000000000200000"),
+                ("port", "1"),
+                ("switch", "leaf-a"),
+                ("uplink", "host-1 HCA-1"),
+                ("uplink_guid", "0x0000000000100000"),
+                ("uplink_lid", "5"),
+                ("uplink_port", "1"),
+                ("uplink_type", "CA"),
+            ]
+        ),
+        1.0
+    );
+    assert_eq!(
+        e.value(
+            "infiniband_switch_uplink_info",
+            &[
+                ("guid", "0x0000000000200000"),
+                ("port", "7"),
+                ("switch", "leaf-a"),
+                ("uplink", "leaf \"b\""),
+                ("uplink_guid", "0xe41d2d0300123456"),
+                ("uplink_lid", "3"),
+                ("uplink_port", "7"),
+                ("uplink_type", "SW"),
+            ]
+        ),
+        1.0
+    );
+    // Replaced, not added to.
+    m.observe_switches(
+        &[SwitchInfo {
+            guid: LEAF_A,
+            lid: 1,
+            name: "leaf-a".into(),
+        }],
+        &[],
+    );
+    let e = Exposition::of(&m);
+    assert_eq!(e.series("infiniband_switch_info").len(), 1);
+    assert!(e.series("infiniband_switch_uplink_info").is_empty());
 }

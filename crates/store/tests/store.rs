@@ -475,7 +475,7 @@ fn a_v1_database_migrates_to_the_latest_keeping_its_runs() {
     );
     assert_eq!(store.recent_reports("dgx-a100", 5).unwrap(), vec![old]);
 
-    // The new schema is in place: counters are kept, and the v2 indexes exist.
+    // The new schema is in place: counters are kept, and the v2 and v3 indexes exist.
     let counters = json!({"rnic0": {"np_cnp_sent": 3}});
     let report = common::healthy("dgx-a100", 1);
     let id = store
@@ -500,7 +500,16 @@ fn a_v1_database_migrates_to_the_latest_keeping_its_runs() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(indexes, ["paths_path", "runs_host", "runs_trigger"]);
+    assert_eq!(
+        indexes,
+        [
+            "fabric_ports_port",
+            "fabric_sweeps_start",
+            "paths_path",
+            "runs_host",
+            "runs_trigger"
+        ]
+    );
     drop(store);
     assert!(Store::open_read_only(&path).is_ok());
 }

@@ -20,6 +20,12 @@
 //! iterations = 1000
 //! op = "write"
 //! timeout_ms = 2000
+//!
+//! [fabric]                   # optional: this node also samples switch ports (docs/agent.md)
+//! topology = "/etc/hostping/fabric.topo"  # ibnetdiscover file: names, uplinks, ports
+//! ports = "/etc/hostping/sampler.ports"   # LDMS lidfile of `fabric delegate`: this node's share
+//! every = "10s"
+//! keep = "1d"                # sweeps older than this leave the database
 //! ```
 
 use model::Thresholds;
@@ -40,6 +46,8 @@ pub struct AgentConfig {
     pub thresholds: Thresholds,
     /// The loopback test.
     pub probe: ProbeConfig,
+    /// Switch-port sampling, on a sampler node; absent, the agent samples nothing.
+    pub fabric: Option<FabricConfig>,
 }
 
 /// `[agent]`.
@@ -116,6 +124,60 @@ impl Default for ProbeConfig {
             iterations: 1000,
             op: model::Op::Write,
             timeout_ms: 2000,
+        }
+    }
+}
+
+/// `[fabric]`: sweeps of switch-port counters through a umad port (`hostping fabric sample`
+/// inside the agent), served on `/metrics` and stored in the database.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FabricConfig {
+    /// The subnet as an ibnetdiscover topology file: the switches' names and links (for
+    /// `infiniband_switch_info` and `infiniband_switch_uplink_info`), and, without `ports`,
+    /// the ports to sample (every linked switch port). Without it nor `ports` the agent
+    /// discovers the subnet itself.
+    pub topology: Option<PathBuf>,
+    /// This sampler's share of the ports, an LDMS lidfile as `hostping fabric delegate`
+    /// writes it.
+    pub ports: Option<PathBuf>,
+    /// How often to sweep.
+    #[serde(with = "humantime_serde")]
+    pub every: Duration,
+    /// Channel adapter to send from (default: the first one with an active port).
+    pub ca: Option<String>,
+    /// Its port (0: the first active one).
+    pub port: u8,
+    /// Deadline of one MAD, ms.
+    pub timeout_ms: u64,
+    /// Tries after the first, per MAD.
+    pub retries: u32,
+    /// MADs in flight at once.
+    pub window: usize,
+    /// Sweeps older than this are dropped from the database as new ones are stored.
+    #[serde(with = "humantime_serde")]
+    pub keep: Duration,
+    /// The `sampler` column of the stored sweeps (default: this machine's host name).
+    pub sampler: Option<String>,
+}
+
+impl Default for FabricConfig {
+    fn default() -> Self {
+        FabricConfig {
+            topology: None,
+            ports: None,
+            // Prometheus' usual scrape interval; a sweep of a 100-switch fabric takes
+            // milliseconds (BENCHMARKS.md), so this costs the fabric nothing.
+            every: Duration::from_secs(10),
+            ca: None,
+            port: 0,
+            // As `hostping fabric sample`.
+            timeout_ms: 100,
+            retries: 2,
+            window: 16,
+            // A day of 10 s sweeps of 3,600 ports is 31 M rows (a few GB): bound it.
+            keep: Duration::from_secs(86_400),
+            sampler: None,
         }
     }
 }
@@ -216,6 +278,26 @@ impl AgentConfig {
         if self.probe.timeout_ms == 0 {
             return invalid("probe.timeout_ms", "must be at least 1".into());
         }
+        if let Some(f) = &self.fabric {
+            if f.every.is_zero() {
+                return invalid("fabric.every", "must be longer than zero".into());
+            }
+            if f.keep.is_zero() {
+                return invalid("fabric.keep", "must be longer than zero".into());
+            }
+            if !(1..=60_000).contains(&f.timeout_ms) {
+                return invalid(
+                    "fabric.timeout_ms",
+                    format!("{} is outside 1..=60000", f.timeout_ms),
+                );
+            }
+            if f.retries > 20 {
+                return invalid("fabric.retries", format!("{} is above 20", f.retries));
+            }
+            if !(1..=1024).contains(&f.window) {
+                return invalid("fabric.window", format!("{} is outside 1..=1024", f.window));
+            }
+        }
         Ok(())
     }
 }
@@ -251,6 +333,41 @@ mod tests {
         assert_eq!(c.thresholds.pfc_high, 0.05);
         assert_eq!(c.thresholds.thp_low, Thresholds::default().thp_low);
         assert_eq!(c.probe.op, model::Op::Read);
+    }
+
+    #[test]
+    fn fabric_is_off_unless_its_table_is_there() {
+        assert_eq!(AgentConfig::parse("").unwrap().fabric, None);
+        let c = AgentConfig::parse("[fabric]\n").unwrap();
+        assert_eq!(c.fabric, Some(FabricConfig::default()));
+        let c = AgentConfig::parse(
+            "[fabric]\nports = \"/etc/hostping/host-1.ports\"\nevery = \"250ms\"\n\
+             ca = \"mlx5_0\"\nport = 1\nkeep = \"2h\"\nsampler = \"host-1\"\n",
+        )
+        .unwrap();
+        let f = c.fabric.unwrap();
+        assert_eq!(f.ports, Some(PathBuf::from("/etc/hostping/host-1.ports")));
+        assert_eq!(f.topology, None);
+        assert_eq!(f.every, Duration::from_millis(250));
+        assert_eq!((f.ca.as_deref(), f.port), (Some("mlx5_0"), 1));
+        assert_eq!(f.keep, Duration::from_secs(7200));
+        assert_eq!(f.sampler.as_deref(), Some("host-1"));
+        assert_eq!((f.timeout_ms, f.retries, f.window), (100, 2, 16));
+    }
+
+    #[test]
+    fn fabric_mistakes_are_named() {
+        for (text, key) in [
+            ("[fabric]\nevery = \"0s\"\n", "fabric.every"),
+            ("[fabric]\nkeep = \"0s\"\n", "fabric.keep"),
+            ("[fabric]\ntimeout_ms = 0\n", "fabric.timeout_ms"),
+            ("[fabric]\nwindow = 0\n", "fabric.window"),
+            ("[fabric]\nretries = 21\n", "fabric.retries"),
+            ("[fabric]\nport_list = \"x\"\n", "port_list"),
+        ] {
+            let e = AgentConfig::parse(text).unwrap_err().to_string();
+            assert!(e.contains(key), "{text:?}: {e}");
+        }
     }
 
     #[test]

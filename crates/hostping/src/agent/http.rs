@@ -8,6 +8,7 @@
 //! | `/api/status` | the agent: host, clock, runs stored, duty cycle, latest snapshot |
 //! | `/api/runs?limit=N&before=ID&trigger=T` | run summaries, newest first |
 //! | `/api/runs/{id}` | one run: trigger, snapshot, counters, the whole report |
+//! | `/api/fabric/sweeps?limit=N&before=ID` | switch-port sweeps (`[fabric]`), newest first, each with its ports |
 
 use super::Status;
 use axum::extract::{Path as UrlPath, Query, State};
@@ -102,11 +103,12 @@ fn router(shared: Shared) -> Router {
         .route("/api/status", get(status))
         .route("/api/runs", get(runs))
         .route("/api/runs/{id}", get(run))
+        .route("/api/fabric/sweeps", get(sweeps))
         .with_state(shared)
 }
 
 async fn index() -> &'static str {
-    "hostping agent\n  /metrics             Prometheus exposition\n  /api/status          agent status (JSON)\n  /api/runs            runs, newest first (?limit=N&before=ID&trigger=idle|pfc|drops)\n  /api/runs/{id}       one run with its report\n"
+    "hostping agent\n  /metrics             Prometheus exposition\n  /api/status          agent status (JSON)\n  /api/runs            runs, newest first (?limit=N&before=ID&trigger=idle|pfc|drops)\n  /api/runs/{id}       one run with its report\n  /api/fabric/sweeps   switch-port sweeps, newest first (?limit=N&before=ID)\n"
 }
 
 async fn metrics(State(s): State<Shared>) -> Response {
@@ -154,6 +156,23 @@ async fn run(State(s): State<Shared>, UrlPath(id): UrlPath<i64>) -> Response {
     with_store(&s, |store| match store.run(id) {
         Ok(Some(run)) => Json(run).into_response(),
         Ok(None) => error(StatusCode::NOT_FOUND, format!("no run {id}")),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    })
+}
+
+/// Query of `/api/fabric/sweeps`.
+#[derive(serde::Deserialize)]
+struct SweepsQuery {
+    limit: Option<u32>,
+    before: Option<i64>,
+}
+
+/// A sweep holds every port of the sampler (thousands on a large fabric): fewer per page
+/// than runs.
+async fn sweeps(State(s): State<Shared>, Query(q): Query<SweepsQuery>) -> Response {
+    let limit = q.limit.unwrap_or(10).min(100);
+    with_store(&s, |store| match store.sweeps(limit, q.before) {
+        Ok(sweeps) => Json(sweeps).into_response(),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     })
 }

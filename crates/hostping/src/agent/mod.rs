@@ -18,6 +18,9 @@ The clock is the backend's: a real host's monotonic clock, or the virtual host's
 clock, which the agent advances while it waits, `time_scale` times faster than the wall
 clock, so a day of cadence passes in seconds in tests and demos.
 
+With a `[fabric]` table the agent also sweeps switch ports on a third thread
+([`fabric`]), on the wall clock, every `fabric.every` (10 s).
+
 Nothing is lost on SIGTERM: the run in progress finishes and is stored, then the agent
 stops. A SIGKILL loses at most that run: each run is one transaction in a WAL database.
 */
@@ -27,6 +30,7 @@ pub mod bench;
 pub mod config;
 pub mod cost;
 pub mod duty;
+pub mod fabric;
 pub mod http;
 
 use crate::pipeline::CheckSettings;
