@@ -221,6 +221,15 @@ fn labels(pairs: &[(&str, &str)]) -> Labels {
         .collect()
 }
 
+/// The name of a switch of two-switches.net, the counters' `switch` label (DESIGN 4.4).
+fn switch_of(guid: &str) -> &'static str {
+    match guid {
+        LEAF_A => "leaf-a",
+        LEAF_B => "leaf-b",
+        other => panic!("no switch {other} in two-switches.net"),
+    }
+}
+
 /// The value text of the one series `name{pairs}`, if present.
 fn value(
     samples: &[(String, Labels, String)],
@@ -365,15 +374,23 @@ fn the_agent_serves_and_stores_what_the_switches_hold() {
                 .unwrap()
                 .1;
             assert_eq!(
-                value(&s, name, &[("guid", &guid), ("port", &port)]),
+                value(
+                    &s,
+                    name,
+                    &[
+                        ("guid", &guid),
+                        ("port", &port),
+                        ("switch", switch_of(&guid))
+                    ]
+                ),
                 Some(want.to_string()),
                 "{name} {guid}[{port}]"
             );
         }
     }
     // The counters set on the console, exactly.
-    let a7 = [("guid", LEAF_A), ("port", "7")];
-    let b2 = [("guid", LEAF_B), ("port", "2")];
+    let a7 = [("guid", LEAF_A), ("port", "7"), ("switch", "leaf-a")];
+    let b2 = [("guid", LEAF_B), ("port", "2"), ("switch", "leaf-b")];
     for (name, pairs, want) in [
         ("infiniband_switch_port_transmit_wait_total", a7, "1234"),
         ("infiniband_switch_port_symbol_error_total", a7, "7"),
@@ -570,11 +587,13 @@ fn a_silent_switch_gives_port_errors_and_the_agent_goes_on() {
             value(&s, "hostping_fabric_port_error", &b).as_deref(),
             Some("1")
         );
+        let b_counter = [("guid", LEAF_B), ("port", port), ("switch", "leaf-b")];
         assert_eq!(
-            value(&s, "infiniband_switch_port_transmit_wait_total", &b),
+            value(&s, "infiniband_switch_port_transmit_wait_total", &b_counter),
             None
         );
-        assert!(value(&s, "infiniband_switch_port_transmit_wait_total", &a).is_some());
+        let a_counter = [("guid", LEAF_A), ("port", port), ("switch", "leaf-a")];
+        assert!(value(&s, "infiniband_switch_port_transmit_wait_total", &a_counter).is_some());
         assert_eq!(value(&s, "hostping_fabric_port_error", &a), None);
     }
     // The names come from the topology file, silent switch included.

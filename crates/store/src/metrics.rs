@@ -427,7 +427,7 @@ impl Metrics {
         self.duty_cycle.set(duty_cycle);
     }
 
-    fn switch_ports(&mut self) -> &SwitchPortMetrics {
+    fn switch_ports(&mut self) -> &mut SwitchPortMetrics {
         let registry = &mut self.registry;
         self.switch_ports
             .get_or_insert_with(|| SwitchPortMetrics::register(registry))

@@ -11,9 +11,12 @@
 //! `uplink_guid`, `uplink_type`, `uplink_port`, `uplink_lid` (its `collectors/switch_test.go`
 //! shows the exposition). The exporter's example rules (`examples/infiniband.rules`) join
 //! the counters to the switch and peer names with `* on(guid,port) group_left(switch,
-//! host, uplink, uplink_port) infiniband_switch_uplink_info`, which is why the counters
-//! carry no `switch` label of their own (the exporter's first release had one; 0.1.0 moved
-//! it to the info series).
+//! host, uplink, uplink_port) infiniband_switch_uplink_info`. The exporter's counters carry
+//! no `switch` label of their own (its first release had one; 0.1.0 moved it to the info
+//! series), but hostping's contract (DESIGN 4.4) gives them `switch` too, the switch's
+//! NodeDescription (empty until the agent knows it): a query by switch name then needs no
+//! join, and the exporter's join still works, since it matches `on(guid,port)` and
+//! `group_left(switch, ...)` takes the same value from the info series.
 //!
 //! Of the exporter's 28 port counters these are the nine a sweep reads (DESIGN 4.4); the
 //! others (unicast/multicast packets, the rarer error counters) are absent, not zero.
@@ -24,6 +27,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A switch, for `infiniband_switch_info`.
@@ -62,6 +66,14 @@ pub struct UplinkInfo {
 struct PortLabels {
     guid: String,
     port: String,
+}
+
+/// The port counters' labels: the exporter's, and the switch's name (DESIGN 4.4).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CounterLabels {
+    guid: String,
+    port: String,
+    switch: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -132,7 +144,9 @@ const COUNTERS: [(&str, &str); 9] = [
 /// time the agent reports a sweep or a topology (an agent without `[fabric]` has none).
 #[derive(Debug)]
 pub(crate) struct SwitchPortMetrics {
-    counters: [Family<PortLabels, Counter>; 9],
+    counters: [Family<CounterLabels, Counter>; 9],
+    /// NodeDescription by GUID, from the latest topology, for the counters' `switch` label.
+    names: HashMap<u64, String>,
     switch_info: Family<SwitchLabels, Gauge>,
     uplink_info: Family<UplinkLabels, Gauge>,
     port_error: Family<PortLabels, Gauge>,
@@ -149,6 +163,7 @@ impl SwitchPortMetrics {
     pub(crate) fn register(r: &mut Registry) -> SwitchPortMetrics {
         let m = SwitchPortMetrics {
             counters: Default::default(),
+            names: HashMap::new(),
             switch_info: Family::default(),
             uplink_info: Family::default(),
             port_error: Family::default(),
@@ -230,6 +245,11 @@ impl SwitchPortMetrics {
             };
             match &p.counters {
                 Some(c) => {
+                    let labels = CounterLabels {
+                        guid: labels.guid,
+                        port: labels.port,
+                        switch: self.names.get(&p.guid).cloned().unwrap_or_default(),
+                    };
                     for (family, (_, value)) in self.counters.iter().zip(c.fields()) {
                         // The switch's own total, set as it is: a reset by the switch (or
                         // `perfquery -R`) shows as a counter reset, as with the exporter.
@@ -262,7 +282,8 @@ impl SwitchPortMetrics {
     }
 
     /// Replaces the info series by these.
-    pub(crate) fn observe_topology(&self, switches: &[SwitchInfo], uplinks: &[UplinkInfo]) {
+    pub(crate) fn observe_topology(&mut self, switches: &[SwitchInfo], uplinks: &[UplinkInfo]) {
+        self.names = switches.iter().map(|s| (s.guid, s.name.clone())).collect();
         self.switch_info.clear();
         for s in switches {
             self.switch_info

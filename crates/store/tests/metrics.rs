@@ -680,6 +680,15 @@ fn without_a_sweep_there_is_no_switch_series() {
 #[test]
 fn a_sweep_is_exposed_under_the_exporters_names_and_labels() {
     let mut m = Metrics::new("dgx-a100", "measured");
+    // leaf-a's name is known from the topology, leaf-b's is not.
+    m.observe_switches(
+        &[SwitchInfo {
+            guid: LEAF_A,
+            lid: 1,
+            name: "leaf-a".into(),
+        }],
+        &[],
+    );
     // Values past 2^53 must come out exact: a switch's byte counters get there.
     let big = [(1 << 60) + 3, (1 << 53) + 1, 3, 4, 1234, 7, 2, 11, 5];
     let small = [10, 20, 30, 40, 0, 0, 0, 0, 0];
@@ -693,8 +702,16 @@ fn a_sweep_is_exposed_under_the_exporters_names_and_labels() {
     ));
     let text = m.encode();
     let e = Exposition::of(&m);
-    let a7 = [("guid", "0x0000000000200000"), ("port", "7")];
-    let a8 = [("guid", "0x0000000000200000"), ("port", "8")];
+    let a7 = [
+        ("guid", "0x0000000000200000"),
+        ("port", "7"),
+        ("switch", "leaf-a"),
+    ];
+    let a8 = [
+        ("guid", "0x0000000000200000"),
+        ("port", "8"),
+        ("switch", "leaf-a"),
+    ];
     let b2 = [("guid", "0xe41d2d0300123456"), ("port", "2")];
     for (i, (name, _)) in EXPORTER_COUNTERS.iter().enumerate() {
         let family = name.strip_suffix("_total").unwrap();
@@ -703,14 +720,15 @@ fn a_sweep_is_exposed_under_the_exporters_names_and_labels() {
             Some("counter"),
             "{name}"
         );
-        // Exactly the exporter's label set, {guid, port}, on exactly the answered ports.
+        // The exporter's label set, {guid, port}, and the switch's name (DESIGN 4.4), on
+        // exactly the answered ports.
         let mut series = e.series(name);
         series.sort();
         assert_eq!(series, [labels(&a7), labels(&a8)], "{name}");
         assert_eq!(e.value(name, &a8), small[i] as f64, "{name}");
         assert_eq!(e.get(name, &b2), None, "{name}: a silent port has no value");
         let line = format!(
-            "{name}{{guid=\"0x0000000000200000\",port=\"7\"}} {}\n",
+            "{name}{{guid=\"0x0000000000200000\",port=\"7\",switch=\"leaf-a\"}} {}\n",
             big[i]
         );
         assert!(text.contains(&line), "{line:?} not in\n{text}");
@@ -754,8 +772,17 @@ fn the_next_sweep_replaces_the_port_series_and_sets_totals_not_sums() {
         ],
     ));
     let e = Exposition::of(&m);
-    let a7 = [("guid", "0x0000000000200000"), ("port", "7")];
-    let b2 = [("guid", "0xe41d2d0300123456"), ("port", "2")];
+    // No topology seen: the counters' switch label is empty.
+    let a7 = [
+        ("guid", "0x0000000000200000"),
+        ("port", "7"),
+        ("switch", ""),
+    ];
+    let b2 = [
+        ("guid", "0xe41d2d0300123456"),
+        ("port", "2"),
+        ("switch", ""),
+    ];
     for (i, (name, _)) in EXPORTER_COUNTERS.iter().enumerate() {
         assert_eq!(
             e.value(name, &a7),
@@ -785,7 +812,7 @@ fn the_next_sweep_replaces_the_port_series_and_sets_totals_not_sums() {
             "{name}: leaf-a's series are gone"
         );
     }
-    assert_eq!(e.series("hostping_fabric_port_error"), [labels(&a7)]);
+    assert_eq!(e.series("hostping_fabric_port_error"), [labels(&a7[..2])]);
     assert_eq!(e.value("hostping_fabric_sweep_failures_total", &[]), 1.0);
     assert_eq!(e.value("hostping_fabric_store_errors_total", &[]), 1.0);
     assert_eq!(e.value("hostping_fabric_sweeps_total", &[]), 3.0);
