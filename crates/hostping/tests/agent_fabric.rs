@@ -12,7 +12,8 @@
 
 mod common;
 
-use common::{hostping, http_get, stderr, temp_dir};
+use common::ibsim::{self, have_ibsim};
+use common::{hostping, http_get, stderr, temp_dir, wait_until_serving};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -23,32 +24,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use store::{Store, StoredSweep};
 
-const RUN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/ibsim/run.sh");
-const PRELOAD: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
-
 const LEAF_A: &str = "0x0000000000200000";
 const LEAF_B: &str = "0x0000000000200001";
-
-fn have_ibsim() -> bool {
-    let found = ["ibsim", "opensm", "ibnetdiscover"].iter().all(|p| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {p}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    }) && Path::new(PRELOAD).exists();
-    if found {
-        return true;
-    }
-    assert!(
-        std::env::var_os("HOSTPING_REQUIRE_IBSIM").is_none(),
-        "HOSTPING_REQUIRE_IBSIM is set but ibsim, opensm, ibnetdiscover or {PRELOAD} is missing \
-         (apt-get install ibsim-utils libumad2sim0 opensm infiniband-diags)"
-    );
-    eprintln!(
-        "skipped: no ibsim (apt-get install ibsim-utils libumad2sim0 opensm infiniband-diags)"
-    );
-    false
-}
 
 /// An agent on a virtual dgx-a100 whose `[fabric]` sampler talks to ibsim.
 struct FabricAgent {
@@ -66,21 +43,15 @@ impl FabricAgent {
     /// folder of `config` (libumad2sim keeps a `sys-PID` tree in the working folder while a
     /// process runs, and leaves it behind when the process is killed).
     fn start(console: &[&str], config: &Path, db: &Path) -> FabricAgent {
-        let mut c = Command::new(RUN);
-        c.current_dir(config.parent().unwrap());
-        for line in console {
-            c.args(["--console", line]);
-        }
-        let mut child = c
-            .args(["--", "bash", "-c"])
+        let mut child = ibsim::run_on("two-switches.net", console)
+            .current_dir(config.parent().unwrap())
+            .args(["bash", "-c"])
             .arg(format!(
                 "echo $$; exec \"$HOSTPING\" agent --sim dgx-a100 --config {} --db {} \
                  --listen 127.0.0.1:0",
                 config.display(),
                 db.display()
             ))
-            .env("HOSTPING", env!("CARGO_BIN_EXE_hostping"))
-            .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -94,31 +65,12 @@ impl FabricAgent {
             .trim()
             .parse()
             .unwrap_or_else(|_| panic!("no pid from run.sh: {first:?}"));
-        let (tx, rx) = mpsc::channel();
-        let err = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut lines = Vec::new();
-        let deadline = Instant::now() + Duration::from_secs(90);
-        let addr = loop {
-            let line = rx
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .unwrap_or_else(|_| panic!("agent did not start: {}", lines.join("\n")));
-            lines.push(line.clone());
-            if let Some(rest) = line.split("serving http://").nth(1) {
-                break rest.split('/').next().unwrap().parse().unwrap();
-            }
-        };
+        let (stderr, lines, addr) = wait_until_serving(&mut child, Duration::from_secs(90));
         FabricAgent {
             child,
             pid,
             addr,
-            stderr: rx,
+            stderr,
             lines,
         }
     }
@@ -531,10 +483,9 @@ fn a_silent_switch_gives_port_errors_and_the_agent_goes_on() {
     let dir = temp_dir("agent-fabric-silent");
     let topo = dir.join("fabric.topo");
     // The topology comes from a healthy fabric; then leaf-b loses every MAD.
-    let o = Command::new(RUN)
+    let o = ibsim::run_on("two-switches.net", &[])
         .current_dir(&dir)
         .args([
-            "--",
             "bash",
             "-c",
             &format!(
@@ -542,7 +493,6 @@ fn a_silent_switch_gives_port_errors_and_the_agent_goes_on() {
                 topo.display()
             ),
         ])
-        .env("HOSTPING", env!("CARGO_BIN_EXE_hostping"))
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));

@@ -7,36 +7,12 @@
 
 mod common;
 
+use common::ibsim::{self, have_ibsim, NETS};
 use common::{hostping, stderr, stdout, temp_dir};
 use rdma::subnet::{topofile, Subnet};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
-
-const RUN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/ibsim/run.sh");
-const NETS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/ibsim/nets");
-const PRELOAD: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
-
-fn have_ibsim() -> bool {
-    let found = ["ibsim", "opensm", "ibnetdiscover"].iter().all(|p| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {p}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    }) && Path::new(PRELOAD).exists();
-    if found {
-        return true;
-    }
-    assert!(
-        std::env::var_os("HOSTPING_REQUIRE_IBSIM").is_none(),
-        "HOSTPING_REQUIRE_IBSIM is set but ibsim, opensm, ibnetdiscover or {PRELOAD} is missing \
-         (apt-get install ibsim-utils libumad2sim0 opensm infiniband-diags)"
-    );
-    eprintln!(
-        "skipped: no ibsim (apt-get install ibsim-utils libumad2sim0 opensm infiniband-diags)"
-    );
-    false
-}
 
 /// Runs `script` (bash) against a fresh simulated fabric of two-switches.net, after `console`
 /// commands; `$HOSTPING` is the binary.
@@ -46,14 +22,8 @@ fn on_fabric(console: &[&str], script: &str) -> Output {
 
 /// [`on_fabric`] on another net file of scripts/ibsim/nets.
 fn on_net(net: &str, console: &[&str], script: &str) -> Output {
-    let mut c = Command::new(RUN);
-    c.args(["--net", &format!("{NETS}/{net}")]);
-    for line in console {
-        c.args(["--console", line]);
-    }
-    c.args(["--", "bash", "-c", script])
-        .env("HOSTPING", env!("CARGO_BIN_EXE_hostping"))
-        .env("NO_COLOR", "1")
+    ibsim::run_on(net, console)
+        .args(["bash", "-c", script])
         .output()
         .expect("scripts/ibsim/run.sh runs")
 }

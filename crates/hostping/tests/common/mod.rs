@@ -9,6 +9,8 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+pub mod ibsim;
+
 /// A per-test folder, emptied first.
 pub fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("hostping-test-{}-{name}", std::process::id()));
@@ -80,6 +82,22 @@ fn spawn(db: &Path, args: &[&str]) -> Agent {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let (stderr, lines, addr) = wait_until_serving(&mut child, Duration::from_secs(60));
+    Agent {
+        child,
+        addr,
+        db: db.to_path_buf(),
+        stderr,
+        lines,
+    }
+}
+
+/// Reads an agent's stderr on a thread of its own until it says where it serves (within
+/// `timeout`): the lines to come, the lines so far, and the address.
+pub fn wait_until_serving(
+    child: &mut Child,
+    timeout: Duration,
+) -> (mpsc::Receiver<String>, Vec<String>, SocketAddr) {
     let (tx, rx) = mpsc::channel();
     let err = child.stderr.take().unwrap();
     std::thread::spawn(move || {
@@ -90,7 +108,7 @@ fn spawn(db: &Path, args: &[&str]) -> Agent {
         }
     });
     let mut lines = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + timeout;
     let addr = loop {
         let line = rx
             .recv_timeout(deadline.saturating_duration_since(Instant::now()))
@@ -100,13 +118,7 @@ fn spawn(db: &Path, args: &[&str]) -> Agent {
             break rest.split('/').next().unwrap().parse().unwrap();
         }
     };
-    Agent {
-        child,
-        addr,
-        db: db.to_path_buf(),
-        stderr: rx,
-        lines,
-    }
+    (rx, lines, addr)
 }
 
 impl Agent {
