@@ -28,6 +28,7 @@ pub mod odp_bench;
 pub mod odp_model;
 pub mod report;
 pub mod snapshot;
+pub mod switch_port;
 pub mod thresholds;
 pub mod topology;
 

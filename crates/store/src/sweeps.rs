@@ -10,46 +10,7 @@ use rusqlite::{params, Row, TransactionBehavior};
 use serde::{Serialize, Serializer};
 use std::time::Duration;
 
-/// A switch port's counters as one sweep read them: the switch's own totals (not deltas),
-/// data in bytes (the MADs count 4-byte words).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub struct SwitchPortCounters {
-    /// PortXmitData, bytes.
-    pub xmit_data_bytes: u64,
-    /// PortRcvData, bytes.
-    pub rcv_data_bytes: u64,
-    /// PortXmitPkts.
-    pub xmit_pkts: u64,
-    /// PortRcvPkts.
-    pub rcv_pkts: u64,
-    /// PortXmitWait (ticks in which the port had data to send and no credits).
-    pub xmit_wait: u64,
-    /// SymbolErrorCounter.
-    pub symbol_errors: u64,
-    /// LinkDownedCounter.
-    pub link_downed: u64,
-    /// PortRcvErrors.
-    pub rcv_errors: u64,
-    /// PortXmitDiscards.
-    pub xmit_discards: u64,
-}
-
-impl SwitchPortCounters {
-    /// Each counter with its column (and JSON) name, in column order.
-    pub fn fields(&self) -> [(&'static str, u64); 9] {
-        [
-            ("xmit_data_bytes", self.xmit_data_bytes),
-            ("rcv_data_bytes", self.rcv_data_bytes),
-            ("xmit_pkts", self.xmit_pkts),
-            ("rcv_pkts", self.rcv_pkts),
-            ("xmit_wait", self.xmit_wait),
-            ("symbol_errors", self.symbol_errors),
-            ("link_downed", self.link_downed),
-            ("rcv_errors", self.rcv_errors),
-            ("xmit_discards", self.xmit_discards),
-        ]
-    }
-}
+pub use model::switch_port::{guid_text, SwitchPortCounters};
 
 /// One switch port in one sweep.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -99,11 +60,6 @@ pub struct StoredSweep {
     /// The sweep.
     #[serde(flatten)]
     pub sweep: FabricSweep,
-}
-
-/// A GUID as DESIGN 4.4 writes it, and as the `guid` column holds it.
-pub fn guid_text(guid: u64) -> String {
-    format!("0x{guid:016x}")
 }
 
 fn guid_json<S: Serializer>(guid: &u64, s: S) -> Result<S::Ok, S::Error> {

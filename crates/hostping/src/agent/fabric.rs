@@ -32,10 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use store::{
-    FabricSweep, Metrics, Store, StoreError, SwitchInfo, SwitchPortCounters, SwitchPortSample,
-    UplinkInfo,
-};
+use store::{FabricSweep, Metrics, Store, StoreError, SwitchInfo, SwitchPortSample, UplinkInfo};
 
 /// Why the sampler cannot start. Each message names the file or the database.
 #[derive(Debug, thiserror::Error)]
@@ -373,17 +370,7 @@ fn port_record(p: &PortSample) -> SwitchPortSample {
         lid: p.lid,
         port: p.port,
         at_unix_ns: p.at_unix_ns,
-        counters: p.counters.map(|c| SwitchPortCounters {
-            xmit_data_bytes: c.xmit_data_bytes,
-            rcv_data_bytes: c.rcv_data_bytes,
-            xmit_pkts: c.xmit_pkts,
-            rcv_pkts: c.rcv_pkts,
-            xmit_wait: c.xmit_wait,
-            symbol_errors: c.symbol_errors,
-            link_downed: c.link_downed,
-            rcv_errors: c.rcv_errors,
-            xmit_discards: c.xmit_discards,
-        }),
+        counters: p.counters,
         error: p.error.clone(),
     }
 }
@@ -448,6 +435,7 @@ fn names(subnet: &Subnet, ports: &[SamplePort]) -> (Vec<SwitchInfo>, Vec<UplinkI
 #[cfg(test)]
 mod tests {
     use super::*;
+    use store::SwitchPortCounters;
 
     const TWO_SWITCHES: &str = include_str!("../../../rdma/testdata/subnet/two-switches.topo");
 
@@ -502,7 +490,7 @@ mod tests {
                     lid: 2,
                     port: 3,
                     at_unix_ns: 13,
-                    counters: Some(rdma::subnet::sample::PortCounterValues {
+                    counters: Some(SwitchPortCounters {
                         xmit_data_bytes: 1,
                         rcv_data_bytes: 2,
                         xmit_pkts: 3,

@@ -122,10 +122,7 @@ pub struct Subnet {
     pub errors: Vec<String>,
 }
 
-/// A GUID as DESIGN 4.4 writes it: `0x` and 16 lower-case hex digits.
-pub fn guid_text(guid: u64) -> String {
-    format!("0x{guid:016x}")
-}
+pub use model::switch_port::guid_text;
 
 impl Subnet {
     /// The node with `guid`.

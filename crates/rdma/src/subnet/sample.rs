@@ -19,6 +19,7 @@ use crate::mad::perf::{
 use crate::mad::{MadPacket, MAD_LEN};
 use crate::umad::rpc::{exchange, exchange_in_order, Failure, Request, Settings};
 use crate::umad::{Address, Agent, Port, UmadError};
+pub use model::switch_port::SwitchPortCounters;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -34,29 +35,6 @@ pub struct SamplePort {
     pub port: u8,
 }
 
-/// A port's counters, data in bytes (the MADs count 4-byte words).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub struct PortCounterValues {
-    /// PortXmitData, bytes.
-    pub xmit_data_bytes: u64,
-    /// PortRcvData, bytes.
-    pub rcv_data_bytes: u64,
-    /// PortXmitPkts.
-    pub xmit_pkts: u64,
-    /// PortRcvPkts.
-    pub rcv_pkts: u64,
-    /// PortXmitWait.
-    pub xmit_wait: u64,
-    /// SymbolErrorCounter.
-    pub symbol_errors: u64,
-    /// LinkDownedCounter.
-    pub link_downed: u64,
-    /// PortRcvErrors.
-    pub rcv_errors: u64,
-    /// PortXmitDiscards.
-    pub xmit_discards: u64,
-}
-
 /// One port in one sweep.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PortSample {
@@ -70,7 +48,7 @@ pub struct PortSample {
     /// When its answer arrived, ns since the Unix epoch.
     pub at_unix_ns: u64,
     /// The counters; `None` when the port did not answer.
-    pub counters: Option<PortCounterValues>,
+    pub counters: Option<SwitchPortCounters>,
     /// 32-bit counters that have stopped at their maximum.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub saturated: Vec<&'static str>,
@@ -291,7 +269,7 @@ impl Answers {
 
     /// The port's counters and its saturated 32-bit counters, once every answer `reading`
     /// needs is in.
-    fn counters(&self, reading: Reading) -> Option<(PortCounterValues, Vec<&'static str>)> {
+    fn counters(&self, reading: Reading) -> Option<(SwitchPortCounters, Vec<&'static str>)> {
         let data = |w: &PortCountersExtendedRepr| {
             (
                 dwords_to_bytes(w.xmit_data_dwords),
@@ -300,7 +278,7 @@ impl Answers {
                 w.rcv_pkts,
             )
         };
-        let from_narrow = |n: &PortCountersRepr| PortCounterValues {
+        let from_narrow = |n: &PortCountersRepr| SwitchPortCounters {
             xmit_data_bytes: dwords_to_bytes(u64::from(n.xmit_data_dwords)),
             rcv_data_bytes: dwords_to_bytes(u64::from(n.rcv_data_dwords)),
             xmit_pkts: u64::from(n.xmit_pkts),
@@ -326,7 +304,7 @@ impl Answers {
             Reading::Wide => {
                 let (w, e) = self.wide.as_ref()?;
                 let (xmit_data_bytes, rcv_data_bytes, xmit_pkts, rcv_pkts) = data(w);
-                let c = PortCounterValues {
+                let c = SwitchPortCounters {
                     xmit_data_bytes,
                     rcv_data_bytes,
                     xmit_pkts,
@@ -445,7 +423,7 @@ mod tests {
         let (c, saturated) = a.counters(Reading::Wide).unwrap();
         assert_eq!(
             c,
-            PortCounterValues {
+            SwitchPortCounters {
                 xmit_data_bytes: 4 * (5 << 32),
                 rcv_data_bytes: 12,
                 xmit_pkts: 11,

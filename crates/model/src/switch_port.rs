@@ -1,0 +1,70 @@
+//! Switch-port counters as a sampler reads them (DESIGN 4.4): the values the umad sampler
+//! produces (`rdma::subnet::sample`), the agent stores (`store`) and serves, one type for all.
+
+use serde::Serialize;
+
+/// A switch port's counters as one sweep read them: the switch's own totals (not deltas),
+/// data in bytes (the MADs count 4-byte words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct SwitchPortCounters {
+    /// PortXmitData, bytes.
+    pub xmit_data_bytes: u64,
+    /// PortRcvData, bytes.
+    pub rcv_data_bytes: u64,
+    /// PortXmitPkts.
+    pub xmit_pkts: u64,
+    /// PortRcvPkts.
+    pub rcv_pkts: u64,
+    /// PortXmitWait (ticks in which the port had data to send and no credits).
+    pub xmit_wait: u64,
+    /// SymbolErrorCounter.
+    pub symbol_errors: u64,
+    /// LinkDownedCounter.
+    pub link_downed: u64,
+    /// PortRcvErrors.
+    pub rcv_errors: u64,
+    /// PortXmitDiscards.
+    pub xmit_discards: u64,
+}
+
+impl SwitchPortCounters {
+    /// Each counter with its JSON (and database column) name, in DESIGN 4.4's order.
+    pub fn fields(&self) -> [(&'static str, u64); 9] {
+        [
+            ("xmit_data_bytes", self.xmit_data_bytes),
+            ("rcv_data_bytes", self.rcv_data_bytes),
+            ("xmit_pkts", self.xmit_pkts),
+            ("rcv_pkts", self.rcv_pkts),
+            ("xmit_wait", self.xmit_wait),
+            ("symbol_errors", self.symbol_errors),
+            ("link_downed", self.link_downed),
+            ("rcv_errors", self.rcv_errors),
+            ("xmit_discards", self.xmit_discards),
+        ]
+    }
+}
+
+/// A GUID as DESIGN 4.4 writes it: `0x` and 16 lower-case hex digits.
+pub fn guid_text(guid: u64) -> String {
+    format!("0x{guid:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_follow_the_json_names() {
+        let c = SwitchPortCounters {
+            xmit_data_bytes: 1,
+            xmit_discards: 9,
+            ..Default::default()
+        };
+        let json = serde_json::to_value(c).unwrap();
+        for (name, value) in c.fields() {
+            assert_eq!(json[name], value, "{name}");
+        }
+        assert_eq!(json.as_object().unwrap().len(), 9);
+        assert_eq!(guid_text(0x200000), "0x0000000000200000");
+    }
+}
