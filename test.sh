@@ -28,6 +28,9 @@ scripts/guest/setup.sh --kernel odp
 # A real Prometheus server (Debian's package) scrapes the agent in
 # crates/hostping/tests/prometheus.rs (the test starts its own server on a free port).
 command -v prometheus >/dev/null 2>&1 || apt_install prometheus
+# PostgreSQL's server binaries for crates/hostping/tests/collector.rs (each test initdb's a
+# throw-away cluster in a temporary folder, as `nobody` when run as root, on a free port).
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || apt_install postgresql
 # An InfiniBand management stack on a simulated fabric for the umad test below and for
 # crates/hostping/tests/fabric_switches.rs and agent_fabric.rs (in the workspace tests,
 # required by HOSTPING_REQUIRE_IBSIM): ibsim, libibumad redirected to it (libumad2sim),
@@ -42,6 +45,7 @@ if ! command -v slurmctld >/dev/null 2>&1 || ! command -v slurmd >/dev/null 2>&1
     apt_install slurm-wlm munge
 fi
 export HOSTPING_REQUIRE_VERBS_HEADERS=1 HOSTPING_REQUIRE_PROMETHEUS=1 HOSTPING_REQUIRE_IBSIM=1
+export HOSTPING_REQUIRE_POSTGRES=1
 cargo test --workspace --locked
 # A fabric sweep on a real one-node Slurm: a job array of `hostping fabric sim` runs and the
 # dependent merge job (scripts/slurm/, about 10 s). The daemons run as root.

@@ -122,6 +122,15 @@ pub enum Command {
     ///   curl -s localhost:9469/api/runs | jq '.[0]'
     #[command(verbatim_doc_comment)]
     Agent(AgentArgs),
+    /// The fleet's collector: agents push their runs (POST /api/runs with a per-host bearer
+    /// token); it stores them in PostgreSQL and serves GET /api/hosts and
+    /// GET /api/hosts/{host}/runs?limit=N (DESIGN 4.5, docs/fleet.md).
+    ///
+    /// Examples:
+    ///   hostping collector --database postgres://hostping@localhost:5432/hostping --tokens /etc/hostping/tokens
+    ///   curl -s localhost:9470/api/hosts | jq .
+    #[command(verbatim_doc_comment)]
+    Collector(CollectorArgs),
     /// Benchmarks: the scenario suite with accuracy and false alarms, the CPU cost of a
     /// check, the agent's own cost, or the time of a counter snapshot.
     #[command(subcommand)]
@@ -191,6 +200,40 @@ pub struct AgentArgs {
     /// Stop after this much time on the agent's clock (virtual time with --sim), e.g. 1h.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub run_for: Option<std::time::Duration>,
+    /// The fleet collector, http://HOST:PORT: every finished run is queued in the database
+    /// and sent there, and kept until the collector has stored it (docs/fleet.md).
+    #[arg(long, value_name = "URL", requires = "token")]
+    pub collector: Option<String>,
+    /// This host's token for the collector (a line "NAME TOKEN" of its tokens file).
+    #[arg(long, value_name = "TOKEN", requires = "collector")]
+    pub token: Option<String>,
+    /// This host's name in the fleet. Default: the hostname, or the model name with --sim.
+    #[arg(long, value_name = "NAME", requires = "collector")]
+    pub name: Option<String>,
+    /// The most runs kept waiting for the collector; past it the oldest are dropped unsent
+    /// (they stay in the database), counted in hostping_outbox_dropped_total.
+    #[arg(long, value_name = "RUNS", default_value_t = 10_000)]
+    pub outbox_cap: u32,
+}
+
+/// `hostping collector`.
+#[derive(Debug, Args)]
+pub struct CollectorArgs {
+    /// The PostgreSQL database, postgres://USER@HOST:PORT/DB (a password may follow USER
+    /// as USER:PASSWORD, or come from a ?password= parameter). The schema is created or
+    /// migrated at start.
+    #[arg(long, value_name = "URL")]
+    pub database: String,
+    /// Address of the API.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9470")]
+    pub listen: std::net::SocketAddr,
+    /// The agents' tokens, one "HOST TOKEN" per line (# comments); only their SHA-256
+    /// digests are kept. Without it every run is refused.
+    #[arg(long, value_name = "FILE")]
+    pub tokens: Option<PathBuf>,
+    /// The most a pushed run may weigh, in bytes (413 above it).
+    #[arg(long, value_name = "BYTES", default_value_t = crate::collector::DEFAULT_MAX_BODY)]
+    pub max_body: usize,
 }
 
 /// Output formats.

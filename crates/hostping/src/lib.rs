@@ -19,6 +19,7 @@ pub mod agent;
 pub mod baseline;
 pub mod bench;
 pub mod cli;
+pub mod collector;
 pub mod fabric;
 pub mod host;
 pub mod iotlb;

@@ -7,8 +7,8 @@ use hostping::agent::config::AgentConfig;
 use hostping::agent::{self, Agent, Status, Stop};
 use hostping::bench;
 use hostping::cli::{
-    AgentArgs, BaselineArgs, BenchCommand, CheckArgs, Cli, Command, CountersArgs, Format, LintArgs,
-    TopologyArgs,
+    AgentArgs, BaselineArgs, BenchCommand, CheckArgs, Cli, CollectorArgs, Command, CountersArgs,
+    Format, LintArgs, TopologyArgs,
 };
 use hostping::host::{Host, HostOptions, ProbeOptions};
 use hostping::iotlb;
@@ -39,6 +39,7 @@ fn main() -> ExitCode {
         Command::Lint(args) => lint(args),
         Command::OdpBench(args) => hostping::odp_bench::run(&args).map(|()| Outcome::Healthy),
         Command::Agent(args) => agent_command(args),
+        Command::Collector(args) => collector_command(args),
         Command::Bench(cmd) => bench_command(cmd),
         Command::Fabric(cmd) => hostping::fabric::run(cmd).map(|congested| {
             if congested {
@@ -441,7 +442,10 @@ fn agent_command(args: AgentArgs) -> Result<Outcome> {
     let mut backend =
         host.into_agent_backend(baseline, &probe, &latency, args.time_scale, &args.schedule)?;
     let db = &config.agent.database;
-    let store = store::Store::open(db)?;
+    let mut store = store::Store::open(db)?;
+    if args.collector.is_some() {
+        store.queue_for_collector(args.outbox_cap);
+    }
     let host_name = match backend.host() {
         Some(h) => h.name.clone(),
         None => "(no RDMA device)".to_string(),
@@ -477,6 +481,30 @@ fn agent_command(args: AgentArgs) -> Result<Outcome> {
         )?),
         None => None,
     };
+    let sender = match (&args.collector, &args.token) {
+        (Some(url), Some(token)) => {
+            let name = match (&args.name, &args.host.sim) {
+                (Some(name), _) => name.clone(),
+                (None, Some(_)) => host_name.clone(),
+                (None, None) => {
+                    agent::hostname().context("cannot read the hostname; give --name")?
+                }
+            };
+            eprintln!("hostping agent: sending runs to {url} as {name}");
+            let target = agent::outbox::CollectorTarget {
+                url: url.clone(),
+                token: token.clone(),
+                host: name,
+            };
+            Some(agent::outbox::start(
+                target,
+                db.clone(),
+                metrics.clone(),
+                |line| eprintln!("hostping agent: {line}"),
+            )?)
+        }
+        _ => None,
+    };
     let mut log = |line: &str| eprintln!("hostping agent: {line}");
     let mut agent = Agent::new(backend.as_mut(), &config, store, metrics, status, &mut log)?;
     let stored = agent.run(&stop, args.run_for.map(|d| d.as_nanos() as u64));
@@ -485,12 +513,28 @@ fn agent_command(args: AgentArgs) -> Result<Outcome> {
         stop.stop();
         fabric.join();
     }
+    if let Some(sender) = sender {
+        sender.finish();
+    }
     server.shutdown();
     signals.close();
     eprintln!(
         "hostping agent: stopped; {stored} runs stored in {}",
         db.display()
     );
+    Ok(Outcome::Healthy)
+}
+
+fn collector_command(args: CollectorArgs) -> Result<Outcome> {
+    let config = hostping::collector::CollectorConfig {
+        database: args.database,
+        listen: args.listen,
+        tokens: args.tokens,
+        max_body: args.max_body,
+    };
+    hostping::collector::run(&config, |addr| {
+        eprintln!("hostping collector: serving http://{addr}/api/runs and /api/hosts")
+    })?;
     Ok(Outcome::Healthy)
 }
 

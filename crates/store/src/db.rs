@@ -195,6 +195,11 @@ impl Default for RunQuery {
 pub struct Store {
     pub(crate) conn: Connection,
     pub(crate) path: PathBuf,
+    /// When set ([`Store::queue_for_collector`]), each inserted run also enters the outbox,
+    /// which keeps at most this many runs.
+    pub(crate) outbox_cap: Option<u32>,
+    /// Runs this connection pushed out of a full outbox.
+    pub(crate) outbox_dropped: u64,
 }
 
 /// Attaches the file and the operation to an SQLite error.
@@ -311,6 +316,8 @@ impl Store {
         let store = Store {
             conn,
             path: path.to_owned(),
+            outbox_cap: None,
+            outbox_dropped: 0,
         };
         store
             .conn
@@ -487,7 +494,12 @@ impl Store {
                     .ctx(&path, format!("insert run: diagnosis {}", d.cause.as_str()))?;
             }
         }
+        let dropped = match self.outbox_cap {
+            Some(cap) => crate::outbox::enqueue(&tx, &path, id, run.started_unix_ms, cap)?,
+            None => 0,
+        };
         tx.commit().ctx(&path, "insert run: commit")?;
+        self.outbox_dropped += dropped;
         Ok(id)
     }
 

@@ -31,7 +31,7 @@ batches; batch *i* takes the schema from version *i* to *i + 1* and is applied i
 transaction together with the version bump. A database from a newer hostping (a version
 above [`SCHEMA_VERSION`]) is refused, never touched.
 
-## Schema (version 3)
+## Schema (version 4)
 
 Each run is stored twice: whole, as the JSON the agent handed in (`runs.report`,
 `runs.snapshot`, `runs.counters`), which is what [`Store::run`] and
@@ -75,11 +75,16 @@ Each run is stored twice: whole, as the JSON the agent handed in (`runs.report`,
 | | `at_unix_ns` | INTEGER | when its answer arrived (0: none did) |
 | | `xmit_data_bytes`, `rcv_data_bytes`, `xmit_pkts`, `rcv_pkts`, `xmit_wait`, `symbol_errors`, `link_downed`, `rcv_errors`, `xmit_discards` | INTEGER or NULL | the switch's totals; all NULL when the port did not answer |
 | | `error` | TEXT or NULL | why there are no counters |
+| `outbox` | `run_id` | INTEGER PK | a run not yet acknowledged by the fleet collector (v4) |
+| | `queued_unix_ms` | INTEGER | the run's start |
+| | `attempts`, `last_error` | INTEGER, TEXT or NULL | failed deliveries so far, and the last reason |
 
 Indexes: `runs(trigger, id)` (v1; trigger filter), `runs(host, id)` (v2;
 [`Store::recent_reports`]), `paths(rnic, endpoint, run_id)` (v2; one path's history),
 `fabric_sweeps(start_unix_ns)` (v3; retention), `fabric_ports(guid, port, sweep_id)` (v3;
-one port's history). Child rows reference `runs(id)` / `fabric_sweeps(id)` `ON DELETE
+one port's history). With [`Store::queue_for_collector`], [`Store::insert_run`] also queues
+the run in `outbox` in its transaction and drops the oldest queued runs beyond the cap
+(they stay in `runs`). Child rows reference `runs(id)` / `fabric_sweeps(id)` `ON DELETE
 CASCADE`. Runs are never deleted; [`Store::insert_sweep`] deletes, in the sweep's
 transaction, the sweeps that started more than its `keep` before it. Unsigned clocks are stored as SQLite
 integers and must fit in `i64` (292 years of nanoseconds).
@@ -114,6 +119,9 @@ The agent identity is an info metric, not labels on every series: join with
 | `hostping_agent_resident_memory_bytes` | gauge | | [`Metrics::observe_self`] |
 | `hostping_agent_probe_duty_cycle` | gauge | | [`Metrics::observe_self`] (0..1) |
 | `hostping_store_errors_total` | counter | | [`Metrics::observe_self`] |
+| `hostping_outbox_runs` | gauge | | runs waiting for the fleet collector ([`Metrics::observe_outbox`]; only with `--collector`) |
+| `hostping_outbox_sent_total` | counter | | runs the collector acknowledged |
+| `hostping_outbox_dropped_total` | counter | | runs dropped unsent (outbox full, or refused as outside the contract) |
 
 With a `[fabric]` sampler, [`Metrics::observe_sweep`] and [`Metrics::observe_switches`]
 add the switch-port series under `treydock/infiniband_exporter`'s names
@@ -140,12 +148,14 @@ diagnosis that the latest run no longer makes is dropped from `hostping_diagnosi
 
 mod db;
 mod metrics;
+mod outbox;
 mod schema;
 mod sweeps;
 pub mod switch_metrics;
 
 pub use db::{NewRun, RunQuery, RunSummary, Store, StoreError, StoredRun};
 pub use metrics::{Metrics, TriggerOutcome, CONTENT_TYPE};
+pub use outbox::{OutboxRun, OutboxStats};
 pub use schema::{MIGRATIONS, SCHEMA_VERSION};
 pub use sweeps::{guid_text, FabricSweep, StoredSweep, SwitchPortCounters, SwitchPortSample};
 pub use switch_metrics::{SwitchInfo, UplinkInfo};

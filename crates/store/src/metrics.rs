@@ -120,6 +120,42 @@ pub struct Metrics {
     store_errors: Counter,
     /// Registered on the first sweep or topology: without `[fabric]` nothing changes.
     switch_ports: Option<SwitchPortMetrics>,
+    /// Registered on the first outbox observation: only an agent with `--collector`.
+    outbox: Option<OutboxMetrics>,
+}
+
+/// The delivery of runs to the fleet collector.
+#[derive(Debug)]
+struct OutboxMetrics {
+    queued: Gauge,
+    sent: Counter,
+    dropped: Counter,
+}
+
+impl OutboxMetrics {
+    fn register(registry: &mut Registry) -> OutboxMetrics {
+        let m = OutboxMetrics {
+            queued: Gauge::default(),
+            sent: Counter::default(),
+            dropped: Counter::default(),
+        };
+        registry.register(
+            "hostping_outbox_runs",
+            "Runs waiting in the outbox for the fleet collector",
+            m.queued.clone(),
+        );
+        registry.register(
+            "hostping_outbox_sent",
+            "Runs the fleet collector acknowledged",
+            m.sent.clone(),
+        );
+        registry.register(
+            "hostping_outbox_dropped",
+            "Runs dropped unsent: pushed out of a full outbox, or refused by the collector as outside the contract",
+            m.dropped.clone(),
+        );
+        m
+    }
 }
 
 /// The serde name of a unit enum variant, as the report writes it.
@@ -168,6 +204,7 @@ impl Metrics {
             duty_cycle: FloatGauge::default(),
             store_errors: Counter::default(),
             switch_ports: None,
+            outbox: None,
         };
         m.register_all()
     }
@@ -451,6 +488,25 @@ impl Metrics {
     /// Replaces `infiniband_switch_info` and `infiniband_switch_uplink_info` by these.
     pub fn observe_switches(&mut self, switches: &[SwitchInfo], uplinks: &[UplinkInfo]) {
         self.switch_ports().observe_topology(switches, uplinks);
+    }
+
+    fn outbox(&mut self) -> &OutboxMetrics {
+        let registry = &mut self.registry;
+        self.outbox
+            .get_or_insert_with(|| OutboxMetrics::register(registry))
+    }
+
+    /// The outbox to the fleet collector: runs waiting now, and runs acknowledged since the
+    /// last call (added to the counter).
+    pub fn observe_outbox(&mut self, queued: u64, sent: u64) {
+        let m = self.outbox();
+        m.queued.set(i64::try_from(queued).unwrap_or(i64::MAX));
+        m.sent.inc_by(sent);
+    }
+
+    /// Runs dropped unsent since the last call.
+    pub fn observe_outbox_dropped(&mut self, dropped: u64) {
+        self.outbox().dropped.inc_by(dropped);
     }
 
     /// The OpenMetrics text exposition, `# EOF` included (serve it as [`CONTENT_TYPE`]).

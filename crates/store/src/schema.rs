@@ -83,6 +83,14 @@ pub const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (sweep_id, idx)
     );
     CREATE INDEX fabric_ports_port ON fabric_ports (guid, port, sweep_id);",
+    // v4: the runs not yet delivered to the fleet collector (`hostping agent --collector`),
+    // oldest first; a run leaves when the collector acknowledged it.
+    "CREATE TABLE outbox (
+        run_id          INTEGER PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+        queued_unix_ms  INTEGER NOT NULL,
+        attempts        INTEGER NOT NULL DEFAULT 0,
+        last_error      TEXT
+    );",
 ];
 
 /// The schema version this build writes: the number of [`MIGRATIONS`].

@@ -144,15 +144,10 @@ pub fn start(
 
 /// This machine's host name (the default `sampler`).
 fn host_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname writes at most that much.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    if rc == 0 && len > 0 {
-        String::from_utf8_lossy(&buf[..len]).into_owned()
-    } else {
-        "localhost".into()
-    }
+    super::hostname()
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
 }
 
 /// What went wrong last, per kind, so each is logged when it starts and when it ends.

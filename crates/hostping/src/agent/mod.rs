@@ -32,6 +32,7 @@ pub mod cost;
 pub mod duty;
 pub mod fabric;
 pub mod http;
+pub mod outbox;
 
 use crate::pipeline::CheckSettings;
 use analyze::History;
@@ -105,8 +106,23 @@ pub struct Agent<'a> {
     limiter: DutyLimiter,
     runs_stored: u64,
     store_errors: u64,
+    /// The store's count of runs pushed out of a full outbox, as last published.
+    outbox_dropped: u64,
     next_run_index: u32,
     log: &'a mut dyn FnMut(&str),
+}
+
+/// This machine's hostname (the agent's default name in the fleet).
+pub fn hostname() -> std::io::Result<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it or
+    // fails.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
 }
 
 /// Wall-clock milliseconds since the epoch.
@@ -153,6 +169,7 @@ impl<'a> Agent<'a> {
             limiter,
             runs_stored: 0,
             store_errors: 0,
+            outbox_dropped: 0,
             next_run_index,
             log,
         })
@@ -320,7 +337,17 @@ impl<'a> Agent<'a> {
             report: parts.report,
         };
         match self.store.insert_run(&run) {
-            Ok(_) => self.runs_stored += 1,
+            Ok(_) => {
+                self.runs_stored += 1;
+                let dropped = self.store.outbox_dropped();
+                if dropped > self.outbox_dropped {
+                    self.metrics
+                        .lock()
+                        .expect("metrics")
+                        .observe_outbox_dropped(dropped - self.outbox_dropped);
+                    self.outbox_dropped = dropped;
+                }
+            }
             Err(e) => {
                 // The run stays in the metrics and the log; the agent keeps watching.
                 self.store_errors += 1;

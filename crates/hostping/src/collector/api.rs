@@ -1,0 +1,214 @@
+//! The collector's HTTP API (DESIGN 4.5).
+//!
+//! | path | what |
+//! |---|---|
+//! | `POST /api/runs` | an agent's run (`Authorization: Bearer TOKEN`): 201 stored, 200 stored before |
+//! | `GET /api/hosts` | every host: kind, health and causes of its latest run, runs stored |
+//! | `GET /api/hosts/{host}/runs?limit=N` | that host's runs, newest first: the 4.3 report + id, trigger, started_unix_ms |
+//!
+//! Refusals: 401 no or unknown token, 403 a token of another host, 413 a body over the
+//! limit, 400 a body outside the contract, 404 an unknown host, 503 the database is
+//! unreachable (the agent keeps the run and retries). A 2xx is sent only after the commit.
+
+use super::ingest::{self, Stored};
+use super::tokens::Tokens;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path as UrlPath, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use deadpool_postgres::Pool;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// Runs per page when `limit` is not given, and the most one page holds.
+const DEFAULT_LIMIT: i64 = 20;
+const MAX_LIMIT: i64 = 1000;
+
+#[derive(Clone)]
+struct Shared {
+    pool: Pool,
+    tokens: Arc<Tokens>,
+}
+
+/// A refused request: its status and a message for the caller.
+#[derive(Debug, thiserror::Error)]
+enum ApiError {
+    #[error("no valid bearer token")]
+    Unauthorized,
+    #[error("the token belongs to host {token_host}, not {host}")]
+    WrongHost { token_host: String, host: String },
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("no host {0}")]
+    NoHost(String),
+    #[error("database: {0}")]
+    Database(String),
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = match &self {
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::WrongHost { .. } => StatusCode::FORBIDDEN,
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::NoHost(_) => StatusCode::NOT_FOUND,
+            ApiError::Database(_) => StatusCode::SERVICE_UNAVAILABLE,
+        };
+        let mut response = (status, Json(json!({"error": self.to_string()}))).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, "Bearer".parse().expect("static"));
+        }
+        response
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for ApiError {
+    fn from(e: deadpool_postgres::PoolError) -> Self {
+        ApiError::Database(e.to_string())
+    }
+}
+
+impl From<tokio_postgres::Error> for ApiError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        ApiError::Database(e.to_string())
+    }
+}
+
+/// The router, with `max_body` bytes the most a run may weigh.
+pub fn router(pool: Pool, tokens: Tokens, max_body: usize) -> Router {
+    let shared = Shared {
+        pool,
+        tokens: Arc::new(tokens),
+    };
+    Router::new()
+        .route("/api/runs", post(post_run))
+        .route("/api/hosts", get(hosts))
+        .route("/api/hosts/{host}/runs", get(host_runs))
+        .layer(DefaultBodyLimit::max(max_body))
+        .with_state(shared)
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+async fn post_run(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let token_host = bearer(&headers)
+        .and_then(|t| shared.tokens.host_of(t))
+        .ok_or(ApiError::Unauthorized)?
+        .to_owned();
+    let (upload, report) = ingest::parse(&body).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    if upload.host != token_host {
+        return Err(ApiError::WrongHost {
+            token_host,
+            host: upload.host,
+        });
+    }
+    let mut client = shared.pool.get().await?;
+    let stored = ingest::store(&mut client, &upload, &report).await?;
+    let (status, id, duplicate) = match stored {
+        Stored::New(id) => (StatusCode::CREATED, id, false),
+        Stored::Duplicate(id) => (StatusCode::OK, id, true),
+    };
+    Ok((
+        status,
+        Json(json!({"stored": id, "host": upload.host, "id": upload.id, "duplicate": duplicate})),
+    )
+        .into_response())
+}
+
+async fn hosts(State(shared): State<Shared>) -> Result<Json<Vec<Value>>, ApiError> {
+    let client = shared.pool.get().await?;
+    let rows = client
+        .query(
+            "SELECT h.name, h.kind, h.kind_known, r.healthy, r.started_unix_ms,
+                    (SELECT count(*) FROM runs c WHERE c.host_id = h.id),
+                    COALESCE((SELECT array_agg(DISTINCT d.cause ORDER BY d.cause)
+                              FROM diagnoses d WHERE d.run_id = r.id), '{}')
+             FROM hosts h
+             LEFT JOIN LATERAL (
+                 SELECT id, healthy, started_unix_ms FROM runs
+                 WHERE host_id = h.id ORDER BY started_unix_ms DESC, id DESC LIMIT 1
+             ) r ON true
+             ORDER BY h.name",
+            &[],
+        )
+        .await?;
+    Ok(Json(
+        rows.iter()
+            .map(|r| {
+                json!({
+                    "host": r.get::<_, String>(0),
+                    "kind": r.get::<_, String>(1),
+                    "kind_known": r.get::<_, bool>(2),
+                    "healthy": r.get::<_, Option<bool>>(3),
+                    "last_run_unix_ms": r.get::<_, Option<i64>>(4),
+                    "runs": r.get::<_, i64>(5),
+                    "causes": r.get::<_, Vec<String>>(6),
+                })
+            })
+            .collect(),
+    ))
+}
+
+#[derive(serde::Deserialize)]
+struct RunsQuery {
+    limit: Option<String>,
+}
+
+async fn host_runs(
+    State(shared): State<Shared>,
+    UrlPath(host): UrlPath<String>,
+    Query(q): Query<RunsQuery>,
+) -> Result<Json<Vec<Value>>, ApiError> {
+    let limit = match q.limit {
+        None => DEFAULT_LIMIT,
+        Some(text) => match text.parse::<i64>() {
+            Ok(n) if (1..=MAX_LIMIT).contains(&n) => n,
+            _ => {
+                return Err(ApiError::BadRequest(format!(
+                    "limit: {text:?} is not a number from 1 to {MAX_LIMIT}"
+                )))
+            }
+        },
+    };
+    let client = shared.pool.get().await?;
+    let Some(host_id) = client
+        .query_opt("SELECT id FROM hosts WHERE name = $1", &[&host])
+        .await?
+        .map(|r| r.get::<_, i64>(0))
+    else {
+        return Err(ApiError::NoHost(host));
+    };
+    let rows = client
+        .query(
+            "SELECT report, agent_run_id, trigger, started_unix_ms, kind_known FROM runs
+             WHERE host_id = $1 ORDER BY started_unix_ms DESC, id DESC LIMIT $2",
+            &[&host_id, &limit],
+        )
+        .await?;
+    Ok(Json(
+        rows.iter()
+            .map(|r| {
+                let mut run = r.get::<_, Value>(0);
+                if let Value::Object(map) = &mut run {
+                    map.insert("id".into(), r.get::<_, i64>(1).into());
+                    map.insert("trigger".into(), r.get::<_, String>(2).into());
+                    map.insert("started_unix_ms".into(), r.get::<_, i64>(3).into());
+                    map.insert("kind_known".into(), r.get::<_, bool>(4).into());
+                }
+                run
+            })
+            .collect(),
+    ))
+}

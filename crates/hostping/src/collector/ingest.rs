@@ -1,0 +1,188 @@
+//! One pushed run: checked against the contract (DESIGN 4.3 inside the 4.5 envelope), then
+//! stored in one transaction (the run, its paths, links and diagnoses, or nothing).
+
+use model::Report;
+use serde::{Deserialize, Serialize};
+use tokio_postgres::Client;
+
+/// The body of `POST /api/runs`: the agent's run, with the 4.3 report inside.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunUpload {
+    /// The host's name in the fleet (the token must belong to it).
+    pub host: String,
+    /// The agent's run id (its SQLite `runs.id`): with `host`, what makes a resend a no-op.
+    pub id: i64,
+    /// What started the run: `idle`, `pfc`, `drops`, `manual`, ...
+    pub trigger: String,
+    /// Wall clock at the start of the run, ms since the Unix epoch.
+    pub started_unix_ms: i64,
+    /// The report (DESIGN 4.3); its `host` is the host's kind (model name).
+    pub report: serde_json::Value,
+}
+
+/// A body outside the contract, in words that name the field.
+#[derive(Debug, thiserror::Error)]
+pub enum ContractError {
+    /// Not JSON, or a field of the wrong type or missing.
+    #[error("{0}")]
+    Json(String),
+    /// A field that parses but cannot be right.
+    #[error("{field}: {reason}")]
+    Field {
+        /// The field.
+        field: &'static str,
+        /// Why.
+        reason: &'static str,
+    },
+}
+
+/// Parses and checks a body; the report is returned typed for the tables.
+pub fn parse(body: &[u8]) -> Result<(RunUpload, Report), ContractError> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let upload: RunUpload = serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| ContractError::Json(format!("{}: {}", e.path(), e.inner())))?;
+    de.end()
+        .map_err(|e| ContractError::Json(format!("after the run: {e}")))?;
+    let report: Report = serde_path_to_error::deserialize(&upload.report)
+        .map_err(|e| ContractError::Json(format!("report.{}: {}", e.path(), e.inner())))?;
+    let field = |field, reason| Err(ContractError::Field { field, reason });
+    if upload.host.is_empty() || upload.host.len() > 253 {
+        return field("host", "must be 1 to 253 characters");
+    }
+    if upload.trigger.is_empty() {
+        return field("trigger", "must not be empty");
+    }
+    if upload.started_unix_ms < 0 {
+        return field("started_unix_ms", "must not be negative");
+    }
+    if report.host.is_empty() {
+        return field("report.host", "must name the host's kind");
+    }
+    Ok((upload, report))
+}
+
+/// What happened to a pushed run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stored {
+    /// Stored now, under this collector id.
+    New(i64),
+    /// Stored before (a resend), under this collector id.
+    Duplicate(i64),
+}
+
+/// The serde name of an enum value (`normal`, `gpu_pcie`, ...).
+fn label<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+/// Stores a run in one transaction; returns after the commit.
+pub async fn store(
+    client: &mut Client,
+    upload: &RunUpload,
+    report: &Report,
+) -> Result<Stored, tokio_postgres::Error> {
+    let kind = report.host.as_str();
+    let kind_known = model::builtin::names().any(|n| n == kind);
+    let tx = client.transaction().await?;
+    let host_id: i64 = tx
+        .query_one(
+            "INSERT INTO hosts (name, kind, kind_known) VALUES ($1, $2, $3)
+             ON CONFLICT (name) DO UPDATE SET kind = EXCLUDED.kind, kind_known = EXCLUDED.kind_known
+             RETURNING id",
+            &[&upload.host, &kind, &kind_known],
+        )
+        .await?
+        .get(0);
+    let inserted = tx
+        .query_opt(
+            "INSERT INTO runs (host_id, agent_run_id, trigger, started_unix_ms, kind, kind_known,
+                               healthy, mode, report)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+             ON CONFLICT (host_id, agent_run_id) DO NOTHING
+             RETURNING id",
+            &[
+                &host_id,
+                &upload.id,
+                &upload.trigger,
+                &upload.started_unix_ms,
+                &kind,
+                &kind_known,
+                &report.healthy,
+                &label(&report.mode),
+                &upload.report,
+            ],
+        )
+        .await?;
+    let Some(row) = inserted else {
+        // A resend: the first copy stays, and the host row is left as it was.
+        let id = tx
+            .query_one(
+                "SELECT id FROM runs WHERE host_id = $1 AND agent_run_id = $2",
+                &[&host_id, &upload.id],
+            )
+            .await?
+            .get(0);
+        tx.rollback().await?;
+        return Ok(Stored::Duplicate(id));
+    };
+    let run_id: i64 = row.get(0);
+    let p = &report.paths;
+    let rnics: Vec<String> = p.iter().map(|x| x.rnic.to_string()).collect();
+    let endpoints: Vec<String> = p.iter().map(|x| x.endpoint.to_string()).collect();
+    let latency: Vec<Option<f64>> = p.iter().map(|x| x.latency_us).collect();
+    let bandwidth: Vec<Option<f64>> = p.iter().map(|x| x.bandwidth_gbps).collect();
+    let status: Vec<String> = p.iter().map(|x| label(&x.status)).collect();
+    tx.execute(
+        "INSERT INTO paths (run_id, host_id, started_unix_ms, rnic, endpoint, latency_us,
+                            bandwidth_gbps, status)
+         SELECT $1, $2, $3, * FROM UNNEST($4::text[], $5::text[], $6::float8[], $7::float8[],
+                                          $8::text[])",
+        &[
+            &run_id,
+            &host_id,
+            &upload.started_unix_ms,
+            &rnics,
+            &endpoints,
+            &latency,
+            &bandwidth,
+            &status,
+        ],
+    )
+    .await?;
+    let l = &report.links;
+    let ids: Vec<String> = l.iter().map(|x| x.id.to_string()).collect();
+    let kinds: Vec<String> = l.iter().map(|x| label(&x.kind)).collect();
+    let status: Vec<String> = l.iter().map(|x| label(&x.status)).collect();
+    let counts: Vec<i32> = l
+        .iter()
+        .map(|x| i32::try_from(x.abnormal_cnt).unwrap_or(i32::MAX))
+        .collect();
+    tx.execute(
+        "INSERT INTO links (run_id, link, kind, status, abnormal_cnt)
+         SELECT $1, * FROM UNNEST($2::text[], $3::text[], $4::text[], $5::int4[])",
+        &[&run_id, &ids, &kinds, &status, &counts],
+    )
+    .await?;
+    for d in &report.diagnoses {
+        let links: Vec<String> = d.links.iter().map(ToString::to_string).collect();
+        tx.execute(
+            "INSERT INTO diagnoses (run_id, host_id, cause, links, rnic, evidence)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+            &[
+                &run_id,
+                &host_id,
+                &label(&d.cause),
+                &links,
+                &d.rnic.as_ref().map(ToString::to_string),
+                &d.evidence,
+            ],
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(Stored::New(run_id))
+}

@@ -1,0 +1,679 @@
+//! `hostping collector` on a real PostgreSQL (Debian's `postgresql` package): a throw-away
+//! cluster per test in a temporary folder (as `nobody` when the tests run as root), the
+//! collector binary in front of it, and agents' runs pushed over HTTP: read back exactly,
+//! every refusal with nothing stored, resends stored once, and a `kill -9` of the collector
+//! mid-ingest losing no run it acknowledged.
+//!
+//! Skipped (with a message) when PostgreSQL's server binaries are missing, unless
+//! `HOSTPING_REQUIRE_POSTGRES` is set, as `./test.sh` does after installing them.
+
+mod common;
+
+use common::{agent, hostping, stdout, temp_dir};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Where `initdb`, `pg_ctl` and `psql` are: the newest `/usr/lib/postgresql/*/bin`.
+fn postgres_bin() -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("bin"))
+        .filter(|b| b.join("initdb").exists() && b.join("pg_ctl").exists())
+        .collect();
+    found.sort_by_key(|p| {
+        p.parent()
+            .and_then(|v| v.file_name())
+            .and_then(|v| v.to_str())
+            .and_then(|v| v.parse::<u32>().ok())
+    });
+    if let Some(bin) = found.pop() {
+        return Some(bin);
+    }
+    assert!(
+        std::env::var_os("HOSTPING_REQUIRE_POSTGRES").is_none(),
+        "HOSTPING_REQUIRE_POSTGRES is set but no /usr/lib/postgresql/*/bin/initdb (apt-get install postgresql)"
+    );
+    eprintln!("skipped: no PostgreSQL server binaries (apt-get install postgresql)");
+    None
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A throw-away PostgreSQL cluster, stopped on drop.
+struct Postgres {
+    bin: PathBuf,
+    data: PathBuf,
+    port: u16,
+    /// `runuser -u nobody --` when running as root (PostgreSQL refuses to run as root).
+    prefix: Vec<String>,
+}
+
+impl Postgres {
+    fn start(dir: &Path) -> Option<Postgres> {
+        let bin = postgres_bin()?;
+        // SAFETY: geteuid has no preconditions.
+        let prefix: Vec<String> = if unsafe { libc::geteuid() } == 0 {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+            ["runuser", "-u", "nobody", "--"].map(String::from).to_vec()
+        } else {
+            Vec::new()
+        };
+        let pg = Postgres {
+            bin,
+            data: dir.join("pgdata"),
+            port: free_port(),
+            prefix,
+        };
+        pg.tool("initdb")
+            .args([
+                "--auth=trust",
+                "--username=hostping",
+                "--encoding=UTF8",
+                "--no-sync",
+            ])
+            .arg("-D")
+            .arg(&pg.data)
+            .run();
+        let options = format!(
+            "-c port={} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} -c fsync=off",
+            pg.port,
+            dir.display()
+        );
+        pg.tool("pg_ctl")
+            .arg("-D")
+            .arg(&pg.data)
+            .args(["-o", &options, "-l"])
+            .arg(dir.join("postgres.log"))
+            .args(["-w", "start"])
+            .run();
+        Some(pg)
+    }
+
+    fn tool(&self, name: &str) -> Tool {
+        let mut c = match self.prefix.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(self.bin.join(name));
+                c
+            }
+            None => Command::new(self.bin.join(name)),
+        };
+        c.current_dir("/");
+        Tool(c)
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://hostping@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// One value from `psql`.
+    fn scalar(&self, sql: &str) -> String {
+        let out = Command::new(self.bin.join("psql"))
+            .args(["-At", "-d", &self.url(), "-c", sql])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{sql}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    fn count(&self, table: &str) -> i64 {
+        self.scalar(&format!("SELECT count(*) FROM {table}"))
+            .parse()
+            .unwrap()
+    }
+
+    fn stop(&self) {
+        self.tool("pg_ctl")
+            .arg("-D")
+            .arg(&self.data)
+            .args(["-m", "immediate", "-w", "stop"])
+            .run();
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ = self
+            .tool("pg_ctl")
+            .0
+            .arg("-D")
+            .arg(&self.data)
+            .args(["-m", "immediate", "stop"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+struct Tool(Command);
+
+impl Tool {
+    fn arg(mut self, a: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.0.arg(a);
+        self
+    }
+    fn args<const N: usize>(mut self, a: [&str; N]) -> Self {
+        self.0.args(a);
+        self
+    }
+    fn run(mut self) {
+        let out = self.0.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{:?}: {}{}",
+            self.0,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// A running `hostping collector`, killed on drop.
+struct Collector {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Collector {
+    fn start(pg: &Postgres, tokens: &Path, extra: &[&str]) -> Collector {
+        Collector::start_on(pg, tokens, "127.0.0.1:0", extra)
+    }
+
+    fn start_on(pg: &Postgres, tokens: &Path, listen: &str, extra: &[&str]) -> Collector {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hostping"))
+            .args(["collector", "--database", &pg.url(), "--listen", listen])
+            .arg("--tokens")
+            .arg(tokens)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, rx) = mpsc::channel();
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                eprintln!("{line}");
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let addr = loop {
+            let line = rx
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .expect("the collector did not start");
+            if let Some(rest) = line.split("serving http://").nth(1) {
+                break rest.split('/').next().unwrap().parse().unwrap();
+            }
+        };
+        Collector { child, addr }
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn client() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .into()
+}
+
+/// Posts a body; the status and the JSON answer.
+fn post(addr: SocketAddr, token: Option<&str>, body: &[u8]) -> (u16, Value) {
+    let mut req = client()
+        .post(format!("http://{addr}/api/runs"))
+        .header("Content-Type", "application/json");
+    if let Some(t) = token {
+        req = req.header("Authorization", format!("Bearer {t}"));
+    }
+    let mut resp = req.send(body).unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+fn get(addr: SocketAddr, path: &str) -> (u16, Value) {
+    let mut resp = client().get(format!("http://{addr}{path}")).call().unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap();
+    (status, serde_json::from_str(&text).unwrap())
+}
+
+const TOKEN_1: &str = "tok-node-1-0123456789abcdef";
+const TOKEN_2: &str = "tok-node-2-0123456789abcdef";
+
+fn tokens_file(dir: &Path) -> PathBuf {
+    let file = dir.join("tokens");
+    std::fs::write(
+        &file,
+        format!("# host token\nnode-1 {TOKEN_1}\nnode-2 {TOKEN_2}\n"),
+    )
+    .unwrap();
+    file
+}
+
+/// A real report of the virtual dgx-a100 (DESIGN 4.3), with `faults` injected.
+fn report(faults: &[&str]) -> Value {
+    let mut args = vec!["check", "--sim", "dgx-a100", "--format", "json"];
+    for f in faults {
+        args.extend(["--inject", f]);
+    }
+    let out = hostping(&args);
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+fn run(host: &str, id: i64, started: i64, report: &Value) -> Value {
+    json!({"host": host, "id": id, "trigger": "idle", "started_unix_ms": started,
+           "report": report})
+}
+
+fn body(v: &Value) -> Vec<u8> {
+    serde_json::to_vec(v).unwrap()
+}
+
+fn causes(report: &Value) -> Vec<String> {
+    let mut c: Vec<String> = report["diagnoses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["cause"].as_str().unwrap().to_owned())
+        .collect();
+    c.sort();
+    c.dedup();
+    c
+}
+
+/// The read API's view of a stored run: the report plus the envelope's fields.
+fn as_read_back(run: &Value, kind_known: bool) -> Value {
+    let mut r = run["report"].clone();
+    let map = r.as_object_mut().unwrap();
+    map.insert("id".into(), run["id"].clone());
+    map.insert("trigger".into(), run["trigger"].clone());
+    map.insert("started_unix_ms".into(), run["started_unix_ms"].clone());
+    map.insert("kind_known".into(), kind_known.into());
+    r
+}
+
+#[test]
+fn runs_are_stored_and_read_back_exactly() {
+    let dir = temp_dir("collector-ingest");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
+    let healthy = report(&[]);
+    let faulty = report(&["degrade:gpu4--lsw4:0.3"]);
+    assert!(!causes(&faulty).is_empty(), "{faulty}");
+    let mut unknown = healthy.clone();
+    unknown["host"] = "custom-box".into();
+    let first = run("node-1", 1, 1_000, &healthy);
+    let second = run("node-1", 2, 2_000, &faulty);
+    let other = run("node-2", 7, 1_500, &unknown);
+    for (r, token) in [(&first, TOKEN_1), (&second, TOKEN_1), (&other, TOKEN_2)] {
+        let (status, answer) = post(collector.addr, Some(token), &body(r));
+        assert_eq!(status, 201, "{answer}");
+        assert_eq!(answer["duplicate"], false);
+        assert_eq!(answer["id"], r["id"]);
+    }
+
+    let (status, hosts) = get(collector.addr, "/api/hosts");
+    assert_eq!(status, 200);
+    assert_eq!(
+        hosts,
+        json!([
+            {"host": "node-1", "kind": "dgx-a100", "kind_known": true, "healthy": false,
+             "last_run_unix_ms": 2_000, "runs": 2, "causes": causes(&faulty)},
+            {"host": "node-2", "kind": "custom-box", "kind_known": false, "healthy": true,
+             "last_run_unix_ms": 1_500, "runs": 1, "causes": []},
+        ])
+    );
+    let (status, runs) = get(collector.addr, "/api/hosts/node-1/runs");
+    assert_eq!(status, 200);
+    assert_eq!(
+        runs,
+        json!([as_read_back(&second, true), as_read_back(&first, true)])
+    );
+    let (_, runs) = get(collector.addr, "/api/hosts/node-1/runs?limit=1");
+    assert_eq!(runs, json!([as_read_back(&second, true)]));
+    let (_, runs) = get(collector.addr, "/api/hosts/node-2/runs?limit=5");
+    assert_eq!(runs, json!([as_read_back(&other, false)]));
+    assert_eq!(get(collector.addr, "/api/hosts/node-9/runs").0, 404);
+    assert_eq!(get(collector.addr, "/api/hosts/node-1/runs?limit=0").0, 400);
+    assert_eq!(get(collector.addr, "/api/hosts/node-1/runs?limit=x").0, 400);
+
+    // The tables the queries use hold every path, link and diagnosis of the reports.
+    let len = |r: &Value, k: &str| r[k].as_array().unwrap().len() as i64;
+    let all = [&healthy, &faulty, &unknown];
+    assert_eq!(
+        pg.count("paths"),
+        all.iter().map(|r| len(r, "paths")).sum::<i64>()
+    );
+    assert_eq!(
+        pg.count("links"),
+        all.iter().map(|r| len(r, "links")).sum::<i64>()
+    );
+    assert_eq!(pg.count("diagnoses"), len(&faulty, "diagnoses"));
+    assert_eq!(
+        pg.scalar(
+            "SELECT string_agg(DISTINCT status, ',') FROM links l JOIN runs r ON r.id = l.run_id
+             WHERE r.agent_run_id = 2 AND status <> 'normal'"
+        ),
+        "abnormal"
+    );
+    let versions = pg.scalar("SELECT string_agg(version::text, ',') FROM schema_migrations");
+    assert_eq!(versions, "1");
+}
+
+#[test]
+fn refused_runs_leave_nothing_behind() {
+    let dir = temp_dir("collector-refusals");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let collector = Collector::start(&pg, &tokens_file(&dir), &["--max-body", "200000"]);
+    let good = run("node-1", 1, 1_000, &report(&["degrade:gpu4--lsw4:0.3"]));
+    let addr = collector.addr;
+    assert_eq!(post(addr, None, &body(&good)).0, 401);
+    assert_eq!(
+        post(addr, Some("not-a-token-of-anyone"), &body(&good)).0,
+        401
+    );
+    let (status, answer) = post(addr, Some(TOKEN_2), &body(&good));
+    assert_eq!(status, 403, "{answer}");
+    assert_eq!(
+        answer["error"],
+        "the token belongs to host node-2, not node-1"
+    );
+    let mut heavy = good.clone();
+    heavy["report"]["padding"] = "x".repeat(300_000).into();
+    assert_eq!(post(addr, Some(TOKEN_1), &body(&heavy)).0, 413);
+    assert_eq!(post(addr, Some(TOKEN_1), b"{\"host\": \"node-1\", ").0, 400);
+    let mut bad_cause = good.clone();
+    bad_cause["report"]["diagnoses"][0]["cause"] = "gremlins".into();
+    let (status, answer) = post(addr, Some(TOKEN_1), &body(&bad_cause));
+    assert_eq!(status, 400);
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("report.diagnoses[0].cause"),
+        "{answer}"
+    );
+    let mut no_paths = good.clone();
+    no_paths["report"].as_object_mut().unwrap().remove("paths");
+    assert_eq!(post(addr, Some(TOKEN_1), &body(&no_paths)).0, 400);
+    let mut no_id = good.clone();
+    no_id.as_object_mut().unwrap().remove("id");
+    assert_eq!(post(addr, Some(TOKEN_1), &body(&no_id)).0, 400);
+    let mut negative = good.clone();
+    negative["started_unix_ms"] = (-5).into();
+    assert_eq!(post(addr, Some(TOKEN_1), &body(&negative)).0, 400);
+
+    assert_eq!(get(addr, "/api/hosts"), (200, json!([])));
+    for table in ["hosts", "runs", "paths", "links", "diagnoses"] {
+        assert_eq!(pg.count(table), 0, "{table}");
+    }
+    // The same run, correctly sent, is taken.
+    assert_eq!(post(addr, Some(TOKEN_1), &body(&good)).0, 201);
+
+    // The database gone: 503, so an agent keeps the run and retries.
+    pg.stop();
+    let (status, answer) = post(
+        addr,
+        Some(TOKEN_1),
+        &body(&run("node-1", 2, 2_000, &good["report"])),
+    );
+    assert_eq!(status, 503, "{answer}");
+}
+
+#[test]
+fn a_resent_run_is_stored_once() {
+    let dir = temp_dir("collector-resend");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
+    let r = run("node-1", 42, 5_000, &report(&["degrade:gpu4--lsw4:0.3"]));
+    let (status, first) = post(collector.addr, Some(TOKEN_1), &body(&r));
+    assert_eq!(status, 201);
+    let (status, again) = post(collector.addr, Some(TOKEN_1), &body(&r));
+    assert_eq!(status, 200);
+    assert_eq!(again["duplicate"], true);
+    assert_eq!(again["stored"], first["stored"]);
+    // Resent by several connections at once (an agent retrying after a timeout while the
+    // first attempt is still in flight): still one copy.
+    let r = run("node-1", 43, 6_000, &r["report"]);
+    let addr = collector.addr;
+    let statuses: Vec<u16> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| s.spawn(|| post(addr, Some(TOKEN_1), &body(&r)).0))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(
+        statuses.iter().filter(|&&s| s == 201).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|&&s| s == 200).count(),
+        7,
+        "{statuses:?}"
+    );
+    assert_eq!(pg.count("runs"), 2);
+    let paths = r["report"]["paths"].as_array().unwrap().len() as i64;
+    assert_eq!(pg.count("paths"), 2 * paths);
+    assert_eq!(get(addr, "/api/hosts").1[0]["runs"], 2);
+}
+
+#[test]
+fn kill_9_mid_ingest_loses_no_acknowledged_run() {
+    let dir = temp_dir("collector-kill");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let tokens = tokens_file(&dir);
+    let mut collector = Collector::start(&pg, &tokens, &[]);
+    let report = report(&["degrade:gpu4--lsw4:0.3"]);
+    let addr = collector.addr;
+    // Four senders post runs as fast as they are answered until the collector dies under
+    // them; each records the ids it was told were stored.
+    let (acknowledged, attempted) = std::thread::scope(|s| {
+        let senders: Vec<_> = (0..4i64)
+            .map(|t| {
+                let report = &report;
+                s.spawn(move || {
+                    let mut acked = Vec::new();
+                    let mut tried = 0;
+                    for i in 0.. {
+                        let id = t * 1_000_000 + i;
+                        let r = run("node-1", id, 1_000 + id, report);
+                        let req = client()
+                            .post(format!("http://{addr}/api/runs"))
+                            .header("Authorization", format!("Bearer {TOKEN_1}"))
+                            .send(&body(&r)[..]);
+                        tried += 1;
+                        match req {
+                            Ok(resp) if resp.status().is_success() => acked.push(id),
+                            _ => break,
+                        }
+                    }
+                    (acked, tried)
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(1500));
+        collector.kill(); // SIGKILL
+        senders.into_iter().map(|h| h.join().unwrap()).fold(
+            (Vec::new(), 0),
+            |(mut a, t), (acked, tried)| {
+                a.extend(acked);
+                (a, t + tried)
+            },
+        )
+    });
+    assert!(
+        acknowledged.len() >= 4,
+        "too few runs before the kill: {}",
+        acknowledged.len()
+    );
+    let stored = pg.count("runs");
+    // Every acknowledged run is there; at most one per sender may have been committed
+    // without its answer arriving.
+    assert!(
+        stored >= acknowledged.len() as i64,
+        "{stored} < {}",
+        acknowledged.len()
+    );
+    assert!(stored <= attempted as i64);
+    for id in &acknowledged {
+        assert_eq!(
+            pg.scalar(&format!(
+                "SELECT count(*) FROM runs WHERE agent_run_id = {id}"
+            )),
+            "1"
+        );
+    }
+    // Nothing partial: every stored run has all its paths.
+    let paths = report["paths"].as_array().unwrap().len() as i64;
+    assert_eq!(pg.count("paths"), stored * paths);
+    // A restarted collector takes the resends of the unacknowledged runs once.
+    let collector = Collector::start(&pg, &tokens, &[]);
+    let (status, _) = post(
+        collector.addr,
+        Some(TOKEN_1),
+        &body(&run(
+            "node-1",
+            acknowledged[0],
+            1_000 + acknowledged[0],
+            &report,
+        )),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(pg.count("runs"), stored);
+}
+
+/// The runs in the agent's database, oldest first.
+fn agent_run_ids(db: &Path) -> Vec<i64> {
+    let store = store::Store::open_read_only(db).unwrap();
+    let mut ids: Vec<i64> = store
+        .runs(&store::RunQuery {
+            limit: 100_000,
+            ..store::RunQuery::default()
+        })
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    ids.sort();
+    ids
+}
+
+fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn an_agent_delivers_every_run_once_across_outages_and_restarts() {
+    let dir = temp_dir("collector-agent");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let tokens = tokens_file(&dir);
+    let listen = format!("127.0.0.1:{}", free_port());
+    let url = format!("http://{listen}");
+    let db = dir.join("runs.db");
+    let args = [
+        "--time-scale",
+        "600",
+        "--collector",
+        &url,
+        "--token",
+        TOKEN_1,
+        "--name",
+        "node-1",
+    ];
+    // The collector is down: runs queue up; the agent is killed -9 and started again.
+    let mut first = agent(&db, &args, &[]);
+    first.wait_for_runs(2, Duration::from_secs(60));
+    first.signal(libc::SIGKILL);
+    let _ = first.wait_output();
+    let mut second = agent(&db, &args, &[]);
+    let before = agent_run_ids(&db).len();
+    second.wait_for_runs(before + 2, Duration::from_secs(60));
+    assert_eq!(
+        pg.scalar("SELECT count(*) FROM pg_tables WHERE tablename = 'runs'"),
+        "0"
+    );
+
+    // The collector comes up: the backlog arrives; it is killed -9 mid-stream and restarted.
+    let mut collector = Collector::start_on(&pg, &tokens, &listen, &[]);
+    wait_until("the backlog", Duration::from_secs(60), || {
+        pg.count("runs") as usize >= before + 2
+    });
+    collector.kill();
+    let queued = agent_run_ids(&db).len();
+    second.wait_for_runs(queued + 2, Duration::from_secs(60));
+    let collector = Collector::start_on(&pg, &tokens, &listen, &[]);
+    wait_until("runs after the restart", Duration::from_secs(60), || {
+        pg.count("runs") as usize >= queued + 2
+    });
+    second.signal(libc::SIGTERM);
+    let out = second.wait_output();
+    assert!(out.status.success(), "{}", out.stderr);
+    assert!(out.stderr.contains("sending runs to"), "{}", out.stderr);
+
+    // Every run the agent stored is in the collector once, and nothing waits any more.
+    let ids = agent_run_ids(&db);
+    let stored = pg.scalar(
+        "SELECT string_agg(agent_run_id::text, ',' ORDER BY agent_run_id) FROM runs r
+         JOIN hosts h ON h.id = r.host_id WHERE h.name = 'node-1'",
+    );
+    let expected: Vec<String> = ids.iter().map(ToString::to_string).collect();
+    assert_eq!(stored, expected.join(","));
+    let outbox = store::Store::open_read_only(&db)
+        .unwrap()
+        .outbox_stats()
+        .unwrap();
+    assert_eq!(outbox.queued, 0);
+    let (_, hosts) = get(collector.addr, "/api/hosts");
+    assert_eq!(hosts[0]["host"], "node-1");
+    assert_eq!(hosts[0]["kind"], "dgx-a100");
+    assert_eq!(hosts[0]["runs"], ids.len());
+}
