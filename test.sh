@@ -26,7 +26,9 @@ fi
 scripts/guest/setup.sh
 scripts/guest/setup.sh --kernel odp
 # A real Prometheus server (Debian's package) scrapes the agent in
-# crates/hostping/tests/prometheus.rs (the test starts its own server on a free port).
+# crates/hostping/tests/prometheus.rs (the test starts its own server on a free port) and runs
+# every query of the Grafana dashboard (packaging/grafana/; its switch-port row runs on ibsim
+# in agent_fabric.rs). The Kubernetes and container files are checked by deploy_manifests.rs.
 command -v prometheus >/dev/null 2>&1 || apt_install prometheus
 # PostgreSQL's server binaries for crates/hostping/tests/collector.rs (each test initdb's a
 # throw-away cluster in a temporary folder, as `nobody` when run as root, on a free port).

@@ -13,7 +13,7 @@
 mod common;
 
 use common::ibsim::{self, have_ibsim};
-use common::{hostping, http_get, stderr, temp_dir, wait_until_serving};
+use common::{dashboard, hostping, http_get, stderr, temp_dir, wait_until_serving};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -785,6 +785,26 @@ fn prometheus_joins_the_counters_to_the_uplinks_as_the_exporters_rules_do() {
     };
     assert_eq!(total("leaf-a").as_deref(), Some("1234"));
     assert_eq!(total("leaf-b").as_deref(), Some("0"));
+    // The Grafana dashboard's switch-port panels (packaging/grafana/; prometheus.rs runs the
+    // others) are valid PromQL and return this sampler's series.
+    let switch_panels: Vec<_> = dashboard::queries()
+        .into_iter()
+        .filter(|q| q.row == dashboard::SWITCH_PORT_ROW)
+        .collect();
+    assert!(switch_panels.len() >= 3, "{switch_panels:?}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for q in &switch_panels {
+        while prometheus.query(&q.expr).is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "dashboard panel {:?} returns no series: {}; agent: {}",
+                q.panel,
+                q.expr,
+                agent.log()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
     let (status, _) = agent.terminate();
     assert!(status.success(), "{status}: {}", agent.log());
 }

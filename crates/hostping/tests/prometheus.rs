@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{agent, http_get, temp_dir};
+use common::{agent, dashboard, http_get, temp_dir};
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -57,6 +57,34 @@ fn query(prom: SocketAddr, q: &str) -> Vec<serde_json::Value> {
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["status"], "success", "{body}");
     v["data"]["result"].as_array().unwrap().clone()
+}
+
+/// Every query of the Grafana dashboard (packaging/grafana/) is valid PromQL and returns
+/// series from this agent, but those of the switch-port row, which need a `[fabric]`
+/// sampler's sweeps: agent_fabric.rs runs them on ibsim's fabric.
+fn every_dashboard_query_returns_series(prom: SocketAddr, agent: &str) {
+    let agents = query(prom, &dashboard::instance_variable_metric());
+    assert_eq!(agents.len(), 1, "{agents:?}");
+    assert_eq!(agents[0]["metric"]["instance"], agent);
+    let queries: Vec<_> = dashboard::queries()
+        .into_iter()
+        .filter(|q| q.row != dashboard::SWITCH_PORT_ROW)
+        .collect();
+    assert!(queries.len() >= 20, "{queries:?}");
+    // rate() needs two scrapes in its window; the first queries may come before them.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for q in &queries {
+        while query(prom, &q.expr).is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "dashboard panel {:?} (row {:?}) returns no series: {}",
+                q.panel,
+                q.row,
+                q.expr
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
 }
 
 fn value(sample: &serde_json::Value) -> f64 {
@@ -146,6 +174,7 @@ fn prometheus_scrapes_the_agent_and_answers_queries() {
     let (_, body) = http_get(a.addr, "/api/runs?limit=1");
     let latest: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(latest[0]["causes"][0], "link_failure");
+    every_dashboard_query_returns_series(prom, &a.addr.to_string());
     a.signal(libc::SIGTERM);
     assert!(a.wait_output().status.success());
 }

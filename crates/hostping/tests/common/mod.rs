@@ -2,6 +2,8 @@
 //! process with its address, its runs and signals.
 #![allow(dead_code)] // each test binary uses its own part of this module
 
+pub mod dashboard;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
