@@ -13,13 +13,14 @@
 mod common;
 
 use common::ibsim::{self, have_ibsim};
+use common::prometheus::{have_prometheus, Prometheus};
 use common::{dashboard, hostping, http_get, stderr, temp_dir, wait_until_serving};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use store::{Store, StoredSweep};
@@ -652,86 +653,6 @@ fn without_a_umad_port_the_agent_keeps_running_and_counts_failed_sweeps() {
         "{}",
         out.stderr
     );
-}
-
-/// Debian's `prometheus`, if installed (required when `HOSTPING_REQUIRE_PROMETHEUS` is set,
-/// as `./test.sh` does).
-fn have_prometheus() -> bool {
-    let found = Command::new("prometheus")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var_os("HOSTPING_REQUIRE_PROMETHEUS").is_none(),
-            "HOSTPING_REQUIRE_PROMETHEUS is set but `prometheus` is not on PATH"
-        );
-        eprintln!("skipped: no `prometheus` binary (apt-get install prometheus)");
-    }
-    found
-}
-
-/// A Prometheus server scraping one target every second, killed on drop.
-struct Prometheus {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Prometheus {
-    fn start(dir: &Path, target: SocketAddr) -> Prometheus {
-        let addr = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap();
-        let config = dir.join("prometheus.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: hostping\n    \
-                 static_configs:\n      - targets: ['{target}']\n"
-            ),
-        )
-        .unwrap();
-        let child = Command::new("prometheus")
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("tsdb").display()
-            ))
-            .arg(format!("--web.listen-address={addr}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        Prometheus { child, addr }
-    }
-
-    /// The result vector of an instant query; empty until Prometheus is ready.
-    fn query(&self, q: &str) -> Vec<Value> {
-        if std::net::TcpStream::connect(self.addr).is_err()
-            || http_get(self.addr, "/-/ready").0 != 200
-        {
-            return Vec::new();
-        }
-        let encoded: String = q
-            .bytes()
-            .map(|b| match b {
-                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' => (b as char).to_string(),
-                _ => format!("%{b:02X}"),
-            })
-            .collect();
-        let (code, body) = http_get(self.addr, &format!("/api/v1/query?query={encoded}"));
-        assert_eq!(code, 200, "{q}: {body}");
-        let v: Value = serde_json::from_str(&body).unwrap();
-        v["data"]["result"].as_array().unwrap().clone()
-    }
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[test]

@@ -6,64 +6,15 @@
 
 mod common;
 
+use common::prometheus::{have_prometheus, Prometheus};
 use common::{agent, dashboard, http_get, temp_dir};
-use std::net::{SocketAddr, TcpListener};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn prometheus_binary() -> Option<&'static str> {
-    let found = Command::new("prometheus")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if found {
-        return Some("prometheus");
-    }
-    assert!(
-        std::env::var_os("HOSTPING_REQUIRE_PROMETHEUS").is_none(),
-        "HOSTPING_REQUIRE_PROMETHEUS is set but `prometheus` is not on PATH (apt-get install prometheus)"
-    );
-    eprintln!("skipped: no `prometheus` binary (apt-get install prometheus)");
-    None
-}
-
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
-/// `/api/v1/query` result vector.
-fn query(prom: SocketAddr, q: &str) -> Vec<serde_json::Value> {
-    let encoded: String = q
-        .bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    let (code, body) = http_get(prom, &format!("/api/v1/query?query={encoded}"));
-    assert_eq!(code, 200, "{body}");
-    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(v["status"], "success", "{body}");
-    v["data"]["result"].as_array().unwrap().clone()
-}
 
 /// Every query of the Grafana dashboard (packaging/grafana/) is valid PromQL and returns
 /// series from this agent, but those of the switch-port row, which need a `[fabric]`
 /// sampler's sweeps: agent_fabric.rs runs them on ibsim's fabric.
-fn every_dashboard_query_returns_series(prom: SocketAddr, agent: &str) {
-    let agents = query(prom, &dashboard::instance_variable_metric());
+fn every_dashboard_query_returns_series(prom: &Prometheus, agent: &str) {
+    let agents = prom.query(&dashboard::instance_variable_metric());
     assert_eq!(agents.len(), 1, "{agents:?}");
     assert_eq!(agents[0]["metric"]["instance"], agent);
     let queries: Vec<_> = dashboard::queries()
@@ -74,7 +25,7 @@ fn every_dashboard_query_returns_series(prom: SocketAddr, agent: &str) {
     // rate() needs two scrapes in its window; the first queries may come before them.
     let deadline = Instant::now() + Duration::from_secs(30);
     for q in &queries {
-        while query(prom, &q.expr).is_empty() {
+        while prom.query(&q.expr).is_empty() {
             assert!(
                 Instant::now() < deadline,
                 "dashboard panel {:?} (row {:?}) returns no series: {}",
@@ -93,9 +44,9 @@ fn value(sample: &serde_json::Value) -> f64 {
 
 #[test]
 fn prometheus_scrapes_the_agent_and_answers_queries() {
-    let Some(bin) = prometheus_binary() else {
+    if !have_prometheus() {
         return;
-    };
+    }
     let dir = temp_dir("prometheus");
     let db = dir.join("runs.db");
     // A failed GPU link, so there is a diagnosis to see; 5 min of cadence per 0.5 s.
@@ -105,37 +56,13 @@ fn prometheus_scrapes_the_agent_and_answers_queries() {
         &[],
     );
     a.wait_for_runs(1, Duration::from_secs(60));
-    let prom = free_port();
-    let config = dir.join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: hostping\n    static_configs:\n      - targets: ['{}']\n",
-            a.addr
-        ),
-    )
-    .unwrap();
-    let server = Command::new(bin)
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address={prom}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _server = Reaped(server);
+    let prom = Prometheus::start(&dir, a.addr);
 
     let deadline = Instant::now() + Duration::from_secs(60);
     let bandwidth = loop {
-        // Prometheus answers 503 on its API until its TSDB has opened; `/-/ready` says when.
-        if std::net::TcpStream::connect(prom).is_ok() && http_get(prom, "/-/ready").0 == 200 {
-            let r = query(prom, "hostping_path_bandwidth_gbps");
-            if r.len() == 40 {
-                break r;
-            }
+        let r = prom.query("hostping_path_bandwidth_gbps");
+        if r.len() == 40 {
+            break r;
         }
         assert!(
             Instant::now() < deadline,
@@ -144,7 +71,7 @@ fn prometheus_scrapes_the_agent_and_answers_queries() {
         std::thread::sleep(Duration::from_millis(250));
     };
     // The up series says the scrape itself worked.
-    let up = query(prom, "up{job=\"hostping\"}");
+    let up = prom.query("up{job=\"hostping\"}");
     assert_eq!(value(&up[0]), 1.0);
     // Every path of the full mesh, with its labels; rnic2 -> gpu4 at about half.
     let path = |rnic: &str, endpoint: &str| {
@@ -156,25 +83,22 @@ fn prometheus_scrapes_the_agent_and_answers_queries() {
     };
     assert!(path("rnic0", "gpu0") > 180.0, "{}", path("rnic0", "gpu0"));
     assert!(path("rnic2", "gpu4") < 140.0, "{}", path("rnic2", "gpu4"));
-    let active = query(prom, "hostping_diagnosis_active{cause=\"link_failure\"}");
+    let active = prom.query("hostping_diagnosis_active{cause=\"link_failure\"}");
     assert_eq!(active.len(), 1, "{active:?}");
     assert_eq!(active[0]["metric"]["links"], "gpu4--lsw4");
-    let status = query(
-        prom,
-        "hostping_link_status{link=\"gpu4--lsw4\",status=\"abnormal\"}",
-    );
+    let status = prom.query("hostping_link_status{link=\"gpu4--lsw4\",status=\"abnormal\"}");
     assert_eq!(value(&status[0]), 1.0);
-    let runs = query(prom, "sum(hostping_runs_total{trigger=\"idle\"})");
+    let runs = prom.query("sum(hostping_runs_total{trigger=\"idle\"})");
     assert!(value(&runs[0]) >= 1.0);
-    let cpu = query(prom, "hostping_agent_cpu_seconds_total");
+    let cpu = prom.query("hostping_agent_cpu_seconds_total");
     assert!(value(&cpu[0]) > 0.0);
-    let rss = query(prom, "hostping_agent_resident_memory_bytes");
+    let rss = prom.query("hostping_agent_resident_memory_bytes");
     assert!(value(&rss[0]) > 1e6);
     // The same numbers as the agent's own JSON API.
     let (_, body) = http_get(a.addr, "/api/runs?limit=1");
     let latest: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(latest[0]["causes"][0], "link_failure");
-    every_dashboard_query_returns_series(prom, &a.addr.to_string());
+    every_dashboard_query_returns_series(&prom, &a.addr.to_string());
     a.signal(libc::SIGTERM);
     assert!(a.wait_output().status.success());
 }

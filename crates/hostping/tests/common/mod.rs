@@ -12,6 +12,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 pub mod ibsim;
+pub mod prometheus;
 
 /// A per-test folder, emptied first.
 pub fn temp_dir(name: &str) -> PathBuf {
