@@ -2,13 +2,16 @@
 //! at its peer's input, XmitWait stays at zero on an idle tree and grows on the ports that
 //! feed an incast, and periodic snapshots are cumulative and in time order.
 
+mod common;
+
+use common::{send, Script};
 use std::collections::VecDeque;
 
 use fabric::sim::{CounterSnapshot, SimConfig, SimResult, Simulation};
 use fabric::telemetry::{TelemetryConfig, TelemetryKind};
 use fabric::topology::{FatTreeParams, Level, NodeId, Peer, SwitchId, Topology};
-use fabric::traffic::{Job, Op, Program};
-use rand::{Rng, RngCore, SeedableRng};
+use fabric::traffic::{Job, Op};
+use rand::{Rng, SeedableRng};
 
 fn radix8() -> Topology {
     Topology::new(FatTreeParams::radix8()).unwrap()
@@ -22,22 +25,6 @@ fn config(interval_ps: u64) -> SimConfig {
         },
         counter_interval_ps: Some(interval_ps),
         ..SimConfig::default()
-    }
-}
-
-struct Script(Vec<VecDeque<Op>>);
-
-impl Program for Script {
-    fn next_op(&mut self, rank: u32, _rng: &mut dyn RngCore) -> Option<Op> {
-        self.0[rank as usize].pop_front()
-    }
-}
-
-fn send(dst: u32, bytes: u64) -> Op {
-    Op::Send {
-        dst,
-        bytes,
-        not_before_ps: 0,
     }
 }
 

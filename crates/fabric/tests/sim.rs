@@ -2,6 +2,9 @@
 //! streaming, conservation, flow control within its buffers, adaptive spreading, congestion at
 //! a hot spot, cut-off, the op order of a rank, input checks and reproducibility.
 
+mod common;
+
+use common::{send, Script};
 use std::collections::VecDeque;
 
 use fabric::sim::{Progress, SimConfig, SimResult, Simulation};
@@ -28,23 +31,6 @@ fn config() -> SimConfig {
 /// Picoseconds to serialise `bytes` at the default 100 Gb/s.
 fn serialisation_ps(bytes: u64) -> u64 {
     bytes * 80
-}
-
-/// Each rank runs a fixed list of ops.
-struct Script(Vec<VecDeque<Op>>);
-
-impl Program for Script {
-    fn next_op(&mut self, rank: u32, _rng: &mut dyn RngCore) -> Option<Op> {
-        self.0[rank as usize].pop_front()
-    }
-}
-
-fn send(dst: u32, bytes: u64) -> Op {
-    Op::Send {
-        dst,
-        bytes,
-        not_before_ps: 0,
-    }
 }
 
 /// A job whose rank `r` runs on node `nodes[r]` and plays `ops[r]`.
