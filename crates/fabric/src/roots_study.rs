@@ -78,21 +78,18 @@ pub fn roots_study(
     ];
     let mut rows = Vec::new();
     for (case, study) in all {
-        let mut runs: Vec<(String, Topology, SimResult)> = Vec::new();
-        let mut keep =
+        // Each run is compared as it ends, so no run's result is kept or copied.
+        let mut compared =
             |label: &str, topology: &Topology, plans: Vec<JobPlan>, config: SimConfig| {
                 let config = SimConfig {
                     counter_interval_ps: Some(FINEST_PS),
                     ..config
                 };
                 let result = run(label, topology, plans, config);
-                runs.push((label.to_string(), topology.clone(), result.clone()));
+                rows.push(compare(case, label, topology, &result));
                 result
             };
-        study(scale, seed, &mut keep)?;
-        for (label, topology, result) in &runs {
-            rows.push(compare(case, label, topology, result));
-        }
+        study(scale, seed, &mut compared)?;
     }
     Ok(rows)
 }
