@@ -210,9 +210,13 @@ impl Topology {
 
     /// Reads a topology file; errors name the file and the line.
     pub fn load(file: &Path) -> Result<Self, InputError> {
-        let text = InputError::read(file)?;
+        Self::parse(file, &InputError::read(file)?)
+    }
+
+    /// A topology file's text, read from `file` (named in the errors).
+    pub fn parse(file: &Path, text: &str) -> Result<Self, InputError> {
         let params: FatTreeParams =
-            toml::from_str(&text).map_err(|e| InputError::from_toml(file, &text, &e))?;
+            toml::from_str(text).map_err(|e| InputError::from_toml(file, text, &e))?;
         Self::new(params).map_err(|e| InputError::whole_file(file, e.to_string()))
     }
 

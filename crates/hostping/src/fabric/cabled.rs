@@ -9,6 +9,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use fabric::cabling::{Cable, CableEnd, Cabling, Device, Recognized};
+use fabric::input::InputError;
 use fabric::topology::{FatTreeParams, Level, Topology};
 use rdma::subnet::{guid_text, topofile, NodeKind, Subnet};
 use serde::{Deserialize, Serialize};
@@ -40,15 +41,18 @@ impl TreeInput {
     /// A built-in name, a TOML file, or an ibnetdiscover file (recognised by its
     /// `switchguid=` / `Switch` lines).
     pub fn resolve(arg: &str) -> Result<TreeInput> {
-        if FatTreeParams::builtin(arg).is_none() {
-            if let Ok(text) = std::fs::read_to_string(arg) {
+        let topology = match FatTreeParams::builtin(arg) {
+            Some(params) => Topology::new(params).expect("built-in tree is valid"),
+            None => {
+                let text = InputError::read(Path::new(arg))?;
                 if is_ibnetdiscover(&text) {
                     return Self::from_ibnetdiscover(arg, &text);
                 }
+                Topology::parse(Path::new(arg), &text)?
             }
-        }
+        };
         Ok(TreeInput {
-            topology: Topology::resolve(arg)?,
+            topology,
             fabric: None,
         })
     }
