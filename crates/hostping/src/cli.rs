@@ -207,6 +207,10 @@ pub struct AgentArgs {
     /// This host's token for the collector (a line "NAME TOKEN" of its tokens file).
     #[arg(long, value_name = "TOKEN", requires = "collector")]
     pub token: Option<String>,
+    /// Trust only this CA (PEM) for an https:// collector, e.g. a fleet's private CA.
+    /// Default: the web PKI roots.
+    #[arg(long, value_name = "FILE", requires = "collector")]
+    pub collector_ca: Option<PathBuf>,
     /// This host's name in the fleet. Default: the hostname, or the model name with --sim.
     #[arg(long, value_name = "NAME", requires = "collector")]
     pub name: Option<String>,
@@ -234,6 +238,13 @@ pub struct CollectorArgs {
     /// The most a pushed run may weigh, in bytes (413 above it).
     #[arg(long, value_name = "BYTES", default_value_t = crate::collector::DEFAULT_MAX_BODY)]
     pub max_body: usize,
+    /// Serve HTTPS with this certificate (PEM: the server's, then intermediates).
+    /// Agents then use an https:// URL (and --collector-ca for a private CA).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// Output formats.

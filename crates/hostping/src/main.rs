@@ -495,6 +495,7 @@ fn agent_command(args: AgentArgs) -> Result<Outcome> {
                 url: url.clone(),
                 token: token.clone(),
                 host: name,
+                tls: hostping::collector::tls::client_config(args.collector_ca.as_deref())?,
             };
             Some(agent::outbox::start(
                 target,
@@ -531,9 +532,18 @@ fn collector_command(args: CollectorArgs) -> Result<Outcome> {
         listen: args.listen,
         tokens: args.tokens,
         max_body: args.max_body,
+        tls: args
+            .tls_cert
+            .zip(args.tls_key)
+            .map(|(cert, key)| hostping::collector::tls::TlsFiles { cert, key }),
+    };
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
     };
     hostping::collector::run(&config, |addr| {
-        eprintln!("hostping collector: serving http://{addr}/api/runs and /api/hosts")
+        eprintln!("hostping collector: serving {scheme}://{addr}/api/runs and /api/hosts")
     })?;
     Ok(Outcome::Healthy)
 }

@@ -283,3 +283,155 @@ fn the_image_runs_the_agent_with_only_the_libraries_it_dlopens() {
     let ignore = read(".dockerignore");
     assert!(ignore.lines().any(|l| l.trim() == "target/"));
 }
+
+/// The collector's Deployment and Service.
+fn collector_manifest(kind: &str) -> Value {
+    let text = read("packaging/kubernetes/collector-deployment.yaml");
+    let found = serde_norway::Deserializer::from_str(&text)
+        .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
+        .find(|d| d["kind"] == kind);
+    found.unwrap_or_else(|| panic!("collector-deployment.yaml has no {kind}"))
+}
+
+#[test]
+fn the_collector_runs_unprivileged_with_its_secrets_read_only() {
+    let deployment = collector_manifest("Deployment");
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_ne!(
+        pod["hostNetwork"], true,
+        "the collector needs no host network"
+    );
+    assert_eq!(pod["automountServiceAccountToken"], false);
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    let user = pod["securityContext"]["runAsUser"].as_u64().unwrap();
+    assert_ne!(user, 0);
+    // The Secrets' files are readable by the pod's group, which is the user's.
+    assert_eq!(pod["securityContext"]["fsGroup"].as_u64(), Some(user));
+    let containers = pod["containers"].as_sequence().unwrap();
+    assert_eq!(containers.len(), 1);
+    let security = &containers[0]["securityContext"];
+    assert_ne!(security["privileged"], true);
+    assert_eq!(security["allowPrivilegeEscalation"], false);
+    assert_eq!(security["readOnlyRootFilesystem"], true);
+    assert_eq!(security["capabilities"]["drop"][0], "ALL");
+    assert!(security["capabilities"]["add"].is_null(), "no capability");
+    for mount in containers[0]["volumeMounts"].as_sequence().unwrap() {
+        assert_eq!(mount["readOnly"], true, "{mount:?}");
+        let volume = pod["volumes"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == mount["name"])
+            .unwrap();
+        assert!(volume["secret"]["secretName"].is_string(), "{volume:?}");
+    }
+    // The database URL (it holds a password) comes from a Secret, not the manifest.
+    let env = containers[0]["env"].as_sequence().unwrap();
+    let url = env.iter().find(|e| e["name"] == "DATABASE_URL").unwrap();
+    assert!(url["valueFrom"]["secretKeyRef"]["name"].is_string());
+    let service = collector_manifest("Service");
+    assert_eq!(
+        service["spec"]["selector"],
+        deployment["spec"]["selector"]["matchLabels"]
+    );
+    assert_eq!(
+        service["spec"]["ports"][0]["targetPort"],
+        containers[0]["ports"][0]["name"]
+    );
+}
+
+#[test]
+fn a_collector_started_with_the_deployments_arguments_answers_its_probes() {
+    use common::postgres::{free_port, Collector, Postgres};
+    let dir = temp_dir("deploy-collector");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let deployment = collector_manifest("Deployment");
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    // The Secrets' mount points become folders of this test holding the same file names.
+    let mounts: Vec<(String, PathBuf)> = container["volumeMounts"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let at = text(&m["mountPath"], "a mount path").to_owned();
+            let local = dir.join(text(&m["name"], "a volume name"));
+            std::fs::create_dir_all(&local).unwrap();
+            (at, local)
+        })
+        .collect();
+    let local = |path: &str| -> String {
+        let (at, folder) = mounts
+            .iter()
+            .find(|(at, _)| path.starts_with(at.as_str()))
+            .unwrap_or_else(|| panic!("{path} is in no mounted volume"));
+        folder
+            .join(path[at.len()..].trim_start_matches('/'))
+            .to_string_lossy()
+            .into_owned()
+    };
+    let args: Vec<&str> = container["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| text(a, "an argument"))
+        .collect();
+    let value_of = |flag: &str| args[args.iter().position(|a| *a == flag).unwrap() + 1];
+    let (_, cert, key) = common::tls::certificates(&dir, &["localhost", "127.0.0.1"]);
+    std::fs::copy(&cert, local(value_of("--tls-cert"))).unwrap();
+    std::fs::copy(&key, local(value_of("--tls-key"))).unwrap();
+    std::fs::write(local(value_of("--tokens")), "node-1 tok-0123456789abcdef\n").unwrap();
+    let port = free_port();
+    let listen_port: u16 = value_of("--listen")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        container["ports"][0]["containerPort"].as_u64(),
+        Some(listen_port.into())
+    );
+    let run_args: Vec<String> = args
+        .iter()
+        .map(|a| match *a {
+            "$(DATABASE_URL)" => pg.url(),
+            a if a == value_of("--listen") => format!("127.0.0.1:{port}"),
+            a if a.starts_with("/etc/") => local(a),
+            a => a.to_owned(),
+        })
+        .collect();
+    let run_args: Vec<&str> = run_args.iter().map(String::as_str).collect();
+    let collector = Collector::spawn(&run_args);
+    assert_eq!(collector.scheme, "https");
+
+    // The readiness probe's request, as the kubelet makes it (HTTPS, the certificate not
+    // checked), answers 200 while PostgreSQL is up and 503 within the probe's timeout
+    // once it is gone; the liveness probe's TCP connect still succeeds.
+    let probe = &container["readinessProbe"];
+    assert_eq!(probe["httpGet"]["scheme"], "HTTPS");
+    let path = text(&probe["httpGet"]["path"], "the probe path");
+    let timeout = Duration::from_secs(probe["timeoutSeconds"].as_u64().unwrap());
+    let kubelet: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(timeout))
+        .tls_config(
+            ureq::tls::TlsConfig::builder()
+                .disable_verification(true)
+                .build(),
+        )
+        .build()
+        .into();
+    let url = format!("https://127.0.0.1:{port}{path}");
+    let mut ready = kubelet.get(&url).call().unwrap();
+    assert_eq!(ready.status().as_u16(), 200);
+    let body: serde_json::Value =
+        serde_json::from_str(&ready.body_mut().read_to_string().unwrap()).unwrap();
+    assert!(body["schema_version"].as_i64().unwrap() >= 1, "{body}");
+    pg.stop();
+    let unready = kubelet.get(&url).call().unwrap();
+    assert_eq!(unready.status().as_u16(), 503);
+    assert!(container["livenessProbe"]["tcpSocket"]["port"] == container["ports"][0]["name"]);
+    std::net::TcpStream::connect(("127.0.0.1", port)).expect("the liveness probe's connect");
+}

@@ -38,6 +38,8 @@ pub struct CollectorTarget {
     pub token: String,
     /// This host's name in the fleet.
     pub host: String,
+    /// What an https:// collector's certificate is checked against.
+    pub tls: ureq::tls::TlsConfig,
 }
 
 /// What one delivery attempt came to.
@@ -137,6 +139,7 @@ fn run(
         .http_status_as_error(false)
         .timeout_connect(Some(CONNECT_TIMEOUT))
         .timeout_global(Some(REQUEST_TIMEOUT))
+        .tls_config(target.tls.clone())
         .build()
         .into();
     let mut backoff = FIRST_BACKOFF;
@@ -258,6 +261,7 @@ mod tests {
             url: format!("http://{addr}"),
             token: "t".into(),
             host: "h".into(),
+            tls: ureq::tls::TlsConfig::default(),
         };
         let run = OutboxRun {
             id: 1,

@@ -5,6 +5,7 @@
 //! | `POST /api/runs` | an agent's run (`Authorization: Bearer TOKEN`): 201 stored, 200 stored before |
 //! | `GET /api/hosts` | every host: kind, health and causes of its latest run, runs stored |
 //! | `GET /api/hosts/{host}/runs?limit=N` | that host's runs, newest first: the 4.3 report + id, trigger, started_unix_ms |
+//! | `GET /api/health` | 200 with the schema version when the database answers, else 503 (for probes) |
 //!
 //! Refusals: 401 no or unknown token, 403 a token of another host, 413 a body over the
 //! limit, 400 a body outside the contract, 404 an unknown host, 503 the database is
@@ -88,6 +89,7 @@ pub fn router(pool: Pool, tokens: Tokens, max_body: usize) -> Router {
         .route("/api/runs", post(post_run))
         .route("/api/hosts", get(hosts))
         .route("/api/hosts/{host}/runs", get(host_runs))
+        .route("/api/health", get(health))
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(shared)
 }
@@ -125,6 +127,16 @@ async fn post_run(
         Json(json!({"stored": id, "host": upload.host, "id": upload.id, "duplicate": duplicate})),
     )
         .into_response())
+}
+
+/// One cheap query through the pool: what a readiness probe needs to know.
+async fn health(State(shared): State<Shared>) -> Result<Json<Value>, ApiError> {
+    let client = shared.pool.get().await?;
+    let version: Option<i32> = client
+        .query_one("SELECT max(version) FROM schema_migrations", &[])
+        .await?
+        .get(0);
+    Ok(Json(json!({"database": "ok", "schema_version": version})))
 }
 
 async fn hosts(State(shared): State<Shared>) -> Result<Json<Vec<Value>>, ApiError> {

@@ -10,10 +10,12 @@
 pub mod api;
 pub mod ingest;
 pub mod schema;
+pub mod tls;
 pub mod tokens;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use tls::{TlsError, TlsFiles};
 use tokens::{TokenError, Tokens};
 
 /// The most a pushed run may weigh (a report of a large host is tens of kB).
@@ -30,6 +32,8 @@ pub struct CollectorConfig {
     pub tokens: Option<PathBuf>,
     /// The most a pushed run may weigh, bytes.
     pub max_body: usize,
+    /// Serve HTTPS with this certificate and key; plain HTTP without.
+    pub tls: Option<TlsFiles>,
 }
 
 /// Why the collector could not start or stopped.
@@ -38,6 +42,9 @@ pub enum CollectorError {
     /// The tokens file.
     #[error(transparent)]
     Tokens(#[from] TokenError),
+    /// The TLS certificate or key.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
     /// The database URL does not parse.
     #[error("--database {url}: {source}")]
     Url {
@@ -74,6 +81,7 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
         Some(file) => Tokens::load(file)?,
         None => Tokens::default(),
     };
+    let tls = config.tls.as_ref().map(tls::server_config).transpose()?;
     let pg: tokio_postgres::Config =
         config
             .database
@@ -92,8 +100,15 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
         .map_err(listen_error)?;
     runtime.block_on(async {
         let manager = deadpool_postgres::Manager::new(pg, tokio_postgres::NoTls);
+        // Every wait is bounded: with the database unreachable a request is answered 503
+        // within seconds (the agent keeps the run and retries) instead of hanging.
+        let bounded = Some(std::time::Duration::from_secs(5));
         let pool = deadpool_postgres::Pool::builder(manager)
             .max_size(16)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(bounded)
+            .create_timeout(bounded)
+            .recycle_timeout(bounded)
             .build()?;
         let database_error = |reason: String| CollectorError::Database {
             url: config.database.clone(),
@@ -107,12 +122,23 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
             .await
             .map_err(|e| database_error(e.to_string()))?;
         drop(client);
-        let listener = tokio::net::TcpListener::bind(config.listen)
-            .await
-            .map_err(listen_error)?;
+        let listener = std::net::TcpListener::bind(config.listen).map_err(listen_error)?;
+        listener.set_nonblocking(true).map_err(listen_error)?;
         ready(listener.local_addr().map_err(listen_error)?);
-        axum::serve(listener, api::router(pool, tokens, config.max_body))
-            .await
-            .map_err(listen_error)
+        let app = api::router(pool, tokens, config.max_body);
+        match tls {
+            Some(tls) => {
+                let tls = axum_server::tls_rustls::RustlsConfig::from_config(tls);
+                axum_server::tls_rustls::from_tcp_rustls(listener, tls)
+                    .map_err(listen_error)?
+                    .serve(app.into_make_service())
+                    .await
+            }
+            None => {
+                let listener = tokio::net::TcpListener::from_std(listener).map_err(listen_error)?;
+                axum::serve(listener, app).await
+            }
+        }
+        .map_err(listen_error)
     })
 }

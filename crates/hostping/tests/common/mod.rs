@@ -12,7 +12,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 pub mod ibsim;
+pub mod postgres;
 pub mod prometheus;
+pub mod tls;
 
 /// A per-test folder, emptied first.
 pub fn temp_dir(name: &str) -> PathBuf {
