@@ -505,6 +505,41 @@ pub enum BenchCommand {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
+    /// The fleet collector at scale: ingest rate through POST /api/runs (one day of a fleet's
+    /// runs from concurrent senders), then read latency (fleet overview, host page, one path's
+    /// timeline) with the whole history loaded (the other days copied inside PostgreSQL).
+    /// Needs an empty PostgreSQL database it may fill; the runs are of a virtual host.
+    ///
+    /// Example (1000 hosts x 7 days at a 5-minute cadence: 2 M runs):
+    ///   createdb hostping_bench
+    ///   hostping bench collector --database postgres://$USER@localhost/hostping_bench
+    #[command(verbatim_doc_comment)]
+    Collector {
+        /// The empty database, postgres://USER@HOST:PORT/DB.
+        #[arg(long, value_name = "URL")]
+        database: String,
+        /// Simulated hosts.
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        hosts: u32,
+        /// Days of history.
+        #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=90))]
+        days: u32,
+        /// Time between two runs of one host.
+        #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+        cadence: std::time::Duration,
+        /// Concurrent senders while ingesting.
+        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
+        clients: u32,
+        /// Hosts whose pages and timelines are read (each request kind this many times).
+        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        queries: u32,
+        /// Host model of the simulated runs.
+        #[arg(long, default_value = "dgx-a100")]
+        sim: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
     /// CPU cost of one full-mesh check of a simulated host (median over repeats).
     Check {
         /// Host model.

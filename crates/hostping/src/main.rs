@@ -78,6 +78,33 @@ fn progress_bar(len: u64, what: &str) -> ProgressBar {
     bar
 }
 
+/// The collector bench's phases, one bar each.
+#[derive(Default)]
+struct BenchBar(std::sync::Mutex<Option<ProgressBar>>);
+
+impl hostping::collector::bench::Progress for BenchBar {
+    fn phase(&self, name: &str, total: u64) {
+        let mut bar = self.0.lock().expect("bar");
+        if let Some(done) = bar.take() {
+            done.finish();
+        }
+        *bar = Some(progress_bar(total, name));
+    }
+    fn at(&self, done: u64) {
+        if let Some(bar) = self.0.lock().expect("bar").as_ref() {
+            bar.set_position(done);
+        }
+    }
+}
+
+impl BenchBar {
+    fn finish(&self) {
+        if let Some(bar) = self.0.lock().expect("bar").take() {
+            bar.finish();
+        }
+    }
+}
+
 /// Progress of a series on its bar: the run as position, the paths done as message.
 fn show_progress(bar: &ProgressBar, run: u32, done: usize, total: usize) {
     bar.set_position(u64::from(run));
@@ -583,6 +610,35 @@ fn bench_command(cmd: BenchCommand) -> Result<Outcome> {
             show_failures,
             format,
         } => bench_scenarios(&dir, healthy_runs, show_failures, format),
+        BenchCommand::Collector {
+            database,
+            hosts,
+            days,
+            cadence,
+            clients,
+            queries,
+            sim,
+            format,
+        } => {
+            let settings = hostping::collector::bench::BenchSettings {
+                database,
+                hosts,
+                days,
+                cadence,
+                clients,
+                queries,
+                model: sim::load_host(&sim)?,
+            };
+            let bar = BenchBar::default();
+            let result = hostping::collector::bench::run(&settings, &bar)?;
+            bar.finish();
+            let text = match format {
+                Format::Json => serde_json::to_string_pretty(&result)? + "\n",
+                Format::Table => hostping::collector::bench::table(&result),
+            };
+            std::io::stdout().lock().write_all(text.as_bytes())?;
+            Ok(Outcome::Healthy)
+        }
         BenchCommand::Check {
             sim,
             repeat,

@@ -8,6 +8,7 @@
 //! macros), and is the maintained driver under most of the Rust PostgreSQL ecosystem.
 
 pub mod api;
+pub mod bench;
 pub mod ingest;
 pub mod schema;
 pub mod tls;
