@@ -10,7 +10,9 @@
 pub mod api;
 pub mod ingest;
 pub mod schema;
+pub mod timeline;
 pub mod tokens;
+pub mod ui;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
