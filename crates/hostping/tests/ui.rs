@@ -397,21 +397,31 @@ fn a_fleet_in_a_real_browser() {
     let collector = Collector::start(&pg, &tokens_file(&dir, &hosts), &[]);
     let addr = collector.addr;
     let url = format!("http://{addr}");
+    // Racks where the agent can name its own (`--rack`, added beside this UI): the two
+    // dgx-a100 hosts in r1, the other in r2.
+    let racks = stdout(&hostping(&["agent", "--help"])).contains("--rack");
+    let rack = |r: &'static str| if racks { vec!["--rack", r] } else { vec![] };
     let failing = fleet_agent(
         &dir,
         hosts[0].0,
         hosts[0].1,
         &url,
-        &["--sim", "dgx-a100", "--inject", FAILURE],
+        &[&["--sim", "dgx-a100", "--inject", FAILURE][..], &rack("r1")].concat(),
     );
     let mut flapping = fleet_agent(
         &dir,
         hosts[1].0,
         hosts[1].1,
         &url,
-        &["--sim", "dgx-a100", "--inject", FLAP],
+        &[&["--sim", "dgx-a100", "--inject", FLAP][..], &rack("r1")].concat(),
     );
-    let mut healthy = fleet_agent(&dir, hosts[2].0, hosts[2].1, &url, &["--sim", "amd-2s"]);
+    let mut healthy = fleet_agent(
+        &dir,
+        hosts[2].0,
+        hosts[2].1,
+        &url,
+        &[&["--sim", "amd-2s"][..], &rack("r2")].concat(),
+    );
     // Ten runs of the flapping host (50 virtual minutes), a few of the others; then the
     // flapping and the healthy hosts stop, so what the pages show can be compared with the
     // API. The failing host goes on: its own page is read from its agent below.
@@ -456,10 +466,18 @@ fn a_fleet_in_a_real_browser() {
         // The markup in a host name is text, not elements.
         assert_eq!(js(&c, "return document.querySelectorAll('#hosts b').length;").await, 0);
         // Racks: a column and a filter when the collector reports them, nothing otherwise.
-        let racks = api_hosts[0].get("rack").is_some();
         let rack_shown = js(&c, "return !document.getElementById('filter-rack-label').hidden;").await;
-        assert_eq!(rack_shown, racks);
+        assert_eq!(rack_shown, api_hosts[0].get("rack").is_some());
         screenshot(&c, "overview").await;
+        if racks {
+            c.goto(&format!("{url}/?rack=r2")).await.unwrap();
+            wait_until(&c, "the rack filter", "document.querySelectorAll('#hosts tbody tr').length === 1").await;
+            assert_eq!(row_hosts(&rows(&c).await), BTreeSet::from([MARKUP_HOST]));
+            let filter = c.find(Locator::Id("filter-rack")).await.unwrap();
+            filter.select_by_value("r1").await.unwrap();
+            wait_until(&c, "the rack filter", "document.querySelectorAll('#hosts tbody tr').length === 2").await;
+            assert_eq!(row_hosts(&rows(&c).await), BTreeSet::from(["node-fail", "node-flap"]));
+        }
 
         // The cause filter, by its control: the URL follows.
         let cause = c.find(Locator::Id("filter-cause")).await.unwrap();
