@@ -236,6 +236,7 @@ async fn hosts(State(s): State<Shared>) -> Response {
                     "kind": latest.map_or(host.as_str(), |r| r.host.as_str()),
                     "healthy": latest.map(|r| r.healthy),
                     "last_run_unix_ms": latest.map(|r| r.started_unix_ms),
+                    // Every run has one trigger: the per-trigger counts add up to all.
                     "runs": counts.iter().map(|(_, n)| n).sum::<u64>(),
                     "causes": causes,
                 }]))
@@ -285,6 +286,7 @@ async fn host_runs(
 
 /// A stored run as the collector returns it: the report with the envelope's fields.
 fn with_envelope(run: store::StoredRun) -> serde_json::Value {
+    // A report is plain structs with string keys: it always serialises.
     let mut report = serde_json::to_value(&run.report).unwrap_or_default();
     if let serde_json::Value::Object(map) = &mut report {
         map.insert("id".into(), run.summary.id.into());
