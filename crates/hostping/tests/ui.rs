@@ -499,9 +499,22 @@ fn a_fleet_in_a_real_browser() {
         wait_until(&c, "the kind filter", "document.querySelectorAll('#hosts tbody tr').length === 2").await;
         assert_eq!(row_hosts(&rows(&c).await), BTreeSet::from(["node-fail", "node-flap"]));
 
-        // The failing host: its failed paths red, the others green, the link red on the
-        // topology, and the diagnosis naming it.
-        c.goto(&format!("{url}/hosts/node-fail")).await.unwrap();
+        // The host whose name is markup: its page (reached by its link) shows the name as
+        // text.
+        c.goto(&format!("{url}/")).await.unwrap();
+        wait_until(&c, "the hosts", "document.querySelectorAll('#hosts tbody tr').length === 3").await;
+        c.find(Locator::LinkText(MARKUP_HOST)).await.unwrap().click().await.unwrap();
+        wait_until(&c, "the markup host's page", "document.querySelectorAll('#heatmap td[data-status]').length > 0").await;
+        let name = c.find(Locator::Id("host-name")).await.unwrap().text().await.unwrap();
+        assert!(name.starts_with(MARKUP_HOST), "{name}");
+        assert_eq!(js(&c, "return document.querySelectorAll('#host-name b').length;").await, 0);
+        assert_eq!(c.title().await.unwrap(), format!("{MARKUP_HOST} · hostping"));
+
+        // The failing host, reached from the overview: its failed paths red, the others
+        // green, the link red on the topology, and the diagnosis naming it.
+        c.goto(&format!("{url}/")).await.unwrap();
+        wait_until(&c, "the hosts", "document.querySelectorAll('#hosts tbody tr').length === 3").await;
+        c.find(Locator::LinkText("node-fail")).await.unwrap().click().await.unwrap();
         wait_until(&c, "the heatmap", "document.querySelectorAll('#heatmap td[data-status]').length >= 40").await;
         let cells = check_heatmap_colours(&c).await;
         let colour_of = |r: &str, e: &str| cells.iter().find(|x| x.0 == r && x.1 == e).unwrap().3;
