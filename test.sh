@@ -33,6 +33,11 @@ command -v prometheus >/dev/null 2>&1 || apt_install prometheus
 # PostgreSQL's server binaries for crates/hostping/tests/collector.rs (each test initdb's a
 # throw-away cluster in a temporary folder, as `nobody` when run as root, on a free port).
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || apt_install postgresql
+# A real headless browser for the web UI's tests (crates/hostping/tests/ui.rs drives
+# chromium through chromedriver over WebDriver; screenshots go to target/test-artifacts/ui/).
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+    apt_install chromium chromium-driver
+fi
 # An InfiniBand management stack on a simulated fabric for the umad test below and for
 # crates/hostping/tests/fabric_switches.rs and agent_fabric.rs (in the workspace tests,
 # required by HOSTPING_REQUIRE_IBSIM): ibsim, libibumad redirected to it (libumad2sim),
@@ -47,7 +52,7 @@ if ! command -v slurmctld >/dev/null 2>&1 || ! command -v slurmd >/dev/null 2>&1
     apt_install slurm-wlm munge
 fi
 export HOSTPING_REQUIRE_VERBS_HEADERS=1 HOSTPING_REQUIRE_PROMETHEUS=1 HOSTPING_REQUIRE_IBSIM=1
-export HOSTPING_REQUIRE_POSTGRES=1
+export HOSTPING_REQUIRE_POSTGRES=1 HOSTPING_REQUIRE_CHROMIUM=1
 cargo test --workspace --locked
 # A fabric sweep on a real one-node Slurm: a job array of `hostping fabric sim` runs and the
 # dependent merge job (scripts/slurm/, about 10 s). The daemons run as root.

@@ -152,6 +152,7 @@ mod outbox;
 mod schema;
 mod sweeps;
 pub mod switch_metrics;
+mod timeline;
 
 pub use db::{NewRun, RunQuery, RunSummary, Store, StoreError, StoredRun};
 pub use metrics::{Metrics, TriggerOutcome, CONTENT_TYPE};
@@ -159,3 +160,4 @@ pub use outbox::{OutboxRun, OutboxStats};
 pub use schema::{MIGRATIONS, SCHEMA_VERSION};
 pub use sweeps::{guid_text, FabricSweep, StoredSweep, SwitchPortCounters, SwitchPortSample};
 pub use switch_metrics::{SwitchInfo, UplinkInfo};
+pub use timeline::PathPoint;

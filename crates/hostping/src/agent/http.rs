@@ -9,10 +9,19 @@
 //! | `/api/runs?limit=N&before=ID&trigger=T` | run summaries, newest first |
 //! | `/api/runs/{id}` | one run: trigger, snapshot, counters, the whole report |
 //! | `/api/fabric/sweeps?limit=N&before=ID` | switch-port sweeps (`[fabric]`), newest first, each with its ports |
+//! | `/` | the web UI's host page for this host (to a browser, `Accept: text/html`); else the index of `/api` |
+//! | `/api` | this index, as text |
+//! | `/api/hosts` | this host in the collector's shape: `[{"host", "kind", "healthy", "last_run_unix_ms", "runs", "causes"}]` |
+//! | `/api/hosts/{host}/runs?limit=N` | as the collector's: the 4.3 report + id, trigger, started_unix_ms, newest first |
+//! | `/api/hosts/{host}/timeline?rnic=R&endpoint=E[&since_unix_ms=T][&limit=N]` | one path over runs, oldest first, as the collector's |
+//!
+//! The `/api/hosts` family mirrors the collector's read API (DESIGN 4.5, collector/api.rs,
+//! collector/timeline.rs) with the same JSON, so the one page script of collector/ui.rs
+//! serves both; `{host}` is this agent's host model name (`/api/status`'s `host`).
 
 use super::Status;
 use axum::extract::{Path as UrlPath, Query, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -97,8 +106,12 @@ pub fn serve(
 }
 
 fn router(shared: Shared) -> Router {
-    Router::new()
-        .route("/", get(index))
+    crate::collector::ui::asset_routes()
+        .route("/", get(front))
+        .route("/api", get(index))
+        .route("/api/hosts", get(hosts))
+        .route("/api/hosts/{host}/runs", get(host_runs))
+        .route("/api/hosts/{host}/timeline", get(host_timeline))
         .route("/metrics", get(metrics))
         .route("/api/status", get(status))
         .route("/api/runs", get(runs))
@@ -107,8 +120,23 @@ fn router(shared: Shared) -> Router {
         .with_state(shared)
 }
 
+const INDEX: &str = "hostping agent\n  /                    this host's page (web UI, in a browser)\n  /metrics             Prometheus exposition\n  /api/status          agent status (JSON)\n  /api/runs            runs, newest first (?limit=N&before=ID&trigger=idle|pfc|drops)\n  /api/runs/{id}       one run with its report\n  /api/fabric/sweeps   switch-port sweeps, newest first (?limit=N&before=ID)\n  /api/hosts           this host, as the fleet collector lists hosts\n  /api/hosts/{host}/runs?limit=N                    runs with reports, newest first\n  /api/hosts/{host}/timeline?rnic=R&endpoint=E     one path over runs, oldest first\n";
+
 async fn index() -> &'static str {
-    "hostping agent\n  /metrics             Prometheus exposition\n  /api/status          agent status (JSON)\n  /api/runs            runs, newest first (?limit=N&before=ID&trigger=idle|pfc|drops)\n  /api/runs/{id}       one run with its report\n  /api/fabric/sweeps   switch-port sweeps, newest first (?limit=N&before=ID)\n"
+    INDEX
+}
+
+/// The host page to a browser; the text index to `curl` and other clients.
+async fn front(headers: HeaderMap) -> Response {
+    let wants_html = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/html"));
+    if wants_html {
+        crate::collector::ui::host_page().await
+    } else {
+        INDEX.into_response()
+    }
 }
 
 async fn metrics(State(s): State<Shared>) -> Response {
@@ -174,5 +202,136 @@ async fn sweeps(State(s): State<Shared>, Query(q): Query<SweepsQuery>) -> Respon
     with_store(&s, |store| match store.sweeps(limit, q.before) {
         Ok(sweeps) => Json(sweeps).into_response(),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    })
+}
+
+/// A 404 for any host but the one this agent watches.
+fn other_host(s: &Shared, host: &str) -> Option<Response> {
+    let own = s.status.lock().expect("status").host.clone();
+    (host != own).then(|| {
+        error(
+            StatusCode::NOT_FOUND,
+            format!("no host {host}: this agent watches {own}"),
+        )
+    })
+}
+
+/// `/api/hosts`: this host, in the collector's shape (its latest run's health and causes).
+async fn hosts(State(s): State<Shared>) -> Response {
+    let host = s.status.lock().expect("status").host.clone();
+    with_store(&s, |store| {
+        let latest = store.runs(&RunQuery {
+            limit: 1,
+            ..RunQuery::default()
+        });
+        let counts = store.trigger_counts();
+        match (latest, counts) {
+            (Ok(latest), Ok(counts)) => {
+                let latest = latest.first();
+                let mut causes = latest.map(|r| r.causes.clone()).unwrap_or_default();
+                causes.sort();
+                causes.dedup();
+                Json(serde_json::json!([{
+                    "host": host,
+                    "kind": latest.map_or(host.as_str(), |r| r.host.as_str()),
+                    "healthy": latest.map(|r| r.healthy),
+                    "last_run_unix_ms": latest.map(|r| r.started_unix_ms),
+                    // Every run has one trigger: the per-trigger counts add up to all.
+                    "runs": counts.iter().map(|(_, n)| n).sum::<u64>(),
+                    "causes": causes,
+                }]))
+                .into_response()
+            }
+            (Err(e), _) | (_, Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        }
+    })
+}
+
+/// Query of `/api/hosts/{host}/runs`.
+#[derive(serde::Deserialize)]
+struct HostRunsQuery {
+    limit: Option<u32>,
+}
+
+/// `/api/hosts/{host}/runs`: the newest runs, each its report plus `id`, `trigger` and
+/// `started_unix_ms`, as the collector answers.
+async fn host_runs(
+    State(s): State<Shared>,
+    UrlPath(host): UrlPath<String>,
+    Query(q): Query<HostRunsQuery>,
+) -> Response {
+    if let Some(refused) = other_host(&s, &host) {
+        return refused;
+    }
+    let limit = q.limit.unwrap_or(20).clamp(1, 1000);
+    with_store(&s, |store| {
+        let answer = store
+            .runs(&RunQuery {
+                limit,
+                ..RunQuery::default()
+            })
+            .and_then(|summaries| {
+                summaries
+                    .iter()
+                    .filter_map(|summary| store.run(summary.id).transpose())
+                    .map(|run| run.map(with_envelope))
+                    .collect::<Result<Vec<_>, _>>()
+            });
+        match answer {
+            Ok(runs) => Json(runs).into_response(),
+            Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        }
+    })
+}
+
+/// A stored run as the collector returns it: the report with the envelope's fields.
+fn with_envelope(run: store::StoredRun) -> serde_json::Value {
+    // A report is plain structs with string keys: it always serialises.
+    let mut report = serde_json::to_value(&run.report).unwrap_or_default();
+    if let serde_json::Value::Object(map) = &mut report {
+        map.insert("id".into(), run.summary.id.into());
+        map.insert("trigger".into(), run.summary.trigger.into());
+        map.insert("started_unix_ms".into(), run.summary.started_unix_ms.into());
+    }
+    report
+}
+
+/// Query of `/api/hosts/{host}/timeline`.
+#[derive(serde::Deserialize)]
+struct TimelineQuery {
+    rnic: Option<String>,
+    endpoint: Option<String>,
+    since_unix_ms: Option<i64>,
+    limit: Option<u32>,
+}
+
+/// `/api/hosts/{host}/timeline`: one path over this host's runs, oldest first.
+async fn host_timeline(
+    State(s): State<Shared>,
+    UrlPath(host): UrlPath<String>,
+    Query(q): Query<TimelineQuery>,
+) -> Response {
+    if let Some(refused) = other_host(&s, &host) {
+        return refused;
+    }
+    let (Some(rnic), Some(endpoint)) = (q.rnic, q.endpoint) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "rnic and endpoint are required: ?rnic=R&endpoint=E".into(),
+        );
+    };
+    let since = q.since_unix_ms.unwrap_or(0);
+    let limit = q.limit.unwrap_or(1000).clamp(1, 10_000);
+    with_store(&s, |store| {
+        match store.path_timeline(&rnic, &endpoint, since, limit) {
+            Ok(points) => Json(serde_json::json!({
+                "host": host,
+                "rnic": rnic,
+                "endpoint": endpoint,
+                "points": points,
+            }))
+            .into_response(),
+            Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        }
     })
 }

@@ -6,6 +6,8 @@
 //! | `GET /api/hosts` | every host: kind, health and causes of its latest run, runs stored |
 //! | `GET /api/hosts/{host}/runs?limit=N` | that host's runs, newest first: the 4.3 report + id, trigger, started_unix_ms |
 //! | `GET /api/health` | 200 with the schema version when the database answers, else 503 (for probes) |
+//! | `GET /api/hosts/{host}/timeline?rnic=R&endpoint=E` | one path over runs, oldest first (collector/timeline.rs) |
+//! | `GET /`, `GET /hosts/{host}` | the web UI's fleet overview and host page (collector/ui.rs) |
 //!
 //! Refusals: 401 no or unknown token, 403 a token of another host, 413 a body over the
 //! limit, 400 a body outside the contract, 404 an unknown host, 503 the database is
@@ -81,6 +83,7 @@ impl From<tokio_postgres::Error> for ApiError {
 
 /// The router, with `max_body` bytes the most a run may weigh.
 pub fn router(pool: Pool, tokens: Tokens, max_body: usize) -> Router {
+    let pool_for_ui = pool.clone();
     let shared = Shared {
         pool,
         tokens: Arc::new(tokens),
@@ -92,6 +95,9 @@ pub fn router(pool: Pool, tokens: Tokens, max_body: usize) -> Router {
         .route("/api/health", get(health))
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(shared)
+        // The web UI (collector/ui.rs) and the read endpoint only its pages need.
+        .merge(super::timeline::routes(pool_for_ui))
+        .merge(super::ui::collector_routes())
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {

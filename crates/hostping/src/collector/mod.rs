@@ -12,7 +12,9 @@ pub mod bench;
 pub mod ingest;
 pub mod schema;
 pub mod tls;
+pub mod timeline;
 pub mod tokens;
+pub mod ui;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -2,6 +2,7 @@
 //! process with its address, its runs and signals.
 #![allow(dead_code)] // each test binary uses its own part of this module
 
+pub mod browser;
 pub mod dashboard;
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,0 +1,148 @@
+//! `GET /api/hosts/{host}/timeline?rnic=R&endpoint=E[&since_unix_ms=T][&limit=N]`: one
+//! path of one host over its runs, oldest first, as Hostping Fig. 9 plots it (a path's
+//! bandwidth and latency run after run, where a flapping link shows as alternation).
+//!
+//! ```json
+//! {"host": "node-1", "rnic": "rnic0", "endpoint": "gpu4",
+//!  "points": [{"run_id": 41, "started_unix_ms": 1764000000000, "latency_us": 1.9,
+//!              "bandwidth_gbps": 197.5, "status": "normal"}]}
+//! ```
+//!
+//! One indexed range scan of `paths_over_time (host_id, rnic, endpoint, started_unix_ms)`
+//! (1,000 hosts x 7 days is the target scale): the newest `limit` points (1,000 by default,
+//! 2,016 being a week at the 5-minute cadence) at or after `since_unix_ms`; reports are
+//! never unpacked. `run_id` is the agent's run id, as `id` in `/api/hosts/{host}/runs`.
+
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use deadpool_postgres::Pool;
+use serde_json::{json, Value};
+
+/// Points per answer when `limit` is not given, and the most one answer holds (five weeks
+/// at the 5-minute cadence).
+const DEFAULT_POINTS: i64 = 1000;
+const MAX_POINTS: i64 = 10_000;
+
+/// The route, with its pool.
+pub fn routes(pool: Pool) -> Router {
+    Router::new()
+        .route("/api/hosts/{host}/timeline", get(timeline))
+        .with_state(pool)
+}
+
+/// Why a timeline was not answered.
+#[derive(Debug, thiserror::Error)]
+enum TimelineError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("no host {0}")]
+    NoHost(String),
+    #[error("database: {0}")]
+    Database(String),
+}
+
+impl IntoResponse for TimelineError {
+    fn into_response(self) -> Response {
+        let status = match &self {
+            TimelineError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            TimelineError::NoHost(_) => StatusCode::NOT_FOUND,
+            TimelineError::Database(_) => StatusCode::SERVICE_UNAVAILABLE,
+        };
+        (status, Json(json!({"error": self.to_string()}))).into_response()
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for TimelineError {
+    fn from(e: deadpool_postgres::PoolError) -> Self {
+        TimelineError::Database(e.to_string())
+    }
+}
+
+impl From<tokio_postgres::Error> for TimelineError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        TimelineError::Database(e.to_string())
+    }
+}
+
+/// The query string, as text so that a bad number gets a message naming it.
+#[derive(serde::Deserialize)]
+struct TimelineQuery {
+    rnic: Option<String>,
+    endpoint: Option<String>,
+    since_unix_ms: Option<String>,
+    limit: Option<String>,
+}
+
+fn number(
+    name: &str,
+    text: Option<&str>,
+    default: i64,
+    range: std::ops::RangeInclusive<i64>,
+) -> Result<i64, TimelineError> {
+    let Some(text) = text else {
+        return Ok(default);
+    };
+    match text.parse::<i64>() {
+        Ok(n) if range.contains(&n) => Ok(n),
+        _ => Err(TimelineError::BadRequest(format!(
+            "{name}: {text:?} is not a number from {} to {}",
+            range.start(),
+            range.end()
+        ))),
+    }
+}
+
+async fn timeline(
+    State(pool): State<Pool>,
+    UrlPath(host): UrlPath<String>,
+    Query(q): Query<TimelineQuery>,
+) -> Result<Json<Value>, TimelineError> {
+    let (Some(rnic), Some(endpoint)) = (q.rnic, q.endpoint) else {
+        return Err(TimelineError::BadRequest(
+            "rnic and endpoint are required: ?rnic=R&endpoint=E".into(),
+        ));
+    };
+    let since = number("since_unix_ms", q.since_unix_ms.as_deref(), 0, 0..=i64::MAX)?;
+    let limit = number("limit", q.limit.as_deref(), DEFAULT_POINTS, 1..=MAX_POINTS)?;
+    let client = pool.get().await?;
+    let Some(host_id) = client
+        .query_opt("SELECT id FROM hosts WHERE name = $1", &[&host])
+        .await?
+        .map(|r| r.get::<_, i64>(0))
+    else {
+        return Err(TimelineError::NoHost(host));
+    };
+    // Newest first down the index (so `limit` keeps the newest), reversed below.
+    let rows = client
+        .query(
+            "SELECT r.agent_run_id, p.started_unix_ms, p.latency_us, p.bandwidth_gbps, p.status
+             FROM paths p JOIN runs r ON r.id = p.run_id
+             WHERE p.host_id = $1 AND p.rnic = $2 AND p.endpoint = $3
+               AND p.started_unix_ms >= $4
+             ORDER BY p.started_unix_ms DESC LIMIT $5",
+            &[&host_id, &rnic, &endpoint, &since, &limit],
+        )
+        .await?;
+    let points: Vec<Value> = rows
+        .iter()
+        .rev()
+        .map(|r| {
+            json!({
+                "run_id": r.get::<_, i64>(0),
+                "started_unix_ms": r.get::<_, i64>(1),
+                "latency_us": r.get::<_, Option<f64>>(2),
+                "bandwidth_gbps": r.get::<_, Option<f64>>(3),
+                "status": r.get::<_, String>(4),
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "host": host,
+        "rnic": rnic,
+        "endpoint": endpoint,
+        "points": points,
+    })))
+}

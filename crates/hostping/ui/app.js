@@ -1,0 +1,430 @@
+// hostping web UI: the fleet overview and the host page, filled from the read API. One script
+// for the collector (/ and /hosts/{host}) and the agent (/, its own host). It only reads.
+// Every string from the API enters the DOM as a text node or an attribute value, never as
+// markup. Optional endpoints (baselines, slow hosts, racks) are used when they answer and
+// skipped quietly when they do not.
+"use strict";
+(function () {
+  const SVG_NS = "http://www.w3.org/2000/svg";
+
+  // Elements: attributes by setAttribute, children as nodes or text nodes.
+  function fill(e, attrs, children) {
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v !== null && v !== undefined && v !== false) e.setAttribute(k, String(v));
+    }
+    for (const c of children.flat()) {
+      if (c === null || c === undefined) continue;
+      e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return e;
+  }
+  const h = (tag, attrs, ...children) => fill(document.createElement(tag), attrs, children);
+  const s = (tag, attrs, ...children) => fill(document.createElementNS(SVG_NS, tag), attrs, children);
+  const $ = (id) => document.getElementById(id);
+
+  async function getJson(url) {
+    const r = await fetch(url, { headers: { Accept: "application/json" } });
+    if (!r.ok) throw new Error(url + ": HTTP " + r.status);
+    return r.json();
+  }
+  // An endpoint another part of the fleet may not have (404, or an older collector).
+  async function optionalJson(url) {
+    try { return await getJson(url); } catch (e) { return null; }
+  }
+
+  const CAUSES = {
+    link_failure: "Link failure", link_flapping: "Link flapping",
+    link_overloaded: "Link overloaded", pcie_misconfiguration: "PCIe misconfiguration",
+    rnic_misconfiguration: "RNIC misconfiguration", iommu_congestion: "IOMMU congestion",
+    memory_bus_congestion: "Memory bus congestion", odp_stall: "ODP stall",
+  };
+  const causeWords = (c) => CAUSES[c] || String(c);
+  const isNum = (v) => typeof v === "number" && isFinite(v);
+  const fmt = (v, digits) => (isNum(v) ? v.toFixed(digits) : "—");
+  function when(ms) {
+    if (!isNum(ms)) return "never";
+    return new Date(ms).toISOString().replace("T", " ").slice(0, 19) + " UTC";
+  }
+  function ago(ms) {
+    if (!isNum(ms)) return "";
+    const s = Math.round((Date.now() - ms) / 1000);
+    if (s < 0) return "";
+    if (s < 120) return s + " s ago";
+    if (s < 7200) return Math.round(s / 60) + " min ago";
+    if (s < 172800) return Math.round(s / 3600) + " h ago";
+    return Math.round(s / 86400) + " d ago";
+  }
+  // "gpu10" after "gpu9"; memory nodes before GPUs.
+  function naturalKey(id) {
+    const m = /^(.*?)(\d+)$/.exec(id);
+    const prefix = m ? m[1] : id;
+    return [prefix === "mem" ? 0 : 1, prefix, m ? Number(m[2]) : -1];
+  }
+  function naturalCompare(a, b) {
+    const x = naturalKey(a), y = naturalKey(b);
+    for (let i = 0; i < 3; i++) if (x[i] !== y[i]) return x[i] < y[i] ? -1 : 1;
+    return 0;
+  }
+  const distinct = (values) => [...new Set(values)].sort(naturalCompare);
+  function fail(where, e) {
+    where.textContent = "Could not load: " + e.message;
+  }
+
+  // ---- Fleet overview ------------------------------------------------------------------
+
+  // The slow-host ranking, whatever its envelope: a list, or a list under "hosts".
+  function slowHosts(answer) {
+    const list = Array.isArray(answer) ? answer : answer && Array.isArray(answer.hosts) ? answer.hosts : [];
+    const byHost = new Map();
+    list.forEach((item, i) => {
+      if (item && typeof item.host === "string") byHost.set(item.host, { rank: i + 1, item });
+    });
+    return byHost;
+  }
+
+  function setOptions(select, values, chosen) {
+    if (chosen && !values.includes(chosen)) values = values.concat([chosen]);
+    for (const v of values) select.append(h("option", { value: v }, v));
+    select.value = chosen || "";
+  }
+
+  async function overview() {
+    let hosts;
+    try {
+      hosts = await getJson("/api/hosts");
+    } catch (e) {
+      return fail($("summary"), e);
+    }
+    const slow = slowHosts(await optionalJson("/api/fleet/slow-hosts"));
+    const hasRack = hosts.some((x) => "rack" in x);
+    const params = new URLSearchParams(location.search);
+    const filters = {
+      cause: $("filter-cause"), kind: $("filter-kind"), rack: $("filter-rack"),
+      health: $("filter-health"),
+    };
+    setOptions(filters.cause, distinct(hosts.flatMap((x) => x.causes || [])), params.get("cause"));
+    setOptions(filters.kind, distinct(hosts.map((x) => x.kind)), params.get("kind"));
+    if (hasRack) {
+      $("filter-rack-label").hidden = false;
+      document.querySelectorAll(".rack-col").forEach((c) => (c.hidden = false));
+      setOptions(filters.rack, distinct(hosts.map((x) => x.rack).filter((r) => typeof r === "string")), params.get("rack"));
+    }
+    if (slow.size) document.querySelectorAll(".slow-col").forEach((c) => (c.hidden = false));
+    filters.health.value = params.get("health") || "";
+
+    function render() {
+      const want = {};
+      for (const [k, sel] of Object.entries(filters)) want[k] = sel.value;
+      const shown = hosts.filter((x) =>
+        (!want.cause || (x.causes || []).includes(want.cause)) &&
+        (!want.kind || x.kind === want.kind) &&
+        (!want.rack || x.rack === want.rack) &&
+        (!want.health || (want.health === "healthy") === (x.healthy === true)));
+      const body = $("hosts").tBodies[0];
+      body.replaceChildren(...shown.map((x) => hostRow(x, hasRack, slow)));
+      $("hosts-empty").hidden = shown.length > 0;
+      const unhealthy = hosts.filter((x) => x.healthy === false).length;
+      const healthy = hosts.filter((x) => x.healthy === true).length;
+      $("summary").textContent = hosts.length + " hosts: " + healthy + " healthy, " +
+        unhealthy + " unhealthy" + (slow.size ? ", " + slow.size + " below their fleet baseline" : "") +
+        (shown.length === hosts.length ? "" : "; " + shown.length + " shown");
+    }
+    for (const [k, sel] of Object.entries(filters)) {
+      sel.addEventListener("change", () => {
+        if (sel.value) params.set(k, sel.value); else params.delete(k);
+        const q = params.toString();
+        history.replaceState(null, "", q ? "?" + q : location.pathname);
+        render();
+      });
+    }
+    render();
+  }
+
+  function healthBadge(healthy) {
+    if (healthy === true) return h("span", { class: "badge healthy" }, "healthy");
+    if (healthy === false) return h("span", { class: "badge unhealthy" }, "unhealthy");
+    return h("span", { class: "badge" }, "no runs");
+  }
+
+  function hostRow(x, hasRack, slow) {
+    const health = x.healthy === true ? "healthy" : x.healthy === false ? "unhealthy" : "none";
+    const slowEntry = slow.get(x.host);
+    let slowCell = null;
+    if (slow.size) {
+      let text = "";
+      if (slowEntry) {
+        const it = slowEntry.item;
+        text = "#" + slowEntry.rank + (isNum(it.score) ? " (score " + fmt(it.score, 2) + ")" : "");
+      }
+      const title = slowEntry && typeof slowEntry.item.evidence === "string" ? slowEntry.item.evidence : null;
+      slowCell = h("td", { title }, text);
+    }
+    return h("tr", { "data-host": x.host, "data-health": health, "data-kind": x.kind },
+      h("td", null, h("a", { href: "/hosts/" + encodeURIComponent(x.host) }, x.host)),
+      h("td", null, healthBadge(x.healthy)),
+      h("td", null, x.kind, x.kind_known === false ? h("span", { class: "badge flag", title: "no built-in model of this kind" }, " unknown kind") : null),
+      hasRack ? h("td", null, typeof x.rack === "string" ? x.rack : "—") : null,
+      h("td", { title: when(x.last_run_unix_ms) }, isNum(x.last_run_unix_ms) ? when(x.last_run_unix_ms) + " (" + ago(x.last_run_unix_ms) + ")" : "never"),
+      h("td", null, isNum(x.runs) ? x.runs : ""),
+      h("td", null, (x.causes || []).map((c) => h("span", { class: "badge cause", "data-cause": c, title: c }, causeWords(c)))),
+      slowCell);
+  }
+
+  // ---- Host page -----------------------------------------------------------------------
+
+  async function hostPage() {
+    const m = /^\/hosts\/([^/]+)\/?$/.exec(location.pathname);
+    let host;
+    try {
+      if (m) {
+        host = decodeURIComponent(m[1]);
+        $("back").hidden = false;
+      } else {
+        // An agent: the one host it watches.
+        host = (await getJson("/api/hosts"))[0].host;
+      }
+    } catch (e) {
+      return fail($("host-summary"), e);
+    }
+    document.title = host + " · hostping";
+    $("host-name").textContent = host;
+    const api = "/api/hosts/" + encodeURIComponent(host);
+    let runs;
+    try {
+      runs = await getJson(api + "/runs?limit=1");
+    } catch (e) {
+      return fail($("host-summary"), e);
+    }
+    const baseline = await optionalJson(api + "/baseline");
+    if (!runs.length) {
+      $("host-summary").textContent = "No run stored yet.";
+      return;
+    }
+    const run = runs[0];
+    $("host-name").replaceChildren(host + " ", healthBadge(run.healthy));
+    $("host-summary").textContent = [
+      "kind " + run.host + (run.kind_known === false ? " (unknown kind)" : ""),
+      typeof baseline?.rack === "string" ? "rack " + baseline.rack : null,
+      "latest run " + run.id + " at " + when(run.started_unix_ms) + " (" + ago(run.started_unix_ms) + ")",
+      (run.trigger ? "trigger " + run.trigger + ", " : "") + (run.mode || "") + " mode",
+      run.provenance === "simulated" ? "simulated host" : null,
+    ].filter(Boolean).join(" · ");
+    diagnoses(run);
+    const baselines = baselineMap(baseline, run);
+    const select = (rnic, endpoint) => timeline(api, rnic, endpoint, baselines.get(rnic + "|" + endpoint));
+    heatmap(run, baselines, select);
+    topology(run.links || []);
+    const params = new URLSearchParams(location.search);
+    const paths = run.paths || [];
+    const first = paths.find((p) => p.rnic === params.get("rnic") && p.endpoint === params.get("endpoint")) ||
+      paths.find((p) => p.status === "abnormal") || paths[0];
+    if (first) select(first.rnic, first.endpoint);
+  }
+
+  function diagnoses(run) {
+    const list = $("diagnoses");
+    const items = (run.diagnoses || []).map((d) => {
+      const where = [];
+      if (d.links && d.links.length) where.push((d.links.length > 1 ? "links " : "link ") + d.links.join(", "));
+      if (d.rnic) where.push("RNIC " + d.rnic);
+      if (d.setting) where.push("setting " + d.setting);
+      return h("li", { "data-cause": d.cause },
+        h("strong", null, causeWords(d.cause)), where.length ? " on " + where.join("; ") : "",
+        d.evidence ? h("span", { class: "evidence" }, d.evidence) : null);
+    });
+    if (!items.length) items.push(h("li", null, run.healthy ? "No bottleneck found: every path is normal." : "Unhealthy, with no cause named."));
+    list.replaceChildren(...items);
+  }
+
+  // Per path: the baseline the collector judges it by (own or fleet, GET .../baseline), else
+  // the one in the run's report.
+  function baselineMap(answer, run) {
+    const map = new Map();
+    const fleet = answer && Array.isArray(answer.paths) ? answer.paths : [];
+    for (const p of run.paths || []) {
+      map.set(p.rnic + "|" + p.endpoint, {
+        source: "report" + (run.baseline ? " (" + run.baseline + ")" : ""),
+        latency_us: p.baseline_latency_us, bandwidth_gbps: p.baseline_bandwidth_gbps,
+      });
+    }
+    for (const b of fleet) {
+      if (!b || typeof b.rnic !== "string" || typeof b.endpoint !== "string" || b.source === "none") continue;
+      map.set(b.rnic + "|" + b.endpoint, b);
+    }
+    const counts = {};
+    for (const b of fleet) counts[b.source] = (counts[b.source] || 0) + 1;
+    $("baseline-note").textContent = fleet.length
+      ? "Baselines from the collector: " + Object.entries(counts).map(([k, n]) => n + " " + k).join(", ") + "."
+      : "Baselines from the run's report" + (run.baseline ? " (" + run.baseline + ")" : "") + ".";
+    return map;
+  }
+
+  function pathText(p, b) {
+    const parts = [p.rnic + " to " + p.endpoint + ": " + p.status];
+    parts.push("bandwidth " + fmt(p.bandwidth_gbps, 1) + " Gb/s" + (b && isNum(b.bandwidth_gbps) ? " (baseline " + fmt(b.bandwidth_gbps, 1) + ")" : ""));
+    parts.push("latency " + fmt(p.latency_us, 2) + " µs" + (b && isNum(b.latency_us) ? " (baseline " + fmt(b.latency_us, 2) + ")" : ""));
+    if (b) {
+      let src = "baseline: " + b.source;
+      if (isNum(b.hosts)) src += ", " + b.hosts + " hosts";
+      if (isNum(b.deficit_pct)) src += ", " + fmt(b.deficit_pct, 1) + " % below";
+      if (typeof b.verdict === "string") src += ", verdict " + b.verdict;
+      parts.push(src);
+    }
+    if (p.error) parts.push("probe error: " + p.error);
+    return parts.join("; ");
+  }
+
+  // Hostping Fig. 8: one row per RNIC, one column per endpoint, coloured by path status.
+  function heatmap(run, baselines, select) {
+    const paths = run.paths || [];
+    const rnics = distinct(paths.map((p) => p.rnic));
+    const endpoints = distinct(paths.map((p) => p.endpoint));
+    const byKey = new Map(paths.map((p) => [p.rnic + "|" + p.endpoint, p]));
+    const table = $("heatmap");
+    const head = h("tr", null, h("th", { scope: "col" }, "RNIC \\ endpoint"), endpoints.map((e) => h("th", { scope: "col" }, e)));
+    const rows = rnics.map((r) => h("tr", null, h("th", { scope: "row" }, r), endpoints.map((e) => {
+      const p = byKey.get(r + "|" + e);
+      if (!p) return h("td", { class: "none", "data-rnic": r, "data-endpoint": e, "data-status": "none" }, h("button", { type: "button", disabled: true, "aria-label": r + " to " + e + ": not probed" }, ""));
+      const text = pathText(p, baselines.get(r + "|" + e));
+      const button = h("button", { type: "button", title: text, "aria-label": text }, isNum(p.bandwidth_gbps) ? fmt(p.bandwidth_gbps, 0) : "—");
+      button.addEventListener("click", () => select(r, e));
+      return h("td", { class: p.status, "data-rnic": r, "data-endpoint": e, "data-status": p.status }, button);
+    })));
+    table.replaceChildren(h("caption", { class: "sr-only" }, "Path status by RNIC (rows) and endpoint (columns); cell text is bandwidth in Gb/s"), h("thead", null, head), h("tbody", null, rows));
+  }
+
+  // Hostping Fig. 9: the path's bandwidth and latency run after run. Only the latest choice
+  // is drawn, whichever answer arrives last.
+  let chosen = 0;
+  async function timeline(api, rnic, endpoint, baseline) {
+    const mine = ++chosen;
+    document.querySelectorAll("#heatmap td.selected").forEach((c) => c.classList.remove("selected"));
+    const cell = [...document.querySelectorAll("#heatmap td")].find((c) => c.dataset.rnic === rnic && c.dataset.endpoint === endpoint);
+    if (cell) cell.classList.add("selected");
+    const params = new URLSearchParams(location.search);
+    params.set("rnic", rnic);
+    params.set("endpoint", endpoint);
+    history.replaceState(null, "", "?" + params.toString());
+    const q = "?rnic=" + encodeURIComponent(rnic) + "&endpoint=" + encodeURIComponent(endpoint);
+    let answer;
+    try {
+      answer = await getJson(api + "/timeline" + q);
+    } catch (e) {
+      if (mine === chosen) fail($("timeline-path"), e);
+      return;
+    }
+    if (mine !== chosen) return;
+    const points = answer.points || [];
+    $("timeline-path").textContent = rnic + " to " + endpoint + ": " + points.length + " runs" +
+      (points.length ? ", " + when(points[0].started_unix_ms) + " to " + when(points[points.length - 1].started_unix_ms) : "");
+    const chart = s("svg", { viewBox: "0 0 760 350", width: 760, height: 350, role: "img", "aria-label": "bandwidth and latency of " + rnic + " to " + endpoint + " over " + points.length + " runs", "data-rnic": rnic, "data-endpoint": endpoint });
+    panel(chart, points, "bandwidth", "bandwidth_gbps", "Gb/s", 1, baseline && baseline.bandwidth_gbps, 22);
+    panel(chart, points, "latency", "latency_us", "µs", 2, baseline && baseline.latency_us, 190);
+    if (points.length) {
+      chart.append(s("text", { x: 60, y: 345 }, when(points[0].started_unix_ms)));
+      chart.append(s("text", { x: 740, y: 345, "text-anchor": "end" }, when(points[points.length - 1].started_unix_ms)));
+    }
+    $("timeline").replaceChildren(chart);
+    $("timeline-values").replaceChildren(
+      h("thead", null, h("tr", null, ["Run", "Started", "Bandwidth (Gb/s)", "Latency (µs)", "Status"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", null, points.map((p) => h("tr", null, h("td", null, p.run_id), h("td", null, when(p.started_unix_ms)), h("td", null, fmt(p.bandwidth_gbps, 1)), h("td", null, fmt(p.latency_us, 2)), h("td", null, p.status)))));
+  }
+
+  // One metric over runs in a 700 x 120 box at (60, top): a line through the measured
+  // points, a dot per run in its status colour, the baseline dashed.
+  function panel(chart, points, metric, field, unit, digits, baseline, top) {
+    const left = 60, width = 680, height = 120;
+    const values = points.map((p) => p[field]).filter(isNum);
+    const max = Math.max(1e-9, ...values, isNum(baseline) ? baseline : 0) * 1.1;
+    const x = (i) => left + (points.length > 1 ? (i * width) / (points.length - 1) : width / 2);
+    const y = (v) => top + height - (v / max) * height;
+    const g = s("g", { class: "points", "data-metric": metric });
+    chart.append(s("text", { x: left, y: top - 8, class: "title" }, metric + " (" + unit + ")" + (isNum(baseline) ? ", dashed: baseline" : "")),
+      s("line", { class: "axis", x1: left, y1: top + height, x2: left + width, y2: top + height }),
+      s("line", { class: "axis", x1: left, y1: top, x2: left, y2: top + height }),
+      s("text", { x: left - 4, y: top + 8, "text-anchor": "end" }, fmt(max, digits)),
+      s("text", { x: left - 4, y: top + height, "text-anchor": "end" }, "0"));
+    if (isNum(baseline)) {
+      chart.append(s("line", { class: "baseline", x1: left, y1: y(baseline), x2: left + width, y2: y(baseline) }, s("title", null, "baseline " + fmt(baseline, digits) + " " + unit)));
+    }
+    const line = points.map((p, i) => (isNum(p[field]) ? x(i).toFixed(1) + "," + y(p[field]).toFixed(1) : null)).filter(Boolean);
+    if (line.length > 1) chart.append(s("polyline", { class: "series", points: line.join(" ") }));
+    points.forEach((p, i) => {
+      const v = p[field];
+      if (!isNum(v)) return;
+      g.append(s("circle", { class: p.status, cx: x(i).toFixed(1), cy: y(v).toFixed(1), r: 3.5, "data-run": p.run_id, "data-value": v, "data-status": p.status },
+        s("title", null, "run " + p.run_id + ", " + when(p.started_unix_ms) + ": " + fmt(v, digits) + " " + unit + " (" + p.status + ")")));
+    });
+    chart.append(g);
+  }
+
+  // The host's components laid out from its link ids ("downstream--upstream", DESIGN 4.1):
+  // sockets in a row with their memory above, everything under a socket (root port, switches,
+  // RNICs, GPUs) as a tree below; each link drawn in its status colour.
+  function topology(links) {
+    const edges = links.map((l) => {
+      const [down, up] = String(l.id).split("--");
+      return { l, down, up };
+    }).filter((e) => e.down && e.up);
+    const children = new Map(), hasParent = new Set(), sockets = new Set(), memories = [];
+    for (const e of edges) {
+      if (e.l.kind === "inter_socket") { sockets.add(e.down); sockets.add(e.up); }
+      else if (e.l.kind === "memory_channel") { memories.push(e); sockets.add(e.up); }
+      else {
+        if (!children.has(e.up)) children.set(e.up, []);
+        children.get(e.up).push(e.down);
+        hasParent.add(e.down);
+      }
+    }
+    const roots = distinct([...sockets, ...[...children.keys()].filter((n) => !hasParent.has(n))]);
+    const pos = new Map();
+    let next = 0, depthMax = 1;
+    function place(n, depth, seen) {
+      if (pos.has(n) || seen.has(n)) return;
+      seen.add(n);
+      depthMax = Math.max(depthMax, depth);
+      const kids = distinct(children.get(n) || []);
+      kids.forEach((k) => place(k, depth + 1, seen));
+      const xs = kids.filter((k) => pos.has(k)).map((k) => pos.get(k).x);
+      pos.set(n, { x: xs.length ? (Math.min(...xs) + Math.max(...xs)) / 2 : next++, depth });
+    }
+    roots.forEach((r) => place(r, 1, new Set()));
+    const perSocket = new Map();
+    for (const e of memories) {
+      const list = perSocket.get(e.up) || [];
+      list.push(e.down);
+      perSocket.set(e.up, list);
+    }
+    for (const [socket, mems] of perSocket) {
+      const base = pos.has(socket) ? pos.get(socket).x : next++;
+      mems.forEach((m, i) => pos.set(m, { x: base + (i - (mems.length - 1) / 2) * 1.1, depth: 0 }));
+    }
+    const colW = 70, rowH = 64, nodeW = 60, nodeH = 22;
+    const xs = [...pos.values()].map((p) => p.x);
+    const minX = Math.min(0, ...xs), maxX = Math.max(0, ...xs);
+    const px = (n) => 10 + (pos.get(n).x - minX) * colW + nodeW / 2;
+    const py = (n) => 10 + pos.get(n).depth * rowH + nodeH / 2;
+    const w = (maxX - minX) * colW + nodeW + 20, ht = (depthMax + 1) * rowH + 10;
+    const chart = s("svg", { viewBox: "0 0 " + w + " " + ht, width: w, height: ht, role: "img", "aria-label": "host topology: " + edges.length + " links, coloured by status" });
+    for (const e of edges) {
+      if (!pos.has(e.down) || !pos.has(e.up)) continue;
+      chart.append(s("line", { class: "link " + e.l.status, x1: px(e.down), y1: py(e.down), x2: px(e.up), y2: py(e.up), "data-link": e.l.id, "data-status": e.l.status },
+        s("title", null, e.l.id + " (" + e.l.kind + "): " + e.l.status + (e.l.abnormal_cnt ? ", abnormal for " + e.l.abnormal_cnt + " RNICs" : ""))));
+    }
+    for (const [n] of pos) {
+      const cls = (/^[a-z]+/.exec(n) || [""])[0];
+      chart.append(s("g", { "data-node": n },
+        s("rect", { class: "node " + cls, x: px(n) - nodeW / 2, y: py(n) - nodeH / 2, width: nodeW, height: nodeH, rx: 3 }),
+        s("text", { x: px(n), y: py(n) + 4, "text-anchor": "middle" }, n)));
+    }
+    $("topology").replaceChildren(chart);
+    $("links").replaceChildren(
+      h("thead", null, h("tr", null, ["Link", "Kind", "Status", "Abnormal for RNICs", "Utilisation"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", null, links.map((l) => h("tr", { "data-link": l.id, "data-status": l.status }, h("td", null, l.id), h("td", null, l.kind), h("td", null, l.status), h("td", null, l.abnormal_cnt), h("td", null, isNum(l.utilisation) ? fmt(100 * l.utilisation, 0) + " %" : "—")))));
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    if (document.body.dataset.page === "overview") overview();
+    else hostPage();
+  });
+})();
