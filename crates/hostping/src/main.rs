@@ -40,6 +40,7 @@ fn main() -> ExitCode {
         Command::OdpBench(args) => hostping::odp_bench::run(&args).map(|()| Outcome::Healthy),
         Command::Agent(args) => agent_command(args),
         Command::Collector(args) => collector_command(args),
+        Command::Fleet(args) => fleet_command(&args),
         Command::Bench(cmd) => bench_command(cmd),
         Command::Fabric(cmd) => hostping::fabric::run(cmd).map(|congested| {
             if congested {
@@ -495,6 +496,7 @@ fn agent_command(args: AgentArgs) -> Result<Outcome> {
                 url: url.clone(),
                 token: token.clone(),
                 host: name,
+                rack: args.rack.clone().or_else(|| config.agent.rack.clone()),
             };
             Some(agent::outbox::start(
                 target,
@@ -536,6 +538,15 @@ fn collector_command(args: CollectorArgs) -> Result<Outcome> {
         eprintln!("hostping collector: serving http://{addr}/api/runs and /api/hosts")
     })?;
     Ok(Outcome::Healthy)
+}
+
+fn fleet_command(args: &hostping::cli::FleetArgs) -> Result<Outcome> {
+    let findings = hostping::fleet_cli::run(args, &mut std::io::stdout().lock())?;
+    Ok(if findings {
+        Outcome::Findings
+    } else {
+        Outcome::Healthy
+    })
 }
 
 fn bench_command(cmd: BenchCommand) -> Result<Outcome> {

@@ -9,267 +9,11 @@
 
 mod common;
 
+use common::postgres::{client, free_port, get, post, Collector, Postgres};
 use common::{agent, hostping, stdout, temp_dir};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-/// Where `initdb`, `pg_ctl` and `psql` are: the newest `/usr/lib/postgresql/*/bin`.
-fn postgres_bin() -> Option<PathBuf> {
-    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path().join("bin"))
-        .filter(|b| b.join("initdb").exists() && b.join("pg_ctl").exists())
-        .collect();
-    found.sort_by_key(|p| {
-        p.parent()
-            .and_then(|v| v.file_name())
-            .and_then(|v| v.to_str())
-            .and_then(|v| v.parse::<u32>().ok())
-    });
-    if let Some(bin) = found.pop() {
-        return Some(bin);
-    }
-    assert!(
-        std::env::var_os("HOSTPING_REQUIRE_POSTGRES").is_none(),
-        "HOSTPING_REQUIRE_POSTGRES is set but no /usr/lib/postgresql/*/bin/initdb (apt-get install postgresql)"
-    );
-    eprintln!("skipped: no PostgreSQL server binaries (apt-get install postgresql)");
-    None
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A throw-away PostgreSQL cluster, stopped on drop.
-struct Postgres {
-    bin: PathBuf,
-    data: PathBuf,
-    port: u16,
-    /// `runuser -u nobody --` when running as root (PostgreSQL refuses to run as root).
-    prefix: Vec<String>,
-}
-
-impl Postgres {
-    fn start(dir: &Path) -> Option<Postgres> {
-        let bin = postgres_bin()?;
-        // SAFETY: geteuid has no preconditions.
-        let prefix: Vec<String> = if unsafe { libc::geteuid() } == 0 {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-            ["runuser", "-u", "nobody", "--"].map(String::from).to_vec()
-        } else {
-            Vec::new()
-        };
-        let pg = Postgres {
-            bin,
-            data: dir.join("pgdata"),
-            port: free_port(),
-            prefix,
-        };
-        pg.tool("initdb")
-            .args([
-                "--auth=trust",
-                "--username=hostping",
-                "--encoding=UTF8",
-                "--no-sync",
-            ])
-            .arg("-D")
-            .arg(&pg.data)
-            .run();
-        let options = format!(
-            "-c port={} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} -c fsync=off",
-            pg.port,
-            dir.display()
-        );
-        pg.tool("pg_ctl")
-            .arg("-D")
-            .arg(&pg.data)
-            .args(["-o", &options, "-l"])
-            .arg(dir.join("postgres.log"))
-            .args(["-w", "start"])
-            .run();
-        Some(pg)
-    }
-
-    fn tool(&self, name: &str) -> Tool {
-        let mut c = match self.prefix.split_first() {
-            Some((first, rest)) => {
-                let mut c = Command::new(first);
-                c.args(rest).arg(self.bin.join(name));
-                c
-            }
-            None => Command::new(self.bin.join(name)),
-        };
-        c.current_dir("/");
-        Tool(c)
-    }
-
-    fn url(&self) -> String {
-        format!("postgres://hostping@127.0.0.1:{}/postgres", self.port)
-    }
-
-    /// One value from `psql`.
-    fn scalar(&self, sql: &str) -> String {
-        let out = Command::new(self.bin.join("psql"))
-            .args(["-At", "-d", &self.url(), "-c", sql])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{sql}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    }
-
-    fn count(&self, table: &str) -> i64 {
-        self.scalar(&format!("SELECT count(*) FROM {table}"))
-            .parse()
-            .unwrap()
-    }
-
-    fn stop(&self) {
-        self.tool("pg_ctl")
-            .arg("-D")
-            .arg(&self.data)
-            .args(["-m", "immediate", "-w", "stop"])
-            .run();
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        let _ = self
-            .tool("pg_ctl")
-            .0
-            .arg("-D")
-            .arg(&self.data)
-            .args(["-m", "immediate", "stop"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
-struct Tool(Command);
-
-impl Tool {
-    fn arg(mut self, a: impl AsRef<std::ffi::OsStr>) -> Self {
-        self.0.arg(a);
-        self
-    }
-    fn args<const N: usize>(mut self, a: [&str; N]) -> Self {
-        self.0.args(a);
-        self
-    }
-    fn run(mut self) {
-        let out = self.0.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{:?}: {}{}",
-            self.0,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-}
-
-/// A running `hostping collector`, killed on drop.
-struct Collector {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Collector {
-    fn start(pg: &Postgres, tokens: &Path, extra: &[&str]) -> Collector {
-        Collector::start_on(pg, tokens, "127.0.0.1:0", extra)
-    }
-
-    fn start_on(pg: &Postgres, tokens: &Path, listen: &str, extra: &[&str]) -> Collector {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hostping"))
-            .args(["collector", "--database", &pg.url(), "--listen", listen])
-            .arg("--tokens")
-            .arg(tokens)
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (tx, rx) = mpsc::channel();
-        let err = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                eprintln!("{line}");
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let addr = loop {
-            let line = rx
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .expect("the collector did not start");
-            if let Some(rest) = line.split("serving http://").nth(1) {
-                break rest.split('/').next().unwrap().parse().unwrap();
-            }
-        };
-        Collector { child, addr }
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Collector {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-fn client() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(30)))
-        .build()
-        .into()
-}
-
-/// Posts a body; the status and the JSON answer.
-fn post(addr: SocketAddr, token: Option<&str>, body: &[u8]) -> (u16, Value) {
-    let mut req = client()
-        .post(format!("http://{addr}/api/runs"))
-        .header("Content-Type", "application/json");
-    if let Some(t) = token {
-        req = req.header("Authorization", format!("Bearer {t}"));
-    }
-    let mut resp = req.send(body).unwrap();
-    let status = resp.status().as_u16();
-    let text = resp.body_mut().read_to_string().unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
-
-fn get(addr: SocketAddr, path: &str) -> (u16, Value) {
-    let mut resp = client().get(format!("http://{addr}{path}")).call().unwrap();
-    let status = resp.status().as_u16();
-    let text = resp.body_mut().read_to_string().unwrap();
-    (status, serde_json::from_str(&text).unwrap())
-}
 
 const TOKEN_1: &str = "tok-node-1-0123456789abcdef";
 const TOKEN_2: &str = "tok-node-2-0123456789abcdef";
@@ -354,9 +98,9 @@ fn runs_are_stored_and_read_back_exactly() {
         hosts,
         json!([
             {"host": "node-1", "kind": "dgx-a100", "kind_known": true, "healthy": false,
-             "last_run_unix_ms": 2_000, "runs": 2, "causes": causes(&faulty)},
+             "last_run_unix_ms": 2_000, "runs": 2, "causes": causes(&faulty), "rack": null},
             {"host": "node-2", "kind": "custom-box", "kind_known": false, "healthy": true,
-             "last_run_unix_ms": 1_500, "runs": 1, "causes": []},
+             "last_run_unix_ms": 1_500, "runs": 1, "causes": [], "rack": null},
         ])
     );
     let (status, runs) = get(collector.addr, "/api/hosts/node-1/runs");
@@ -393,7 +137,7 @@ fn runs_are_stored_and_read_back_exactly() {
         "abnormal"
     );
     let versions = pg.scalar("SELECT string_agg(version::text, ',') FROM schema_migrations");
-    assert_eq!(versions, "1");
+    assert_eq!(versions, "1,2,3");
 }
 
 #[test]
@@ -676,4 +420,161 @@ fn an_agent_delivers_every_run_once_across_outages_and_restarts() {
     assert_eq!(hosts[0]["host"], "node-1");
     assert_eq!(hosts[0]["kind"], "dgx-a100");
     assert_eq!(hosts[0]["runs"], ids.len());
+}
+
+/// A run of `host` from the agent database `instance`, in `rack`.
+fn run_from(
+    host: &str,
+    instance: &str,
+    rack: &str,
+    id: i64,
+    started: i64,
+    report: &Value,
+) -> Value {
+    let mut r = run(host, id, started, report);
+    r["instance"] = instance.into();
+    r["rack"] = rack.into();
+    r
+}
+
+#[test]
+fn runs_are_keyed_by_instance_and_hosts_keep_a_summary() {
+    let dir = temp_dir("collector-instance");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
+    let addr = collector.addr;
+    let healthy = report(&[]);
+    let faulty = report(&["degrade:gpu4--lsw4:0.3"]);
+    let a = "0123456789abcdef0123456789abcdef";
+    let b = "fedcba9876543210fedcba9876543210";
+    let first = run_from("node-1", a, "r1", 1, 1_000, &healthy);
+    assert_eq!(post(addr, Some(TOKEN_1), &body(&first)).0, 201);
+    // A true resend: same host, instance and id.
+    let (status, again) = post(addr, Some(TOKEN_1), &body(&first));
+    assert_eq!((status, &again["duplicate"]), (200, &json!(true)));
+    // The agent's database was wiped: its run ids start from 1 again, under a new instance.
+    let wiped = run_from("node-1", b, "r2", 1, 3_000, &faulty);
+    let (status, answer) = post(addr, Some(TOKEN_1), &body(&wiped));
+    assert_eq!((status, &answer["duplicate"]), (201, &json!(false)));
+    // A backlog run of the first instance that started earlier arrives late: counted, but
+    // the latest run (and its rack) stays the one that started last.
+    let late = run_from("node-1", a, "r1", 2, 2_000, &healthy);
+    assert_eq!(post(addr, Some(TOKEN_1), &body(&late)).0, 201);
+    // An agent that sends no instance (older agents) is keyed by host and id alone.
+    let old = run("node-2", 1, 500, &healthy);
+    assert_eq!(post(addr, Some(TOKEN_2), &body(&old)).0, 201);
+    assert_eq!(post(addr, Some(TOKEN_2), &body(&old)).0, 200);
+    let mut bad = first.clone();
+    bad["rack"] = "".into();
+    assert_eq!(post(addr, Some(TOKEN_1), &body(&bad)).0, 400);
+    bad["instance"] = "x".repeat(65).into();
+    assert_eq!(post(addr, Some(TOKEN_1), &body(&bad)).0, 400);
+
+    assert_eq!(
+        get(addr, "/api/hosts").1,
+        json!([
+            {"host": "node-1", "kind": "dgx-a100", "kind_known": true, "healthy": false,
+             "last_run_unix_ms": 3_000, "runs": 3, "causes": causes(&faulty), "rack": "r2"},
+            {"host": "node-2", "kind": "dgx-a100", "kind_known": true, "healthy": true,
+             "last_run_unix_ms": 500, "runs": 1, "causes": [], "rack": null},
+        ])
+    );
+    assert_eq!(
+        pg.scalar(
+            "SELECT string_agg(instance || ':' || agent_run_id, ',' ORDER BY started_unix_ms)
+             FROM runs"
+        ),
+        format!(":1,{a}:1,{a}:2,{b}:1")
+    );
+    // The summary columns agree with a count over the runs.
+    assert_eq!(
+        pg.scalar(
+            "SELECT count(*) FROM hosts h
+             WHERE h.runs <> (SELECT count(*) FROM runs r WHERE r.host_id = h.id)"
+        ),
+        "0"
+    );
+}
+
+#[test]
+fn a_wiped_agent_database_sends_new_runs_under_a_new_instance() {
+    let dir = temp_dir("collector-wiped");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
+    let url = format!("http://{}", collector.addr);
+    let db = dir.join("runs.db");
+    let args = |rack: &'static str| {
+        [
+            "--time-scale",
+            "600",
+            "--collector",
+            &url,
+            "--token",
+            TOKEN_1,
+            "--name",
+            "node-1",
+            "--rack",
+            rack,
+        ]
+        .map(String::from)
+    };
+    let stored = |instance: &str| {
+        pg.scalar(&format!(
+            "SELECT count(*) FROM runs WHERE instance = '{instance}'"
+        ))
+        .parse::<usize>()
+        .unwrap()
+    };
+    let first_args = args("r7");
+    let mut first = agent(&db, &first_args.each_ref().map(String::as_str), &[]);
+    first.wait_for_runs(3, Duration::from_secs(60));
+    first.signal(libc::SIGTERM);
+    assert!(first.wait_output().status.success());
+    let old_instance = store::Store::open_read_only(&db)
+        .unwrap()
+        .instance_id()
+        .unwrap();
+    let old_ids = agent_run_ids(&db);
+    wait_until("the first database's runs", Duration::from_secs(60), || {
+        stored(&old_instance) == old_ids.len()
+    });
+    assert_eq!(get(collector.addr, "/api/hosts").1[0]["rack"], "r7");
+
+    // Wiped: a new database numbers its runs from 1 again.
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    let second_args = args("r8");
+    let mut second = agent(&db, &second_args.each_ref().map(String::as_str), &[]);
+    second.wait_for_runs(2, Duration::from_secs(60));
+    let new_instance = store::Store::open_read_only(&db)
+        .unwrap()
+        .instance_id()
+        .unwrap();
+    assert_ne!(new_instance, old_instance);
+    assert_eq!(agent_run_ids(&db)[0], old_ids[0]);
+    wait_until("the new database's runs", Duration::from_secs(60), || {
+        stored(&new_instance) >= 2
+    });
+    second.signal(libc::SIGTERM);
+    assert!(second.wait_output().status.success());
+    let new_ids = agent_run_ids(&db);
+    wait_until(
+        "every run of the new database",
+        Duration::from_secs(60),
+        || stored(&new_instance) == new_ids.len(),
+    );
+    // Both series are there in full, each once; run 1 of each included.
+    assert_eq!(stored(&old_instance), old_ids.len());
+    assert_eq!(
+        pg.scalar("SELECT count(*) FROM runs WHERE agent_run_id = 1"),
+        "2"
+    );
+    let hosts = get(collector.addr, "/api/hosts").1;
+    assert_eq!(hosts[0]["runs"], old_ids.len() + new_ids.len());
+    assert_eq!(hosts[0]["rack"], "r8");
 }

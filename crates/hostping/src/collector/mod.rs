@@ -8,8 +8,12 @@
 //! macros), and is the maintained driver under most of the Rust PostgreSQL ecosystem.
 
 pub mod api;
+pub mod baseline;
+pub mod fleet;
 pub mod ingest;
+pub mod robust;
 pub mod schema;
+pub mod slow;
 pub mod tokens;
 
 use std::net::SocketAddr;
@@ -107,6 +111,9 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
             .await
             .map_err(|e| database_error(e.to_string()))?;
         drop(client);
+        tokio::spawn(baseline::refresh_loop(pool.clone(), |line| {
+            eprintln!("hostping collector: {line}")
+        }));
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .map_err(listen_error)?;

@@ -12,6 +12,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 pub mod ibsim;
+pub mod postgres;
 pub mod prometheus;
 
 /// A per-test folder, emptied first.

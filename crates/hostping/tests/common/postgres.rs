@@ -1,0 +1,268 @@
+//! A throw-away PostgreSQL cluster (Debian's `postgresql` package: `initdb` and `pg_ctl` in a
+//! temporary folder, on a free port, as `nobody` when the tests run as root) and
+//! `hostping collector` in front of it, with the HTTP calls the tests make to it.
+//!
+//! [`Postgres::start`] returns `None` (and says so) when PostgreSQL's server binaries are
+//! missing, unless `HOSTPING_REQUIRE_POSTGRES` is set, as `./test.sh` does after installing
+//! them.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Where `initdb`, `pg_ctl` and `psql` are: the newest `/usr/lib/postgresql/*/bin`.
+pub fn postgres_bin() -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("bin"))
+        .filter(|b| b.join("initdb").exists() && b.join("pg_ctl").exists())
+        .collect();
+    found.sort_by_key(|p| {
+        p.parent()
+            .and_then(|v| v.file_name())
+            .and_then(|v| v.to_str())
+            .and_then(|v| v.parse::<u32>().ok())
+    });
+    if let Some(bin) = found.pop() {
+        return Some(bin);
+    }
+    assert!(
+        std::env::var_os("HOSTPING_REQUIRE_POSTGRES").is_none(),
+        "HOSTPING_REQUIRE_POSTGRES is set but no /usr/lib/postgresql/*/bin/initdb (apt-get install postgresql)"
+    );
+    eprintln!("skipped: no PostgreSQL server binaries (apt-get install postgresql)");
+    None
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A throw-away PostgreSQL cluster, stopped on drop.
+pub struct Postgres {
+    bin: PathBuf,
+    data: PathBuf,
+    port: u16,
+    /// `runuser -u nobody --` when running as root (PostgreSQL refuses to run as root).
+    prefix: Vec<String>,
+}
+
+impl Postgres {
+    pub fn start(dir: &Path) -> Option<Postgres> {
+        let bin = postgres_bin()?;
+        // SAFETY: geteuid has no preconditions.
+        let prefix: Vec<String> = if unsafe { libc::geteuid() } == 0 {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+            ["runuser", "-u", "nobody", "--"].map(String::from).to_vec()
+        } else {
+            Vec::new()
+        };
+        let pg = Postgres {
+            bin,
+            data: dir.join("pgdata"),
+            port: free_port(),
+            prefix,
+        };
+        pg.tool("initdb")
+            .args([
+                "--auth=trust",
+                "--username=hostping",
+                "--encoding=UTF8",
+                "--no-sync",
+            ])
+            .arg("-D")
+            .arg(&pg.data)
+            .run();
+        let options = format!(
+            "-c port={} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} -c fsync=off",
+            pg.port,
+            dir.display()
+        );
+        pg.tool("pg_ctl")
+            .arg("-D")
+            .arg(&pg.data)
+            .args(["-o", &options, "-l"])
+            .arg(dir.join("postgres.log"))
+            .args(["-w", "start"])
+            .run();
+        Some(pg)
+    }
+
+    fn tool(&self, name: &str) -> Tool {
+        let mut c = match self.prefix.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(self.bin.join(name));
+                c
+            }
+            None => Command::new(self.bin.join(name)),
+        };
+        c.current_dir("/");
+        Tool(c)
+    }
+
+    pub fn url(&self) -> String {
+        format!("postgres://hostping@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// One value from `psql`.
+    pub fn scalar(&self, sql: &str) -> String {
+        let out = Command::new(self.bin.join("psql"))
+            .args(["-At", "-d", &self.url(), "-c", sql])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{sql}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    pub fn count(&self, table: &str) -> i64 {
+        self.scalar(&format!("SELECT count(*) FROM {table}"))
+            .parse()
+            .unwrap()
+    }
+
+    pub fn stop(&self) {
+        self.tool("pg_ctl")
+            .arg("-D")
+            .arg(&self.data)
+            .args(["-m", "immediate", "-w", "stop"])
+            .run();
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ = self
+            .tool("pg_ctl")
+            .0
+            .arg("-D")
+            .arg(&self.data)
+            .args(["-m", "immediate", "stop"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+struct Tool(Command);
+
+impl Tool {
+    fn arg(mut self, a: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.0.arg(a);
+        self
+    }
+    fn args<const N: usize>(mut self, a: [&str; N]) -> Self {
+        self.0.args(a);
+        self
+    }
+    fn run(mut self) {
+        let out = self.0.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{:?}: {}{}",
+            self.0,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// A running `hostping collector`, killed on drop.
+pub struct Collector {
+    child: Child,
+    pub addr: SocketAddr,
+}
+
+impl Collector {
+    pub fn start(pg: &Postgres, tokens: &Path, extra: &[&str]) -> Collector {
+        Collector::start_on(pg, tokens, "127.0.0.1:0", extra)
+    }
+
+    pub fn start_on(pg: &Postgres, tokens: &Path, listen: &str, extra: &[&str]) -> Collector {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hostping"))
+            .args(["collector", "--database", &pg.url(), "--listen", listen])
+            .arg("--tokens")
+            .arg(tokens)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, rx) = mpsc::channel();
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                eprintln!("{line}");
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let addr = loop {
+            let line = rx
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .expect("the collector did not start");
+            if let Some(rest) = line.split("serving http://").nth(1) {
+                break rest.split('/').next().unwrap().parse().unwrap();
+            }
+        };
+        Collector { child, addr }
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+pub fn client() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .into()
+}
+
+/// Posts a body; the status and the JSON answer.
+pub fn post(addr: SocketAddr, token: Option<&str>, body: &[u8]) -> (u16, Value) {
+    let mut req = client()
+        .post(format!("http://{addr}/api/runs"))
+        .header("Content-Type", "application/json");
+    if let Some(t) = token {
+        req = req.header("Authorization", format!("Bearer {t}"));
+    }
+    let mut resp = req.send(body).unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+pub fn get(addr: SocketAddr, path: &str) -> (u16, Value) {
+    let mut resp = client().get(format!("http://{addr}{path}")).call().unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap();
+    (status, serde_json::from_str(&text).unwrap())
+}
