@@ -140,11 +140,11 @@ pub enum Command {
     /// (unreachable, or it answered an error: the message names the URL).
     ///
     /// Examples:
-    ///   hostping fleet status                                   # the collector on 127.0.0.1:9470
+    ///   hostping fleet status                     # the collector on 127.0.0.1:9470
     ///   hostping fleet hosts --collector http://collector:9470 --cause link_failure
-    ///   hostping fleet host node-17                              # each path vs its baseline
+    ///   hostping fleet host node-17               # each path against its baseline, a verdict
     ///   hostping fleet causes --format json | jq '.[] | {cause, count}'
-    ///   hostping fleet slow --kind dgx-a100                      # persistently slow hosts, with evidence
+    ///   hostping fleet slow --kind dgx-a100       # persistently slow hosts, with evidence
     #[command(verbatim_doc_comment)]
     Fleet(FleetArgs),
     /// Benchmarks: the scenario suite with accuracy and false alarms, the CPU cost of a
