@@ -228,7 +228,7 @@ pub struct AgentArgs {
     pub name: Option<String>,
     /// The rack this host stands in, sent with every run to the collector (overrides
     /// `agent.rack`); the fleet API and UI group and filter hosts by it.
-    #[arg(long, value_name = "NAME", requires = "collector")]
+    #[arg(long, value_name = "NAME", requires = "collector", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub rack: Option<String>,
     /// The most runs kept waiting for the collector; past it the oldest are dropped unsent
     /// (they stay in the database), counted in hostping_outbox_dropped_total.

@@ -256,8 +256,17 @@ fn text(v: &Value) -> String {
 }
 
 fn number(v: &Value, decimals: usize) -> String {
-    v.as_f64()
-        .map_or_else(|| "-".into(), |x| format!("{x:.decimals$}"))
+    v.as_f64().map_or_else(
+        || "-".into(),
+        |x| {
+            let text = format!("{x:.decimals$}");
+            // -0.0 after rounding reads as a deficit of nothing, without the sign.
+            match text.strip_prefix('-') {
+                Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => rest.to_owned(),
+                _ => text,
+            }
+        },
+    )
 }
 
 fn status_table(url: &str, v: &Value, now: i64) -> String {
@@ -513,6 +522,14 @@ mod tests {
             t,
             "HOST    RUNS  CAUSES\nnode-1     7  -\nn2       120  link_failure\n"
         );
+    }
+
+    #[test]
+    fn numbers_lose_the_sign_of_a_rounded_zero() {
+        assert_eq!(number(&json!(-0.04), 1), "0.0");
+        assert_eq!(number(&json!(-0.06), 1), "-0.1");
+        assert_eq!(number(&json!(12.346), 2), "12.35");
+        assert_eq!(number(&Value::Null, 1), "-");
     }
 
     #[test]

@@ -496,7 +496,11 @@ fn agent_command(args: AgentArgs) -> Result<Outcome> {
                 url: url.clone(),
                 token: token.clone(),
                 host: name,
-                rack: args.rack.clone().or_else(|| config.agent.rack.clone()),
+                // An empty rack in the file is no rack (the collector refuses "").
+                rack: args
+                    .rack
+                    .clone()
+                    .or_else(|| config.agent.rack.clone().filter(|r| !r.is_empty())),
             };
             Some(agent::outbox::start(
                 target,

@@ -578,3 +578,86 @@ fn a_wiped_agent_database_sends_new_runs_under_a_new_instance() {
     assert_eq!(hosts[0]["runs"], old_ids.len() + new_ids.len());
     assert_eq!(hosts[0]["rack"], "r8");
 }
+
+#[test]
+fn a_database_of_the_first_schema_is_upgraded_with_its_runs() {
+    let dir = temp_dir("collector-upgrade");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let healthy = report(&[]);
+    let faulty = report(&["degrade:gpu4--lsw4:0.3"]);
+    // The database as the first collector left it: schema 1, two runs of node-1.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (mut client, connection) = tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let applied = hostping::collector::schema::migrate_to(&mut client, 1)
+            .await
+            .unwrap();
+        assert_eq!(applied, [1]);
+        client
+            .execute(
+                "INSERT INTO hosts (name, kind, kind_known) VALUES ('node-1', 'dgx-a100', true)",
+                &[],
+            )
+            .await
+            .unwrap();
+        for (id, started, report) in [(1i64, 1_000i64, &healthy), (2, 2_000, &faulty)] {
+            client
+                .execute(
+                    "INSERT INTO runs (host_id, agent_run_id, trigger, started_unix_ms, kind,
+                                       kind_known, healthy, mode, report)
+                     VALUES (1, $1, 'idle', $2, 'dgx-a100', true, $3, 'idle', $4)",
+                    &[&id, &started, &report["healthy"].as_bool().unwrap(), report],
+                )
+                .await
+                .unwrap();
+        }
+        client
+            .execute(
+                "INSERT INTO diagnoses (run_id, host_id, cause, links, rnic, evidence)
+                 VALUES (2, 1, 'link_failure', '{gpu4--lsw4}', NULL, 'gpu4 below baseline')",
+                &[],
+            )
+            .await
+            .unwrap();
+    });
+    // A collector of this version migrates it: the summary columns are filled from the runs.
+    let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
+    let addr = collector.addr;
+    assert_eq!(
+        pg.scalar("SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations"),
+        "1,2,3"
+    );
+    assert_eq!(
+        get(addr, "/api/hosts").1,
+        json!([{"host": "node-1", "kind": "dgx-a100", "kind_known": true, "healthy": false,
+                "last_run_unix_ms": 2_000, "runs": 2, "causes": ["link_failure"],
+                "rack": null}])
+    );
+    // An old agent's resend (no instance) is still a resend; a new database's run 2 is new.
+    let resend = run("node-1", 2, 2_000, &faulty);
+    assert_eq!(post(addr, Some(TOKEN_1), &body(&resend)).0, 200);
+    let wiped = run_from(
+        "node-1",
+        "0123456789abcdef0123456789abcdef",
+        "r1",
+        2,
+        3_000,
+        &healthy,
+    );
+    assert_eq!(post(addr, Some(TOKEN_1), &body(&wiped)).0, 201);
+    let hosts = get(addr, "/api/hosts").1;
+    assert_eq!(
+        (&hosts[0]["runs"], &hosts[0]["healthy"], &hosts[0]["rack"]),
+        (&json!(3), &json!(true), &json!("r1"))
+    );
+    let (_, runs) = get(addr, "/api/hosts/node-1/runs");
+    assert_eq!(runs.as_array().unwrap().len(), 3);
+}

@@ -146,6 +146,12 @@ const MIGRATIONS: &[(i32, &str)] = &[
 /// Applies the migrations not yet applied. An advisory lock makes two collectors starting
 /// on one database take turns.
 pub async fn migrate(client: &mut Client) -> Result<Vec<i32>, tokio_postgres::Error> {
+    migrate_to(client, i32::MAX).await
+}
+
+/// Applies the migrations not yet applied up to version `last`: a database as an older
+/// collector left it, for the tests of upgrades.
+pub async fn migrate_to(client: &mut Client, last: i32) -> Result<Vec<i32>, tokio_postgres::Error> {
     client
         .batch_execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -155,7 +161,7 @@ pub async fn migrate(client: &mut Client) -> Result<Vec<i32>, tokio_postgres::Er
         )
         .await?;
     let mut applied = Vec::new();
-    for &(version, sql) in MIGRATIONS {
+    for &(version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v <= last) {
         let tx = client.transaction().await?;
         tx.execute("SELECT pg_advisory_xact_lock(7247)", &[])
             .await?;

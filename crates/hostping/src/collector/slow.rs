@@ -167,12 +167,12 @@ pub fn evidence(paths: &[SlowPath]) -> String {
     let parts: Vec<String> = paths
         .iter()
         .map(|p| {
-            let (what, dir, unit) = match p.metric {
-                Metric::Bandwidth => ("bandwidth", "below", "Gb/s"),
-                Metric::Latency => ("latency", "above", "us"),
+            let (what, dir, unit, prec) = match p.metric {
+                Metric::Bandwidth => ("bandwidth", "below", "Gb/s", 1),
+                Metric::Latency => ("latency", "above", "us", 3),
             };
             format!(
-                "{} {}->{} {:.1} % {dir} the fleet ({} vs {} {unit}, {:.1} sigmas; {} of its last {} runs {dir})",
+                "{} {}->{} {:.1} % {dir} the fleet ({:.prec$} vs {:.prec$} {unit}, {:.1} sigmas; {} of its last {} runs {dir})",
                 what, p.rnic, p.endpoint, p.deficit_pct, p.host_value, p.fleet_value, p.sigmas,
                 p.runs_worse, p.runs
             )
@@ -276,7 +276,7 @@ mod tests {
         let host = slow_host("h".into(), "k".into(), None, slow);
         assert_eq!(host.score, 10.0);
         assert!(
-            host.evidence.contains("bandwidth rnic0->gpu0 10.0 % below the fleet (180 vs 200 Gb/s, 9.0 sigmas; 9 of its last 9 runs below)"),
+            host.evidence.contains("bandwidth rnic0->gpu0 10.0 % below the fleet (180.0 vs 200.0 Gb/s, 9.0 sigmas; 9 of its last 9 runs below)"),
             "{}",
             host.evidence
         );
