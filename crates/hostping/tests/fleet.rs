@@ -240,6 +240,12 @@ fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
         }
     }
 
+    // The collector's background refresh takes the new values without any read asking.
+    wait_until("the background refresh", Duration::from_secs(30), || {
+        pg.scalar("SELECT count(*) FROM hosts WHERE paths_version <> baseline_version") == "0"
+            && pg.count("fleet_baselines") == 40
+    });
+
     // The kind's baseline: the median and MAD of the hosts' medians, each host one vote.
     let expected = expected_fleet(&fleet_runs);
     let (status, kind) = get(addr, "/api/kinds/dgx-a100/baseline");

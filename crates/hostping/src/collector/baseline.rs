@@ -305,9 +305,14 @@ pub async fn refresh(client: &mut Client, kind: &str) -> Result<usize, tokio_pos
     .await?;
     let ids: Vec<i64> = versions.iter().map(|r| r.get(0)).collect();
     let seen: Vec<i64> = versions.iter().map(|r| r.get(1)).collect();
+    // A host row an ingest holds is skipped, not waited for: the host stays unseen and the
+    // next refresh takes it. So a refresh never waits on ingest, and holds the rows it marks
+    // only until its commit, next.
     tx.execute(
         "UPDATE hosts SET baseline_version = v.seen
-         FROM UNNEST($1::int8[], $2::int8[]) AS v(id, seen) WHERE hosts.id = v.id",
+         FROM UNNEST($1::int8[], $2::int8[]) AS v(id, seen)
+         WHERE hosts.id = v.id
+           AND hosts.id IN (SELECT id FROM hosts WHERE id = ANY($1) FOR UPDATE SKIP LOCKED)",
         &[&ids, &seen],
     )
     .await?;
