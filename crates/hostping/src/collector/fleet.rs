@@ -13,7 +13,8 @@
 //! rare.
 
 use super::api::{ApiError, Shared};
-use super::baseline::{self, JudgedPath};
+use super::baseline;
+use super::judge::{self, JudgedPath};
 use super::slow::{self, SlowHost};
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::routing::get;
@@ -76,14 +77,14 @@ async fn host_baseline(
                 run: stored,
                 reason: e.to_string(),
             })?;
-            let own = baseline::has_own_baseline(&report);
+            let own = judge::has_own_baseline(&report);
             let busy = report.mode == model::Mode::Busy;
             let paths: Vec<JudgedPath> = report
                 .paths
                 .iter()
                 .map(|p| {
                     let key = (p.rnic.to_string(), p.endpoint.to_string());
-                    baseline::judge(p, own, fleet.get(&key), busy, &th)
+                    judge::judge(p, own, fleet.get(&key), busy, &th)
                 })
                 .collect();
             let run = json!({"id": row.get::<_, i64>(4), "started_unix_ms": row.get::<_, i64>(5),

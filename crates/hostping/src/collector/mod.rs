@@ -11,6 +11,7 @@ pub mod api;
 pub mod baseline;
 pub mod fleet;
 pub mod ingest;
+pub mod judge;
 pub mod robust;
 pub mod schema;
 pub mod slow;
