@@ -131,6 +131,22 @@ pub enum Command {
     ///   curl -s localhost:9470/api/hosts | jq .
     #[command(verbatim_doc_comment)]
     Collector(CollectorArgs),
+    /// Ask the fleet's collector: the fleet's state, its hosts, one host judged against its
+    /// baseline, the causes found, the hosts slower than their kind's fleet baseline.
+    ///
+    /// A read-only client of the collector's HTTP API (no token needed). Tables for people,
+    /// --format json for machines (the API's JSON). Exit status: 0 nothing wrong, 1 an
+    /// unhealthy or slow host or a cause was found, 2 the collector could not be asked
+    /// (unreachable, or it answered an error: the message names the URL).
+    ///
+    /// Examples:
+    ///   hostping fleet status                     # the collector on 127.0.0.1:9470
+    ///   hostping fleet hosts --collector http://collector:9470 --cause link_failure
+    ///   hostping fleet host node-17               # each path against its baseline, a verdict
+    ///   hostping fleet causes --format json | jq '.[] | {cause, count}'
+    ///   hostping fleet slow --kind dgx-a100       # persistently slow hosts, with evidence
+    #[command(verbatim_doc_comment)]
+    Fleet(FleetArgs),
     /// Benchmarks: the scenario suite with accuracy and false alarms, the CPU cost of a
     /// check, the agent's own cost, or the time of a counter snapshot.
     #[command(subcommand)]
@@ -214,6 +230,10 @@ pub struct AgentArgs {
     /// This host's name in the fleet. Default: the hostname, or the model name with --sim.
     #[arg(long, value_name = "NAME", requires = "collector")]
     pub name: Option<String>,
+    /// The rack this host stands in, sent with every run to the collector (overrides
+    /// `agent.rack`); the fleet API and UI group and filter hosts by it.
+    #[arg(long, value_name = "NAME", requires = "collector", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub rack: Option<String>,
     /// The most runs kept waiting for the collector; past it the oldest are dropped unsent
     /// (they stay in the database), counted in hostping_outbox_dropped_total.
     #[arg(long, value_name = "RUNS", default_value_t = 10_000)]
@@ -245,6 +265,64 @@ pub struct CollectorArgs {
     /// The certificate's private key (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+}
+
+/// `hostping fleet`.
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    /// What to ask.
+    #[command(subcommand)]
+    pub command: FleetCommand,
+    /// The collector's base URL.
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "http://127.0.0.1:9470",
+        global = true
+    )]
+    pub collector: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table, global = true)]
+    pub format: Format,
+}
+
+/// The questions `hostping fleet` asks the collector.
+#[derive(Debug, Subcommand)]
+pub enum FleetCommand {
+    /// Hosts (healthy, unhealthy, stale), kinds, causes, runs stored, last ingest
+    /// (GET /api/fleet/status).
+    Status,
+    /// Every host: kind, rack, health and causes of its latest run, runs stored
+    /// (GET /api/hosts), optionally filtered.
+    Hosts {
+        /// Only hosts of this kind (model name).
+        #[arg(long, value_name = "KIND")]
+        kind: Option<String>,
+        /// Only hosts in this rack.
+        #[arg(long, value_name = "RACK")]
+        rack: Option<String>,
+        /// Only hosts whose latest run has this cause (link_failure, ...).
+        #[arg(long, value_name = "CAUSE")]
+        cause: Option<String>,
+    },
+    /// One host: its latest run's diagnoses, and each path against its own baseline or its
+    /// kind's fleet baseline with a verdict (GET /api/hosts/NAME/baseline).
+    Host {
+        /// The host's name in the fleet.
+        name: String,
+    },
+    /// Each cause with the hosts whose latest run has it (GET /api/fleet/causes).
+    Causes,
+    /// Hosts whose paths stay below their kind's fleet baseline, though under Abnormal_th,
+    /// worst first, with the evidence (GET /api/fleet/slow-hosts).
+    Slow {
+        /// Only hosts of this kind.
+        #[arg(long, value_name = "KIND")]
+        kind: Option<String>,
+        /// At most this many hosts.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        limit: u32,
+    },
 }
 
 /// Output formats.

@@ -21,6 +21,7 @@ pub mod bench;
 pub mod cli;
 pub mod collector;
 pub mod fabric;
+pub mod fleet_cli;
 pub mod host;
 pub mod iotlb;
 pub mod odp_bench;

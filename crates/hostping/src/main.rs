@@ -40,6 +40,7 @@ fn main() -> ExitCode {
         Command::OdpBench(args) => hostping::odp_bench::run(&args).map(|()| Outcome::Healthy),
         Command::Agent(args) => agent_command(args),
         Command::Collector(args) => collector_command(args),
+        Command::Fleet(args) => fleet_command(&args),
         Command::Bench(cmd) => bench_command(cmd),
         Command::Fabric(cmd) => hostping::fabric::run(cmd).map(|congested| {
             if congested {
@@ -523,6 +524,11 @@ fn agent_command(args: AgentArgs) -> Result<Outcome> {
                 token: token.clone(),
                 host: name,
                 tls: hostping::collector::tls::client_config(args.collector_ca.as_deref())?,
+                // An empty rack in the file is no rack (the collector refuses "").
+                rack: args
+                    .rack
+                    .clone()
+                    .or_else(|| config.agent.rack.clone().filter(|r| !r.is_empty())),
             };
             Some(agent::outbox::start(
                 target,
@@ -573,6 +579,15 @@ fn collector_command(args: CollectorArgs) -> Result<Outcome> {
         eprintln!("hostping collector: serving {scheme}://{addr}/api/runs and /api/hosts")
     })?;
     Ok(Outcome::Healthy)
+}
+
+fn fleet_command(args: &hostping::cli::FleetArgs) -> Result<Outcome> {
+    let findings = hostping::fleet_cli::run(args, &mut std::io::stdout().lock())?;
+    Ok(if findings {
+        Outcome::Findings
+    } else {
+        Outcome::Healthy
+    })
 }
 
 fn bench_command(cmd: BenchCommand) -> Result<Outcome> {

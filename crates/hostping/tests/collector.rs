@@ -4,45 +4,16 @@
 //! every refusal with nothing stored, resends stored once, and a `kill -9` of the collector
 //! mid-ingest losing no run it acknowledged.
 //!
-//! Skipped (with a message) without PostgreSQL's server binaries (see `common::postgres`).
+//! Skipped (with a message) when PostgreSQL's server binaries are missing, unless
+//! `HOSTPING_REQUIRE_POSTGRES` is set, as `./test.sh` does after installing them.
 
 mod common;
 
-use common::postgres::{free_port, Collector, Postgres};
+use common::postgres::{client, free_port, get, post, Collector, Postgres};
 use common::{agent, hostping, stdout, temp_dir};
 use serde_json::{json, Value};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-fn client() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(30)))
-        .build()
-        .into()
-}
-
-/// Posts a body; the status and the JSON answer.
-fn post(addr: SocketAddr, token: Option<&str>, body: &[u8]) -> (u16, Value) {
-    let mut req = client()
-        .post(format!("http://{addr}/api/runs"))
-        .header("Content-Type", "application/json");
-    if let Some(t) = token {
-        req = req.header("Authorization", format!("Bearer {t}"));
-    }
-    let mut resp = req.send(body).unwrap();
-    let status = resp.status().as_u16();
-    let text = resp.body_mut().read_to_string().unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
-
-fn get(addr: SocketAddr, path: &str) -> (u16, Value) {
-    let mut resp = client().get(format!("http://{addr}{path}")).call().unwrap();
-    let status = resp.status().as_u16();
-    let text = resp.body_mut().read_to_string().unwrap();
-    (status, serde_json::from_str(&text).unwrap())
-}
 
 const TOKEN_1: &str = "tok-node-1-0123456789abcdef";
 const TOKEN_2: &str = "tok-node-2-0123456789abcdef";
@@ -127,9 +98,9 @@ fn runs_are_stored_and_read_back_exactly() {
         hosts,
         json!([
             {"host": "node-1", "kind": "dgx-a100", "kind_known": true, "healthy": false,
-             "last_run_unix_ms": 2_000, "runs": 2, "causes": causes(&faulty)},
+             "last_run_unix_ms": 2_000, "runs": 2, "causes": causes(&faulty), "rack": null},
             {"host": "node-2", "kind": "custom-box", "kind_known": false, "healthy": true,
-             "last_run_unix_ms": 1_500, "runs": 1, "causes": []},
+             "last_run_unix_ms": 1_500, "runs": 1, "causes": [], "rack": null},
         ])
     );
     let (status, runs) = get(collector.addr, "/api/hosts/node-1/runs");
@@ -166,7 +137,7 @@ fn runs_are_stored_and_read_back_exactly() {
         "abnormal"
     );
     let versions = pg.scalar("SELECT string_agg(version::text, ',') FROM schema_migrations");
-    assert_eq!(versions, "1");
+    assert_eq!(versions, "1,2,3");
 }
 
 #[test]
@@ -449,4 +420,244 @@ fn an_agent_delivers_every_run_once_across_outages_and_restarts() {
     assert_eq!(hosts[0]["host"], "node-1");
     assert_eq!(hosts[0]["kind"], "dgx-a100");
     assert_eq!(hosts[0]["runs"], ids.len());
+}
+
+/// A run of `host` from the agent database `instance`, in `rack`.
+fn run_from(
+    host: &str,
+    instance: &str,
+    rack: &str,
+    id: i64,
+    started: i64,
+    report: &Value,
+) -> Value {
+    let mut r = run(host, id, started, report);
+    r["instance"] = instance.into();
+    r["rack"] = rack.into();
+    r
+}
+
+#[test]
+fn runs_are_keyed_by_instance_and_hosts_keep_a_summary() {
+    let dir = temp_dir("collector-instance");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
+    let addr = collector.addr;
+    let healthy = report(&[]);
+    let faulty = report(&["degrade:gpu4--lsw4:0.3"]);
+    let a = "0123456789abcdef0123456789abcdef";
+    let b = "fedcba9876543210fedcba9876543210";
+    let first = run_from("node-1", a, "r1", 1, 1_000, &healthy);
+    assert_eq!(post(addr, Some(TOKEN_1), &body(&first)).0, 201);
+    // A true resend: same host, instance and id.
+    let (status, again) = post(addr, Some(TOKEN_1), &body(&first));
+    assert_eq!((status, &again["duplicate"]), (200, &json!(true)));
+    // The agent's database was wiped: its run ids start from 1 again, under a new instance.
+    let wiped = run_from("node-1", b, "r2", 1, 3_000, &faulty);
+    let (status, answer) = post(addr, Some(TOKEN_1), &body(&wiped));
+    assert_eq!((status, &answer["duplicate"]), (201, &json!(false)));
+    // A backlog run of the first instance that started earlier arrives late: counted, but
+    // the latest run (and its rack) stays the one that started last.
+    let late = run_from("node-1", a, "r1", 2, 2_000, &healthy);
+    assert_eq!(post(addr, Some(TOKEN_1), &body(&late)).0, 201);
+    // An agent that sends no instance (older agents) is keyed by host and id alone.
+    let old = run("node-2", 1, 500, &healthy);
+    assert_eq!(post(addr, Some(TOKEN_2), &body(&old)).0, 201);
+    assert_eq!(post(addr, Some(TOKEN_2), &body(&old)).0, 200);
+    let mut bad = first.clone();
+    bad["rack"] = "".into();
+    assert_eq!(post(addr, Some(TOKEN_1), &body(&bad)).0, 400);
+    bad["instance"] = "x".repeat(65).into();
+    assert_eq!(post(addr, Some(TOKEN_1), &body(&bad)).0, 400);
+
+    assert_eq!(
+        get(addr, "/api/hosts").1,
+        json!([
+            {"host": "node-1", "kind": "dgx-a100", "kind_known": true, "healthy": false,
+             "last_run_unix_ms": 3_000, "runs": 3, "causes": causes(&faulty), "rack": "r2"},
+            {"host": "node-2", "kind": "dgx-a100", "kind_known": true, "healthy": true,
+             "last_run_unix_ms": 500, "runs": 1, "causes": [], "rack": null},
+        ])
+    );
+    assert_eq!(
+        pg.scalar(
+            "SELECT string_agg(instance || ':' || agent_run_id, ',' ORDER BY started_unix_ms)
+             FROM runs"
+        ),
+        format!(":1,{a}:1,{a}:2,{b}:1")
+    );
+    // The summary columns agree with a count over the runs.
+    assert_eq!(
+        pg.scalar(
+            "SELECT count(*) FROM hosts h
+             WHERE h.runs <> (SELECT count(*) FROM runs r WHERE r.host_id = h.id)"
+        ),
+        "0"
+    );
+}
+
+#[test]
+fn a_wiped_agent_database_sends_new_runs_under_a_new_instance() {
+    let dir = temp_dir("collector-wiped");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
+    let url = format!("http://{}", collector.addr);
+    let db = dir.join("runs.db");
+    let args = |rack: &'static str| {
+        [
+            "--time-scale",
+            "600",
+            "--collector",
+            &url,
+            "--token",
+            TOKEN_1,
+            "--name",
+            "node-1",
+            "--rack",
+            rack,
+        ]
+        .map(String::from)
+    };
+    let stored = |instance: &str| {
+        pg.scalar(&format!(
+            "SELECT count(*) FROM runs WHERE instance = '{instance}'"
+        ))
+        .parse::<usize>()
+        .unwrap()
+    };
+    let first_args = args("r7");
+    let mut first = agent(&db, &first_args.each_ref().map(String::as_str), &[]);
+    first.wait_for_runs(3, Duration::from_secs(60));
+    first.signal(libc::SIGTERM);
+    assert!(first.wait_output().status.success());
+    let old_instance = store::Store::open_read_only(&db)
+        .unwrap()
+        .instance_id()
+        .unwrap();
+    let old_ids = agent_run_ids(&db);
+    wait_until("the first database's runs", Duration::from_secs(60), || {
+        stored(&old_instance) == old_ids.len()
+    });
+    assert_eq!(get(collector.addr, "/api/hosts").1[0]["rack"], "r7");
+
+    // Wiped: a new database numbers its runs from 1 again.
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    let second_args = args("r8");
+    let mut second = agent(&db, &second_args.each_ref().map(String::as_str), &[]);
+    second.wait_for_runs(2, Duration::from_secs(60));
+    let new_instance = store::Store::open_read_only(&db)
+        .unwrap()
+        .instance_id()
+        .unwrap();
+    assert_ne!(new_instance, old_instance);
+    assert_eq!(agent_run_ids(&db)[0], old_ids[0]);
+    wait_until("the new database's runs", Duration::from_secs(60), || {
+        stored(&new_instance) >= 2
+    });
+    second.signal(libc::SIGTERM);
+    assert!(second.wait_output().status.success());
+    let new_ids = agent_run_ids(&db);
+    wait_until(
+        "every run of the new database",
+        Duration::from_secs(60),
+        || stored(&new_instance) == new_ids.len(),
+    );
+    // Both series are there in full, each once; run 1 of each included.
+    assert_eq!(stored(&old_instance), old_ids.len());
+    assert_eq!(
+        pg.scalar("SELECT count(*) FROM runs WHERE agent_run_id = 1"),
+        "2"
+    );
+    let hosts = get(collector.addr, "/api/hosts").1;
+    assert_eq!(hosts[0]["runs"], old_ids.len() + new_ids.len());
+    assert_eq!(hosts[0]["rack"], "r8");
+}
+
+#[test]
+fn a_database_of_the_first_schema_is_upgraded_with_its_runs() {
+    let dir = temp_dir("collector-upgrade");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let healthy = report(&[]);
+    let faulty = report(&["degrade:gpu4--lsw4:0.3"]);
+    // The database as the first collector left it: schema 1, two runs of node-1.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (mut client, connection) = tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let applied = hostping::collector::schema::migrate_to(&mut client, 1)
+            .await
+            .unwrap();
+        assert_eq!(applied, [1]);
+        client
+            .execute(
+                "INSERT INTO hosts (name, kind, kind_known) VALUES ('node-1', 'dgx-a100', true)",
+                &[],
+            )
+            .await
+            .unwrap();
+        for (id, started, report) in [(1i64, 1_000i64, &healthy), (2, 2_000, &faulty)] {
+            client
+                .execute(
+                    "INSERT INTO runs (host_id, agent_run_id, trigger, started_unix_ms, kind,
+                                       kind_known, healthy, mode, report)
+                     VALUES (1, $1, 'idle', $2, 'dgx-a100', true, $3, 'idle', $4)",
+                    &[&id, &started, &report["healthy"].as_bool().unwrap(), report],
+                )
+                .await
+                .unwrap();
+        }
+        client
+            .execute(
+                "INSERT INTO diagnoses (run_id, host_id, cause, links, rnic, evidence)
+                 VALUES (2, 1, 'link_failure', '{gpu4--lsw4}', NULL, 'gpu4 below baseline')",
+                &[],
+            )
+            .await
+            .unwrap();
+    });
+    // A collector of this version migrates it: the summary columns are filled from the runs.
+    let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
+    let addr = collector.addr;
+    assert_eq!(
+        pg.scalar("SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations"),
+        "1,2,3"
+    );
+    assert_eq!(
+        get(addr, "/api/hosts").1,
+        json!([{"host": "node-1", "kind": "dgx-a100", "kind_known": true, "healthy": false,
+                "last_run_unix_ms": 2_000, "runs": 2, "causes": ["link_failure"],
+                "rack": null}])
+    );
+    // An old agent's resend (no instance) is still a resend; a new database's run 2 is new.
+    let resend = run("node-1", 2, 2_000, &faulty);
+    assert_eq!(post(addr, Some(TOKEN_1), &body(&resend)).0, 200);
+    let wiped = run_from(
+        "node-1",
+        "0123456789abcdef0123456789abcdef",
+        "r1",
+        2,
+        3_000,
+        &healthy,
+    );
+    assert_eq!(post(addr, Some(TOKEN_1), &body(&wiped)).0, 201);
+    let hosts = get(addr, "/api/hosts").1;
+    assert_eq!(
+        (&hosts[0]["runs"], &hosts[0]["healthy"], &hosts[0]["rack"]),
+        (&json!(3), &json!(true), &json!("r1"))
+    );
+    let (_, runs) = get(addr, "/api/hosts/node-1/runs");
+    assert_eq!(runs.as_array().unwrap().len(), 3);
 }

@@ -31,7 +31,7 @@ batches; batch *i* takes the schema from version *i* to *i + 1* and is applied i
 transaction together with the version bump. A database from a newer hostping (a version
 above [`SCHEMA_VERSION`]) is refused, never touched.
 
-## Schema (version 4)
+## Schema (version 5)
 
 Each run is stored twice: whole, as the JSON the agent handed in (`runs.report`,
 `runs.snapshot`, `runs.counters`), which is what [`Store::run`] and
@@ -78,6 +78,7 @@ Each run is stored twice: whole, as the JSON the agent handed in (`runs.report`,
 | `outbox` | `run_id` | INTEGER PK | a run not yet acknowledged by the fleet collector (v4) |
 | | `queued_unix_ms` | INTEGER | the run's start |
 | | `attempts`, `last_error` | INTEGER, TEXT or NULL | failed deliveries so far, and the last reason |
+| `instance` | `id` | TEXT | one row: this database's instance id, 32 random hex digits made once (v5; [`Store::instance_id`]) |
 
 Indexes: `runs(trigger, id)` (v1; trigger filter), `runs(host, id)` (v2;
 [`Store::recent_reports`]), `paths(rnic, endpoint, run_id)` (v2; one path's history),

@@ -124,6 +124,15 @@ impl Store {
         Ok(())
     }
 
+    /// This database's instance id (schema v5): 32 hex digits made once, when the file was
+    /// created or migrated, and kept. The collector tells the runs of a wiped database (whose
+    /// ids restart from 1) from resends by it.
+    pub fn instance_id(&self) -> Result<String, StoreError> {
+        self.conn
+            .query_row("SELECT id FROM instance", [], |row| row.get(0))
+            .ctx(&self.path, "read the instance id")
+    }
+
     /// How many runs wait, and since when.
     pub fn outbox_stats(&self) -> Result<OutboxStats, StoreError> {
         self.conn

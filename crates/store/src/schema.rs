@@ -91,6 +91,14 @@ pub const MIGRATIONS: &[&str] = &[
         attempts        INTEGER NOT NULL DEFAULT 0,
         last_error      TEXT
     );",
+    // v5: this database's instance id, made once at random (SQLite's randomblob, seeded from
+    // the OS). Run ids restart from 1 in a new file; the fleet collector keys a run by
+    // (host, instance, run id), so the runs of a wiped and restarted agent are new runs, not
+    // resends of the old ones.
+    "CREATE TABLE instance (
+        id              TEXT NOT NULL
+    );
+    INSERT INTO instance (id) VALUES (lower(hex(randomblob(16))));",
 ];
 
 /// The schema version this build writes: the number of [`MIGRATIONS`].

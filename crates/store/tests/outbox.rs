@@ -1,4 +1,4 @@
-//! The outbox (schema v4): runs queued in their insert transaction, read oldest first,
+//! The outbox (schema v4) and the instance id sent with each run (v5): runs queued in their insert transaction, read oldest first,
 //! removed when delivered, counted when they fail, bounded with the oldest dropped.
 
 mod common;
@@ -6,7 +6,7 @@ mod common;
 use model::Report;
 use rusqlite::Connection;
 use serde_json::json;
-use store::{NewRun, OutboxStats, Store, MIGRATIONS};
+use store::{NewRun, OutboxStats, Store, MIGRATIONS, SCHEMA_VERSION};
 
 fn insert(store: &mut Store, started_unix_ms: i64, report: &Report) -> i64 {
     let snapshot = json!({"at_ns": 7});
@@ -106,11 +106,75 @@ fn a_v3_database_gains_an_empty_outbox_and_keeps_its_runs() {
         .unwrap();
     }
     let mut store = Store::open(&path).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 4);
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
     assert_eq!(store.outbox_stats().unwrap().queued, 0);
     assert_eq!(store.run(1).unwrap().unwrap().report, report);
     // Runs stored before --collector are not sent; those after are.
     store.queue_for_collector(5);
     let id = insert(&mut store, 9, &report);
     assert_eq!(store.outbox_pending(5).unwrap()[0].id, id);
+}
+
+#[test]
+fn each_database_has_its_own_instance_id_kept_across_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first.db");
+    let id = Store::open(&first).unwrap().instance_id().unwrap();
+    assert_eq!(id.len(), 32, "{id}");
+    assert!(
+        id.chars()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()),
+        "{id}"
+    );
+    // Kept: the writer and a reader opened later see the same id.
+    assert_eq!(Store::open(&first).unwrap().instance_id().unwrap(), id);
+    assert_eq!(
+        Store::open_read_only(&first)
+            .unwrap()
+            .instance_id()
+            .unwrap(),
+        id
+    );
+    // A wiped database is a new instance, although its run ids start from 1 again.
+    std::fs::remove_file(&first).unwrap();
+    let again = Store::open(&first).unwrap().instance_id().unwrap();
+    assert_ne!(again, id);
+    let other = Store::open(&dir.path().join("other.db"))
+        .unwrap()
+        .instance_id()
+        .unwrap();
+    assert_ne!(other, id);
+    assert_ne!(other, again);
+}
+
+#[test]
+fn a_v4_database_gains_an_instance_id_and_keeps_its_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let report = common::healthy("dgx-a100", 2);
+    {
+        let mut conn = Connection::open(&path).unwrap();
+        let tx = conn.transaction().unwrap();
+        for batch in &MIGRATIONS[..4] {
+            tx.execute_batch(batch).unwrap();
+        }
+        tx.pragma_update(None, "user_version", 4).unwrap();
+        tx.commit().unwrap();
+        conn.execute(
+            "INSERT INTO runs (started_unix_ms, clock_ns, duration_ns, trigger, trigger_detail, \
+             host, mode, provenance, healthy, snapshot, report) \
+             VALUES (1, 2, 3, 'idle', '', 'dgx-a100', 'idle', 'simulated', 1, '{}', ?1)",
+            [serde_json::to_string(&report).unwrap()],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO outbox (run_id, queued_unix_ms) VALUES (1, 1)",
+            [],
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(store.instance_id().unwrap().len(), 32);
+    assert_eq!(store.outbox_pending(10).unwrap()[0].id, 1);
 }

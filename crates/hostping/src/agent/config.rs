@@ -6,6 +6,7 @@
 //! database = "/var/lib/hostping/runs.db"
 //! listen = "127.0.0.1:9469"
 //! # baseline = "/etc/hostping/baseline.json"
+//! # rack = "r12"             # sent to the fleet collector with each run
 //!
 //! [triggers]
 //! host_status_every = "5m"   # idle check -> full mesh (Hostping 5)
@@ -62,6 +63,9 @@ pub struct AgentSection {
     /// A recorded baseline; without one a real host is judged against line rate and like
     /// paths in the same run, a virtual one against a simulated baseline.
     pub baseline: Option<PathBuf>,
+    /// The rack the host stands in, sent with each run to the fleet collector (`--rack`
+    /// overrides it).
+    pub rack: Option<String>,
 }
 
 impl Default for AgentSection {
@@ -70,6 +74,7 @@ impl Default for AgentSection {
             database: PathBuf::from("/var/lib/hostping/runs.db"),
             listen: SocketAddr::from(([127, 0, 0, 1], 9469)),
             baseline: None,
+            rack: None,
         }
     }
 }
@@ -319,6 +324,13 @@ mod tests {
     fn the_packaged_example_holds_the_defaults() {
         let text = include_str!("../../../../packaging/hostping-agent.toml");
         assert_eq!(AgentConfig::parse(text).unwrap(), AgentConfig::default());
+    }
+
+    #[test]
+    fn the_rack_is_read() {
+        let c = AgentConfig::parse("[agent]\nrack = \"r7\"\n").unwrap();
+        assert_eq!(c.agent.rack.as_deref(), Some("r7"));
+        assert_eq!(AgentConfig::default().agent.rack, None);
     }
 
     #[test]

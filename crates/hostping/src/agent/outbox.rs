@@ -5,7 +5,9 @@
 //! does after its commit). A network error, a timeout or a 5xx keeps the run and backs off
 //! (doubling from [`FIRST_BACKOFF`] to [`MAX_BACKOFF`]); the queue lives in SQLite, so a
 //! restart of the agent or of the collector loses nothing, and the collector stores a
-//! resend once (idempotent by host and run id).
+//! resend once (idempotent by host, the database's instance id and run id: a wiped database
+//! numbers its runs from 1 again under a new instance id, and its runs are not taken for
+//! resends).
 
 use super::Stop;
 use std::path::PathBuf;
@@ -40,6 +42,19 @@ pub struct CollectorTarget {
     pub host: String,
     /// What an https:// collector's certificate is checked against.
     pub tls: ureq::tls::TlsConfig,
+    /// The rack the host stands in (`--rack`, `agent.rack`), sent with each run.
+    pub rack: Option<String>,
+}
+
+/// Who sends: the target's host and rack, and the database's instance id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSource<'a> {
+    /// This host's name in the fleet.
+    pub host: &'a str,
+    /// The agent database's instance id ([`Store::instance_id`]).
+    pub instance: &'a str,
+    /// The rack, when known.
+    pub rack: Option<&'a str>,
 }
 
 /// What one delivery attempt came to.
@@ -68,9 +83,11 @@ impl Sender {
 }
 
 /// The body of `POST /api/runs` for a queued run.
-pub fn body(host: &str, run: &OutboxRun) -> serde_json::Value {
+pub fn body(from: &RunSource<'_>, run: &OutboxRun) -> serde_json::Value {
     serde_json::json!({
-        "host": host,
+        "host": from.host,
+        "instance": from.instance,
+        "rack": from.rack,
         "id": run.id,
         "trigger": run.trigger,
         "started_unix_ms": run.started_unix_ms,
@@ -78,9 +95,19 @@ pub fn body(host: &str, run: &OutboxRun) -> serde_json::Value {
     })
 }
 
-fn deliver(client: &ureq::Agent, target: &CollectorTarget, run: &OutboxRun) -> Outcome {
+fn deliver(
+    client: &ureq::Agent,
+    target: &CollectorTarget,
+    instance: &str,
+    run: &OutboxRun,
+) -> Outcome {
     let url = format!("{}/api/runs", target.url.trim_end_matches('/'));
-    let payload = match serde_json::to_vec(&body(&target.host, run)) {
+    let from = RunSource {
+        host: &target.host,
+        instance,
+        rack: target.rack.as_deref(),
+    };
+    let payload = match serde_json::to_vec(&body(&from, run)) {
         Ok(p) => p,
         Err(e) => return Outcome::Refused(format!("cannot encode run {}: {e}", run.id)),
     };
@@ -119,17 +146,19 @@ pub fn start(
     log: fn(&str),
 ) -> Result<Sender, StoreError> {
     let store = Store::open(&database)?;
+    let instance = store.instance_id()?;
     let stop = Arc::new(Stop::default());
     let thread_stop = stop.clone();
     let thread = std::thread::Builder::new()
         .name("hostping-outbox".into())
-        .spawn(move || run(target, store, metrics, &thread_stop, log))
+        .spawn(move || run(target, &instance, store, metrics, &thread_stop, log))
         .expect("spawn the outbox thread");
     Ok(Sender { stop, thread })
 }
 
 fn run(
     target: CollectorTarget,
+    instance: &str,
     mut store: Store,
     metrics: Arc<Mutex<Metrics>>,
     stop: &Stop,
@@ -162,7 +191,7 @@ fn run(
         let (mut sent, mut dropped) = (0, 0);
         let mut retry = None;
         for run in &pending {
-            match deliver(&client, &target, run) {
+            match deliver(&client, &target, instance, run) {
                 Outcome::Delivered => {
                     sent += 1;
                     if let Err(e) = store.outbox_delivered(run.id) {
@@ -239,12 +268,21 @@ mod tests {
             report: serde_json::json!({"host": "dgx-a100"}),
             attempts: 0,
         };
+        let from = RunSource {
+            host: "node-1",
+            instance: "0123456789abcdef0123456789abcdef",
+            rack: Some("r12"),
+        };
         assert_eq!(
-            body("node-1", &run),
-            serde_json::json!({"host": "node-1", "id": 7, "trigger": "pfc",
+            body(&from, &run),
+            serde_json::json!({"host": "node-1",
+                               "instance": "0123456789abcdef0123456789abcdef",
+                               "rack": "r12", "id": 7, "trigger": "pfc",
                                "started_unix_ms": 1_700_000_000_000i64,
                                "report": {"host": "dgx-a100"}})
         );
+        let unracked = RunSource { rack: None, ..from };
+        assert_eq!(body(&unracked, &run)["rack"], serde_json::Value::Null);
     }
 
     #[test]
@@ -262,6 +300,7 @@ mod tests {
             token: "t".into(),
             host: "h".into(),
             tls: ureq::tls::TlsConfig::default(),
+            rack: None,
         };
         let run = OutboxRun {
             id: 1,
@@ -270,6 +309,9 @@ mod tests {
             report: serde_json::json!({}),
             attempts: 0,
         };
-        assert!(matches!(deliver(&client, &target, &run), Outcome::Retry(_)));
+        assert!(matches!(
+            deliver(&client, &target, "i", &run),
+            Outcome::Retry(_)
+        ));
     }
 }

@@ -3,11 +3,12 @@
 //! | path | what |
 //! |---|---|
 //! | `POST /api/runs` | an agent's run (`Authorization: Bearer TOKEN`): 201 stored, 200 stored before |
-//! | `GET /api/hosts` | every host: kind, health and causes of its latest run, runs stored |
+//! | `GET /api/hosts` | every host: kind, rack, health and causes of its latest run, runs stored |
 //! | `GET /api/hosts/{host}/runs?limit=N` | that host's runs, newest first: the 4.3 report + id, trigger, started_unix_ms |
 //! | `GET /api/health` | 200 with the schema version when the database answers, else 503 (for probes) |
 //! | `GET /api/hosts/{host}/timeline?rnic=R&endpoint=E` | one path over runs, oldest first (collector/timeline.rs) |
 //! | `GET /`, `GET /hosts/{host}` | the web UI's fleet overview and host page (collector/ui.rs) |
+//! | `GET /api/hosts/{host}/baseline`, `/api/kinds/{kind}/baseline`, `/api/fleet/...` | fleet baselines, slow hosts, status and causes (`collector::fleet`) |
 //!
 //! Refusals: 401 no or unknown token, 403 a token of another host, 413 a body over the
 //! limit, 400 a body outside the contract, 404 an unknown host, 503 the database is
@@ -30,14 +31,14 @@ const DEFAULT_LIMIT: i64 = 20;
 const MAX_LIMIT: i64 = 1000;
 
 #[derive(Clone)]
-struct Shared {
-    pool: Pool,
+pub(super) struct Shared {
+    pub(super) pool: Pool,
     tokens: Arc<Tokens>,
 }
 
 /// A refused request: its status and a message for the caller.
 #[derive(Debug, thiserror::Error)]
-enum ApiError {
+pub(super) enum ApiError {
     #[error("no valid bearer token")]
     Unauthorized,
     #[error("the token belongs to host {token_host}, not {host}")]
@@ -48,6 +49,10 @@ enum ApiError {
     NoHost(String),
     #[error("database: {0}")]
     Database(String),
+    #[error("no kind {0}")]
+    NoKind(String),
+    #[error("stored run {run}: {reason}")]
+    Stored { run: i64, reason: String },
 }
 
 impl IntoResponse for ApiError {
@@ -56,7 +61,8 @@ impl IntoResponse for ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::WrongHost { .. } => StatusCode::FORBIDDEN,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::NoHost(_) => StatusCode::NOT_FOUND,
+            ApiError::NoHost(_) | ApiError::NoKind(_) => StatusCode::NOT_FOUND,
+            ApiError::Stored { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Database(_) => StatusCode::SERVICE_UNAVAILABLE,
         };
         let mut response = (status, Json(json!({"error": self.to_string()}))).into_response();
@@ -93,6 +99,7 @@ pub fn router(pool: Pool, tokens: Tokens, max_body: usize) -> Router {
         .route("/api/hosts", get(hosts))
         .route("/api/hosts/{host}/runs", get(host_runs))
         .route("/api/health", get(health))
+        .merge(super::fleet::routes())
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(shared)
         // The web UI (collector/ui.rs) and the read endpoint only its pages need.
@@ -147,18 +154,12 @@ async fn health(State(shared): State<Shared>) -> Result<Json<Value>, ApiError> {
 
 async fn hosts(State(shared): State<Shared>) -> Result<Json<Vec<Value>>, ApiError> {
     let client = shared.pool.get().await?;
+    // One row per host: the summary columns are kept up to date by each run's transaction.
     let rows = client
         .query(
-            "SELECT h.name, h.kind, h.kind_known, r.healthy, r.started_unix_ms,
-                    (SELECT count(*) FROM runs c WHERE c.host_id = h.id),
-                    COALESCE((SELECT array_agg(DISTINCT d.cause ORDER BY d.cause)
-                              FROM diagnoses d WHERE d.run_id = r.id), '{}')
-             FROM hosts h
-             LEFT JOIN LATERAL (
-                 SELECT id, healthy, started_unix_ms FROM runs
-                 WHERE host_id = h.id ORDER BY started_unix_ms DESC, id DESC LIMIT 1
-             ) r ON true
-             ORDER BY h.name",
+            "SELECT name, kind, kind_known, latest_healthy, latest_started_unix_ms, runs,
+                    latest_causes, rack
+             FROM hosts ORDER BY name",
             &[],
         )
         .await?;
@@ -173,6 +174,7 @@ async fn hosts(State(shared): State<Shared>) -> Result<Json<Vec<Value>>, ApiErro
                     "last_run_unix_ms": r.get::<_, Option<i64>>(4),
                     "runs": r.get::<_, i64>(5),
                     "causes": r.get::<_, Vec<String>>(6),
+                    "rack": r.get::<_, Option<String>>(7),
                 })
             })
             .collect(),

@@ -197,6 +197,14 @@ fn variant_of(h: u32) -> usize {
     }
 }
 
+/// Every simulated agent's database instance id.
+const INSTANCE: &str = "bench-instance";
+
+/// Forty hosts a rack, as in a row of GPU racks.
+fn rack_of(h: u32) -> String {
+    format!("rack-{:03}", h / 40)
+}
+
 fn host_name(h: u32) -> String {
     format!("bench-{h:05}")
 }
@@ -384,7 +392,13 @@ fn ingest_day(
                                 report: variants[variant_of(h)].clone(),
                                 attempts: 0,
                             };
-                            let body = serde_json::to_vec(&outbox::body(&host_name(h), &run))
+                            let (host, rack) = (host_name(h), rack_of(h));
+                            let from = outbox::RunSource {
+                                host: &host,
+                                instance: INSTANCE,
+                                rack: Some(&rack),
+                            };
+                            let body = serde_json::to_vec(&outbox::body(&from, &run))
                                 .expect("a body serialises");
                             let request =
                                 format!("POST /api/runs ({}, run {})", host_name(h), k + 1);
@@ -620,9 +634,9 @@ impl Database {
              CREATE TEMP TABLE copied ON COMMIT DROP AS
                  SELECT id AS old_id, nextval(pg_get_serial_sequence('runs', 'id')) AS new_id
                  FROM runs WHERE agent_run_id <= {runs_per_day};
-             INSERT INTO runs (id, host_id, agent_run_id, trigger, started_unix_ms, kind,
-                               kind_known, healthy, mode, report)
-                 SELECT c.new_id, r.host_id, r.agent_run_id + {id_offset}, r.trigger,
+             INSERT INTO runs (id, host_id, instance, agent_run_id, trigger, started_unix_ms,
+                               kind, kind_known, healthy, mode, report)
+                 SELECT c.new_id, r.host_id, r.instance, r.agent_run_id + {id_offset}, r.trigger,
                         r.started_unix_ms - {shift_ms}, r.kind, r.kind_known, r.healthy, r.mode,
                         r.report
                  FROM copied c JOIN runs r ON r.id = c.old_id;
@@ -637,6 +651,8 @@ impl Database {
              INSERT INTO diagnoses (run_id, host_id, cause, links, rnic, evidence)
                  SELECT c.new_id, d.host_id, d.cause, d.links, d.rnic, d.evidence
                  FROM copied c JOIN diagnoses d ON d.run_id = c.old_id;
+             -- the copies are older than the latest run: only the count changes
+             UPDATE hosts SET runs = runs + {runs_per_day};
              COMMIT;"
         ))
     }

@@ -10,8 +10,17 @@ use tokio_postgres::Client;
 pub struct RunUpload {
     /// The host's name in the fleet (the token must belong to it).
     pub host: String,
-    /// The agent's run id (its SQLite `runs.id`): with `host`, what makes a resend a no-op.
+    /// The agent's run id (its SQLite `runs.id`): with `host` and `instance`, what makes a
+    /// resend a no-op.
     pub id: i64,
+    /// The agent database's instance id (store schema v5), made once per database: the
+    /// runs of a wiped database, numbered from 1 again, are new runs. Empty when the agent
+    /// sends none (older agents).
+    #[serde(default)]
+    pub instance: String,
+    /// The rack the host stands in, when the agent was told (`--rack`).
+    #[serde(default)]
+    pub rack: Option<String>,
     /// What started the run: `idle`, `pfc`, `drops`, `manual`, ...
     pub trigger: String,
     /// Wall clock at the start of the run, ms since the Unix epoch.
@@ -48,6 +57,16 @@ pub fn parse(body: &[u8]) -> Result<(RunUpload, Report), ContractError> {
     let field = |field, reason| Err(ContractError::Field { field, reason });
     if upload.host.is_empty() || upload.host.len() > 253 {
         return field("host", "must be 1 to 253 characters");
+    }
+    if upload.instance.len() > 64 {
+        return field("instance", "must be at most 64 characters");
+    }
+    if upload
+        .rack
+        .as_ref()
+        .is_some_and(|r| r.is_empty() || r.len() > 253)
+    {
+        return field("rack", "must be 1 to 253 characters, or null");
     }
     if upload.trigger.is_empty() {
         return field("trigger", "must not be empty");
@@ -100,9 +119,9 @@ pub async fn store(
     let inserted = tx
         .query_opt(
             "INSERT INTO runs (host_id, agent_run_id, trigger, started_unix_ms, kind, kind_known,
-                               healthy, mode, report)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-             ON CONFLICT (host_id, agent_run_id) DO NOTHING
+                               healthy, mode, report, instance)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+             ON CONFLICT (host_id, instance, agent_run_id) DO NOTHING
              RETURNING id",
             &[
                 &host_id,
@@ -114,6 +133,7 @@ pub async fn store(
                 &report.healthy,
                 &label(&report.mode),
                 &upload.report,
+                &upload.instance,
             ],
         )
         .await?;
@@ -121,8 +141,9 @@ pub async fn store(
         // A resend: the first copy stays, and the host row is left as it was.
         let id = tx
             .query_one(
-                "SELECT id FROM runs WHERE host_id = $1 AND agent_run_id = $2",
-                &[&host_id, &upload.id],
+                "SELECT id FROM runs
+                 WHERE host_id = $1 AND instance = $2 AND agent_run_id = $3",
+                &[&host_id, &upload.instance, &upload.id],
             )
             .await?
             .get(0);
@@ -183,6 +204,52 @@ pub async fn store(
         )
         .await?;
     }
+    let contributed =
+        super::baseline::record(&tx, host_id, &super::baseline::samples(report)).await?;
+    update_host_summary(&tx, host_id, run_id, upload, report, contributed).await?;
     tx.commit().await?;
     Ok(Stored::New(run_id))
+}
+
+/// Counts the run on its host row and, when it is the host's latest by start time (ties: the
+/// later stored), makes it the row's latest run: id, start, health, causes, and rack (the
+/// latest run's rack wins). When the run added path values for the fleet baselines, the
+/// row's `paths_version` moves, which tells the next refresh to look at the host's kind. The row is locked since the upsert at the start of the
+/// transaction, so concurrent runs of one host take turns here.
+async fn update_host_summary(
+    tx: &tokio_postgres::Transaction<'_>,
+    host_id: i64,
+    run_id: i64,
+    upload: &RunUpload,
+    report: &Report,
+    new_path_values: bool,
+) -> Result<(), tokio_postgres::Error> {
+    let mut causes: Vec<String> = report.diagnoses.iter().map(|d| label(&d.cause)).collect();
+    causes.sort();
+    causes.dedup();
+    tx.execute(
+        "UPDATE hosts SET runs = runs + 1,
+             latest_run_id = CASE WHEN n.latest THEN $2 ELSE latest_run_id END,
+             latest_started_unix_ms = CASE WHEN n.latest THEN $3 ELSE latest_started_unix_ms END,
+             latest_healthy = CASE WHEN n.latest THEN $4 ELSE latest_healthy END,
+             latest_causes = CASE WHEN n.latest THEN $5 ELSE latest_causes END,
+             rack = CASE WHEN n.latest THEN $6 ELSE rack END,
+             paths_version = paths_version + $7,
+             last_received_unix_ms = (extract(epoch FROM clock_timestamp()) * 1000)::int8
+         FROM (SELECT latest_run_id IS NULL
+                      OR ($3::int8, $2::int8) > (latest_started_unix_ms, latest_run_id) AS latest
+               FROM hosts WHERE id = $1) n
+         WHERE hosts.id = $1",
+        &[
+            &host_id,
+            &run_id,
+            &upload.started_unix_ms,
+            &report.healthy,
+            &causes,
+            &upload.rack,
+            &i64::from(new_path_values),
+        ],
+    )
+    .await?;
+    Ok(())
 }

@@ -8,11 +8,16 @@
 //! macros), and is the maintained driver under most of the Rust PostgreSQL ecosystem.
 
 pub mod api;
+pub mod baseline;
 pub mod bench;
+pub mod fleet;
 pub mod ingest;
+pub mod judge;
+pub mod robust;
 pub mod schema;
-pub mod tls;
+pub mod slow;
 pub mod timeline;
+pub mod tls;
 pub mod tokens;
 pub mod ui;
 
@@ -125,6 +130,9 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
             .await
             .map_err(|e| database_error(e.to_string()))?;
         drop(client);
+        tokio::spawn(baseline::refresh_loop(pool.clone(), |line| {
+            eprintln!("hostping collector: {line}")
+        }));
         let listener = std::net::TcpListener::bind(config.listen).map_err(listen_error)?;
         listener.set_nonblocking(true).map_err(listen_error)?;
         ready(listener.local_addr().map_err(listen_error)?);

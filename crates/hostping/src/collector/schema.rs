@@ -5,9 +5,10 @@
 use tokio_postgres::Client;
 
 /// `(version, SQL)`, in order.
-const MIGRATIONS: &[(i32, &str)] = &[(
-    1,
-    "CREATE TABLE hosts (
+const MIGRATIONS: &[(i32, &str)] = &[
+    (
+        1,
+        "CREATE TABLE hosts (
         id BIGSERIAL PRIMARY KEY,
         name TEXT NOT NULL UNIQUE,
         kind TEXT NOT NULL,
@@ -63,11 +64,94 @@ const MIGRATIONS: &[(i32, &str)] = &[(
     -- hosts by cause
     CREATE INDEX diagnoses_cause ON diagnoses (cause, host_id);
     CREATE INDEX diagnoses_run ON diagnoses (run_id);",
-)];
+    ),
+    (
+        2,
+        // A run is keyed by (host, the agent database's instance id, agent run id): a wiped
+        // agent database numbers its runs from 1 again under a new instance id. Runs stored
+        // before, and runs of agents that send no instance, have the instance ''.
+        // The host row keeps its rack and a summary of its runs (how many, the latest by
+        // start time: id, start, health, causes), updated in each run's transaction, so
+        // GET /api/hosts reads one row per host instead of counting runs.
+        "ALTER TABLE runs ADD COLUMN instance TEXT NOT NULL DEFAULT '';
+        ALTER TABLE runs DROP CONSTRAINT runs_host_id_agent_run_id_key;
+        ALTER TABLE runs ADD CONSTRAINT runs_host_instance_run
+            UNIQUE (host_id, instance, agent_run_id);
+        ALTER TABLE hosts
+            ADD COLUMN rack TEXT,
+            ADD COLUMN runs BIGINT NOT NULL DEFAULT 0,
+            ADD COLUMN latest_run_id BIGINT,
+            ADD COLUMN latest_started_unix_ms BIGINT,
+            ADD COLUMN latest_healthy BOOLEAN,
+            ADD COLUMN latest_causes TEXT[] NOT NULL DEFAULT '{}';
+        UPDATE hosts h SET
+            runs = (SELECT count(*) FROM runs r WHERE r.host_id = h.id),
+            latest_run_id = l.id,
+            latest_started_unix_ms = l.started_unix_ms,
+            latest_healthy = l.healthy,
+            latest_causes = COALESCE((SELECT array_agg(DISTINCT d.cause ORDER BY d.cause)
+                                      FROM diagnoses d WHERE d.run_id = l.id), '{}')
+        FROM (SELECT DISTINCT ON (host_id) host_id, id, started_unix_ms, healthy FROM runs
+              ORDER BY host_id, started_unix_ms DESC, id DESC) l
+        WHERE l.host_id = h.id;",
+    ),
+    (
+        3,
+        // Fleet baselines (collector::baseline): each host's recent idle values per path
+        // (rings of the last baseline::HOST_RUNS, oldest first), the baseline per kind and
+        // path with the batch of hosts it was computed over, and on the host row the
+        // versions that tell a refresh which kinds got new values. Also when each host's
+        // latest run arrived (GET /api/fleet/status).
+        "CREATE TABLE host_paths (
+            host_id BIGINT NOT NULL REFERENCES hosts(id),
+            rnic TEXT NOT NULL,
+            endpoint TEXT NOT NULL,
+            latency_recent DOUBLE PRECISION[] NOT NULL,
+            bandwidth_recent DOUBLE PRECISION[] NOT NULL,
+            PRIMARY KEY (host_id, rnic, endpoint)
+        );
+        CREATE TABLE fleet_baselines (
+            kind TEXT NOT NULL,
+            rnic TEXT NOT NULL,
+            endpoint TEXT NOT NULL,
+            latency_us DOUBLE PRECISION NOT NULL,
+            latency_mad_us DOUBLE PRECISION NOT NULL,
+            latency_run_mad_us DOUBLE PRECISION NOT NULL,
+            bandwidth_gbps DOUBLE PRECISION NOT NULL,
+            bandwidth_mad_gbps DOUBLE PRECISION NOT NULL,
+            bandwidth_run_mad_gbps DOUBLE PRECISION NOT NULL,
+            hosts INTEGER NOT NULL,
+            runs INTEGER NOT NULL,
+            refreshed_unix_ms BIGINT NOT NULL,
+            PRIMARY KEY (kind, rnic, endpoint)
+        );
+        CREATE TABLE fleet_batches (
+            kind TEXT NOT NULL,
+            host TEXT NOT NULL,
+            PRIMARY KEY (kind, host)
+        );
+        ALTER TABLE hosts
+            ADD COLUMN paths_version BIGINT NOT NULL DEFAULT 0,
+            ADD COLUMN baseline_version BIGINT NOT NULL DEFAULT 0,
+            ADD COLUMN last_received_unix_ms BIGINT;
+        -- the kinds a refresh has to look at
+        CREATE INDEX hosts_baseline_unseen ON hosts (kind) WHERE paths_version <> baseline_version;
+        CREATE INDEX hosts_kind_latest ON hosts (kind, latest_started_unix_ms DESC);
+        UPDATE hosts h SET last_received_unix_ms =
+            (SELECT (extract(epoch FROM max(received_at)) * 1000)::int8 FROM runs r
+             WHERE r.host_id = h.id);",
+    ),
+];
 
 /// Applies the migrations not yet applied. An advisory lock makes two collectors starting
 /// on one database take turns.
 pub async fn migrate(client: &mut Client) -> Result<Vec<i32>, tokio_postgres::Error> {
+    migrate_to(client, i32::MAX).await
+}
+
+/// Applies the migrations not yet applied up to version `last`: a database as an older
+/// collector left it, for the tests of upgrades.
+pub async fn migrate_to(client: &mut Client, last: i32) -> Result<Vec<i32>, tokio_postgres::Error> {
     client
         .batch_execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -77,7 +161,7 @@ pub async fn migrate(client: &mut Client) -> Result<Vec<i32>, tokio_postgres::Er
         )
         .await?;
     let mut applied = Vec::new();
-    for &(version, sql) in MIGRATIONS {
+    for &(version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v <= last) {
         let tx = client.transaction().await?;
         tx.execute("SELECT pg_advisory_xact_lock(7247)", &[])
             .await?;

@@ -4,6 +4,7 @@
 //! Skipped (with a message) when PostgreSQL's server binaries are missing, unless
 //! `HOSTPING_REQUIRE_POSTGRES` is set, as `./test.sh` does after installing them.
 
+use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -258,4 +259,33 @@ impl Drop for Collector {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+pub fn client() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .into()
+}
+
+/// Posts a body; the status and the JSON answer.
+pub fn post(addr: SocketAddr, token: Option<&str>, body: &[u8]) -> (u16, Value) {
+    let mut req = client()
+        .post(format!("http://{addr}/api/runs"))
+        .header("Content-Type", "application/json");
+    if let Some(t) = token {
+        req = req.header("Authorization", format!("Bearer {t}"));
+    }
+    let mut resp = req.send(body).unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+pub fn get(addr: SocketAddr, path: &str) -> (u16, Value) {
+    let mut resp = client().get(format!("http://{addr}{path}")).call().unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap();
+    (status, serde_json::from_str(&text).unwrap())
 }

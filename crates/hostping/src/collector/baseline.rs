@@ -1,0 +1,451 @@
+//! Fleet baselines (Hostping 4.3: the baseline is "obtained via loopback tests on a batch of
+//! idle hosts with the same devices and configurations"; Hostping 5 deployed it so).
+//!
+//! Hosts of one kind (the report's model name) share a baseline per path (RNIC, endpoint):
+//!
+//! 1. **Per host**, at ingest: each idle run's measured paths that were not abnormal join the
+//!    host's recent values for that path, a ring of the last [`HOST_RUNS`] (table
+//!    `host_paths`, one upsert per run). The host's value for a path is the median of its
+//!    ring, so each host weighs one vote however often it reports, and a few bad runs of a
+//!    host do not move its vote.
+//! 2. **Per kind**, refreshed when hosts of the kind sent new values ([`refresh`]): over a
+//!    batch of at most [`BATCH_HOSTS`] hosts of the kind (those that reported last), the
+//!    median of the hosts' values is the baseline and their MAD its spread between hosts;
+//!    the median of each host's own MAD over its ring is the run-to-run spread. A path needs
+//!    [`MIN_FLEET_HOSTS`] hosts for a fleet baseline.
+//!
+//! Ingest only appends to one host's rings and bumps its `paths_version`; a refresh reads
+//! at most [`BATCH_HOSTS`] hosts' rings, and runs when a kind has a host whose
+//! `paths_version` moved past the `baseline_version` the last refresh saw (a background
+//! task every [`REFRESH_EVERY`], and any read that needs the baseline first), so the cost of
+//! a run at ingest does not grow with the fleet or its history.
+//!
+//! Busy runs (Hostping 4.2: service traffic shares the RNIC) and abnormal paths (more than
+//! Abnormal_th below the host's own reference) are kept out: a baseline is the performance
+//! of a healthy idle host (DESIGN 2).
+
+use super::robust::{Robust, MAD_TO_SIGMA};
+use model::{Mode, PathStatus, Report, Thresholds};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tokio_postgres::{Client, Transaction};
+
+/// Runs per host and path whose median is the host's value: 9, the median of which no 4
+/// bad runs can move outside the healthy ones, 45 minutes at Hostping 5's 5-minute cadence
+/// (recent enough to follow a replaced part within the hour).
+pub const HOST_RUNS: i32 = 9;
+/// The most hosts a kind's baseline is computed over, those that reported last: the
+/// median of 100 host values has a standard error of about 0.13 of their spread (1.25 /
+/// sqrt(100)), more hosts would add cost and no precision, and a refresh stays bounded
+/// (100 hosts x paths rows) however large the fleet.
+pub const BATCH_HOSTS: i64 = 100;
+/// Hosts a path needs for a fleet baseline: with 3, one broken host cannot set the median.
+pub const MIN_FLEET_HOSTS: usize = 3;
+/// How many standard deviations (robust: MAD x [`MAD_TO_SIGMA`]) below the baseline make one
+/// run's path slow (`collector::judge`): at 3, one healthy measurement in about 740 (one-sided normal tail).
+pub const SLOW_SIGMAS: f64 = 3.0;
+/// How often the collector refreshes the baselines of kinds that got new values.
+pub const REFRESH_EVERY: Duration = Duration::from_secs(1);
+
+/// The smallest deficit called slow, as a fraction: a tenth of Abnormal_th (2 % at the
+/// paper's 20 %), about the noise of one probe; below it a deficit is no finding however
+/// tight the fleet is (a fleet of identical virtual hosts has a MAD near 0).
+pub fn min_slow_fraction(th: &Thresholds) -> f64 {
+    th.abnormal_th / 10.0
+}
+
+/// One path's measurement that feeds its host's recent values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// The RNIC.
+    pub rnic: String,
+    /// The endpoint.
+    pub endpoint: String,
+    /// Small-message latency, us.
+    pub latency_us: f64,
+    /// Bandwidth, Gb/s.
+    pub bandwidth_gbps: f64,
+}
+
+/// The paths of a run that describe a healthy idle host: an idle run's measured paths
+/// (finite values, no probe error, probed by design) that were not abnormal.
+pub fn samples(report: &Report) -> Vec<Sample> {
+    if report.mode != Mode::Idle {
+        return Vec::new();
+    }
+    report
+        .paths
+        .iter()
+        .filter(|p| p.status != PathStatus::Abnormal && p.error.is_none() && !p.unavailable)
+        .filter_map(|p| match (p.latency_us, p.bandwidth_gbps) {
+            (Some(l), Some(b)) if l.is_finite() && b.is_finite() => Some(Sample {
+                rnic: p.rnic.to_string(),
+                endpoint: p.endpoint.to_string(),
+                latency_us: l,
+                bandwidth_gbps: b,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Appends a run's samples to its host's rings (inside the run's transaction). Returns
+/// whether anything was added (then the host's `paths_version` must move).
+pub async fn record(
+    tx: &Transaction<'_>,
+    host_id: i64,
+    samples: &[Sample],
+) -> Result<bool, tokio_postgres::Error> {
+    if samples.is_empty() {
+        return Ok(false);
+    }
+    let rnics: Vec<&str> = samples.iter().map(|s| s.rnic.as_str()).collect();
+    let endpoints: Vec<&str> = samples.iter().map(|s| s.endpoint.as_str()).collect();
+    let latency: Vec<f64> = samples.iter().map(|s| s.latency_us).collect();
+    let bandwidth: Vec<f64> = samples.iter().map(|s| s.bandwidth_gbps).collect();
+    // The ring keeps the last HOST_RUNS values: the old ring plus the new value, from
+    // position (old length + 2 - HOST_RUNS) on.
+    tx.execute(
+        "INSERT INTO host_paths AS hp (host_id, rnic, endpoint, latency_recent, bandwidth_recent)
+         SELECT $1, u.r, u.e, ARRAY[u.l], ARRAY[u.b]
+         FROM UNNEST($2::text[], $3::text[], $4::float8[], $5::float8[]) AS u(r, e, l, b)
+         ON CONFLICT (host_id, rnic, endpoint) DO UPDATE SET
+             latency_recent = (hp.latency_recent || EXCLUDED.latency_recent)
+                 [greatest(1, cardinality(hp.latency_recent) + 2 - $6):],
+             bandwidth_recent = (hp.bandwidth_recent || EXCLUDED.bandwidth_recent)
+                 [greatest(1, cardinality(hp.bandwidth_recent) + 2 - $6):]",
+        &[
+            &host_id, &rnics, &endpoints, &latency, &bandwidth, &HOST_RUNS,
+        ],
+    )
+    .await?;
+    Ok(true)
+}
+
+/// One host's recent values of one path.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ring {
+    /// The host.
+    pub host: String,
+    /// The RNIC.
+    pub rnic: String,
+    /// The endpoint.
+    pub endpoint: String,
+    /// Latencies, us, oldest first.
+    pub latency_us: Vec<f64>,
+    /// Bandwidths, Gb/s, oldest first.
+    pub bandwidth_gbps: Vec<f64>,
+}
+
+/// One metric of a fleet path: the hosts' values summarised, and the run-to-run spread.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    /// Median and MAD of the hosts' values (each host's value: the median of its ring).
+    pub hosts: Robust,
+    /// The median over hosts of each host's MAD over its ring: how much one run of a
+    /// healthy host wanders around its own value.
+    pub run_mad: f64,
+}
+
+impl Spread {
+    fn of(rings: &[&[f64]]) -> Option<Spread> {
+        let per_host: Vec<Robust> = rings.iter().filter_map(|r| Robust::of(r)).collect();
+        let values: Vec<f64> = per_host.iter().map(|r| r.median).collect();
+        let run_mads: Vec<f64> = per_host.iter().map(|r| r.mad).collect();
+        Some(Spread {
+            hosts: Robust::of(&values)?,
+            run_mad: super::robust::median(run_mads)?,
+        })
+    }
+
+    /// The standard deviation expected of one run of a healthy host around the baseline:
+    /// the spread between hosts and a run's spread around its host, added as variances.
+    pub fn run_sigma(&self) -> f64 {
+        MAD_TO_SIGMA * self.hosts.mad.hypot(self.run_mad)
+    }
+
+    /// The standard deviation expected of a healthy host's median of `runs` runs around
+    /// the baseline: the spread between hosts' values, and no less than what the median of
+    /// `runs` runs keeps of the run-to-run spread (1.2533 / sqrt(n): the median's standard
+    /// error for normal data) when the batch is too small or too alike to show it.
+    pub fn host_sigma(&self, runs: usize) -> f64 {
+        let median_noise = 1.2533 * self.run_mad / (runs.max(1) as f64).sqrt();
+        MAD_TO_SIGMA * self.hosts.mad.max(median_noise)
+    }
+}
+
+/// The fleet baseline of one path of a kind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetPath {
+    /// The RNIC.
+    pub rnic: String,
+    /// The endpoint.
+    pub endpoint: String,
+    /// Small-message latency, us.
+    pub latency: Spread,
+    /// Bandwidth, Gb/s.
+    pub bandwidth: Spread,
+    /// Hosts it is computed over.
+    pub hosts: usize,
+    /// Runs those hosts' values are the medians of, in all.
+    pub runs: usize,
+}
+
+/// Per path, the fleet baseline over `rings` (one host's ring per host and path); paths
+/// with fewer than [`MIN_FLEET_HOSTS`] hosts get none.
+pub fn fleet_paths(rings: &[Ring]) -> Vec<FleetPath> {
+    let mut by_path: BTreeMap<(&str, &str), Vec<&Ring>> = BTreeMap::new();
+    for r in rings.iter().filter(|r| !r.bandwidth_gbps.is_empty()) {
+        by_path
+            .entry((r.rnic.as_str(), r.endpoint.as_str()))
+            .or_default()
+            .push(r);
+    }
+    by_path
+        .into_iter()
+        .filter(|(_, hosts)| hosts.len() >= MIN_FLEET_HOSTS)
+        .filter_map(|((rnic, endpoint), hosts)| {
+            let latency: Vec<&[f64]> = hosts.iter().map(|r| r.latency_us.as_slice()).collect();
+            let bandwidth: Vec<&[f64]> =
+                hosts.iter().map(|r| r.bandwidth_gbps.as_slice()).collect();
+            Some(FleetPath {
+                rnic: rnic.to_owned(),
+                endpoint: endpoint.to_owned(),
+                latency: Spread::of(&latency)?,
+                bandwidth: Spread::of(&bandwidth)?,
+                hosts: hosts.len(),
+                runs: hosts.iter().map(|r| r.bandwidth_gbps.len()).sum(),
+            })
+        })
+        .collect()
+}
+
+/// The rings of the batch of `kind`: the [`BATCH_HOSTS`] hosts with values that reported
+/// last.
+async fn batch_rings(tx: &Transaction<'_>, kind: &str) -> Result<Vec<Ring>, tokio_postgres::Error> {
+    let rows = tx
+        .query(
+            "SELECT h.name, hp.rnic, hp.endpoint, hp.latency_recent, hp.bandwidth_recent
+             FROM (SELECT id, name FROM hosts
+                   WHERE kind = $1 AND EXISTS (SELECT 1 FROM host_paths p WHERE p.host_id = hosts.id)
+                   ORDER BY latest_started_unix_ms DESC NULLS LAST, id LIMIT $2) h
+             JOIN host_paths hp ON hp.host_id = h.id",
+            &[&kind, &BATCH_HOSTS],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| Ring {
+            host: r.get(0),
+            rnic: r.get(1),
+            endpoint: r.get(2),
+            latency_us: r.get(3),
+            bandwidth_gbps: r.get(4),
+        })
+        .collect())
+}
+
+/// Recomputes the baseline of `kind` from its batch and stores it (tables
+/// `fleet_baselines`, `fleet_batches`); the hosts whose values it saw are marked seen. One
+/// refresher per kind at a time (an advisory lock); returns the hosts in the batch.
+pub async fn refresh(client: &mut Client, kind: &str) -> Result<usize, tokio_postgres::Error> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock(7248, hashtext($1))", &[&kind])
+        .await?;
+    // Versions first, then values: a run committed in between leaves its host dirty, to be
+    // seen by the next refresh, never marked seen unseen.
+    let versions = tx
+        .query(
+            "SELECT id, paths_version FROM hosts
+             WHERE kind = $1 AND paths_version <> baseline_version",
+            &[&kind],
+        )
+        .await?;
+    let rings = batch_rings(&tx, kind).await?;
+    let paths = fleet_paths(&rings);
+    let mut batch: Vec<&str> = rings.iter().map(|r| r.host.as_str()).collect();
+    batch.sort_unstable();
+    batch.dedup();
+    tx.execute("DELETE FROM fleet_baselines WHERE kind = $1", &[&kind])
+        .await?;
+    let col = |f: fn(&FleetPath) -> f64| paths.iter().map(f).collect::<Vec<f64>>();
+    let rnics: Vec<&str> = paths.iter().map(|p| p.rnic.as_str()).collect();
+    let endpoints: Vec<&str> = paths.iter().map(|p| p.endpoint.as_str()).collect();
+    let hosts: Vec<i32> = paths.iter().map(|p| p.hosts as i32).collect();
+    let runs: Vec<i32> = paths.iter().map(|p| p.runs as i32).collect();
+    tx.execute(
+        "INSERT INTO fleet_baselines (kind, rnic, endpoint, latency_us, latency_mad_us,
+                                      latency_run_mad_us, bandwidth_gbps, bandwidth_mad_gbps,
+                                      bandwidth_run_mad_gbps, hosts, runs, refreshed_unix_ms)
+         SELECT $1, *, (extract(epoch FROM clock_timestamp()) * 1000)::int8
+         FROM UNNEST($2::text[], $3::text[], $4::float8[], $5::float8[], $6::float8[],
+                     $7::float8[], $8::float8[], $9::float8[], $10::int4[], $11::int4[])",
+        &[
+            &kind,
+            &rnics,
+            &endpoints,
+            &col(|p| p.latency.hosts.median),
+            &col(|p| p.latency.hosts.mad),
+            &col(|p| p.latency.run_mad),
+            &col(|p| p.bandwidth.hosts.median),
+            &col(|p| p.bandwidth.hosts.mad),
+            &col(|p| p.bandwidth.run_mad),
+            &hosts,
+            &runs,
+        ],
+    )
+    .await?;
+    tx.execute("DELETE FROM fleet_batches WHERE kind = $1", &[&kind])
+        .await?;
+    tx.execute(
+        "INSERT INTO fleet_batches (kind, host) SELECT $1, * FROM UNNEST($2::text[])",
+        &[&kind, &batch],
+    )
+    .await?;
+    let ids: Vec<i64> = versions.iter().map(|r| r.get(0)).collect();
+    let seen: Vec<i64> = versions.iter().map(|r| r.get(1)).collect();
+    // A host row an ingest holds is skipped, not waited for: the host stays unseen and the
+    // next refresh takes it. So a refresh never waits on ingest, and holds the rows it marks
+    // only until its commit, next.
+    tx.execute(
+        "UPDATE hosts SET baseline_version = v.seen
+         FROM UNNEST($1::int8[], $2::int8[]) AS v(id, seen)
+         WHERE hosts.id = v.id
+           AND hosts.id IN (SELECT id FROM hosts WHERE id = ANY($1) FOR UPDATE SKIP LOCKED)",
+        &[&ids, &seen],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(batch.len())
+}
+
+/// Refreshes `kind` if a host of it has values the last refresh did not see.
+pub async fn ensure_fresh(client: &mut Client, kind: &str) -> Result<(), tokio_postgres::Error> {
+    let dirty = client
+        .query_opt(
+            "SELECT 1 FROM hosts WHERE kind = $1 AND paths_version <> baseline_version LIMIT 1",
+            &[&kind],
+        )
+        .await?
+        .is_some();
+    if dirty {
+        refresh(client, kind).await?;
+    }
+    Ok(())
+}
+
+/// Refreshes every kind that has hosts with unseen values; returns the kinds refreshed.
+pub async fn refresh_dirty(client: &mut Client) -> Result<Vec<String>, tokio_postgres::Error> {
+    let kinds: Vec<String> = client
+        .query(
+            "SELECT DISTINCT kind FROM hosts WHERE paths_version <> baseline_version",
+            &[],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    for kind in &kinds {
+        refresh(client, kind).await?;
+    }
+    Ok(kinds)
+}
+
+/// Refreshes the baselines of kinds with new values every [`REFRESH_EVERY`], for as long
+/// as the collector runs; a failure (the database away) is logged and retried.
+pub async fn refresh_loop(pool: deadpool_postgres::Pool, log: fn(&str)) {
+    let mut failing = false;
+    loop {
+        tokio::time::sleep(REFRESH_EVERY).await;
+        let result = match pool.get().await {
+            Ok(mut client) => refresh_dirty(&mut client).await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match result {
+            Err(e) if !failing => {
+                log(&format!("fleet baselines: cannot refresh: {e}"));
+                failing = true;
+            }
+            Err(_) => {}
+            Ok(_) => failing = false,
+        }
+    }
+}
+
+/// The stored fleet baseline of `kind`, by path.
+pub async fn load(
+    client: &Client,
+    kind: &str,
+) -> Result<BTreeMap<(String, String), FleetPath>, tokio_postgres::Error> {
+    let rows = client
+        .query(
+            "SELECT rnic, endpoint, latency_us, latency_mad_us, latency_run_mad_us,
+                    bandwidth_gbps, bandwidth_mad_gbps, bandwidth_run_mad_gbps, hosts, runs
+             FROM fleet_baselines WHERE kind = $1 ORDER BY rnic, endpoint",
+            &[&kind],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let hosts = r.get::<_, i32>(8) as usize;
+            let spread = |m: usize, d: usize, run: usize| Spread {
+                hosts: Robust {
+                    median: r.get(m),
+                    mad: r.get(d),
+                    count: hosts,
+                },
+                run_mad: r.get(run),
+            };
+            let path = FleetPath {
+                rnic: r.get(0),
+                endpoint: r.get(1),
+                latency: spread(2, 3, 4),
+                bandwidth: spread(5, 6, 7),
+                hosts,
+                runs: r.get::<_, i32>(9) as usize,
+            };
+            ((path.rnic.clone(), path.endpoint.clone()), path)
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring(host: &str, lat: &[f64], bw: &[f64]) -> Ring {
+        Ring {
+            host: host.into(),
+            rnic: "rnic0".into(),
+            endpoint: "mem0".into(),
+            latency_us: lat.to_vec(),
+            bandwidth_gbps: bw.to_vec(),
+        }
+    }
+
+    #[test]
+    fn each_host_is_one_vote_whatever_its_runs() {
+        // h1 reports nine times at 150, the others once each at about 200: the median of
+        // the hosts' values is theirs, not h1's.
+        let rings = [
+            ring("h1", &[2.0; 9], &[150.0; 9]),
+            ring("h2", &[2.0], &[198.0]),
+            ring("h3", &[2.0], &[200.0]),
+            ring("h4", &[2.0], &[202.0]),
+        ];
+        let paths = fleet_paths(&rings);
+        assert_eq!(paths.len(), 1);
+        let p = &paths[0];
+        assert_eq!((p.hosts, p.runs), (4, 12));
+        assert_eq!(p.bandwidth.hosts.median, 199.0);
+        assert_eq!(p.bandwidth.hosts.mad, 2.0);
+        assert_eq!(p.bandwidth.run_mad, 0.0);
+    }
+
+    #[test]
+    fn too_few_hosts_make_no_baseline() {
+        let rings = [ring("h1", &[2.0], &[200.0]), ring("h2", &[2.0], &[200.0])];
+        assert!(fleet_paths(&rings).is_empty());
+    }
+}

@@ -1,0 +1,752 @@
+//! Fleet baselines, slow hosts, status and causes on a real PostgreSQL (the collector's
+//! harness, `common::postgres`), and `hostping fleet` reading them: a fleet of virtual
+//! dgx-a100s, one of them slow on one path by less than Abnormal_th (its GPU0 link keeps 70 %
+//! of its capacity: rnic0 -> gpu0 loses about 12 %, and no run flags it), one without a
+//! baseline of its own (its reports judged relatively, as a real host's without a baseline
+//! file are), one with a failed link; then the same with real agents on virtual hosts. The expected baselines are computed here
+//! from the runs sent, by the definitions, not by the collector's code.
+
+mod common;
+
+use common::postgres::{get, post, Collector, Postgres};
+use common::{agent, hostping, stdout, temp_dir};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn token(host: &str) -> String {
+    format!("token-of-{host}-0123456789")
+}
+
+fn tokens_file(dir: &Path, hosts: &[&str]) -> PathBuf {
+    let file = dir.join("tokens");
+    let text: String = hosts
+        .iter()
+        .map(|h| format!("{h} {}\n", token(h)))
+        .collect();
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+/// `runs` real reports of the virtual dgx-a100 with `seed` and `faults`, oldest first.
+fn reports(runs: u32, seed: u64, faults: &[&str]) -> Vec<Value> {
+    let runs = runs.to_string();
+    let seed = seed.to_string();
+    let mut args = vec![
+        "check", "--sim", "dgx-a100", "--format", "json", "--runs", &runs, "--seed", &seed,
+    ];
+    for f in faults {
+        args.extend(["--inject", f]);
+    }
+    let out = hostping(&args);
+    // One run is one pretty document; several are JSON Lines (DESIGN 4.3).
+    let text = stdout(&out);
+    let docs: Vec<Value> = serde_json::Deserializer::from_str(&text)
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(docs.len().to_string(), runs);
+    docs
+}
+
+/// A report as a host without a baseline of its own would send it: judged relatively (line
+/// rate and peers), so its paths carry no baseline values of the host's own.
+fn without_own_baseline(mut report: Value) -> Value {
+    report["baseline"] = "relative".into();
+    for p in report["paths"].as_array_mut().unwrap() {
+        p["baseline_latency_us"] = Value::Null;
+        p["baseline_bandwidth_gbps"] = Value::Null;
+    }
+    report
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// The median by its definition (the middle of the sorted values, or the mean of the two).
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let n = v.len();
+    assert!(n > 0);
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn mad(values: &[f64]) -> f64 {
+    let m = median(values);
+    median(&values.iter().map(|x| (x - m).abs()).collect::<Vec<_>>())
+}
+
+type PathKey = (String, String);
+
+/// Per host and path, the bandwidths and latencies that describe a healthy idle host, in
+/// the order sent: idle runs, measured paths that were not abnormal; the last 9 kept (the
+/// collector's documented HOST_RUNS).
+fn host_values(runs: &[Value]) -> BTreeMap<PathKey, (Vec<f64>, Vec<f64>)> {
+    let mut out: BTreeMap<PathKey, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    for r in runs.iter().filter(|r| r["mode"] == "idle") {
+        for p in r["paths"].as_array().unwrap() {
+            let (Some(bw), Some(lat)) = (p["bandwidth_gbps"].as_f64(), p["latency_us"].as_f64())
+            else {
+                continue;
+            };
+            if p["status"] == "abnormal" || !p["error"].is_null() || p["unavailable"] == true {
+                continue;
+            }
+            let key = (
+                p["rnic"].as_str().unwrap().to_owned(),
+                p["endpoint"].as_str().unwrap().to_owned(),
+            );
+            let e = out.entry(key).or_default();
+            e.0.push(bw);
+            e.1.push(lat);
+        }
+    }
+    for (bw, lat) in out.values_mut() {
+        let skip = bw.len().saturating_sub(9);
+        bw.drain(..skip);
+        lat.drain(..skip);
+    }
+    out
+}
+
+/// One path of a fleet baseline: (median, MAD) of the hosts' medians of bandwidth and of
+/// latency, the hosts, the runs.
+type Expected = ((f64, f64), (f64, f64), usize, usize);
+
+/// Per path with 3 hosts or more, its expected fleet baseline.
+fn expected_fleet(fleet: &BTreeMap<String, Vec<Value>>) -> BTreeMap<PathKey, Expected> {
+    let mut per_path: BTreeMap<PathKey, (Vec<f64>, Vec<f64>, usize)> = BTreeMap::new();
+    for runs in fleet.values() {
+        for (key, (bw, lat)) in host_values(runs) {
+            let e = per_path.entry(key).or_default();
+            e.0.push(median(&bw));
+            e.1.push(median(&lat));
+            e.2 += bw.len();
+        }
+    }
+    per_path
+        .into_iter()
+        .filter(|(_, (bw, _, _))| bw.len() >= 3)
+        .map(|(k, (bw, lat, runs))| {
+            (
+                k,
+                (
+                    (median(&bw), mad(&bw)),
+                    (median(&lat), mad(&lat)),
+                    bw.len(),
+                    runs,
+                ),
+            )
+        })
+        .collect()
+}
+
+fn close(a: &Value, b: f64) -> bool {
+    a.as_f64()
+        .is_some_and(|a| (a - b).abs() <= 1e-9 * b.abs().max(1.0))
+}
+
+fn path_of<'a>(paths: &'a Value, rnic: &str, endpoint: &str) -> &'a Value {
+    paths
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["rnic"] == rnic && p["endpoint"] == endpoint)
+        .unwrap_or_else(|| panic!("no path {rnic}->{endpoint} in {paths}"))
+}
+
+/// `hostping fleet ARGS --collector URL`: exit status and stdout.
+fn fleet(url: &str, args: &[&str]) -> (i32, String, String) {
+    let mut all = vec!["fleet"];
+    all.extend_from_slice(args);
+    all.extend(["--collector", url]);
+    let out = hostping(&all);
+    (
+        out.status.code().unwrap(),
+        stdout(&out),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn fleet_json(url: &str, args: &[&str]) -> (i32, Value) {
+    let mut all = args.to_vec();
+    all.extend(["--format", "json"]);
+    let (code, out, err) = fleet(url, &all);
+    (
+        code,
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}")),
+    )
+}
+
+#[test]
+fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
+    let dir = temp_dir("fleet-baselines");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let names = [
+        "node-1",
+        "node-2",
+        "node-3",
+        "node-4",
+        "node-slow",
+        "node-bare",
+        "node-broken",
+    ];
+    let collector = Collector::start(&pg, &tokens_file(&dir, &names), &[]);
+    let addr = collector.addr;
+    let url = format!("http://{addr}");
+    let mut fleet_runs: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for (i, name) in names.iter().enumerate() {
+        let seed = i as u64 + 1;
+        let runs = match *name {
+            "node-slow" => reports(9, seed, &["degrade:gpu0--lsw0:0.7"]),
+            "node-bare" => reports(9, seed, &[])
+                .into_iter()
+                .map(without_own_baseline)
+                .collect(),
+            "node-broken" => reports(1, seed, &["degrade:gpu4--lsw4:0.3"]),
+            _ => reports(9, seed, &[]),
+        };
+        fleet_runs.insert(name.to_string(), runs);
+    }
+    // No run of the slow host is flagged: it is under Abnormal_th.
+    assert!(fleet_runs["node-slow"].iter().all(|r| r["healthy"] == true));
+    assert!(fleet_runs["node-broken"][0]["healthy"] == false);
+    let start = now_ms() - 60_000;
+    for (name, runs) in &fleet_runs {
+        let n = runs.len() as i64;
+        for (i, report) in runs.iter().enumerate() {
+            let body = json!({"host": name, "id": i + 1, "trigger": "idle",
+                              "started_unix_ms": start - (n - i as i64) * 1_000,
+                              "instance": "0123456789abcdef0123456789abcdef",
+                              "rack": format!("r{}", name.len() % 2), "report": report});
+            let (status, answer) = post(
+                addr,
+                Some(&token(name)),
+                &serde_json::to_vec(&body).unwrap(),
+            );
+            assert_eq!(status, 201, "{answer}");
+        }
+    }
+
+    // The collector's background refresh takes the new values without any read asking.
+    wait_until("the background refresh", Duration::from_secs(30), || {
+        pg.scalar("SELECT count(*) FROM hosts WHERE paths_version <> baseline_version") == "0"
+            && pg.count("fleet_baselines") == 40
+    });
+
+    // The kind's baseline: the median and MAD of the hosts' medians, each host one vote.
+    let expected = expected_fleet(&fleet_runs);
+    let (status, kind) = get(addr, "/api/kinds/dgx-a100/baseline");
+    assert_eq!(status, 200, "{kind}");
+    let batch: Vec<&str> = kind["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap())
+        .collect();
+    let mut all = names.to_vec();
+    all.sort();
+    assert_eq!(batch, all);
+    let paths = kind["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), expected.len());
+    assert_eq!(paths.len(), 40, "every path of a dgx-a100");
+    for ((rnic, endpoint), ((bw, bw_mad), (lat, lat_mad), hosts, runs)) in &expected {
+        let p = path_of(&kind["paths"], rnic, endpoint);
+        assert!(close(&p["bandwidth_gbps"], *bw), "{p} vs {bw}");
+        assert!(close(&p["bandwidth_mad_gbps"], *bw_mad), "{p} vs {bw_mad}");
+        assert!(close(&p["latency_us"], *lat), "{p} vs {lat}");
+        assert!(close(&p["latency_mad_us"], *lat_mad), "{p} vs {lat_mad}");
+        assert_eq!(
+            (&p["hosts"], &p["runs"]),
+            (&json!(hosts), &json!(runs)),
+            "{p}"
+        );
+    }
+    // The broken host's abnormal paths are left out of the baseline, its others count.
+    let broken = &fleet_runs["node-broken"][0];
+    let abnormal = broken["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["status"] == "abnormal")
+        .unwrap();
+    let p = path_of(
+        &kind["paths"],
+        abnormal["rnic"].as_str().unwrap(),
+        abnormal["endpoint"].as_str().unwrap(),
+    );
+    assert_eq!(p["hosts"], 6);
+    assert_eq!(path_of(&kind["paths"], "rnic0", "mem0")["hosts"], 7);
+    assert_eq!(get(addr, "/api/kinds/no-such-kind/baseline").0, 404);
+
+    // The host without a baseline of its own is judged against the fleet's.
+    let (status, bare) = get(addr, "/api/hosts/node-bare/baseline");
+    assert_eq!(status, 200, "{bare}");
+    assert_eq!(
+        (&bare["host"], &bare["kind"], &bare["rack"]),
+        (&json!("node-bare"), &json!("dgx-a100"), &json!("r1"))
+    );
+    let latest_bare = fleet_runs["node-bare"].last().unwrap();
+    for p in bare["paths"].as_array().unwrap() {
+        let key = (
+            p["rnic"].as_str().unwrap().to_owned(),
+            p["endpoint"].as_str().unwrap().to_owned(),
+        );
+        let ((bw, bw_mad), (lat, _), hosts, runs) = expected[&key];
+        assert_eq!(p["source"], "fleet", "{p}");
+        assert!(close(&p["bandwidth_gbps"], bw), "{p}");
+        assert!(close(&p["bandwidth_mad_gbps"], bw_mad), "{p}");
+        assert!(close(&p["latency_us"], lat), "{p}");
+        assert_eq!((&p["hosts"], &p["runs"]), (&json!(hosts), &json!(runs)));
+        let sent = path_of(&latest_bare["paths"], &key.0, &key.1);
+        assert_eq!(p["measured_bandwidth_gbps"], sent["bandwidth_gbps"]);
+        let deficit = (bw - sent["bandwidth_gbps"].as_f64().unwrap()) / bw * 100.0;
+        assert!(
+            (p["deficit_pct"].as_f64().unwrap() - deficit).abs() < 0.01,
+            "{p}"
+        );
+        assert_eq!(p["verdict"], "normal", "{p}");
+    }
+    // A host with its own (simulated) baseline is judged against it.
+    let (_, own) = get(addr, "/api/hosts/node-2/baseline");
+    let sent = fleet_runs["node-2"].last().unwrap();
+    for p in own["paths"].as_array().unwrap() {
+        assert_eq!(p["source"], "own", "{p}");
+        let s = path_of(
+            &sent["paths"],
+            p["rnic"].as_str().unwrap(),
+            p["endpoint"].as_str().unwrap(),
+        );
+        assert_eq!(p["bandwidth_gbps"], s["baseline_bandwidth_gbps"]);
+        assert_eq!(p["bandwidth_mad_gbps"], Value::Null);
+        assert_eq!(p["verdict"], "normal", "{p}");
+    }
+    // The slow host's latest run: rnic0 -> gpu0 slow, under Abnormal_th.
+    let (_, slow_host) = get(addr, "/api/hosts/node-slow/baseline");
+    let p = path_of(&slow_host["paths"], "rnic0", "gpu0");
+    assert_eq!(p["verdict"], "slow", "{p}");
+    let deficit = p["deficit_pct"].as_f64().unwrap();
+    assert!((5.0..20.0).contains(&deficit), "{p}");
+    let slow_paths: Vec<&Value> = slow_host["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["verdict"] != "normal")
+        .collect();
+    assert_eq!(slow_paths.len(), 1, "{slow_paths:?}");
+    // The broken host's failed paths are abnormal against its baseline.
+    let (_, broken_judged) = get(addr, "/api/hosts/node-broken/baseline");
+    let p = path_of(
+        &broken_judged["paths"],
+        abnormal["rnic"].as_str().unwrap(),
+        abnormal["endpoint"].as_str().unwrap(),
+    );
+    assert_eq!(p["verdict"], "abnormal", "{p}");
+    assert_eq!(get(addr, "/api/hosts/node-9/baseline").0, 404);
+
+    // Slow hosts: only the slow one, with the right path; the broken host has too few
+    // runs to be called slow (its failure is a cause, below).
+    let (status, ranked) = get(addr, "/api/fleet/slow-hosts");
+    assert_eq!(status, 200, "{ranked}");
+    let ranked_names: Vec<&str> = ranked
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(ranked_names, ["node-slow"], "{ranked}");
+    let top = &ranked[0];
+    let slow_path_keys: Vec<(String, String, String)> = top["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["rnic"].as_str().unwrap().to_owned(),
+                p["endpoint"].as_str().unwrap().to_owned(),
+                p["metric"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        slow_path_keys,
+        [(
+            "rnic0".to_owned(),
+            "gpu0".to_owned(),
+            "bandwidth".to_owned()
+        )]
+    );
+    let sp = &top["paths"][0];
+    let (bw_values, _) =
+        &host_values(&fleet_runs["node-slow"])[&("rnic0".to_owned(), "gpu0".to_owned())];
+    assert!(
+        close(
+            &sp["host_value"],
+            (median(bw_values) * 1000.0).round() / 1000.0
+        ),
+        "{sp}"
+    );
+    assert_eq!((&sp["runs"], &sp["runs_worse"]), (&json!(9), &json!(9)));
+    assert!(sp["deficit_pct"].as_f64().unwrap() > 5.0, "{sp}");
+    assert_eq!(top["score"], sp["deficit_pct"]);
+    let evidence = top["evidence"].as_str().unwrap();
+    assert!(evidence.contains("bandwidth rnic0->gpu0"), "{evidence}");
+    assert!(
+        evidence.contains("9 of its last 9 runs below"),
+        "{evidence}"
+    );
+    assert_eq!(get(addr, "/api/fleet/slow-hosts?kind=other").1, json!([]));
+    assert_eq!(get(addr, "/api/fleet/slow-hosts?limit=0").0, 400);
+
+    // Status and causes.
+    let (_, status) = get(addr, "/api/fleet/status");
+    assert_eq!(
+        (
+            &status["hosts"],
+            &status["healthy"],
+            &status["unhealthy"],
+            &status["stale"]
+        ),
+        (&json!(7), &json!(6), &json!(1), &json!(0)),
+        "{status}"
+    );
+    let total_runs: usize = fleet_runs.values().map(Vec::len).sum();
+    assert_eq!(status["runs"], total_runs);
+    assert!(status["last_ingest_unix_ms"].as_i64().unwrap() >= start);
+    assert_eq!(
+        status["kinds"],
+        json!([{"kind": "dgx-a100", "kind_known": true, "hosts": 7, "unhealthy": 1, "stale": 0}])
+    );
+    let broken_causes: Vec<String> = {
+        let mut c: Vec<String> = broken["diagnoses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["cause"].as_str().unwrap().to_owned())
+            .collect();
+        c.sort();
+        c.dedup();
+        c
+    };
+    assert!(broken_causes.contains(&"link_failure".to_owned()));
+    let status_causes: Vec<&str> = status["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            assert_eq!(c["hosts"], 1);
+            c["cause"].as_str().unwrap()
+        })
+        .collect();
+    let mut sorted = status_causes.clone();
+    sorted.sort();
+    assert_eq!(sorted, broken_causes);
+    let (_, causes) = get(addr, "/api/fleet/causes");
+    let failure = causes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cause"] == "link_failure")
+        .unwrap();
+    assert_eq!(failure["count"], 1);
+    assert_eq!(failure["hosts"][0]["host"], "node-broken");
+    assert_eq!(failure["hosts"][0]["rack"], "r1");
+    let sent_failure = broken["diagnoses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["cause"] == "link_failure")
+        .unwrap();
+    assert_eq!(
+        failure["hosts"][0]["diagnoses"][0]["links"],
+        sent_failure["links"]
+    );
+    assert_eq!(
+        failure["hosts"][0]["diagnoses"][0]["evidence"],
+        sent_failure["evidence"]
+    );
+
+    // `hostping fleet`: the same answers as JSON, tables for people, exit 1 on findings.
+    let (code, cli_status) = fleet_json(&url, &["status"]);
+    assert_eq!(code, 1);
+    for field in [
+        "hosts",
+        "healthy",
+        "unhealthy",
+        "stale",
+        "runs",
+        "kinds",
+        "causes",
+    ] {
+        assert_eq!(cli_status[field], status[field], "{field}");
+    }
+    let (code, cli_slow) = fleet_json(&url, &["slow"]);
+    assert_eq!((code, &cli_slow), (1, &ranked));
+    let (code, cli_slow) = fleet_json(&url, &["slow", "--kind", "other"]);
+    assert_eq!((code, cli_slow), (0, json!([])));
+    let (code, cli_causes) = fleet_json(&url, &["causes"]);
+    assert_eq!((code, &cli_causes), (1, &causes));
+    let (_, hosts) = get(addr, "/api/hosts");
+    let (code, cli_hosts) = fleet_json(&url, &["hosts"]);
+    assert_eq!((code, &cli_hosts), (1, &hosts));
+    let (code, healthy_rack) = fleet_json(&url, &["hosts", "--rack", "r0", "--kind", "dgx-a100"]);
+    let in_r0: Vec<&str> = healthy_rack
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(in_r0, ["node-1", "node-2", "node-3", "node-4"]);
+    assert_eq!(code, 0);
+    let (_, by_cause) = fleet_json(&url, &["hosts", "--cause", "link_failure"]);
+    assert_eq!(by_cause.as_array().unwrap().len(), 1);
+    let (code, cli_host) = fleet_json(&url, &["host", "node-bare"]);
+    assert_eq!(code, 0);
+    assert_eq!(cli_host["baseline"], bare);
+    assert_eq!(cli_host["healthy"], true);
+    let (code, cli_host) = fleet_json(&url, &["host", "node-slow"]);
+    assert_eq!(code, 1, "a slow path is a finding");
+    assert_eq!(cli_host["baseline"], slow_host);
+
+    let (_, table, _) = fleet(&url, &["status"]);
+    assert!(
+        table.starts_with(&format!(
+            "collector {url}: 7 hosts, 6 healthy, 1 unhealthy, 0 stale (no run for 15 min)\n"
+        )),
+        "{table}"
+    );
+    assert!(table.contains("dgx-a100"), "{table}");
+    let (_, table, _) = fleet(&url, &["hosts"]);
+    let header = table.lines().next().unwrap();
+    assert!(header.starts_with("HOST"), "{table}");
+    let broken_line = table
+        .lines()
+        .find(|l| l.starts_with("node-broken"))
+        .unwrap();
+    assert!(
+        broken_line.contains("UNHEALTHY") && broken_line.contains("link_failure"),
+        "{table}"
+    );
+    assert_eq!(table.lines().count(), 1 + names.len());
+    let (_, table, _) = fleet(&url, &["slow"]);
+    assert!(
+        table
+            .lines()
+            .nth(1)
+            .unwrap()
+            .trim_start()
+            .starts_with("1  node-slow"),
+        "{table}"
+    );
+    assert!(table.contains(evidence), "{table}");
+    let (_, table, _) = fleet(&url, &["host", "node-slow"]);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("rnic0") && l.contains(" gpu0 "))
+        .unwrap();
+    assert!(row.ends_with("slow"), "{table}");
+    let (_, table, _) = fleet(&url, &["causes"]);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("link_failure") && l.contains("node-broken")),
+        "{table}"
+    );
+
+    // Errors name the URL, exit 2.
+    let (code, _, err) = fleet(&url, &["host", "node-9"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains(&format!(
+            "the collector at {url}/api/hosts/node-9/baseline answered 404: no host node-9"
+        )),
+        "{err}"
+    );
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let gone = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let (code, _, err) = fleet(&gone, &["status"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains(&format!(
+            "cannot reach the collector at {gone}/api/fleet/status"
+        )),
+        "{err}"
+    );
+}
+
+fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn real_agents_make_the_fleet_baseline_and_the_slow_agent_is_ranked() {
+    let dir = temp_dir("fleet-agents");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let names = ["node-a", "node-b", "node-c", "node-own", "node-slow"];
+    let collector = Collector::start(&pg, &tokens_file(&dir, &names), &[]);
+    let url = format!("http://{}", collector.addr);
+    // node-own judges its runs against a recorded baseline (simulated) of its own.
+    let baseline = dir.join("own.baseline.json");
+    let out = hostping(&[
+        "baseline",
+        "--sim",
+        "dgx-a100",
+        "--runs",
+        "3",
+        "-o",
+        baseline.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let config = dir.join("own.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[agent]\nbaseline = \"{}\"\nrack = \"r9\"\n",
+            baseline.display()
+        ),
+    )
+    .unwrap();
+    let mut agents = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let db = dir.join(format!("{name}.db"));
+        let seed = (i + 1).to_string();
+        let token = token(name);
+        let mut args = vec![
+            "--time-scale",
+            "600",
+            "--seed",
+            &seed,
+            "--collector",
+            &url,
+            "--token",
+            &token,
+            "--name",
+            name,
+        ];
+        match *name {
+            "node-slow" => args.extend(["--inject", "degrade:gpu0--lsw0:0.7", "--rack", "r2"]),
+            "node-own" => args.extend(["--config", config.to_str().unwrap()]),
+            _ => args.extend(["--rack", "r1"]),
+        }
+        agents.push(agent(&db, &args, &[]));
+    }
+    // Enough runs from every agent for the slow ranking (at least 5 per path).
+    wait_until("7 runs from every agent", Duration::from_secs(120), || {
+        pg.scalar("SELECT coalesce(min(runs), 0) FROM hosts WHERE name LIKE 'node-%'")
+            .parse::<i64>()
+            .unwrap()
+            >= 7
+            && pg.count("hosts") == names.len() as i64
+    });
+    for a in &agents {
+        a.signal(libc::SIGTERM);
+    }
+    for a in agents {
+        assert!(a.wait_output().status.success());
+    }
+
+    let (code, ranked) = fleet_json(&url, &["slow"]);
+    assert_eq!(code, 1);
+    let ranked_names: Vec<&str> = ranked
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(ranked_names, ["node-slow"], "{ranked}");
+    assert_eq!(ranked[0]["rack"], "r2");
+    let paths: Vec<(&str, &str, &str)> = ranked[0]["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["rnic"].as_str().unwrap(),
+                p["endpoint"].as_str().unwrap(),
+                p["metric"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(paths, [("rnic0", "gpu0", "bandwidth")], "{ranked}");
+
+    // A simulated agent judges its runs against a simulated baseline of its own (node-own
+    // against its recorded one); every path of a healthy agent is normal against it.
+    let (code, a) = fleet_json(&url, &["host", "node-a"]);
+    assert_eq!(code, 0, "{a}");
+    let judged = a["baseline"]["paths"].as_array().unwrap();
+    assert_eq!(judged.len(), 40);
+    assert!(
+        judged
+            .iter()
+            .all(|p| p["source"] == "own" && p["verdict"] == "normal"),
+        "{a}"
+    );
+    assert_eq!(a["rack"], "r1");
+    assert_eq!(a["baseline"]["run"]["baseline"], "simulated");
+    let (_, own) = fleet_json(&url, &["host", "node-own"]);
+    assert!(
+        own["baseline"]["paths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["source"] == "own"),
+        "{own}"
+    );
+    assert_eq!(own["baseline"]["run"]["baseline"], "recorded");
+    assert_eq!(own["rack"], "r9");
+    // The slow agent's run is within Abnormal_th of its own baseline, but slow by the
+    // fleet's spread of a run.
+    let (code, slow) = fleet_json(&url, &["host", "node-slow"]);
+    assert_eq!(code, 1);
+    assert_eq!(slow["healthy"], true);
+    let p = path_of(&slow["baseline"]["paths"], "rnic0", "gpu0");
+    assert_eq!(
+        (&p["source"], &p["verdict"]),
+        (&json!("own"), &json!("slow")),
+        "{p}"
+    );
+    let (_, kind) = get(collector.addr, "/api/kinds/dgx-a100/baseline");
+    let mut batch: Vec<&str> = kind["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap())
+        .collect();
+    batch.sort();
+    assert_eq!(batch, names);
+    // The fleet's rnic0 -> gpu0 is the healthy hosts' (one slow vote of five cannot move
+    // the median below the healthy ones).
+    let fleet_bw = path_of(&kind["paths"], "rnic0", "gpu0")["bandwidth_gbps"]
+        .as_f64()
+        .unwrap();
+    let healthy_bw = path_of(&a["baseline"]["paths"], "rnic0", "gpu0")["measured_bandwidth_gbps"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (fleet_bw - healthy_bw).abs() / healthy_bw < 0.01,
+        "{fleet_bw} vs {healthy_bw}"
+    );
+}
