@@ -484,7 +484,11 @@ fn a_fleet_in_a_real_browser() {
         cause.select_by_value("link_failure").await.unwrap();
         wait_until(&c, "the cause filter", "document.querySelectorAll('#hosts tbody tr').length === 1").await;
         assert_eq!(row_hosts(&rows(&c).await), BTreeSet::from(["node-fail"]));
-        assert!(c.current_url().await.unwrap().as_str().ends_with("?cause=link_failure"));
+        let address = c.current_url().await.unwrap();
+        assert!(
+            address.query_pairs().any(|(k, v)| k == "cause" && v == "link_failure"),
+            "{address}"
+        );
         // By the URL.
         c.goto(&format!("{url}/?cause=link_flapping")).await.unwrap();
         wait_until(&c, "the hosts", "document.querySelectorAll('#hosts tbody tr').length === 1").await;
@@ -535,6 +539,13 @@ fn a_fleet_in_a_real_browser() {
         let title = cell.attr("title").await.unwrap().unwrap_or_default();
         assert!(title.starts_with("rnic2 to gpu4: abnormal; bandwidth "), "{title}");
         assert!(title.contains("(baseline "), "{title}");
+        // The baselines are the collector's judgement (GET .../baseline): every path against
+        // the host's own baseline (a simulated agent reports one), and the failed path's
+        // verdict with it.
+        let note = c.find(Locator::Id("baseline-note")).await.unwrap().text().await.unwrap();
+        assert_eq!(note, "Baselines from the collector: 40 own.");
+        assert!(title.contains("baseline: own"), "{title}");
+        assert!(title.contains("verdict abnormal"), "{title}");
         assert_eq!(cell.attr("aria-label").await.unwrap().as_deref(), Some(title.as_str()));
         wait_until(&c, "the timeline", "document.querySelectorAll('#timeline circle').length > 0").await;
         screenshot(&c, "host-link-failure").await;
