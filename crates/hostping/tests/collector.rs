@@ -120,24 +120,19 @@ fn runs_are_stored_and_read_back_exactly() {
     // The tables the queries use hold every path, link and diagnosis of the reports.
     let len = |r: &Value, k: &str| r[k].as_array().unwrap().len() as i64;
     let all = [&healthy, &faulty, &unknown];
-    assert_eq!(
-        pg.count("paths"),
-        all.iter().map(|r| len(r, "paths")).sum::<i64>()
-    );
-    assert_eq!(
-        pg.count("links"),
-        all.iter().map(|r| len(r, "links")).sum::<i64>()
-    );
+    assert_eq!(pg.paths(), all.iter().map(|r| len(r, "paths")).sum::<i64>());
+    assert_eq!(pg.links(), all.iter().map(|r| len(r, "links")).sum::<i64>());
     assert_eq!(pg.count("diagnoses"), len(&faulty, "diagnoses"));
     assert_eq!(
         pg.scalar(
-            "SELECT string_agg(DISTINCT status, ',') FROM links l JOIN runs r ON r.id = l.run_id
-             WHERE r.agent_run_id = 2 AND status <> 'normal'"
+            "SELECT string_agg(DISTINCT s, ',') FROM run_links l JOIN runs r ON r.id = l.run_id,
+                    unnest(l.status) s
+             WHERE r.agent_run_id = 2 AND s <> 'normal'"
         ),
         "abnormal"
     );
     let versions = pg.scalar("SELECT string_agg(version::text, ',') FROM schema_migrations");
-    assert_eq!(versions, "1,2,3");
+    assert_eq!(versions, "1,2,3,4");
 }
 
 #[test]
@@ -186,7 +181,7 @@ fn refused_runs_leave_nothing_behind() {
     assert_eq!(post(addr, Some(TOKEN_1), &body(&negative)).0, 400);
 
     assert_eq!(get(addr, "/api/hosts"), (200, json!([])));
-    for table in ["hosts", "runs", "paths", "links", "diagnoses"] {
+    for table in ["hosts", "runs", "run_paths", "run_links", "diagnoses"] {
         assert_eq!(pg.count(table), 0, "{table}");
     }
     // The same run, correctly sent, is taken.
@@ -238,7 +233,7 @@ fn a_resent_run_is_stored_once() {
     );
     assert_eq!(pg.count("runs"), 2);
     let paths = r["report"]["paths"].as_array().unwrap().len() as i64;
-    assert_eq!(pg.count("paths"), 2 * paths);
+    assert_eq!(pg.paths(), 2 * paths);
     assert_eq!(get(addr, "/api/hosts").1[0]["runs"], 2);
 }
 
@@ -312,7 +307,7 @@ fn kill_9_mid_ingest_loses_no_acknowledged_run() {
     }
     // Nothing partial: every stored run has all its paths.
     let paths = report["paths"].as_array().unwrap().len() as i64;
-    assert_eq!(pg.count("paths"), stored * paths);
+    assert_eq!(pg.paths(), stored * paths);
     // A restarted collector takes the resends of the unacknowledged runs once.
     let collector = Collector::start(&pg, &tokens, &[]);
     let (status, _) = post(
@@ -627,13 +622,26 @@ fn a_database_of_the_first_schema_is_upgraded_with_its_runs() {
             )
             .await
             .unwrap();
+        // Schema 1 kept a row per path and per link (migration 4 folds them into arrays).
+        client
+            .batch_execute(
+                "INSERT INTO paths VALUES
+                     (1, 1, 1000, 'rnic0', 'gpu4', 2.5, 125.0, 'normal'),
+                     (1, 1, 1000, 'rnic0', 'mem0', 2.1, 199.0, 'normal'),
+                     (2, 1, 2000, 'rnic0', 'gpu4', 2.5, 76.0, 'abnormal'),
+                     (2, 1, 2000, 'rnic0', 'mem0', NULL, NULL, 'uncertain');
+                 INSERT INTO links VALUES (2, 'gpu4--lsw4', 'gpu_pcie', 'abnormal', 4),
+                                          (2, 'rnic0--lsw0', 'rnic_pcie', 'normal', 0);",
+            )
+            .await
+            .unwrap();
     });
     // A collector of this version migrates it: the summary columns are filled from the runs.
     let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
     let addr = collector.addr;
     assert_eq!(
         pg.scalar("SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations"),
-        "1,2,3"
+        "1,2,3,4"
     );
     assert_eq!(
         get(addr, "/api/hosts").1,
@@ -641,6 +649,26 @@ fn a_database_of_the_first_schema_is_upgraded_with_its_runs() {
                 "last_run_unix_ms": 2_000, "runs": 2, "causes": ["link_failure"],
                 "rack": null}])
     );
+    assert_eq!((pg.paths(), pg.links()), (4, 2));
+    let points = |endpoint: &str| {
+        get(
+            addr,
+            &format!("/api/hosts/node-1/timeline?rnic=rnic0&endpoint={endpoint}"),
+        )
+        .1["points"]
+            .clone()
+    };
+    assert_eq!(
+        points("gpu4"),
+        json!([
+            {"run_id": 1, "started_unix_ms": 1000, "latency_us": 2.5, "bandwidth_gbps": 125.0,
+             "status": "normal"},
+            {"run_id": 2, "started_unix_ms": 2000, "latency_us": 2.5, "bandwidth_gbps": 76.0,
+             "status": "abnormal"}
+        ])
+    );
+    assert_eq!(points("mem0")[1]["status"], "uncertain");
+    assert_eq!(points("mem0")[1]["bandwidth_gbps"], Value::Null);
     // An old agent's resend (no instance) is still a resend; a new database's run 2 is new.
     let resend = run("node-1", 2, 2_000, &faulty);
     assert_eq!(post(addr, Some(TOKEN_1), &body(&resend)).0, 200);

@@ -158,14 +158,14 @@ pub async fn store(
     let bandwidth: Vec<Option<f64>> = p.iter().map(|x| x.bandwidth_gbps).collect();
     let status: Vec<String> = p.iter().map(|x| label(&x.status)).collect();
     tx.execute(
-        "INSERT INTO paths (run_id, host_id, started_unix_ms, rnic, endpoint, latency_us,
-                            bandwidth_gbps, status)
-         SELECT $1, $2, $3, * FROM UNNEST($4::text[], $5::text[], $6::float8[], $7::float8[],
-                                          $8::text[])",
+        "INSERT INTO run_paths (run_id, host_id, started_unix_ms, agent_run_id, rnic, endpoint,
+                                latency_us, bandwidth_gbps, status)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         &[
             &run_id,
             &host_id,
             &upload.started_unix_ms,
+            &upload.id,
             &rnics,
             &endpoints,
             &latency,
@@ -183,8 +183,8 @@ pub async fn store(
         .map(|x| i32::try_from(x.abnormal_cnt).unwrap_or(i32::MAX))
         .collect();
     tx.execute(
-        "INSERT INTO links (run_id, link, kind, status, abnormal_cnt)
-         SELECT $1, * FROM UNNEST($2::text[], $3::text[], $4::text[], $5::int4[])",
+        "INSERT INTO run_links (run_id, link, kind, status, abnormal_cnt)
+         VALUES ($1, $2, $3, $4, $5)",
         &[&run_id, &ids, &kinds, &status, &counts],
     )
     .await?;

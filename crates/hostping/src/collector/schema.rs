@@ -141,6 +141,49 @@ const MIGRATIONS: &[(i32, &str)] = &[
             (SELECT (extract(epoch FROM max(received_at)) * 1000)::int8 FROM runs r
              WHERE r.host_id = h.id);",
     ),
+    (
+        4,
+        // A run's paths and links as one row of parallel arrays each, in place of a row per
+        // path and per link: a GPU server's run had 40 path rows and 27 link rows, each with
+        // its index entries. `hostping bench collector` (BENCHMARKS.md) measured that
+        // layout at 13.5 kB and about 1.6 ms of statement time per run, half of ingest; the
+        // arrays take a fraction of both. One path over time is still one index range scan
+        // (run_paths_over_time) reading one short row per run.
+        "CREATE TABLE run_paths (
+            run_id BIGINT PRIMARY KEY REFERENCES runs(id),
+            host_id BIGINT NOT NULL,
+            started_unix_ms BIGINT NOT NULL,
+            agent_run_id BIGINT NOT NULL,
+            rnic TEXT[] NOT NULL,
+            endpoint TEXT[] NOT NULL,
+            latency_us DOUBLE PRECISION[] NOT NULL,
+            bandwidth_gbps DOUBLE PRECISION[] NOT NULL,
+            status TEXT[] NOT NULL
+        );
+        CREATE INDEX run_paths_over_time ON run_paths (host_id, started_unix_ms);
+        INSERT INTO run_paths
+            SELECT p.run_id, r.host_id, r.started_unix_ms, r.agent_run_id,
+                   array_agg(p.rnic ORDER BY p.rnic, p.endpoint),
+                   array_agg(p.endpoint ORDER BY p.rnic, p.endpoint),
+                   array_agg(p.latency_us ORDER BY p.rnic, p.endpoint),
+                   array_agg(p.bandwidth_gbps ORDER BY p.rnic, p.endpoint),
+                   array_agg(p.status ORDER BY p.rnic, p.endpoint)
+            FROM paths p JOIN runs r ON r.id = p.run_id
+            GROUP BY p.run_id, r.host_id, r.started_unix_ms, r.agent_run_id;
+        DROP TABLE paths;
+        CREATE TABLE run_links (
+            run_id BIGINT PRIMARY KEY REFERENCES runs(id),
+            link TEXT[] NOT NULL,
+            kind TEXT[] NOT NULL,
+            status TEXT[] NOT NULL,
+            abnormal_cnt INTEGER[] NOT NULL
+        );
+        INSERT INTO run_links
+            SELECT run_id, array_agg(link ORDER BY link), array_agg(kind ORDER BY link),
+                   array_agg(status ORDER BY link), array_agg(abnormal_cnt ORDER BY link)
+            FROM links GROUP BY run_id;
+        DROP TABLE links;",
+    ),
 ];
 
 /// Applies the migrations not yet applied. An advisory lock makes two collectors starting

@@ -8,7 +8,7 @@
 //!              "bandwidth_gbps": 197.5, "status": "normal"}]}
 //! ```
 //!
-//! One indexed range scan of `paths_over_time (host_id, rnic, endpoint, started_unix_ms)`
+//! One indexed range scan of `run_paths_over_time (host_id, started_unix_ms)`
 //! (1,000 hosts x 7 days is the target scale): the newest `limit` points (1,000 by default,
 //! 2,016 being a week at the 5-minute cadence) at or after `since_unix_ms`; reports are
 //! never unpacked. `run_id` is the agent's run id, as `id` in `/api/hosts/{host}/runs`.
@@ -115,13 +115,18 @@ async fn timeline(
     else {
         return Err(TimelineError::NoHost(host));
     };
-    // Newest first down the index (so `limit` keeps the newest), reversed below.
+    // Newest first down the index (so `limit` keeps the newest), reversed below; in each run's
+    // row the path is found by its position in the rnic/endpoint arrays.
     let rows = client
         .query(
-            "SELECT r.agent_run_id, p.started_unix_ms, p.latency_us, p.bandwidth_gbps, p.status
-             FROM paths p JOIN runs r ON r.id = p.run_id
-             WHERE p.host_id = $1 AND p.rnic = $2 AND p.endpoint = $3
-               AND p.started_unix_ms >= $4
+            "SELECT p.agent_run_id, p.started_unix_ms, p.latency_us[i], p.bandwidth_gbps[i],
+                    p.status[i]
+             FROM run_paths p
+             CROSS JOIN LATERAL (
+                 SELECT i FROM generate_subscripts(p.rnic, 1) AS i
+                 WHERE p.rnic[i] = $2 AND p.endpoint[i] = $3 LIMIT 1
+             ) path
+             WHERE p.host_id = $1 AND p.started_unix_ms >= $4
              ORDER BY p.started_unix_ms DESC LIMIT $5",
             &[&host_id, &rnic, &endpoint, &since, &limit],
         )

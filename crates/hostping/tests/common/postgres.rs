@@ -134,6 +134,20 @@ impl Postgres {
             .unwrap()
     }
 
+    /// Path measurements stored (each run's row holds an array of them).
+    pub fn paths(&self) -> i64 {
+        self.scalar("SELECT COALESCE(sum(cardinality(rnic)), 0) FROM run_paths")
+            .parse()
+            .unwrap()
+    }
+
+    /// Link statuses stored (each run's row holds an array of them).
+    pub fn links(&self) -> i64 {
+        self.scalar("SELECT COALESCE(sum(cardinality(link)), 0) FROM run_links")
+            .parse()
+            .unwrap()
+    }
+
     pub fn stop(&self) {
         self.tool("pg_ctl")
             .arg("-D")
