@@ -135,6 +135,30 @@ fn runs_are_stored_and_read_back_exactly() {
     assert_eq!(versions, "1,2,3,4");
 }
 
+/// Posts a body over the collector's limit on a bare socket; the answer's status. The
+/// collector answers 413 once it has read `--max-body` bytes and closes the connection with
+/// the rest unread, so the kernel may reset it while the client still writes: an HTTP client
+/// that stops at the failed write never reads the answer, which already waits in its socket.
+fn post_oversized(addr: std::net::SocketAddr, token: &str, body: &[u8]) -> u16 {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let head = format!(
+        "POST /api/runs HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let _ = stream.write_all(body); // may fail once the collector has answered
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer); // a reset after the answer ends the read
+    let answer = String::from_utf8_lossy(&answer);
+    let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok());
+    status.unwrap_or_else(|| panic!("no HTTP answer to an oversized body: {answer:?}"))
+}
+
 #[test]
 fn refused_runs_leave_nothing_behind() {
     let dir = temp_dir("collector-refusals");
@@ -157,7 +181,7 @@ fn refused_runs_leave_nothing_behind() {
     );
     let mut heavy = good.clone();
     heavy["report"]["padding"] = "x".repeat(300_000).into();
-    assert_eq!(post(addr, Some(TOKEN_1), &body(&heavy)).0, 413);
+    assert_eq!(post_oversized(addr, TOKEN_1, &body(&heavy)), 413);
     assert_eq!(post(addr, Some(TOKEN_1), b"{\"host\": \"node-1\", ").0, 400);
     let mut bad_cause = good.clone();
     bad_cause["report"]["diagnoses"][0]["cause"] = "gremlins".into();

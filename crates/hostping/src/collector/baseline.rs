@@ -54,73 +54,64 @@ pub fn min_slow_fraction(th: &Thresholds) -> f64 {
     th.abnormal_th / 10.0
 }
 
-/// One path's measurement that feeds its host's recent values.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Sample {
-    /// The RNIC.
-    pub rnic: String,
-    /// The endpoint.
-    pub endpoint: String,
-    /// Small-message latency, us.
-    pub latency_us: f64,
-    /// Bandwidth, Gb/s.
-    pub bandwidth_gbps: f64,
+/// The measurements of a run that feed its host's recent values, as the parallel arrays
+/// [`RECORD_SQL`] takes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Samples {
+    /// The RNICs.
+    pub rnics: Vec<String>,
+    /// The endpoints.
+    pub endpoints: Vec<String>,
+    /// Small-message latencies, us.
+    pub latency_us: Vec<f64>,
+    /// Bandwidths, Gb/s.
+    pub bandwidth_gbps: Vec<f64>,
 }
 
-/// The paths of a run that describe a healthy idle host: an idle run's measured paths
-/// (finite values, no probe error, probed by design) that were not abnormal.
-pub fn samples(report: &Report) -> Vec<Sample> {
-    if report.mode != Mode::Idle {
-        return Vec::new();
+impl Samples {
+    /// The paths of a run that describe a healthy idle host: an idle run's measured paths
+    /// (finite values, no probe error, probed by design) that were not abnormal.
+    pub fn of(report: &Report) -> Samples {
+        let mut samples = Samples::default();
+        if report.mode != Mode::Idle {
+            return samples;
+        }
+        let healthy = report
+            .paths
+            .iter()
+            .filter(|p| p.status != PathStatus::Abnormal && p.error.is_none() && !p.unavailable);
+        for p in healthy {
+            if let (Some(l), Some(b)) = (p.latency_us, p.bandwidth_gbps) {
+                if l.is_finite() && b.is_finite() {
+                    samples.rnics.push(p.rnic.to_string());
+                    samples.endpoints.push(p.endpoint.to_string());
+                    samples.latency_us.push(l);
+                    samples.bandwidth_gbps.push(b);
+                }
+            }
+        }
+        samples
     }
-    report
-        .paths
-        .iter()
-        .filter(|p| p.status != PathStatus::Abnormal && p.error.is_none() && !p.unavailable)
-        .filter_map(|p| match (p.latency_us, p.bandwidth_gbps) {
-            (Some(l), Some(b)) if l.is_finite() && b.is_finite() => Some(Sample {
-                rnic: p.rnic.to_string(),
-                endpoint: p.endpoint.to_string(),
-                latency_us: l,
-                bandwidth_gbps: b,
-            }),
-            _ => None,
-        })
-        .collect()
+
+    /// Whether the run adds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.rnics.is_empty()
+    }
 }
 
-/// Appends a run's samples to its host's rings (inside the run's transaction). Returns
-/// whether anything was added (then the host's `paths_version` must move).
-pub async fn record(
-    tx: &Transaction<'_>,
-    host_id: i64,
-    samples: &[Sample],
-) -> Result<bool, tokio_postgres::Error> {
-    if samples.is_empty() {
-        return Ok(false);
-    }
-    let rnics: Vec<&str> = samples.iter().map(|s| s.rnic.as_str()).collect();
-    let endpoints: Vec<&str> = samples.iter().map(|s| s.endpoint.as_str()).collect();
-    let latency: Vec<f64> = samples.iter().map(|s| s.latency_us).collect();
-    let bandwidth: Vec<f64> = samples.iter().map(|s| s.bandwidth_gbps).collect();
-    // The ring keeps the last HOST_RUNS values: the old ring plus the new value, from
-    // position (old length + 2 - HOST_RUNS) on.
-    tx.execute(
-        "INSERT INTO host_paths AS hp (host_id, rnic, endpoint, latency_recent, bandwidth_recent)
-         SELECT $1, u.r, u.e, ARRAY[u.l], ARRAY[u.b]
-         FROM UNNEST($2::text[], $3::text[], $4::float8[], $5::float8[]) AS u(r, e, l, b)
-         ON CONFLICT (host_id, rnic, endpoint) DO UPDATE SET
-             latency_recent = (hp.latency_recent || EXCLUDED.latency_recent)
-                 [greatest(1, cardinality(hp.latency_recent) + 2 - $6):],
-             bandwidth_recent = (hp.bandwidth_recent || EXCLUDED.bandwidth_recent)
-                 [greatest(1, cardinality(hp.bandwidth_recent) + 2 - $6):]",
-        &[
-            &host_id, &rnics, &endpoints, &latency, &bandwidth, &HOST_RUNS,
-        ],
-    )
-    .await?;
-    Ok(true)
-}
+/// Appends a run's [`Samples`] to its host's rings (inside the run's transaction):
+/// $1 host id, $2..$5 the samples' arrays, $6 [`HOST_RUNS`]. The ring keeps the last
+/// HOST_RUNS values: the old ring plus the new value, from position
+/// (old length + 2 - HOST_RUNS) on.
+pub const RECORD_SQL: &str =
+    "INSERT INTO host_paths AS hp (host_id, rnic, endpoint, latency_recent, bandwidth_recent)
+     SELECT $1, u.r, u.e, ARRAY[u.l], ARRAY[u.b]
+     FROM UNNEST($2::text[], $3::text[], $4::float8[], $5::float8[]) AS u(r, e, l, b)
+     ON CONFLICT (host_id, rnic, endpoint) DO UPDATE SET
+         latency_recent = (hp.latency_recent || EXCLUDED.latency_recent)
+             [greatest(1, cardinality(hp.latency_recent) + 2 - $6):],
+         bandwidth_recent = (hp.bandwidth_recent || EXCLUDED.bandwidth_recent)
+             [greatest(1, cardinality(hp.bandwidth_recent) + 2 - $6):]";
 
 /// One host's recent values of one path.
 #[derive(Debug, Clone, PartialEq)]
