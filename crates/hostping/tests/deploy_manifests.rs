@@ -293,6 +293,33 @@ fn collector_manifest(kind: &str) -> Value {
     found.unwrap_or_else(|| panic!("collector-deployment.yaml has no {kind}"))
 }
 
+/// The collector's measured peak resident memory in bytes, from BENCHMARKS.md's fleet table
+/// ("| collector peak resident memory (VmHWM) | 21.0 MiB | |").
+fn measured_collector_peak_memory() -> f64 {
+    let benchmarks = read("BENCHMARKS.md");
+    let row = benchmarks
+        .lines()
+        .find(|l| l.starts_with("| collector peak resident memory"))
+        .expect("BENCHMARKS.md has the collector's peak memory row");
+    let measured = row.split('|').nth(2).unwrap().trim();
+    bytes(measured.strip_suffix(" MiB").unwrap()) * 1024.0 * 1024.0
+}
+
+#[test]
+fn the_collectors_memory_covers_its_measured_peak() {
+    let deployment = collector_manifest("Deployment");
+    let resources = &deployment["spec"]["template"]["spec"]["containers"][0]["resources"];
+    let memory = |kind: &str| bytes(text(&resources[kind]["memory"], "a memory quantity"));
+    let peak = measured_collector_peak_memory();
+    assert!(peak > 1024.0 * 1024.0, "{peak}");
+    assert!(
+        memory("requests") >= 2.0 * peak,
+        "request {} vs peak {peak}",
+        memory("requests")
+    );
+    assert!(memory("limits") >= memory("requests"));
+}
+
 #[test]
 fn the_collector_runs_unprivileged_with_its_secrets_read_only() {
     let deployment = collector_manifest("Deployment");
