@@ -227,9 +227,15 @@ pub struct AgentArgs {
     /// Default: the web PKI roots.
     #[arg(long, value_name = "FILE", requires = "collector")]
     pub collector_ca: Option<PathBuf>,
-    /// This host's name in the fleet. Default: the hostname, or the model name with --sim.
-    #[arg(long, value_name = "NAME", requires = "collector")]
+    /// This host's name in the fleet, sent to the collector and shown on the agent's page.
+    /// Default: the hostname, or the model name with --sim.
+    #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
+    /// Who may ask for a probe now (POST /api/probe): a file of "NAME TOKEN" lines, kept
+    /// only as digests (overrides `agent.probe_tokens`). Without one, probing on request is
+    /// off.
+    #[arg(long, value_name = "FILE")]
+    pub probe_tokens: Option<PathBuf>,
     /// The rack this host stands in, sent with every run to the collector (overrides
     /// `agent.rack`); the fleet API and UI group and filter hosts by it.
     #[arg(long, value_name = "NAME", requires = "collector", value_parser = clap::builder::NonEmptyStringValueParser::new())]

@@ -4,7 +4,7 @@
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use hostping::agent::config::AgentConfig;
-use hostping::agent::{self, Agent, Status, Stop};
+use hostping::agent::{self, Agent, Control, Status};
 use hostping::bench;
 use hostping::cli::{
     AgentArgs, BaselineArgs, BenchCommand, CheckArgs, Cli, CollectorArgs, Command, CountersArgs,
@@ -431,16 +431,16 @@ fn agent_command(args: AgentArgs) -> Result<Outcome> {
             args.time_scale
         );
     }
-    let stop = std::sync::Arc::new(Stop::default());
+    let control = std::sync::Arc::new(Control::default());
     let signals = {
         use signal_hook::consts::{SIGINT, SIGTERM};
         let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])
             .context("cannot install the SIGTERM handler")?;
-        let stop = stop.clone();
+        let control = control.clone();
         let handle = signals.handle();
         std::thread::spawn(move || {
             if signals.forever().next().is_some() {
-                stop.stop();
+                control.stop();
             }
         });
         handle
@@ -487,9 +487,44 @@ fn agent_command(args: AgentArgs) -> Result<Outcome> {
         probing_disabled: backend.probing_disabled(),
         ..Status::default()
     }));
+    let name = match (&args.name, &args.host.sim) {
+        (Some(name), _) => name.clone(),
+        (None, Some(_)) => host_name.clone(),
+        (None, None) => agent::hostname().context("cannot read the hostname; give --name")?,
+    };
+    let probe_tokens = match args
+        .probe_tokens
+        .as_ref()
+        .or(config.agent.probe_tokens.as_ref())
+    {
+        Some(file) => {
+            let tokens = hostping::collector::tokens::Tokens::load(file)?;
+            eprintln!(
+                "hostping agent: probing on request (POST /api/probe) for {} tokens of {}",
+                tokens.len(),
+                file.display()
+            );
+            // An empty file is allowed (a deployment may hand out tokens later), but said.
+            if tokens.is_empty() {
+                eprintln!(
+                    "hostping agent: {} holds no token: every probe request is refused (401)",
+                    file.display()
+                );
+            }
+            Some(std::sync::Arc::new(tokens))
+        }
+        None => None,
+    };
     let server = agent::http::serve(
-        config.agent.listen,
-        db.clone(),
+        agent::http::ServeOptions {
+            listen: config.agent.listen,
+            database: db.clone(),
+            name: name.clone(),
+            probe: agent::http::ProbeAccess {
+                tokens: probe_tokens,
+                control: control.clone(),
+            },
+        },
         metrics.clone(),
         status.clone(),
     )
@@ -504,25 +539,18 @@ fn agent_command(args: AgentArgs) -> Result<Outcome> {
             f,
             db,
             metrics.clone(),
-            stop.clone(),
+            control.clone(),
             |line| eprintln!("hostping agent: {line}"),
         )?),
         None => None,
     };
     let sender = match (&args.collector, &args.token) {
         (Some(url), Some(token)) => {
-            let name = match (&args.name, &args.host.sim) {
-                (Some(name), _) => name.clone(),
-                (None, Some(_)) => host_name.clone(),
-                (None, None) => {
-                    agent::hostname().context("cannot read the hostname; give --name")?
-                }
-            };
             eprintln!("hostping agent: sending runs to {url} as {name}");
             let target = agent::outbox::CollectorTarget {
                 url: url.clone(),
                 token: token.clone(),
-                host: name,
+                host: name.clone(),
                 tls: hostping::collector::tls::client_config(args.collector_ca.as_deref())?,
                 // An empty rack in the file is no rack (the collector refuses "").
                 rack: args
@@ -541,10 +569,10 @@ fn agent_command(args: AgentArgs) -> Result<Outcome> {
     };
     let mut log = |line: &str| eprintln!("hostping agent: {line}");
     let mut agent = Agent::new(backend.as_mut(), &config, store, metrics, status, &mut log)?;
-    let stored = agent.run(&stop, args.run_for.map(|d| d.as_nanos() as u64));
+    let stored = agent.run(&control, args.run_for.map(|d| d.as_nanos() as u64));
     if let Some(fabric) = fabric {
         // The loop ended by a signal or --run-for: the sampler ends with it.
-        stop.stop();
+        control.stop();
         fabric.join();
     }
     if let Some(sender) = sender {

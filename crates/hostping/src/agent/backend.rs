@@ -1,7 +1,7 @@
 //! What the agent runs on: the virtual host (with faults that appear on a schedule, and a
 //! clock it advances `time_scale` times faster than the wall clock), or this machine.
 
-use super::Stop;
+use super::{Control, Wake};
 use crate::pipeline::{run_once, BaselineSource, CheckSettings, RunContext};
 use analyze::History;
 use model::CounterReport;
@@ -39,8 +39,8 @@ pub trait Backend {
         run_index: u32,
     ) -> Option<Report>;
 
-    /// Lets `ns` of backend time pass; `true` when stopped meanwhile.
-    fn wait(&mut self, ns: u64, stop: &Stop) -> bool;
+    /// Lets up to `ns` of backend time pass; a stop or a probe request ends it early.
+    fn wait(&mut self, ns: u64, control: &Control) -> Wake;
 
     /// Called before each iteration of the loop (scheduled faults).
     fn step(&mut self) {}
@@ -171,13 +171,21 @@ impl Backend for SimBackend {
         Some(run_once(&mut self.vh, &ctx, mode, &mut |_, _| {}))
     }
 
-    fn wait(&mut self, ns: u64, stop: &Stop) -> bool {
+    fn wait(&mut self, ns: u64, control: &Control) -> Wake {
         let wall = Duration::from_secs_f64(ns as f64 / 1e9 / self.time_scale);
-        if stop.sleep(wall) {
-            return true;
+        let started = std::time::Instant::now();
+        let wake = control.wait(wall);
+        match wake {
+            Wake::Stopped => {}
+            Wake::Elapsed => self.vh.advance(ns),
+            // Virtual time keeps pace with the wall time actually waited, so a request
+            // wakes the host at the virtual moment it arrived.
+            Wake::ProbeRequested => {
+                let waited = started.elapsed().as_secs_f64() * self.time_scale * 1e9;
+                self.vh.advance((waited as u64).min(ns));
+            }
         }
-        self.vh.advance(ns);
-        false
+        wake
     }
 
     fn step(&mut self) {
@@ -274,7 +282,7 @@ impl<E: ProbeEngine> Backend for RealBackend<E> {
         Some(run_once(&mut p.engine, &ctx, mode, &mut |_, _| {}))
     }
 
-    fn wait(&mut self, ns: u64, stop: &Stop) -> bool {
-        stop.sleep(Duration::from_nanos(ns))
+    fn wait(&mut self, ns: u64, control: &Control) -> Wake {
+        control.wait(Duration::from_nanos(ns))
     }
 }

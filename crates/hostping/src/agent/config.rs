@@ -7,6 +7,7 @@
 //! listen = "127.0.0.1:9469"
 //! # baseline = "/etc/hostping/baseline.json"
 //! # rack = "r12"             # sent to the fleet collector with each run
+//! # probe_tokens = "/etc/hostping/probe.tokens"  # "NAME TOKEN" lines: POST /api/probe
 //!
 //! [triggers]
 //! host_status_every = "5m"   # idle check -> full mesh (Hostping 5)
@@ -66,6 +67,9 @@ pub struct AgentSection {
     /// The rack the host stands in, sent with each run to the fleet collector (`--rack`
     /// overrides it).
     pub rack: Option<String>,
+    /// "NAME TOKEN" lines of those who may ask for a probe (`POST /api/probe`;
+    /// `--probe-tokens` overrides it). Absent: probing on request is off.
+    pub probe_tokens: Option<PathBuf>,
 }
 
 impl Default for AgentSection {
@@ -75,6 +79,7 @@ impl Default for AgentSection {
             listen: SocketAddr::from(([127, 0, 0, 1], 9469)),
             baseline: None,
             rack: None,
+            probe_tokens: None,
         }
     }
 }
@@ -331,6 +336,17 @@ mod tests {
         let c = AgentConfig::parse("[agent]\nrack = \"r7\"\n").unwrap();
         assert_eq!(c.agent.rack.as_deref(), Some("r7"));
         assert_eq!(AgentConfig::default().agent.rack, None);
+    }
+
+    #[test]
+    fn probing_on_request_is_off_unless_a_tokens_file_is_named() {
+        let c =
+            AgentConfig::parse("[agent]\nprobe_tokens = \"/etc/hostping/probe.tokens\"\n").unwrap();
+        assert_eq!(
+            c.agent.probe_tokens.as_deref(),
+            Some(Path::new("/etc/hostping/probe.tokens"))
+        );
+        assert_eq!(AgentConfig::default().agent.probe_tokens, None);
     }
 
     #[test]

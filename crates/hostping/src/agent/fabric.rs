@@ -6,7 +6,7 @@
 //! shows a sweep finds it in the database too.
 //!
 //! The thread owns its umad port and its own writer connection (WAL lets it write beside
-//! the probe loop's). It waits on the agent's [`Stop`] between sweeps, so SIGTERM ends it
+//! the probe loop's). It waits on the agent's [`Control`] between sweeps, so SIGTERM ends it
 //! within one sweep, and a sweep never lasts longer than its MADs' deadlines. Nothing that
 //! happens on the fabric stops it: a silent switch gives errors on its ports, a failed
 //! port is reopened at the next tick, and each kind of trouble is logged when it starts
@@ -18,7 +18,7 @@
 //! begins sampling once it is.
 
 use super::config::FabricConfig;
-use super::Stop;
+use super::Control;
 use rdma::mad::MgmtClass;
 use rdma::subnet::delegate::{parse_lidfile, LidfileError};
 use rdma::subnet::discover::discover;
@@ -70,7 +70,7 @@ pub struct FabricSampler {
 }
 
 impl FabricSampler {
-    /// Waits for the thread, after the agent's [`Stop`] was set.
+    /// Waits for the thread, after the agent's [`Control`] was told to stop.
     pub fn join(self) {
         let _ = self.thread.join();
     }
@@ -91,7 +91,7 @@ pub fn start(
     config: &FabricConfig,
     database: &Path,
     metrics: Arc<Mutex<Metrics>>,
-    stop: Arc<Stop>,
+    stop: Arc<Control>,
     log: impl Fn(&str) + Send + 'static,
 ) -> Result<FabricSampler, FabricError> {
     let subnet = match &config.topology {
@@ -176,7 +176,7 @@ struct Sampling {
 }
 
 impl Sampling {
-    fn run(&mut self, stop: &Stop) {
+    fn run(&mut self, stop: &Control) {
         let every = self.config.every;
         let mut next = Instant::now();
         while !stop.is_stopped() {

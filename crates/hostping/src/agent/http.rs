@@ -1,6 +1,7 @@
-//! The agent's HTTP endpoint, on its own thread with a single-threaded runtime: it only
-//! reads (the metrics registry, the status, and the database through a read-only
-//! connection), so it can never hold up the probe loop for long.
+//! The agent's HTTP endpoint, on its own thread with a single-threaded runtime: it reads
+//! (the metrics registry, the status, and the database through a read-only connection) and,
+//! for `POST /api/probe`, sets one slot in the loop's [`Control`], so it can never hold up
+//! the probe loop for long.
 //!
 //! | path | what |
 //! |---|---|
@@ -14,16 +15,23 @@
 //! | `/api/hosts` | this host in the collector's shape: `[{"host", "kind", "healthy", "last_run_unix_ms", "runs", "causes"}]` |
 //! | `/api/hosts/{host}/runs?limit=N` | as the collector's: the 4.3 report + id, trigger, started_unix_ms, newest first |
 //! | `/api/hosts/{host}/timeline?rnic=R&endpoint=E[&since_unix_ms=T][&limit=N]` | one path over runs, oldest first, as the collector's |
+//! | `POST /api/probe` | one run now (trigger `manual`), for a holder of a probe token (`Authorization: Bearer TOKEN`) |
 //!
 //! The `/api/hosts` family mirrors the collector's read API (DESIGN 4.5, collector/api.rs,
 //! collector/timeline.rs) with the same JSON, so the one page script of collector/ui.rs
-//! serves both; `{host}` is this agent's host model name (`/api/status`'s `host`).
+//! serves both; `{host}` is this host's fleet name (`--name`), its `kind` the model.
+//!
+//! Everything but `POST /api/probe` only reads. That one only writes a request into the
+//! loop's [`Control`] (one at most, never a queue), and only for a token of the probe-tokens
+//! file (issue 14 part 5: anything that triggers probing needs a token with that right);
+//! without such a file probing on request is off.
 
-use super::Status;
+use super::{Control, ProbeRequest, Status};
+use crate::collector::tokens::Tokens;
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -35,6 +43,32 @@ struct Shared {
     metrics: Arc<Mutex<Metrics>>,
     status: Arc<Mutex<Status>>,
     database: PathBuf,
+    /// This host's name in the fleet.
+    name: String,
+    /// Probing on request: who may ask, and where to ask.
+    probe: ProbeAccess,
+}
+
+/// Who may ask for a probe (`None`: nobody, probing on request is off), and the loop's
+/// control to ask through.
+#[derive(Clone)]
+pub struct ProbeAccess {
+    /// The digests of the probe tokens, by holder.
+    pub tokens: Option<Arc<Tokens>>,
+    /// The agent loop's control.
+    pub control: Arc<Control>,
+}
+
+/// What the agent's server serves besides its own state.
+pub struct ServeOptions {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// The runs database (opened read-only per request).
+    pub database: PathBuf,
+    /// This host's name in the fleet (`--name`): the page and `/api/hosts` use it.
+    pub name: String,
+    /// Probing on request.
+    pub probe: ProbeAccess,
 }
 
 /// A running server: its address, and the thread to join after [`Server::shutdown`].
@@ -57,20 +91,22 @@ impl Server {
     }
 }
 
-/// Binds `listen` now (so a port in use is reported at start) and serves on a thread.
+/// Binds `options.listen` now (so a port in use is reported at start) and serves on a
+/// thread.
 pub fn serve(
-    listen: SocketAddr,
-    database: PathBuf,
+    options: ServeOptions,
     metrics: Arc<Mutex<Metrics>>,
     status: Arc<Mutex<Status>>,
 ) -> std::io::Result<Server> {
-    let listener = std::net::TcpListener::bind(listen)?;
+    let listener = std::net::TcpListener::bind(options.listen)?;
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
     let shared = Shared {
         metrics,
         status,
-        database,
+        database: options.database,
+        name: options.name,
+        probe: options.probe,
     };
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -117,10 +153,11 @@ fn router(shared: Shared) -> Router {
         .route("/api/runs", get(runs))
         .route("/api/runs/{id}", get(run))
         .route("/api/fabric/sweeps", get(sweeps))
+        .route("/api/probe", post(probe))
         .with_state(shared)
 }
 
-const INDEX: &str = "hostping agent\n  /                    this host's page (web UI, in a browser)\n  /metrics             Prometheus exposition\n  /api/status          agent status (JSON)\n  /api/runs            runs, newest first (?limit=N&before=ID&trigger=idle|pfc|drops)\n  /api/runs/{id}       one run with its report\n  /api/fabric/sweeps   switch-port sweeps, newest first (?limit=N&before=ID)\n  /api/hosts           this host, as the fleet collector lists hosts\n  /api/hosts/{host}/runs?limit=N                    runs with reports, newest first\n  /api/hosts/{host}/timeline?rnic=R&endpoint=E     one path over runs, oldest first\n";
+const INDEX: &str = "hostping agent\n  /                    this host's page (web UI, in a browser)\n  /metrics             Prometheus exposition\n  /api/status          agent status (JSON)\n  /api/runs            runs, newest first (?limit=N&before=ID&trigger=idle|pfc|drops|transport|manual)\n  /api/runs/{id}       one run with its report\n  /api/fabric/sweeps   switch-port sweeps, newest first (?limit=N&before=ID)\n  /api/hosts           this host, as the fleet collector lists hosts\n  /api/hosts/{host}/runs?limit=N                    runs with reports, newest first\n  /api/hosts/{host}/timeline?rnic=R&endpoint=E     one path over runs, oldest first\n  POST /api/probe      one run now (Authorization: Bearer TOKEN of the probe-tokens file)\n";
 
 async fn index() -> &'static str {
     INDEX
@@ -205,9 +242,55 @@ async fn sweeps(State(s): State<Shared>, Query(q): Query<SweepsQuery>) -> Respon
     })
 }
 
+/// `POST /api/probe`: asks the loop for one run now, for a holder of a probe token. 403 when
+/// probing on request is off (no probe-tokens file), 401 without a valid token, 503 when the
+/// host cannot be probed; else 202, queued or joining the request already pending.
+async fn probe(State(s): State<Shared>, headers: HeaderMap) -> Response {
+    let Some(tokens) = &s.probe.tokens else {
+        return error(
+            StatusCode::FORBIDDEN,
+            "probing on request is off: start the agent with --probe-tokens FILE (or [agent] probe_tokens)"
+                .into(),
+        );
+    };
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let Some(by) = presented.and_then(|t| tokens.host_of(t.trim())) else {
+        eprintln!("hostping agent: probe request refused: no valid probe token");
+        let mut refused = error(
+            StatusCode::UNAUTHORIZED,
+            "a probe needs Authorization: Bearer TOKEN with a token of the agent's probe-tokens file"
+                .into(),
+        );
+        refused
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, "Bearer".parse().expect("static"));
+        return refused;
+    };
+    if let Some(why) = s.status.lock().expect("status").probing_disabled.clone() {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("probing is disabled on this host: {why}"),
+        );
+    }
+    let body = match s.probe.control.request_probe(by) {
+        ProbeRequest::Queued => {
+            eprintln!("hostping agent: probe requested by {by}: queued");
+            serde_json::json!({ "queued": true, "by": by })
+        }
+        ProbeRequest::AlreadyPending => {
+            eprintln!("hostping agent: probe requested by {by}: joins the one pending");
+            serde_json::json!({ "queued": false, "pending": true, "by": by })
+        }
+    };
+    (StatusCode::ACCEPTED, Json(body)).into_response()
+}
+
 /// A 404 for any host but the one this agent watches.
 fn other_host(s: &Shared, host: &str) -> Option<Response> {
-    let own = s.status.lock().expect("status").host.clone();
+    let own = &s.name;
     (host != own).then(|| {
         error(
             StatusCode::NOT_FOUND,
@@ -218,7 +301,8 @@ fn other_host(s: &Shared, host: &str) -> Option<Response> {
 
 /// `/api/hosts`: this host, in the collector's shape (its latest run's health and causes).
 async fn hosts(State(s): State<Shared>) -> Response {
-    let host = s.status.lock().expect("status").host.clone();
+    let host = s.name.clone();
+    let model = s.status.lock().expect("status").host.clone();
     with_store(&s, |store| {
         let latest = store.runs(&RunQuery {
             limit: 1,
@@ -233,7 +317,7 @@ async fn hosts(State(s): State<Shared>) -> Response {
                 causes.dedup();
                 Json(serde_json::json!([{
                     "host": host,
-                    "kind": latest.map_or(host.as_str(), |r| r.host.as_str()),
+                    "kind": latest.map_or(model.as_str(), |r| r.host.as_str()),
                     "healthy": latest.map(|r| r.healthy),
                     "last_run_unix_ms": latest.map(|r| r.started_unix_ms),
                     // Every run has one trigger: the per-trigger counts add up to all.

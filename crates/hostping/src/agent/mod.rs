@@ -3,13 +3,17 @@
 reads cheap counters, probes when the host is idle or when symptoms appear, keeps every run
 in SQLite, finds flapping across runs, and serves Prometheus `/metrics` and a JSON API.
 
-One thread runs the loop below; the HTTP server runs on a second one and only reads (the
-metrics registry behind a mutex, the database through its own read-only connection).
+One thread runs the loop below; the HTTP server runs on a second one and reads (the
+metrics registry behind a mutex, the database through its own read-only connection). The
+one thing it may ask of the loop is a probe now (`POST /api/probe`, for a holder of a probe
+token): a single slot in [`Control`] that wakes the loop at once, and the run still goes
+through the duty-cycle limiter.
 
 ```text
 every symptoms_every (1 s):      snapshot -> Tx pause > PFC_high or drops -> affinitive probe
 every host_status_every (5 min): snapshot -> all RNICs < Thp_low, GPUs idle -> full mesh
-both go through the duty-cycle limiter; each run: probe, analyze, store (one transaction),
+on request (POST /api/probe):    snapshot -> idle ? full mesh : affinitive probe (`manual`)
+all go through the duty-cycle limiter; each run: probe, analyze, store (one transaction),
 update metrics, add to the history (flapping: gray in 3 consecutive runs, or abnormal and
 normal by turns over the last 6)
 ```
@@ -46,35 +50,133 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use store::{Metrics, NewRun, Store, TriggerOutcome};
 
-/// A stop request (SIGTERM, SIGINT, or a test), that wakes a waiting agent at once.
+/// What other threads ask of the agent's loop: stop (SIGTERM, SIGINT, or a test), or probe
+/// now (`POST /api/probe`). Either wakes a waiting loop at once through one condition
+/// variable; the fabric sampler and the outbox sender wait on it for the stop only.
 #[derive(Debug, Default)]
-pub struct Stop {
-    stopped: Mutex<bool>,
+pub struct Control {
+    state: Mutex<ControlState>,
     wake: Condvar,
 }
 
-impl Stop {
+#[derive(Debug, Default)]
+struct ControlState {
+    stopped: bool,
+    probe: ProbeSlot,
+}
+
+/// The one slot for probing on request: a request waits in it until the loop has run (or
+/// refused) it, and any request meanwhile joins that one, so the slot never grows a queue.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+enum ProbeSlot {
+    #[default]
+    Empty,
+    /// Asked for by this token holder; the loop has not taken it yet.
+    Requested(String),
+    /// The loop is running (or refusing) it.
+    Taken,
+}
+
+/// The answer to a probe request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeRequest {
+    /// Queued: the loop wakes and runs it.
+    Queued,
+    /// One is already waiting or running; this one joins it.
+    AlreadyPending,
+}
+
+/// Why a wait of the loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// The time passed.
+    Elapsed,
+    /// A stop was asked for.
+    Stopped,
+    /// A probe was asked for.
+    ProbeRequested,
+}
+
+impl Control {
+    fn state(&self) -> std::sync::MutexGuard<'_, ControlState> {
+        self.state.lock().expect("agent control")
+    }
+
     /// Asks the agent to stop after the run in progress.
     pub fn stop(&self) {
-        *self.stopped.lock().expect("stop flag") = true;
+        self.state().stopped = true;
         self.wake.notify_all();
     }
 
     /// Whether a stop was asked for.
     pub fn is_stopped(&self) -> bool {
-        *self.stopped.lock().expect("stop flag")
+        self.state().stopped
     }
 
-    /// Sleeps up to `d` of wall time; returns early, with `true`, when stopped.
+    /// Asks for one probe now, on behalf of the token holder `by`.
+    pub fn request_probe(&self, by: &str) -> ProbeRequest {
+        let mut state = self.state();
+        if state.probe != ProbeSlot::Empty {
+            return ProbeRequest::AlreadyPending;
+        }
+        state.probe = ProbeSlot::Requested(by.to_owned());
+        drop(state);
+        self.wake.notify_all();
+        ProbeRequest::Queued
+    }
+
+    /// The holder of a waiting probe request, which the loop now takes.
+    fn take_probe_request(&self) -> Option<String> {
+        let mut state = self.state();
+        match std::mem::take(&mut state.probe) {
+            ProbeSlot::Requested(by) => {
+                state.probe = ProbeSlot::Taken;
+                Some(by)
+            }
+            other => {
+                state.probe = other;
+                None
+            }
+        }
+    }
+
+    /// The taken request is done (run or refused): the next one is queued anew.
+    fn probe_done(&self) {
+        self.state().probe = ProbeSlot::Empty;
+    }
+
+    /// Sleeps up to `d` of wall time; returns early, with `true`, when stopped. Probe
+    /// requests do not end it (for the threads that only stop).
     pub fn sleep(&self, d: Duration) -> bool {
-        let guard = self.stopped.lock().expect("stop flag");
+        let guard = self.state();
         let (guard, _) = self
             .wake
-            .wait_timeout_while(guard, d, |stopped| !*stopped)
-            .expect("stop flag");
-        *guard
+            .wait_timeout_while(guard, d, |s| !s.stopped)
+            .expect("agent control");
+        guard.stopped
+    }
+
+    /// The loop's wait: up to `d` of wall time, ended early by a stop or a probe request.
+    pub fn wait(&self, d: Duration) -> Wake {
+        let guard = self.state();
+        let (guard, _) = self
+            .wake
+            .wait_timeout_while(guard, d, |s| {
+                !s.stopped && !matches!(s.probe, ProbeSlot::Requested(_))
+            })
+            .expect("agent control");
+        if guard.stopped {
+            Wake::Stopped
+        } else if matches!(guard.probe, ProbeSlot::Requested(_)) {
+            Wake::ProbeRequested
+        } else {
+            Wake::Elapsed
+        }
     }
 }
+
+/// The trigger of a run asked for through `POST /api/probe`.
+pub const MANUAL: &str = "manual";
 
 /// What the HTTP API reports about the agent besides runs.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -175,9 +277,9 @@ impl<'a> Agent<'a> {
         })
     }
 
-    /// Runs until `stop`, or until the backend clock has advanced by `run_for_ns`.
-    /// Returns how many runs were stored.
-    pub fn run(&mut self, stop: &Stop, run_for_ns: Option<u64>) -> u64 {
+    /// Runs until `control` says stop, or until the backend clock has advanced by
+    /// `run_for_ns`; probes on request as `control` asks. Returns how many runs were stored.
+    pub fn run(&mut self, control: &Control, run_for_ns: Option<u64>) -> u64 {
         let t = &self.config.triggers;
         let (symptom_every, status_every) = (ns(t.symptoms_every), ns(t.host_status_every));
         let start = self.backend.now_ns();
@@ -189,11 +291,15 @@ impl<'a> Agent<'a> {
                 "probing disabled: {why}; monitoring counters only"
             ));
         }
-        while !stop.is_stopped() {
+        while !control.is_stopped() {
             self.backend.step();
             let now = self.backend.now_ns();
             if end.is_some_and(|e| now >= e) {
                 break;
+            }
+            if let Some(by) = control.take_probe_request() {
+                self.probe_on_request(&by);
+                control.probe_done();
             }
             let (symptoms_due, status_due) = (now >= next_symptom, now >= next_status);
             if symptoms_due || status_due {
@@ -212,7 +318,7 @@ impl<'a> Agent<'a> {
             self.publish_self();
             let wake = next_symptom.min(next_status).min(end.unwrap_or(u64::MAX));
             let now = self.backend.now_ns();
-            if self.backend.wait(wake.saturating_sub(now), stop) {
+            if self.backend.wait(wake.saturating_sub(now), control) == Wake::Stopped {
                 break;
             }
         }
@@ -256,6 +362,24 @@ impl<'a> Agent<'a> {
         }
     }
 
+    /// A probe asked for through `POST /api/probe` by the token holder `by`: in the mode the
+    /// host's state gives (idle if idle, else busy), through the same duty-cycle limiter as
+    /// the other triggers, so a token holder cannot make the agent overload the host.
+    fn probe_on_request(&mut self, by: &str) {
+        let snapshot = self.snapshot();
+        let idle = self.backend.host().is_some_and(|host| {
+            analyze::mode_from_snapshot(host, &snapshot, &self.config.thresholds) == Mode::Idle
+        });
+        let mode = if idle { Mode::Idle } else { Mode::Busy };
+        let detail = format!("requested by {by}");
+        if self.probe(MANUAL, &detail, mode, &snapshot) == TriggerOutcome::RateLimited {
+            (self.log)(&format!(
+                "probe requested by {by} refused: over the duty-cycle limit (triggers.max_duty_cycle {})",
+                self.config.triggers.max_duty_cycle
+            ));
+        }
+    }
+
     fn count_trigger(&mut self, trigger: &str, outcome: TriggerOutcome) {
         self.metrics
             .lock()
@@ -279,15 +403,22 @@ impl<'a> Agent<'a> {
     }
 
     /// One triggered run, if the duty cycle allows it: probe, analyze, store, publish.
-    fn probe(&mut self, trigger: &str, detail: &str, mode: Mode, snapshot: &HostSnapshot) {
+    /// Returns the outcome it counted.
+    fn probe(
+        &mut self,
+        trigger: &str,
+        detail: &str,
+        mode: Mode,
+        snapshot: &HostSnapshot,
+    ) -> TriggerOutcome {
         if self.backend.probing_disabled().is_some() {
             self.count_trigger(trigger, TriggerOutcome::SkippedBusy);
-            return;
+            return TriggerOutcome::SkippedBusy;
         }
         let start = self.backend.now_ns();
         if !self.limiter.allows(start) {
             self.count_trigger(trigger, TriggerOutcome::RateLimited);
-            return;
+            return TriggerOutcome::RateLimited;
         }
         self.count_trigger(trigger, TriggerOutcome::Probed);
         let started_unix_ms = unix_ms();
@@ -299,7 +430,7 @@ impl<'a> Agent<'a> {
             &self.history,
             self.next_run_index,
         ) else {
-            return;
+            return TriggerOutcome::Probed;
         };
         let end = self.backend.now_ns();
         let duration_ns = end.saturating_sub(start);
@@ -322,6 +453,7 @@ impl<'a> Agent<'a> {
             .expect("metrics")
             .observe_run(trigger, &report, duration_ns);
         (self.log)(&summary(trigger, detail, &report, start));
+        TriggerOutcome::Probed
     }
 
     fn store_run(&mut self, parts: NewRunParts<'_>) {
@@ -402,4 +534,53 @@ fn summary(trigger: &str, detail: &str, report: &Report, clock_ns: u64) -> Strin
             causes.join("; ")
         }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_probe_request_waits_at_most_and_later_ones_join_it() {
+        let c = Control::default();
+        assert_eq!(c.request_probe("alice"), ProbeRequest::Queued);
+        assert_eq!(c.request_probe("bob"), ProbeRequest::AlreadyPending);
+        // The loop takes the first holder's request; one arriving while it runs joins it.
+        assert_eq!(c.take_probe_request().as_deref(), Some("alice"));
+        assert_eq!(c.request_probe("bob"), ProbeRequest::AlreadyPending);
+        assert_eq!(c.take_probe_request(), None, "nothing was queued behind it");
+        c.probe_done();
+        assert_eq!(c.take_probe_request(), None);
+        assert_eq!(c.request_probe("bob"), ProbeRequest::Queued);
+        assert_eq!(c.take_probe_request().as_deref(), Some("bob"));
+    }
+
+    #[test]
+    fn a_request_or_a_stop_ends_the_loops_wait_and_only_a_stop_ends_a_sleep() {
+        let c = Arc::new(Control::default());
+        assert_eq!(c.wait(Duration::from_millis(1)), Wake::Elapsed);
+        let asker = {
+            let c = c.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                c.request_probe("alice")
+            })
+        };
+        // Without the wake-up the wait would last a minute and say Elapsed.
+        assert_eq!(c.wait(Duration::from_secs(60)), Wake::ProbeRequested);
+        assert_eq!(asker.join().unwrap(), ProbeRequest::Queued);
+        // A pending request does not cut short the sleeps of the threads that only stop.
+        assert!(!c.sleep(Duration::from_millis(1)));
+        let stopper = {
+            let c = c.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                c.stop();
+            })
+        };
+        assert!(c.sleep(Duration::from_secs(60)));
+        stopper.join().unwrap();
+        // A stop wins over a pending request.
+        assert_eq!(c.wait(Duration::from_secs(60)), Wake::Stopped);
+    }
 }

@@ -9,7 +9,7 @@
 //! numbers its runs from 1 again under a new instance id, and its runs are not taken for
 //! resends).
 
-use super::Stop;
+use super::Control;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -70,7 +70,7 @@ enum Outcome {
 
 /// The sender thread; [`Sender::finish`] drains briefly and joins it.
 pub struct Sender {
-    stop: Arc<Stop>,
+    stop: Arc<Control>,
     thread: JoinHandle<()>,
 }
 
@@ -147,7 +147,7 @@ pub fn start(
 ) -> Result<Sender, StoreError> {
     let store = Store::open(&database)?;
     let instance = store.instance_id()?;
-    let stop = Arc::new(Stop::default());
+    let stop = Arc::new(Control::default());
     let thread_stop = stop.clone();
     let thread = std::thread::Builder::new()
         .name("hostping-outbox".into())
@@ -161,7 +161,7 @@ fn run(
     instance: &str,
     mut store: Store,
     metrics: Arc<Mutex<Metrics>>,
-    stop: &Stop,
+    stop: &Control,
     log: fn(&str),
 ) {
     let client: ureq::Agent = ureq::Agent::config_builder()

@@ -204,6 +204,31 @@ pub fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
     (code, body.to_string())
 }
 
+/// A plain HTTP/1.0 POST with an empty body on loopback, with `headers` ("Name: value"):
+/// status code, head and body.
+pub fn http_post(addr: SocketAddr, path: &str, headers: &[&str]) -> (u16, String, String) {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Length: 0\r\n"
+    )
+    .unwrap();
+    for h in headers {
+        write!(s, "{h}\r\n").unwrap();
+    }
+    write!(s, "\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (code, head.to_string(), body.to_string())
+}
+
 /// Boots the QEMU guest of `scripts/guest/` with `kernel` (`default` or `odp`), runs
 /// `script HOSTPING ARGS...` in it and returns the guest's out folder; panics, naming the
 /// serial log, when the guest run fails.
