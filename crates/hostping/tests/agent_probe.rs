@@ -157,7 +157,7 @@ fn an_authorised_request_gets_a_manual_run_within_seconds() {
 /// Both requests are on the wire before either answer is read, so the second reaches the
 /// agent while the first still waits or runs (a full mesh takes the loop tens of ms).
 #[test]
-fn two_quick_requests_give_one_run() {
+fn quick_requests_join_the_pending_one() {
     let (db, tokens, config) = setup("probe-twice", "burst = \"1h\"\n");
     let mut a = start(&db, &config, Some(&tokens), &[]);
     a.wait_for_runs(1, Duration::from_secs(60));
@@ -182,22 +182,36 @@ fn two_quick_requests_give_one_run() {
         .collect();
     let queued: Vec<&Value> = answers.iter().filter(|v| v["queued"] == true).collect();
     let joined: Vec<&Value> = answers.iter().filter(|v| v["pending"] == true).collect();
-    assert_eq!((queued.len(), joined.len()), (1, 1), "{answers:?}");
-    assert_eq!(joined[0]["queued"], false);
-    a.wait_for_runs(2, Duration::from_secs(20));
-    // Time for a second run, were one queued: there is none.
+    // Both requests arrive within the ~35 ms of a simulated full mesh, so the second almost
+    // always joins the first; on a machine slow enough to finish the run in between, the
+    // second queues anew. Either way each run was asked for by exactly one queued answer.
+    // (That a waiting request is joined, never queued behind, is the unit test
+    // `one_probe_request_waits_at_most_and_later_ones_join_it`.)
+    assert_eq!(queued.len() + joined.len(), 2, "{answers:?}");
+    assert!(!queued.is_empty(), "{answers:?}");
+    assert!(joined.iter().all(|v| v["queued"] == false), "{answers:?}");
+    a.wait_for_runs(1 + queued.len(), Duration::from_secs(20));
+    // Time for another run, were one queued by a joined request: there is none.
     std::thread::sleep(Duration::from_secs(1));
     let manual = manual_runs(&db);
-    assert_eq!(manual.len(), 1);
-    assert_eq!(
-        manual[0].summary.trigger_detail,
-        format!("requested by {}", queued[0]["by"].as_str().unwrap())
-    );
+    assert_eq!(manual.len(), queued.len(), "{answers:?}");
+    let mut asked: Vec<String> = queued
+        .iter()
+        .map(|v| format!("requested by {}", v["by"].as_str().unwrap()))
+        .collect();
+    let mut stored: Vec<String> = manual
+        .iter()
+        .map(|r| r.summary.trigger_detail.clone())
+        .collect();
+    asked.sort();
+    stored.sort();
+    assert_eq!(stored, asked);
+    let before = manual.len();
     // The slot is free again once the run is done: the next request queues anew.
     let (code, _, answer) = probe(a.addr, Some(ALICE));
     assert_eq!((code, &answer["queued"]), (202, &Value::Bool(true)));
-    a.wait_for_runs(3, Duration::from_secs(20));
-    assert_eq!(manual_runs(&db).len(), 2);
+    a.wait_for_runs(2 + before, Duration::from_secs(20));
+    assert_eq!(manual_runs(&db).len(), before + 1);
 }
 
 #[test]
