@@ -71,7 +71,9 @@ impl Tokens {
             };
             let fields: Vec<&str> = line.split_whitespace().collect();
             let [host, token] = fields[..] else {
-                return Err(bad("expected `HOST TOKEN`"));
+                return Err(bad(
+                    "expected `NAME TOKEN`: a host (or a probe-token holder), then its token",
+                ));
             };
             if token.len() < 16 {
                 return Err(bad("the token is shorter than 16 characters"));
@@ -79,7 +81,7 @@ impl Tokens {
             let d = digest(token);
             if let Some((other, _)) = tokens.entries.iter().find(|(_, e)| *e == d) {
                 if other != host {
-                    return Err(bad(&format!("the token is already given to host {other}")));
+                    return Err(bad(&format!("the token is already given to {other}")));
                 }
             }
             tokens.entries.push((host.to_owned(), d));
@@ -130,11 +132,14 @@ mod tests {
     #[test]
     fn refuses_bad_lines_naming_file_and_line() {
         let e = Tokens::parse(Path::new("tok"), "a aaaaaaaaaaaaaaaa\nb\n").unwrap_err();
-        assert_eq!(e.to_string(), "tok:2: expected `HOST TOKEN`");
+        assert_eq!(
+            e.to_string(),
+            "tok:2: expected `NAME TOKEN`: a host (or a probe-token holder), then its token"
+        );
         let e = Tokens::parse(Path::new("tok"), "a short\n").unwrap_err();
         assert!(e.to_string().starts_with("tok:1: the token is shorter"));
         let e = Tokens::parse(Path::new("tok"), "a aaaaaaaaaaaaaaaa\nb aaaaaaaaaaaaaaaa\n")
             .unwrap_err();
-        assert_eq!(e.to_string(), "tok:2: the token is already given to host a");
+        assert_eq!(e.to_string(), "tok:2: the token is already given to a");
     }
 }
