@@ -9,11 +9,11 @@
 
 mod common;
 
-use common::postgres::{client, free_port, get, post, Collector, Postgres};
-use common::{agent, hostping, stdout, temp_dir};
+use common::postgres::{causes, client, free_port, get, post, Collector, Postgres};
+use common::{agent, hostping, stdout, temp_dir, wait_until};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const TOKEN_1: &str = "tok-node-1-0123456789abcdef";
 const TOKEN_2: &str = "tok-node-2-0123456789abcdef";
@@ -45,18 +45,6 @@ fn run(host: &str, id: i64, started: i64, report: &Value) -> Value {
 
 fn body(v: &Value) -> Vec<u8> {
     serde_json::to_vec(v).unwrap()
-}
-
-fn causes(report: &Value) -> Vec<String> {
-    let mut c: Vec<String> = report["diagnoses"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["cause"].as_str().unwrap().to_owned())
-        .collect();
-    c.sort();
-    c.dedup();
-    c
 }
 
 /// The read API's view of a stored run: the report plus the envelope's fields.
@@ -362,14 +350,6 @@ fn agent_run_ids(db: &Path) -> Vec<i64> {
         .collect();
     ids.sort();
     ids
-}
-
-fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]

@@ -10,10 +10,10 @@ mod common;
 
 use common::postgres::{free_port, Collector, Postgres};
 use common::tls::certificates;
-use common::{agent, hostping, stderr, temp_dir};
+use common::{agent, hostping, stderr, temp_dir, wait_until};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const TOKEN: &str = "tok-tls-node-0123456789abcdef";
 
@@ -37,14 +37,6 @@ fn get_json(client: &ureq::Agent, url: &str) -> Value {
     let mut resp = client.get(url).call().unwrap();
     assert_eq!(resp.status().as_u16(), 200, "{url}");
     serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap()
-}
-
-fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]

@@ -8,12 +8,12 @@
 
 mod common;
 
-use common::postgres::{get, post, Collector, Postgres};
-use common::{agent, hostping, stdout, temp_dir};
+use common::postgres::{causes, get, post, Collector, Postgres};
+use common::{agent, hostping, stdout, temp_dir, wait_until};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn token(host: &str) -> String {
     format!("token-of-{host}-0123456789")
@@ -429,17 +429,7 @@ fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
         status["kinds"],
         json!([{"kind": "dgx-a100", "kind_known": true, "hosts": 7, "unhealthy": 1, "stale": 0}])
     );
-    let broken_causes: Vec<String> = {
-        let mut c: Vec<String> = broken["diagnoses"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d["cause"].as_str().unwrap().to_owned())
-            .collect();
-        c.sort();
-        c.dedup();
-        c
-    };
+    let broken_causes = causes(broken);
     assert!(broken_causes.contains(&"link_failure".to_owned()));
     let status_causes: Vec<&str> = status["causes"]
         .as_array()
@@ -585,14 +575,6 @@ fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
         )),
         "{err}"
     );
-}
-
-fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 #[test]

@@ -98,6 +98,15 @@ fn spawn(db: &Path, args: &[&str]) -> Agent {
     }
 }
 
+/// Polls `done` every 50 ms until it holds; fails the test naming `what` after `timeout`.
+pub fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Reads an agent's stderr on a thread of its own until it says where it serves (within
 /// `timeout`): the lines to come, the lines so far, and the address.
 pub fn wait_until_serving(
@@ -190,34 +199,31 @@ impl Drop for Agent {
 
 /// A plain HTTP/1.0 GET on loopback: status code and body.
 pub fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let code = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (code, body.to_string())
+    let (code, _, body) = http_exchange(
+        addr,
+        &format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n"),
+    );
+    (code, body)
 }
 
 /// A plain HTTP/1.0 POST with an empty body on loopback, with `headers` ("Name: value"):
 /// status code, head and body.
 pub fn http_post(addr: SocketAddr, path: &str, headers: &[&str]) -> (u16, String, String) {
+    let mut request = format!("POST {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Length: 0\r\n");
+    for h in headers {
+        request.push_str(h);
+        request.push_str("\r\n");
+    }
+    request.push_str("\r\n");
+    http_exchange(addr, &request)
+}
+
+/// Sends one HTTP/1.0 request and reads the answer to its end: status code (0 when there is
+/// none), head and body.
+fn http_exchange(addr: SocketAddr, request: &str) -> (u16, String, String) {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "POST {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Length: 0\r\n"
-    )
-    .unwrap();
-    for h in headers {
-        write!(s, "{h}\r\n").unwrap();
-    }
-    write!(s, "\r\n").unwrap();
+    s.write_all(request.as_bytes()).unwrap();
     let mut text = String::new();
     s.read_to_string(&mut text).unwrap();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));

@@ -303,3 +303,16 @@ pub fn get(addr: SocketAddr, path: &str) -> (u16, Value) {
     let text = resp.body_mut().read_to_string().unwrap();
     (status, serde_json::from_str(&text).unwrap())
 }
+
+/// The distinct causes of a report's diagnoses, sorted.
+pub fn causes(report: &Value) -> Vec<String> {
+    let mut c: Vec<String> = report["diagnoses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["cause"].as_str().unwrap().to_owned())
+        .collect();
+    c.sort();
+    c.dedup();
+    c
+}
