@@ -693,3 +693,67 @@ fn a_database_of_the_first_schema_is_upgraded_with_its_runs() {
     let (_, runs) = get(addr, "/api/hosts/node-1/runs");
     assert_eq!(runs.as_array().unwrap().len(), 3);
 }
+
+#[test]
+fn migration_4_turns_rings_into_sample_sets_and_compresses_reports_with_lz4() {
+    let dir = temp_dir("collector-upgrade-4");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let sets: Vec<(i64, Vec<String>, Vec<f64>, Vec<f64>)> = runtime.block_on(async {
+        let (mut client, connection) = tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let schema = hostping::collector::schema::migrate_to;
+        assert_eq!(schema(&mut client, 3).await.unwrap(), [1, 2, 3]);
+        // Schema 3's rings: one row per host and path, the newest value last.
+        client
+            .batch_execute(
+                "INSERT INTO hosts (name, kind, kind_known) VALUES ('node-1', 'dgx-a100', true);
+                 INSERT INTO host_paths VALUES
+                     (1, 'rnic0', 'mem0', '{1,2,3}', '{10,20,30}'),
+                     (1, 'rnic0', 'gpu0', '{5}', '{50}');",
+            )
+            .await
+            .unwrap();
+        assert_eq!(schema(&mut client, 4).await.unwrap(), [4]);
+        client
+            .query(
+                "SELECT seq, endpoint, latency_us, bandwidth_gbps FROM host_samples
+                 WHERE host_id = 1 ORDER BY seq",
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+            .collect()
+    });
+    // The i-th newest values of every path make the set numbered -i, oldest first.
+    assert_eq!(
+        sets,
+        vec![
+            (-2, vec!["mem0".to_owned()], vec![1.0], vec![10.0]),
+            (-1, vec!["mem0".to_owned()], vec![2.0], vec![20.0]),
+            (
+                0,
+                vec!["gpu0".to_owned(), "mem0".to_owned()],
+                vec![5.0, 3.0],
+                vec![50.0, 30.0]
+            ),
+        ]
+    );
+    // Debian's PostgreSQL is built with LZ4: the reports use it.
+    assert_eq!(
+        pg.scalar(
+            "SELECT attcompression::text FROM pg_attribute
+             WHERE attrelid = 'runs'::regclass AND attname = 'report'"
+        ),
+        "l"
+    );
+}

@@ -89,32 +89,42 @@ fn mad(values: &[f64]) -> f64 {
 type PathKey = (String, String);
 
 /// Per host and path, the bandwidths and latencies that describe a healthy idle host, in
-/// the order sent: idle runs, measured paths that were not abnormal; the last 9 kept (the
-/// collector's documented HOST_RUNS).
+/// the order sent: idle runs, measured paths that were not abnormal, from the last 9 runs
+/// that gave any (the collector's documented HOST_RUNS).
 fn host_values(runs: &[Value]) -> BTreeMap<PathKey, (Vec<f64>, Vec<f64>)> {
+    let sets: Vec<Vec<(PathKey, f64, f64)>> = runs
+        .iter()
+        .filter(|r| r["mode"] == "idle")
+        .map(|r| {
+            r["paths"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| {
+                    p["status"] != "abnormal" && p["error"].is_null() && p["unavailable"] != true
+                })
+                .filter_map(|p| {
+                    let key = (
+                        p["rnic"].as_str().unwrap().to_owned(),
+                        p["endpoint"].as_str().unwrap().to_owned(),
+                    );
+                    Some((
+                        key,
+                        p["bandwidth_gbps"].as_f64()?,
+                        p["latency_us"].as_f64()?,
+                    ))
+                })
+                .collect()
+        })
+        .filter(|set: &Vec<_>| !set.is_empty())
+        .collect();
     let mut out: BTreeMap<PathKey, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-    for r in runs.iter().filter(|r| r["mode"] == "idle") {
-        for p in r["paths"].as_array().unwrap() {
-            let (Some(bw), Some(lat)) = (p["bandwidth_gbps"].as_f64(), p["latency_us"].as_f64())
-            else {
-                continue;
-            };
-            if p["status"] == "abnormal" || !p["error"].is_null() || p["unavailable"] == true {
-                continue;
-            }
-            let key = (
-                p["rnic"].as_str().unwrap().to_owned(),
-                p["endpoint"].as_str().unwrap().to_owned(),
-            );
-            let e = out.entry(key).or_default();
-            e.0.push(bw);
-            e.1.push(lat);
+    for set in &sets[sets.len().saturating_sub(9)..] {
+        for (key, bw, lat) in set {
+            let e = out.entry(key.clone()).or_default();
+            e.0.push(*bw);
+            e.1.push(*lat);
         }
-    }
-    for (bw, lat) in out.values_mut() {
-        let skip = bw.len().saturating_sub(9);
-        bw.drain(..skip);
-        lat.drain(..skip);
     }
     out
 }
@@ -216,7 +226,8 @@ fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
                 .map(without_own_baseline)
                 .collect(),
             "node-broken" => reports(1, seed, &["degrade:gpu4--lsw4:0.3"]),
-            _ => reports(9, seed, &[]),
+            // More runs than a host keeps (9): its oldest sample sets must be dropped.
+            _ => reports(12, seed, &[]),
         };
         fleet_runs.insert(name.to_string(), runs);
     }
@@ -239,6 +250,12 @@ fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
             assert_eq!(status, 201, "{answer}");
         }
     }
+
+    // A host keeps the sample sets of its last 9 idle runs: the 12-run hosts dropped 3.
+    assert_eq!(
+        pg.scalar("SELECT max(n) FROM (SELECT count(*) AS n FROM host_samples GROUP BY host_id) c"),
+        "9"
+    );
 
     // The collector's background refresh takes the new values without any read asking.
     wait_until("the background refresh", Duration::from_secs(30), || {

@@ -3,18 +3,19 @@
 //!
 //! Hosts of one kind (the report's model name) share a baseline per path (RNIC, endpoint):
 //!
-//! 1. **Per host**, at ingest: each idle run's measured paths that were not abnormal join the
-//!    host's recent values for that path, a ring of the last [`HOST_RUNS`] (table
-//!    `host_paths`, one upsert per run). The host's value for a path is the median of its
-//!    ring, so each host weighs one vote however often it reports, and a few bad runs of a
-//!    host do not move its vote.
+//! 1. **Per host**, at ingest: each idle run's measured paths that were not abnormal are the
+//!    run's sample set; a host keeps the sets of its last [`HOST_RUNS`] runs that gave any
+//!    (table `host_samples`, one row a run, the oldest dropped by the same statement). A
+//!    host's ring for a path is its values in those sets, oldest first, and its value for
+//!    the path the ring's median, so each host weighs one vote however often it reports, and
+//!    a few bad runs of a host do not move its vote.
 //! 2. **Per kind**, refreshed when hosts of the kind sent new values ([`refresh`]): over a
 //!    batch of at most [`BATCH_HOSTS`] hosts of the kind (those that reported last), the
 //!    median of the hosts' values is the baseline and their MAD its spread between hosts;
 //!    the median of each host's own MAD over its ring is the run-to-run spread. A path needs
 //!    [`MIN_FLEET_HOSTS`] hosts for a fleet baseline.
 //!
-//! Ingest only appends to one host's rings and bumps its `paths_version`; a refresh reads
+//! Ingest only adds one host's sample set and bumps its `paths_version`; a refresh reads
 //! at most [`BATCH_HOSTS`] hosts' rings, and runs when a kind has a host whose
 //! `paths_version` moved past the `baseline_version` the last refresh saw (a background
 //! task every [`REFRESH_EVERY`], and any read that needs the baseline first), so the cost of
@@ -99,19 +100,53 @@ impl Samples {
     }
 }
 
-/// Appends a run's [`Samples`] to its host's rings (inside the run's transaction):
-/// $1 host id, $2..$5 the samples' arrays, $6 [`HOST_RUNS`]. The ring keeps the last
-/// HOST_RUNS values: the old ring plus the new value, from position
-/// (old length + 2 - HOST_RUNS) on.
-pub const RECORD_SQL: &str =
-    "INSERT INTO host_paths AS hp (host_id, rnic, endpoint, latency_recent, bandwidth_recent)
-     SELECT $1, u.r, u.e, ARRAY[u.l], ARRAY[u.b]
-     FROM UNNEST($2::text[], $3::text[], $4::float8[], $5::float8[]) AS u(r, e, l, b)
-     ON CONFLICT (host_id, rnic, endpoint) DO UPDATE SET
-         latency_recent = (hp.latency_recent || EXCLUDED.latency_recent)
-             [greatest(1, cardinality(hp.latency_recent) + 2 - $6):],
-         bandwidth_recent = (hp.bandwidth_recent || EXCLUDED.bandwidth_recent)
-             [greatest(1, cardinality(hp.bandwidth_recent) + 2 - $6):]";
+/// Adds a run's [`Samples`] to its host's sets and drops the sets beyond the last
+/// [`HOST_RUNS`] (inside the run's transaction): $1 host id, $2 the run's collector id (the
+/// sets' order), $3..$6 the samples' arrays, $7 [`HOST_RUNS`]. A run without samples changes
+/// nothing. One statement, so the sets kept do not depend on the order in which pipelined
+/// statements run: the delete sees the sets before this one and keeps HOST_RUNS - 1 of them.
+pub const RECORD_SQL: &str = "WITH dropped AS (
+         DELETE FROM host_samples
+         WHERE host_id = $1 AND cardinality($3::text[]) > 0
+           AND seq < (SELECT min(seq) FROM (SELECT seq FROM host_samples WHERE host_id = $1
+                                            ORDER BY seq DESC LIMIT $7::int4 - 1) kept))
+     INSERT INTO host_samples (host_id, seq, rnic, endpoint, latency_us, bandwidth_gbps)
+     SELECT $1, $2::int8, $3::text[], $4::text[], $5::float8[], $6::float8[]
+     WHERE cardinality($3::text[]) > 0";
+
+/// A stored sample set: the four array columns of `host_samples` from column `first` on
+/// (rnic, endpoint, latency_us, bandwidth_gbps).
+pub fn stored_samples(row: &tokio_postgres::Row, first: usize) -> Samples {
+    Samples {
+        rnics: row.get(first),
+        endpoints: row.get(first + 1),
+        latency_us: row.get(first + 2),
+        bandwidth_gbps: row.get(first + 3),
+    }
+}
+
+/// Hosts' rings from their sample sets, each host's given oldest first: per host and path,
+/// the path's values in set order.
+pub fn rings(sets: impl IntoIterator<Item = (String, Samples)>) -> Vec<Ring> {
+    let mut rings: BTreeMap<(String, String, String), Ring> = BTreeMap::new();
+    for (host, set) in sets {
+        for i in 0..set.rnics.len() {
+            let (rnic, endpoint) = (&set.rnics[i], &set.endpoints[i]);
+            let ring = rings
+                .entry((host.clone(), rnic.clone(), endpoint.clone()))
+                .or_insert_with(|| Ring {
+                    host: host.clone(),
+                    rnic: rnic.clone(),
+                    endpoint: endpoint.clone(),
+                    latency_us: Vec::new(),
+                    bandwidth_gbps: Vec::new(),
+                });
+            ring.latency_us.push(set.latency_us[i]);
+            ring.bandwidth_gbps.push(set.bandwidth_gbps[i]);
+        }
+    }
+    rings.into_values().collect()
+}
 
 /// One host's recent values of one path.
 #[derive(Debug, Clone, PartialEq)]
@@ -216,24 +251,17 @@ pub fn fleet_paths(rings: &[Ring]) -> Vec<FleetPath> {
 async fn batch_rings(tx: &Transaction<'_>, kind: &str) -> Result<Vec<Ring>, tokio_postgres::Error> {
     let rows = tx
         .query(
-            "SELECT h.name, hp.rnic, hp.endpoint, hp.latency_recent, hp.bandwidth_recent
+            "SELECT h.name, s.rnic, s.endpoint, s.latency_us, s.bandwidth_gbps
              FROM (SELECT id, name FROM hosts
-                   WHERE kind = $1 AND EXISTS (SELECT 1 FROM host_paths p WHERE p.host_id = hosts.id)
+                   WHERE kind = $1
+                     AND EXISTS (SELECT 1 FROM host_samples p WHERE p.host_id = hosts.id)
                    ORDER BY latest_started_unix_ms DESC NULLS LAST, id LIMIT $2) h
-             JOIN host_paths hp ON hp.host_id = h.id",
+             JOIN host_samples s ON s.host_id = h.id
+             ORDER BY h.name, s.seq",
             &[&kind, &BATCH_HOSTS],
         )
         .await?;
-    Ok(rows
-        .iter()
-        .map(|r| Ring {
-            host: r.get(0),
-            rnic: r.get(1),
-            endpoint: r.get(2),
-            latency_us: r.get(3),
-            bandwidth_gbps: r.get(4),
-        })
-        .collect())
+    Ok(rings(rows.iter().map(|r| (r.get(0), stored_samples(r, 1)))))
 }
 
 /// Recomputes the baseline of `kind` from its batch and stores it (tables
@@ -404,6 +432,43 @@ pub async fn load(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn set(paths: &[(&str, f64)]) -> Samples {
+        Samples {
+            rnics: paths.iter().map(|_| "rnic0".to_owned()).collect(),
+            endpoints: paths.iter().map(|(e, _)| (*e).to_owned()).collect(),
+            latency_us: paths.iter().map(|(_, v)| v / 100.0).collect(),
+            bandwidth_gbps: paths.iter().map(|(_, v)| *v).collect(),
+        }
+    }
+
+    #[test]
+    fn rings_take_each_paths_values_in_set_order_and_skip_sets_without_it() {
+        let sets = vec![
+            ("a".to_owned(), set(&[("mem0", 1.0), ("gpu0", 2.0)])),
+            // mem0 abnormal in this run: not in its set.
+            ("a".to_owned(), set(&[("gpu0", 3.0)])),
+            ("a".to_owned(), set(&[("mem0", 4.0), ("gpu0", 5.0)])),
+            ("b".to_owned(), set(&[("mem0", 6.0)])),
+        ];
+        let got: Vec<(String, String, Vec<f64>, Vec<f64>)> = rings(sets)
+            .into_iter()
+            .map(|r| (r.host, r.endpoint, r.bandwidth_gbps, r.latency_us))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "a".into(),
+                    "gpu0".into(),
+                    vec![2.0, 3.0, 5.0],
+                    vec![0.02, 0.03, 0.05]
+                ),
+                ("a".into(), "mem0".into(), vec![1.0, 4.0], vec![0.01, 0.04]),
+                ("b".into(), "mem0".into(), vec![6.0], vec![0.06]),
+            ]
+        );
+    }
 
     fn ring(host: &str, lat: &[f64], bw: &[f64]) -> Ring {
         Ring {

@@ -199,27 +199,26 @@ async fn slow_hosts(
         }
         let rows = client
             .query(
-                "SELECT h.name, h.rack, hp.rnic, hp.endpoint, hp.latency_recent,
-                        hp.bandwidth_recent
-                 FROM hosts h JOIN host_paths hp ON hp.host_id = h.id
-                 WHERE h.kind = $1 ORDER BY h.name",
+                "SELECT h.name, h.rack, s.rnic, s.endpoint, s.latency_us, s.bandwidth_gbps
+                 FROM hosts h JOIN host_samples s ON s.host_id = h.id
+                 WHERE h.kind = $1 ORDER BY h.name, s.seq",
                 &[&kind],
             )
             .await?;
-        let mut by_host: BTreeMap<String, (Option<String>, Vec<slow::SlowPath>)> = BTreeMap::new();
-        for r in &rows {
-            let ring = baseline::Ring {
-                host: r.get(0),
-                rnic: r.get(2),
-                endpoint: r.get(3),
-                latency_us: r.get(4),
-                bandwidth_gbps: r.get(5),
-            };
-            let entry = by_host
-                .entry(ring.host.clone())
-                .or_insert_with(|| (r.get(1), Vec::new()));
-            if let Some(f) = fleet.get(&(ring.rnic.clone(), ring.endpoint.clone())) {
-                entry.1.extend(slow::slow_paths(&ring, f, &th));
+        let mut by_host: BTreeMap<String, (Option<String>, Vec<slow::SlowPath>)> = rows
+            .iter()
+            .map(|r| (r.get(0), (r.get(1), Vec::new())))
+            .collect();
+        let rings = baseline::rings(
+            rows.iter()
+                .map(|r| (r.get(0), baseline::stored_samples(r, 2))),
+        );
+        for ring in &rings {
+            if let (Some(f), Some(entry)) = (
+                fleet.get(&(ring.rnic.clone(), ring.endpoint.clone())),
+                by_host.get_mut(&ring.host),
+            ) {
+                entry.1.extend(slow::slow_paths(ring, f, &th));
             }
         }
         found.extend(

@@ -223,8 +223,9 @@ pub async fn store(
     let links_params: [&(dyn ToSql + Sync); 5] =
         [&run_id, &link_ids, &link_kinds, &link_status, &counts];
     let diagnoses_params: [&(dyn ToSql + Sync); 3] = [&run_id, &host_id, &diagnoses];
-    let rings_params: [&(dyn ToSql + Sync); 6] = [
+    let rings_params: [&(dyn ToSql + Sync); 7] = [
         &host_id,
+        &run_id,
         &samples.rnics,
         &samples.endpoints,
         &samples.latency_us,

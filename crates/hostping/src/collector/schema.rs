@@ -183,10 +183,45 @@ const MIGRATIONS: &[(i32, &str)] = &[
                    array_agg(status ORDER BY link), array_agg(abnormal_cnt ORDER BY link)
             FROM links GROUP BY run_id;
         DROP TABLE links;
-        -- Every idle run rewrites its host's rings and summary row: room left on each page
-        -- lets PostgreSQL update them in place (a HOT update, no new index entry).
-        ALTER TABLE host_paths SET (fillfactor = 70);
-        ALTER TABLE hosts SET (fillfactor = 70);",
+        -- A host's recent values as the sample sets of its last runs that gave any (one
+        -- row a run, like run_paths), in place of a ring row per path that every run
+        -- rewrote: the 40-row upsert was the costliest statement of ingest. The rings
+        -- carried over: their i-th newest values become the set numbered -i (older than
+        -- any run id).
+        CREATE TABLE host_samples (
+            host_id BIGINT NOT NULL REFERENCES hosts(id),
+            seq BIGINT NOT NULL,
+            rnic TEXT[] NOT NULL,
+            endpoint TEXT[] NOT NULL,
+            latency_us DOUBLE PRECISION[] NOT NULL,
+            bandwidth_gbps DOUBLE PRECISION[] NOT NULL,
+            PRIMARY KEY (host_id, seq)
+        );
+        INSERT INTO host_samples
+            SELECT host_id, -age,
+                   array_agg(rnic ORDER BY rnic, endpoint),
+                   array_agg(endpoint ORDER BY rnic, endpoint),
+                   array_agg(l ORDER BY rnic, endpoint),
+                   array_agg(b ORDER BY rnic, endpoint)
+            FROM (SELECT hp.host_id, hp.rnic, hp.endpoint, u.l, u.b,
+                         cardinality(hp.latency_recent) - u.o AS age
+                  FROM host_paths hp
+                  CROSS JOIN LATERAL unnest(hp.latency_recent, hp.bandwidth_recent)
+                      WITH ORDINALITY AS u(l, b, o)) x
+            GROUP BY host_id, age;
+        DROP TABLE host_paths;
+        -- Every run rewrites its host's summary row: room left on each page lets
+        -- PostgreSQL update it in place (a HOT update).
+        ALTER TABLE hosts SET (fillfactor = 70);
+        -- Reports compressed with LZ4 where the server has it (PostgreSQL 14 and later,
+        -- built with lz4, as Debian's is): compressing a 15 kB report took about 0.6 ms
+        -- with the default pglz and 0.37 ms with LZ4 (BENCHMARKS.md), for 1 kB more a run.
+        DO $$ BEGIN
+            IF current_setting('server_version_num')::int >= 140000 THEN
+                ALTER TABLE runs ALTER COLUMN report SET COMPRESSION lz4;
+            END IF;
+        EXCEPTION WHEN feature_not_supported THEN NULL;
+        END $$;",
     ),
 ];
 
