@@ -694,6 +694,9 @@ fn a_database_of_the_first_schema_is_upgraded_with_its_runs() {
     assert_eq!(runs.as_array().unwrap().len(), 3);
 }
 
+/// A row of `host_samples`: seq, endpoints, latencies, bandwidths.
+type SampleSet = (i64, Vec<String>, Vec<f64>, Vec<f64>);
+
 #[test]
 fn migration_4_turns_rings_into_sample_sets_and_compresses_reports_with_lz4() {
     let dir = temp_dir("collector-upgrade-4");
@@ -704,7 +707,7 @@ fn migration_4_turns_rings_into_sample_sets_and_compresses_reports_with_lz4() {
         .enable_all()
         .build()
         .unwrap();
-    let sets: Vec<(i64, Vec<String>, Vec<f64>, Vec<f64>)> = runtime.block_on(async {
+    let sets: Vec<SampleSet> = runtime.block_on(async {
         let (mut client, connection) = tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls)
             .await
             .unwrap();
