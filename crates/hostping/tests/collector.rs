@@ -698,7 +698,7 @@ fn a_database_of_the_first_schema_is_upgraded_with_its_runs() {
 type SampleSet = (i64, Vec<String>, Vec<f64>, Vec<f64>);
 
 #[test]
-fn migration_4_turns_rings_into_sample_sets_and_compresses_reports_with_lz4() {
+fn migration_4_turns_rings_into_sample_sets_and_keeps_reports_as_json_with_lz4() {
     let dir = temp_dir("collector-upgrade-4");
     let Some(pg) = Postgres::start(&dir) else {
         return;
@@ -720,7 +720,11 @@ fn migration_4_turns_rings_into_sample_sets_and_compresses_reports_with_lz4() {
                 "INSERT INTO hosts (name, kind, kind_known) VALUES ('node-1', 'dgx-a100', true);
                  INSERT INTO host_paths VALUES
                      (1, 'rnic0', 'mem0', '{1,2,3}', '{10,20,30}'),
-                     (1, 'rnic0', 'gpu0', '{5}', '{50}');",
+                     (1, 'rnic0', 'gpu0', '{5}', '{50}');
+                 INSERT INTO runs (host_id, agent_run_id, trigger, started_unix_ms, kind,
+                                   kind_known, healthy, mode, report)
+                 VALUES (1, 7, 'idle', 0, 'dgx-a100', true, true, 'full',
+                         '{\"host\": \"dgx-a100\", \"paths\": [1.5, 2]}');",
             )
             .await
             .unwrap();
@@ -750,6 +754,11 @@ fn migration_4_turns_rings_into_sample_sets_and_compresses_reports_with_lz4() {
                 vec![50.0, 30.0]
             ),
         ]
+    );
+    // A report stored as JSONB comes through as the same JSON, now in a json column.
+    assert_eq!(
+        pg.scalar("SELECT pg_typeof(report)::text || ' ' || report::text FROM runs"),
+        r#"json {"host": "dgx-a100", "paths": [1.5, 2]}"#
     );
     // Debian's PostgreSQL is built with LZ4: the reports use it.
     assert_eq!(

@@ -213,9 +213,13 @@ const MIGRATIONS: &[(i32, &str)] = &[
         -- Every run rewrites its host's summary row: room left on each page lets
         -- PostgreSQL update it in place (a HOT update).
         ALTER TABLE hosts SET (fillfactor = 70);
-        -- Reports compressed with LZ4 where the server has it (PostgreSQL 14 and later,
-        -- built with lz4, as Debian's is): compressing a 15 kB report took about 0.6 ms
-        -- with the default pglz and 0.37 ms with LZ4 (BENCHMARKS.md), for 1 kB more a run.
+        -- The report kept as the agent's JSON text: the collector only stores and returns
+        -- it (the tables hold what is queried), and JSONB's conversion of a 15 kB report
+        -- was the costliest part of ingest. Compressed with LZ4 where the server has it
+        -- (PostgreSQL 14 and later, built with lz4, as Debian's is). Storing 10,000 such
+        -- reports: JSONB with pglz 5.8 s, JSONB with LZ4 3.2 s, JSON with LZ4 0.95 s, for
+        -- 3.2, 4.2 and 5.6 kB a report (BENCHMARKS.md).
+        ALTER TABLE runs ALTER COLUMN report TYPE json USING report::json;
         DO $$ BEGIN
             IF current_setting('server_version_num')::int >= 140000 THEN
                 ALTER TABLE runs ALTER COLUMN report SET COMPRESSION lz4;
