@@ -611,8 +611,10 @@ pub enum BenchCommand {
         /// Time between two runs of one host.
         #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
         cadence: std::time::Duration,
-        /// Concurrent senders while ingesting.
-        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
+        /// Concurrent senders while ingesting: agents pushing at the same moment. The
+        /// collector stores the runs that wait together in one transaction, so the more
+        /// arrive at once, the cheaper each is.
+        #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1024))]
         clients: u32,
         /// Hosts whose pages and timelines are read (each request kind this many times).
         #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]

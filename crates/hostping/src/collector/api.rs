@@ -15,7 +15,9 @@
 //! unreachable (the agent keeps the run and retries). A 2xx is sent only after the commit.
 
 use super::ingest::{self, Stored};
+use super::store::Arrival;
 use super::tokens::Tokens;
+use super::writer::Writer;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path as UrlPath, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -33,6 +35,7 @@ const MAX_LIMIT: i64 = 1000;
 #[derive(Clone)]
 pub(super) struct Shared {
     pub(super) pool: Pool,
+    writer: Writer,
     tokens: Arc<Tokens>,
 }
 
@@ -88,10 +91,11 @@ impl From<tokio_postgres::Error> for ApiError {
 }
 
 /// The router, with `max_body` bytes the most a run may weigh.
-pub fn router(pool: Pool, tokens: Tokens, max_body: usize) -> Router {
+pub fn router(pool: Pool, writer: Writer, tokens: Tokens, max_body: usize) -> Router {
     let pool_for_ui = pool.clone();
     let shared = Shared {
         pool,
+        writer,
         tokens: Arc::new(tokens),
     };
     Router::new()
@@ -129,15 +133,20 @@ async fn post_run(
             host: upload.host,
         });
     }
-    let mut client = shared.pool.get().await?;
-    let stored = ingest::store(&mut client, &upload, &report).await?;
+    let host = upload.host.clone();
+    let agent_run_id = upload.id;
+    let stored = shared
+        .writer
+        .store(Arrival { upload, report })
+        .await
+        .map_err(ApiError::Database)?;
     let (status, id, duplicate) = match stored {
         Stored::New(id) => (StatusCode::CREATED, id, false),
         Stored::Duplicate(id) => (StatusCode::OK, id, true),
     };
     Ok((
         status,
-        Json(json!({"stored": id, "host": upload.host, "id": upload.id, "duplicate": duplicate})),
+        Json(json!({"stored": id, "host": host, "id": agent_run_id, "duplicate": duplicate})),
     )
         .into_response())
 }

@@ -55,8 +55,8 @@ pub fn min_slow_fraction(th: &Thresholds) -> f64 {
     th.abnormal_th / 10.0
 }
 
-/// The measurements of a run that feed its host's recent values, as the parallel arrays
-/// [`RECORD_SQL`] takes.
+/// The measurements of a run that feed its host's recent values (its sample set, stored by
+/// collector/store.rs), as parallel arrays.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Samples {
     /// The RNICs.
@@ -99,20 +99,6 @@ impl Samples {
         self.rnics.is_empty()
     }
 }
-
-/// Adds a run's [`Samples`] to its host's sets and drops the sets beyond the last
-/// [`HOST_RUNS`] (inside the run's transaction): $1 host id, $2 the run's collector id (the
-/// sets' order), $3..$6 the samples' arrays, $7 [`HOST_RUNS`]. A run without samples changes
-/// nothing. One statement, so the sets kept do not depend on the order in which pipelined
-/// statements run: the delete sees the sets before this one and keeps HOST_RUNS - 1 of them.
-pub const RECORD_SQL: &str = "WITH dropped AS (
-         DELETE FROM host_samples
-         WHERE host_id = $1 AND cardinality($3::text[]) > 0
-           AND seq < (SELECT min(seq) FROM (SELECT seq FROM host_samples WHERE host_id = $1
-                                            ORDER BY seq DESC LIMIT $7::int4 - 1) kept))
-     INSERT INTO host_samples (host_id, seq, rnic, endpoint, latency_us, bandwidth_gbps)
-     SELECT $1, $2::int8, $3::text[], $4::text[], $5::float8[], $6::float8[]
-     WHERE cardinality($3::text[]) > 0";
 
 /// A stored sample set: the four array columns of `host_samples` from column `first` on
 /// (rnic, endpoint, latency_us, bandwidth_gbps).
