@@ -26,6 +26,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use deadpool_postgres::Pool;
 use serde_json::{json, Value};
+use std::ops::RangeInclusive;
 use std::sync::Arc;
 
 /// Runs per page when `limit` is not given, and the most one page holds.
@@ -92,7 +93,6 @@ impl From<tokio_postgres::Error> for ApiError {
 
 /// The router, with `max_body` bytes the most a run may weigh.
 pub fn router(pool: Pool, writer: Writer, tokens: Tokens, max_body: usize) -> Router {
-    let pool_for_ui = pool.clone();
     let shared = Shared {
         pool,
         writer,
@@ -104,11 +104,41 @@ pub fn router(pool: Pool, writer: Writer, tokens: Tokens, max_body: usize) -> Ro
         .route("/api/hosts/{host}/runs", get(host_runs))
         .route("/api/health", get(health))
         .merge(super::fleet::routes())
+        .merge(super::timeline::routes())
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(shared)
-        // The web UI (collector/ui.rs) and the read endpoint only its pages need.
-        .merge(super::timeline::routes(pool_for_ui))
+        // The web UI (collector/ui.rs).
         .merge(super::ui::collector_routes())
+}
+
+/// A number from the query string: `default` when absent, refused naming the parameter
+/// when it is not a number within `range`.
+pub(super) fn query_number(
+    name: &str,
+    text: Option<&str>,
+    default: i64,
+    range: RangeInclusive<i64>,
+) -> Result<i64, ApiError> {
+    let Some(text) = text else {
+        return Ok(default);
+    };
+    match text.parse::<i64>() {
+        Ok(n) if range.contains(&n) => Ok(n),
+        _ => Err(ApiError::BadRequest(format!(
+            "{name}: {text:?} is not a number from {} to {}",
+            range.start(),
+            range.end()
+        ))),
+    }
+}
+
+/// The database id of the host named `host`, or NoHost (404).
+pub(super) async fn host_id(client: &tokio_postgres::Client, host: &str) -> Result<i64, ApiError> {
+    client
+        .query_opt("SELECT id FROM hosts WHERE name = $1", &[&host])
+        .await?
+        .map(|r| r.get::<_, i64>(0))
+        .ok_or_else(|| ApiError::NoHost(host.to_owned()))
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {
@@ -200,25 +230,9 @@ async fn host_runs(
     UrlPath(host): UrlPath<String>,
     Query(q): Query<RunsQuery>,
 ) -> Result<Json<Vec<Value>>, ApiError> {
-    let limit = match q.limit {
-        None => DEFAULT_LIMIT,
-        Some(text) => match text.parse::<i64>() {
-            Ok(n) if (1..=MAX_LIMIT).contains(&n) => n,
-            _ => {
-                return Err(ApiError::BadRequest(format!(
-                    "limit: {text:?} is not a number from 1 to {MAX_LIMIT}"
-                )))
-            }
-        },
-    };
+    let limit = query_number("limit", q.limit.as_deref(), DEFAULT_LIMIT, 1..=MAX_LIMIT)?;
     let client = shared.pool.get().await?;
-    let Some(host_id) = client
-        .query_opt("SELECT id FROM hosts WHERE name = $1", &[&host])
-        .await?
-        .map(|r| r.get::<_, i64>(0))
-    else {
-        return Err(ApiError::NoHost(host));
-    };
+    let host_id = host_id(&client, &host).await?;
     let rows = client
         .query(
             "SELECT report, agent_run_id, trigger, started_unix_ms, kind_known FROM runs

@@ -12,7 +12,7 @@
 //! always judge against every stored run; the collector's background refresh keeps that
 //! rare.
 
-use super::api::{ApiError, Shared};
+use super::api::{query_number, ApiError, Shared};
 use super::baseline;
 use super::judge::{self, JudgedPath};
 use super::slow::{self, SlowHost};
@@ -27,8 +27,8 @@ use std::collections::BTreeMap;
 /// 5-minute host checks missed in a row.
 pub const STALE_AFTER_MS: i64 = 3 * 5 * 60 * 1000;
 /// Slow hosts listed when `limit` is not given, and the most one answer holds.
-const DEFAULT_SLOW_LIMIT: usize = 50;
-const MAX_SLOW_LIMIT: usize = 10_000;
+const DEFAULT_SLOW_LIMIT: i64 = 50;
+const MAX_SLOW_LIMIT: i64 = 10_000;
 
 /// The routes of this module.
 pub(super) fn routes() -> Router<Shared> {
@@ -168,17 +168,12 @@ async fn slow_hosts(
     State(shared): State<Shared>,
     Query(q): Query<SlowQuery>,
 ) -> Result<Json<Vec<SlowHost>>, ApiError> {
-    let limit = match &q.limit {
-        None => DEFAULT_SLOW_LIMIT,
-        Some(text) => match text.parse::<usize>() {
-            Ok(n) if (1..=MAX_SLOW_LIMIT).contains(&n) => n,
-            _ => {
-                return Err(ApiError::BadRequest(format!(
-                    "limit: {text:?} is not a number from 1 to {MAX_SLOW_LIMIT}"
-                )))
-            }
-        },
-    };
+    let limit = query_number(
+        "limit",
+        q.limit.as_deref(),
+        DEFAULT_SLOW_LIMIT,
+        1..=MAX_SLOW_LIMIT,
+    )?;
     let mut client = shared.pool.get().await?;
     let kinds: Vec<String> = match q.kind {
         Some(k) => vec![k],
@@ -228,7 +223,8 @@ async fn slow_hosts(
         );
     }
     let mut ranked = slow::rank(found);
-    ranked.truncate(limit);
+    // query_number kept it within 1..=MAX_SLOW_LIMIT.
+    ranked.truncate(limit as usize);
     Ok(Json(ranked))
 }
 

@@ -13,12 +13,10 @@
 //! 2,016 being a week at the 5-minute cadence) at or after `since_unix_ms`; reports are
 //! never unpacked. `run_id` is the agent's run id, as `id` in `/api/hosts/{host}/runs`.
 
+use super::api::{host_id, query_number, ApiError, Shared};
 use axum::extract::{Path as UrlPath, Query, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use deadpool_postgres::Pool;
 use serde_json::{json, Value};
 
 /// Points per answer when `limit` is not given, and the most one answer holds (five weeks
@@ -26,45 +24,9 @@ use serde_json::{json, Value};
 const DEFAULT_POINTS: i64 = 1000;
 const MAX_POINTS: i64 = 10_000;
 
-/// The route, with its pool.
-pub fn routes(pool: Pool) -> Router {
-    Router::new()
-        .route("/api/hosts/{host}/timeline", get(timeline))
-        .with_state(pool)
-}
-
-/// Why a timeline was not answered.
-#[derive(Debug, thiserror::Error)]
-enum TimelineError {
-    #[error("{0}")]
-    BadRequest(String),
-    #[error("no host {0}")]
-    NoHost(String),
-    #[error("database: {0}")]
-    Database(String),
-}
-
-impl IntoResponse for TimelineError {
-    fn into_response(self) -> Response {
-        let status = match &self {
-            TimelineError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            TimelineError::NoHost(_) => StatusCode::NOT_FOUND,
-            TimelineError::Database(_) => StatusCode::SERVICE_UNAVAILABLE,
-        };
-        (status, Json(json!({"error": self.to_string()}))).into_response()
-    }
-}
-
-impl From<deadpool_postgres::PoolError> for TimelineError {
-    fn from(e: deadpool_postgres::PoolError) -> Self {
-        TimelineError::Database(e.to_string())
-    }
-}
-
-impl From<tokio_postgres::Error> for TimelineError {
-    fn from(e: tokio_postgres::Error) -> Self {
-        TimelineError::Database(e.to_string())
-    }
+/// The route.
+pub(super) fn routes() -> Router<Shared> {
+    Router::new().route("/api/hosts/{host}/timeline", get(timeline))
 }
 
 /// The query string, as text so that a bad number gets a message naming it.
@@ -76,45 +38,20 @@ struct TimelineQuery {
     limit: Option<String>,
 }
 
-fn number(
-    name: &str,
-    text: Option<&str>,
-    default: i64,
-    range: std::ops::RangeInclusive<i64>,
-) -> Result<i64, TimelineError> {
-    let Some(text) = text else {
-        return Ok(default);
-    };
-    match text.parse::<i64>() {
-        Ok(n) if range.contains(&n) => Ok(n),
-        _ => Err(TimelineError::BadRequest(format!(
-            "{name}: {text:?} is not a number from {} to {}",
-            range.start(),
-            range.end()
-        ))),
-    }
-}
-
 async fn timeline(
-    State(pool): State<Pool>,
+    State(shared): State<Shared>,
     UrlPath(host): UrlPath<String>,
     Query(q): Query<TimelineQuery>,
-) -> Result<Json<Value>, TimelineError> {
+) -> Result<Json<Value>, ApiError> {
     let (Some(rnic), Some(endpoint)) = (q.rnic, q.endpoint) else {
-        return Err(TimelineError::BadRequest(
+        return Err(ApiError::BadRequest(
             "rnic and endpoint are required: ?rnic=R&endpoint=E".into(),
         ));
     };
-    let since = number("since_unix_ms", q.since_unix_ms.as_deref(), 0, 0..=i64::MAX)?;
-    let limit = number("limit", q.limit.as_deref(), DEFAULT_POINTS, 1..=MAX_POINTS)?;
-    let client = pool.get().await?;
-    let Some(host_id) = client
-        .query_opt("SELECT id FROM hosts WHERE name = $1", &[&host])
-        .await?
-        .map(|r| r.get::<_, i64>(0))
-    else {
-        return Err(TimelineError::NoHost(host));
-    };
+    let since = query_number("since_unix_ms", q.since_unix_ms.as_deref(), 0, 0..=i64::MAX)?;
+    let limit = query_number("limit", q.limit.as_deref(), DEFAULT_POINTS, 1..=MAX_POINTS)?;
+    let client = shared.pool.get().await?;
+    let host_id = host_id(&client, &host).await?;
     // Newest first down the index (so `limit` keeps the newest), reversed below; in each run's
     // row the path is found by its position in the rnic/endpoint arrays.
     let rows = client
