@@ -3,26 +3,8 @@
 
 mod common;
 
-use model::Report;
 use rusqlite::Connection;
-use serde_json::json;
-use store::{NewRun, OutboxStats, Store, MIGRATIONS, SCHEMA_VERSION};
-
-fn insert(store: &mut Store, started_unix_ms: i64, report: &Report) -> i64 {
-    let snapshot = json!({"at_ns": 7});
-    store
-        .insert_run(&NewRun {
-            started_unix_ms,
-            clock_ns: 0,
-            duration_ns: 1,
-            trigger: "idle",
-            trigger_detail: "",
-            snapshot: &snapshot,
-            counters: None,
-            report,
-        })
-        .unwrap()
-}
+use store::{OutboxStats, Store, MIGRATIONS, SCHEMA_VERSION};
 
 #[test]
 fn runs_are_queued_only_when_asked_and_leave_when_delivered() {
@@ -30,11 +12,11 @@ fn runs_are_queued_only_when_asked_and_leave_when_delivered() {
     let db = dir.path().join("runs.db");
     let mut store = Store::open(&db).unwrap();
     let report = common::unhealthy("dgx-a100");
-    insert(&mut store, 1_000, &report);
+    common::insert_idle_run(&mut store, 1_000, &report);
     assert_eq!(store.outbox_stats().unwrap(), OutboxStats::default());
     store.queue_for_collector(10);
-    let a = insert(&mut store, 2_000, &report);
-    let b = insert(&mut store, 3_000, &common::healthy("dgx-a100", 4));
+    let a = common::insert_idle_run(&mut store, 2_000, &report);
+    let b = common::insert_idle_run(&mut store, 3_000, &common::healthy("dgx-a100", 4));
     let pending = store.outbox_pending(10).unwrap();
     assert_eq!(pending.iter().map(|r| r.id).collect::<Vec<_>>(), [a, b]);
     assert_eq!(pending[0].started_unix_ms, 2_000);
@@ -68,7 +50,9 @@ fn a_full_outbox_drops_its_oldest_runs() {
     let mut store = Store::open(&dir.path().join("runs.db")).unwrap();
     store.queue_for_collector(3);
     let report = common::healthy("dgx-a100", 2);
-    let ids: Vec<i64> = (0..5).map(|i| insert(&mut store, i, &report)).collect();
+    let ids: Vec<i64> = (0..5)
+        .map(|i| common::insert_idle_run(&mut store, i, &report))
+        .collect();
     let pending: Vec<i64> = store
         .outbox_pending(10)
         .unwrap()
@@ -111,7 +95,7 @@ fn a_v3_database_gains_an_empty_outbox_and_keeps_its_runs() {
     assert_eq!(store.run(1).unwrap().unwrap().report, report);
     // Runs stored before --collector are not sent; those after are.
     store.queue_for_collector(5);
-    let id = insert(&mut store, 9, &report);
+    let id = common::insert_idle_run(&mut store, 9, &report);
     assert_eq!(store.outbox_pending(5).unwrap()[0].id, id);
 }
 

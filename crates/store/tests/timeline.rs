@@ -5,24 +5,7 @@
 mod common;
 
 use model::{PathStatus, Report};
-use serde_json::json;
-use store::{NewRun, PathPoint, Store};
-
-fn insert(store: &mut Store, started_unix_ms: i64, report: &Report) -> i64 {
-    let snapshot = json!({});
-    store
-        .insert_run(&NewRun {
-            started_unix_ms,
-            clock_ns: 0,
-            duration_ns: 1,
-            trigger: "idle",
-            trigger_detail: "",
-            snapshot: &snapshot,
-            counters: None,
-            report,
-        })
-        .unwrap()
-}
+use store::{PathPoint, Store};
 
 /// A healthy report whose rnic0 -> gpu1 path measured `bw` Gb/s with `status`.
 fn with_gpu1(bw: f64, status: PathStatus) -> Report {
@@ -45,7 +28,7 @@ fn a_path_over_runs_oldest_first() {
     ];
     let mut ids = Vec::new();
     for (i, (bw, status)) in series.iter().enumerate() {
-        ids.push(insert(
+        ids.push(common::insert_idle_run(
             &mut store,
             10_000 + 1_000 * i as i64,
             &with_gpu1(*bw, *status),
@@ -54,7 +37,7 @@ fn a_path_over_runs_oldest_first() {
     // A run whose probe of the path failed is a point without values.
     let mut failed = common::healthy("dgx-a100", 3);
     failed.paths[1] = common::failed_path("rnic0", "gpu1", "ibv_post_send: QP in error");
-    let failed_id = insert(&mut store, 20_000, &failed);
+    let failed_id = common::insert_idle_run(&mut store, 20_000, &failed);
 
     let points = store.path_timeline("rnic0", "gpu1", 0, 100).unwrap();
     let mut expected: Vec<PathPoint> = series

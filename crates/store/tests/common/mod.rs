@@ -7,6 +7,24 @@ use model::{
 };
 use proptest::prelude::*;
 use std::collections::HashSet;
+use store::{NewRun, Store};
+
+/// Stores `report` as an idle-triggered run started at `started_unix_ms`; its row id.
+pub fn insert_idle_run(store: &mut Store, started_unix_ms: i64, report: &Report) -> i64 {
+    let snapshot = serde_json::json!({"at_ns": 7});
+    store
+        .insert_run(&NewRun {
+            started_unix_ms,
+            clock_ns: 0,
+            duration_ns: 1,
+            trigger: "idle",
+            trigger_detail: "",
+            snapshot: &snapshot,
+            counters: None,
+            report,
+        })
+        .unwrap()
+}
 
 /// A path measured at `bw` Gb/s with status `status`.
 pub fn path(rnic: &str, endpoint: &str, bw: f64, status: PathStatus) -> PathReport {
