@@ -6,6 +6,18 @@ mod common;
 use rusqlite::Connection;
 use store::{OutboxStats, Store, MIGRATIONS, SCHEMA_VERSION};
 
+/// A database made by the first `version` migrations, as an older agent left it.
+fn database_at_version(path: &std::path::Path, version: usize) -> Connection {
+    let mut conn = Connection::open(path).unwrap();
+    let tx = conn.transaction().unwrap();
+    for batch in &MIGRATIONS[..version] {
+        tx.execute_batch(batch).unwrap();
+    }
+    tx.pragma_update(None, "user_version", version).unwrap();
+    tx.commit().unwrap();
+    conn
+}
+
 #[test]
 fn runs_are_queued_only_when_asked_and_leave_when_delivered() {
     let dir = tempfile::tempdir().unwrap();
@@ -70,17 +82,8 @@ fn a_v3_database_gains_an_empty_outbox_and_keeps_its_runs() {
     let path = dir.path().join("runs.db");
     let report = common::healthy("dgx-a100", 2);
     {
-        let mut conn = Connection::open(&path).unwrap();
-        let tx = conn.transaction().unwrap();
-        for batch in &MIGRATIONS[..3] {
-            tx.execute_batch(batch).unwrap();
-        }
-        tx.pragma_update(None, "user_version", 3).unwrap();
-        tx.commit().unwrap();
-    }
-    {
         // The v3 schema is all the old agent needs to store a run.
-        let conn = Connection::open(&path).unwrap();
+        let conn = database_at_version(&path, 3);
         conn.execute(
             "INSERT INTO runs (started_unix_ms, clock_ns, duration_ns, trigger, trigger_detail, \
              host, mode, provenance, healthy, snapshot, report) \
@@ -137,13 +140,7 @@ fn a_v4_database_gains_an_instance_id_and_keeps_its_queue() {
     let path = dir.path().join("runs.db");
     let report = common::healthy("dgx-a100", 2);
     {
-        let mut conn = Connection::open(&path).unwrap();
-        let tx = conn.transaction().unwrap();
-        for batch in &MIGRATIONS[..4] {
-            tx.execute_batch(batch).unwrap();
-        }
-        tx.pragma_update(None, "user_version", 4).unwrap();
-        tx.commit().unwrap();
+        let conn = database_at_version(&path, 4);
         conn.execute(
             "INSERT INTO runs (started_unix_ms, clock_ns, duration_ns, trigger, trigger_detail, \
              host, mode, provenance, healthy, snapshot, report) \
