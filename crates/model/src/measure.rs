@@ -35,6 +35,16 @@ pub enum Mode {
     Busy,
 }
 
+impl Mode {
+    /// The word reports use (`idle`, `busy`), as serialised.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Idle => "idle",
+            Mode::Busy => "busy",
+        }
+    }
+}
+
 /// The RDMA operation of a probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -33,6 +33,29 @@ pub enum LinkStatus {
     Gray,
 }
 
+impl PathStatus {
+    /// The name used in reports and stored rows (`normal`, ...), as serialised.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PathStatus::Normal => "normal",
+            PathStatus::Abnormal => "abnormal",
+            PathStatus::Uncertain => "uncertain",
+        }
+    }
+}
+
+impl LinkStatus {
+    /// The name used in reports and stored rows (`gray`, ...), as serialised.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LinkStatus::Uncertain => "uncertain",
+            LinkStatus::Normal => "normal",
+            LinkStatus::Abnormal => "abnormal",
+            LinkStatus::Gray => "gray",
+        }
+    }
+}
+
 /// Root causes (DESIGN 4.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -220,4 +243,53 @@ pub enum BaselineKind {
     /// No baseline: each path against the RNIC's line rate (affinitive paths of a hardware
     /// RNIC) or the best of its peers in the same run (the default on a real host).
     Relative,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{LinkKind, Mode, Provenance};
+
+    fn serde_name<T: Serialize>(value: T) -> String {
+        match serde_json::to_value(value).unwrap() {
+            serde_json::Value::String(s) => s,
+            other => panic!("not a name: {other}"),
+        }
+    }
+
+    /// Stored rows and metric labels use `as_str`; reports use serde: they must agree.
+    #[test]
+    fn every_name_is_the_serialised_one() {
+        use PathStatus as P;
+        for v in [P::Normal, P::Abnormal, P::Uncertain] {
+            assert_eq!(v.as_str(), serde_name(v));
+        }
+        use LinkStatus as L;
+        for v in [L::Uncertain, L::Normal, L::Abnormal, L::Gray] {
+            assert_eq!(v.as_str(), serde_name(v));
+        }
+        use Cause as C;
+        for v in [
+            C::LinkFailure,
+            C::LinkFlapping,
+            C::LinkOverloaded,
+            C::PcieMisconfiguration,
+            C::RnicMisconfiguration,
+            C::IommuCongestion,
+            C::MemoryBusCongestion,
+            C::OdpStall,
+        ] {
+            assert_eq!(v.as_str(), serde_name(v));
+            assert_eq!(Cause::from_name(v.as_str()), Some(v));
+        }
+        for v in [Mode::Idle, Mode::Busy] {
+            assert_eq!(v.as_str(), serde_name(v));
+        }
+        for v in [Provenance::Measured, Provenance::Simulated] {
+            assert_eq!(v.as_str(), serde_name(v));
+        }
+        for v in LinkKind::ALL {
+            assert_eq!(v.as_str(), serde_name(v));
+        }
+    }
 }

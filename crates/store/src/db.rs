@@ -257,14 +257,6 @@ fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<(RunSummary, String)> {
     ))
 }
 
-/// The name serde gives a unit enum variant (`normal`, `gpu_pcie`), as stored in the rows.
-fn name<T: Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(s)) => s,
-        other => format!("{other:?}"),
-    }
-}
-
 impl Store {
     /// Opens or creates the database at `path` (parent folders must exist), sets WAL
     /// (`journal_mode=WAL`, `synchronous=NORMAL`, a busy timeout), and applies pending
@@ -421,8 +413,8 @@ impl Store {
                 run.trigger,
                 run.trigger_detail,
                 report.host,
-                name(&report.mode),
-                name(&report.provenance),
+                report.mode.as_str(),
+                report.provenance.as_str(),
                 report.healthy,
                 snapshot_json,
                 report_json,
@@ -447,7 +439,7 @@ impl Store {
                         p.endpoint.as_str(),
                         p.latency_us,
                         p.bandwidth_gbps,
-                        name(&p.status),
+                        p.status.as_str(),
                         p.error,
                     ])
                     .ctx(
@@ -467,8 +459,8 @@ impl Store {
                         id,
                         idx as i64,
                         l.id.as_str(),
-                        name(&l.kind),
-                        name(&l.status),
+                        l.kind.as_str(),
+                        l.status.as_str(),
                         l.abnormal_cnt,
                         l.utilisation,
                     ])

@@ -158,14 +158,6 @@ impl OutboxMetrics {
     }
 }
 
-/// The serde name of a unit enum variant, as the report writes it.
-fn name<T: serde::Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(s)) => s,
-        other => format!("{other:?}"),
-    }
-}
-
 impl Metrics {
     /// Registers every series; `hostping_agent_info{host,provenance,version}` carries the
     /// identity of the agent.
@@ -360,12 +352,12 @@ impl Metrics {
         self.link_status.clear();
         self.link_abnormal_count.clear();
         for l in &report.links {
-            let kind = name(&l.kind);
+            let kind = l.kind.as_str();
             for status in LINK_STATUSES {
                 let labels = LinkStatusLabels {
                     link: l.id.to_string(),
-                    kind: kind.clone(),
-                    status: name(&status),
+                    kind: kind.to_owned(),
+                    status: status.as_str().to_owned(),
                 };
                 self.link_status
                     .get_or_create(&labels)

@@ -13,7 +13,6 @@
 use super::baseline::{Samples, HOST_RUNS};
 use super::ingest::{RunUpload, Stored};
 use model::Report;
-use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use tokio_postgres::types::{Json, ToSql};
 
@@ -24,15 +23,6 @@ pub struct Arrival {
     pub upload: RunUpload,
     /// The report, parsed for the tables.
     pub report: Report,
-}
-
-/// The serde name of an enum value (`normal`, `gpu_pcie`, ...).
-fn label<T: Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    }
 }
 
 /// The hosts of a batch, each row locked and its id returned. A new host's kind is its
@@ -192,7 +182,7 @@ pub async fn store_batch(
     let run_kinds: Vec<&str> = batch.iter().map(|a| a.report.host.as_str()).collect();
     let run_known: Vec<bool> = run_kinds.iter().map(|k| kind_known(k)).collect();
     let healthy: Vec<bool> = batch.iter().map(|a| a.report.healthy).collect();
-    let modes: Vec<String> = batch.iter().map(|a| label(&a.report.mode)).collect();
+    let modes: Vec<&str> = batch.iter().map(|a| a.report.mode.as_str()).collect();
     let reports: Vec<Json<&serde_json::value::RawValue>> =
         batch.iter().map(|a| Json(&*a.upload.report)).collect();
     let instances: Vec<&str> = batch.iter().map(|a| a.upload.instance.as_str()).collect();
@@ -312,7 +302,7 @@ async fn write_rows(
             endpoints.push(p.endpoint.to_string());
             latency.push(p.latency_us);
             bandwidth.push(p.bandwidth_gbps);
-            path_status.push(label(&p.status));
+            path_status.push(p.status.as_str());
         }
         path_hi.push(rnics.len() as i32);
     }
@@ -324,8 +314,8 @@ async fn write_rows(
         link_lo.push(link_ids.len() as i32 + 1);
         for l in &r.arrival.report.links {
             link_ids.push(l.id.to_string());
-            link_kinds.push(label(&l.kind));
-            link_status.push(label(&l.status));
+            link_kinds.push(l.kind.as_str());
+            link_status.push(l.status.as_str());
             counts.push(i32::try_from(l.abnormal_cnt).unwrap_or(i32::MAX));
         }
         link_hi.push(link_ids.len() as i32);
@@ -343,7 +333,7 @@ async fn write_rows(
     for (run_id, host_id, d) in diagnoses {
         d_runs.push(run_id);
         d_hosts.push(host_id);
-        d_causes.push(label(&d.cause));
+        d_causes.push(d.cause.as_str());
         d_links.push(Json(&d.links));
         d_rnics.push(d.rnic.as_ref().map(|r| r.to_string()));
         d_evidence.push(d.evidence.as_str());
@@ -463,7 +453,7 @@ struct Summaries {
     run_ids: Vec<i64>,
     starts: Vec<i64>,
     healthy: Vec<bool>,
-    causes: Vec<Json<Vec<String>>>,
+    causes: Vec<Json<Vec<&'static str>>>,
     racks: Vec<Option<String>>,
     kinds: Vec<String>,
     kinds_known: Vec<bool>,
@@ -484,8 +474,8 @@ impl Summaries {
                 .max_by_key(|r| (r.arrival.upload.started_unix_ms, r.run_id))
                 .expect("a host here has a new run");
             let (upload, report) = (&latest.arrival.upload, &latest.arrival.report);
-            let mut causes: Vec<String> =
-                report.diagnoses.iter().map(|d| label(&d.cause)).collect();
+            let mut causes: Vec<&'static str> =
+                report.diagnoses.iter().map(|d| d.cause.as_str()).collect();
             causes.sort();
             causes.dedup();
             s.host_ids.push(host_id);
