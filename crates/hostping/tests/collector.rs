@@ -300,6 +300,8 @@ fn kill_9_mid_ingest_loses_no_acknowledged_run() {
         "too few runs before the kill: {}",
         acknowledged.len()
     );
+    // The killed collector's last commits may still be finishing in the server.
+    pg.wait_for_other_clients_to_leave();
     let stored = pg.count("runs");
     // Every acknowledged run is there; at most one per sender may have been committed
     // without its answer arriving.

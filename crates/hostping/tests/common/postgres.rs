@@ -128,6 +128,27 @@ impl Postgres {
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
+    /// Waits until no other client is connected: after a client is killed its server
+    /// processes may still be committing what it sent, and a count taken meanwhile would
+    /// see a table before that commit and the next table after it.
+    pub fn wait_for_other_clients_to_leave(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let others = self.scalar(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+            );
+            if others == "0" {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{others} clients still connected to the test cluster after 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     pub fn count(&self, table: &str) -> i64 {
         self.scalar(&format!("SELECT count(*) FROM {table}"))
             .parse()
