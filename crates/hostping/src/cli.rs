@@ -155,7 +155,7 @@ pub enum Command {
     /// tell a bad communication pattern from a bad mapping from background traffic (Taffet's
     /// thesis); suggest mappings; reproduce the thesis' case studies; benchmark against CODES.
     #[command(subcommand)]
-    Fabric(crate::fabric::args::FabricCommand),
+    Fabric(crate::fabric_cmd::args::FabricCommand),
 }
 
 /// `hostping counters`.
@@ -262,7 +262,7 @@ pub struct CollectorArgs {
     #[arg(long, value_name = "FILE")]
     pub tokens: Option<PathBuf>,
     /// The most a pushed run may weigh, in bytes (413 above it).
-    #[arg(long, value_name = "BYTES", default_value_t = crate::collector::DEFAULT_MAX_BODY)]
+    #[arg(long, value_name = "BYTES", default_value_t = collector::DEFAULT_MAX_BODY)]
     pub max_body: usize,
     /// Serve HTTPS with this certificate (PEM: the server's, then intermediates).
     /// Agents then use an https:// URL (and --collector-ca for a private CA).
@@ -351,6 +351,16 @@ pub struct HostArgs {
     /// DIR/sys/bus/pci/devices, ...): a captured tree, or a test fixture.
     #[arg(long, value_name = "DIR", conflicts_with = "sim")]
     pub sysfs_root: Option<PathBuf>,
+}
+
+impl HostArgs {
+    /// The host these flags name, as the check crate takes it.
+    pub fn spec(&self) -> check::host::HostSpec {
+        check::host::HostSpec {
+            sim: self.sim.clone(),
+            sysfs_root: self.sysfs_root.clone(),
+        }
+    }
 }
 
 /// How the mode of a run is chosen (`--mode`).
@@ -461,7 +471,7 @@ pub struct CheckArgs {
     pub iotlb: bool,
     /// The largest working set of the IOTLB sweep, MiB (the sweep goes 16 KiB, 64 KiB, ...
     /// up to it; two regions this large are allocated per point on a real host).
-    #[arg(long, value_name = "MIB", default_value_t = crate::iotlb::DEFAULT_MAX_MIB, requires = "iotlb", value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    #[arg(long, value_name = "MIB", default_value_t = check::iotlb::DEFAULT_MAX_MIB, requires = "iotlb", value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
     pub iotlb_max_mib: u64,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]

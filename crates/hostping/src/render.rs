@@ -229,7 +229,7 @@ pub fn report(host: &HostTopology, report: &Report, runs: u32, style: Style) -> 
     }
 
     out.push('\n');
-    if report.healthy && !crate::pipeline::failed_paths(report).is_empty() {
+    if report.healthy && !check::pipeline::failed_paths(report).is_empty() {
         let _ = writeln!(
             out,
             "{}",
@@ -760,6 +760,65 @@ fn interconnect(out: &mut String, report: &CounterReport) {
 
 fn opt(v: Option<String>) -> String {
     v.unwrap_or_else(|| "-".into())
+}
+
+/// The table view: one row per curve, one column per working set, and the knee.
+pub fn iotlb(report: &check::iotlb::IotlbReport) -> String {
+    let mut out = format!(
+        "IOTLB sweep ({}; HotNets'22 3.1, Figures 3-5): stream Gb/s by working set\n",
+        report.provenance.as_str()
+    );
+    let Some(first) = report.curves.first() else {
+        for note in &report.notes {
+            out += &format!("  {note}\n");
+        }
+        return out;
+    };
+    out += &format!("  {:<20}", "rnic -> mem, page");
+    for p in &first.points {
+        out += &format!(
+            " {:>8}",
+            check::iotlb::size_text(p.working_set_bytes).replace(' ', "")
+        );
+    }
+    out += "\n";
+    for c in &report.curves {
+        out += &format!(
+            "  {:<20}",
+            format!("{} -> {}, {}", c.rnic, c.endpoint, c.page)
+        );
+        for p in &c.points {
+            out += &format!(" {:>8.1}", p.gbps);
+        }
+        out += "\n";
+    }
+    for c in &report.curves {
+        out += &match &c.knee {
+            Some(k) => format!(
+                "  {} -> {} {}: falls off between {} and {} (IOTLB reach {}): {:.1} -> {:.1} Gb/s\n",
+                c.rnic,
+                c.endpoint,
+                c.page,
+                check::iotlb::size_text(k.last_full_bytes),
+                check::iotlb::size_text(k.first_low_bytes),
+                check::iotlb::size_text(c.reach_bytes),
+                k.plateau_gbps,
+                k.floor_gbps
+            ),
+            None => format!(
+                "  {} -> {} {}: no fall-off up to {} (IOTLB reach {})\n",
+                c.rnic,
+                c.endpoint,
+                c.page,
+                check::iotlb::size_text(c.points.last().map_or(0, |p| p.working_set_bytes)),
+                check::iotlb::size_text(c.reach_bytes)
+            ),
+        };
+    }
+    for note in &report.notes {
+        out += &format!("  {note}\n");
+    }
+    out
 }
 
 #[cfg(test)]

@@ -598,9 +598,7 @@ fn a_database_of_the_first_schema_is_upgraded_with_its_runs() {
             .await
             .unwrap();
         tokio::spawn(connection);
-        let applied = hostping::collector::schema::migrate_to(&mut client, 1)
-            .await
-            .unwrap();
+        let applied = collector::schema::migrate_to(&mut client, 1).await.unwrap();
         assert_eq!(applied, [1]);
         client
             .execute(
@@ -714,7 +712,7 @@ fn migration_4_turns_rings_into_sample_sets_and_keeps_reports_as_json_with_lz4()
             .await
             .unwrap();
         tokio::spawn(connection);
-        let schema = hostping::collector::schema::migrate_to;
+        let schema = collector::schema::migrate_to;
         assert_eq!(schema(&mut client, 3).await.unwrap(), [1, 2, 3]);
         // Schema 3's rings: one row per host and path, the newest value last.
         client

@@ -8,11 +8,11 @@
 
 mod common;
 
+use collector::batch::{Arrival, Stored};
+use collector::writer::{Outcome, Writer};
 use common::postgres::Postgres;
 use common::{hostping, stdout, temp_dir};
-use hostping::collector::ingest::{self, Stored};
-use hostping::collector::store::Arrival;
-use hostping::collector::writer::{Outcome, Writer};
+use fleet_api::upload as ingest;
 use serde_json::{json, Value};
 use std::future::Future;
 use std::task::Poll;
@@ -55,9 +55,7 @@ fn writer_on(pg: &Postgres) -> (tokio::runtime::Runtime, Writer) {
             .build()
             .unwrap();
         let mut client = pool.get().await.unwrap();
-        hostping::collector::schema::migrate(&mut client)
-            .await
-            .unwrap();
+        collector::schema::migrate(&mut client).await.unwrap();
         drop(client);
         Writer::start(pool, 1)
     });

@@ -28,7 +28,7 @@ fn client(ca: &Path) -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(30)))
-        .tls_config(hostping::collector::tls::client_config(Some(ca)).unwrap())
+        .tls_config(fleet_api::tls::client_config(Some(ca)).unwrap())
         .build()
         .into()
 }

@@ -177,8 +177,8 @@ fn agent_config_text() -> String {
     text(&cm["data"]["agent.toml"], "agent.toml").to_string()
 }
 
-fn agent_config() -> hostping::agent::config::AgentConfig {
-    hostping::agent::config::AgentConfig::parse(&agent_config_text())
+fn agent_config() -> agent::config::AgentConfig {
+    agent::config::AgentConfig::parse(&agent_config_text())
         .unwrap_or_else(|e| panic!("the ConfigMap's agent.toml: {e}"))
 }
 
@@ -279,7 +279,7 @@ fn the_image_runs_the_agent_with_only_the_libraries_it_dlopens() {
     );
     assert!(runtime.contains("\nUSER 65532"), "non-root by default");
     // The configuration it copies is one the agent accepts.
-    hostping::agent::config::AgentConfig::parse(&read("packaging/hostping-agent.toml")).unwrap();
+    agent::config::AgentConfig::parse(&read("packaging/hostping-agent.toml")).unwrap();
     let ignore = read(".dockerignore");
     assert!(ignore.lines().any(|l| l.trim() == "target/"));
 }

@@ -5,8 +5,8 @@
 
 mod common;
 
+use check::pipeline::{self, CheckSettings};
 use common::{hostping, stderr, stdout};
-use hostping::pipeline::{self, CheckSettings};
 use model::{Cause, HostTopology, LinkId, PathStatus, Report};
 use serde_json::Value;
 
@@ -18,15 +18,15 @@ fn dgx() -> HostTopology {
 /// `hostping check --sim dgx-a100 --inject ...` does.
 fn check(faults: &[&str], seed: u64) -> Report {
     let host = dgx();
-    let faults = hostping::sim::parse_faults(
+    let faults = check::sim::parse_faults(
         &faults.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
         &host,
     )
     .unwrap();
     let settings = CheckSettings::default();
-    let baseline = hostping::baseline::simulated(
+    let baseline = check::record::simulated(
         &host,
-        hostping::baseline::DEFAULT_RUNS,
+        check::record::DEFAULT_RUNS,
         seed,
         &settings.latency,
         vhost::VhostConfig::default().noise,

@@ -1,8 +1,8 @@
 //! The scenario suite of Hostping Section 6: every case must be diagnosed as expected, and
 //! healthy noisy hosts must raise no alarm.
 
-use hostping::bench;
-use hostping::scenario::Scenario;
+use check::accuracy as bench;
+use check::scenario::Scenario;
 use std::path::Path;
 
 fn suite() -> Vec<Scenario> {
@@ -114,18 +114,18 @@ fn a_flapping_gpu_link_is_named_flapping_for_every_seed() {
             ..base.clone()
         };
         assert_eq!(s.runs, 4);
-        let reports = hostping::pipeline::check_virtual(
+        let reports = check::pipeline::check_virtual(
             &s.host,
             s.faults.clone(),
             seed,
-            &hostping::baseline::simulated(
+            &check::record::simulated(
                 &s.host,
-                hostping::baseline::DEFAULT_RUNS,
+                check::record::DEFAULT_RUNS,
                 seed,
                 &Default::default(),
                 vhost::VhostConfig::default().noise,
             ),
-            &hostping::pipeline::CheckSettings {
+            &check::pipeline::CheckSettings {
                 runs: s.runs,
                 ..Default::default()
             },

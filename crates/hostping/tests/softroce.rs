@@ -70,7 +70,7 @@ fn error_of(p: &Value) -> &str {
 }
 
 fn median(v: Vec<f64>) -> f64 {
-    probe::median(v).expect("at least one run")
+    analyze::robust::median(v).expect("at least one run")
 }
 
 #[test]

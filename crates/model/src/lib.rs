@@ -30,6 +30,7 @@ pub mod report;
 pub mod snapshot;
 pub mod switch_port;
 pub mod thresholds;
+pub mod time;
 pub mod topology;
 
 pub use baseline::{Baseline, BaselinePath};

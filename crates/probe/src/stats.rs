@@ -26,20 +26,6 @@ pub fn latency_stats(samples_ns: &[f64]) -> Option<LatencyStats> {
     })
 }
 
-/// The median of `values`: the middle value, or the mean of the two middle values for an
-/// even count. `None` when there are none. The one median of the project: baselines,
-/// benchmarks and the guest test all summarise repeated runs with it.
-pub fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
-    let mut v: Vec<f64> = values.into_iter().collect();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
-}
-
 /// BW_host = (size_large - size_small) / (Lat_large - Lat_small), in Gb/s (Hostping
 /// eq. 1 minus eq. 2 gives eq. 3). `None` when the large message was not slower.
 pub fn bandwidth_from_latency_gbps(
@@ -95,14 +81,6 @@ pub fn measurement(
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    #[test]
-    fn median_of_odd_even_and_no_values() {
-        assert_eq!(median([3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median([4.0, 1.0, 2.0, 3.0]), Some(2.5));
-        assert_eq!(median([7.0]), Some(7.0));
-        assert_eq!(median(std::iter::empty()), None);
-    }
 
     #[test]
     fn percentiles_by_nearest_rank() {

@@ -9,11 +9,33 @@ use crate::fault::Fault;
 use crate::host::VirtualHost;
 use crate::odp::TRANSPORT_TIMEOUT_FLOOR_MS;
 use model::{
-    AcsPort, AtsState, ComponentClass, HostConfig, IommuConfig, IommuGroup, Provenance,
-    TransportTimeout,
+    AcsPort, AtsState, ComponentClass, CounterReport, HostConfig, IommuConfig, IommuGroup,
+    Provenance, SourceReport, TransportTimeout,
 };
 
 impl VirtualHost {
+    /// What `hostping counters` shows of the virtual host: its monitor snapshot and the
+    /// configuration its faults imply, labelled SIMULATED. `at_unix_ms` is the wall-clock
+    /// time to stamp it with (the virtual host reads no wall clock).
+    pub fn counter_report(&mut self, at_unix_ms: i64) -> CounterReport {
+        use probe::Monitor;
+        let faults: Vec<String> = self.faults().iter().map(|f| f.to_string()).collect();
+        CounterReport {
+            host: Some(self.topology().name.clone()),
+            provenance: Provenance::Simulated,
+            at_unix_ms,
+            monitor: self.snapshot(),
+            config: self.config(),
+            sources: vec![SourceReport {
+                detail: Some(
+                    "SIMULATED: throughput, pause ratio and link utilisation from the flow model"
+                        .into(),
+                ),
+                ..SourceReport::ok("virtual host", faults)
+            }],
+        }
+    }
+
     /// The static configuration the injected faults imply.
     pub fn config(&self) -> HostConfig {
         let host = self.topology();

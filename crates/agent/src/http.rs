@@ -1,0 +1,421 @@
+//! The agent's HTTP endpoint, on its own thread with a single-threaded runtime: it reads
+//! (the metrics registry, the status, and the database through a read-only connection) and,
+//! for `POST /api/probe`, sets one slot in the loop's [`Control`], so it can never hold up
+//! the probe loop for long.
+//!
+//! | path | what |
+//! |---|---|
+//! | `/metrics` | Prometheus exposition (the `store` crate lists the series) |
+//! | `/api/status` | the agent: host, clock, runs stored, duty cycle, latest snapshot |
+//! | `/api/runs?limit=N&before=ID&trigger=T` | run summaries, newest first |
+//! | `/api/runs/{id}` | one run: trigger, snapshot, counters, the whole report |
+//! | `/api/fabric/sweeps?limit=N&before=ID` | switch-port sweeps (`[fabric]`), newest first, each with its ports |
+//! | `/` | the web UI's host page for this host (to a browser, `Accept: text/html`); else the index of `/api` |
+//! | `/api` | this index, as text |
+//! | `/api/hosts` | this host in the collector's shape: `[{"host", "kind", "healthy", "last_run_unix_ms", "runs", "causes"}]` |
+//! | `/api/hosts/{host}/runs?limit=N` | as the collector's: the 4.3 report + id, trigger, started_unix_ms, newest first |
+//! | `/api/hosts/{host}/timeline?rnic=R&endpoint=E[&since_unix_ms=T][&limit=N]` | one path over runs, oldest first, as the collector's |
+//! | `POST /api/probe` | one run now (trigger `manual`), for a holder of a probe token (`Authorization: Bearer TOKEN`) |
+//!
+//! The `/api/hosts` family mirrors the collector's read API (DESIGN 4.5, collector/api.rs,
+//! collector/timeline.rs) with the same JSON, so the one page script of collector/ui.rs
+//! serves both; `{host}` is this host's fleet name (`--name`), its `kind` the model.
+//!
+//! Everything but `POST /api/probe` only reads. That one only writes a request into the
+//! loop's [`Control`] (one at most, never a queue), and only for a token of the probe-tokens
+//! file (issue 14 part 5: anything that triggers probing needs a token with that right);
+//! without such a file probing on request is off.
+
+use crate::{Control, ProbeRequest, Status};
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use fleet_api::tokens::Tokens;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use store::{Metrics, RunQuery, Store};
+
+#[derive(Clone)]
+struct Shared {
+    metrics: Arc<Mutex<Metrics>>,
+    status: Arc<Mutex<Status>>,
+    database: PathBuf,
+    /// This host's name in the fleet.
+    name: String,
+    /// Probing on request: who may ask, and where to ask.
+    probe: ProbeAccess,
+}
+
+/// Who may ask for a probe (`None`: nobody, probing on request is off), and the loop's
+/// control to ask through.
+#[derive(Clone)]
+pub struct ProbeAccess {
+    /// The digests of the probe tokens, by holder.
+    pub tokens: Option<Arc<Tokens>>,
+    /// The agent loop's control.
+    pub control: Arc<Control>,
+}
+
+/// What the agent's server serves besides its own state.
+pub struct ServeOptions {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// The runs database (opened read-only per request).
+    pub database: PathBuf,
+    /// This host's name in the fleet (`--name`): the page and `/api/hosts` use it.
+    pub name: String,
+    /// Probing on request.
+    pub probe: ProbeAccess,
+}
+
+/// A running server: its address, and the thread to join after [`Server::shutdown`].
+pub struct Server {
+    /// Where it listens (the real port when 0 was asked for).
+    pub addr: SocketAddr,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    /// Stops serving and waits for the thread.
+    pub fn shutdown(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Binds `options.listen` now (so a port in use is reported at start) and serves on a
+/// thread.
+pub fn serve(
+    options: ServeOptions,
+    metrics: Arc<Mutex<Metrics>>,
+    status: Arc<Mutex<Status>>,
+) -> std::io::Result<Server> {
+    let listener = std::net::TcpListener::bind(options.listen)?;
+    listener.set_nonblocking(true)?;
+    let addr = listener.local_addr()?;
+    let shared = Shared {
+        metrics,
+        status,
+        database: options.database,
+        name: options.name,
+        probe: options.probe,
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()?;
+    let thread = std::thread::Builder::new()
+        .name("hostping-http".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                let listener = match tokio::net::TcpListener::from_std(listener) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        eprintln!("hostping agent: http: {e}");
+                        return;
+                    }
+                };
+                let app = router(shared);
+                let served = axum::serve(listener, app)
+                    .with_graceful_shutdown(async {
+                        let _ = rx.await;
+                    })
+                    .await;
+                if let Err(e) = served {
+                    eprintln!("hostping agent: http: {e}");
+                }
+            })
+        })?;
+    Ok(Server {
+        addr,
+        shutdown: Some(tx),
+        thread: Some(thread),
+    })
+}
+
+fn router(shared: Shared) -> Router {
+    fleet_api::ui::asset_routes()
+        .route("/", get(front))
+        .route("/api", get(index))
+        .route("/api/hosts", get(hosts))
+        .route("/api/hosts/{host}/runs", get(host_runs))
+        .route("/api/hosts/{host}/timeline", get(host_timeline))
+        .route("/metrics", get(metrics))
+        .route("/api/status", get(status))
+        .route("/api/runs", get(runs))
+        .route("/api/runs/{id}", get(run))
+        .route("/api/fabric/sweeps", get(sweeps))
+        .route("/api/probe", post(probe))
+        .with_state(shared)
+}
+
+const INDEX: &str = "hostping agent\n  /                    this host's page (web UI, in a browser)\n  /metrics             Prometheus exposition\n  /api/status          agent status (JSON)\n  /api/runs            runs, newest first (?limit=N&before=ID&trigger=idle|pfc|drops|transport|manual)\n  /api/runs/{id}       one run with its report\n  /api/fabric/sweeps   switch-port sweeps, newest first (?limit=N&before=ID)\n  /api/hosts           this host, as the fleet collector lists hosts\n  /api/hosts/{host}/runs?limit=N                    runs with reports, newest first\n  /api/hosts/{host}/timeline?rnic=R&endpoint=E     one path over runs, oldest first\n  POST /api/probe      one run now (Authorization: Bearer TOKEN of the probe-tokens file)\n";
+
+async fn index() -> &'static str {
+    INDEX
+}
+
+/// The host page to a browser; the text index to `curl` and other clients.
+async fn front(headers: HeaderMap) -> Response {
+    let wants_html = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/html"));
+    if wants_html {
+        fleet_api::ui::host_page().await
+    } else {
+        INDEX.into_response()
+    }
+}
+
+async fn metrics(State(s): State<Shared>) -> Response {
+    let text = s.metrics.lock().expect("metrics").encode();
+    ([(header::CONTENT_TYPE, store::CONTENT_TYPE)], text).into_response()
+}
+
+async fn status(State(s): State<Shared>) -> Json<Status> {
+    Json(s.status.lock().expect("status").clone())
+}
+
+/// Query of `/api/runs`.
+#[derive(serde::Deserialize)]
+struct RunsQuery {
+    limit: Option<u32>,
+    before: Option<i64>,
+    trigger: Option<String>,
+}
+
+fn error(code: StatusCode, message: String) -> Response {
+    (code, Json(serde_json::json!({ "error": message }))).into_response()
+}
+
+/// Answers from a read-only connection of its own (WAL lets it read beside the writer).
+fn with_store(s: &Shared, answer: impl FnOnce(&Store) -> Response) -> Response {
+    match Store::open_read_only(&s.database) {
+        Ok(store) => answer(&store),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    }
+}
+
+async fn runs(State(s): State<Shared>, Query(q): Query<RunsQuery>) -> Response {
+    let query = RunQuery {
+        limit: q.limit.unwrap_or(50).min(1000),
+        before: q.before,
+        trigger: q.trigger,
+    };
+    with_store(&s, |store| match store.runs(&query) {
+        Ok(runs) => Json(runs).into_response(),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    })
+}
+
+async fn run(State(s): State<Shared>, UrlPath(id): UrlPath<i64>) -> Response {
+    with_store(&s, |store| match store.run(id) {
+        Ok(Some(run)) => Json(run).into_response(),
+        Ok(None) => error(StatusCode::NOT_FOUND, format!("no run {id}")),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    })
+}
+
+/// Query of `/api/fabric/sweeps`.
+#[derive(serde::Deserialize)]
+struct SweepsQuery {
+    limit: Option<u32>,
+    before: Option<i64>,
+}
+
+/// A sweep holds every port of the sampler (thousands on a large fabric): fewer per page
+/// than runs.
+async fn sweeps(State(s): State<Shared>, Query(q): Query<SweepsQuery>) -> Response {
+    let limit = q.limit.unwrap_or(10).min(100);
+    with_store(&s, |store| match store.sweeps(limit, q.before) {
+        Ok(sweeps) => Json(sweeps).into_response(),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    })
+}
+
+/// `POST /api/probe`: asks the loop for one run now, for a holder of a probe token. 403 when
+/// probing on request is off (no probe-tokens file), 401 without a valid token, 503 when the
+/// host cannot be probed; else 202, queued or joining the request already pending.
+async fn probe(State(s): State<Shared>, headers: HeaderMap) -> Response {
+    let Some(tokens) = &s.probe.tokens else {
+        return error(
+            StatusCode::FORBIDDEN,
+            "probing on request is off: start the agent with --probe-tokens FILE (or [agent] probe_tokens)"
+                .into(),
+        );
+    };
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let Some(by) = presented.and_then(|t| tokens.host_of(t.trim())) else {
+        eprintln!("hostping agent: probe request refused: no valid probe token");
+        let mut refused = error(
+            StatusCode::UNAUTHORIZED,
+            "a probe needs Authorization: Bearer TOKEN with a token of the agent's probe-tokens file"
+                .into(),
+        );
+        refused
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, "Bearer".parse().expect("static"));
+        return refused;
+    };
+    if let Some(why) = s.status.lock().expect("status").probing_disabled.clone() {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("probing is disabled on this host: {why}"),
+        );
+    }
+    let body = match s.probe.control.request_probe(by) {
+        ProbeRequest::Queued => {
+            eprintln!("hostping agent: probe requested by {by}: queued");
+            serde_json::json!({ "queued": true, "by": by })
+        }
+        ProbeRequest::AlreadyPending => {
+            eprintln!("hostping agent: probe requested by {by}: joins the one pending");
+            serde_json::json!({ "queued": false, "pending": true, "by": by })
+        }
+    };
+    (StatusCode::ACCEPTED, Json(body)).into_response()
+}
+
+/// A 404 for any host but the one this agent watches.
+fn other_host(s: &Shared, host: &str) -> Option<Response> {
+    let own = &s.name;
+    (host != own).then(|| {
+        error(
+            StatusCode::NOT_FOUND,
+            format!("no host {host}: this agent watches {own}"),
+        )
+    })
+}
+
+/// `/api/hosts`: this host, in the collector's shape (its latest run's health and causes).
+async fn hosts(State(s): State<Shared>) -> Response {
+    let host = s.name.clone();
+    let model = s.status.lock().expect("status").host.clone();
+    with_store(&s, |store| {
+        let latest = store.runs(&RunQuery {
+            limit: 1,
+            ..RunQuery::default()
+        });
+        let counts = store.trigger_counts();
+        match (latest, counts) {
+            (Ok(latest), Ok(counts)) => {
+                let latest = latest.first();
+                let mut causes = latest.map(|r| r.causes.clone()).unwrap_or_default();
+                causes.sort();
+                causes.dedup();
+                Json(serde_json::json!([{
+                    "host": host,
+                    "kind": latest.map_or(model.as_str(), |r| r.host.as_str()),
+                    "healthy": latest.map(|r| r.healthy),
+                    "last_run_unix_ms": latest.map(|r| r.started_unix_ms),
+                    // Every run has one trigger: the per-trigger counts add up to all.
+                    "runs": counts.iter().map(|(_, n)| n).sum::<u64>(),
+                    "causes": causes,
+                }]))
+                .into_response()
+            }
+            (Err(e), _) | (_, Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        }
+    })
+}
+
+/// Query of `/api/hosts/{host}/runs`.
+#[derive(serde::Deserialize)]
+struct HostRunsQuery {
+    limit: Option<u32>,
+}
+
+/// `/api/hosts/{host}/runs`: the newest runs, each its report plus `id`, `trigger` and
+/// `started_unix_ms`, as the collector answers.
+async fn host_runs(
+    State(s): State<Shared>,
+    UrlPath(host): UrlPath<String>,
+    Query(q): Query<HostRunsQuery>,
+) -> Response {
+    if let Some(refused) = other_host(&s, &host) {
+        return refused;
+    }
+    let limit = q.limit.unwrap_or(20).clamp(1, 1000);
+    with_store(&s, |store| {
+        let answer = store
+            .runs(&RunQuery {
+                limit,
+                ..RunQuery::default()
+            })
+            .and_then(|summaries| {
+                summaries
+                    .iter()
+                    .filter_map(|summary| store.run(summary.id).transpose())
+                    .map(|run| run.map(with_envelope))
+                    .collect::<Result<Vec<_>, _>>()
+            });
+        match answer {
+            Ok(runs) => Json(runs).into_response(),
+            Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        }
+    })
+}
+
+/// A stored run as the collector returns it: the report with the envelope's fields.
+fn with_envelope(run: store::StoredRun) -> serde_json::Value {
+    // A report is plain structs with string keys: it always serialises.
+    let mut report = serde_json::to_value(&run.report).unwrap_or_default();
+    if let serde_json::Value::Object(map) = &mut report {
+        map.insert("id".into(), run.summary.id.into());
+        map.insert("trigger".into(), run.summary.trigger.into());
+        map.insert("started_unix_ms".into(), run.summary.started_unix_ms.into());
+    }
+    report
+}
+
+/// Query of `/api/hosts/{host}/timeline`.
+#[derive(serde::Deserialize)]
+struct TimelineQuery {
+    rnic: Option<String>,
+    endpoint: Option<String>,
+    since_unix_ms: Option<i64>,
+    limit: Option<u32>,
+}
+
+/// `/api/hosts/{host}/timeline`: one path over this host's runs, oldest first.
+async fn host_timeline(
+    State(s): State<Shared>,
+    UrlPath(host): UrlPath<String>,
+    Query(q): Query<TimelineQuery>,
+) -> Response {
+    if let Some(refused) = other_host(&s, &host) {
+        return refused;
+    }
+    let (Some(rnic), Some(endpoint)) = (q.rnic, q.endpoint) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "rnic and endpoint are required: ?rnic=R&endpoint=E".into(),
+        );
+    };
+    let since = q.since_unix_ms.unwrap_or(0);
+    let limit = q.limit.unwrap_or(1000).clamp(1, 10_000);
+    with_store(&s, |store| {
+        match store.path_timeline(&rnic, &endpoint, since, limit) {
+            Ok(points) => Json(serde_json::json!({
+                "host": host,
+                "rnic": rnic,
+                "endpoint": endpoint,
+                "points": points,
+            }))
+            .into_response(),
+            Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        }
+    })
+}

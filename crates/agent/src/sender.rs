@@ -1,0 +1,320 @@
+//! Delivery of finished runs to the fleet collector (`hostping agent --collector URL`,
+//! DESIGN 4.5). The probe loop only queues: each run enters the store's outbox in the
+//! transaction that stores it. This thread posts the queue oldest first to
+//! `POST {URL}/api/runs` and removes a run only when the collector answered 2xx (which it
+//! does after its commit). A network error, a timeout or a 5xx keeps the run and backs off
+//! (doubling from [`FIRST_BACKOFF`] to [`MAX_BACKOFF`]); the queue lives in SQLite, so a
+//! restart of the agent or of the collector loses nothing, and the collector stores a
+//! resend once (idempotent by host, the database's instance id and run id: a wiped database
+//! numbers its runs from 1 again under a new instance id, and its runs are not taken for
+//! resends).
+
+use crate::Control;
+use fleet_api::upload::RunUpload;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use store::{Metrics, OutboxRun, Store, StoreError};
+
+/// The first wait after a failed delivery, doubled on each failure up to [`MAX_BACKOFF`].
+pub const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+/// The longest wait between attempts while the collector is unreachable.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How often an empty outbox is looked at again.
+const POLL: Duration = Duration::from_millis(200);
+/// Runs read from the outbox per pass.
+const BATCH: u32 = 32;
+/// Connect and whole-request limits of one delivery.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a stopping agent keeps delivering what is queued (the rest waits for the next
+/// start).
+const DRAIN: Duration = Duration::from_secs(5);
+
+/// Where runs go and as whom.
+#[derive(Debug, Clone)]
+pub struct CollectorTarget {
+    /// The collector's base URL, `http://HOST:PORT`.
+    pub url: String,
+    /// This host's bearer token.
+    pub token: String,
+    /// This host's name in the fleet.
+    pub host: String,
+    /// What an https:// collector's certificate is checked against.
+    pub tls: ureq::tls::TlsConfig,
+    /// The rack the host stands in (`--rack`, `agent.rack`), sent with each run.
+    pub rack: Option<String>,
+}
+
+/// Who sends: the target's host and rack, and the database's instance id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSource<'a> {
+    /// This host's name in the fleet.
+    pub host: &'a str,
+    /// The agent database's instance id ([`Store::instance_id`]).
+    pub instance: &'a str,
+    /// The rack, when known.
+    pub rack: Option<&'a str>,
+}
+
+/// What one delivery attempt came to.
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    /// Stored by the collector (now or before).
+    Delivered,
+    /// Refused for good (400, 413): the run can never be accepted as it is.
+    Refused(String),
+    /// Not stored, try again later (network, 5xx, 401/403 until the tokens are fixed).
+    Retry(String),
+}
+
+/// The sender thread; [`Sender::finish`] drains briefly and joins it.
+pub struct Sender {
+    stop: Arc<Control>,
+    thread: JoinHandle<()>,
+}
+
+impl Sender {
+    /// Stops after a last delivery pass of at most a few seconds, and waits for the thread.
+    pub fn finish(self) {
+        self.stop.stop();
+        let _ = self.thread.join();
+    }
+}
+
+/// The body of `POST /api/runs` for a queued run.
+pub fn upload(from: &RunSource<'_>, run: &OutboxRun) -> serde_json::Result<RunUpload> {
+    Ok(RunUpload {
+        host: from.host.to_owned(),
+        id: run.id,
+        instance: from.instance.to_owned(),
+        rack: from.rack.map(str::to_owned),
+        trigger: run.trigger.clone(),
+        started_unix_ms: run.started_unix_ms,
+        report: serde_json::value::to_raw_value(&run.report)?,
+    })
+}
+
+fn deliver(
+    client: &ureq::Agent,
+    target: &CollectorTarget,
+    instance: &str,
+    run: &OutboxRun,
+) -> Outcome {
+    let url = format!("{}/api/runs", target.url.trim_end_matches('/'));
+    let from = RunSource {
+        host: &target.host,
+        instance,
+        rack: target.rack.as_deref(),
+    };
+    let payload = match upload(&from, run).and_then(|u| serde_json::to_vec(&u)) {
+        Ok(p) => p,
+        Err(e) => return Outcome::Refused(format!("cannot encode run {}: {e}", run.id)),
+    };
+    let response = client
+        .post(&url)
+        .header("Authorization", format!("Bearer {}", target.token))
+        .header("Content-Type", "application/json")
+        .send(&payload[..]);
+    match response {
+        Err(e) => Outcome::Retry(format!("{url}: {e}")),
+        Ok(mut r) => {
+            let status = r.status().as_u16();
+            if r.status().is_success() {
+                return Outcome::Delivered;
+            }
+            let text = r
+                .body_mut()
+                .with_config()
+                .limit(4096)
+                .read_to_string()
+                .unwrap_or_default();
+            let why = format!("{url}: {status} {}", text.trim());
+            match status {
+                400 | 413 => Outcome::Refused(why),
+                _ => Outcome::Retry(why),
+            }
+        }
+    }
+}
+
+/// Starts the sender on its own connection to `database`.
+pub fn start(
+    target: CollectorTarget,
+    database: PathBuf,
+    metrics: Arc<Mutex<Metrics>>,
+    log: fn(&str),
+) -> Result<Sender, StoreError> {
+    let store = Store::open(&database)?;
+    let instance = store.instance_id()?;
+    let stop = Arc::new(Control::default());
+    let thread_stop = stop.clone();
+    let thread = std::thread::Builder::new()
+        .name("hostping-outbox".into())
+        .spawn(move || run(target, &instance, store, metrics, &thread_stop, log))
+        .expect("spawn the outbox thread");
+    Ok(Sender { stop, thread })
+}
+
+fn run(
+    target: CollectorTarget,
+    instance: &str,
+    mut store: Store,
+    metrics: Arc<Mutex<Metrics>>,
+    stop: &Control,
+    log: fn(&str),
+) {
+    let client: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(CONNECT_TIMEOUT))
+        .timeout_global(Some(REQUEST_TIMEOUT))
+        .tls_config(target.tls.clone())
+        .build()
+        .into();
+    let mut backoff = FIRST_BACKOFF;
+    let mut failing = false;
+    let mut drain_until: Option<Instant> = None;
+    loop {
+        if drain_until.is_none() && stop.is_stopped() {
+            drain_until = Some(Instant::now() + DRAIN);
+        }
+        if drain_until.is_some_and(|t| Instant::now() >= t) {
+            return;
+        }
+        let pending = match store.outbox_pending(BATCH) {
+            Ok(p) => p,
+            Err(e) => {
+                log(&format!("outbox: {e}"));
+                Vec::new()
+            }
+        };
+        let (mut sent, mut dropped) = (0, 0);
+        let mut retry = None;
+        for run in &pending {
+            match deliver(&client, &target, instance, run) {
+                Outcome::Delivered => {
+                    sent += 1;
+                    if let Err(e) = store.outbox_delivered(run.id) {
+                        log(&format!("outbox: {e}"));
+                    }
+                }
+                Outcome::Refused(why) => {
+                    dropped += 1;
+                    log(&format!("outbox: run {} refused, dropped: {why}", run.id));
+                    if let Err(e) = store.outbox_delivered(run.id) {
+                        log(&format!("outbox: {e}"));
+                    }
+                }
+                Outcome::Retry(why) => {
+                    let _ = store.outbox_failed(run.id, &why);
+                    retry = Some(why);
+                    break;
+                }
+            }
+            if drain_until.is_some_and(|t| Instant::now() >= t) {
+                break;
+            }
+        }
+        let queued = store.outbox_stats().map_or(0, |s| s.queued);
+        {
+            let mut m = metrics.lock().expect("metrics");
+            m.observe_outbox(queued, sent);
+            m.observe_outbox_dropped(dropped);
+        }
+        match retry {
+            Some(why) => {
+                if drain_until.is_some() {
+                    // Stopping: what is left is sent after the next start.
+                    return;
+                }
+                if !failing {
+                    log(&format!(
+                        "outbox: collector unreachable, {queued} runs kept: {why}"
+                    ));
+                    failing = true;
+                }
+                stop.sleep(backoff);
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+            None => {
+                if failing && sent > 0 {
+                    log(&format!(
+                        "outbox: collector reachable again, {sent} runs sent"
+                    ));
+                }
+                failing = false;
+                backoff = FIRST_BACKOFF;
+                if pending.is_empty() {
+                    if drain_until.is_some() {
+                        return;
+                    }
+                    stop.sleep(POLL);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_body_is_the_design_envelope() {
+        let run = OutboxRun {
+            id: 7,
+            started_unix_ms: 1_700_000_000_000,
+            trigger: "pfc".into(),
+            report: serde_json::json!({"host": "dgx-a100"}),
+            attempts: 0,
+        };
+        let from = RunSource {
+            host: "node-1",
+            instance: "0123456789abcdef0123456789abcdef",
+            rack: Some("r12"),
+        };
+        let body =
+            |from: &RunSource<'_>| serde_json::to_value(upload(from, &run).unwrap()).unwrap();
+        assert_eq!(
+            body(&from),
+            serde_json::json!({"host": "node-1",
+                               "instance": "0123456789abcdef0123456789abcdef",
+                               "rack": "r12", "id": 7, "trigger": "pfc",
+                               "started_unix_ms": 1_700_000_000_000i64,
+                               "report": {"host": "dgx-a100"}})
+        );
+        let unracked = RunSource { rack: None, ..from };
+        assert_eq!(body(&unracked)["rack"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn an_unreachable_collector_is_retried_not_dropped() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = closed.local_addr().unwrap();
+        drop(closed);
+        let client: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(5)))
+            .build()
+            .into();
+        let target = CollectorTarget {
+            url: format!("http://{addr}"),
+            token: "t".into(),
+            host: "h".into(),
+            tls: ureq::tls::TlsConfig::default(),
+            rack: None,
+        };
+        let run = OutboxRun {
+            id: 1,
+            started_unix_ms: 0,
+            trigger: "idle".into(),
+            report: serde_json::json!({}),
+            attempts: 0,
+        };
+        assert!(matches!(
+            deliver(&client, &target, "i", &run),
+            Outcome::Retry(_)
+        ));
+    }
+}

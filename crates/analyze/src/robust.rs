@@ -1,0 +1,140 @@
+//! Robust statistics for baselines, of one host over its runs and of a fleet over its hosts
+//! (Hostping 4.3 and 5: baselines "obtained via loopback tests on a batch of idle hosts with
+//! the same devices and configurations"), and for the benchmarks' repeated runs: the
+//! median, which up to half of the values cannot move far, and the median absolute deviation
+//! (MAD), the spread that goes with it. One broken host, or a few bad runs of a host, shift
+//! neither, where a mean and a standard deviation would follow them.
+
+/// The MAD of normally distributed data times this is the standard deviation: the MAD's
+/// consistency constant 1 / Phi^-1(3/4) (Rousseeuw and Croux 1993). Spreads are reported as
+/// raw MADs; tests of "how many standard deviations away" scale them by this.
+pub const MAD_TO_SIGMA: f64 = 1.4826;
+
+/// The median of `values`: the middle value, or the mean of the two middle values for an
+/// even count. `None` when there are none. The one median of the project: baselines,
+/// benchmarks and the guest test all summarise repeated runs with it.
+pub fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let mut v: Vec<f64> = values.into_iter().collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// The median absolute deviation from the median: median(|x - median(x)|). `None` for an
+/// empty sample.
+pub fn mad(values: &[f64]) -> Option<f64> {
+    let center = median(values.iter().copied())?;
+    median(values.iter().map(|x| (x - center).abs()))
+}
+
+/// A sample summarised robustly.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Robust {
+    /// The median.
+    pub median: f64,
+    /// The median absolute deviation (raw, not scaled by [`MAD_TO_SIGMA`]).
+    pub mad: f64,
+    /// How many values.
+    pub count: usize,
+}
+
+impl Robust {
+    /// The summary of `values`; `None` when there are none. NaNs are not expected (the
+    /// collector keeps only measured, finite values).
+    pub fn of(values: &[f64]) -> Option<Robust> {
+        Some(Robust {
+            median: median(values.iter().copied())?,
+            mad: mad(values)?,
+            count: values.len(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_even_and_no_values() {
+        assert_eq!(median([3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median([4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median([7.0]), Some(7.0));
+        assert_eq!(median(std::iter::empty()), None);
+    }
+    use proptest::prelude::*;
+
+    #[test]
+    fn known_samples() {
+        assert_eq!(mad(&[]), None);
+        assert_eq!(mad(&[5.0]), Some(0.0));
+        // median 2, deviations 1 0 1 -> 1 (odd count)
+        assert_eq!(mad(&[1.0, 2.0, 3.0]), Some(1.0));
+        // median 3.5, deviations 2.5 1.5 0.5 0.5 1.5 96.5 -> 1.5 (even count)
+        assert_eq!(mad(&[1.0, 2.0, 3.0, 4.0, 5.0, 100.0]), Some(1.5));
+        let r = Robust::of(&[10.0, 200.0, 11.0, 9.0, 10.5]).unwrap();
+        assert_eq!((r.median, r.mad, r.count), (10.5, 0.5, 5));
+    }
+
+    /// The median and MAD by their definitions: the middle of the sorted values, counted
+    /// by rank, without the helper's code.
+    fn by_definition(values: &[f64]) -> (f64, f64) {
+        let mid = |v: &mut Vec<f64>| {
+            v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            let n = v.len();
+            if n % 2 == 1 {
+                v[n / 2]
+            } else {
+                (v[n / 2 - 1] + v[n / 2]) / 2.0
+            }
+        };
+        let m = mid(&mut values.to_vec());
+        let m_dev = mid(&mut values.iter().map(|x| (x - m).abs()).collect());
+        (m, m_dev)
+    }
+
+    proptest! {
+        #[test]
+        fn median_and_mad_match_their_definition(
+            values in prop::collection::vec(-1e6f64..1e6, 1..60),
+        ) {
+            let r = Robust::of(&values).unwrap();
+            let (m, d) = by_definition(&values);
+            prop_assert_eq!(r.median, m);
+            prop_assert_eq!(r.mad, d);
+            prop_assert!(r.mad >= 0.0);
+        }
+
+        #[test]
+        fn order_does_not_matter_and_shifts_move_only_the_median(
+            values in prop::collection::vec(0f64..1e3, 1..40),
+            shift in -1e3f64..1e3,
+        ) {
+            let r = Robust::of(&values).unwrap();
+            let mut reversed = values.clone();
+            reversed.reverse();
+            prop_assert_eq!(Robust::of(&reversed).unwrap(), r);
+            let shifted: Vec<f64> = values.iter().map(|x| x + shift).collect();
+            let s = Robust::of(&shifted).unwrap();
+            prop_assert!((s.median - (r.median + shift)).abs() < 1e-6);
+            prop_assert!((s.mad - r.mad).abs() < 1e-6);
+        }
+
+        #[test]
+        fn fewer_than_half_outliers_leave_the_median_within_the_clean_range(
+            clean in prop::collection::vec(100f64..110.0, 5..30),
+            outliers in prop::collection::vec(0f64..1e6, 0..4),
+        ) {
+            prop_assume!(outliers.len() * 2 < clean.len());
+            let mut all = clean.clone();
+            all.extend(&outliers);
+            let m = Robust::of(&all).unwrap().median;
+            let lo = clean.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = clean.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            prop_assert!(lo <= m && m <= hi, "{} outside {}..{}", m, lo, hi);
+        }
+    }
+}

@@ -1,0 +1,731 @@
+//! `hostping bench collector`: the collector's ingest rate and its read latency with a fleet's
+//! history loaded (issue 14, part 6).
+//!
+//! 1. A `hostping collector` child on the given (empty) PostgreSQL database, with a token per
+//!    simulated host.
+//! 2. **Ingest**: one day of runs of every host (`--hosts` x 86400 s / `--cadence`) posted
+//!    through `POST /api/runs` by `--clients` concurrent senders, each host's runs in time
+//!    order, with the agent's own request body (`fleet_api::upload::RunUpload`). Reports come from the
+//!    virtual host model (simulated, labelled so): healthy ones, and on a few hosts a failed
+//!    and a degraded link, so diagnoses and causes are stored too.
+//! 3. **History**: the other `--days - 1` days are copies of the ingested day, shifted back by
+//!    whole days inside PostgreSQL (INSERT ... SELECT). They are real rows of the collector's
+//!    schema, made without 2 M more HTTP requests; the ingest rate is measured in step 2 only.
+//! 4. **Reads**, after VACUUM ANALYZE: the requests the web UI makes (the fleet overview, a
+//!    host page, one path's timeline over the whole history) for `--queries` hosts, with
+//!    p50/p95/max, and the work each answer carried (hosts, paths, points).
+
+use check::pipeline::{self, CheckSettings};
+use fleet_api::upload::RunUpload;
+use model::{HostTopology, Report};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+/// What the bench is asked to do.
+#[derive(Debug, Clone)]
+pub struct BenchSettings {
+    /// An empty PostgreSQL database the bench may fill.
+    pub database: String,
+    /// Simulated hosts.
+    pub hosts: u32,
+    /// Days of history in the end (the first ingested, the rest copied).
+    pub days: u32,
+    /// Time between two runs of one host (the agent's host-status cadence).
+    pub cadence: Duration,
+    /// Concurrent senders during ingest.
+    pub clients: u32,
+    /// Hosts whose pages and timelines are read.
+    pub queries: u32,
+    /// The virtual host model.
+    pub model: HostTopology,
+}
+
+/// Why the bench stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// The database, or a statement on it.
+    #[error("database {url}: {reason}")]
+    Database {
+        /// The URL given.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// The database already holds runs: the bench would mix its data with them.
+    #[error("database {0} already holds runs: give the bench an empty database (createdb hostping_bench)")]
+    NotEmpty(String),
+    /// The collector child would not start.
+    #[error("the collector did not start: {0}")]
+    Collector(String),
+    /// A request failed or was refused.
+    #[error("{request}: {reason}")]
+    Request {
+        /// Method and path.
+        request: String,
+        /// Status or transport error.
+        reason: String,
+    },
+    /// Files of the bench (its tokens file).
+    #[error("bench files: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The ingest figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ingest {
+    /// Runs posted and stored (201).
+    pub runs: u64,
+    /// Request bodies, bytes.
+    pub bytes: u64,
+    /// Wall seconds.
+    pub seconds: f64,
+    /// Runs stored per second.
+    pub runs_per_s: f64,
+}
+
+/// The history figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct History {
+    /// Runs stored in the end.
+    pub runs: i64,
+    /// Path measurements stored.
+    pub paths: i64,
+    /// Seconds to copy the days and analyse.
+    pub seconds: f64,
+    /// `pg_database_size` at the end.
+    pub database_bytes: i64,
+}
+
+/// One kind of request's latencies.
+#[derive(Debug, Clone, Serialize)]
+pub struct Latency {
+    /// What was asked, e.g. `GET /api/hosts`.
+    pub request: String,
+    /// Requests timed.
+    pub requests: usize,
+    /// Median, milliseconds.
+    pub p50_ms: f64,
+    /// 95th percentile, milliseconds.
+    pub p95_ms: f64,
+    /// Slowest, milliseconds.
+    pub max_ms: f64,
+    /// What one answer carried, e.g. "1000 hosts".
+    pub work: String,
+}
+
+/// The whole result.
+#[derive(Debug, Clone, Serialize)]
+pub struct CollectorBench {
+    /// Always true: the runs are of a virtual host.
+    pub simulated: bool,
+    /// The model.
+    pub model: String,
+    /// Paths per run.
+    pub paths_per_run: usize,
+    /// Hosts.
+    pub hosts: u32,
+    /// Days of history.
+    pub days: u32,
+    /// Seconds between two runs of a host.
+    pub cadence_s: f64,
+    /// Concurrent senders.
+    pub clients: u32,
+    /// Step 2.
+    pub ingest: Ingest,
+    /// Step 3.
+    pub history: History,
+    /// Step 4.
+    pub latency: Vec<Latency>,
+    /// The collector process's peak resident memory (VmHWM), MiB.
+    pub collector_peak_rss_mib: f64,
+}
+
+/// What the bench reports as it goes: a phase's name and its size, then progress in it.
+pub trait Progress {
+    /// A phase starts: `total` steps.
+    fn phase(&self, name: &str, total: u64);
+    /// `done` steps of the phase are done.
+    fn at(&self, done: u64);
+}
+
+/// The report variants hosts send: index 0..HEALTHY are healthy (different noise seeds), then
+/// a link down to a tenth of its capacity and one at half (a few bad hosts in a large fleet).
+const HEALTHY_VARIANTS: u64 = 6;
+
+fn reports(host: &HostTopology) -> Vec<serde_json::Value> {
+    let settings = CheckSettings::default();
+    let baseline = check::record::simulated(
+        host,
+        check::record::DEFAULT_RUNS,
+        0,
+        &settings.latency,
+        vhost::VhostConfig::default().noise,
+    );
+    let one = |faults: Vec<vhost::Fault>, seed: u64| -> Report {
+        pipeline::check_virtual(host, faults, seed, &baseline, &settings)
+            .pop()
+            .expect("one run")
+    };
+    let mut out: Vec<Report> = (1..=HEALTHY_VARIANTS).map(|s| one(Vec::new(), s)).collect();
+    let link = |i: usize| out[0].links[i % out[0].links.len()].id.to_string();
+    let faults = [
+        format!("degrade:{}:0.1", link(0)),
+        format!("degrade:{}:0.5", link(1)),
+    ];
+    for (i, f) in faults.iter().enumerate() {
+        let fault = vhost::Fault::parse(f, host).expect("a link of the model");
+        out.push(one(vec![fault], 100 + i as u64));
+    }
+    out.iter()
+        .map(|r| serde_json::to_value(r).expect("a report serialises"))
+        .collect()
+}
+
+/// Which variant host `h` sends: one host in 50 has a failed link, one a degraded link.
+fn variant_of(h: u32) -> usize {
+    match h % 50 {
+        0 => HEALTHY_VARIANTS as usize,
+        1 => HEALTHY_VARIANTS as usize + 1,
+        _ => (h as u64 % HEALTHY_VARIANTS) as usize,
+    }
+}
+
+/// Every simulated agent's database instance id.
+const INSTANCE: &str = "bench-instance";
+
+/// Forty hosts a rack, as in a row of GPU racks.
+fn rack_of(h: u32) -> String {
+    format!("rack-{:03}", h / 40)
+}
+
+fn host_name(h: u32) -> String {
+    format!("bench-{h:05}")
+}
+
+fn token(h: u32) -> String {
+    format!("bench-token-{h:05}-0123456789abcdef")
+}
+
+/// A `hostping collector` child, killed on drop.
+struct CollectorChild {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl CollectorChild {
+    fn start(database: &str, tokens: &Path) -> Result<CollectorChild, BenchError> {
+        let exe = std::env::current_exe()?;
+        let mut child = Command::new(exe)
+            .args([
+                "collector",
+                "--database",
+                database,
+                "--listen",
+                "127.0.0.1:0",
+            ])
+            .arg("--tokens")
+            .arg(tokens)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let (tx, rx) = mpsc::channel();
+        let stderr = child.stderr.take().expect("piped");
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut said = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let Ok(line) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            else {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(BenchError::Collector(said.join("; ")));
+            };
+            if let Some(rest) = line.split("serving http://").nth(1) {
+                let addr = rest.split('/').next().and_then(|a| a.parse().ok());
+                if let Some(addr) = addr {
+                    return Ok(CollectorChild { child, addr });
+                }
+            }
+            said.push(line);
+        }
+    }
+
+    /// VmHWM of the child, MiB.
+    fn peak_rss_mib(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    }
+}
+
+impl Drop for CollectorChild {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http_client() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into()
+}
+
+/// Runs the bench.
+pub fn run(
+    settings: &BenchSettings,
+    progress: &dyn Progress,
+) -> Result<CollectorBench, BenchError> {
+    let db = Database::connect(&settings.database)?;
+    if db.holds_runs()? {
+        return Err(BenchError::NotEmpty(settings.database.clone()));
+    }
+    let variants = reports(&settings.model);
+    let paths_per_run = variants[0]["paths"].as_array().map_or(0, Vec::len);
+    let folder = tempfile::tempdir()?;
+    let tokens = folder.path().join("tokens");
+    let lines: String = (0..settings.hosts)
+        .map(|h| format!("{} {}\n", host_name(h), token(h)))
+        .collect();
+    std::fs::write(&tokens, lines)?;
+    let collector = CollectorChild::start(&settings.database, &tokens)?;
+
+    let cadence_ms = settings.cadence.as_millis().max(1) as i64;
+    let runs_per_day = (86_400_000 / cadence_ms).max(1);
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let day_start = now_ms - runs_per_day * cadence_ms;
+    let ingest = ingest_day(
+        settings,
+        &collector,
+        &variants,
+        runs_per_day,
+        day_start,
+        progress,
+    )?;
+
+    let copied = Instant::now();
+    progress.phase(
+        "copying history",
+        u64::from(settings.days.saturating_sub(1)),
+    );
+    for day in 1..settings.days {
+        db.copy_day(day, runs_per_day)?;
+        progress.at(u64::from(day));
+    }
+    db.analyze()?;
+    let history = History {
+        runs: db.count("runs")?,
+        paths: db.scalar("SELECT COALESCE(sum(cardinality(rnic)), 0)::int8 FROM run_paths")?,
+        seconds: copied.elapsed().as_secs_f64(),
+        database_bytes: db.size()?,
+    };
+
+    let since = day_start - i64::from(settings.days.saturating_sub(1)) * 86_400_000;
+    let latency = read_latency(settings, &collector, &variants, since, progress)?;
+    Ok(CollectorBench {
+        simulated: true,
+        model: settings.model.name.clone(),
+        paths_per_run,
+        hosts: settings.hosts,
+        days: settings.days,
+        cadence_s: settings.cadence.as_secs_f64(),
+        clients: settings.clients,
+        ingest,
+        history,
+        latency,
+        collector_peak_rss_mib: collector.peak_rss_mib(),
+    })
+}
+
+/// Step 2: every host's runs of one day, posted in time order by `clients` senders.
+fn ingest_day(
+    settings: &BenchSettings,
+    collector: &CollectorChild,
+    variants: &[serde_json::Value],
+    runs_per_day: i64,
+    day_start: i64,
+    progress: &dyn Progress,
+) -> Result<Ingest, BenchError> {
+    let total = runs_per_day as u64 * u64::from(settings.hosts);
+    progress.phase("ingesting one day", total);
+    let stored = Arc::new(AtomicU64::new(0));
+    let bytes = Arc::new(AtomicU64::new(0));
+    let url = format!("http://{}/api/runs", collector.addr);
+    let started = Instant::now();
+    let clients = settings.clients.clamp(1, settings.hosts.max(1));
+    let texts: Vec<String> = variants.iter().map(|v| v.to_string()).collect();
+    let texts = &texts;
+    let outcome = std::thread::scope(|scope| {
+        let senders: Vec<_> = (0..clients)
+            .map(|c| {
+                let (stored, bytes, url) = (stored.clone(), bytes.clone(), url.clone());
+                scope.spawn(move || -> Result<(), BenchError> {
+                    let client = http_client();
+                    let mine: Vec<u32> = (c..settings.hosts).step_by(clients as usize).collect();
+                    for k in 0..runs_per_day {
+                        for &h in &mine {
+                            // The agent's body, with the report as ready text so the
+                            // senders do not serialise 20 kB per run beside the collector.
+                            let upload = RunUpload {
+                                host: host_name(h),
+                                id: k + 1,
+                                instance: INSTANCE.into(),
+                                rack: Some(rack_of(h)),
+                                trigger: "idle".into(),
+                                started_unix_ms: day_start
+                                    + k * settings.cadence.as_millis() as i64,
+                                report: RawValue::from_string(texts[variant_of(h)].clone())
+                                    .expect("a report serialises"),
+                            };
+                            let body = serde_json::to_vec(&upload).expect("a body serialises");
+                            let request =
+                                format!("POST /api/runs ({}, run {})", host_name(h), k + 1);
+                            let mut answer = client
+                                .post(&url)
+                                .header("Authorization", format!("Bearer {}", token(h)))
+                                .header("Content-Type", "application/json")
+                                .send(&body[..])
+                                .map_err(|e| BenchError::Request {
+                                    request: request.clone(),
+                                    reason: e.to_string(),
+                                })?;
+                            if answer.status().as_u16() != 201 {
+                                let text = answer.body_mut().read_to_string().unwrap_or_default();
+                                return Err(BenchError::Request {
+                                    request,
+                                    reason: format!("{} {text}", answer.status()),
+                                });
+                            }
+                            stored.fetch_add(1, Ordering::Relaxed);
+                            bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        while senders.iter().any(|s| !s.is_finished()) {
+            progress.at(stored.load(Ordering::Relaxed));
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        senders
+            .into_iter()
+            .map(|s| s.join().expect("a sender thread"))
+            .collect::<Result<Vec<()>, BenchError>>()
+    });
+    outcome?;
+    let seconds = started.elapsed().as_secs_f64();
+    let runs = stored.load(Ordering::Relaxed);
+    progress.at(runs);
+    Ok(Ingest {
+        runs,
+        bytes: bytes.load(Ordering::Relaxed),
+        seconds,
+        runs_per_s: runs as f64 / seconds,
+    })
+}
+
+/// A read request's path for one host of the fleet (by its index).
+type PathOfHost<'a> = Box<dyn Fn(u32) -> String + 'a>;
+
+/// Step 4: the web UI's requests for `queries` hosts spread over the fleet.
+fn read_latency(
+    settings: &BenchSettings,
+    collector: &CollectorChild,
+    variants: &[serde_json::Value],
+    since: i64,
+    progress: &dyn Progress,
+) -> Result<Vec<Latency>, BenchError> {
+    let client = http_client();
+    let base = format!("http://{}", collector.addr);
+    let path = &variants[0]["paths"][0];
+    let (rnic, endpoint) = (
+        path["rnic"].as_str().unwrap_or_default().to_owned(),
+        path["endpoint"].as_str().unwrap_or_default().to_owned(),
+    );
+    let requests: Vec<(&str, PathOfHost, &str)> = vec![
+        (
+            "GET /api/hosts (fleet overview)",
+            Box::new(|_| "/api/hosts".into()),
+            "hosts",
+        ),
+        (
+            "GET /api/hosts/{host}/runs?limit=1 (host page: latest report)",
+            Box::new(|h| format!("/api/hosts/{}/runs?limit=1", host_name(h))),
+            "runs",
+        ),
+        (
+            "GET /api/hosts/{host}/baseline (host page: baselines)",
+            Box::new(|h| format!("/api/hosts/{}/baseline", host_name(h))),
+            "paths",
+        ),
+        (
+            "GET /api/hosts/{host}/timeline (one path, whole history)",
+            Box::new(move |h| {
+                format!(
+                    "/api/hosts/{}/timeline?rnic={rnic}&endpoint={endpoint}&since_unix_ms={since}&limit=10000",
+                    host_name(h)
+                )
+            }),
+            "points",
+        ),
+    ];
+    progress.phase(
+        "reading",
+        u64::from(settings.queries) * requests.len() as u64,
+    );
+    let mut rows = Vec::new();
+    let mut done = 0;
+    for (what, path_of, unit) in &requests {
+        let mut times = Vec::new();
+        let mut work = 0usize;
+        for q in 0..settings.queries {
+            // Hosts spread over the fleet by a stride coprime with any realistic fleet size.
+            let h = ((u64::from(q) * 7919) % u64::from(settings.hosts.max(1))) as u32;
+            let path = path_of(h);
+            let started = Instant::now();
+            let mut answer =
+                client
+                    .get(format!("{base}{path}"))
+                    .call()
+                    .map_err(|e| BenchError::Request {
+                        request: format!("GET {path}"),
+                        reason: e.to_string(),
+                    })?;
+            let text = answer.body_mut().read_to_string().unwrap_or_default();
+            let took = started.elapsed();
+            if answer.status().as_u16() != 200 {
+                return Err(BenchError::Request {
+                    request: format!("GET {path}"),
+                    reason: format!(
+                        "{} {}",
+                        answer.status(),
+                        text.chars().take(200).collect::<String>()
+                    ),
+                });
+            }
+            times.push(took.as_secs_f64() * 1000.0);
+            work = work.max(items(&text, unit));
+            done += 1;
+            progress.at(done);
+        }
+        rows.push(Latency {
+            request: (*what).to_owned(),
+            requests: times.len(),
+            p50_ms: percentile(&mut times, 0.50),
+            p95_ms: percentile(&mut times, 0.95),
+            max_ms: percentile(&mut times, 1.0),
+            work: format!("{work} {unit}"),
+        });
+    }
+    Ok(rows)
+}
+
+/// How many items an answer carried: a top-level array's length, or the array under `paths`
+/// or `points`.
+fn items(text: &str, unit: &str) -> usize {
+    let value: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
+    match &value {
+        serde_json::Value::Array(a) => a.len(),
+        other => other[unit].as_array().map_or(0, Vec::len),
+    }
+}
+
+/// The `q` quantile (nearest rank) of `values`, which it sorts.
+fn percentile(values: &mut [f64], q: f64) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(f64::total_cmp);
+    let rank = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len());
+    values[rank - 1]
+}
+
+/// The bench's own connection to the database (to copy history and read sizes).
+struct Database {
+    url: String,
+    runtime: tokio::runtime::Runtime,
+    client: tokio_postgres::Client,
+}
+
+impl Database {
+    fn connect(url: &str) -> Result<Database, BenchError> {
+        let error = |reason: String| BenchError::Database {
+            url: url.to_owned(),
+            reason,
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let (client, connection) = runtime
+            .block_on(tokio_postgres::connect(url, tokio_postgres::NoTls))
+            .map_err(|e| error(e.to_string()))?;
+        runtime.spawn(connection);
+        Ok(Database {
+            url: url.to_owned(),
+            runtime,
+            client,
+        })
+    }
+
+    fn error(&self, e: tokio_postgres::Error) -> BenchError {
+        BenchError::Database {
+            url: self.url.clone(),
+            reason: e.to_string(),
+        }
+    }
+
+    fn batch(&self, sql: &str) -> Result<(), BenchError> {
+        self.runtime
+            .block_on(self.client.batch_execute(sql))
+            .map_err(|e| self.error(e))
+    }
+
+    fn scalar(&self, sql: &str) -> Result<i64, BenchError> {
+        self.runtime
+            .block_on(self.client.query_one(sql, &[]))
+            .map(|row| row.get(0))
+            .map_err(|e| self.error(e))
+    }
+
+    fn holds_runs(&self) -> Result<bool, BenchError> {
+        let exists = self.scalar("SELECT count(*) FROM pg_tables WHERE tablename = 'runs'")?;
+        Ok(exists > 0 && self.scalar("SELECT count(*) FROM (SELECT 1 FROM runs LIMIT 1) r")? > 0)
+    }
+
+    fn count(&self, table: &str) -> Result<i64, BenchError> {
+        self.scalar(&format!("SELECT count(*) FROM {table}"))
+    }
+
+    fn size(&self) -> Result<i64, BenchError> {
+        self.scalar("SELECT pg_database_size(current_database())")
+    }
+
+    fn analyze(&self) -> Result<(), BenchError> {
+        self.batch("VACUUM ANALYZE")
+    }
+
+    /// Copies the ingested day (agent run ids 1..=runs_per_day) `day` days back, with agent
+    /// run ids shifted past it, then its paths, links and diagnoses onto the new runs.
+    fn copy_day(&self, day: u32, runs_per_day: i64) -> Result<(), BenchError> {
+        let shift_ms = i64::from(day) * 86_400_000;
+        let id_offset = i64::from(day) * runs_per_day;
+        self.batch(&format!(
+            "BEGIN;
+             CREATE TEMP TABLE copied ON COMMIT DROP AS
+                 SELECT id AS old_id, nextval(pg_get_serial_sequence('runs', 'id')) AS new_id
+                 FROM runs WHERE agent_run_id <= {runs_per_day};
+             INSERT INTO runs (id, host_id, instance, agent_run_id, trigger, started_unix_ms,
+                               kind, kind_known, healthy, mode, report)
+                 SELECT c.new_id, r.host_id, r.instance, r.agent_run_id + {id_offset}, r.trigger,
+                        r.started_unix_ms - {shift_ms}, r.kind, r.kind_known, r.healthy, r.mode,
+                        r.report
+                 FROM copied c JOIN runs r ON r.id = c.old_id;
+             INSERT INTO run_paths (run_id, host_id, started_unix_ms, agent_run_id, rnic,
+                                    endpoint, latency_us, bandwidth_gbps, status)
+                 SELECT c.new_id, p.host_id, p.started_unix_ms - {shift_ms},
+                        p.agent_run_id + {id_offset}, p.rnic, p.endpoint, p.latency_us,
+                        p.bandwidth_gbps, p.status
+                 FROM copied c JOIN run_paths p ON p.run_id = c.old_id;
+             INSERT INTO run_links (run_id, link, kind, status, abnormal_cnt)
+                 SELECT c.new_id, l.link, l.kind, l.status, l.abnormal_cnt
+                 FROM copied c JOIN run_links l ON l.run_id = c.old_id;
+             INSERT INTO diagnoses (run_id, host_id, cause, links, rnic, evidence)
+                 SELECT c.new_id, d.host_id, d.cause, d.links, d.rnic, d.evidence
+                 FROM copied c JOIN diagnoses d ON d.run_id = c.old_id;
+             -- the copies are older than the latest run: only the count changes
+             UPDATE hosts SET runs = runs + {runs_per_day};
+             COMMIT;"
+        ))
+    }
+}
+
+/// The table `hostping bench collector` prints.
+pub fn table(b: &CollectorBench) -> String {
+    let mut out = format!(
+        "collector with {} simulated hosts of {} ({} paths a run), one run per host every {:.0} s\n\
+         ingest (one day through POST /api/runs, {} senders):\n  \
+         {} runs, {:.1} MB of bodies in {:.1} s: {:.0} runs/s\n\
+         history ({} days; days 2-{} copied in PostgreSQL):\n  \
+         {} runs, {} path measurements, database {:.2} GB, copied and analysed in {:.0} s\n\
+         reads ({} hosts each):\n",
+        b.hosts,
+        b.model,
+        b.paths_per_run,
+        b.cadence_s,
+        b.clients,
+        b.ingest.runs,
+        b.ingest.bytes as f64 / 1e6,
+        b.ingest.seconds,
+        b.ingest.runs_per_s,
+        b.days,
+        b.days,
+        b.history.runs,
+        b.history.paths,
+        b.history.database_bytes as f64 / 1e9,
+        b.history.seconds,
+        b.latency.first().map_or(0, |l| l.requests),
+    );
+    for l in &b.latency {
+        out += &format!(
+            "  {:<62} p50 {:>7.1} ms  p95 {:>7.1} ms  max {:>7.1} ms  ({})\n",
+            l.request, l.p50_ms, l.p95_ms, l.max_ms, l.work
+        );
+    }
+    out += &format!(
+        "collector peak resident memory: {:.1} MiB\n",
+        b.collector_peak_rss_mib
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let mut v: Vec<f64> = (1..=100).rev().map(f64::from).collect();
+        assert_eq!(percentile(&mut v, 0.95), 95.0);
+        assert_eq!(percentile(&mut v, 0.5), 50.0);
+        assert_eq!(percentile(&mut v, 1.0), 100.0);
+        assert_eq!(percentile(&mut [7.0], 0.95), 7.0);
+        assert!(percentile(&mut [], 0.5).is_nan());
+    }
+
+    #[test]
+    fn one_host_in_fifty_is_failed_and_one_degraded() {
+        let variants: Vec<usize> = (0..1000).map(variant_of).collect();
+        let failed = variants
+            .iter()
+            .filter(|&&v| v == HEALTHY_VARIANTS as usize)
+            .count();
+        let degraded = variants
+            .iter()
+            .filter(|&&v| v == HEALTHY_VARIANTS as usize + 1)
+            .count();
+        assert_eq!((failed, degraded), (20, 20));
+    }
+}

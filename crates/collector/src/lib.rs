@@ -1,0 +1,159 @@
+//! The fleet collector (`hostping collector`): the fleet's store (issue 14, DESIGN 4.5). Agents push every finished
+//! run over HTTP; the collector checks the token and the contract and stores the run, its
+//! paths, links and diagnoses in PostgreSQL in one transaction, answering 2xx only after the
+//! commit, so a run an agent was told is stored survives a `kill -9` of the collector.
+//!
+//! PostgreSQL client: `tokio-postgres` with the `deadpool-postgres` pool. It runs on the tokio
+//! runtime axum already uses, needs no database at build time (unlike sqlx's checked
+//! macros), and is the maintained driver under most of the Rust PostgreSQL ecosystem.
+
+#![deny(missing_docs)]
+
+pub mod api;
+pub mod batch;
+pub mod bench;
+pub mod fleet;
+pub mod refresh;
+pub mod schema;
+pub mod timeline;
+pub mod writer;
+
+use fleet_api::tls::{self, TlsError, TlsFiles};
+use fleet_api::tokens::{TokenError, Tokens};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// The most a pushed run may weigh (a report of a large host is tens of kB).
+pub const DEFAULT_MAX_BODY: usize = 4 << 20;
+
+/// Batches stored at once (collector/writer.rs): while one waits for its commit, the next
+/// is written. On the 2-core bench (16 senders, 100 hosts) 2 writers gave 703-811 runs/s,
+/// 4 gave 767-1011 and 8 gave 734-759: fewer make PostgreSQL wait on commits, more make
+/// smaller batches (BENCHMARKS.md).
+const WRITERS: usize = 4;
+
+/// What the collector is told on the command line.
+#[derive(Debug, Clone)]
+pub struct CollectorConfig {
+    /// `postgres://USER@HOST:PORT/DB` (libpq's URL form).
+    pub database: String,
+    /// Where the API listens.
+    pub listen: SocketAddr,
+    /// The agents' tokens; without a file every run is refused.
+    pub tokens: Option<PathBuf>,
+    /// The most a pushed run may weigh, bytes.
+    pub max_body: usize,
+    /// Serve HTTPS with this certificate and key; plain HTTP without.
+    pub tls: Option<TlsFiles>,
+}
+
+/// Why the collector could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum CollectorError {
+    /// The tokens file.
+    #[error(transparent)]
+    Tokens(#[from] TokenError),
+    /// The TLS certificate or key.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// The database URL does not parse.
+    #[error("--database {url}: {source}")]
+    Url {
+        /// The URL given.
+        url: String,
+        /// Why.
+        source: tokio_postgres::Error,
+    },
+    /// The pool could not be built.
+    #[error("--database: {0}")]
+    Pool(#[from] deadpool_postgres::BuildError),
+    /// The database refused a connection or a migration.
+    #[error("database {url}: {reason}")]
+    Database {
+        /// The URL given.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// The listening socket or the runtime.
+    #[error("listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Connects, migrates, listens and serves until the process is stopped. `ready` is called
+/// with the bound address (the real port when port 0 was asked for).
+pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(), CollectorError> {
+    let tokens = match &config.tokens {
+        Some(file) => Tokens::load(file)?,
+        None => Tokens::default(),
+    };
+    let tls = config.tls.as_ref().map(tls::server_config).transpose()?;
+    let pg: tokio_postgres::Config =
+        config
+            .database
+            .parse()
+            .map_err(|source| CollectorError::Url {
+                url: config.database.clone(),
+                source,
+            })?;
+    let listen_error = |source| CollectorError::Listen {
+        addr: config.listen,
+        source,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(listen_error)?;
+    runtime.block_on(async {
+        let manager = deadpool_postgres::Manager::new(pg, tokio_postgres::NoTls);
+        // Every wait is bounded: with the database unreachable a request is answered 503
+        // within seconds (the agent keeps the run and retries) instead of hanging.
+        let bounded = Some(std::time::Duration::from_secs(5));
+        let pool = deadpool_postgres::Pool::builder(manager)
+            .max_size(16)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(bounded)
+            .create_timeout(bounded)
+            .recycle_timeout(bounded)
+            .build()?;
+        let database_error = |reason: String| CollectorError::Database {
+            url: config.database.clone(),
+            reason,
+        };
+        let mut client = pool
+            .get()
+            .await
+            .map_err(|e| database_error(e.to_string()))?;
+        schema::migrate(&mut client)
+            .await
+            .map_err(|e| database_error(e.to_string()))?;
+        drop(client);
+        tokio::spawn(refresh::refresh_loop(pool.clone(), |line| {
+            eprintln!("hostping collector: {line}")
+        }));
+        let listener = std::net::TcpListener::bind(config.listen).map_err(listen_error)?;
+        listener.set_nonblocking(true).map_err(listen_error)?;
+        ready(listener.local_addr().map_err(listen_error)?);
+        let writer = writer::Writer::start(pool.clone(), WRITERS);
+        let app = api::router(pool, writer, tokens, config.max_body);
+        match tls {
+            Some(tls) => {
+                let tls = axum_server::tls_rustls::RustlsConfig::from_config(tls);
+                axum_server::tls_rustls::from_tcp_rustls(listener, tls)
+                    .map_err(listen_error)?
+                    .serve(app.into_make_service())
+                    .await
+            }
+            None => {
+                let listener = tokio::net::TcpListener::from_std(listener).map_err(listen_error)?;
+                axum::serve(listener, app).await
+            }
+        }
+        .map_err(listen_error)
+    })
+}

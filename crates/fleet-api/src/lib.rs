@@ -1,0 +1,21 @@
+/*!
+The HTTP contract of hostping's fleet (DESIGN 4.5), in one place for every side of it: the
+agent that sends its runs and serves its own read API, the collector that stores them and
+serves the fleet's, and `hostping fleet` and the web UI that read them.
+
+- [`upload`]: the body of `POST /api/runs`, as the agent writes it and the collector checks
+  it.
+- [`tokens`]: the tokens files (`NAME TOKEN` lines), kept as SHA-256 digests and compared in
+  constant time: the collector's agent tokens and the agent's probe tokens.
+- [`tls`]: rustls for the collector and the client configuration of its clients.
+- [`ui`]: the web UI's pages and assets, compiled in, served by collector and agent alike.
+
+It holds no storage and no judgement: the collector and the agent bring their stores, and
+`analyze` decides.
+*/
+#![deny(missing_docs)]
+
+pub mod tls;
+pub mod tokens;
+pub mod ui;
+pub mod upload;

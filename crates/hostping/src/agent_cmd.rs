@@ -1,0 +1,208 @@
+//! `hostping agent`: the agent on this host or a virtual one, until a signal or `--run-for`.
+//! This module only wires the agent crate's parts together from the flags and the
+//! configuration file: the backend, the store, the HTTP server, the switch-port sampler,
+//! the sender to the collector and the loop.
+
+use crate::cli::AgentArgs;
+use crate::output::Outcome;
+use agent::config::AgentConfig;
+use agent::{http, sender, switch_sampler, Agent, Control, Status};
+use anyhow::{bail, Context, Result};
+use check::host::{Host, HostOptions, ProbeOptions};
+use fleet_api::tokens::Tokens;
+use probe::LatencySpec;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// Runs `hostping agent`.
+pub fn run(args: AgentArgs) -> Result<Outcome> {
+    let config = config(&args)?;
+    let control = Arc::new(Control::default());
+    let signals = stop_on_signals(&control)?;
+    let host = Host::open(
+        &args.host.spec(),
+        HostOptions {
+            inject: args.inject.clone(),
+            seed: args.seed,
+            ..HostOptions::default()
+        },
+    )?;
+    let provenance = host.provenance().as_str();
+    let baseline = match &config.agent.baseline {
+        Some(path) => Some(check::record::load(path, host.model())?),
+        None => None,
+    };
+    let latency = LatencySpec {
+        op: config.probe.op,
+        iterations: config.probe.iterations,
+        ..LatencySpec::default()
+    };
+    let probe = ProbeOptions {
+        timeout_ms: config.probe.timeout_ms,
+        verbs_faults: Vec::new(),
+    };
+    let mut backend = agent::backend::for_host(
+        host,
+        baseline,
+        &probe,
+        &latency,
+        args.time_scale,
+        &args.schedule,
+    )?;
+    let db = &config.agent.database;
+    let mut store = store::Store::open(db)?;
+    if args.collector.is_some() {
+        store.queue_for_collector(args.outbox_cap);
+    }
+    let host_name = match backend.host() {
+        Some(h) => h.name.clone(),
+        None => "(no RDMA device)".to_string(),
+    };
+    let metrics = Arc::new(Mutex::new(store::Metrics::new(&host_name, provenance)));
+    let status = Arc::new(Mutex::new(Status {
+        host: host_name.clone(),
+        provenance: provenance.into(),
+        probing_disabled: backend.probing_disabled(),
+        ..Status::default()
+    }));
+    let name = match (&args.name, &args.host.sim) {
+        (Some(name), _) => name.clone(),
+        (None, Some(_)) => host_name.clone(),
+        (None, None) => agent::hostname().context("cannot read the hostname; give --name")?,
+    };
+    let probe_tokens = args
+        .probe_tokens
+        .as_ref()
+        .or(config.agent.probe_tokens.as_ref());
+    let server = http::serve(
+        http::ServeOptions {
+            listen: config.agent.listen,
+            database: db.clone(),
+            name: name.clone(),
+            probe: http::ProbeAccess {
+                tokens: probe_tokens.map(|f| load_probe_tokens(f)).transpose()?,
+                control: control.clone(),
+            },
+        },
+        metrics.clone(),
+        status.clone(),
+    )
+    .with_context(|| format!("cannot listen on {}", config.agent.listen))?;
+    eprintln!(
+        "hostping agent: watching {host_name} ({provenance}); runs in {}; serving http://{}/metrics and /api/runs",
+        db.display(),
+        server.addr
+    );
+    let fabric = match &config.fabric {
+        Some(f) => Some(switch_sampler::start(
+            f,
+            db,
+            metrics.clone(),
+            control.clone(),
+            log,
+        )?),
+        None => None,
+    };
+    let sender = match (&args.collector, &args.token) {
+        (Some(url), Some(token)) => {
+            eprintln!("hostping agent: sending runs to {url} as {name}");
+            let target = sender::CollectorTarget {
+                url: url.clone(),
+                token: token.clone(),
+                host: name.clone(),
+                tls: fleet_api::tls::client_config(args.collector_ca.as_deref())?,
+                // An empty rack in the file is no rack (the collector refuses "").
+                rack: args
+                    .rack
+                    .clone()
+                    .or_else(|| config.agent.rack.clone().filter(|r| !r.is_empty())),
+            };
+            Some(sender::start(target, db.clone(), metrics.clone(), log)?)
+        }
+        _ => None,
+    };
+    let mut agent_log = |line: &str| log(line);
+    let mut agent = Agent::new(
+        backend.as_mut(),
+        &config,
+        store,
+        metrics,
+        status,
+        &mut agent_log,
+    )?;
+    let stored = agent.run(&control, args.run_for.map(|d| d.as_nanos() as u64));
+    if let Some(fabric) = fabric {
+        // The loop ended by a signal or --run-for: the sampler ends with it.
+        control.stop();
+        fabric.join();
+    }
+    if let Some(sender) = sender {
+        sender.finish();
+    }
+    server.shutdown();
+    signals.close();
+    eprintln!(
+        "hostping agent: stopped; {stored} runs stored in {}",
+        db.display()
+    );
+    Ok(Outcome::Healthy)
+}
+
+/// One line of the agent's log, on stderr.
+fn log(line: &str) {
+    eprintln!("hostping agent: {line}");
+}
+
+/// The configuration file (or Hostping's defaults), with the flags that override it.
+fn config(args: &AgentArgs) -> Result<AgentConfig> {
+    let mut config = match &args.config {
+        Some(path) => AgentConfig::load(path)?,
+        None => AgentConfig::default(),
+    };
+    if let Some(db) = &args.db {
+        config.agent.database = db.clone();
+    }
+    if let Some(listen) = args.listen {
+        config.agent.listen = listen;
+    }
+    if !(args.time_scale > 0.0 && args.time_scale.is_finite()) {
+        bail!(
+            "--time-scale: {} must be a positive number",
+            args.time_scale
+        );
+    }
+    Ok(config)
+}
+
+/// SIGTERM and SIGINT stop the loop (the run in progress finishes and is stored).
+fn stop_on_signals(control: &Arc<Control>) -> Result<signal_hook::iterator::Handle> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])
+        .context("cannot install the SIGTERM handler")?;
+    let control = control.clone();
+    let handle = signals.handle();
+    std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            control.stop();
+        }
+    });
+    Ok(handle)
+}
+
+/// The probe tokens (`POST /api/probe`), said on stderr: how many, and when there are
+/// none (allowed, a deployment may hand them out later) that every request is refused.
+fn load_probe_tokens(file: &Path) -> Result<Arc<Tokens>> {
+    let tokens = Tokens::load(file)?;
+    log(&format!(
+        "probing on request (POST /api/probe) for {} tokens of {}",
+        tokens.len(),
+        file.display()
+    ));
+    if tokens.is_empty() {
+        log(&format!(
+            "{} holds no token: every probe request is refused (401)",
+            file.display()
+        ));
+    }
+    Ok(Arc::new(tokens))
+}

@@ -1,0 +1,171 @@
+//! `hostping bench ...`: the scenario suite's accuracy, the CPU cost of a check, the agent's
+//! own cost, the time of a counter snapshot, and the collector at scale. The measuring is
+//! in the library crates; this module gives each a progress bar and prints its result.
+
+use crate::cli::{BenchCommand, Format};
+use crate::output::{print, write_stdout, Outcome};
+use crate::progress::{counted, progress_bar};
+use crate::render::{self, Style};
+use anyhow::{bail, Result};
+use check::accuracy;
+use check::scenario::Scenario;
+use indicatif::ProgressBar;
+use model::HostTopology;
+use rdma::sysfs::SysRoot;
+use std::sync::Mutex;
+
+/// Runs `hostping bench ...`.
+pub fn run(cmd: BenchCommand) -> Result<Outcome> {
+    match cmd {
+        BenchCommand::Agent {
+            sim,
+            seconds,
+            format,
+        } => {
+            let bar = counted(seconds, "measuring the agent", "s");
+            let cost = agent::cost::agent_cost(&sim, seconds, &mut |s| bar.set_position(s))?;
+            bar.finish_and_clear();
+            print(format, &cost, agent::cost::agent_cost_table)?;
+        }
+        BenchCommand::Counters {
+            sysfs_root,
+            repeat,
+            format,
+        } => {
+            let root = sysfs_root.map(SysRoot::new).unwrap_or_else(SysRoot::system);
+            let cost = agent::cost::counters_cost(root, repeat)?;
+            print(format, &cost, agent::cost::counters_cost_table)?;
+        }
+        BenchCommand::Scenarios {
+            dir,
+            healthy_runs,
+            show_failures,
+            format,
+        } => return scenarios(&dir, healthy_runs, show_failures, format),
+        BenchCommand::Collector {
+            database,
+            hosts,
+            days,
+            cadence,
+            clients,
+            queries,
+            sim,
+            format,
+        } => {
+            let settings = collector::bench::BenchSettings {
+                database,
+                hosts,
+                days,
+                cadence,
+                clients,
+                queries,
+                model: check::sim::load_host(&sim)?,
+            };
+            let bar = PhaseBar::default();
+            let result = collector::bench::run(&settings, &bar);
+            bar.finish();
+            print(format, &result?, collector::bench::table)?;
+        }
+        BenchCommand::Check {
+            sim,
+            repeat,
+            format,
+        } => {
+            let host = check::sim::load_host(&sim)?;
+            let cost = check::cost::check_cost(&host, repeat);
+            print(format, &cost, |cost| {
+                format!(
+                    "full-mesh check of {} ({} paths + {} re-probes, each {} iterations x 2 sizes, simulated), median of {} checks:\n  probe + analysis:             {:.1} ms CPU\n  with a fresh 3-run baseline:  {:.1} ms CPU\n",
+                    cost.host, cost.paths, cost.reprobes, cost.iterations, cost.repeat, cost.check_cpu_ms, cost.with_baseline_cpu_ms
+                )
+            })?;
+        }
+    }
+    Ok(Outcome::Healthy)
+}
+
+/// The collector bench's phases, one bar each.
+#[derive(Default)]
+struct PhaseBar(Mutex<Option<ProgressBar>>);
+
+impl collector::bench::Progress for PhaseBar {
+    fn phase(&self, name: &str, total: u64) {
+        let mut bar = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(done) = bar.take() {
+            done.finish();
+        }
+        *bar = Some(progress_bar(total, name));
+    }
+    fn at(&self, done: u64) {
+        if let Some(bar) = self.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            bar.set_position(done);
+        }
+    }
+}
+
+impl PhaseBar {
+    fn finish(&self) {
+        if let Some(bar) = self.0.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            bar.finish();
+        }
+    }
+}
+
+/// `bench scenarios`: every scenario, then the false alarms of healthy noisy runs of each
+/// built-in model.
+fn scenarios(
+    dir: &std::path::Path,
+    healthy_runs: u32,
+    show_failures: bool,
+    format: Format,
+) -> Result<Outcome> {
+    let scenarios = Scenario::load_dir(dir)?;
+    if scenarios.is_empty() {
+        bail!("{}: no scenario files (*.toml)", dir.display());
+    }
+    let hosts = model::builtin::names()
+        .map(|n| model::builtin::load(n).expect("a built-in name loads"))
+        .collect::<Result<Vec<HostTopology>, _>>()?;
+    let total = scenarios.len() as u64 + u64::from(healthy_runs) * hosts.len() as u64;
+    let bar = progress_bar(total, "bench");
+    bar.set_message("scenarios");
+    let rows = accuracy::run_scenarios(&scenarios, &mut |_| bar.inc(1));
+    let mut false_alarms = Vec::new();
+    for host in &hosts {
+        bar.set_message(format!("healthy {}", host.name));
+        false_alarms.push(accuracy::false_alarms(host, healthy_runs, &mut || {
+            bar.inc(1)
+        }));
+    }
+    bar.finish_and_clear();
+    let passed = rows.iter().filter(|(r, _)| r.pass).count();
+    let result = accuracy::SuiteResult {
+        scenarios: rows.iter().map(|(r, _)| r.clone()).collect(),
+        passed,
+        false_alarms,
+    };
+    let mut out = match format {
+        Format::Json => serde_json::to_string_pretty(&result)? + "\n",
+        Format::Table => accuracy::suite_table(&result),
+    };
+    if show_failures {
+        for ((row, outcome), s) in rows.iter().zip(&scenarios) {
+            if !row.pass {
+                out.push_str(&format!(
+                    "\n--- {} {} ({}) ---\n",
+                    row.case,
+                    row.title,
+                    s.file.display()
+                ));
+                out.push_str(&render::report(
+                    &s.host,
+                    &outcome.report,
+                    s.runs,
+                    Style { color: false },
+                ));
+            }
+        }
+    }
+    write_stdout(&out)?;
+    Ok(Outcome::found(!result.ok()))
+}

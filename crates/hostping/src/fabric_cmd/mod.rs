@@ -1,0 +1,308 @@
+//! `hostping fabric ...`: the fabric layer's commands on top of the `fabric` crate. This
+//! module parses nothing and decides nothing: it builds the inputs, runs the simulator, and
+//! writes what the crate's analysis concluded; [`switches`] does the same for a real
+//! InfiniBand subnet through `rdma`.
+
+pub mod args;
+pub mod bench;
+pub mod cabled;
+pub mod merge;
+pub mod output;
+pub mod switches;
+
+use std::io::Write;
+use std::str::FromStr;
+use std::time::Instant;
+
+use crate::output::Outcome;
+use anyhow::{bail, Context, Result};
+use clap::ValueEnum;
+use fabric::analysis::view::JobSelection;
+use fabric::analysis::{
+    diagnose, render_text, write_plots, write_window_plots, Cause, Directions, LinkView,
+    PlotOptions, Thresholds, ViewSpec,
+};
+use fabric::sim::{CongestionRule, Progress, SimConfig, SimResult, Simulation};
+use fabric::telemetry::{TelemetryConfig, TelemetryKind};
+use fabric::traffic::{self, MappingSpec, WorkloadSpec};
+use indicatif::ProgressBar;
+
+use args::{
+    FabricCommand, FabricFormat, MergeArgs, MergeFormat, PlotDirections, SimArgs, SuggestArgs,
+    TelemetryChoice,
+};
+use cabled::TreeInput;
+use fabric::topology::Topology;
+use output::{RunSummary, DIAGNOSIS_FILE, PLOT_STEM, PORTS_FILE, SUMMARY_FILE};
+
+/// Runs one fabric command; `Findings` when it found congestion (exit status 1).
+pub fn run(command: FabricCommand) -> Result<Outcome> {
+    let found = match command {
+        FabricCommand::Sim(args) => sim(&args),
+        FabricCommand::SuggestMapping(args) => suggest(&args),
+        FabricCommand::Bench(cmd) => bench::run(cmd),
+        FabricCommand::Merge(args) => merge(&args),
+        FabricCommand::Discover(args) => switches::discover_command(&args),
+        FabricCommand::Sample(args) => switches::sample_command(&args),
+        FabricCommand::Delegate(args) => switches::delegate_command(&args).map(|()| false),
+        FabricCommand::Net(args) => cabled::net_command(&args).map(|()| false),
+    }?;
+    Ok(Outcome::found(found))
+}
+
+fn telemetry_kind(choice: TelemetryChoice) -> TelemetryKind {
+    match choice {
+        TelemetryChoice::Reservoir => TelemetryKind::Reservoir,
+        TelemetryChoice::Reservoir1Bit => TelemetryKind::Reservoir1Bit,
+        TelemetryChoice::SingleBit => TelemetryKind::SingleBit,
+        TelemetryChoice::Off => TelemetryKind::Off,
+    }
+}
+
+/// `queue-exceeds-credits`, `queue-above:BYTES` or `credits-below:BYTES` (thesis 3.2, 5.10).
+fn congestion_rule(text: &str) -> Result<CongestionRule> {
+    let bytes = |value: &str| -> Result<u32> {
+        let bytes = traffic::units::parse_bytes(value)
+            .map_err(|e| anyhow::anyhow!("--congestion {text}: {e}"))?;
+        u32::try_from(bytes).with_context(|| format!("--congestion {text}: too large"))
+    };
+    match text.split_once(':') {
+        None if text == "queue-exceeds-credits" => Ok(CongestionRule::QueueExceedsCredits),
+        Some(("queue-above", value)) => Ok(CongestionRule::QueueAbove { bytes: bytes(value)? }),
+        Some(("credits-below", value)) => Ok(CongestionRule::CreditsBelow { bytes: bytes(value)? }),
+        _ => bail!(
+            "--congestion {text}: expected queue-exceeds-credits, queue-above:BYTES or credits-below:BYTES"
+        ),
+    }
+}
+
+fn duration_ps(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos().saturating_mul(1000)).unwrap_or(u64::MAX)
+}
+
+fn sim_config(args: &SimArgs) -> Result<SimConfig> {
+    let telemetry = TelemetryConfig {
+        kind: telemetry_kind(args.telemetry),
+        hop_counter_bits: args.hop_bits,
+        tag_fraction: args.tag_fraction,
+    };
+    Ok(SimConfig {
+        link_gbps: args.link_gbps,
+        link_latency_ns: args.link_latency_ns,
+        switch_latency_ns: args.switch_latency_ns,
+        packet_bytes: args.packet_bytes,
+        flow_unit_bytes: args.flow_unit_bytes,
+        buffer_bytes: args.buffer_bytes,
+        end_ps: args.end.map(duration_ps),
+        seed: args.seed,
+        adaptive: !args.deterministic_routing,
+        congestion: congestion_rule(&args.congestion)?,
+        telemetry,
+        window_ps: args.window.map(duration_ps),
+        ..SimConfig::default()
+    })
+}
+
+/// Simulated time and events per second, on stderr, while a simulation runs.
+pub fn progress_bar(label: &str, end_ps: Option<u64>) -> (ProgressBar, impl FnMut(Progress)) {
+    let bar = match end_ps {
+        Some(end) => crate::progress::counted(end / 1_000_000, label, "us simulated"),
+        None => crate::progress::spinner(label),
+    };
+    let started = Instant::now();
+    let handle = bar.clone();
+    let update = move |p: Progress| {
+        let rate = p.events as f64 / started.elapsed().as_secs_f64().max(1e-9);
+        handle.set_position(p.sim_ps / 1_000_000);
+        handle.set_message(format!(
+            "t = {:.1} us, {:.1} M events/s, {} packets delivered",
+            p.sim_ps as f64 / 1e6,
+            rate / 1e6,
+            p.packets_delivered
+        ));
+    };
+    (bar, update)
+}
+
+/// The jobs of `workload` mapped by `mapping`, ready to run: every input checked.
+pub fn prepare(
+    topology: &Topology,
+    workload: &WorkloadSpec,
+    mapping: &MappingSpec,
+    config: SimConfig,
+) -> Result<Simulation> {
+    let jobs = traffic::build_jobs(workload, mapping, topology, &config.job_settings())?;
+    Ok(Simulation::new(topology, config, jobs)?)
+}
+
+/// Runs a simulation with a progress bar on stderr.
+pub fn run_with_progress(simulation: Simulation, label: &str, end_ps: Option<u64>) -> SimResult {
+    let (bar, mut update) = progress_bar(label, end_ps);
+    let result = simulation.run(&mut update);
+    bar.finish_and_clear();
+    result
+}
+
+fn sim(args: &SimArgs) -> Result<bool> {
+    let input = TreeInput::resolve(&args.topology.topology)?;
+    if let Some(line) = input.describe() {
+        eprintln!("{line}");
+    }
+    let topology = input.topology;
+    let workload = WorkloadSpec::from_str(&args.workload)?;
+    let mapping = MappingSpec::from_str(&args.mapping)?;
+    let config = sim_config(args)?;
+    let end_ps = config.end_ps;
+    let simulation = prepare(&topology, &workload, &mapping, config)?;
+    // Before the run, so that a folder we cannot write to does not cost a simulation.
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("{}: cannot create the output folder", args.out.display()))?;
+    let result = run_with_progress(simulation, "simulating", end_ps);
+
+    let jobs = JobSelection::parse(&args.samples, &result.jobs)?;
+    let spec = ViewSpec::for_run(&result, jobs.clone());
+    let estimate = LinkView::build(&topology, &result, &spec)?;
+    let truth = LinkView::build(&topology, &result, &ViewSpec::ground_truth(jobs))?;
+    let diagnosis = diagnose(&topology, &estimate, &Thresholds::default());
+
+    let telemetry = args.telemetry.to_possible_value().expect("named");
+    let mut summary = RunSummary::new(
+        &topology,
+        &workload.to_string(),
+        &mapping.to_string(),
+        telemetry.get_name(),
+        &result,
+        &truth,
+        &diagnosis,
+    );
+    summary.fabric = input.fabric;
+    let options = PlotOptions {
+        directions: match args.plot {
+            PlotDirections::Both => Directions::Averaged,
+            PlotDirections::Split => Directions::Split,
+        },
+        crop_leaves: args.crop_leaves,
+        size: None,
+    };
+    let stem = args.out.join(PLOT_STEM);
+    summary.files = write_plots(&topology, &estimate, &options, &stem)?;
+    if args.window.is_some() && result.telemetry.is_some() {
+        summary.files.extend(write_window_plots(
+            &topology, &result, &spec, &options, &stem,
+        )?);
+    }
+    let diagnosis_text = render_text(&diagnosis);
+    summary
+        .files
+        .push(output::write(&args.out, DIAGNOSIS_FILE, &diagnosis_text)?);
+    let csv = output::ports_csv(&topology, &truth, &estimate, summary.fabric.as_ref());
+    summary
+        .files
+        .push(output::write(&args.out, PORTS_FILE, &csv)?);
+    summary.files.push(args.out.join(SUMMARY_FILE));
+    output::write(
+        &args.out,
+        SUMMARY_FILE,
+        &(serde_json::to_string_pretty(&summary)? + "\n"),
+    )?;
+
+    let text = match args.format {
+        FabricFormat::Json => serde_json::to_string_pretty(&summary)? + "\n",
+        FabricFormat::Text => format!(
+            "{}\n{}\nwrote {} files to {}\n",
+            summary.render_text(),
+            diagnosis_text,
+            summary.files.len(),
+            args.out.display()
+        ),
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(diagnosis.cause != Cause::NoCongestion)
+}
+
+fn suggest(args: &SuggestArgs) -> Result<bool> {
+    let topology = TreeInput::resolve(&args.topology.topology)?.topology;
+    let packet_bytes = SimConfig::default().packet_bytes;
+    let matrix = match (&args.workload, &args.matrix) {
+        (_, Some(file)) => traffic::CommMatrix::load(file, packet_bytes)?,
+        (Some(spec), None) => {
+            let workload = WorkloadSpec::from_str(spec)?;
+            let settings = SimConfig {
+                seed: args.seed,
+                ..SimConfig::default()
+            }
+            .job_settings();
+            traffic::workload_matrix(&workload, &topology, &settings)?
+        }
+        (None, None) => bail!("give --workload or --matrix"),
+    };
+    let suggestion = traffic::suggest_mapping(&matrix, &topology, args.seed)?;
+    if let Some(path) = &args.output {
+        let mut text = format!(
+            "# hostping fabric suggest-mapping: {} on {} (rank node)\n",
+            suggestion.mapping,
+            topology.name()
+        );
+        for (rank, node) in suggestion.placement.iter().enumerate() {
+            text += &format!("{rank} {}\n", node.0);
+        }
+        std::fs::write(path, text).with_context(|| format!("{}: cannot write", path.display()))?;
+    }
+    let out = match args.format {
+        FabricFormat::Json => {
+            serde_json::to_string_pretty(&serde_json::json!({
+                "topology": topology.name(),
+                "ranks": matrix.ranks(),
+                "mapping": suggestion.mapping.to_string(),
+                "row_major": {
+                    "average_path_length": suggestion.row_major.average_path_length,
+                    "leaf_edge_cut": suggestion.row_major.leaf_edge_cut,
+                },
+                "suggested": {
+                    "average_path_length": suggestion.suggested.average_path_length,
+                    "leaf_edge_cut": suggestion.suggested.leaf_edge_cut,
+                },
+                "explanation": suggestion.explanation,
+                "placement": suggestion.placement.iter().map(|n| n.0).collect::<Vec<_>>(),
+            }))? + "\n"
+        }
+        FabricFormat::Text => format!(
+            "suggested mapping: {}\n  average path length {:.3} -> {:.3} hops; leaf-level edge cut {:.3} -> {:.3} (row-major -> suggested)\n{}\n{}",
+            suggestion.mapping,
+            suggestion.row_major.average_path_length,
+            suggestion.suggested.average_path_length,
+            suggestion.row_major.leaf_edge_cut,
+            suggestion.suggested.leaf_edge_cut,
+            suggestion.explanation,
+            args.output.as_ref().map_or(String::new(), |p| format!(
+                "wrote the mapping to {} (use --mapping {})\n",
+                p.display(),
+                p.display()
+            )),
+        ),
+    };
+    std::io::stdout().lock().write_all(out.as_bytes())?;
+    Ok(false)
+}
+
+fn merge(args: &MergeArgs) -> Result<bool> {
+    let (runs, errors) = merge::read_runs(&args.runs);
+    let text = match args.format {
+        MergeFormat::Table => merge::table(&runs),
+        MergeFormat::Json => serde_json::to_string_pretty(&runs)? + "\n",
+        MergeFormat::Csv => merge::csv(&runs),
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    match errors.as_slice() {
+        [] => Ok(false),
+        [one] => Err(one.clone().into()),
+        many => bail!(
+            "{} runs could not be read:\n  {}",
+            many.len(),
+            many.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n  ")
+        ),
+    }
+}
