@@ -180,6 +180,7 @@ mod tests {
             }],
             diagnoses: vec![],
             baseline: None,
+            thresholds: None,
         }
     }
 

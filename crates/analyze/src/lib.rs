@@ -174,6 +174,7 @@ pub fn analyze(input: &Input, follow_up: &mut dyn FollowUp) -> Report {
             .collect(),
         diagnoses: Vec::new(),
         baseline: None,
+        thresholds: Some(*input.thresholds),
     };
     let current = RunRecord::from_report(&report);
     flapping::diagnose(

@@ -4,6 +4,7 @@
 use crate::ids::{ComponentId, LinkId};
 use crate::measure::{Mode, Provenance, StreamResult};
 use crate::topology::LinkKind;
+use crate::Thresholds;
 use serde::{Deserialize, Serialize};
 
 /// Status of a path (DESIGN 2; Hostping 4.3).
@@ -230,6 +231,20 @@ pub struct Report {
     /// What the paths were judged against, when the caller says (the check pipeline does).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<BaselineKind>,
+    /// The thresholds the run was judged with (Hostping 5's unless the host's configuration
+    /// overrides them). They travel with the run, so that whoever judges it again (the
+    /// fleet collector against its kind's baseline) uses the host's own and cannot disagree
+    /// with the agent; a report without them (an older agent) was judged with the defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<Thresholds>,
+}
+
+impl Report {
+    /// The thresholds the run was judged with: its own, or Hostping 5's defaults for a report
+    /// that does not carry them.
+    pub fn judged_with(&self) -> Thresholds {
+        self.thresholds.unwrap_or_default()
+    }
 }
 
 /// Where a check's per-path references came from.

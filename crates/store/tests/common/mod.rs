@@ -99,6 +99,7 @@ pub fn healthy(host: &str, paths: usize) -> Report {
         ],
         diagnoses: vec![],
         baseline: Some(BaselineKind::Simulated),
+        thresholds: Some(model::Thresholds::default()),
     }
 }
 
@@ -299,9 +300,27 @@ pub fn report() -> impl Strategy<Value = Report> {
             Just(BaselineKind::Simulated),
             Just(BaselineKind::Relative)
         ]),
+        proptest::option::of((0.01f64..0.9, 1u32..8).prop_map(|(abnormal_th, flapping_runs)| {
+            model::Thresholds {
+                abnormal_th,
+                flapping_runs,
+                ..model::Thresholds::default()
+            }
+        })),
     )
         .prop_map(
-            |(host, mode, healthy, provenance, run, mut paths, mut links, diagnoses, baseline)| {
+            |(
+                host,
+                mode,
+                healthy,
+                provenance,
+                run,
+                mut paths,
+                mut links,
+                diagnoses,
+                baseline,
+                thresholds,
+            )| {
                 let mut seen = HashSet::new();
                 paths.retain(|p| seen.insert((p.rnic.clone(), p.endpoint.clone())));
                 let mut seen = HashSet::new();
@@ -316,6 +335,7 @@ pub fn report() -> impl Strategy<Value = Report> {
                     links,
                     diagnoses,
                     baseline,
+                    thresholds,
                 }
             },
         )
