@@ -17,14 +17,17 @@
 //! | `/api/hosts/{host}/timeline?rnic=R&endpoint=E[&since_unix_ms=T][&limit=N]` | one path over runs, oldest first, as the collector's |
 //! | `POST /api/probe` | one run now (trigger `manual`), for a holder of a probe token (`Authorization: Bearer TOKEN`) |
 //!
-//! The `/api/hosts` family mirrors the collector's read API (DESIGN 4.5, collector/api.rs,
-//! collector/timeline.rs) with the same JSON, so the one page script of collector/ui.rs
-//! serves both; `{host}` is this host's fleet name (`--name`), its `kind` the model.
+//! The `/api/hosts` family is the collector's read API (DESIGN 4.5), served by the one
+//! implementation both use (`fleet_api::read::routes`) over this agent's database
+//! (`http/reads.rs`), so the one page script of `fleet_api::ui` serves both; `{host}` is this
+//! host's fleet name (`--name`), its `kind` the model, and any other host is a 404.
 //!
 //! Everything but `POST /api/probe` only reads. That one only writes a request into the
 //! loop's [`Control`] (one at most, never a queue), and only for a token of the probe-tokens
 //! file (issue 14 part 5: anything that triggers probing needs a token with that right);
 //! without such a file probing on request is off.
+
+mod reads;
 
 use crate::{Control, ProbeRequest, Status};
 use axum::extract::{Path as UrlPath, Query, State};
@@ -32,6 +35,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use fleet_api::read::ErrorBody;
 use fleet_api::tokens::Tokens;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -143,11 +147,9 @@ pub fn serve(
 
 fn router(shared: Shared) -> Router {
     fleet_api::ui::asset_routes()
+        .merge(fleet_api::read::routes())
         .route("/", get(front))
         .route("/api", get(index))
-        .route("/api/hosts", get(hosts))
-        .route("/api/hosts/{host}/runs", get(host_runs))
-        .route("/api/hosts/{host}/timeline", get(host_timeline))
         .route("/metrics", get(metrics))
         .route("/api/status", get(status))
         .route("/api/runs", get(runs))
@@ -193,8 +195,9 @@ struct RunsQuery {
     trigger: Option<String>,
 }
 
+/// A refusal, in the fleet API's error body.
 fn error(code: StatusCode, message: String) -> Response {
-    (code, Json(serde_json::json!({ "error": message }))).into_response()
+    (code, Json(ErrorBody { error: message })).into_response()
 }
 
 /// Answers from a read-only connection of its own (WAL lets it read beside the writer).
@@ -286,136 +289,4 @@ async fn probe(State(s): State<Shared>, headers: HeaderMap) -> Response {
         }
     };
     (StatusCode::ACCEPTED, Json(body)).into_response()
-}
-
-/// A 404 for any host but the one this agent watches.
-fn other_host(s: &Shared, host: &str) -> Option<Response> {
-    let own = &s.name;
-    (host != own).then(|| {
-        error(
-            StatusCode::NOT_FOUND,
-            format!("no host {host}: this agent watches {own}"),
-        )
-    })
-}
-
-/// `/api/hosts`: this host, in the collector's shape (its latest run's health and causes).
-async fn hosts(State(s): State<Shared>) -> Response {
-    let host = s.name.clone();
-    let model = s.status.lock().expect("status").host.clone();
-    with_store(&s, |store| {
-        let latest = store.runs(&RunQuery {
-            limit: 1,
-            ..RunQuery::default()
-        });
-        let counts = store.trigger_counts();
-        match (latest, counts) {
-            (Ok(latest), Ok(counts)) => {
-                let latest = latest.first();
-                let mut causes = latest.map(|r| r.causes.clone()).unwrap_or_default();
-                causes.sort();
-                causes.dedup();
-                Json(serde_json::json!([{
-                    "host": host,
-                    "kind": latest.map_or(model.as_str(), |r| r.host.as_str()),
-                    "healthy": latest.map(|r| r.healthy),
-                    "last_run_unix_ms": latest.map(|r| r.started_unix_ms),
-                    // Every run has one trigger: the per-trigger counts add up to all.
-                    "runs": counts.iter().map(|(_, n)| n).sum::<u64>(),
-                    "causes": causes,
-                }]))
-                .into_response()
-            }
-            (Err(e), _) | (_, Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-        }
-    })
-}
-
-/// Query of `/api/hosts/{host}/runs`.
-#[derive(serde::Deserialize)]
-struct HostRunsQuery {
-    limit: Option<u32>,
-}
-
-/// `/api/hosts/{host}/runs`: the newest runs, each its report plus `id`, `trigger` and
-/// `started_unix_ms`, as the collector answers.
-async fn host_runs(
-    State(s): State<Shared>,
-    UrlPath(host): UrlPath<String>,
-    Query(q): Query<HostRunsQuery>,
-) -> Response {
-    if let Some(refused) = other_host(&s, &host) {
-        return refused;
-    }
-    let limit = q.limit.unwrap_or(20).clamp(1, 1000);
-    with_store(&s, |store| {
-        let answer = store
-            .runs(&RunQuery {
-                limit,
-                ..RunQuery::default()
-            })
-            .and_then(|summaries| {
-                summaries
-                    .iter()
-                    .filter_map(|summary| store.run(summary.id).transpose())
-                    .map(|run| run.map(with_envelope))
-                    .collect::<Result<Vec<_>, _>>()
-            });
-        match answer {
-            Ok(runs) => Json(runs).into_response(),
-            Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-        }
-    })
-}
-
-/// A stored run as the collector returns it: the report with the envelope's fields.
-fn with_envelope(run: store::StoredRun) -> serde_json::Value {
-    // A report is plain structs with string keys: it always serialises.
-    let mut report = serde_json::to_value(&run.report).unwrap_or_default();
-    if let serde_json::Value::Object(map) = &mut report {
-        map.insert("id".into(), run.summary.id.into());
-        map.insert("trigger".into(), run.summary.trigger.into());
-        map.insert("started_unix_ms".into(), run.summary.started_unix_ms.into());
-    }
-    report
-}
-
-/// Query of `/api/hosts/{host}/timeline`.
-#[derive(serde::Deserialize)]
-struct TimelineQuery {
-    rnic: Option<String>,
-    endpoint: Option<String>,
-    since_unix_ms: Option<i64>,
-    limit: Option<u32>,
-}
-
-/// `/api/hosts/{host}/timeline`: one path over this host's runs, oldest first.
-async fn host_timeline(
-    State(s): State<Shared>,
-    UrlPath(host): UrlPath<String>,
-    Query(q): Query<TimelineQuery>,
-) -> Response {
-    if let Some(refused) = other_host(&s, &host) {
-        return refused;
-    }
-    let (Some(rnic), Some(endpoint)) = (q.rnic, q.endpoint) else {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "rnic and endpoint are required: ?rnic=R&endpoint=E".into(),
-        );
-    };
-    let since = q.since_unix_ms.unwrap_or(0);
-    let limit = q.limit.unwrap_or(1000).clamp(1, 10_000);
-    with_store(&s, |store| {
-        match store.path_timeline(&rnic, &endpoint, since, limit) {
-            Ok(points) => Json(serde_json::json!({
-                "host": host,
-                "rnic": rnic,
-                "endpoint": endpoint,
-                "points": points,
-            }))
-            .into_response(),
-            Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-        }
-    })
 }

@@ -1,23 +1,27 @@
-//! The collector's HTTP API (DESIGN 4.5).
+//! The collector's HTTP API (DESIGN 4.5): the router, and the two endpoints of its own.
 //!
-//! | path | what |
-//! |---|---|
-//! | `POST /api/runs` | an agent's run (`Authorization: Bearer TOKEN`): 201 stored, 200 stored before |
-//! | `GET /api/hosts` | every host: kind, rack, health and causes of its latest run, runs stored |
-//! | `GET /api/hosts/{host}/runs?limit=N` | that host's runs, newest first: the 4.3 report + id, trigger, started_unix_ms |
-//! | `GET /api/health` | 200 with the schema version when the database answers, else 503 (for probes) |
-//! | `GET /api/hosts/{host}/timeline?rnic=R&endpoint=E` | one path over runs, oldest first (collector/timeline.rs) |
-//! | `GET /`, `GET /hosts/{host}` | the web UI's fleet overview and host page (collector/ui.rs) |
-//! | `GET /api/hosts/{host}/baseline`, `/api/kinds/{kind}/baseline`, `/api/fleet/...` | fleet baselines, slow hosts, status and causes (`collector::fleet`) |
+//! | path | what | where |
+//! |---|---|---|
+//! | `POST /api/runs` | an agent's run (`Authorization: Bearer TOKEN`): 201 stored, 200 stored before | here |
+//! | `GET /api/health` | 200 with the schema version when the database answers, else 503 (for probes) | here |
+//! | `GET /api/hosts`, `/api/hosts/{host}/runs?limit=N`, `/api/hosts/{host}/timeline?rnic=R&endpoint=E` | hosts, runs, one path over runs: the read API the agents serve too | `fleet_api::read::routes` over [`crate::reads`] |
+//! | `GET /api/hosts/{host}/baseline`, `/api/kinds/{kind}/baseline`, `/api/fleet/...` | fleet baselines, slow hosts, status and causes | [`crate::fleet`] |
+//! | `GET /`, `GET /hosts/{host}` | the web UI's fleet overview and host page | `fleet_api::ui` |
 //!
-//! Refusals: 401 no or unknown token, 403 a token of another host, 413 a body over the
-//! limit, 400 a body outside the contract, 404 an unknown host, 503 the database is
-//! unreachable (the agent keeps the run and retries). A 2xx is sent only after the commit.
+//! Each part gets the state it needs (the read routes the database, the run upload the
+//! writer and the tokens too), so no module of the collector imports this one.
+//!
+//! Refusals of a run: 401 no or unknown token, 403 a token of another host, 413 a body over
+//! the limit, 400 a body outside the contract, 503 the database is unreachable (the agent
+//! keeps the run and retries). A 2xx is sent only after the commit. The reads refuse as
+//! `fleet_api::read::ReadError` says: 400 a query outside the contract, 404 an unknown host
+//! or kind, 503 the database is unreachable.
 
 use crate::batch::{Arrival, Stored};
+use crate::reads::PgReads;
 use crate::writer::Writer;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path as UrlPath, Query, State};
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -26,37 +30,27 @@ use deadpool_postgres::Pool;
 use fleet_api::tokens::Tokens;
 use fleet_api::upload;
 use serde_json::{json, Value};
-use std::ops::RangeInclusive;
 use std::sync::Arc;
 
-/// Runs per page when `limit` is not given, and the most one page holds.
-const DEFAULT_LIMIT: i64 = 20;
-const MAX_LIMIT: i64 = 1000;
-
+/// What the run upload and the health check share.
 #[derive(Clone)]
-pub(super) struct Shared {
-    pub(super) pool: Pool,
+struct Shared {
+    pool: Pool,
     writer: Writer,
     tokens: Arc<Tokens>,
 }
 
-/// A refused request: its status and a message for the caller.
+/// A refused run (or health check): its status and a message for the caller.
 #[derive(Debug, thiserror::Error)]
-pub(super) enum ApiError {
+enum ApiError {
     #[error("no valid bearer token")]
     Unauthorized,
     #[error("the token belongs to host {token_host}, not {host}")]
     WrongHost { token_host: String, host: String },
     #[error("{0}")]
     BadRequest(String),
-    #[error("no host {0}")]
-    NoHost(String),
     #[error("database: {0}")]
     Database(String),
-    #[error("no kind {0}")]
-    NoKind(String),
-    #[error("stored run {run}: {reason}")]
-    Stored { run: i64, reason: String },
 }
 
 impl IntoResponse for ApiError {
@@ -65,8 +59,6 @@ impl IntoResponse for ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::WrongHost { .. } => StatusCode::FORBIDDEN,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::NoHost(_) | ApiError::NoKind(_) => StatusCode::NOT_FOUND,
-            ApiError::Stored { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Database(_) => StatusCode::SERVICE_UNAVAILABLE,
         };
         let mut response = (status, Json(json!({"error": self.to_string()}))).into_response();
@@ -94,51 +86,19 @@ impl From<tokio_postgres::Error> for ApiError {
 /// The router, with `max_body` bytes the most a run may weigh.
 pub fn router(pool: Pool, writer: Writer, tokens: Tokens, max_body: usize) -> Router {
     let shared = Shared {
-        pool,
+        pool: pool.clone(),
         writer,
         tokens: Arc::new(tokens),
     };
     Router::new()
         .route("/api/runs", post(post_run))
-        .route("/api/hosts", get(hosts))
-        .route("/api/hosts/{host}/runs", get(host_runs))
         .route("/api/health", get(health))
-        .merge(crate::fleet::routes())
-        .merge(crate::timeline::routes())
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(shared)
-        // The web UI (collector/ui.rs).
+        .merge(fleet_api::read::routes().with_state(PgReads::new(pool.clone())))
+        .merge(crate::fleet::routes().with_state(pool))
+        // The web UI (fleet_api::ui).
         .merge(fleet_api::ui::collector_routes())
-}
-
-/// A number from the query string: `default` when absent, refused naming the parameter
-/// when it is not a number within `range`.
-pub(super) fn query_number(
-    name: &str,
-    text: Option<&str>,
-    default: i64,
-    range: RangeInclusive<i64>,
-) -> Result<i64, ApiError> {
-    let Some(text) = text else {
-        return Ok(default);
-    };
-    match text.parse::<i64>() {
-        Ok(n) if range.contains(&n) => Ok(n),
-        _ => Err(ApiError::BadRequest(format!(
-            "{name}: {text:?} is not a number from {} to {}",
-            range.start(),
-            range.end()
-        ))),
-    }
-}
-
-/// The database id of the host named `host`, or NoHost (404).
-pub(super) async fn host_id(client: &tokio_postgres::Client, host: &str) -> Result<i64, ApiError> {
-    client
-        .query_opt("SELECT id FROM hosts WHERE name = $1", &[&host])
-        .await?
-        .map(|r| r.get::<_, i64>(0))
-        .ok_or_else(|| ApiError::NoHost(host.to_owned()))
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {
@@ -189,69 +149,4 @@ async fn health(State(shared): State<Shared>) -> Result<Json<Value>, ApiError> {
         .await?
         .get(0);
     Ok(Json(json!({"database": "ok", "schema_version": version})))
-}
-
-async fn hosts(State(shared): State<Shared>) -> Result<Json<Vec<Value>>, ApiError> {
-    let client = shared.pool.get().await?;
-    // One row per host: the summary columns are kept up to date by each run's transaction.
-    let rows = client
-        .query(
-            "SELECT name, kind, kind_known, latest_healthy, latest_started_unix_ms, runs,
-                    latest_causes, rack
-             FROM hosts ORDER BY name",
-            &[],
-        )
-        .await?;
-    Ok(Json(
-        rows.iter()
-            .map(|r| {
-                json!({
-                    "host": r.get::<_, String>(0),
-                    "kind": r.get::<_, String>(1),
-                    "kind_known": r.get::<_, bool>(2),
-                    "healthy": r.get::<_, Option<bool>>(3),
-                    "last_run_unix_ms": r.get::<_, Option<i64>>(4),
-                    "runs": r.get::<_, i64>(5),
-                    "causes": r.get::<_, Vec<String>>(6),
-                    "rack": r.get::<_, Option<String>>(7),
-                })
-            })
-            .collect(),
-    ))
-}
-
-#[derive(serde::Deserialize)]
-struct RunsQuery {
-    limit: Option<String>,
-}
-
-async fn host_runs(
-    State(shared): State<Shared>,
-    UrlPath(host): UrlPath<String>,
-    Query(q): Query<RunsQuery>,
-) -> Result<Json<Vec<Value>>, ApiError> {
-    let limit = query_number("limit", q.limit.as_deref(), DEFAULT_LIMIT, 1..=MAX_LIMIT)?;
-    let client = shared.pool.get().await?;
-    let host_id = host_id(&client, &host).await?;
-    let rows = client
-        .query(
-            "SELECT report, agent_run_id, trigger, started_unix_ms, kind_known FROM runs
-             WHERE host_id = $1 ORDER BY started_unix_ms DESC, id DESC LIMIT $2",
-            &[&host_id, &limit],
-        )
-        .await?;
-    Ok(Json(
-        rows.iter()
-            .map(|r| {
-                let mut run = r.get::<_, Value>(0);
-                if let Value::Object(map) = &mut run {
-                    map.insert("id".into(), r.get::<_, i64>(1).into());
-                    map.insert("trigger".into(), r.get::<_, String>(2).into());
-                    map.insert("started_unix_ms".into(), r.get::<_, i64>(3).into());
-                    map.insert("kind_known".into(), r.get::<_, bool>(4).into());
-                }
-                run
-            })
-            .collect(),
-    ))
 }

@@ -11,28 +11,28 @@
 //! Reads that need a kind's baseline refresh it first when it has unseen values, so they
 //! always judge against every stored run; the collector's background refresh keeps that
 //! rare.
+//!
+//! The answers are `fleet_api::read`'s types, which `hostping fleet` reads back.
 
-use crate::api::{query_number, ApiError, Shared};
+use crate::database::Db;
 use crate::refresh;
-use analyze::fleet::baseline;
 use analyze::fleet::judge::{self, JudgedPath};
 use analyze::fleet::slow::{self, SlowHost};
+use analyze::fleet::{baseline, stale_before, STALE_AFTER_MS};
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::routing::get;
 use axum::{Json, Router};
+use deadpool_postgres::Pool;
+use fleet_api::read::{
+    BaselineRun, CauseCount, CauseDiagnosis, CauseHost, CauseHosts, FleetStatus, HostBaseline,
+    KindBaseline, KindBaselinePath, KindStatus, ReadError, SlowHostsQuery,
+};
 use model::{Report, Thresholds};
-use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::time::SystemTime;
 
-/// A host whose latest run started longer ago than this is stale: three of Hostping 5's
-/// 5-minute host checks missed in a row.
-pub const STALE_AFTER_MS: i64 = 3 * 5 * 60 * 1000;
-/// Slow hosts listed when `limit` is not given, and the most one answer holds.
-const DEFAULT_SLOW_LIMIT: i64 = 50;
-const MAX_SLOW_LIMIT: i64 = 10_000;
-
-/// The routes of this module.
-pub(super) fn routes() -> Router<Shared> {
+/// The routes of this module, for a router whose state is the database's pool.
+pub(crate) fn routes() -> Router<Pool> {
     Router::new()
         .route("/api/hosts/{host}/baseline", get(host_baseline))
         .route("/api/kinds/{kind}/baseline", get(kind_baseline))
@@ -42,41 +42,52 @@ pub(super) fn routes() -> Router<Shared> {
 }
 
 /// Abnormal_th and the rest: the paper's defaults (Hostping 5), as the agents use them.
+/// The one place the collector gets the thresholds a host is judged by.
 fn thresholds() -> Thresholds {
     Thresholds::default()
 }
 
-fn now_unix_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+/// A stored report that does not read back as a report (500).
+#[derive(Debug, thiserror::Error)]
+#[error("stored run {run}: {source}")]
+struct StoredRunError {
+    /// The run's row id.
+    run: i64,
+    /// Why.
+    source: serde_json::Error,
 }
 
 async fn host_baseline(
-    State(shared): State<Shared>,
+    State(pool): State<Pool>,
     UrlPath(host): UrlPath<String>,
-) -> Result<Json<Value>, ApiError> {
-    let mut client = shared.pool.get().await?;
+) -> Result<Json<HostBaseline>, ReadError> {
+    let mut client = pool.get().await.db()?;
     let row = client
         .query_opt(
             "SELECT h.kind, h.rack, r.report, r.id, r.agent_run_id, r.started_unix_ms
              FROM hosts h LEFT JOIN runs r ON r.id = h.latest_run_id WHERE h.name = $1",
             &[&host],
         )
-        .await?
-        .ok_or_else(|| ApiError::NoHost(host.clone()))?;
+        .await
+        .db()?
+        .ok_or_else(|| ReadError::NoHost {
+            host: host.clone(),
+            only: None,
+        })?;
     let kind: String = row.get(0);
     let rack: Option<String> = row.get(1);
-    refresh::ensure_fresh(&mut client, &kind).await?;
-    let fleet = refresh::load(&client, &kind).await?;
+    refresh::ensure_fresh(&mut client, &kind).await.db()?;
+    let fleet = refresh::load(&client, &kind).await.db()?;
     let th = thresholds();
-    let (paths, run) = match row.get::<_, Option<Value>>(2) {
-        None => (Vec::new(), Value::Null),
+    let (paths, run) = match row.get::<_, Option<serde_json::Value>>(2) {
+        None => (Vec::new(), None),
         Some(report) => {
             let stored: i64 = row.get(3);
-            let report: Report = serde_json::from_value(report).map_err(|e| ApiError::Stored {
-                run: stored,
-                reason: e.to_string(),
+            let report: Report = serde_json::from_value(report).map_err(|source| {
+                ReadError::internal(StoredRunError {
+                    run: stored,
+                    source,
+                })
             })?;
             let own = judge::has_own_baseline(&report);
             let busy = report.mode == model::Mode::Busy;
@@ -88,40 +99,46 @@ async fn host_baseline(
                     judge::judge(p, own, fleet.get(&key), busy, &th)
                 })
                 .collect();
-            let run = json!({"id": row.get::<_, i64>(4), "started_unix_ms": row.get::<_, i64>(5),
-                             "mode": report.mode, "baseline": report.baseline});
-            (paths, run)
+            let run = BaselineRun {
+                baseline: report.baseline,
+                id: row.get(4),
+                mode: report.mode,
+                started_unix_ms: row.get(5),
+            };
+            (paths, Some(run))
         }
     };
-    Ok(Json(json!({
-        "host": host,
-        "kind": kind,
-        "rack": rack,
-        "run": run,
-        "paths": paths,
-    })))
+    Ok(Json(HostBaseline {
+        host,
+        kind,
+        paths,
+        rack,
+        run,
+    }))
 }
 
 async fn kind_baseline(
-    State(shared): State<Shared>,
+    State(pool): State<Pool>,
     UrlPath(kind): UrlPath<String>,
-) -> Result<Json<Value>, ApiError> {
-    let mut client = shared.pool.get().await?;
+) -> Result<Json<KindBaseline>, ReadError> {
+    let mut client = pool.get().await.db()?;
     let known = client
         .query_one("SELECT count(*) FROM hosts WHERE kind = $1", &[&kind])
-        .await?
+        .await
+        .db()?
         .get::<_, i64>(0);
     if known == 0 {
-        return Err(ApiError::NoKind(kind));
+        return Err(ReadError::NoKind(kind));
     }
-    refresh::ensure_fresh(&mut client, &kind).await?;
-    let fleet = refresh::load(&client, &kind).await?;
+    refresh::ensure_fresh(&mut client, &kind).await.db()?;
+    let fleet = refresh::load(&client, &kind).await.db()?;
     let batch: Vec<String> = client
         .query(
             "SELECT host FROM fleet_batches WHERE kind = $1 ORDER BY host",
             &[&kind],
         )
-        .await?
+        .await
+        .db()?
         .iter()
         .map(|r| r.get(0))
         .collect();
@@ -130,57 +147,48 @@ async fn kind_baseline(
             "SELECT max(refreshed_unix_ms) FROM fleet_baselines WHERE kind = $1",
             &[&kind],
         )
-        .await?
+        .await
+        .db()?
         .get(0);
-    let paths: Vec<Value> = fleet
-        .values()
-        .map(|p| {
-            json!({
-                "rnic": p.rnic, "endpoint": p.endpoint,
-                "latency_us": p.latency.hosts.median,
-                "latency_mad_us": p.latency.hosts.mad,
-                "latency_run_mad_us": p.latency.run_mad,
-                "bandwidth_gbps": p.bandwidth.hosts.median,
-                "bandwidth_mad_gbps": p.bandwidth.hosts.mad,
-                "bandwidth_run_mad_gbps": p.bandwidth.run_mad,
-                "hosts": p.hosts, "runs": p.runs,
-            })
+    let paths = fleet
+        .into_values()
+        .map(|p| KindBaselinePath {
+            bandwidth_gbps: p.bandwidth.hosts.median,
+            bandwidth_mad_gbps: p.bandwidth.hosts.mad,
+            bandwidth_run_mad_gbps: p.bandwidth.run_mad,
+            endpoint: p.endpoint,
+            hosts: p.hosts,
+            latency_mad_us: p.latency.hosts.mad,
+            latency_run_mad_us: p.latency.run_mad,
+            latency_us: p.latency.hosts.median,
+            rnic: p.rnic,
+            runs: p.runs,
         })
         .collect();
-    Ok(Json(json!({
-        "kind": kind,
-        "hosts_of_kind": known,
-        "hosts": batch,
-        "refreshed_unix_ms": refreshed,
-        "min_hosts": baseline::MIN_FLEET_HOSTS,
-        "host_runs": baseline::HOST_RUNS,
-        "batch_hosts": baseline::BATCH_HOSTS,
-        "paths": paths,
-    })))
-}
-
-#[derive(serde::Deserialize)]
-struct SlowQuery {
-    kind: Option<String>,
-    limit: Option<String>,
+    Ok(Json(KindBaseline {
+        batch_hosts: baseline::BATCH_HOSTS,
+        host_runs: baseline::HOST_RUNS.into(),
+        hosts: batch,
+        hosts_of_kind: known,
+        kind,
+        min_hosts: baseline::MIN_FLEET_HOSTS,
+        paths,
+        refreshed_unix_ms: refreshed,
+    }))
 }
 
 async fn slow_hosts(
-    State(shared): State<Shared>,
-    Query(q): Query<SlowQuery>,
-) -> Result<Json<Vec<SlowHost>>, ApiError> {
-    let limit = query_number(
-        "limit",
-        q.limit.as_deref(),
-        DEFAULT_SLOW_LIMIT,
-        1..=MAX_SLOW_LIMIT,
-    )?;
-    let mut client = shared.pool.get().await?;
+    State(pool): State<Pool>,
+    Query(q): Query<SlowHostsQuery>,
+) -> Result<Json<Vec<SlowHost>>, ReadError> {
+    let limit = q.limit()?;
+    let mut client = pool.get().await.db()?;
     let kinds: Vec<String> = match q.kind {
         Some(k) => vec![k],
         None => client
             .query("SELECT DISTINCT kind FROM hosts ORDER BY kind", &[])
-            .await?
+            .await
+            .db()?
             .iter()
             .map(|r| r.get(0))
             .collect(),
@@ -188,8 +196,8 @@ async fn slow_hosts(
     let th = thresholds();
     let mut found = Vec::new();
     for kind in kinds {
-        refresh::ensure_fresh(&mut client, &kind).await?;
-        let fleet = refresh::load(&client, &kind).await?;
+        refresh::ensure_fresh(&mut client, &kind).await.db()?;
+        let fleet = refresh::load(&client, &kind).await.db()?;
         if fleet.is_empty() {
             continue;
         }
@@ -200,7 +208,8 @@ async fn slow_hosts(
                  WHERE h.kind = $1 ORDER BY h.name, s.seq",
                 &[&kind],
             )
-            .await?;
+            .await
+            .db()?;
         let mut by_host: BTreeMap<String, (Option<String>, Vec<slow::SlowPath>)> = rows
             .iter()
             .map(|r| (r.get(0), (r.get(1), Vec::new())))
@@ -224,15 +233,14 @@ async fn slow_hosts(
         );
     }
     let mut ranked = slow::rank(found);
-    // query_number kept it within 1..=MAX_SLOW_LIMIT.
-    ranked.truncate(limit as usize);
+    ranked.truncate(limit);
     Ok(Json(ranked))
 }
 
-async fn status(State(shared): State<Shared>) -> Result<Json<Value>, ApiError> {
-    let client = shared.pool.get().await?;
-    let now = now_unix_ms();
-    let stale_before = now - STALE_AFTER_MS;
+async fn status(State(pool): State<Pool>) -> Result<Json<FleetStatus>, ReadError> {
+    let client = pool.get().await.db()?;
+    let now = model::time::unix_ms(SystemTime::now());
+    let stale_bound = stale_before(now);
     let totals = client
         .query_one(
             "SELECT count(*), count(*) FILTER (WHERE latest_healthy),
@@ -241,51 +249,59 @@ async fn status(State(shared): State<Shared>) -> Result<Json<Value>, ApiError> {
                     COALESCE(sum(runs), 0)::int8, max(last_received_unix_ms),
                     max(latest_started_unix_ms)
              FROM hosts",
-            &[&stale_before],
+            &[&stale_bound],
         )
-        .await?;
-    let kinds: Vec<Value> = client
+        .await
+        .db()?;
+    let kinds = client
         .query(
             "SELECT kind, bool_and(kind_known), count(*), count(*) FILTER (WHERE NOT latest_healthy),
                     count(*) FILTER (WHERE latest_started_unix_ms < $1)
              FROM hosts GROUP BY kind ORDER BY count(*) DESC, kind",
-            &[&stale_before],
+            &[&stale_bound],
         )
-        .await?
+        .await
+        .db()?
         .iter()
-        .map(|r| {
-            json!({"kind": r.get::<_, String>(0), "kind_known": r.get::<_, bool>(1),
-                   "hosts": r.get::<_, i64>(2), "unhealthy": r.get::<_, i64>(3),
-                   "stale": r.get::<_, i64>(4)})
+        .map(|r| KindStatus {
+            hosts: r.get(2),
+            kind: r.get(0),
+            kind_known: r.get(1),
+            stale: r.get(4),
+            unhealthy: r.get(3),
         })
         .collect();
-    let causes: Vec<Value> = client
+    let causes = client
         .query(
             "SELECT c, count(*) FROM hosts, unnest(latest_causes) AS c
              GROUP BY c ORDER BY count(*) DESC, c",
             &[],
         )
-        .await?
+        .await
+        .db()?
         .iter()
-        .map(|r| json!({"cause": r.get::<_, String>(0), "hosts": r.get::<_, i64>(1)}))
+        .map(|r| CauseCount {
+            cause: r.get(0),
+            hosts: r.get(1),
+        })
         .collect();
-    Ok(Json(json!({
-        "hosts": totals.get::<_, i64>(0),
-        "healthy": totals.get::<_, i64>(1),
-        "unhealthy": totals.get::<_, i64>(2),
-        "stale": totals.get::<_, i64>(3),
-        "stale_after_ms": STALE_AFTER_MS,
-        "runs": totals.get::<_, i64>(4),
-        "last_ingest_unix_ms": totals.get::<_, Option<i64>>(5),
-        "last_run_unix_ms": totals.get::<_, Option<i64>>(6),
-        "now_unix_ms": now,
-        "kinds": kinds,
-        "causes": causes,
-    })))
+    Ok(Json(FleetStatus {
+        causes,
+        healthy: totals.get(1),
+        hosts: totals.get(0),
+        kinds,
+        last_ingest_unix_ms: totals.get(5),
+        last_run_unix_ms: totals.get(6),
+        now_unix_ms: now,
+        runs: totals.get(4),
+        stale: totals.get(3),
+        stale_after_ms: STALE_AFTER_MS,
+        unhealthy: totals.get(2),
+    }))
 }
 
-async fn causes(State(shared): State<Shared>) -> Result<Json<Vec<Value>>, ApiError> {
-    let client = shared.pool.get().await?;
+async fn causes(State(pool): State<Pool>) -> Result<Json<Vec<CauseHosts>>, ReadError> {
+    let client = pool.get().await.db()?;
     let rows = client
         .query(
             "SELECT d.cause, h.name, h.kind, h.rack, h.latest_started_unix_ms, d.links, d.rnic,
@@ -294,33 +310,42 @@ async fn causes(State(shared): State<Shared>) -> Result<Json<Vec<Value>>, ApiErr
              ORDER BY d.cause, h.name",
             &[],
         )
-        .await?;
+        .await
+        .db()?;
     // cause -> host -> its entry with the diagnoses of that cause
-    let mut by_cause: BTreeMap<String, BTreeMap<String, Value>> = BTreeMap::new();
+    let mut by_cause: BTreeMap<String, BTreeMap<String, CauseHost>> = BTreeMap::new();
     for r in &rows {
         let host: String = r.get(1);
-        let entry = by_cause
+        by_cause
             .entry(r.get(0))
             .or_default()
             .entry(host.clone())
-            .or_insert_with(|| {
-                json!({"host": host, "kind": r.get::<_, String>(2),
-                       "rack": r.get::<_, Option<String>>(3),
-                       "last_run_unix_ms": r.get::<_, Option<i64>>(4), "diagnoses": []})
+            .or_insert_with(|| CauseHost {
+                diagnoses: Vec::new(),
+                host,
+                kind: r.get(2),
+                last_run_unix_ms: r.get(4),
+                rack: r.get(3),
+            })
+            .diagnoses
+            .push(CauseDiagnosis {
+                evidence: r.get(7),
+                links: r.get(5),
+                rnic: r.get(6),
             });
-        if let Some(list) = entry["diagnoses"].as_array_mut() {
-            list.push(json!({"links": r.get::<_, Vec<String>>(5),
-                             "rnic": r.get::<_, Option<String>>(6),
-                             "evidence": r.get::<_, String>(7)}));
-        }
     }
-    let mut out: Vec<Value> = by_cause
+    let mut out: Vec<CauseHosts> = by_cause
         .into_iter()
         .map(|(cause, hosts)| {
-            let hosts: Vec<Value> = hosts.into_values().collect();
-            json!({"cause": cause, "count": hosts.len(), "hosts": hosts})
+            let hosts: Vec<CauseHost> = hosts.into_values().collect();
+            CauseHosts {
+                cause,
+                count: hosts.len(),
+                hosts,
+            }
         })
         .collect();
-    out.sort_by_key(|c| std::cmp::Reverse(c["count"].as_u64().unwrap_or(0)));
+    // Most hosts first; a stable sort keeps the causes' names in order within a count.
+    out.sort_by_key(|c| std::cmp::Reverse(c.count));
     Ok(Json(out))
 }

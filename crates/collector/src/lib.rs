@@ -12,7 +12,9 @@
 pub mod api;
 pub mod batch;
 pub mod bench;
+mod database;
 pub mod fleet;
+pub mod reads;
 pub mod refresh;
 pub mod schema;
 pub mod timeline;

@@ -5,16 +5,20 @@ serves the fleet's, and `hostping fleet` and the web UI that read them.
 
 - [`upload`]: the body of `POST /api/runs`, as the agent writes it and the collector checks
   it.
+- [`read`]: the read API's answers and query parameters as types, and the one
+  implementation of the endpoints the agent and the collector both serve, over a
+  [`read::ReadStore`] each of them implements.
 - [`tokens`]: the tokens files (`NAME TOKEN` lines), kept as SHA-256 digests and compared in
   constant time: the collector's agent tokens and the agent's probe tokens.
 - [`tls`]: rustls for the collector and the client configuration of its clients.
 - [`ui`]: the web UI's pages and assets, compiled in, served by collector and agent alike.
 
 It holds no storage and no judgement: the collector and the agent bring their stores, and
-`analyze` decides.
+`analyze` decides (its judged paths and slow hosts are served as they are).
 */
 #![deny(missing_docs)]
 
+pub mod read;
 pub mod tls;
 pub mod tokens;
 pub mod ui;

@@ -1,11 +1,22 @@
 //! `hostping fleet status|hosts|host NAME|causes|slow`: a blocking HTTP client of the
 //! collector's read API (docs/fleet.md), printing tables for people or the API's JSON for
 //! machines. It only reads: nothing here needs a token.
+//!
+//! The answers are read into the API's own types (`fleet_api::read`), the ones the collector
+//! writes them from: a field renamed there does not compile here. The JSON printed is those
+//! values with their keys sorted, as this command has always printed what it read.
 
 use crate::cli::{FleetArgs, FleetCommand, Format};
 use crate::output::Outcome;
-use serde_json::{json, Value};
-use std::time::Duration;
+use fleet_api::read::query::escape;
+use fleet_api::read::{
+    CauseHosts, ErrorBody, FleetStatus, HostBaseline, HostRun, HostSummary, RunsQuery, SlowHost,
+    SlowHostsQuery, Source, Verdict,
+};
+use model::Diagnosis;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::time::{Duration, SystemTime};
 
 /// Whole-request limit of one call to the collector.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -41,6 +52,9 @@ pub enum FleetError {
         /// Why.
         reason: String,
     },
+    /// The answer could not be written as JSON again.
+    #[error("writing the answer as JSON: {0}")]
+    Encode(#[from] serde_json::Error),
     /// Writing the output failed.
     #[error("writing the output: {0}")]
     Output(#[from] std::io::Error),
@@ -64,7 +78,8 @@ impl Api {
         }
     }
 
-    fn get(&self, path: &str) -> Result<Value, FleetError> {
+    /// `GET path`, read into the API's type for it.
+    fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, FleetError> {
         let url = format!("{}{path}", self.base);
         let mut response = self
             .agent
@@ -84,10 +99,9 @@ impl Api {
                 url: url.clone(),
                 reason: e.to_string(),
             })?;
-        let parsed = serde_json::from_str::<Value>(&text);
         if !response.status().is_success() {
-            let message = match &parsed {
-                Ok(v) => v["error"].as_str().unwrap_or(text.trim()).to_owned(),
+            let message = match serde_json::from_str::<ErrorBody>(&text) {
+                Ok(body) => body.error,
                 Err(_) => text.trim().chars().take(200).collect(),
             };
             return Err(FleetError::Refused {
@@ -96,25 +110,23 @@ impl Api {
                 message,
             });
         }
-        parsed.map_err(|e| FleetError::NotJson {
+        serde_json::from_str(&text).map_err(|e| FleetError::NotJson {
             url,
             reason: e.to_string(),
         })
     }
 }
 
-/// A path segment with the characters a URL cannot hold as they are escaped.
-fn segment(text: &str) -> String {
-    let mut out = String::new();
-    for b in text.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
+/// `hostping fleet host NAME --format json`: the host's baseline with its latest run's
+/// health and diagnoses (`null` without a run).
+#[derive(Debug, Serialize)]
+struct HostView {
+    baseline: HostBaseline,
+    diagnoses: Option<Vec<Diagnosis>>,
+    healthy: Option<bool>,
+    host: String,
+    kind: String,
+    rack: Option<String>,
 }
 
 /// Runs `hostping fleet ...`: exit status 1 when an unhealthy or slow host or a cause was
@@ -124,86 +136,113 @@ pub fn run(args: &FleetArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::found(found))
 }
 
+/// An answer as JSON for machines and as a table for people, and whether it holds a finding.
+struct Answer {
+    json: serde_json::Value,
+    findings: bool,
+    table: String,
+}
+
+impl Answer {
+    fn new(typed: &impl Serialize, findings: bool, table: String) -> Result<Answer, FleetError> {
+        // Through a Value: its map sorts the keys (see the module docs).
+        Ok(Answer {
+            json: serde_json::to_value(typed)?,
+            findings,
+            table,
+        })
+    }
+}
+
 /// Runs one `fleet` command, writing to `out`; returns whether it found something wrong
 /// (an unhealthy host, a cause, a slow host): exit status 1, as `check` does.
 fn answer(args: &FleetArgs, out: &mut dyn std::io::Write) -> Result<bool, FleetError> {
     let api = Api::new(&args.collector);
-    let now = now_unix_ms();
-    let (value, findings, table) = match &args.command {
+    let now = model::time::unix_ms(SystemTime::now());
+    let answer = match &args.command {
         FleetCommand::Status => {
-            let v = api.get("/api/fleet/status")?;
-            let findings = v["unhealthy"].as_i64().unwrap_or(0) > 0;
-            let table = status_table(&api.base, &v, now);
-            (v, findings, table)
+            let status: FleetStatus = api.get("/api/fleet/status")?;
+            let table = status_table(&api.base, &status, now);
+            Answer::new(&status, status.unhealthy > 0, table)?
         }
         FleetCommand::Hosts { kind, rack, cause } => {
-            let all = api.get("/api/hosts")?;
-            let keep = |h: &&Value| {
-                kind.as_ref().is_none_or(|k| h["kind"] == k.as_str())
-                    && rack.as_ref().is_none_or(|r| h["rack"] == r.as_str())
-                    && cause.as_ref().is_none_or(|c| {
-                        h["causes"]
-                            .as_array()
-                            .is_some_and(|cs| cs.iter().any(|x| x == c.as_str()))
-                    })
-            };
-            let hosts: Vec<Value> = all
-                .as_array()
-                .map(|a| a.iter().filter(keep).cloned().collect())
-                .unwrap_or_default();
-            let findings = hosts.iter().any(|h| h["healthy"] == false);
+            let all: Vec<HostSummary> = api.get("/api/hosts")?;
+            let hosts: Vec<HostSummary> = all
+                .into_iter()
+                .filter(|h| {
+                    kind.as_ref().is_none_or(|k| &h.kind == k)
+                        && rack.as_ref().is_none_or(|r| rack_of(h) == Some(r.as_str()))
+                        && cause.as_ref().is_none_or(|c| h.causes.contains(c))
+                })
+                .collect();
+            let findings = hosts.iter().any(|h| h.healthy == Some(false));
             let table = hosts_table(&hosts, now);
-            (Value::Array(hosts), findings, table)
+            Answer::new(&hosts, findings, table)?
         }
         FleetCommand::Host { name } => {
-            let baseline = api.get(&format!("/api/hosts/{}/baseline", segment(name)))?;
-            let runs = api.get(&format!("/api/hosts/{}/runs?limit=1", segment(name)))?;
-            let latest = runs.get(0).cloned().unwrap_or(Value::Null);
-            let v = json!({
-                "host": name,
-                "kind": baseline["kind"],
-                "rack": baseline["rack"],
-                "healthy": latest["healthy"],
-                "diagnoses": latest["diagnoses"],
-                "baseline": baseline,
-            });
-            let findings = latest["healthy"] == false
-                || baseline["paths"].as_array().is_some_and(|ps| {
-                    ps.iter()
-                        .any(|p| p["verdict"] != "normal" && p["verdict"] != "uncertain")
-                });
-            let table = host_table(&v, now);
-            (v, findings, table)
+            let baseline: HostBaseline =
+                api.get(&format!("/api/hosts/{}/baseline", escape(name)))?;
+            let newest = RunsQuery {
+                limit: Some("1".into()),
+            };
+            let runs: Vec<HostRun> = api.get(&format!(
+                "/api/hosts/{}/runs{}",
+                escape(name),
+                newest.to_query_string()
+            ))?;
+            let latest = runs.into_iter().next().map(|run| run.report);
+            let view = HostView {
+                kind: baseline.kind.clone(),
+                rack: baseline.rack.clone(),
+                baseline,
+                diagnoses: latest.as_ref().map(|r| r.diagnoses.clone()),
+                healthy: latest.as_ref().map(|r| r.healthy),
+                host: name.clone(),
+            };
+            let findings = view.healthy == Some(false)
+                || view
+                    .baseline
+                    .paths
+                    .iter()
+                    .any(|p| !matches!(p.verdict, Verdict::Normal | Verdict::Uncertain));
+            let table = host_table(&view, now);
+            Answer::new(&view, findings, table)?
         }
         FleetCommand::Causes => {
-            let v = api.get("/api/fleet/causes")?;
-            let findings = v.as_array().is_some_and(|c| !c.is_empty());
-            let table = causes_table(&v);
-            (v, findings, table)
+            let causes: Vec<CauseHosts> = api.get("/api/fleet/causes")?;
+            let table = causes_table(&causes);
+            Answer::new(&causes, !causes.is_empty(), table)?
         }
         FleetCommand::Slow { kind, limit } => {
-            let mut path = format!("/api/fleet/slow-hosts?limit={limit}");
-            if let Some(k) = kind {
-                path.push_str(&format!("&kind={}", segment(k)));
-            }
-            let v = api.get(&path)?;
-            let findings = v.as_array().is_some_and(|h| !h.is_empty());
-            let table = slow_table(&v);
-            (v, findings, table)
+            let query = SlowHostsQuery {
+                kind: kind.clone(),
+                limit: Some(limit.to_string()),
+            };
+            let hosts: Vec<SlowHost> =
+                api.get(&format!("/api/fleet/slow-hosts{}", query.to_query_string()))?;
+            let table = slow_table(&hosts);
+            Answer::new(&hosts, !hosts.is_empty(), table)?
         }
     };
     let text = match args.format {
-        Format::Json => serde_json::to_string_pretty(&value).expect("JSON values serialise") + "\n",
-        Format::Table => table,
+        Format::Json => serde_json::to_string_pretty(&answer.json)? + "\n",
+        Format::Table => answer.table,
     };
     out.write_all(text.as_bytes())?;
-    Ok(findings)
+    Ok(answer.findings)
 }
 
-fn now_unix_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+/// The rack a host's latest run named: a collector says, an agent does not.
+fn rack_of(host: &HostSummary) -> Option<&str> {
+    host.rack.as_ref().and_then(|r| r.as_deref())
+}
+
+/// A value's name in the API's JSON (`own`, `slow`, `idle`, `link_failure`), as printed.
+fn name(value: &impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => "-".into(),
+    }
 }
 
 /// "12 s ago", "5 min ago", "3 h ago", "2 d ago", or "-" without a time.
@@ -255,16 +294,13 @@ fn table(header: &[&str], rows: &[Vec<String>], right: &[usize]) -> String {
     out
 }
 
-fn text(v: &Value) -> String {
-    match v {
-        Value::Null => "-".into(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+/// `-` for nothing.
+fn or_dash(text: Option<&str>) -> String {
+    text.unwrap_or("-").to_owned()
 }
 
-fn number(v: &Value, decimals: usize) -> String {
-    v.as_f64().map_or_else(
+fn number(x: Option<f64>, decimals: usize) -> String {
+    x.map_or_else(
         || "-".into(),
         |x| {
             let text = format!("{x:.decimals$}");
@@ -277,36 +313,29 @@ fn number(v: &Value, decimals: usize) -> String {
     )
 }
 
-fn status_table(url: &str, v: &Value, now: i64) -> String {
+fn status_table(url: &str, s: &FleetStatus, now: i64) -> String {
     let mut out = format!(
         "collector {url}: {} hosts, {} healthy, {} unhealthy, {} stale (no run for {} min)\n",
-        text(&v["hosts"]),
-        text(&v["healthy"]),
-        text(&v["unhealthy"]),
-        text(&v["stale"]),
-        v["stale_after_ms"].as_i64().unwrap_or(0) / 60_000,
+        s.hosts,
+        s.healthy,
+        s.unhealthy,
+        s.stale,
+        s.stale_after_ms / 60_000,
     );
     out.push_str(&format!(
         "{} runs stored; last run received {}\n",
-        text(&v["runs"]),
-        ago(v["last_ingest_unix_ms"].as_i64(), now)
+        s.runs,
+        ago(s.last_ingest_unix_ms, now)
     ));
-    let empty = Vec::new();
-    let kinds: Vec<Vec<String>> = v["kinds"]
-        .as_array()
-        .unwrap_or(&empty)
+    let kinds: Vec<Vec<String>> = s
+        .kinds
         .iter()
         .map(|k| {
             vec![
-                text(&k["kind"])
-                    + if k["kind_known"] == false {
-                        " (unknown kind)"
-                    } else {
-                        ""
-                    },
-                text(&k["hosts"]),
-                text(&k["unhealthy"]),
-                text(&k["stale"]),
+                k.kind.clone() + if k.kind_known { "" } else { " (unknown kind)" },
+                k.hosts.to_string(),
+                k.unhealthy.to_string(),
+                k.stale.to_string(),
             ]
         })
         .collect();
@@ -318,11 +347,10 @@ fn status_table(url: &str, v: &Value, now: i64) -> String {
             &[1, 2, 3],
         ));
     }
-    let causes: Vec<Vec<String>> = v["causes"]
-        .as_array()
-        .unwrap_or(&empty)
+    let causes: Vec<Vec<String>> = s
+        .causes
         .iter()
-        .map(|c| vec![text(&c["cause"]), text(&c["hosts"])])
+        .map(|c| vec![c.cause.clone(), c.hosts.to_string()])
         .collect();
     out.push('\n');
     if causes.is_empty() {
@@ -333,32 +361,28 @@ fn status_table(url: &str, v: &Value, now: i64) -> String {
     out
 }
 
-fn hosts_table(hosts: &[Value], now: i64) -> String {
+fn hosts_table(hosts: &[HostSummary], now: i64) -> String {
     if hosts.is_empty() {
         return "no hosts\n".into();
     }
     let rows: Vec<Vec<String>> = hosts
         .iter()
         .map(|h| {
-            let causes: Vec<String> = h["causes"]
-                .as_array()
-                .map(|c| c.iter().map(text).collect())
-                .unwrap_or_default();
             vec![
-                text(&h["host"]),
-                text(&h["kind"]),
-                text(&h["rack"]),
-                match h["healthy"].as_bool() {
+                h.host.clone(),
+                h.kind.clone(),
+                or_dash(rack_of(h)),
+                match h.healthy {
                     Some(true) => "healthy".into(),
                     Some(false) => "UNHEALTHY".into(),
                     None => "-".into(),
                 },
-                ago(h["last_run_unix_ms"].as_i64(), now),
-                text(&h["runs"]),
-                if causes.is_empty() {
+                ago(h.last_run_unix_ms, now),
+                h.runs.to_string(),
+                if h.causes.is_empty() {
                     "-".into()
                 } else {
-                    causes.join(",")
+                    h.causes.join(",")
                 },
             ]
         })
@@ -372,53 +396,45 @@ fn hosts_table(hosts: &[Value], now: i64) -> String {
     )
 }
 
-fn host_table(v: &Value, now: i64) -> String {
-    let b = &v["baseline"];
-    let run = &b["run"];
+fn host_table(v: &HostView, now: i64) -> String {
+    let b = &v.baseline;
+    let run = b.run.as_ref();
     let mut out = format!(
         "{}: kind {}, rack {}; latest run {} ({}, {} mode, judged against {})\n",
-        text(&v["host"]),
-        text(&v["kind"]),
-        text(&v["rack"]),
-        text(&run["id"]),
-        ago(run["started_unix_ms"].as_i64(), now),
-        text(&run["mode"]),
-        match b["paths"].as_array().and_then(|p| p.first()) {
-            Some(p) if p["source"] == "own" => "its own baseline",
-            Some(p) if p["source"] == "fleet" => "the fleet baseline",
+        v.host,
+        v.kind,
+        or_dash(v.rack.as_deref()),
+        run.map_or("-".into(), |r| r.id.to_string()),
+        ago(run.map(|r| r.started_unix_ms), now),
+        run.map_or("-".into(), |r| name(&r.mode)),
+        match b.paths.first().map(|p| p.source) {
+            Some(Source::Own) => "its own baseline",
+            Some(Source::Fleet) => "the fleet baseline",
             _ => "no baseline",
         },
     );
-    match v["healthy"].as_bool() {
+    match v.healthy {
         Some(true) => out.push_str("healthy\n"),
         Some(false) => out.push_str("UNHEALTHY\n"),
         None => {}
     }
-    if let Some(diagnoses) = v["diagnoses"].as_array() {
-        for d in diagnoses {
-            out.push_str(&format!(
-                "  {}: {}\n",
-                text(&d["cause"]),
-                text(&d["evidence"])
-            ));
-        }
+    for d in v.diagnoses.iter().flatten() {
+        out.push_str(&format!("  {}: {}\n", name(&d.cause), d.evidence));
     }
-    let empty = Vec::new();
-    let rows: Vec<Vec<String>> = b["paths"]
-        .as_array()
-        .unwrap_or(&empty)
+    let rows: Vec<Vec<String>> = b
+        .paths
         .iter()
         .map(|p| {
             vec![
-                text(&p["rnic"]),
-                text(&p["endpoint"]),
-                text(&p["source"]),
-                number(&p["bandwidth_gbps"], 1),
-                number(&p["measured_bandwidth_gbps"], 1),
-                number(&p["deficit_pct"], 1),
-                number(&p["latency_us"], 2),
-                number(&p["measured_latency_us"], 2),
-                text(&p["verdict"]),
+                p.rnic.clone(),
+                p.endpoint.clone(),
+                name(&p.source),
+                number(p.bandwidth_gbps, 1),
+                number(p.measured_bandwidth_gbps, 1),
+                number(p.deficit_pct, 1),
+                number(p.latency_us, 2),
+                number(p.measured_latency_us, 2),
+                name(&p.verdict),
             ]
         })
         .collect();
@@ -441,33 +457,23 @@ fn host_table(v: &Value, now: i64) -> String {
     out
 }
 
-fn causes_table(v: &Value) -> String {
-    let empty = Vec::new();
-    let causes = v.as_array().unwrap_or(&empty);
+fn causes_table(causes: &[CauseHosts]) -> String {
     if causes.is_empty() {
         return "no cause in any host's latest run\n".into();
     }
     let mut rows = Vec::new();
     for c in causes {
-        for h in c["hosts"].as_array().unwrap_or(&empty) {
-            let links: Vec<String> = h["diagnoses"]
-                .as_array()
-                .unwrap_or(&empty)
+        for h in &c.hosts {
+            let links: Vec<String> = h
+                .diagnoses
                 .iter()
-                .flat_map(|d| {
-                    let mut names: Vec<String> = d["links"]
-                        .as_array()
-                        .map(|l| l.iter().map(text).collect())
-                        .unwrap_or_default();
-                    names.extend(d["rnic"].as_str().map(String::from));
-                    names
-                })
+                .flat_map(|d| d.links.iter().cloned().chain(d.rnic.clone()))
                 .collect();
             rows.push(vec![
-                text(&c["cause"]),
-                text(&h["host"]),
-                text(&h["kind"]),
-                text(&h["rack"]),
+                c.cause.clone(),
+                h.host.clone(),
+                h.kind.clone(),
+                or_dash(h.rack.as_deref()),
                 if links.is_empty() {
                     "-".into()
                 } else {
@@ -479,9 +485,7 @@ fn causes_table(v: &Value) -> String {
     table(&["CAUSE", "HOST", "KIND", "RACK", "WHERE"], &rows, &[])
 }
 
-fn slow_table(v: &Value) -> String {
-    let empty = Vec::new();
-    let hosts = v.as_array().unwrap_or(&empty);
+fn slow_table(hosts: &[SlowHost]) -> String {
     if hosts.is_empty() {
         return "no host is persistently slower than its kind's fleet baseline\n".into();
     }
@@ -492,11 +496,11 @@ fn slow_table(v: &Value) -> String {
         .map(|(i, h)| {
             vec![
                 (i + 1).to_string(),
-                text(&h["host"]),
-                text(&h["kind"]),
-                text(&h["rack"]),
-                number(&h["score"], 1),
-                h["paths"].as_array().map_or(0, Vec::len).to_string(),
+                h.host.clone(),
+                h.kind.clone(),
+                or_dash(h.rack.as_deref()),
+                number(Some(h.score), 1),
+                h.paths.len().to_string(),
             ]
         })
         .collect();
@@ -507,7 +511,7 @@ fn slow_table(v: &Value) -> String {
     ));
     out.push('\n');
     for h in hosts {
-        out.push_str(&format!("{}: {}\n", text(&h["host"]), text(&h["evidence"])));
+        out.push_str(&format!("{}: {}\n", h.host, h.evidence));
     }
     out
 }
@@ -534,10 +538,10 @@ mod tests {
 
     #[test]
     fn numbers_lose_the_sign_of_a_rounded_zero() {
-        assert_eq!(number(&json!(-0.04), 1), "0.0");
-        assert_eq!(number(&json!(-0.06), 1), "-0.1");
-        assert_eq!(number(&json!(12.346), 2), "12.35");
-        assert_eq!(number(&Value::Null, 1), "-");
+        assert_eq!(number(Some(-0.04), 1), "0.0");
+        assert_eq!(number(Some(-0.06), 1), "-0.1");
+        assert_eq!(number(Some(12.346), 2), "12.35");
+        assert_eq!(number(None, 1), "-");
     }
 
     #[test]
@@ -550,8 +554,8 @@ mod tests {
 
     #[test]
     fn url_segments_are_escaped() {
-        assert_eq!(segment("node-1.rack_2"), "node-1.rack_2");
-        assert_eq!(segment("a b/c?"), "a%20b%2Fc%3F");
+        assert_eq!(escape("node-1.rack_2"), "node-1.rack_2");
+        assert_eq!(escape("a b/c?"), "a%20b%2Fc%3F");
     }
 
     #[test]
@@ -560,7 +564,7 @@ mod tests {
         let addr = closed.local_addr().unwrap();
         drop(closed);
         let err = Api::new(&format!("http://{addr}/"))
-            .get("/api/fleet/status")
+            .get::<FleetStatus>("/api/fleet/status")
             .unwrap_err();
         assert!(matches!(err, FleetError::Unreachable { .. }));
         assert!(

@@ -11,6 +11,9 @@ mod common;
 
 use common::postgres::{causes, client, free_port, get, post, Collector, Postgres};
 use common::{agent, hostping, stdout, temp_dir, wait_until};
+use fleet_api::read::{ErrorBody, HostRun, HostSummary};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -45,6 +48,14 @@ fn run(host: &str, id: i64, started: i64, report: &Value) -> Value {
 
 fn body(v: &Value) -> Vec<u8> {
     serde_json::to_vec(v).unwrap()
+}
+
+/// `answer` read into the read API's type for it (`fleet_api::read`, what `hostping fleet`
+/// reads) and written back: the same JSON, so the type holds every field the collector sent.
+fn typed<T: Serialize + DeserializeOwned>(answer: &Value) -> T {
+    let t: T = serde_json::from_value(answer.clone()).unwrap_or_else(|e| panic!("{e}: {answer}"));
+    assert_eq!(&serde_json::to_value(&t).unwrap(), answer);
+    t
 }
 
 /// The read API's view of a stored run: the report plus the envelope's fields.
@@ -104,6 +115,40 @@ fn runs_are_stored_and_read_back_exactly() {
     assert_eq!(get(collector.addr, "/api/hosts/node-9/runs").0, 404);
     assert_eq!(get(collector.addr, "/api/hosts/node-1/runs?limit=0").0, 400);
     assert_eq!(get(collector.addr, "/api/hosts/node-1/runs?limit=x").0, 400);
+    // The answers are the read API's types, whole; refusals say why in its error body.
+    let hosts: Vec<HostSummary> = typed(&hosts);
+    assert_eq!(
+        hosts
+            .iter()
+            .map(|h| (h.host.as_str(), h.kind_known, h.rack.clone()))
+            .collect::<Vec<_>>(),
+        [
+            ("node-1", Some(true), Some(None)),
+            ("node-2", Some(false), Some(None))
+        ]
+    );
+    let (_, runs) = get(collector.addr, "/api/hosts/node-1/runs");
+    let runs: Vec<HostRun> = typed(&runs);
+    assert_eq!(
+        runs.iter()
+            .map(|r| (r.envelope.id, r.envelope.kind_known, r.report.healthy))
+            .collect::<Vec<_>>(),
+        [(2, Some(true), false), (1, Some(true), true)]
+    );
+    for (path, status, message) in [
+        ("/api/hosts/node-9/runs", 404, "no host node-9"),
+        (
+            "/api/hosts/node-1/runs?limit=0",
+            400,
+            "limit: \"0\" is not a number from 1 to 1000",
+        ),
+    ] {
+        let (code, body) = get(collector.addr, path);
+        assert_eq!(
+            (code, typed::<ErrorBody>(&body).error),
+            (status, message.to_owned())
+        );
+    }
 
     // The tables the queries use hold every path, link and diagnosis of the reports.
     let len = |r: &Value, k: &str| r[k].as_array().unwrap().len() as i64;

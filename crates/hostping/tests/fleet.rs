@@ -10,6 +10,11 @@ mod common;
 
 use common::postgres::{causes, get, post, Collector, Postgres};
 use common::{agent, hostping, stdout, temp_dir, wait_until};
+use fleet_api::read::{
+    CauseHosts, FleetStatus, HostBaseline, HostSummary, KindBaseline, SlowHost, Source, Verdict,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -59,6 +64,14 @@ fn without_own_baseline(mut report: Value) -> Value {
         p["baseline_bandwidth_gbps"] = Value::Null;
     }
     report
+}
+
+/// `answer` read into the read API's type for it (`fleet_api::read`, what `hostping fleet`
+/// reads) and written back: the same JSON, so the type holds every field the collector sent.
+fn typed<T: Serialize + DeserializeOwned>(answer: &Value) -> T {
+    let t: T = serde_json::from_value(answer.clone()).unwrap_or_else(|e| panic!("{e}: {answer}"));
+    assert_eq!(&serde_json::to_value(&t).unwrap(), answer);
+    t
 }
 
 fn now_ms() -> i64 {
@@ -307,6 +320,15 @@ fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
     assert_eq!(p["hosts"], 6);
     assert_eq!(path_of(&kind["paths"], "rnic0", "mem0")["hosts"], 7);
     assert_eq!(get(addr, "/api/kinds/no-such-kind/baseline").0, 404);
+    let kind_typed: KindBaseline = typed(&kind);
+    assert_eq!(
+        (
+            kind_typed.kind.as_str(),
+            kind_typed.hosts_of_kind,
+            kind_typed.paths.len()
+        ),
+        ("dgx-a100", 7, 40)
+    );
 
     // The host without a baseline of its own is judged against the fleet's.
     let (status, bare) = get(addr, "/api/hosts/node-bare/baseline");
@@ -336,8 +358,13 @@ fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
         );
         assert_eq!(p["verdict"], "normal", "{p}");
     }
+    let bare_typed: HostBaseline = typed(&bare);
+    assert!(bare_typed.paths.iter().all(|p| p.source == Source::Fleet));
+    assert_eq!(bare_typed.rack.as_deref(), Some("r1"));
     // A host with its own (simulated) baseline is judged against it.
     let (_, own) = get(addr, "/api/hosts/node-2/baseline");
+    let own_typed: HostBaseline = typed(&own);
+    assert!(own_typed.paths.iter().all(|p| p.source == Source::Own));
     let sent = fleet_runs["node-2"].last().unwrap();
     for p in own["paths"].as_array().unwrap() {
         assert_eq!(p["source"], "own", "{p}");
@@ -363,6 +390,15 @@ fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
         .filter(|p| p["verdict"] != "normal")
         .collect();
     assert_eq!(slow_paths.len(), 1, "{slow_paths:?}");
+    let slow_typed: HostBaseline = typed(&slow_host);
+    assert_eq!(
+        slow_typed
+            .paths
+            .iter()
+            .filter(|p| p.verdict == Verdict::Slow)
+            .count(),
+        1
+    );
     // The broken host's failed paths are abnormal against its baseline.
     let (_, broken_judged) = get(addr, "/api/hosts/node-broken/baseline");
     let p = path_of(
@@ -384,6 +420,8 @@ fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
         .map(|h| h["host"].as_str().unwrap())
         .collect();
     assert_eq!(ranked_names, ["node-slow"], "{ranked}");
+    let ranked_typed: Vec<SlowHost> = typed(&ranked);
+    assert_eq!(ranked_typed[0].paths.len(), 1);
     let top = &ranked[0];
     let slow_path_keys: Vec<(String, String, String)> = top["paths"]
         .as_array()
@@ -441,6 +479,8 @@ fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
     );
     let total_runs: usize = fleet_runs.values().map(Vec::len).sum();
     assert_eq!(status["runs"], total_runs);
+    let status_typed: FleetStatus = typed(&status);
+    assert_eq!(status_typed.stale_after_ms, analyze::fleet::STALE_AFTER_MS);
     assert!(status["last_ingest_unix_ms"].as_i64().unwrap() >= start);
     assert_eq!(
         status["kinds"],
@@ -468,6 +508,8 @@ fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
         .find(|c| c["cause"] == "link_failure")
         .unwrap();
     assert_eq!(failure["count"], 1);
+    let causes_typed: Vec<CauseHosts> = typed(&causes);
+    assert!(causes_typed.iter().all(|c| c.count == c.hosts.len()));
     assert_eq!(failure["hosts"][0]["host"], "node-broken");
     assert_eq!(failure["hosts"][0]["rack"], "r1");
     let sent_failure = broken["diagnoses"]
@@ -506,6 +548,10 @@ fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
     let (code, cli_causes) = fleet_json(&url, &["causes"]);
     assert_eq!((code, &cli_causes), (1, &causes));
     let (_, hosts) = get(addr, "/api/hosts");
+    let hosts_typed: Vec<HostSummary> = typed(&hosts);
+    assert!(hosts_typed
+        .iter()
+        .all(|h| h.kind_known == Some(true) && h.rack.is_some()));
     let (code, cli_hosts) = fleet_json(&url, &["hosts"]);
     assert_eq!((code, &cli_hosts), (1, &hosts));
     let (code, healthy_rack) = fleet_json(&url, &["hosts", "--rack", "r0", "--kind", "dgx-a100"]);
@@ -526,6 +572,18 @@ fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
     let (code, cli_host) = fleet_json(&url, &["host", "node-slow"]);
     assert_eq!(code, 1, "a slow path is a finding");
     assert_eq!(cli_host["baseline"], slow_host);
+    // The latest run's verdict and diagnoses, as the agent sent them.
+    let (code, cli_broken) = fleet_json(&url, &["host", "node-broken"]);
+    assert_eq!(code, 1, "an unhealthy host is a finding");
+    assert_eq!(cli_broken["baseline"], broken_judged);
+    assert_eq!(
+        (
+            &cli_broken["healthy"],
+            &cli_broken["diagnoses"],
+            &cli_broken["rack"]
+        ),
+        (&json!(false), &broken["diagnoses"], &json!("r1"))
+    );
 
     let (_, table, _) = fleet(&url, &["status"]);
     assert!(

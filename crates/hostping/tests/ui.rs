@@ -15,6 +15,9 @@ use common::browser::{screenshot, wait_until, ChromeDriver};
 use common::postgres::{Collector, Postgres};
 use common::{agent, agent_real, hostping, http_get, stdout, temp_dir, Agent};
 use fantoccini::{Client, Locator};
+use fleet_api::read::{ErrorBody, HostRun, HostSummary, Timeline};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -62,6 +65,20 @@ fn get(addr: SocketAddr, path: &str) -> (u16, Value) {
         status,
         serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}")),
     )
+}
+
+/// `answer` read into the read API's type for it (`fleet_api::read`, shared by the agent, the
+/// collector and `hostping fleet`) and written back: the same JSON, nothing left behind.
+fn typed<T: Serialize + DeserializeOwned>(answer: &Value) -> T {
+    let t: T = serde_json::from_value(answer.clone()).unwrap_or_else(|e| panic!("{e}: {answer}"));
+    assert_eq!(&serde_json::to_value(&t).unwrap(), answer);
+    t
+}
+
+/// A refusal's status and message.
+fn refused(addr: SocketAddr, path: &str) -> (u16, String) {
+    let (status, body) = get(addr, path);
+    (status, typed::<ErrorBody>(&body).error)
 }
 
 fn post_run(addr: SocketAddr, token: &str, run: &Value) -> u16 {
@@ -158,6 +175,11 @@ fn the_collector_serves_the_pages_and_one_path_over_runs() {
     assert_eq!(get(addr, "/api/hosts/node-1/timeline?rnic=rnic2").0, 400);
     assert_eq!(get(addr, &format!("{base}&limit=0")).0, 400);
     assert_eq!(get(addr, &format!("{base}&since_unix_ms=soon")).0, 400);
+    let timeline: Timeline = typed(&answer);
+    assert_eq!(
+        timeline.points.iter().map(|p| p.run_id).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
 
     // The pages and their assets, from the binary, under a policy that allows nothing
     // from elsewhere.
@@ -243,6 +265,70 @@ fn the_agent_answers_for_its_host_in_the_collectors_shape() {
         404
     );
     assert_eq!(get(addr, "/api/hosts/dgx-a100/timeline?rnic=rnic2").0, 400);
+    // The collector's types, the fields only a collector knows left out; the collector's
+    // query checks and words, from the one implementation both serve.
+    let (_, hosts) = get(addr, "/api/hosts");
+    let hosts: Vec<HostSummary> = typed(&hosts);
+    assert_eq!((hosts[0].kind_known, &hosts[0].rack), (None, &None));
+    let (_, runs) = get(addr, "/api/hosts/dgx-a100/runs?limit=2");
+    let runs: Vec<HostRun> = typed(&runs);
+    assert!(runs
+        .iter()
+        .all(|r| r.envelope.kind_known.is_none() && !r.report.healthy));
+    let (_, timeline) = get(
+        addr,
+        "/api/hosts/dgx-a100/timeline?rnic=rnic2&endpoint=gpu4",
+    );
+    let timeline: Timeline = typed(&timeline);
+    assert!(timeline.points.len() >= 2);
+    for (path, status, message) in [
+        (
+            "/api/hosts/dgx-a100/runs?limit=0",
+            400,
+            "limit: \"0\" is not a number from 1 to 1000",
+        ),
+        (
+            "/api/hosts/dgx-a100/timeline?rnic=rnic2&endpoint=gpu4&limit=10001",
+            400,
+            "limit: \"10001\" is not a number from 1 to 10000",
+        ),
+        (
+            "/api/hosts/dgx-a100/timeline?rnic=rnic2&endpoint=gpu4&since_unix_ms=soon",
+            400,
+            "since_unix_ms: \"soon\" is not a number from 0 to 9223372036854775807",
+        ),
+        (
+            "/api/hosts/node-9/runs",
+            404,
+            "no host node-9: this agent watches dgx-a100",
+        ),
+    ] {
+        assert_eq!(refused(addr, path), (status, message.to_owned()), "{path}");
+    }
+    // `hostping fleet` reads an agent as it reads a collector.
+    let out = hostping(&[
+        "fleet",
+        "hosts",
+        "--collector",
+        &format!("http://{addr}"),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "the host is unhealthy");
+    // (The agent keeps running: its run count may have moved on since.)
+    let cli: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let (_, api_hosts) = get(addr, "/api/hosts");
+    let keys = |v: &Value| {
+        v[0].as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(keys(&cli), keys(&api_hosts));
+    for field in ["host", "kind", "healthy", "causes"] {
+        assert_eq!(cli[0][field], api_hosts[0][field], "{field}");
+    }
 
     // `/`: the page to a browser, the index to curl; the index stays at /api.
     let (status, content_type, _, page) = fetch(addr, "/", "text/html,application/xhtml+xml");

@@ -5,10 +5,10 @@
 
 use super::baseline::{min_slow_fraction, FleetPath, SLOW_SIGMAS};
 use model::{BaselineKind, PathReport, Report, Thresholds};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What a path was judged against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// The host's own baseline (a recorded or simulated one in its report).
@@ -20,7 +20,7 @@ pub enum Source {
 }
 
 /// A path's verdict against its baseline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Within the healthy spread.
@@ -35,7 +35,7 @@ pub enum Verdict {
 }
 
 /// One path of `GET /api/hosts/{host}/baseline`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JudgedPath {
     /// The RNIC.
     pub rnic: String,

@@ -21,7 +21,7 @@
 
 use super::baseline::{min_slow_fraction, FleetPath, Ring, Spread};
 use model::Thresholds;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Recent runs a path needs before its host can be called slow on it.
 pub const MIN_RUNS: usize = 5;
@@ -35,7 +35,7 @@ pub const PERSISTENT_SHARE: f64 = 0.8;
 pub const RANK_SIGMAS: f64 = 5.0;
 
 /// Which metric of a path is worse.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
     /// Bandwidth below the fleet's.
@@ -45,7 +45,7 @@ pub enum Metric {
 }
 
 /// One slow path of a host, with the numbers behind it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SlowPath {
     /// The RNIC.
     pub rnic: String,
@@ -68,7 +68,7 @@ pub struct SlowPath {
 }
 
 /// A ranked host.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SlowHost {
     /// The host.
     pub host: String,

@@ -1,0 +1,297 @@
+//! The read API's query parameters: as the URL carries them (text, so that a bad number is
+//! refused in words that name it, not by the framework's deserializer), checked by one
+//! number parser, and written back into a query string for clients.
+
+use serde::{Deserialize, Serialize};
+use std::fmt::Display;
+use std::ops::RangeInclusive;
+use std::str::FromStr;
+
+/// Runs per page of `GET /api/hosts/{host}/runs` without `limit`, and the most one holds.
+pub const DEFAULT_RUNS: u32 = 20;
+/// See [`DEFAULT_RUNS`].
+pub const MAX_RUNS: u32 = 1000;
+/// Timeline points without `limit` (2,016 being a week at the 5-minute cadence), and the
+/// most one answer holds (five weeks).
+pub const DEFAULT_POINTS: u32 = 1000;
+/// See [`DEFAULT_POINTS`].
+pub const MAX_POINTS: u32 = 10_000;
+/// Slow hosts listed without `limit`, and the most one answer holds.
+pub const DEFAULT_SLOW_HOSTS: usize = 50;
+/// See [`DEFAULT_SLOW_HOSTS`].
+pub const MAX_SLOW_HOSTS: usize = 10_000;
+
+/// A query string outside the contract (400), in words that name the parameter.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    /// Not a number, or out of its range.
+    #[error("{name}: {text:?} is not a number from {min} to {max}")]
+    NotANumber {
+        /// The parameter.
+        name: &'static str,
+        /// What it held.
+        text: String,
+        /// The least it may be.
+        min: String,
+        /// The most it may be.
+        max: String,
+    },
+    /// The timeline without its path.
+    #[error("rnic and endpoint are required: ?rnic=R&endpoint=E")]
+    NoPath,
+}
+
+/// A number from the query string: `default` when absent, refused naming the parameter when
+/// it is not a number within `range`.
+pub fn number<T>(
+    name: &'static str,
+    text: Option<&str>,
+    default: T,
+    range: RangeInclusive<T>,
+) -> Result<T, QueryError>
+where
+    T: FromStr + PartialOrd + Display,
+{
+    let Some(text) = text else {
+        return Ok(default);
+    };
+    match text.parse::<T>() {
+        Ok(n) if range.contains(&n) => Ok(n),
+        _ => Err(QueryError::NotANumber {
+            name,
+            text: text.to_owned(),
+            min: range.start().to_string(),
+            max: range.end().to_string(),
+        }),
+    }
+}
+
+/// `GET /api/hosts/{host}/runs?limit=N`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunsQuery {
+    /// Runs, newest first: 1 to [`MAX_RUNS`], [`DEFAULT_RUNS`] when absent.
+    pub limit: Option<String>,
+}
+
+impl RunsQuery {
+    /// The checked limit.
+    pub fn limit(&self) -> Result<u32, QueryError> {
+        number("limit", self.limit.as_deref(), DEFAULT_RUNS, 1..=MAX_RUNS)
+    }
+
+    /// `?limit=N`, or nothing.
+    pub fn to_query_string(&self) -> String {
+        query_string(&[("limit", &self.limit)])
+    }
+}
+
+/// `GET /api/hosts/{host}/timeline?rnic=R&endpoint=E[&since_unix_ms=T][&limit=N]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimelineQuery {
+    /// The path's RNIC (required).
+    pub rnic: Option<String>,
+    /// The path's endpoint (required).
+    pub endpoint: Option<String>,
+    /// Only runs started at or after this, ms since the Unix epoch (0 when absent).
+    pub since_unix_ms: Option<String>,
+    /// The newest this many points: 1 to [`MAX_POINTS`], [`DEFAULT_POINTS`] when absent.
+    pub limit: Option<String>,
+}
+
+/// A [`TimelineQuery`], checked: what a store is asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimelineRequest {
+    /// The path's RNIC.
+    pub rnic: String,
+    /// The path's endpoint.
+    pub endpoint: String,
+    /// Only runs started at or after this, ms since the Unix epoch.
+    pub since_unix_ms: i64,
+    /// The newest this many points.
+    pub limit: u32,
+}
+
+impl TimelineQuery {
+    /// The checked request.
+    pub fn request(self) -> Result<TimelineRequest, QueryError> {
+        let (Some(rnic), Some(endpoint)) = (self.rnic, self.endpoint) else {
+            return Err(QueryError::NoPath);
+        };
+        Ok(TimelineRequest {
+            rnic,
+            endpoint,
+            since_unix_ms: number(
+                "since_unix_ms",
+                self.since_unix_ms.as_deref(),
+                0,
+                0..=i64::MAX,
+            )?,
+            limit: number(
+                "limit",
+                self.limit.as_deref(),
+                DEFAULT_POINTS,
+                1..=MAX_POINTS,
+            )?,
+        })
+    }
+
+    /// `?rnic=R&endpoint=E...`, the parameters given.
+    pub fn to_query_string(&self) -> String {
+        query_string(&[
+            ("rnic", &self.rnic),
+            ("endpoint", &self.endpoint),
+            ("since_unix_ms", &self.since_unix_ms),
+            ("limit", &self.limit),
+        ])
+    }
+}
+
+/// `GET /api/fleet/slow-hosts?kind=K&limit=N`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlowHostsQuery {
+    /// Only hosts of this kind (every kind when absent).
+    pub kind: Option<String>,
+    /// The worst this many hosts: 1 to [`MAX_SLOW_HOSTS`], [`DEFAULT_SLOW_HOSTS`] when
+    /// absent.
+    pub limit: Option<String>,
+}
+
+impl SlowHostsQuery {
+    /// The checked limit.
+    pub fn limit(&self) -> Result<usize, QueryError> {
+        number(
+            "limit",
+            self.limit.as_deref(),
+            DEFAULT_SLOW_HOSTS,
+            1..=MAX_SLOW_HOSTS,
+        )
+    }
+
+    /// `?limit=N&kind=K`, the parameters given.
+    pub fn to_query_string(&self) -> String {
+        query_string(&[("limit", &self.limit), ("kind", &self.kind)])
+    }
+}
+
+/// `?a=1&b=2` of the parameters that have a value, escaped; empty when none has.
+fn query_string(params: &[(&str, &Option<String>)]) -> String {
+    let given: Vec<String> = params
+        .iter()
+        .filter_map(|(name, value)| Some(format!("{name}={}", escape(value.as_deref()?))))
+        .collect();
+    if given.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", given.join("&"))
+    }
+}
+
+/// `text` as one URL path segment or query value: the characters a URL may hold as they are
+/// (RFC 3986's unreserved ones) kept, every other byte percent-escaped.
+pub fn escape(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::extract::Query;
+    use axum::http::Uri;
+
+    fn parsed<T: serde::de::DeserializeOwned>(path_and_query: &str) -> T {
+        let uri: Uri = format!("http://h{path_and_query}").parse().unwrap();
+        Query::<T>::try_from_uri(&uri).unwrap().0
+    }
+
+    /// The messages of the 400s, word for word as they have always been.
+    #[test]
+    fn numbers_are_refused_naming_the_parameter_and_its_range() {
+        assert_eq!(number("limit", None, 20, 1..=1000), Ok(20));
+        assert_eq!(number("limit", Some("7"), 20, 1..=1000), Ok(7));
+        for bad in ["0", "1001", "x", "-1", "", "1.5"] {
+            assert_eq!(
+                number("limit", Some(bad), 20u32, 1..=1000)
+                    .unwrap_err()
+                    .to_string(),
+                format!("limit: {bad:?} is not a number from 1 to 1000")
+            );
+        }
+        assert_eq!(
+            number("since_unix_ms", Some("soon"), 0, 0..=i64::MAX)
+                .unwrap_err()
+                .to_string(),
+            "since_unix_ms: \"soon\" is not a number from 0 to 9223372036854775807"
+        );
+        let q = |limit: &str| RunsQuery {
+            limit: Some(limit.into()),
+        };
+        assert_eq!(q("1000").limit(), Ok(1000));
+        assert!(q("1001").limit().is_err());
+        assert_eq!(RunsQuery::default().limit(), Ok(DEFAULT_RUNS));
+        assert_eq!(SlowHostsQuery::default().limit(), Ok(DEFAULT_SLOW_HOSTS));
+        assert_eq!(
+            TimelineQuery {
+                rnic: Some("rnic2".into()),
+                ..TimelineQuery::default()
+            }
+            .request()
+            .unwrap_err()
+            .to_string(),
+            "rnic and endpoint are required: ?rnic=R&endpoint=E"
+        );
+    }
+
+    /// What a client writes is what a server reads, under the same names.
+    #[test]
+    fn query_strings_read_back_as_written() {
+        let slow = SlowHostsQuery {
+            kind: Some("dgx a100/β".into()),
+            limit: Some("5".into()),
+        };
+        assert_eq!(slow.to_query_string(), "?limit=5&kind=dgx%20a100%2F%CE%B2");
+        assert_eq!(
+            parsed::<SlowHostsQuery>(&format!("/api/fleet/slow-hosts{}", slow.to_query_string())),
+            slow
+        );
+        let runs = RunsQuery {
+            limit: Some("1".into()),
+        };
+        assert_eq!(
+            parsed::<RunsQuery>(&format!("/r{}", runs.to_query_string())),
+            runs
+        );
+        assert_eq!(RunsQuery::default().to_query_string(), "");
+        let timeline = TimelineQuery {
+            rnic: Some("rnic2".into()),
+            endpoint: Some("gpu4".into()),
+            since_unix_ms: Some("2000".into()),
+            limit: None,
+        };
+        let read: TimelineQuery = parsed(&format!("/t{}", timeline.to_query_string()));
+        assert_eq!(read, timeline);
+        assert_eq!(
+            read.request(),
+            Ok(TimelineRequest {
+                rnic: "rnic2".into(),
+                endpoint: "gpu4".into(),
+                since_unix_ms: 2000,
+                limit: DEFAULT_POINTS,
+            })
+        );
+    }
+
+    #[test]
+    fn url_segments_are_escaped() {
+        assert_eq!(escape("node-1.rack_2~"), "node-1.rack_2~");
+        assert_eq!(escape("a b/c?"), "a%20b%2Fc%3F");
+    }
+}
