@@ -25,12 +25,8 @@ fn run(topology: &Topology) -> SimResult {
 }
 
 fn views(topology: &Topology, result: &SimResult) -> (LinkView, LinkView) {
-    let truth = LinkView::build(
-        topology,
-        result,
-        &ViewSpec::ground_truth(JobSelection::All),
-    )
-    .unwrap();
+    let truth =
+        LinkView::build(topology, result, &ViewSpec::ground_truth(JobSelection::All)).unwrap();
     let estimate = LinkView::build(
         topology,
         result,
@@ -66,7 +62,10 @@ fn the_summary_reads_back_as_what_merge_compares() {
     assert!(json.ends_with("}\n"), "{json}");
     let value: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(value["simulated"], true);
-    assert_eq!((value["nodes"].as_u64(), value["switches"].as_u64()), (Some(128), Some(80)));
+    assert_eq!(
+        (value["nodes"].as_u64(), value["switches"].as_u64()),
+        (Some(128), Some(80))
+    );
     assert_eq!(value["cause"], diagnosis.cause.as_str());
     assert_eq!(value["fabric"]["file"], "radix8.topo");
     assert_eq!(value["fabric"]["switches"].as_array().unwrap().len(), 80);
@@ -92,13 +91,21 @@ fn ports_csv_has_a_row_per_port_and_the_fabric_columns_of_a_recognised_tree() {
     let rows: Vec<&str> = plain.lines().collect();
     assert_eq!(rows.len(), 1 + 80 * 8);
     assert!(rows[0].ends_with(",est_gbps"), "{}", rows[0]);
-    assert!(rows[1].starts_with("0,leaf 0 port 0 -> node 0,leaf,down,"), "{}", rows[1]);
+    assert!(
+        rows[1].starts_with("0,leaf 0 port 0 -> node 0,leaf,down,"),
+        "{}",
+        rows[1]
+    );
 
     let fabric = origin(&topology);
     let cabled = ports_csv(&topology, &truth, &estimate, Some(&fabric)).unwrap();
     let rows: Vec<&str> = cabled.lines().collect();
     assert_eq!(rows.len(), 1 + 80 * 8);
-    assert!(rows[0].ends_with(",est_gbps,fabric_switch,fabric_port"), "{}", rows[0]);
+    assert!(
+        rows[0].ends_with(",est_gbps,fabric_switch,fabric_port"),
+        "{}",
+        rows[0]
+    );
     // Each row is the plain row with the fabric's switch and port after it.
     for (with, without) in rows.iter().zip(plain.lines()).skip(1) {
         let extra = with.strip_prefix(without).unwrap();

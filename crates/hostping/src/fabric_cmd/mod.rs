@@ -32,10 +32,8 @@ use args::{
     TelemetryChoice,
 };
 use cabled::TreeInput;
+use fabric::summary::{ports_csv, RunSummary, DIAGNOSIS_FILE, PLOT_STEM, PORTS_FILE, SUMMARY_FILE};
 use fabric::topology::Topology;
-use fabric::summary::{
-    ports_csv, RunSummary, DIAGNOSIS_FILE, PLOT_STEM, PORTS_FILE, SUMMARY_FILE,
-};
 
 /// Runs one fabric command; `Findings` when it found congestion (exit status 1).
 pub fn run(command: FabricCommand) -> Result<Outcome> {

@@ -389,7 +389,9 @@ mod tests {
             eprintln!("libibumad is not installed: only ca_name is tested");
             return;
         };
-        let err = Port::open(umad, Some("mlx5_0\0"), 1).err().expect("refused");
+        let err = Port::open(umad, Some("mlx5_0\0"), 1)
+            .err()
+            .expect("refused");
         assert!(matches!(&err, UmadError::CaName { name } if name == "mlx5_0\0"));
     }
 

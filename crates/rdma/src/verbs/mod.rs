@@ -995,7 +995,7 @@ mod tests {
     #[test]
     fn a_provider_without_poll_cq_or_post_send_is_an_error_naming_device_and_verb() {
         let ops = empty_ops();
-        let err = poll_cq_op(&ops, "mlx5_0").err().expect("NULL poll_cq");
+        let err = poll_cq_op(&ops, "mlx5_0").expect_err("NULL poll_cq");
         assert!(matches!(
             &err,
             VerbsError::NotImplemented { device, op: "ibv_poll_cq" } if device == "mlx5_0"
@@ -1004,7 +1004,7 @@ mod tests {
             err.to_string(),
             "mlx5_0: the provider does not implement ibv_poll_cq"
         );
-        let err = post_send_op(&ops, "rxe0").err().expect("NULL post_send");
+        let err = post_send_op(&ops, "rxe0").expect_err("NULL post_send");
         assert_eq!(
             err.to_string(),
             "rxe0: the provider does not implement ibv_post_send"
@@ -1021,7 +1021,10 @@ mod tests {
         ops.poll_cq = Some(poll_nothing);
         let poll = poll_cq_op(&ops, "mlx5_0").expect("set");
         // SAFETY: poll_nothing touches none of its arguments.
-        assert_eq!(unsafe { poll(std::ptr::null_mut(), 0, std::ptr::null_mut()) }, 0);
+        assert_eq!(
+            unsafe { poll(std::ptr::null_mut(), 0, std::ptr::null_mut()) },
+            0
+        );
     }
 
     #[test]
