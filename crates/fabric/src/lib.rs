@@ -24,6 +24,8 @@ product of its own. Every number it produces comes from the simulator and is lab
 - `input`: the one-line error every input file reports.
 */
 
+#![deny(missing_docs)]
+
 pub mod analysis;
 pub mod cabling;
 pub mod cases;
