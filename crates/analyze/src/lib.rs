@@ -12,6 +12,9 @@ overloaded links); and flapping across runs. It consumes `model` values and prod
 or the environment, and keeps no state: the history is a value the caller passes in, and
 follow-up tests are run by the caller through [`FollowUp`].
 
+Beside a report's rules it judges where the throughput of an IOTLB sweep (`check --iotlb`)
+falls off ([`iotlb_knee`], HotNets'22 3.1).
+
 # Order of the rules
 
 1. path status (idle: against the baseline; busy: relative), Algorithm 1 and indistinguishable groups
@@ -85,6 +88,7 @@ pub mod follow_up;
 pub mod history;
 pub mod host_baseline;
 mod iommu;
+pub mod iotlb_knee;
 pub mod lint;
 mod localize;
 mod membus;

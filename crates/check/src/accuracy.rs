@@ -2,7 +2,7 @@
 //! cost of one full-mesh check.
 
 use crate::pipeline::{self, CheckSettings};
-use crate::scenario::{Outcome, Scenario};
+use crate::scenario::{Scenario, ScenarioRun};
 use analyze::ModeChoice;
 use model::HostTopology;
 use serde::Serialize;
@@ -56,7 +56,7 @@ impl SuiteResult {
 pub fn run_scenarios(
     scenarios: &[Scenario],
     progress: &mut dyn FnMut(usize),
-) -> Vec<(ScenarioRow, Outcome)> {
+) -> Vec<(ScenarioRow, ScenarioRun)> {
     scenarios
         .iter()
         .enumerate()

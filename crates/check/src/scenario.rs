@@ -232,7 +232,7 @@ impl Scenario {
     }
 
     /// Runs the scenario's series on a virtual host and judges the last report.
-    pub fn run(&self) -> Outcome {
+    pub fn run(&self) -> ScenarioRun {
         let settings = CheckSettings {
             runs: self.runs,
             mode: self.mode,
@@ -254,7 +254,7 @@ impl Scenario {
         );
         let last = reports.into_iter().last().expect("runs >= 1");
         let pass = last.healthy == self.healthy && matches_exactly(&self.expected, &last.diagnoses);
-        Outcome { pass, report: last }
+        ScenarioRun { pass, report: last }
     }
 
     /// The expectation in the short form used by `bench scenarios`.
@@ -278,16 +278,16 @@ impl Scenario {
     }
 }
 
-/// The result of running a scenario.
+/// The result of running a scenario: whether its last report matched the expectation.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub struct ScenarioRun {
     /// Whether the last report matched the expectation.
     pub pass: bool,
     /// The last report.
     pub report: Report,
 }
 
-impl Outcome {
+impl ScenarioRun {
     /// What was diagnosed, in the short form used by `bench scenarios`.
     pub fn got_summary(&self) -> String {
         if self.report.healthy {

@@ -312,9 +312,7 @@ pub fn run(
 
     let cadence_ms = settings.cadence.as_millis().max(1) as i64;
     let runs_per_day = (86_400_000 / cadence_ms).max(1);
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
+    let now_ms = model::time::unix_ms(std::time::SystemTime::now());
     let day_start = now_ms - runs_per_day * cadence_ms;
     let ingest = ingest_day(
         settings,

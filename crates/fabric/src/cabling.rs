@@ -31,13 +31,18 @@ pub enum Device {
 /// One end of a cable: a device and its port (IB numbering, from 1).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CableEnd {
+    /// The switch or host the cable is plugged into.
     pub device: Device,
+    /// Its port, from 1 as InfiniBand numbers them (port 0 is a switch's management port).
     pub port: u16,
 }
 
+/// A cable between two ports; its ends are unordered.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Cable {
+    /// The end listed first (the order carries no meaning).
     pub a: CableEnd,
+    /// The other end.
     pub b: CableEnd,
 }
 
@@ -45,8 +50,11 @@ pub struct Cable {
 /// descriptions); each must be unique.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Cabling {
+    /// Switch names; [`Device::Switch`] indexes this list.
     pub switches: Vec<String>,
+    /// Host (channel adapter) names; [`Device::Host`] indexes this list.
     pub hosts: Vec<String>,
+    /// Every cable, each once.
     pub cables: Vec<Cable>,
 }
 
@@ -54,6 +62,7 @@ pub struct Cabling {
 /// and ports is in the fabric.
 #[derive(Clone, Debug)]
 pub struct Recognized {
+    /// The fat tree whose links are exactly the fabric's cables.
     pub topology: Topology,
     /// Fabric switch name of each tree switch, by [`SwitchId`].
     pub switch_names: Vec<String>,
@@ -67,72 +76,160 @@ pub struct Recognized {
 /// Why a fabric is not a fat tree the simulator models; names the devices involved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NotAFatTree {
+    /// No switch has a host: there are no leaves to build a tree from.
     #[error("no switch has a host cabled to it")]
     NoHosts,
+    /// Two hosts are cabled to each other, with no switch between them.
     #[error("host '{host}' is cabled to host '{other}'; hosts must hang from switches")]
-    HostToHost { host: String, other: String },
+    HostToHost {
+        /// The host listed first, by name.
+        host: String,
+        /// The host at the other end.
+        other: String,
+    },
+    /// A switch port is cabled back to the same switch.
     #[error("switch '{switch}' has a cable from its port {port} to itself")]
-    Loop { switch: String, port: u16 },
+    Loop {
+        /// The switch, by name.
+        switch: String,
+        /// The port the loop leaves from.
+        port: u16,
+    },
+    /// One port is an end of two cables.
     #[error("'{device}' port {port} has two cables")]
-    PortTwice { device: String, port: u16 },
+    PortTwice {
+        /// The switch or host.
+        device: String,
+        /// The port with two cables.
+        port: u16,
+    },
+    /// Two leaves (switches with hosts) are cabled directly.
     #[error("leaf switches '{a}' and '{b}' are cabled to each other; a fat tree joins leaves only through the switches above them")]
-    LeafToLeaf { a: String, b: String },
+    LeafToLeaf {
+        /// The first leaf, by name.
+        a: String,
+        /// The other leaf.
+        b: String,
+    },
+    /// Two core switches are cabled directly.
     #[error("core switches '{a}' and '{b}' are cabled to each other; a fat tree's top level has no links within it")]
-    CoreToCore { a: String, b: String },
+    CoreToCore {
+        /// The first core switch, by name.
+        a: String,
+        /// The other core switch.
+        b: String,
+    },
+    /// A leaf has hosts but no cable upwards.
     #[error("leaf switch '{leaf}' has no cable to a switch above it")]
-    NoUplinks { leaf: String },
+    NoUplinks {
+        /// The leaf without uplinks, by name.
+        leaf: String,
+    },
+    /// A switch has no path to any host.
     #[error("switch '{switch}' reaches no host")]
-    Unreachable { switch: String },
+    Unreachable {
+        /// The switch that reaches no host, by name.
+        switch: String,
+    },
+    /// The pods (leaf/aggregation components) are not joined by any core switch.
     #[error("the leaves and the switches above them form {pods} separate groups and no core switch joins them")]
-    Disconnected { pods: usize },
+    Disconnected {
+        /// How many separate pods there are.
+        pods: usize,
+    },
+    /// A switch above the aggregation level is cabled to a single pod: a tree of one pod has
+    /// two levels, not three.
     #[error("core switch '{core}' sits above a single pod; a one-pod fat tree has two levels")]
-    CoreAboveOnePod { core: String },
+    CoreAboveOnePod {
+        /// The core switch.
+        core: String,
+    },
+    /// Two pods differ in their number of leaves or aggregation switches.
     #[error("pods differ in size: '{first}' has {first_leaves} leaves and {first_aggs} aggregation switches, '{other}' has {other_leaves} and {other_aggs}")]
     UnevenPods {
+        /// A leaf of the first pod, naming it.
         first: String,
+        /// Leaves of the first pod.
         first_leaves: usize,
+        /// Aggregation switches of the first pod.
         first_aggs: usize,
+        /// A leaf of the pod that differs, naming it.
         other: String,
+        /// Leaves of that pod.
         other_leaves: usize,
+        /// Aggregation switches of that pod.
         other_aggs: usize,
     },
+    /// A leaf has another number of parallel cables to one aggregation switch than the first
+    /// leaf has (a fat tree has the same number between every leaf and aggregation switch of
+    /// a pod).
     #[error("leaf '{leaf}' has {links} cables to '{agg}', but {expected} to each switch above it are needed for a fat tree ('{first_leaf}' has {expected} to '{first_agg}')")]
     UnevenUplinks {
+        /// The leaf whose cable count differs, by name.
         leaf: String,
+        /// The aggregation switch the cables go to.
         agg: String,
+        /// Cables between the two.
         links: usize,
+        /// Cables the first leaf has to its first aggregation switch.
         expected: usize,
+        /// The first leaf, which sets `expected`.
         first_leaf: String,
+        /// Its aggregation switch.
         first_agg: String,
     },
+    /// An aggregation switch has another number of cables to the cores than the first one.
     #[error(
         "aggregation switches differ in core links: '{agg}' has {links}, '{first}' has {expected}"
     )]
     UnevenCoreLinks {
+        /// The aggregation switch whose core cables differ, by name.
         agg: String,
+        /// Its cables to core switches.
         links: usize,
+        /// The first aggregation switch, which sets `expected`.
         first: String,
+        /// Its cables to core switches.
         expected: usize,
     },
+    /// A leaf has more hosts than a fat-tree leaf of the fabric's radix has node ports.
     #[error("leaf '{leaf}' has {hosts} hosts, more than the {slots} host ports a leaf of radix {radix} with {uplinks} uplinks has")]
     TooManyHosts {
+        /// The leaf with the most hosts, by name.
         leaf: String,
+        /// Hosts cabled to it.
         hosts: usize,
+        /// Node ports of a leaf: the radix less its uplinks.
         slots: u32,
+        /// Ports per switch, as inferred from the fabric.
         radix: u32,
+        /// The leaf's cables upwards.
         uplinks: usize,
     },
+    /// The parameters inferred from the cables make no valid tree (or one too large), in
+    /// words.
     #[error("{0}")]
     Parameters(String),
+    /// The aggregation-to-core cables are not the groups the simulator's tree wires.
     #[error("the core switches are not wired as the simulator's fat tree wires them (aggregation switches in groups of {group}, each joined to every core of its group): {detail}")]
-    CoreWiring { group: u32, detail: String },
+    CoreWiring {
+        /// Aggregation switches per pod joined to the same cores.
+        group: u32,
+        /// The first cable or switch that does not fit, in words.
+        detail: String,
+    },
+    /// The recognised tree and the fabric disagree on the cables between two devices.
     #[error(
         "the cables between '{a}' and '{b}' number {fabric}, the recognised fat tree has {tree}"
     )]
     Mismatch {
+        /// One end's device, by name.
         a: String,
+        /// The other end's device.
         b: String,
+        /// Cables between them in the fabric.
         fabric: usize,
+        /// Links between them in the tree.
         tree: usize,
     },
 }

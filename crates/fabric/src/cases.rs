@@ -34,33 +34,47 @@ pub type Runner<'a> = dyn FnMut(&str, &Topology, Vec<JobPlan>, SimConfig) -> Sim
 /// One claim of the thesis and what the simulation gave.
 #[derive(Clone, Debug, Serialize)]
 pub struct Check {
+    /// The claim, in words.
     pub claim: String,
+    /// What the thesis reports.
     pub thesis: String,
+    /// What the simulation gave.
     pub simulated: String,
+    /// Whether the simulation agrees with the thesis.
     pub pass: bool,
 }
 
 /// A diagnosis as the case shows it: whose samples, the cause, and its summary.
 #[derive(Clone, Debug, Serialize)]
 pub struct CaseDiagnosis {
+    /// Which run it comes from.
     pub run: String,
+    /// Whose samples it read ([`crate::analysis::view::SampleSet::describe`]).
     pub samples: String,
+    /// What the analysis concluded from those samples.
     pub diagnosis: Diagnosis,
 }
 
+/// One case study: its table beside the thesis' figures, its diagnoses and its checks.
 #[derive(Clone, Debug, Serialize)]
 pub struct CaseReport {
+    /// The case's name (`stencil`, `reduction`, `background`).
     pub name: String,
+    /// The runs as rows beside the thesis' figures.
     pub table: ComparisonTable,
+    /// The diagnoses the case shows.
     pub diagnoses: Vec<CaseDiagnosis>,
+    /// The thesis' claims and what the simulation gave.
     pub checks: Vec<Check>,
 }
 
 impl CaseReport {
+    /// Whether every check passed.
     pub fn passed(&self) -> bool {
         self.checks.iter().all(|c| c.pass)
     }
 
+    /// The case as text: the table, the diagnoses and the checks.
     pub fn render_text(&self) -> String {
         let mut out = format!("== {} ==\n{}\n", self.name, self.table.render_text());
         for d in &self.diagnoses {

@@ -8,12 +8,16 @@ use std::path::{Path, PathBuf};
 /// not on one line, e.g. the file cannot be read or a count is wrong at the end).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputError {
+    /// The input file at fault.
     pub file: PathBuf,
+    /// The line, from 1, when the problem is on one.
     pub line: Option<usize>,
+    /// What is wrong, in words.
     pub reason: String,
 }
 
 impl InputError {
+    /// An error in `file`, at `line` when known.
     pub fn new(file: &Path, line: Option<usize>, reason: impl Into<String>) -> Self {
         InputError {
             file: file.to_path_buf(),
@@ -22,10 +26,12 @@ impl InputError {
         }
     }
 
+    /// An error on line `line` (from 1) of `file`.
     pub fn at_line(file: &Path, line: usize, reason: impl Into<String>) -> Self {
         Self::new(file, Some(line), reason)
     }
 
+    /// An error about `file` as a whole.
     pub fn whole_file(file: &Path, reason: impl Into<String>) -> Self {
         Self::new(file, None, reason)
     }

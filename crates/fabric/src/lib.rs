@@ -17,10 +17,14 @@ product of its own. Every number it produces comes from the simulator and is lab
 - `sampling`: switch-port sampling over MADs, the LDMS ibfabric study on the simulator.
 - `cases`: the case studies of thesis chapter 4, checked against its figures.
 - `peer`: the CODES peer benchmark's workloads and figures.
+- `summary`: what `fabric sim` leaves in its output folder, as a contract that scripts
+  read: `summary.json`, `ports.csv`, the file names, and the reader `merge` uses.
 - `roots_study`: whether switch-port counters sampled at 1-10,000 Hz find the roots that
   reservoir sampling finds, on the case studies.
 - `input`: the one-line error every input file reports.
 */
+
+#![deny(missing_docs)]
 
 pub mod analysis;
 pub mod cabling;
@@ -30,6 +34,7 @@ pub mod peer;
 pub mod roots_study;
 pub mod sampling;
 pub mod sim;
+pub mod summary;
 pub mod telemetry;
 pub mod topology;
 pub mod traffic;

@@ -23,8 +23,11 @@ use crate::topology::FatTreeParams;
 /// One workload of codes-peer.md with the CODES sequential figures measured for it.
 #[derive(Clone, Debug, Serialize)]
 pub struct PeerWorkload {
+    /// The workload's letter in codes-peer.md (`A` to `D`).
     pub id: &'static str,
+    /// The tree it runs on.
     pub topology: FatTreeParams,
+    /// Router delay of a switch, ns.
     pub switch_latency_ns: f64,
     /// CODES "chunk": the flow-control unit.
     pub flow_unit_bytes: u32,
@@ -33,6 +36,7 @@ pub struct PeerWorkload {
     /// What that offers per node, as a fraction of link bandwidth ([`codes_offered_load`]):
     /// the load this simulator runs with.
     pub load: f64,
+    /// What CODES measured for it.
     pub codes: CodesFigures,
 }
 
@@ -50,12 +54,14 @@ pub struct CodesFigures {
     pub measured: String,
     /// Wall time of each run, seconds, fastest first.
     pub wall_seconds: Vec<f64>,
+    /// Peak resident memory, MB.
     pub peak_rss_mb: f64,
     /// Packets (CODES: messages of one 512 B packet each) delivered.
     pub packets: u64,
     /// Mean and largest message latency, microseconds, where codes-peer.md gives them as
     /// whole-packet latencies (C's is per 32 B chunk, not comparable).
     pub mean_latency_us: Option<f64>,
+    /// Largest message latency, us (see `mean_latency_us`).
     pub max_latency_us: Option<f64>,
     /// Switches crossed per packet, on average.
     pub mean_hops: Option<f64>,
@@ -75,8 +81,9 @@ impl CodesFigures {
     }
 }
 
-/// Message size and simulated end time shared by all four workloads.
+/// Message size of all four workloads, bytes.
 pub const MESSAGE_BYTES: u64 = 512;
+/// Simulated end time of all four workloads: 100 us, in ps.
 pub const END_PS: u64 = 100_000_000;
 
 const REMEASURED: &str =
@@ -84,6 +91,7 @@ const REMEASURED: &str =
 const FIRST_MEASUREMENT: &str =
     "2026-11-21, Debian 12, 2 cores, 24 GiB (first measurement of codes-peer.md), sequential";
 
+/// Workloads A to D with the CODES figures measured for them.
 pub fn workloads() -> Vec<PeerWorkload> {
     let workload =
         |id, topology, switch_latency_ns, flow_unit_bytes, codes_load, codes| PeerWorkload {

@@ -42,12 +42,15 @@ pub struct Found {
 /// One run of a case study.
 #[derive(Clone, Debug, Serialize)]
 pub struct RootsRow {
+    /// The case study (`stencil`, `reduction`, `background`).
     pub case: String,
+    /// The run within it (a mapping, a reduction).
     pub run: String,
     /// Simulated time of the run, us.
     pub simulated_us: f64,
     /// The ground truth's roots, by name (e.g. `leaf 3 port 0 -> node 54`).
     pub truth: Vec<String>,
+    /// What the in-packet reservoir telemetry found.
     pub reservoir: Found,
     /// Per rate of [`RATES_HZ`]: the sampler's windows over the run, and its roots.
     pub counters: Vec<CounterFound>,
@@ -56,10 +59,14 @@ pub struct RootsRow {
     pub counters_whole_run: Found,
 }
 
+/// What a switch-port counter sampler at one rate found.
 #[derive(Clone, Debug, Serialize)]
 pub struct CounterFound {
+    /// The sampling rate, Hz.
     pub hz: u32,
+    /// Sampling windows over the run.
     pub windows: usize,
+    /// Roots found against the ground truth's.
     pub found: Found,
 }
 

@@ -36,40 +36,75 @@ use crate::input::InputError;
 /// Fat-tree parameters that cannot build a tree; each names the tree.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TopologyError {
+    /// A leaf must keep at least one port up and have at least one node.
     #[error("tree '{tree}': nodes_per_leaf must be between 1 and radix - 1 (radix {radix}, nodes_per_leaf {nodes_per_leaf})")]
     NodesPerLeaf {
+        /// The tree's name.
         tree: String,
+        /// Ports per switch.
         radix: u32,
+        /// Down ports of a leaf, one per compute node.
         nodes_per_leaf: u32,
     },
+    /// A count of switches is zero.
     #[error("tree '{tree}': leaves, leaves_per_pod and aggs_per_pod must be positive")]
-    ZeroCount { tree: String },
+    ZeroCount {
+        /// The tree's name.
+        tree: String,
+    },
+    /// The leaves do not divide into whole pods.
     #[error(
         "tree '{tree}': leaves ({leaves}) is not a multiple of leaves_per_pod ({leaves_per_pod})"
     )]
     LeavesPerPod {
+        /// The tree's name.
         tree: String,
+        /// Leaf switches in the tree.
         leaves: u32,
+        /// Leaf switches per pod.
         leaves_per_pod: u32,
     },
+    /// A leaf's up ports cannot go to every aggregation switch of its pod equally often.
     #[error("tree '{tree}': a leaf's {leaf_up} up ports cannot be spread evenly over {aggs_per_pod} aggregation switches")]
     UnevenLeafUplinks {
+        /// The tree's name.
         tree: String,
+        /// Up ports of a leaf (`radix - nodes_per_leaf`).
         leaf_up: u32,
+        /// Aggregation switches per pod.
         aggs_per_pod: u32,
     },
+    /// An aggregation switch would need more ports for the links from its pod's leaves than the
+    /// radix gives.
     #[error("tree '{tree}': an aggregation switch would need {agg_down} down ports, more than radix {radix}")]
     AggregationDownPorts {
+        /// The tree's name.
         tree: String,
+        /// Down ports an aggregation switch needs (leaf links of its pod).
         agg_down: u32,
+        /// Ports per switch.
         radix: u32,
     },
+    /// More than one pod needs cores, but the aggregation switches have no ports left for them.
     #[error(
         "tree '{tree}': {pods} pods need cores, but aggregation switches have no up ports left"
     )]
-    NoCorePorts { tree: String, pods: u32 },
+    NoCorePorts {
+        /// The tree's name.
+        tree: String,
+        /// Pods in the tree.
+        pods: u32,
+    },
+    /// A core has one port per pod at least: more pods than the radix cannot all be reached.
     #[error("tree '{tree}': {pods} pods exceed radix {radix}: a core cannot reach them all")]
-    TooManyPods { tree: String, pods: u32, radix: u32 },
+    TooManyPods {
+        /// The tree's name.
+        tree: String,
+        /// Pods in the tree.
+        pods: u32,
+        /// Ports per switch.
+        radix: u32,
+    },
 }
 
 /// A compute node, numbered 0.. left to right under the leaves (thesis 3.4).
@@ -84,28 +119,37 @@ pub struct SwitchId(pub u32);
 /// hops are recorded as (switch ID, output port)).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct PortRef {
+    /// The switch the port belongs to.
     pub switch: SwitchId,
+    /// The output port on it, from 0 (down ports first, then up ports).
     pub port: u16,
 }
 
 /// Dense index of a switch output port, `0..Topology::num_ports()`.
 pub type PortIndex = u32;
 
+/// The three levels of a fat tree (thesis 2.3).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Level {
+    /// Switches with compute nodes below them.
     Leaf,
+    /// Switches between the leaves of a pod and the cores.
     Aggregation,
+    /// Switches joining the pods.
     Core,
 }
 
 /// What is at the far end of an output port.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Peer {
+    /// A compute node (the link goes down from its leaf).
     Node(NodeId),
     /// The switch and the port on it that the link arrives at (its input port).
     Switch {
+        /// The switch the link arrives at.
         switch: SwitchId,
+        /// Its input port.
         port: u16,
     },
 }
@@ -114,12 +158,18 @@ pub enum Peer {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FatTreeParams {
+    /// A name for reports and file names (`custom` when a TOML file gives none).
     #[serde(default = "custom_name")]
     pub name: String,
+    /// Ports per switch, the same at every level.
     pub radix: u16,
+    /// Compute nodes under each leaf; the rest of a leaf's ports go up.
     pub nodes_per_leaf: u16,
+    /// Leaf switches in the tree.
     pub leaves: u32,
+    /// Leaf switches per pod.
     pub leaves_per_pod: u32,
+    /// Aggregation switches per pod.
     pub aggs_per_pod: u32,
 }
 
@@ -171,6 +221,7 @@ impl FatTreeParams {
         }
     }
 
+    /// The names [`FatTreeParams::builtin`] knows.
     pub const BUILTIN_NAMES: [&'static str; 3] = ["full", "tapered", "radix8"];
 }
 
@@ -192,10 +243,12 @@ pub struct Topology {
 }
 
 impl Topology {
+    /// Table 3.1's `Full` tree, built.
     pub fn full() -> Self {
         Self::new(FatTreeParams::full()).expect("built-in tree is valid")
     }
 
+    /// Table 3.1's `Tapered` tree, built.
     pub fn tapered() -> Self {
         Self::new(FatTreeParams::tapered()).expect("built-in tree is valid")
     }
@@ -301,42 +354,52 @@ impl Topology {
         Ok(topology)
     }
 
+    /// The parameters the tree was built from.
     pub fn params(&self) -> &FatTreeParams {
         &self.params
     }
 
+    /// The tree's name ([`FatTreeParams::name`]).
     pub fn name(&self) -> &str {
         &self.params.name
     }
 
+    /// Compute nodes in the tree.
     pub fn num_nodes(&self) -> u32 {
         self.params.leaves * u32::from(self.params.nodes_per_leaf)
     }
 
+    /// Leaf switches.
     pub fn num_leaves(&self) -> u32 {
         self.params.leaves
     }
 
+    /// Aggregation switches, all pods.
     pub fn num_aggs(&self) -> u32 {
         self.pods * self.params.aggs_per_pod
     }
 
+    /// Core switches (0 for a tree of one pod, which has two levels).
     pub fn num_cores(&self) -> u32 {
         self.cores
     }
 
+    /// Pods: groups of leaves and aggregation switches under the cores.
     pub fn num_pods(&self) -> u32 {
         self.pods
     }
 
+    /// Switches at every level.
     pub fn num_switches(&self) -> u32 {
         self.num_leaves() + self.num_aggs() + self.num_cores()
     }
 
+    /// Compute nodes under each leaf.
     pub fn nodes_per_leaf(&self) -> u32 {
         u32::from(self.params.nodes_per_leaf)
     }
 
+    /// Ports per switch.
     pub fn radix(&self) -> u32 {
         u32::from(self.params.radix)
     }
@@ -360,6 +423,8 @@ impl Topology {
         f64::from(self.nodes_per_leaf()) / f64::from(self.leaf_up)
     }
 
+    /// The level of a switch, by its number (leaves first, then aggregation switches, then
+    /// cores).
     pub fn level(&self, switch: SwitchId) -> Level {
         let s = switch.0;
         if s < self.num_leaves() {
@@ -371,6 +436,7 @@ impl Topology {
         }
     }
 
+    /// The switch numbers at a level, a contiguous range.
     pub fn switches_at(&self, level: Level) -> std::ops::Range<u32> {
         let (l, a) = (self.num_leaves(), self.num_aggs());
         match level {
@@ -385,6 +451,7 @@ impl Topology {
         SwitchId(node.0 / self.nodes_per_leaf())
     }
 
+    /// The leaf output port that leads down to `node`.
     pub fn node_port(&self, node: NodeId) -> PortRef {
         PortRef {
             switch: self.leaf_of(node),
@@ -424,14 +491,17 @@ impl Topology {
         }
     }
 
+    /// Whether an output port leads up, towards the cores.
     pub fn is_up(&self, port: PortRef) -> bool {
         self.up_ports(port.switch).contains(&port.port)
     }
 
+    /// The dense index of an output port, for arrays over every port.
     pub fn port_index(&self, port: PortRef) -> PortIndex {
         self.port_base[port.switch.0 as usize] + PortIndex::from(port.port)
     }
 
+    /// The output port a dense index stands for (the inverse of [`Topology::port_index`]).
     pub fn port_ref(&self, index: PortIndex) -> PortRef {
         let s = self.port_base.partition_point(|&base| base <= index) - 1;
         PortRef {

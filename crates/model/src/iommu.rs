@@ -39,6 +39,17 @@ pub struct IommuModel {
     pub t_miss_ns: f64,
 }
 
+/// One point of an IOTLB sweep (`hostping check --iotlb`): a stream's throughput with its
+/// buffers spanning a working set, as HotNets'22 Figures 3-5 plot it (3.1). Measured by
+/// `check::iotlb`, judged by `analyze::iotlb_knee`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct IotlbPoint {
+    /// Bytes the stream's buffers span.
+    pub working_set_bytes: u64,
+    /// Throughput of the stream, Gb/s.
+    pub gbps: f64,
+}
+
 impl Default for IommuModel {
     fn default() -> Self {
         IommuModel {

@@ -24,11 +24,18 @@ The real-host backends of hostping: what runs on a server with RDMA hardware.
 - [`monitor`] reads them together and maps them to model ids: the hardware and bus
   monitor's [`model::HostSnapshot`] (a [`probe::Monitor`]), the [`model::HostConfig`] that
   `analyze::lint` judges, and the [`model::CounterReport`] of `hostping counters`.
+- [`odp_bench`] runs ISPASS'21's on-demand-paging micro-benchmarks on one device (damming:
+  two READs at a swept interval; flood: 8192 READs over 1..N QPs), each point on QPs
+  connected to itself, with a deadline on every wait, the check of the bytes that arrived,
+  and what the port's transport counters and RDMA netlink's MR page faults say around it;
+  `hostping odp-bench` drives it through `check`.
 - [`host`] puts it together: a discovered host with an RNIC to probe from, its verbs engine
   and monitor behind the `probe` traits, and plain-words errors when either is missing.
 
 It must not decide anything about health: it produces `model` values and `analyze` judges.
 */
+
+#![deny(missing_docs)]
 
 pub mod counters;
 pub mod engine;

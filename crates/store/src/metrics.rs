@@ -11,7 +11,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 /// The content type of [`Metrics::encode`]'s output (OpenMetrics text 1.0.0).
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -308,9 +308,7 @@ impl Metrics {
 
     /// Records a run observed now (see [`Metrics::observe_run_at`]).
     pub fn observe_run(&mut self, trigger: &str, report: &Report, duration_ns: u64) {
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
+        let now_ms = model::time::unix_ms(SystemTime::now());
         self.observe_run_at(trigger, report, duration_ns, now_ms);
     }
 

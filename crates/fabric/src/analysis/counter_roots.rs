@@ -22,7 +22,9 @@ use crate::topology::{PortIndex, PortRef, Topology};
 /// The counters of every switch output port over one sampler window (deltas).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CounterWindow {
+    /// When the window starts, ps of simulated time.
     pub start_ps: u64,
+    /// Its length, ps.
     pub window_ps: u64,
     /// PortXmitData, bytes, by [`PortIndex`].
     pub xmit_bytes: Vec<u64>,

@@ -27,13 +27,21 @@ use crate::topology::{Level, NodeId, Peer, PortRef, Topology};
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Cause {
+    /// The roots are endpoint links: a node receives more than its link carries, whatever the
+    /// placement (Theorem 4.1; the naive reduction of thesis 4.3).
     CommunicationPattern,
+    /// A root inside the network runs near line rate with the traffic the samples see: placing
+    /// the ranks differently can relieve it (Theorem 4.2; the stencil's mappings of thesis 4.2).
     Mapping,
+    /// A root inside the network is congested well under line rate in samples that leave jobs
+    /// out: traffic they cannot see fills it (thesis 4.4).
     BackgroundTraffic,
+    /// No link is congested.
     NoCongestion,
 }
 
 impl Cause {
+    /// The cause's name in the JSON and the CLI (`communication_pattern`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             Cause::CommunicationPattern => "communication_pattern",
@@ -84,6 +92,8 @@ impl Default for Thresholds {
 }
 
 impl Thresholds {
+    /// Whether `link` is congested: at least [`Thresholds::congested_fraction`] of at least
+    /// [`Thresholds::min_count`] tagged weighted packets.
     pub fn is_congested(&self, link: &LinkStats) -> bool {
         link.tagged_count >= self.min_count && link.congested_fraction >= self.congested_fraction
     }
@@ -92,7 +102,9 @@ impl Thresholds {
 /// How much of the congestion one cause explains.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CauseShare {
+    /// The cause these trees' roots were judged to have.
     pub cause: Cause,
+    /// Congestion trees whose root it judged.
     pub trees: usize,
     /// Congested weighted count of its trees' links.
     pub congested_count: f64,
@@ -103,16 +115,23 @@ pub struct CauseShare {
 /// The root link of a congestion tree, with what judged it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RootLink {
+    /// The link in words (`leaf 0 port 0 -> node 0`).
     pub link: String,
+    /// The root's switch output port.
     pub port: PortRef,
     /// The compute node it leads to (endpoint congestion).
     pub endpoint: Option<NodeId>,
+    /// What the root's judgement named.
     pub cause: Cause,
+    /// Congested fraction of the root link.
     pub congested_fraction: f64,
     /// Estimated utilised bandwidth of the root link over the view's time span, Gb/s.
     pub gbps: f64,
+    /// Line rate of the link, Gb/s (the comparison of [`Thresholds::line_rate_fraction`]).
     pub line_rate_gbps: f64,
+    /// Links in the root's congestion tree.
     pub tree_links: usize,
+    /// Congested weighted count of the tree's links.
     pub tree_congested_count: f64,
 }
 
@@ -120,9 +139,13 @@ pub struct RootLink {
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
+    /// Leaf to aggregation switch.
     LeafUp,
+    /// Aggregation switch to core.
     AggregationUp,
+    /// Core to aggregation switch.
     CoreDown,
+    /// Aggregation switch to leaf.
     AggregationDown,
     /// Leaf to compute node: the endpoint links.
     LeafDown,
@@ -138,6 +161,7 @@ impl Stage {
         Stage::LeafDown,
     ];
 
+    /// The stage a link belongs to.
     pub fn of(link: &LinkStats) -> Stage {
         match (link.level, link.direction) {
             (Level::Leaf, Direction::Up) => Stage::LeafUp,
@@ -148,6 +172,7 @@ impl Stage {
         }
     }
 
+    /// The stage in words (`leaf -> aggregation`).
     pub fn describe(self) -> &'static str {
         match self {
             Stage::LeafUp => "leaf -> aggregation",
@@ -159,12 +184,18 @@ impl Stage {
     }
 }
 
+/// The links of one [`Stage`] taken together: where along the paths congestion sits.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StageSummary {
+    /// Which stage of links this is.
     pub stage: Stage,
+    /// Links in the stage.
     pub links: usize,
+    /// Of those, links congested by [`Thresholds::is_congested`].
     pub congested_links: usize,
+    /// Weighted count of the stage's links (thesis 3.2).
     pub count: f64,
+    /// Congested weighted count of the stage's links.
     pub congested_count: f64,
     /// `congested_count / count`.
     pub congested_fraction: f64,
@@ -172,28 +203,40 @@ pub struct StageSummary {
     pub worst_fraction: f64,
 }
 
+/// What a diagnosis was judged from, for readers who want to check it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Evidence {
+    /// Which samples the view holds (jobs, window, telemetry).
     pub samples: SampleSet,
     /// [`SampleSet::describe`], for readers of the JSON.
     pub samples_described: String,
+    /// The thresholds judged by.
     pub thresholds: Thresholds,
+    /// Line rate of every link, each direction, Gb/s.
     pub line_rate_gbps: f64,
+    /// Congested links in the view.
     pub congested_links: usize,
+    /// Of all packet-hops in the view, the fraction marked congested (Table 4.1).
     pub congested_hop_fraction: f64,
     /// The largest trees' roots, at most [`MAX_LISTED_ROOTS`].
     pub roots: Vec<RootLink>,
+    /// Roots beyond those listed.
     pub roots_not_listed: usize,
+    /// Every [`Stage`] in path order.
     pub stages: Vec<StageSummary>,
 }
 
+/// The cause of congestion a link view shows (thesis 4.1 to 4.4), in words and with its
+/// evidence.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Diagnosis {
+    /// The dominant cause: the one holding the most congested weighted count.
     pub cause: Cause,
     /// In plain words: what was found, why it means this cause, and what to do.
     pub summary: String,
     /// Every cause found, dominant first (empty without congestion).
     pub causes: Vec<CauseShare>,
+    /// What the diagnosis was judged from.
     pub evidence: Evidence,
 }
 

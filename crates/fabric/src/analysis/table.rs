@@ -12,12 +12,16 @@ use crate::sim::JobResult;
 /// thesis has no elapsed time for two-level tiling).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReferenceFigures {
+    /// Completion time, us.
     pub elapsed_us: Option<f64>,
+    /// Hops per delivered packet.
     pub average_path_length: Option<f64>,
 }
 
+/// One run as a row of the comparison.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TableRow {
+    /// The run in words (the mapping, the reduction).
     pub label: String,
     /// Completion time of the job: one round of the pattern, microseconds.
     pub elapsed_us: f64,
@@ -29,6 +33,7 @@ pub struct TableRow {
     pub congested_hop_fraction: f64,
     /// Highest congested fraction of a link with at least `min_count` weighted packets sampled.
     pub worst_congested_fraction: f64,
+    /// Figures to compare it with, when there are any.
     pub reference: Option<ReferenceFigures>,
 }
 
@@ -53,6 +58,7 @@ impl TableRow {
         }
     }
 
+    /// The row with reference figures beside it.
     pub fn with_reference(self, reference: ReferenceFigures) -> Self {
         TableRow {
             reference: Some(reference),
@@ -61,11 +67,14 @@ impl TableRow {
     }
 }
 
+/// Runs side by side, as thesis Table 4.1.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ComparisonTable {
+    /// The table's title.
     pub title: String,
     /// Heads the reference columns, e.g. "thesis".
     pub reference_label: String,
+    /// The rows, in the order given.
     pub rows: Vec<TableRow>,
 }
 

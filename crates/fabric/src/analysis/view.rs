@@ -30,6 +30,7 @@ pub enum Source {
 /// Whose samples: every job's, or only some (an application sees only its own packets).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum JobSelection {
+    /// Every job's samples (what a network administrator sees).
     All,
     /// Indices into [`SimResult::jobs`].
     Only(Vec<usize>),
@@ -71,7 +72,9 @@ impl JobSelection {
 /// Which arrival-time windows (thesis Figure 4.11) are summed.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum WindowSelection {
+    /// Every window summed: the whole run.
     All,
+    /// One window, by its index.
     Only(usize),
 }
 
@@ -98,8 +101,11 @@ pub enum TimeBase {
 /// What a view is built from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ViewSpec {
+    /// Telemetry estimates or exact counts.
     pub source: Source,
+    /// Whose packets.
     pub jobs: JobSelection,
+    /// Which arrival-time windows.
     pub window: WindowSelection,
     /// Telemetry only: the ground truth has no arrival times and always uses the run length.
     pub time_base: TimeBase,
@@ -149,14 +155,18 @@ impl ViewSpec {
 /// One arrival-time window, `[start_ps, end_ps)`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TimeWindow {
+    /// The window's number, from 0.
     pub index: usize,
+    /// Its start, ps of simulated time.
     pub start_ps: u64,
+    /// Its end (excluded), ps.
     pub end_ps: u64,
 }
 
 /// What a view was built from, for titles and for the diagnosis' evidence.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SampleSet {
+    /// Telemetry estimates or exact counts.
     pub source: Source,
     /// The telemetry algorithm (`None` for the ground truth).
     pub telemetry: Option<TelemetryKind>,
@@ -166,6 +176,7 @@ pub struct SampleSet {
     pub all_jobs: bool,
     /// The window, when one was selected.
     pub window: Option<TimeWindow>,
+    /// What the bandwidth estimates divide by.
     pub time_base: TimeBase,
     /// The time the bandwidth estimates divide by, picoseconds.
     pub span_ps: u64,
@@ -233,10 +244,13 @@ pub enum Direction {
 /// One switch output port as the selected samples see it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LinkStats {
+    /// The switch output port.
     pub port: PortRef,
+    /// Its dense index ([`Topology::port_index`]).
     pub index: PortIndex,
     /// Level of the switch the link leaves.
     pub level: Level,
+    /// Towards the cores or towards the nodes.
     pub direction: Direction,
     /// The compute node at the far end, for a leaf's down port (an endpoint link).
     pub endpoint: Option<NodeId>,
@@ -257,28 +271,58 @@ pub struct LinkStats {
 /// Every switch output port of the tree, indexed by [`PortIndex`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LinkView {
+    /// What the view was built from.
     pub samples: SampleSet,
     /// Jobs in the run (for "1 of 2 jobs").
     pub total_jobs: usize,
     /// Line rate of every link, each direction.
     pub link_gbps: f64,
+    /// Every switch output port, by [`PortIndex`].
     pub links: Vec<LinkStats>,
 }
 
+/// Why a view cannot be built from a run.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum ViewError {
+    /// Telemetry was asked for but the run has none.
     #[error("the run has no telemetry samples (telemetry was off); use the ground truth")]
     NoTelemetry,
+    /// A job name given is not in the run.
     #[error("no job named {name:?} (jobs: {known})")]
-    UnknownJob { name: String, known: String },
+    UnknownJob {
+        /// The name given.
+        name: String,
+        /// The run's job names, comma-separated.
+        known: String,
+    },
+    /// A job index is beyond the run's jobs.
     #[error("job {job} is not in the run ({jobs} jobs)")]
-    JobOutOfRange { job: usize, jobs: usize },
+    JobOutOfRange {
+        /// The index given.
+        job: usize,
+        /// Jobs in the run.
+        jobs: usize,
+    },
+    /// A window index is beyond the telemetry's windows.
     #[error("window {window} does not exist (the samples have {windows})")]
-    WindowOutOfRange { window: usize, windows: usize },
+    WindowOutOfRange {
+        /// The index given.
+        window: usize,
+        /// Windows in the samples.
+        windows: usize,
+    },
+    /// A window was asked of the ground truth, which is not split in time.
     #[error("the ground truth is not split into time windows; use the telemetry samples")]
     GroundTruthHasNoWindows,
+    /// The counts are of another tree than the one given.
     #[error("the counts have {found} ports but the topology has {expected}: they come from another tree")]
-    WrongTree { found: usize, expected: usize },
+    WrongTree {
+        /// Ports the counts have.
+        found: usize,
+        /// Ports the tree has.
+        expected: usize,
+    },
+    /// 1-bit telemetry samples lack the candidate counts Q its estimator needs (thesis 5.3).
     #[error("1-bit samples without their candidate counts (Q of thesis 5.3)")]
     MissingCandidates,
 }
@@ -340,6 +384,8 @@ impl LinkView {
         })
     }
 
+    /// The statistics of one port, by its dense index (panics on an index outside the tree:
+    /// indices come from the same tree).
     pub fn link(&self, index: PortIndex) -> &LinkStats {
         &self.links[index as usize]
     }

@@ -43,6 +43,7 @@ pub struct StudyConfig {
     pub spread_sweeps: u32,
     /// Simulated length of each bandwidth run.
     pub bandwidth_ps: u64,
+    /// Sweep rates of the bandwidth experiment, Hz (the paper's 1, 10 and 100).
     pub frequencies: Vec<f64>,
 }
 
@@ -82,6 +83,7 @@ pub enum Targets {
 }
 
 impl Targets {
+    /// Every choice, in the order the spread table lists them.
     pub const ALL: [Targets; 5] = [
         Targets::Local,
         Targets::OneHop,
@@ -90,6 +92,7 @@ impl Targets {
         Targets::All,
     ];
 
+    /// The choice in a table's words (`core (1 hop)`).
     pub fn label(self) -> &'static str {
         match self {
             Targets::Local => "local leaf",
@@ -134,8 +137,10 @@ pub enum Sampling {
 }
 
 impl Sampling {
+    /// Every choice, in the order the bandwidth table lists them.
     pub const ALL: [Sampling; 3] = [Sampling::One, Sampling::Redundant, Sampling::Delegated];
 
+    /// The choice in a table's words (`16 redundant`).
     pub fn label(self) -> &'static str {
         match self {
             Sampling::One => "1 sampler",
@@ -210,50 +215,71 @@ pub struct Work {
     pub mad_hops: u64,
     /// Data packets delivered.
     pub packets: u64,
+    /// Simulator events processed.
     pub events: u64,
+    /// Wall-clock time of the run, s.
     pub wall_seconds: f64,
 }
 
 /// Spread statistics over the finished sweeps of a run, microseconds.
 #[derive(Copy, Clone, Debug, Default, Serialize)]
 pub struct Spread {
+    /// Mean spread: from a sweep's first query to its last answer.
     pub mean_us: f64,
+    /// Smallest spread.
     pub min_us: f64,
+    /// Largest spread.
     pub max_us: f64,
 }
 
 /// One cell of the spread experiment.
 #[derive(Clone, Debug, Serialize)]
 pub struct SpreadCell {
+    /// Which switches each sampler reads.
     pub targets: Targets,
+    /// Ports each sampler reads.
     pub ports: usize,
+    /// Samplers sweeping at once (1, or 16 reading redundantly).
     pub samplers: usize,
+    /// Whether the bandwidth test ran during the sweeps.
     pub loaded: bool,
+    /// Spread over every sweep of every sampler.
     pub spread: Spread,
+    /// What the run cost.
     pub work: Work,
 }
 
 /// One cell of the bandwidth experiment.
 #[derive(Clone, Debug, Serialize)]
 pub struct BandwidthCell {
+    /// Sweep rate of every sampler, Hz.
     pub hz: f64,
+    /// Who samples.
     pub sampling: Sampling,
     /// Samplers with ports (the Delegator may leave some without).
     pub samplers: usize,
+    /// The bandwidth test's throughput, Gb/s.
     pub gbps: f64,
     /// Change against the run without sampling, percent.
     pub change_pct: f64,
+    /// Spread over every sweep of every sampler.
     pub spread: Spread,
+    /// What the run cost.
     pub work: Work,
 }
 
 /// Both experiments' results, and the baseline bandwidth.
 #[derive(Clone, Debug, Serialize)]
 pub struct StudyResult {
+    /// How the study ran.
     pub config: StudyConfig,
+    /// The spread experiment (Figure 4), one cell per targets, sampler count and load.
     pub spread: Vec<SpreadCell>,
+    /// The bandwidth test's throughput without sampling, Gb/s.
     pub baseline_gbps: f64,
+    /// What that run cost.
     pub baseline_work: Work,
+    /// The bandwidth experiment (Figure 5), one cell per rate and sampling.
     pub bandwidth: Vec<BandwidthCell>,
 }
 

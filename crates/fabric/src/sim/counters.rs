@@ -28,10 +28,12 @@ pub struct PortCounters {
     /// Bytes this port has finished putting on its link (data and MADs; real counters count
     /// in units of 4 bytes, these in bytes). A packet counts when its transmission starts.
     pub xmit_bytes: u64,
+    /// Packets this port has started putting on its link (data and MADs).
     pub xmit_packets: u64,
     /// Bytes that arrived at this port's input from the peer at the far end of its link.
     /// A packet counts when it is whole in the input buffer (after the link's latency).
     pub rcv_bytes: u64,
+    /// Packets that arrived whole at this port's input.
     pub rcv_packets: u64,
     /// Time the port had data queued, its link idle, and not the credits to send the head
     /// packet (PortXmitWait), picoseconds; a MAD sent meanwhile (VL15 needs no credits)
@@ -51,6 +53,7 @@ impl PortCounters {
 /// Every switch port's counters at one simulated time.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CounterSnapshot {
+    /// When the snapshot was taken, ps of simulated time.
     pub at_ps: u64,
     /// Indexed by [`crate::topology::PortIndex`].
     pub ports: Vec<PortCounters>,

@@ -51,11 +51,13 @@ pub(crate) const FIRST_MAD_JOB: u16 = MAD_ANSWER;
 /// One sampler: the node it runs on, the switch ports it reads in order, how often.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SamplerSpec {
+    /// The node the sampler runs on.
     pub node: NodeId,
     /// One query per entry, in this order. A port number only names the counters read: any
     /// port below the switch's radix may be read, linked or not (the paper's samplers read
     /// all 36 ports of each switch).
     pub ports: Vec<PortRef>,
+    /// Time between the starts of two sweeps, ps (1 / rate).
     pub period_ps: u64,
     /// When the first sweep starts (the next ones every `period_ps` after it).
     pub first_sweep_ps: u64,
@@ -75,16 +77,20 @@ pub struct Sweep {
 /// What one sampler did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SamplerResult {
+    /// The node it ran on.
     pub node: u32,
     /// Finished sweeps, in order (one still running at the end of the run is left out).
     pub sweeps: Vec<Sweep>,
+    /// Queries it sent.
     pub queries_sent: u64,
+    /// Answers that came back.
     pub answers_received: u64,
 }
 
 /// What the samplers and the switches' management processors did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SamplingResult {
+    /// One result per sampler, in the order given.
     pub samplers: Vec<SamplerResult>,
     /// Queries each switch's processor answered, by [`SwitchId`].
     pub served: Vec<u64>,

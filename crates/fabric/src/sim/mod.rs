@@ -125,11 +125,19 @@ pub enum CongestionRule {
     /// including the packet) exceeds the port's available credits (bytes).
     QueueExceedsCredits,
     /// The queue holds more than `bytes`.
-    QueueAbove { bytes: u32 },
+    QueueAbove {
+        /// Queue length that counts as congested, bytes.
+        bytes: u32,
+    },
     /// Fewer than `bytes` of credit are left.
-    CreditsBelow { bytes: u32 },
+    CreditsBelow {
+        /// Credit left below which the port counts as congested, bytes.
+        bytes: u32,
+    },
 }
 
+/// Everything a simulation run is configured by (the defaults are the thesis' 100 Gb/s network
+/// of chapter 3); `fabric sim`'s flags set it and `summary.json` records it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SimConfig {
     /// Link bandwidth, every link, each direction.
@@ -146,10 +154,14 @@ pub struct SimConfig {
     pub buffer_bytes: u32,
     /// Stop at this simulated time (picoseconds), or run until every job finishes.
     pub end_ps: Option<u64>,
+    /// The seed of the run's one random number generator (routing ties, workloads, telemetry):
+    /// the same seed gives the same run.
     pub seed: u64,
     /// Adaptive (least-loaded up port) or deterministic (`dst mod up ports`) up routing.
     pub adaptive: bool,
+    /// When an output port counts as congested.
     pub congestion: CongestionRule,
+    /// The telemetry the switches and receivers run (algorithms 2 to 9).
     pub telemetry: TelemetryConfig,
     /// Width of telemetry arrival-time windows (thesis Figure 4.11), or one window.
     pub window_ps: Option<u64>,
@@ -222,9 +234,13 @@ impl Default for SimConfig {
 /// Reported to the progress callback about every 100 ms of wall time.
 #[derive(Copy, Clone, Debug)]
 pub struct Progress {
+    /// Simulated time reached, ps.
     pub sim_ps: u64,
+    /// The run's end time, ps, when it has one.
     pub end_ps: Option<u64>,
+    /// Events processed so far.
     pub events: u64,
+    /// Packets delivered so far, all jobs.
     pub packets_delivered: u64,
 }
 
@@ -242,21 +258,32 @@ pub struct GroundTruth {
     pub busy_ps: Vec<u64>,
 }
 
+/// What one job did in a run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct JobResult {
+    /// The job's name.
     pub name: String,
+    /// MPI ranks of the job.
     pub ranks: u32,
+    /// Messages its ranks injected.
     pub messages_sent: u64,
+    /// Messages whose last packet arrived.
     pub messages_delivered: u64,
+    /// Packets delivered.
     pub packets_delivered: u64,
+    /// Payload bytes delivered.
     pub bytes_delivered: u64,
     /// Sum over delivered packets of their path length in hops (average path length =
     /// total_hops / packets_delivered, Table 4.1).
     pub total_hops: u64,
     /// When its last message was delivered (or the end of the run if it did not finish).
     pub completion_ps: u64,
+    /// Whether every rank finished its program and every message arrived.
     pub finished: bool,
+    /// Mean message latency, ns: from a message's becoming ready at its NIC to the delivery of
+    /// its last packet.
     pub mean_message_latency_ns: f64,
+    /// Longest message latency, ns.
     pub max_message_latency_ns: f64,
 }
 
@@ -276,16 +303,25 @@ impl JobResult {
     }
 }
 
+/// What a simulation run produced: per-job results, the exact per-port counts, and what the
+/// telemetry and samplers saw.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SimResult {
+    /// The tree's name.
     pub topology: String,
+    /// The configuration it ran with.
     pub config: SimConfig,
     /// Simulated time when the run stopped.
     pub end_ps: u64,
+    /// Events the engine processed.
     pub events: u64,
+    /// Packets delivered, all jobs.
     pub packets_delivered: u64,
+    /// Wall-clock time of the run, s.
     pub wall_seconds: f64,
+    /// One result per job, in the workload's order.
     pub jobs: Vec<JobResult>,
+    /// The simulator's exact counts, which telemetry is judged against.
     pub ground_truth: GroundTruth,
     /// `None` when telemetry is off.
     pub telemetry: Option<Samples>,

@@ -9,58 +9,111 @@ use crate::traffic::Job;
 /// Inputs a simulation cannot run with.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SimError {
+    /// The link rate, Gb/s, is not a positive number.
     #[error("link bandwidth must be a positive number of Gb/s, not {0}")]
     LinkBandwidth(f64),
+    /// A latency, ns, is negative or not a number.
     #[error("{what} must be zero or more nanoseconds, not {ns}")]
-    Latency { what: &'static str, ns: f64 },
+    Latency {
+        /// Which latency (`link latency`, `switch latency`).
+        what: &'static str,
+        /// The value given, ns.
+        ns: f64,
+    },
+    /// Packets of 0 bytes.
     #[error("packet size must be at least 1 byte")]
     EmptyPacket,
+    /// A flow-control unit (the credit granularity, thesis 3.5) of 0 bytes.
     #[error("flow-control unit must be at least 1 byte")]
     EmptyFlowUnit,
+    /// A flow-control unit larger than a switch buffer: no credit could ever be granted.
     #[error("flow-control unit ({unit} B) is larger than a buffer ({buffer} B)")]
-    FlowUnitOverBuffer { unit: u32, buffer: u32 },
+    FlowUnitOverBuffer {
+        /// Flow-control unit, bytes.
+        unit: u32,
+        /// Buffer size, bytes.
+        buffer: u32,
+    },
+    /// A packet does not fit in a switch buffer, so it could never be forwarded.
     #[error("a {packet} B packet ({packet_units} flow units of {unit} B) does not fit in a {buffer} B buffer ({buffer_units} units)")]
     PacketOverBuffer {
+        /// Packet size, bytes.
         packet: u32,
+        /// Flow-control units one packet takes.
         packet_units: u32,
+        /// Flow-control unit, bytes.
         unit: u32,
+        /// Buffer size, bytes.
         buffer: u32,
+        /// Flow-control units a buffer holds.
         buffer_units: u32,
     },
+    /// A telemetry window of 0 ps.
     #[error("telemetry window must be longer than 0 ps")]
     EmptyWindow,
+    /// A switch-counter snapshot interval of 0 ps.
     #[error("counter snapshot interval must be longer than 0 ps")]
     EmptyCounterInterval,
+    /// The time a switch takes to answer a MAD, ns, is negative or not a number.
     #[error("MAD service time must be zero or more nanoseconds, not {0}")]
     MadService(f64),
+    /// Port-counter samplers are configured but the run has no end time, so it would never end.
     #[error("samplers never stop: give the run an end time")]
     SamplersNeedAnEnd,
+    /// One sampler's settings are wrong.
     #[error("sampler {sampler} (node {node}): {problem}")]
     Sampler {
+        /// The sampler's position in the list.
         sampler: usize,
+        /// The node it runs on.
         node: u32,
+        /// What is wrong, in words.
         problem: String,
     },
+    /// The telemetry settings are wrong.
     #[error(transparent)]
     Telemetry(#[from] TelemetryConfigError),
+    /// More jobs than the job ids packets carry can tell apart (the ids above are the samplers'
+    /// MADs).
     #[error("{jobs} jobs, more than the {max} the simulator can tell apart")]
-    TooManyJobs { jobs: usize, max: usize },
+    TooManyJobs {
+        /// Jobs given.
+        jobs: usize,
+        /// Jobs the simulator can tell apart.
+        max: usize,
+    },
+    /// A job with no ranks.
     #[error("job '{job}' has no ranks")]
-    NoRanks { job: String },
+    NoRanks {
+        /// The job's name.
+        job: String,
+    },
+    /// A job places a rank on a node the tree does not have.
     #[error("job '{job}' places rank {rank} on node {node}, but the tree '{tree}' has nodes 0 to {last}")]
     NodeOutsideTree {
+        /// The job's name.
         job: String,
+        /// The rank placed outside the tree.
         rank: usize,
+        /// The node it was placed on.
         node: u32,
+        /// The tree's name.
         tree: String,
+        /// The tree's last node number.
         last: u32,
     },
+    /// Two ranks are placed on one node.
     #[error("node {node} is given to rank {first_rank} of job '{first_job}' and to rank {rank} of job '{job}': one rank per node")]
     NodeShared {
+        /// The node given to both ranks.
         node: u32,
+        /// The job of the first rank placed there.
         first_job: String,
+        /// That rank.
         first_rank: usize,
+        /// The job of the second rank.
         job: String,
+        /// That rank.
         rank: usize,
     },
 }

@@ -67,14 +67,18 @@ pub fn scale_to_all_packets(counts: &[f64], tag_fraction: f64) -> Vec<f64> {
 /// Mean and variance of an estimator.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct Moments {
+    /// Expected value.
     pub mean: f64,
+    /// Variance.
     pub variance: f64,
 }
 
 /// `packets` packets along one path of `hops` hops through the port under study.
 #[derive(Copy, Clone, Debug)]
 pub struct PathFlow {
+    /// Packets on the path, N_i.
     pub packets: f64,
+    /// Its length in hops, l_i.
     pub hops: f64,
 }
 
@@ -97,9 +101,13 @@ pub fn weighted_count_moments(flows: &[PathFlow], tag_fraction: f64) -> Moments 
 /// them (thesis 3.3).
 #[derive(Copy, Clone, Debug)]
 pub struct CongestedFlow {
+    /// Packets of the flow, N_i.
     pub packets: f64,
+    /// Its length in hops, l_i.
     pub hops: f64,
+    /// Of them, packets that met congestion, M_i.
     pub congested_packets: f64,
+    /// Congested hops of each of those, g_i.
     pub congested_hops: f64,
 }
 
@@ -136,8 +144,11 @@ pub fn congested_fraction_moments(flows: &[CongestedFlow]) -> Moments {
 /// tell.
 #[derive(Copy, Clone, Debug)]
 pub struct OneBitFlow {
+    /// Packets that crossed the port, N_l.
     pub packets: f64,
+    /// Packets that might have crossed it as far as their source and destination tell, Q_l.
     pub candidates: f64,
+    /// The path length, l.
     pub hops: f64,
 }
 

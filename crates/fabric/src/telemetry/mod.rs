@@ -43,8 +43,11 @@ pub enum TelemetryKind {
     SingleBit,
 }
 
+/// The telemetry a run uses: the algorithm, its counter width and the share of packets tagged
+/// (thesis 5.1, 5.6).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TelemetryConfig {
+    /// Which algorithm the switches run.
     pub kind: TelemetryKind,
     /// Width of the saturating hop counters (thesis 5.6: b >= 3 for fat trees).
     pub hop_counter_bits: u8,
@@ -67,10 +70,18 @@ impl Default for TelemetryConfig {
 /// [`PortIndex`](crate::topology::PortIndex) for [`TelemetryKind::Reservoir`] and a hash bit (0 or 1) for the 1-bit kinds.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Header {
+    /// Whether the sender tagged the packet for telemetry (thesis 5.1); an untagged packet
+    /// carries no samples.
     pub tagged: bool,
+    /// Hops the packet has crossed, a saturating counter of `hop_counter_bits` (the reservoir's
+    /// weight, algorithm 2).
     pub hop_count: u8,
+    /// The hop reservoir: one of the ports crossed, each with equal probability.
     pub hop_sample: u32,
+    /// Congested hops crossed, saturating (algorithm 3).
     pub congested_count: u8,
+    /// The congested reservoir: one of the congested ports crossed, each with equal
+    /// probability.
     pub congested_sample: u32,
     /// Algorithm 8: whether the port in the hop reservoir was congested.
     pub congested_bit: bool,
@@ -79,21 +90,28 @@ pub struct Header {
 /// A delivered packet as the receiver NIC sees it.
 #[derive(Copy, Clone, Debug)]
 pub struct Delivery {
+    /// The node that sent it.
     pub src: NodeId,
+    /// The node it was delivered to.
     pub dst: NodeId,
     /// Index of the job (application) that sent it.
     pub job: u16,
     /// Packet identifier used by the hash (thesis 5.2: the packet sequence number).
     pub packet_id: u32,
+    /// Its size, bytes.
     pub bytes: u32,
+    /// When it arrived, ps of simulated time.
     pub arrival_ps: u64,
+    /// The telemetry fields it carried.
     pub header: Header,
 }
 
 /// What the receivers collected: weighted counts per switch output port.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Samples {
+    /// The telemetry the switches ran.
     pub config: TelemetryConfig,
+    /// Width of the arrival-time windows the samples are split into, ps; `None`: one window.
     pub window_ps: Option<u64>,
     /// `jobs[j][w]`: the samples carried by packets of job `j` that arrived in window `w`
     /// (`arrival_ps / window_ps`). Every job has the same number of windows, at least one, and
@@ -121,6 +139,8 @@ pub struct PortSamples {
     pub congested_candidates: Vec<u64>,
     /// Tagged packets received in this (job, window) and their arrival span (0 when none).
     pub packets: u64,
+    /// Arrival time of the first of those packets, ps.
     pub first_arrival_ps: u64,
+    /// Arrival time of the last of those packets, ps.
     pub last_arrival_ps: u64,
 }

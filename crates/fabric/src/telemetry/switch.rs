@@ -10,8 +10,10 @@ use crate::topology::{PortIndex, PortRef};
 /// A telemetry setting the simulator cannot run with.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TelemetryConfigError {
+    /// The hop counters' width (thesis 5.6) is outside 1 to 8 bits.
     #[error("hop_counter_bits must be between 1 and 8, not {0}")]
     HopCounterBits(u8),
+    /// The share of packets tagged (thesis 5.1) is outside (0, 1].
     #[error("tag_fraction must be in (0, 1], not {0}")]
     TagFraction(f64),
 }

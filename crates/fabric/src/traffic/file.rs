@@ -29,8 +29,10 @@ struct Message {
     bytes: u64,
 }
 
+/// A workload file, read: each rank's messages in the order it sends them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkloadFile {
+    /// The file it was read from.
     pub path: PathBuf,
     ranks: u32,
     /// Per source rank, its messages in sending order. Maps, not arrays: one stray large
@@ -44,6 +46,7 @@ pub struct WorkloadFile {
 const FORM: &str = "'time source destination bytes'";
 
 impl WorkloadFile {
+    /// Reads a workload file; an error names the file and the line.
     pub fn load(path: &Path) -> Result<Self, InputError> {
         let text = InputError::read(path)?;
         Self::parse(path, &text)
@@ -79,10 +82,12 @@ impl WorkloadFile {
         })
     }
 
+    /// Ranks of the job: the largest rank named, plus one.
     pub fn ranks(&self) -> u32 {
         self.ranks
     }
 
+    /// Messages in the file.
     pub fn messages(&self) -> usize {
         self.sends.values().map(Vec::len).sum()
     }

@@ -33,19 +33,27 @@ use super::tiling::{tiled_order, Grid, Tile};
 use super::TrafficError;
 use crate::topology::{NodeId, Topology};
 
+/// A `--mapping` argument: which node each rank runs on (see the module doc for the methods).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MappingSpec {
+    /// Rank i on the i-th node of the job.
     RowMajor,
+    /// A seeded random choice of nodes (Table 4.1's baseline).
     Random,
+    /// Reverse Cuthill-McKee order of the communication graph (4.2.1).
     Rcm,
+    /// METIS recursive bisection, one part per leaf (4.2.2).
     Partition,
+    /// Kernighan-Lin swaps between leaves from row-major (4.2.2).
     Incremental,
     /// The tile, or `None` for the squarest one that fits (8x4 on `tapered`).
     Tiling(Option<Tile>),
+    /// A file of `rank node` lines.
     File(PathBuf),
 }
 
 impl MappingSpec {
+    /// The forms `--mapping` accepts, for help and error messages.
     pub const FORMS: &'static str =
         "row-major, random, rcm, partition, incremental, tiling[:WxH] or a mapping file";
 

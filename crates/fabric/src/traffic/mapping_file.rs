@@ -17,8 +17,10 @@ use super::lines::{data_lines, parse_index};
 use crate::input::InputError;
 use crate::topology::{NodeId, Topology};
 
+/// A mapping file, read and checked against the tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MappingFile {
+    /// The file it was read from.
     pub path: PathBuf,
     /// Per rank: its node and the line that gave it.
     entries: Vec<(NodeId, usize)>,
@@ -27,6 +29,8 @@ pub struct MappingFile {
 const FORM: &str = "'rank node'";
 
 impl MappingFile {
+    /// Reads a mapping file and checks every node against `topology`; an error names the file
+    /// and the line.
     pub fn load(path: &Path, topology: &Topology) -> Result<Self, InputError> {
         let text = InputError::read(path)?;
         Self::parse(path, &text, topology)
@@ -105,6 +109,7 @@ impl MappingFile {
         })
     }
 
+    /// Ranks the file places.
     pub fn ranks(&self) -> u32 {
         self.entries.len() as u32
     }

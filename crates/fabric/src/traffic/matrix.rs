@@ -21,13 +21,17 @@ use crate::topology::{NodeId, Topology};
 /// Traffic from one rank to another.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Flow {
+    /// The sending rank.
     pub src: u32,
+    /// The receiving rank.
     pub dst: u32,
+    /// Bytes sent, all messages.
     pub bytes: u64,
     /// Packets of at most `packet_bytes`, counted per message (per line for a matrix file).
     pub packets: u64,
 }
 
+/// How much each rank sends each other rank: the flows, one per pair.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CommMatrix {
     ranks: u32,
@@ -76,6 +80,8 @@ impl CommMatrix {
         CommMatrix { ranks, flows }
     }
 
+    /// Reads a matrix file (`src dst bytes` lines), counting packets of `packet_bytes`; errors
+    /// name the file and the line.
     pub fn load(path: &Path, packet_bytes: u32) -> Result<Self, InputError> {
         let text = InputError::read(path)?;
         Self::parse(path, &text, packet_bytes)
@@ -97,14 +103,17 @@ impl CommMatrix {
         Ok(Self::from_messages(ranks, messages, packet_bytes))
     }
 
+    /// Ranks of the pattern.
     pub fn ranks(&self) -> u32 {
         self.ranks
     }
 
+    /// The flows, sorted by (src, dst), one per pair, no self-traffic.
     pub fn flows(&self) -> &[Flow] {
         &self.flows
     }
 
+    /// Packets over all flows.
     pub fn total_packets(&self) -> u64 {
         self.flows.iter().map(|f| f.packets).sum()
     }

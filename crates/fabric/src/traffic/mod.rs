@@ -82,12 +82,18 @@ pub enum Op {
     /// Send `bytes` to rank `dst` of the same job, not before `not_before_ps`. The simulator
     /// asks for the next op when the message's last packet has left the NIC.
     Send {
+        /// The receiving rank.
         dst: u32,
+        /// Bytes of the message.
         bytes: u64,
+        /// Earliest time it may leave, ps.
         not_before_ps: u64,
     },
     /// Wait until this rank has received `total` messages since the start (then ask again).
-    AwaitReceived { total: u64 },
+    AwaitReceived {
+        /// Messages received since the start to wait for.
+        total: u64,
+    },
 }
 
 /// The per-rank programs of one job.
@@ -98,8 +104,10 @@ pub trait Program: Send {
 
 /// One application on the fabric.
 pub struct Job {
+    /// The job's name, as reports show it.
     pub name: String,
     /// `placement[rank]` is the node rank `rank` runs on.
     pub placement: Vec<NodeId>,
+    /// What each rank does, op by op.
     pub program: Box<dyn Program>,
 }

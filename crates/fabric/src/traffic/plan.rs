@@ -29,18 +29,23 @@ pub struct JobSettings {
 /// A job before it runs: its traffic and where its ranks go.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobPlan {
+    /// The job's name.
     pub name: String,
+    /// The traffic its ranks make.
     pub workload: Workload,
+    /// How its ranks were placed.
     pub mapping: MappingSpec,
     /// `placement[rank]` is the node of `rank`.
     pub placement: Vec<NodeId>,
 }
 
 impl JobPlan {
+    /// The job's communication matrix, packets of `packet_bytes`.
     pub fn matrix(&self, packet_bytes: u32) -> Result<CommMatrix, TrafficError> {
         self.workload.matrix(packet_bytes)
     }
 
+    /// The job, ready for the simulator.
     pub fn into_job(self) -> Job {
         Job {
             program: self.workload.program(),

@@ -4,6 +4,7 @@
 use super::script::Script;
 use super::Op;
 
+/// How the ranks combine their arrays at the root (thesis 4.3).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ReductionKind {
     /// Every rank sends each array straight to the root: the hotspot whose endpoint
@@ -22,16 +23,24 @@ pub enum ReductionKind {
 /// early), then send to the parent (not the root).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Reduction {
+    /// Naive or tree.
     pub kind: ReductionKind,
+    /// Ranks taking part.
     pub ranks: u32,
+    /// Arrays each rank contributes.
     pub arrays: u32,
+    /// Bytes of each array.
     pub bytes: u64,
+    /// The rank the arrays are combined at.
     pub root: u32,
 }
 
 impl Reduction {
+    /// The thesis' ranks (4.3).
     pub const THESIS_RANKS: u32 = 1024;
+    /// The thesis' arrays per rank.
     pub const THESIS_ARRAYS: u32 = 50;
+    /// The thesis' array size: 1024 integers, 4 KiB.
     pub const THESIS_BYTES: u64 = 4096;
 
     /// Rank numbering relative to the root, where the binomial tree is rooted at 0.

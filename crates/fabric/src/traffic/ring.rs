@@ -9,14 +9,19 @@ use super::Op;
 /// message of that round.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Ring {
+    /// Ranks in the ring.
     pub ranks: u32,
+    /// Bytes of each message.
     pub bytes: u64,
+    /// Rounds: each rank sends this many messages.
     pub rounds: u32,
 }
 
 impl Ring {
+    /// Message size when none is given: 128 KiB (thesis 4.4).
     pub const DEFAULT_BYTES: u64 = 128 * 1024;
 
+    /// The rank `rank` sends to: `rank - 1 (mod ranks)`.
     pub fn left_of(&self, rank: u32) -> u32 {
         (rank + self.ranks - 1) % self.ranks
     }

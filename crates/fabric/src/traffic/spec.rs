@@ -29,33 +29,52 @@ use super::uniform::Uniform;
 use super::units::{format_bytes, parse_bytes};
 use super::TrafficError;
 
+/// A `--workload` argument, parsed: one of the built-in patterns of thesis chapter 4 with its
+/// options, or a workload file (see the module doc for the syntax and defaults).
 #[derive(Clone, Debug, PartialEq)]
 pub enum WorkloadSpec {
+    /// The nearest-neighbour stencil of thesis 4.2.
     Stencil(Stencil),
+    /// The reduction of thesis 4.3, naive or as a tree.
     Reduction(Reduction),
-    /// `ranks: None` fills the job's nodes.
+    /// The ring exchange of thesis 4.4 alone; `ranks: None` fills the job's nodes.
     Ring {
+        /// Ranks (`None`: every node of the job).
         ranks: Option<u32>,
-        bytes: u64,
-        rounds: u32,
-    },
-    Uniform {
-        ranks: Option<u32>,
-        bytes: u64,
-        load: f64,
-        messages: Option<u64>,
-    },
-    RingWithBackground {
+        /// Bytes of each message.
         bytes: u64,
         /// Rounds of the ring.
         rounds: u32,
+    },
+    /// Uniform random traffic (the background of thesis 4.4) alone.
+    Uniform {
+        /// Ranks (`None`: every node of the job).
+        ranks: Option<u32>,
+        /// Bytes of each message.
+        bytes: u64,
+        /// Offered load per rank as a fraction of the link rate, in (0, 1].
         load: f64,
+        /// Messages per rank; `None`: until the run's end time.
+        messages: Option<u64>,
+    },
+    /// The two-job scenario of thesis 4.4: a ring on the primary nodes and uniform background
+    /// traffic on the others.
+    RingWithBackground {
+        /// Bytes of each message, both jobs.
+        bytes: u64,
+        /// Rounds of the ring.
+        rounds: u32,
+        /// Offered load of the background per rank, fraction of the link rate.
+        load: f64,
+        /// Background messages per rank.
         messages: u64,
     },
+    /// A workload file (`traffic::file`).
     File(PathBuf),
 }
 
 impl WorkloadSpec {
+    /// The forms `--workload` accepts, for help and error messages.
     pub const FORMS: &'static str = "stencil[:WxH][,bytes=SIZE][,rounds=N], \
         reduction:naive|tree[,ranks=N][,arrays=N][,bytes=SIZE][,root=N], \
         ring[,ranks=N][,bytes=SIZE][,rounds=N], \
@@ -64,7 +83,11 @@ impl WorkloadSpec {
 
     /// The thesis' ring alone took 33.6 us (4.4): about three 128 KiB messages at 100 Gb/s.
     pub const BACKGROUND_RING_ROUNDS: u32 = 3;
+    /// Background load when `ring+background` gives none: half the link (the thesis gives
+    /// none).
     pub const BACKGROUND_LOAD: f64 = 0.5;
+    /// Background messages per rank when `ring+background` gives none: enough to keep it
+    /// running through the ring's exchange.
     pub const BACKGROUND_MESSAGES: u64 = 4;
 }
 

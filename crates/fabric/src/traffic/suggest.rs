@@ -13,12 +13,16 @@ use crate::topology::{NodeId, Topology};
 /// A busiest receiver this many times above the mean is an endpoint hotspot.
 const HOTSPOT_FACTOR: f64 = 32.0;
 
+/// A mapping suggested for a pattern (thesis 4.2.4), with what it changes against row-major.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Suggestion {
+    /// The method chosen.
     pub mapping: MappingSpec,
     /// `placement[rank]`: the suggested node of each rank (on nodes 0.., as row-major).
     pub placement: Vec<NodeId>,
+    /// Average path length and leaf edge cut of row-major, the default.
     pub row_major: MappingQuality,
+    /// The same figures with the suggested placement.
     pub suggested: MappingQuality,
     /// Why this method, and what it changes, in a few sentences.
     pub explanation: String,

@@ -17,7 +17,9 @@ use super::TrafficError;
 /// A `width x height` grid of ranks numbered row-major, each talking to its 4 neighbours.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Grid {
+    /// Ranks along x (the row-major fast axis).
     pub width: u32,
+    /// Ranks along y.
     pub height: u32,
 }
 
@@ -73,15 +75,19 @@ impl fmt::Display for Grid {
 /// A `width x height` block of ranks (width along the row-major fast axis).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Tile {
+    /// Ranks along x.
     pub width: u32,
+    /// Ranks along y.
     pub height: u32,
 }
 
 impl Tile {
+    /// Ranks in the tile.
     pub fn area(&self) -> u32 {
         self.width * self.height
     }
 
+    /// Whether whole tiles cover `grid` exactly.
     pub fn divides(&self, grid: Grid) -> bool {
         grid.width % self.width == 0 && grid.height % self.height == 0
     }

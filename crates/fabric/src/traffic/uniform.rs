@@ -14,16 +14,22 @@ use super::{Op, Program};
 /// comes first (at least one of the two is set).
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct Uniform {
+    /// Ranks of the job.
     pub ranks: u32,
+    /// Bytes of each message.
     pub bytes: u64,
     /// Offered load as a fraction of `link_gbps`, in (0, 1].
     pub load: f64,
+    /// Link rate the load is a fraction of, Gb/s.
     pub link_gbps: f64,
+    /// No send is due after this simulated time, ps.
     pub end_ps: Option<u64>,
+    /// Sends per rank.
     pub messages: Option<u64>,
 }
 
 impl Uniform {
+    /// Message size when none is given: 128 KiB, the thesis' 4.4 messages.
     pub const DEFAULT_BYTES: u64 = 128 * 1024;
 
     /// Mean time between two sends of one rank: a message at `load` of the link's rate.

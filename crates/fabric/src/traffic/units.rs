@@ -36,20 +36,44 @@ pub fn transfer_ps(bytes: f64, gbps: f64) -> f64 {
 /// the text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum QuantityError {
+    /// A negative quantity.
     #[error("'{text}' is negative")]
-    Negative { text: String },
+    Negative {
+        /// The text given.
+        text: String,
+    },
+    /// A suffix that is none of the units.
     #[error("unknown unit '{suffix}' in '{text}': expected {forms}")]
     UnknownUnit {
+        /// The suffix that names no unit.
         suffix: String,
+        /// The whole text.
         text: String,
+        /// The forms accepted, for the message.
         forms: &'static str,
     },
+    /// Text that is not a number.
     #[error("'{text}' is not a number: expected {forms}")]
-    NotANumber { text: String, forms: &'static str },
+    NotANumber {
+        /// The text given.
+        text: String,
+        /// The forms accepted, for the message.
+        forms: &'static str,
+    },
+    /// A value beyond 64 bits of the base unit.
     #[error("'{text}' is too large")]
-    TooLarge { text: String },
+    TooLarge {
+        /// The text given.
+        text: String,
+    },
+    /// A value with a fraction of the base unit (`0.5B`, `0.1ps`).
     #[error("'{text}' is not a whole number of {base}s")]
-    NotWhole { text: String, base: &'static str },
+    NotWhole {
+        /// The text given.
+        text: String,
+        /// The base unit (`byte`, `picosecond`).
+        base: &'static str,
+    },
 }
 
 /// A message size in bytes, e.g. `131072`, `128KiB`, `1.5MiB`.

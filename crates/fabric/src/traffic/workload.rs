@@ -9,16 +9,23 @@ use super::stencil::Stencil;
 use super::uniform::Uniform;
 use super::{Program, TrafficError};
 
+/// One job's traffic, its options resolved against the tree (ranks filled in).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Workload {
+    /// The 2-D stencil (thesis 4.2).
     Stencil(Stencil),
+    /// The reduction (thesis 4.3).
     Reduction(Reduction),
+    /// The ring exchange (thesis 4.4).
     Ring(Ring),
+    /// Uniform random traffic (thesis 4.4's background).
     Uniform(Uniform),
+    /// Messages read from a workload file.
     File(WorkloadFile),
 }
 
 impl Workload {
+    /// Ranks of the job.
     pub fn ranks(&self) -> u32 {
         match self {
             Workload::Stencil(s) => s.ranks(),

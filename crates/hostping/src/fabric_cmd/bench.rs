@@ -81,7 +81,7 @@ fn keep_run(dir: &Path, topology: &Topology, result: &SimResult) -> Result<()> {
         topology,
         &view,
         &PlotOptions::default(),
-        &dir.join(super::output::PLOT_STEM),
+        &dir.join(fabric::summary::PLOT_STEM),
     )?;
     Ok(())
 }

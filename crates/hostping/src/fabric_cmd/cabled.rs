@@ -8,11 +8,11 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use fabric::cabling::{Cable, CableEnd, Cabling, Device, Recognized};
+use fabric::cabling::{Cable, CableEnd, Cabling, Device};
 use fabric::input::InputError;
+use fabric::summary::FabricOrigin;
 use fabric::topology::{FatTreeParams, Level, Topology};
 use rdma::subnet::{guid_text, topofile, NodeKind, Subnet};
-use serde::{Deserialize, Serialize};
 
 use super::args::NetArgs;
 
@@ -20,21 +20,6 @@ use super::args::NetArgs;
 pub struct TreeInput {
     pub topology: Topology,
     pub fabric: Option<FabricOrigin>,
-}
-
-/// Where a recognised fabric's parts are in the tree: written into `summary.json` (and
-/// `ports.csv`) so that simulated ports can be found on the real switches.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct FabricOrigin {
-    /// The topology file.
-    pub file: String,
-    /// Fabric switch name of each tree switch, by switch number.
-    pub switches: Vec<String>,
-    /// Tree nodes with no host cabled (free leaf ports).
-    pub free_nodes: Vec<u32>,
-    /// Fabric port of each tree switch output port, by port index.
-    #[serde(skip)]
-    pub ports: Vec<u16>,
 }
 
 impl TreeInput {
@@ -62,28 +47,13 @@ impl TreeInput {
         let name = Path::new(file)
             .file_stem()
             .map_or_else(|| file.to_string(), |s| s.to_string_lossy().into_owned());
-        let Recognized {
-            topology,
-            switch_names,
-            node_hosts,
-            fabric_ports,
-        } = cabling_of(&subnet)
+        let recognized = cabling_of(&subnet)
             .recognize(&name)
             .with_context(|| format!("{file}: not a fat tree the simulator models"))?;
-        let free_nodes = node_hosts
-            .iter()
-            .enumerate()
-            .filter(|(_, host)| host.is_none())
-            .map(|(n, _)| n as u32)
-            .collect();
+        let fabric = FabricOrigin::of(file, &recognized);
         Ok(TreeInput {
-            topology,
-            fabric: Some(FabricOrigin {
-                file: file.to_string(),
-                switches: switch_names,
-                free_nodes,
-                ports: fabric_ports,
-            }),
+            topology: recognized.topology,
+            fabric: Some(fabric),
         })
     }
 

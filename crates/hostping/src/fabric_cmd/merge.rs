@@ -1,71 +1,9 @@
 //! `hostping fabric merge`: one table from the `summary.json` of many runs, typically the
-//! tasks of a Slurm job array (docs/fabric.md). A file that is not a run summary is an input
-//! error naming the file and the line.
+//! tasks of a Slurm job array (docs/fabric.md). Reading a summary (and the input error, naming
+//! the file and the line, of a file that is not one) is `fabric::summary`'s; this module lays
+//! the runs out as a table or CSV.
 
-use std::path::{Path, PathBuf};
-
-use fabric::input::InputError;
-use serde::{Deserialize, Serialize};
-
-use super::output::SUMMARY_FILE;
-
-/// The fields of a run summary that a sweep compares; the rest of the file is ignored so that
-/// summaries from newer versions still merge.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct MergedRun {
-    #[serde(default)]
-    pub source: PathBuf,
-    pub topology: String,
-    pub workload: String,
-    pub mapping: String,
-    pub telemetry: String,
-    pub seed: u64,
-    pub jobs: Vec<MergedJob>,
-    pub congested_hop_fraction: f64,
-    pub cause: String,
-    pub wall_seconds: f64,
-    pub packets_delivered: u64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct MergedJob {
-    pub name: String,
-    pub finished: bool,
-    pub completion_us: f64,
-    pub average_path_length: f64,
-}
-
-/// Reads every run (a folder stands for its summary file): the runs that could be read, and
-/// an error for each that could not, so one failed task does not hide the others.
-pub fn read_runs(paths: &[PathBuf]) -> (Vec<MergedRun>, Vec<InputError>) {
-    let mut runs = Vec::new();
-    let mut errors = Vec::new();
-    for path in paths {
-        match read_run(path) {
-            Ok(run) => runs.push(run),
-            Err(e) => errors.push(e),
-        }
-    }
-    (runs, errors)
-}
-
-fn read_run(path: &Path) -> Result<MergedRun, InputError> {
-    let file = if path.is_dir() {
-        path.join(SUMMARY_FILE)
-    } else {
-        path.to_path_buf()
-    };
-    let text = InputError::read(&file)?;
-    let mut run: MergedRun = serde_json::from_str(&text).map_err(|e| {
-        InputError::at_line(
-            &file,
-            e.line(),
-            format!("not a hostping fabric run summary: {e}"),
-        )
-    })?;
-    run.source = path.to_path_buf();
-    Ok(run)
-}
+use fabric::summary::MergedRun;
 
 const COLUMNS: [&str; 11] = [
     "run",

@@ -32,8 +32,8 @@ use args::{
     TelemetryChoice,
 };
 use cabled::TreeInput;
+use fabric::summary::{ports_csv, RunSummary, DIAGNOSIS_FILE, PLOT_STEM, PORTS_FILE, SUMMARY_FILE};
 use fabric::topology::Topology;
-use output::{RunSummary, DIAGNOSIS_FILE, PLOT_STEM, PORTS_FILE, SUMMARY_FILE};
 
 /// Runs one fabric command; `Findings` when it found congestion (exit status 1).
 pub fn run(command: FabricCommand) -> Result<Outcome> {
@@ -195,19 +195,15 @@ fn sim(args: &SimArgs) -> Result<bool> {
     summary
         .files
         .push(output::write(&args.out, DIAGNOSIS_FILE, &diagnosis_text)?);
-    let csv = output::ports_csv(&topology, &truth, &estimate, summary.fabric.as_ref());
+    let csv = ports_csv(&topology, &truth, &estimate, summary.fabric.as_ref())?;
     summary
         .files
         .push(output::write(&args.out, PORTS_FILE, &csv)?);
     summary.files.push(args.out.join(SUMMARY_FILE));
-    output::write(
-        &args.out,
-        SUMMARY_FILE,
-        &(serde_json::to_string_pretty(&summary)? + "\n"),
-    )?;
+    output::write(&args.out, SUMMARY_FILE, &summary.to_json()?)?;
 
     let text = match args.format {
-        FabricFormat::Json => serde_json::to_string_pretty(&summary)? + "\n",
+        FabricFormat::Json => summary.to_json()?,
         FabricFormat::Text => format!(
             "{}\n{}\nwrote {} files to {}\n",
             summary.render_text(),
@@ -286,7 +282,7 @@ fn suggest(args: &SuggestArgs) -> Result<bool> {
 }
 
 fn merge(args: &MergeArgs) -> Result<bool> {
-    let (runs, errors) = merge::read_runs(&args.runs);
+    let (runs, errors) = fabric::summary::read_runs(&args.runs);
     let text = match args.format {
         MergeFormat::Table => merge::table(&runs),
         MergeFormat::Json => serde_json::to_string_pretty(&runs)? + "\n",

@@ -148,22 +148,22 @@ fn register_inaccessible(pd: &Pd<'_>, len: usize) -> VerbsError {
         )
     };
     if ptr == libc::MAP_FAILED {
-        return VerbsError {
-            call: format!("mmap({len} B, PROT_NONE)"),
-            source: std::io::Error::last_os_error(),
-        };
+        return VerbsError::call(
+            format!("mmap({len} B, PROT_NONE)"),
+            std::io::Error::last_os_error(),
+        );
     }
     // SAFETY: the range stays mapped until after the (unexpected) MR is dropped.
     let err = match unsafe { pd.reg_mr(ptr.cast(), len) } {
         Err(e) => e,
         Ok(mr) => {
             drop(mr);
-            VerbsError {
-                call: format!("ibv_reg_mr({len} B, PROT_NONE)"),
-                source: std::io::Error::other(
+            VerbsError::call(
+                format!("ibv_reg_mr({len} B, PROT_NONE)"),
+                std::io::Error::other(
                     "the provider registered an inaccessible range: the reg-mr fault cannot be provoked on this device",
                 ),
-            }
+            )
         }
     };
     // SAFETY: our mapping; no MR refers to it any more.
@@ -355,7 +355,7 @@ pub(crate) fn stream(
     // Posts a batch on QP `q` at the walk's next offset on both sides.
     let mut post = |q: u64| {
         let at = walk.next_offset();
-        qps[q as usize]
+        qp_of(&qps, q, &what)?
             .post_rdma(
                 q,
                 opcode,
@@ -400,6 +400,21 @@ pub(crate) fn stream(
     })
 }
 
+/// The QP a completion's work request id names (each batch is posted with its QP's index
+/// as id, and refilled on that QP when it completes). The id comes back from the provider:
+/// one that names no QP of the stream is an error, not an index past the end.
+fn qp_of<'a, T>(qps: &'a [T], wr_id: u64, what: &str) -> Result<&'a T, ProbeError> {
+    usize::try_from(wr_id)
+        .ok()
+        .and_then(|q| qps.get(q))
+        .ok_or_else(|| ProbeError::WorkCompletion {
+            status: format!(
+                "a completion for work request {wr_id}, which none of the {} QPs posted, on {what}",
+                qps.len()
+            ),
+        })
+}
+
 /// Offsets of successive posts within a region: one message further each time, back to 0
 /// where the next message would not fit.
 #[derive(Debug, Clone)]
@@ -430,7 +445,25 @@ impl Walk {
 
 #[cfg(test)]
 mod tests {
-    use super::{pattern_byte, Walk};
+    use super::{pattern_byte, qp_of, Walk};
+    use probe::ProbeError;
+
+    #[test]
+    fn a_completion_naming_no_qp_of_the_stream_is_an_error() {
+        let qps = ["qp0", "qp1"];
+        assert_eq!(qp_of(&qps, 1, "a 2-QP stream on mem0").unwrap(), &"qp1");
+        let err = qp_of(&qps, 7, "a 2-QP stream on mem0").unwrap_err();
+        assert!(matches!(err, ProbeError::WorkCompletion { .. }));
+        assert_eq!(
+            err.to_string(),
+            "work completion error: a completion for work request 7, which none of the 2 QPs \
+             posted, on a 2-QP stream on mem0"
+        );
+        assert!(matches!(
+            qp_of(&qps, u64::MAX, "s"),
+            Err(ProbeError::WorkCompletion { .. })
+        ));
+    }
 
     #[test]
     fn a_walk_covers_the_region_and_wraps() {

@@ -56,10 +56,9 @@ impl EndpointMemory {
                 unsafe { pd.reg_mr((g.device_ptr() + offset as u64) as *mut u8, len) }
             }
             EndpointMemory::Gpu(g, GpuRegistration::DmaBuf) => {
-                let fd = g.dmabuf_fd().map_err(|e| VerbsError {
-                    call: "dma-buf export".into(),
-                    source: std::io::Error::other(e.0),
-                })?;
+                let fd = g
+                    .dmabuf_fd()
+                    .map_err(|e| VerbsError::call("dma-buf export", std::io::Error::other(e.0)))?;
                 let iova = g.device_ptr() + offset as u64;
                 // The MR holds its own reference to the dma-buf; our fd closes on return.
                 pd.reg_dmabuf_mr(

@@ -28,16 +28,10 @@ use crate::counters::{iommu, nvml, uncore};
 use crate::sysfs::{self, Discovery, SysRoot};
 use model::{CounterReport, HostConfig, HostSnapshot, HostTopology, Provenance, SourceReport};
 use sample::Sample;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Between the two readings of a one-shot snapshot.
 pub const WINDOW: Duration = Duration::from_millis(200);
-
-fn unix_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
 
 /// The counter sources of this host (or of a tree under `--sysfs-root`).
 pub struct HostMonitor {
@@ -143,7 +137,7 @@ impl HostMonitor {
         CounterReport {
             host: self.host().map(|h| h.name.clone()),
             provenance: Provenance::Measured,
-            at_unix_ms: unix_ms(),
+            at_unix_ms: model::time::unix_ms(SystemTime::now()),
             monitor,
             config,
             sources,

@@ -66,7 +66,9 @@ impl OdpBench {
         let mut collect = |reads: &mut Reads, outstanding: &mut [u32]| {
             let n = reads.wait(&cq, &mut wc, self.timeout, &label)?;
             for w in &wc[..n] {
-                outstanding[(w.wr_id % u64::from(qps)) as usize] -= 1;
+                // A completion the provider repeats must not wrap the count below zero.
+                let slot = &mut outstanding[(w.wr_id % u64::from(qps)) as usize];
+                *slot = slot.saturating_sub(1);
             }
             Ok::<(), BenchError>(())
         };

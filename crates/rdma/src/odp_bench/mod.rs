@@ -75,6 +75,22 @@ pub enum BenchError {
         /// The wait, ms.
         after_ms: u64,
     },
+    /// A completion carried a work request id that is none of the point's READs (each READ
+    /// is posted with its index as id; the provider hands it back).
+    #[error(
+        "{point} on {device}: a completion for work request {wr_id}, which is none of the \
+         {reads} READs posted"
+    )]
+    UnknownCompletion {
+        /// The point.
+        point: String,
+        /// The device.
+        device: String,
+        /// The work request id the completion carried.
+        wr_id: u64,
+        /// READs of the point.
+        reads: u32,
+    },
     /// A READ completed in error.
     #[error("{point} on {device}: READ {read} of {reads} completed in error: {status}")]
     Completion {

@@ -63,15 +63,37 @@ impl Reads {
         self.pending += 1;
     }
 
-    /// Records the completions `wc` polled at `at`.
-    pub fn absorb(&mut self, wc: &[ibv_wc], at: Instant) {
+    /// Records the completions `wc` polled at `at`. A completion's work request id comes
+    /// back from the provider: one that is no READ of the point is returned as `Err`
+    /// (the completions before it are recorded), not used as an index.
+    pub fn absorb(&mut self, wc: &[ibv_wc], at: Instant) -> Result<(), u64> {
         for w in wc {
-            let slot = &mut self.done[w.wr_id as usize];
+            let slot = usize::try_from(w.wr_id)
+                .ok()
+                .and_then(|i| self.done.get_mut(i))
+                .ok_or(w.wr_id)?;
             if slot.is_none() {
                 *slot = Some(at);
-                self.pending -= 1;
+                self.pending = self.pending.saturating_sub(1);
             }
         }
+        Ok(())
+    }
+
+    /// [`Reads::absorb`], a stray work request id as the point's error.
+    fn absorb_labelled(
+        &mut self,
+        wc: &[ibv_wc],
+        at: Instant,
+        label: &Label,
+    ) -> Result<(), BenchError> {
+        self.absorb(wc, at)
+            .map_err(|wr_id| BenchError::UnknownCompletion {
+                point: label.point.clone(),
+                device: label.device.clone(),
+                wr_id,
+                reads: self.posted.len() as u32,
+            })
     }
 
     /// The first READ posted and not completed, from 1.
@@ -92,7 +114,7 @@ impl Reads {
         let n = cq
             .poll_checked(wc)
             .map_err(|e| self.wait_error(e, label, Duration::ZERO))?;
-        self.absorb(&wc[..n], Instant::now());
+        self.absorb_labelled(&wc[..n], Instant::now(), label)?;
         Ok(n)
     }
 
@@ -108,7 +130,7 @@ impl Reads {
         let n = cq
             .wait(wc, Instant::now() + timeout)
             .map_err(|e| self.wait_error(e, label, timeout))?;
-        self.absorb(&wc[..n], Instant::now());
+        self.absorb_labelled(&wc[..n], Instant::now(), label)?;
         Ok(n)
     }
 
@@ -126,7 +148,7 @@ impl Reads {
             CqWaitError::Failed { wr_id, .. } => BenchError::Completion {
                 point: label.point.clone(),
                 device: label.device.clone(),
-                read: wr_id as u32 + 1,
+                read: u32::try_from(wr_id).map_or(u32::MAX, |r| r.saturating_add(1)),
                 reads,
                 status: e.to_string(),
             },
@@ -199,16 +221,38 @@ mod tests {
         r.posted(0, at(0));
         r.posted(1, at(500));
         assert_eq!(r.pending(), 2);
-        r.absorb(&[wc(0)], at(40));
+        r.absorb(&[wc(0)], at(40)).unwrap();
         assert_eq!((r.pending(), r.first_pending()), (1, 2));
         // A repeated completion id is not counted twice.
-        r.absorb(&[wc(0)], at(45));
+        r.absorb(&[wc(0)], at(45)).unwrap();
         assert_eq!(r.pending(), 1);
-        r.absorb(&[wc(1)], at(300_500));
+        r.absorb(&[wc(1)], at(300_500)).unwrap();
         let (elapsed, slowest) = r.times_us();
         assert!((elapsed - 300_500.0).abs() < 1.0, "{elapsed}");
         assert!((slowest - 300_000.0).abs() < 1.0, "{slowest}");
         assert!((r.read_us(0).unwrap() - 40.0).abs() < 1.0);
+    }
+
+    #[test]
+    fn a_completion_of_no_posted_read_is_an_error_not_an_index() {
+        let t0 = Instant::now();
+        let mut r = Reads::new(2);
+        r.posted(0, t0);
+        r.posted(1, t0);
+        assert_eq!(r.absorb(&[wc(0), wc(7), wc(1)], t0), Err(7));
+        // The completion before the stray one counts; the one after it was not reached.
+        assert_eq!((r.pending(), r.first_pending()), (1, 2));
+        assert_eq!(r.absorb(&[wc(u64::MAX)], t0), Err(u64::MAX));
+        let label = Label {
+            point: "damming interval 500 us".into(),
+            device: "mlx5_0".into(),
+        };
+        let err = r.absorb_labelled(&[wc(2)], t0, &label).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "damming interval 500 us on mlx5_0: a completion for work request 2, which is \
+             none of the 2 READs posted"
+        );
     }
 
     #[test]

@@ -22,7 +22,7 @@ use crate::umad::{Address, Agent, Port, UmadError};
 pub use model::switch_port::SwitchPortCounters;
 use serde::Serialize;
 use std::collections::HashMap;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime};
 
 /// One switch port to sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -73,10 +73,10 @@ pub struct Sweep {
     pub ports: Vec<PortSample>,
 }
 
+/// Now, in ns since the Unix epoch, as the samples carry it (DESIGN 4.4's `start_unix_ns`):
+/// `model::time` converts; a clock before the epoch reads 0, as it always did here.
 fn unix_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
+    u64::try_from(model::time::unix_ns(SystemTime::now())).unwrap_or(0)
 }
 
 /// What a switch's ClassPortInfo said, or why it said nothing.

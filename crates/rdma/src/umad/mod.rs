@@ -26,6 +26,13 @@ pub enum UmadError {
     /// libibumad or one of its symbols is missing.
     #[error("{0}")]
     Unavailable(String),
+    /// A channel adapter name that cannot be handed to C: it holds a NUL byte. Names come
+    /// from the agent's TOML `[fabric]` table and from `--ca`, so this is input, not a bug.
+    #[error("CA name {name:?}: holds a NUL byte, which no device name has")]
+    CaName {
+        /// The name as given.
+        name: String,
+    },
     /// A call failed.
     #[error("{call}: {source}")]
     Call {
@@ -128,16 +135,41 @@ impl Umad {
         if n < 0 {
             return Err(UmadError::rc("umad_get_cas_names", n));
         }
-        Ok(names[..n as usize]
-            .iter()
-            .map(|row| {
-                // SAFETY: libibumad NUL-terminates every name it writes.
-                unsafe { CStr::from_ptr(row.as_ptr()) }
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .collect())
+        names_of(&names, n)
     }
+}
+
+/// The first `n` rows of `umad_get_cas_names`' array as names. What the library returned
+/// is not trusted to keep its promises: a count beyond the rows is an error, and a row
+/// with no NUL (which `CStr::from_ptr` would read past) is cut at its end.
+fn names_of(rows: &[[c_char; CA_NAME_LEN]], n: c_int) -> Result<Vec<String>, UmadError> {
+    let taken = usize::try_from(n)
+        .ok()
+        .and_then(|n| rows.get(..n))
+        .ok_or_else(|| UmadError::Call {
+            call: "umad_get_cas_names".into(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("returned {n} names for {} rows", rows.len()),
+            ),
+        })?;
+    Ok(taken
+        .iter()
+        .map(|row| {
+            let bytes: Vec<u8> = row.iter().map(|&c| c as u8).collect();
+            let name = CStr::from_bytes_until_nul(&bytes)
+                .map_or_else(|_| String::from_utf8_lossy(&bytes), CStr::to_string_lossy);
+            name.into_owned()
+        })
+        .collect())
+}
+
+/// A CA name as C takes it; a name holding a NUL byte is [`UmadError::CaName`] (before
+/// this, `Port::open` panicked on it).
+fn ca_name(ca: &str) -> Result<CString, UmadError> {
+    CString::new(ca).map_err(|_| UmadError::CaName {
+        name: ca.to_string(),
+    })
 }
 
 /// Where a MAD goes: the fields of `umad_set_addr`.
@@ -218,14 +250,8 @@ impl Port {
     /// `None`; port 0: the first active port).
     pub fn open(umad: Arc<Umad>, ca: Option<&str>, port: u8) -> Result<Port, UmadError> {
         let name = format!("{}:{port}", ca.unwrap_or("(first CA)"));
-        let ca_c = ca
-            .map(|c| CString::new(c).expect("a CA name has no NUL"))
-            .unwrap_or_default();
-        let ptr = if ca.is_some() {
-            ca_c.as_ptr()
-        } else {
-            std::ptr::null()
-        };
+        let ca_c = ca.map(ca_name).transpose()?;
+        let ptr = ca_c.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
         // SAFETY: a NUL-terminated name or NULL, as the prototype allows.
         let id = unsafe { (umad.sym.open_port)(ptr, c_int::from(port)) };
         if id < 0 {
@@ -337,5 +363,63 @@ impl Drop for Port {
     fn drop(&mut self) {
         // SAFETY: the id came from umad_open_port and is closed once.
         unsafe { (self.umad.sym.close_port)(self.id) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ca_name_with_a_nul_is_an_error_naming_it() {
+        let err = ca_name("mlx5\0_0").unwrap_err();
+        assert!(matches!(&err, UmadError::CaName { name } if name == "mlx5\0_0"));
+        assert_eq!(
+            err.to_string(),
+            "CA name \"mlx5\\0_0\": holds a NUL byte, which no device name has"
+        );
+        assert_eq!(ca_name("mlx5_0").unwrap().as_bytes(), b"mlx5_0");
+    }
+
+    /// Where libibumad is installed (as on this project's build machines), the whole of
+    /// `Port::open`: it refused the name before it panicked on it.
+    #[test]
+    fn opening_a_port_by_a_name_with_a_nul_fails_before_any_call() {
+        let Ok(umad) = Umad::load() else {
+            eprintln!("libibumad is not installed: only ca_name is tested");
+            return;
+        };
+        let err = Port::open(umad, Some("mlx5_0\0"), 1)
+            .err()
+            .expect("refused");
+        assert!(matches!(&err, UmadError::CaName { name } if name == "mlx5_0\0"));
+    }
+
+    fn rows(names: &[&str]) -> Vec<[c_char; CA_NAME_LEN]> {
+        names
+            .iter()
+            .map(|n| {
+                let mut row = [0 as c_char; CA_NAME_LEN];
+                for (r, b) in row.iter_mut().zip(n.bytes()) {
+                    *r = b as c_char;
+                }
+                row
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ca_names_take_the_rows_the_library_filled_and_no_more() {
+        let r = rows(&["mlx5_0", "mlx5_1", ""]);
+        assert_eq!(names_of(&r, 2).unwrap(), ["mlx5_0", "mlx5_1"]);
+        assert_eq!(names_of(&r, 0).unwrap(), Vec::<String>::new());
+        // A name filling its row with no NUL is cut at the row's end, not read past it.
+        let full = rows(&["abcdefghijklmnopqrst"]);
+        assert_eq!(names_of(&full, 1).unwrap(), ["abcdefghijklmnopqrst"]);
+        let err = names_of(&r, 4).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "umad_get_cas_names: returned 4 names for 3 rows"
+        );
     }
 }

@@ -178,8 +178,7 @@ fn retry_or_fail(
 /// A starting transaction id that differs between processes, so that two samplers on one
 /// port do not take each other's answers for their own.
 fn tid_seed() -> u32 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
+    // The sub-second part of the wall clock, as before: only its variation matters.
+    let nanos = (model::time::unix_ns(std::time::SystemTime::now()) % 1_000_000_000) as u32;
     std::process::id().rotate_left(16) ^ nanos
 }

@@ -25,32 +25,73 @@ pub struct Unavailable {
     pub reason: String,
 }
 
-/// A verbs call failed.
+/// A verbs call failed, or could not be made.
 #[derive(Debug, thiserror::Error)]
-#[error("{call}: {source}")]
-pub struct VerbsError {
-    /// The call and what it was given (`ibv_reg_mr(131072 B)`).
-    pub call: String,
-    /// errno as the call left it.
-    #[source]
-    pub source: std::io::Error,
+pub enum VerbsError {
+    /// A call failed.
+    #[error("{call}: {source}")]
+    Call {
+        /// The call and what it was given (`ibv_reg_mr(131072 B)`).
+        call: String,
+        /// errno as the call left it.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The device's provider library (`libmlx5`, `librxe`, ...) left a data-path operation
+    /// out: its entry in the context's op table (`ibv_context.ops`, which the `static
+    /// inline` verbs call through) is NULL. Calling through it would jump to address 0.
+    #[error("{device}: the provider does not implement {op}")]
+    NotImplemented {
+        /// The device (`mlx5_0`).
+        device: String,
+        /// The verb (`ibv_poll_cq`).
+        op: &'static str,
+    },
 }
 
 impl VerbsError {
-    fn last(call: impl Into<String>) -> VerbsError {
-        VerbsError {
+    /// A failed call, with the cause it gives.
+    pub fn call(call: impl Into<String>, source: std::io::Error) -> VerbsError {
+        VerbsError::Call {
             call: call.into(),
-            source: std::io::Error::last_os_error(),
+            source,
         }
+    }
+
+    fn last(call: impl Into<String>) -> VerbsError {
+        VerbsError::call(call, std::io::Error::last_os_error())
     }
 
     /// Verbs calls that return an errno value instead of setting errno.
     fn code(call: impl Into<String>, rc: c_int) -> VerbsError {
-        VerbsError {
-            call: call.into(),
-            source: std::io::Error::from_raw_os_error(rc.abs()),
-        }
+        VerbsError::call(call, std::io::Error::from_raw_os_error(rc.abs()))
     }
+}
+
+/// The provider's `poll_cq` (`ibv_poll_cq` calls through it).
+type PollCq = unsafe extern "C" fn(*mut ibv_cq, c_int, *mut ibv_wc) -> c_int;
+/// The provider's `post_send` (`ibv_post_send` calls through it).
+type PostSend = unsafe extern "C" fn(*mut ibv_qp, *mut ibv_send_wr, *mut *mut ibv_send_wr) -> c_int;
+
+/// An entry of a provider's op table, or [`VerbsError::NotImplemented`] naming `device` and
+/// `op` when the provider left it NULL (rdma-core's providers set both data-path entries,
+/// but a third-party or half-built provider need not, and the inline verbs would then call
+/// address 0).
+fn provider_op<F>(device: &str, op: &'static str, entry: Option<F>) -> Result<F, VerbsError> {
+    entry.ok_or_else(|| VerbsError::NotImplemented {
+        device: device.to_string(),
+        op,
+    })
+}
+
+/// `ops.poll_cq` of a context's op table.
+fn poll_cq_op(ops: &ibv_context_ops, device: &str) -> Result<PollCq, VerbsError> {
+    provider_op(device, "ibv_poll_cq", ops.poll_cq)
+}
+
+/// `ops.post_send` of a context's op table.
+fn post_send_op(ops: &ibv_context_ops, device: &str) -> Result<PostSend, VerbsError> {
+    provider_op(device, "ibv_post_send", ops.post_send)
 }
 
 type RegDmabufMr = unsafe extern "C" fn(*mut ibv_pd, u64, usize, u64, c_int, c_int) -> *mut ibv_mr;
@@ -169,10 +210,7 @@ impl Verbs {
             } else {
                 "ibv_get_device_list"
             };
-            return Err(VerbsError {
-                call: call.into(),
-                source: e,
-            });
+            return Err(VerbsError::call(call, e));
         }
         Ok((list, n.max(0) as usize))
     }
@@ -219,12 +257,14 @@ impl Verbs {
         }
         // SAFETY: list came from ibv_get_device_list.
         unsafe { (self.sym.free_device_list)(list) };
-        let ctx = NonNull::new(ctx).ok_or_else(|| VerbsError {
-            call: format!("ibv_open_device({name})"),
-            source: std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "libibverbs has no such device",
-            ),
+        let ctx = NonNull::new(ctx).ok_or_else(|| {
+            VerbsError::call(
+                format!("ibv_open_device({name})"),
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "libibverbs has no such device",
+                ),
+            )
         })?;
         Ok(Context {
             verbs: Arc::clone(self),
@@ -523,13 +563,13 @@ impl<'c> Pd<'c> {
         iova: u64,
     ) -> Result<Mr<'_>, VerbsError> {
         let Some(reg) = self.ctx.verbs.sym.reg_dmabuf_mr else {
-            return Err(VerbsError {
-                call: "ibv_reg_dmabuf_mr".into(),
-                source: std::io::Error::new(
+            return Err(VerbsError::call(
+                "ibv_reg_dmabuf_mr",
+                std::io::Error::new(
                     std::io::ErrorKind::Unsupported,
                     "this libibverbs predates dma-buf (rdma-core 34)",
                 ),
-            });
+            ));
         };
         // SAFETY: pd is valid; the MR takes its own reference on the dma-buf.
         let mr = unsafe { reg(self.pd.as_ptr(), offset, len, iova, fd, PROBE_ACCESS) };
@@ -615,15 +655,32 @@ pub struct Cq<'c> {
 impl Cq<'_> {
     /// Polls up to `wc.len()` completions; returns how many were written.
     pub fn poll(&self, wc: &mut [ibv_wc]) -> Result<usize, VerbsError> {
-        // SAFETY: ctx is open, so its ops table is the provider's; poll_cq is always set.
-        let poll = unsafe { (*self.ctx.raw()).ops.poll_cq }.expect("provider sets poll_cq");
-        // SAFETY: cq is valid; wc has room for wc.len() entries.
-        let n = unsafe { poll(self.cq.as_ptr(), wc.len() as c_int, wc.as_mut_ptr()) };
-        if n < 0 {
-            return Err(VerbsError::code("ibv_poll_cq", libc::EIO));
-        }
-        Ok(n as usize)
+        // SAFETY: ctx is open, so its ops table is the provider's.
+        let poll = poll_cq_op(unsafe { &(*self.ctx.raw()).ops }, &self.ctx.name)?;
+        let room = c_int::try_from(wc.len()).unwrap_or(c_int::MAX);
+        // SAFETY: cq is valid; wc has room for `room` entries.
+        let n = unsafe { poll(self.cq.as_ptr(), room, wc.as_mut_ptr()) };
+        completions(n, room, &self.ctx.name)
     }
+}
+
+/// What `ibv_poll_cq` returned, as a count of completions in the `room` entries it was
+/// given: negative is a failure (the inline verb's contract), and a count beyond `room`
+/// (a broken provider) is one too, rather than a slice past the end of the array.
+fn completions(n: c_int, room: c_int, device: &str) -> Result<usize, VerbsError> {
+    if n < 0 {
+        return Err(VerbsError::code("ibv_poll_cq", libc::EIO));
+    }
+    if n > room {
+        return Err(VerbsError::call(
+            format!("ibv_poll_cq({device})"),
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("the provider reported {n} completions for {room} entries"),
+            ),
+        ));
+    }
+    Ok(n as usize)
 }
 
 /// Why [`Cq::wait`] returned without completions.
@@ -854,8 +911,8 @@ impl Qp<'_> {
             wrs[i - 1].next = next;
         }
         let mut bad = std::ptr::null_mut();
-        // SAFETY: ctx is open so its ops table is the provider's; post_send is always set.
-        let post = unsafe { (*self.ctx.raw()).ops.post_send }.expect("provider sets post_send");
+        // SAFETY: ctx is open so its ops table is the provider's.
+        let post = post_send_op(unsafe { &(*self.ctx.raw()).ops }, &self.ctx.name)?;
         // SAFETY: qp is valid; the chain and its SGEs live across the call (the provider
         // copies them into the send queue before returning).
         let rc = unsafe { post(self.qp.as_ptr(), wrs.as_mut_ptr(), &mut bad) };
@@ -921,5 +978,65 @@ impl Drop for Qp<'_> {
         // SAFETY: qp is valid; destroying a QP with outstanding work requests is allowed
         // (they are flushed), which is how a timed-out probe is torn down.
         unsafe { (self.ctx.verbs.sym.destroy_qp)(self.qp.as_ptr()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An op table as a provider that implements nothing leaves it.
+    fn empty_ops() -> ibv_context_ops {
+        // SAFETY: the table holds only pointers and optional function pointers, for which
+        // all zeroes is NULL / None.
+        unsafe { std::mem::zeroed() }
+    }
+
+    #[test]
+    fn a_provider_without_poll_cq_or_post_send_is_an_error_naming_device_and_verb() {
+        let ops = empty_ops();
+        let err = poll_cq_op(&ops, "mlx5_0").expect_err("NULL poll_cq");
+        assert!(matches!(
+            &err,
+            VerbsError::NotImplemented { device, op: "ibv_poll_cq" } if device == "mlx5_0"
+        ));
+        assert_eq!(
+            err.to_string(),
+            "mlx5_0: the provider does not implement ibv_poll_cq"
+        );
+        let err = post_send_op(&ops, "rxe0").expect_err("NULL post_send");
+        assert_eq!(
+            err.to_string(),
+            "rxe0: the provider does not implement ibv_post_send"
+        );
+    }
+
+    unsafe extern "C" fn poll_nothing(_: *mut ibv_cq, _: c_int, _: *mut ibv_wc) -> c_int {
+        0
+    }
+
+    #[test]
+    fn a_provider_with_the_op_gives_it() {
+        let mut ops = empty_ops();
+        ops.poll_cq = Some(poll_nothing);
+        let poll = poll_cq_op(&ops, "mlx5_0").expect("set");
+        // SAFETY: poll_nothing touches none of its arguments.
+        assert_eq!(
+            unsafe { poll(std::ptr::null_mut(), 0, std::ptr::null_mut()) },
+            0
+        );
+    }
+
+    #[test]
+    fn a_poll_count_beyond_the_entries_given_is_an_error_not_a_slice_past_them() {
+        assert_eq!(completions(3, 32, "mlx5_0").unwrap(), 3);
+        assert_eq!(completions(0, 32, "mlx5_0").unwrap(), 0);
+        let err = completions(33, 32, "mlx5_0").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "ibv_poll_cq(mlx5_0): the provider reported 33 completions for 32 entries"
+        );
+        let err = completions(-1, 32, "mlx5_0").unwrap_err();
+        assert!(err.to_string().starts_with("ibv_poll_cq: "), "{err}");
     }
 }

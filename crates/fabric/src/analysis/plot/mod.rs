@@ -21,8 +21,11 @@ use layout::Layout;
 /// direction.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Diagram {
+    /// Both directions of each link, averaged.
     Averaged,
+    /// The links going up, towards the cores.
     Up,
+    /// The links going down, towards the nodes.
     Down,
 }
 
@@ -30,7 +33,9 @@ pub enum Diagram {
 /// important, two diagrams will be shown").
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Directions {
+    /// One picture, directions averaged.
     Averaged,
+    /// Two pictures, one per direction.
     Split,
 }
 
@@ -44,8 +49,10 @@ impl Directions {
     }
 }
 
+/// How congested-fraction plots are drawn.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlotOptions {
+    /// One picture or one per direction.
     pub directions: Directions,
     /// Draw only the first K leaves (with their pods' aggregation switches and the cores).
     pub crop_leaves: Option<u32>,
@@ -63,15 +70,26 @@ impl Default for PlotOptions {
     }
 }
 
+/// Why a plot could not be written.
 #[derive(Debug, Error)]
 pub enum PlotError {
+    /// The file could not be written.
     #[error("{path}: {source}")]
     Io {
+        /// The plot file being written.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// The plotting library failed.
     #[error("drawing {what}: {reason}")]
-    Draw { what: String, reason: String },
+    Draw {
+        /// What was being drawn (the file).
+        what: String,
+        /// The library's error, in words.
+        reason: String,
+    },
+    /// The view to plot could not be built from the run.
     #[error(transparent)]
     View(#[from] ViewError),
 }
