@@ -300,13 +300,13 @@ pub fn report() -> impl Strategy<Value = Report> {
             Just(BaselineKind::Simulated),
             Just(BaselineKind::Relative)
         ]),
-        proptest::option::of((0.01f64..0.9, 1u32..8).prop_map(|(abnormal_th, flapping_runs)| {
-            model::Thresholds {
+        proptest::option::of(
+            (0.01f64..0.9, 1u32..8).prop_map(|(abnormal_th, flapping_runs)| model::Thresholds {
                 abnormal_th,
                 flapping_runs,
                 ..model::Thresholds::default()
-            }
-        })),
+            }),
+        ),
     )
         .prop_map(
             |(
