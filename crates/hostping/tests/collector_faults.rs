@@ -1,0 +1,271 @@
+//! What the collector answers to input it cannot take, and what an agent does with the
+//! answer (DESIGN 4.5), on a real PostgreSQL:
+//!
+//! - a body over `--max-body` is 413 in a way a client reading the answer sees: sent whole
+//!   without `Expect` (read to its end, within a bound, then answered), announced with
+//!   `Expect: 100-continue` (answered at once, no `100 Continue`), or chunked; the sender
+//!   drops such a run.
+//!
+//! Skipped (with a message) without PostgreSQL's server binaries (see `common::postgres`).
+
+mod common;
+
+use agent::sender::{self, CollectorTarget};
+use common::postgres::{post, Collector, Postgres};
+use common::{hostping, stdout, temp_dir, wait_until};
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const TOKEN_1: &str = "tok-node-1-0123456789abcdef";
+const TOKEN_2: &str = "tok-node-2-0123456789abcdef";
+const TOKEN_3: &str = "tok-node-3-0123456789abcdef";
+
+fn tokens_file(dir: &Path) -> PathBuf {
+    let file = dir.join("tokens");
+    std::fs::write(
+        &file,
+        format!("node-1 {TOKEN_1}\nnode-2 {TOKEN_2}\nnode-3 {TOKEN_3}\n"),
+    )
+    .unwrap();
+    file
+}
+
+/// A real report of the virtual dgx-a100 (DESIGN 4.3), with `faults` injected.
+fn report(faults: &[&str]) -> Value {
+    let mut args = vec!["check", "--sim", "dgx-a100", "--format", "json"];
+    for f in faults {
+        args.extend(["--inject", f]);
+    }
+    serde_json::from_str(&stdout(&hostping(&args))).unwrap()
+}
+
+fn run(host: &str, id: i64, started: i64, report: &Value) -> Value {
+    json!({"host": host, "id": id, "trigger": "idle", "started_unix_ms": started,
+           "report": report})
+}
+
+fn body(v: &Value) -> Vec<u8> {
+    serde_json::to_vec(v).unwrap()
+}
+
+/// `(host, agent run id)` of every stored run, sorted.
+fn stored_runs(pg: &Postgres) -> String {
+    pg.scalar(
+        "SELECT coalesce(string_agg(h.name || ':' || r.agent_run_id, ','
+                                    ORDER BY h.name, r.agent_run_id), '')
+         FROM runs r JOIN hosts h ON h.id = r.host_id",
+    )
+}
+
+/// Log lines of one test's sender (the sender takes a plain `fn`).
+macro_rules! log_sink {
+    ($sink:ident, $log:ident) => {
+        static $sink: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        fn $log(line: &str) {
+            $sink.lock().unwrap().push(line.to_owned());
+        }
+    };
+}
+
+/// An agent database with the outbox on, holding one run per report, ids from 1.
+fn agent_database(db: &Path, reports: &[Value]) -> Vec<i64> {
+    let mut store = store::Store::open(db).unwrap();
+    store.queue_for_collector(100);
+    let snapshot = json!({});
+    reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let report: model::Report = serde_json::from_value(r.clone()).unwrap();
+            store
+                .insert_run(&store::NewRun {
+                    started_unix_ms: 1_000 * (i as i64 + 1),
+                    clock_ns: 0,
+                    duration_ns: 0,
+                    trigger: "idle",
+                    trigger_detail: "host idle",
+                    snapshot: &snapshot,
+                    counters: None,
+                    report: &report,
+                })
+                .unwrap()
+        })
+        .collect()
+}
+
+/// The agent's sender, delivering `db`'s outbox to `collector` as `host`.
+fn start_sender(
+    collector: &Collector,
+    host: &str,
+    token: &str,
+    db: &Path,
+    log: fn(&str),
+) -> sender::Sender {
+    let target = CollectorTarget {
+        url: format!("http://{}", collector.addr),
+        token: token.into(),
+        host: host.into(),
+        tls: ureq::tls::TlsConfig::default(),
+        rack: None,
+    };
+    let metrics = Arc::new(Mutex::new(store::Metrics::new("dgx-a100", "simulated")));
+    sender::start(target, db.to_path_buf(), metrics, log).unwrap()
+}
+
+fn queued(db: &Path) -> u64 {
+    store::Store::open_read_only(db)
+        .unwrap()
+        .outbox_stats()
+        .unwrap()
+        .queued
+}
+
+/// Sends a request head and then `body` on a bare socket; every byte of the body must be
+/// taken (a reset fails the test), and the whole answer is read to the collector's close.
+fn exchange(addr: SocketAddr, head: &str, body: &[u8]) -> String {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream.write_all(head.as_bytes()).unwrap();
+    stream
+        .write_all(body)
+        .expect("the collector takes the whole body before it answers");
+    let mut answer = Vec::new();
+    stream
+        .read_to_end(&mut answer)
+        .expect("an answer, then the collector's close");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+fn head(addr: SocketAddr, token: &str, framing: &str) -> String {
+    format!(
+        "POST /api/runs HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\n{framing}\r\n"
+    )
+}
+
+/// `data` as HTTP/1.1 chunks of at most 64 kB, and the last chunk.
+fn chunked(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() + data.len() / 1000 + 16);
+    for chunk in data.chunks(64 << 10) {
+        out.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+        out.extend_from_slice(chunk);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"0\r\n\r\n");
+    out
+}
+
+fn status_line(answer: &str) -> &str {
+    answer.lines().next().unwrap_or("")
+}
+
+/// The collector's limit in these tests, bytes.
+const MAX_BODY: usize = 200_000;
+
+#[test]
+fn a_body_over_the_limit_is_answered_413_to_a_client_that_reads_the_answer() {
+    let dir = temp_dir("faults-413");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let max = MAX_BODY.to_string();
+    let collector = Collector::start(&pg, &tokens_file(&dir), &["--max-body", &max]);
+    let addr = collector.addr;
+    // 16 MiB: far more than the sockets' buffers hold, so a collector that stops reading
+    // before the end leaves the client writing into a reset.
+    let big = vec![b' '; 16 << 20];
+
+    // Sent whole, without Expect (ureq, most HTTP libraries).
+    let length = format!("Content-Length: {}\r\n", big.len());
+    let answer = exchange(addr, &head(addr, TOKEN_1, &length), &big);
+    assert!(status_line(&answer).starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(
+        answer.to_ascii_lowercase().contains("connection: close"),
+        "{answer}"
+    );
+    assert!(answer.contains(&format!("{MAX_BODY} bytes")), "{answer}");
+
+    // Announced with Expect: 100-continue (curl, for bodies over 1 MiB): answered at once,
+    // and the body is never asked for.
+    let expect = format!("Content-Length: {}\r\nExpect: 100-continue\r\n", big.len());
+    let answer = exchange(addr, &head(addr, TOKEN_1, &expect), b"");
+    assert!(status_line(&answer).starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(!answer.contains("100 Continue"), "{answer}");
+
+    // Chunked, no length given: bounded all the same.
+    let answer = exchange(
+        addr,
+        &head(addr, TOKEN_1, "Transfer-Encoding: chunked\r\n"),
+        &chunked(&big),
+    );
+    assert!(status_line(&answer).starts_with("HTTP/1.1 413"), "{answer}");
+
+    // --max-body keeps its meaning: a body of exactly that many bytes is taken, however
+    // it is framed, and one byte more is not.
+    let good = body(&run("node-1", 1, 1_000, &report(&[])));
+    let padded = |n: usize| {
+        let mut b = good.clone();
+        b.resize(n, b' '); // JSON allows whitespace after the value
+        b
+    };
+    let exactly = padded(MAX_BODY);
+    assert_eq!(post(addr, Some(TOKEN_1), &exactly).0, 201);
+    assert_eq!(post(addr, Some(TOKEN_1), &padded(MAX_BODY + 1)).0, 413);
+    let again = exchange(
+        addr,
+        &head(
+            addr,
+            TOKEN_1,
+            "Transfer-Encoding: chunked\r\nConnection: close\r\n",
+        ),
+        &chunked(&exactly),
+    );
+    assert!(status_line(&again).starts_with("HTTP/1.1 200"), "{again}");
+    assert_eq!(
+        exchange(
+            addr,
+            &head(addr, TOKEN_1, "Transfer-Encoding: chunked\r\n"),
+            &chunked(&padded(MAX_BODY + 1)),
+        )
+        .lines()
+        .next()
+        .unwrap(),
+        "HTTP/1.1 413 Payload Too Large"
+    );
+    assert_eq!(pg.count("runs"), 1);
+}
+
+#[test]
+fn the_agent_drops_a_run_over_the_limit_and_delivers_the_next() {
+    log_sink!(LINES, log);
+    let dir = temp_dir("faults-agent-413");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let max = MAX_BODY.to_string();
+    let collector = Collector::start(&pg, &tokens_file(&dir), &["--max-body", &max]);
+    let db = dir.join("runs.db");
+    let mut heavy = report(&["degrade:gpu4--lsw4:0.3"]);
+    heavy["diagnoses"][0]["evidence"] = "x".repeat(8 << 20).into();
+    let ids = agent_database(&db, &[heavy, report(&[])]);
+    let sender = start_sender(&collector, "node-1", TOKEN_1, &db, log);
+    wait_until("an empty outbox", Duration::from_secs(60), || {
+        queued(&db) == 0
+    });
+    sender.finish();
+    assert_eq!(stored_runs(&pg), format!("node-1:{}", ids[1]));
+    let lines = LINES.lock().unwrap();
+    let dropped: Vec<&String> = lines.iter().filter(|l| l.contains("dropped")).collect();
+    assert_eq!(dropped.len(), 1, "{lines:?}");
+    assert!(
+        dropped[0].contains(&format!("run {}", ids[0])) && dropped[0].contains("413"),
+        "{}",
+        dropped[0]
+    );
+}
