@@ -15,6 +15,7 @@
 //! unreachable (the agent keeps the run and retries). A 2xx is sent only after the commit.
 
 use crate::batch::{Arrival, Stored};
+use crate::refresh::RefreshError;
 use crate::writer::Writer;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{DefaultBodyLimit, Path as UrlPath, Query, State};
@@ -62,6 +63,10 @@ pub(super) enum ApiError {
     /// A pushed run over `--max-body`.
     #[error("the body is over the limit of {limit} bytes")]
     TooLarge { limit: usize },
+    /// A fleet baseline refresh that met stored values it cannot use (a database error
+    /// is [`ApiError::Database`], as for any read).
+    #[error("fleet baseline: {0}")]
+    Baseline(RefreshError),
 }
 
 impl IntoResponse for ApiError {
@@ -74,6 +79,7 @@ impl IntoResponse for ApiError {
             ApiError::Stored { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Database(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Baseline(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         let too_large = matches!(self, ApiError::TooLarge { .. });
         let mut response = (status, Json(json!({"error": self.to_string()}))).into_response();
@@ -102,6 +108,15 @@ impl From<deadpool_postgres::PoolError> for ApiError {
 impl From<tokio_postgres::Error> for ApiError {
     fn from(e: tokio_postgres::Error) -> Self {
         ApiError::Database(e.to_string())
+    }
+}
+
+impl From<RefreshError> for ApiError {
+    fn from(e: RefreshError) -> Self {
+        match e {
+            RefreshError::Database(e) => ApiError::from(e),
+            unusable @ RefreshError::UnevenSamples { .. } => ApiError::Baseline(unusable),
+        }
     }
 }
 

@@ -85,6 +85,21 @@ pub enum CollectorError {
     },
 }
 
+/// A tokio-postgres error in the server's own words when the server answered (`ERROR:
+/// invalid byte sequence for encoding "UTF8": 0x00`), else in tokio-postgres's with its
+/// cause (`error communicating with the server: Connection reset by peer`): its `Display`
+/// alone says only `db error` and leaves the rest to `source()`, which a one-line message
+/// (an HTTP answer, a log line) would lose.
+pub(crate) fn server_words(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return db.to_string();
+    }
+    match std::error::Error::source(e) {
+        Some(cause) => format!("{e}: {cause}"),
+        None => e.to_string(),
+    }
+}
+
 /// Connects, migrates, listens and serves until the process is stopped. `ready` is called
 /// with the bound address (the real port when port 0 was asked for).
 pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(), CollectorError> {

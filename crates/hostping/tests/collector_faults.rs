@@ -4,7 +4,9 @@
 //! - a body over `--max-body` is 413 in a way a client reading the answer sees: sent whole
 //!   without `Expect` (read to its end, within a bound, then answered), announced with
 //!   `Expect: 100-continue` (answered at once, no `100 Continue`), or chunked; the sender
-//!   drops such a run.
+//!   drops such a run;
+//! - stored sample sets whose parallel arrays differ in length are an error the collector
+//!   answers and logs, never a panic.
 //!
 //! Skipped (with a message) without PostgreSQL's server binaries (see `common::postgres`).
 
@@ -268,4 +270,88 @@ fn the_agent_drops_a_run_over_the_limit_and_delivers_the_next() {
         "{}",
         dropped[0]
     );
+}
+
+/// Three hosts of a kind with stored sample sets, one set of `node-3` with one latency
+/// too few; every host's values unseen by the baseline refresh.
+const UNEVEN_SETS: &str = "
+    INSERT INTO hosts (name, kind, kind_known, latest_started_unix_ms, paths_version)
+        VALUES ('node-1', 'dgx-a100', true, 1000, 1), ('node-2', 'dgx-a100', true, 1000, 1),
+               ('node-3', 'dgx-a100', true, 1000, 1);
+    INSERT INTO host_samples (host_id, seq, rnic, endpoint, latency_us, bandwidth_gbps)
+        SELECT id, 1, '{rnic0,rnic0}', '{mem0,gpu0}', '{2.0,2.1}', '{199.0,190.0}'
+        FROM hosts WHERE name <> 'node-3';
+    INSERT INTO host_samples (host_id, seq, rnic, endpoint, latency_us, bandwidth_gbps)
+        SELECT id, 1, '{rnic0,rnic0}', '{mem0,gpu0}', '{2.0}', '{199.0,190.0}'
+        FROM hosts WHERE name = 'node-3';";
+
+/// What the refresh says of node-3's set.
+fn names_the_uneven_set(message: &str) -> bool {
+    message.contains("node-3")
+        && message.contains("2 RNICs, 2 endpoints, 1 latencies and 2 bandwidths")
+}
+
+log_sink!(REFRESH_LINES, refresh_log);
+
+#[test]
+fn stored_sample_sets_of_uneven_lengths_are_an_error_never_a_panic() {
+    let dir = temp_dir("faults-uneven");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
+    pg.scalar(UNEVEN_SETS);
+
+    // A read that needs the kind's baseline answers why it has none.
+    let (status, answer) = common::postgres::get(collector.addr, "/api/kinds/dgx-a100/baseline");
+    assert_eq!(status, 500, "{answer}");
+    assert!(
+        names_the_uneven_set(answer["error"].as_str().unwrap()),
+        "{answer}"
+    );
+
+    // The refresh reports it as a typed error, and the background refresh logs it.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let config: tokio_postgres::Config = pg.url().parse().unwrap();
+        let manager = deadpool_postgres::Manager::new(config, tokio_postgres::NoTls);
+        let pool = deadpool_postgres::Pool::builder(manager)
+            .max_size(2)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .unwrap();
+        let mut client = pool.get().await.unwrap();
+        let error = collector::refresh::refresh(&mut client, "dgx-a100")
+            .await
+            .expect_err("uneven arrays");
+        assert!(names_the_uneven_set(&error.to_string()), "{error}");
+        drop(client);
+        tokio::spawn(collector::refresh::refresh_loop(pool, refresh_log));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while !REFRESH_LINES
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| names_the_uneven_set(l))
+        {
+            assert!(tokio::time::Instant::now() < deadline, "no log line");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    drop(runtime);
+
+    // With the kind's values seen and a baseline stored, the slow-host ranking reads the
+    // sets without a refresh: still no panic.
+    pg.scalar(
+        "UPDATE hosts SET baseline_version = paths_version;
+         INSERT INTO fleet_baselines VALUES ('dgx-a100', 'rnic0', 'mem0', 2.0, 0.1, 0.1, 199.0,
+                                             1.0, 1.0, 3, 3, 0)",
+    );
+    let (status, answer) =
+        common::postgres::get(collector.addr, "/api/fleet/slow-hosts?kind=dgx-a100");
+    assert_eq!(status, 200, "{answer}");
 }
