@@ -11,12 +11,14 @@
 //! | `GET /api/hosts/{host}/baseline`, `/api/kinds/{kind}/baseline`, `/api/fleet/...` | fleet baselines, slow hosts, status and causes (`collector::fleet`) |
 //!
 //! Refusals: 401 no or unknown token, 403 a token of another host, 413 a body over the
-//! limit, 400 a body outside the contract, 404 an unknown host, 503 the database is
-//! unreachable (the agent keeps the run and retries). A 2xx is sent only after the commit.
+//! limit, 400 a body outside the contract, 422 a run the database refuses for what it
+//! holds (a NUL character in a string: the agent drops it), 404 an unknown host, 503 the
+//! database is unreachable (the agent keeps the run and retries), 500 the collector failed
+//! (the agent keeps the run too). A 2xx is sent only after the commit.
 
 use crate::batch::{Arrival, Stored};
 use crate::refresh::RefreshError;
-use crate::writer::Writer;
+use crate::writer::{WriteError, Writer};
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{DefaultBodyLimit, Path as UrlPath, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -63,6 +65,9 @@ pub(super) enum ApiError {
     /// A pushed run over `--max-body`.
     #[error("the body is over the limit of {limit} bytes")]
     TooLarge { limit: usize },
+    /// A checked run the writer did not store; [`WriteError`] says whose fault it is.
+    #[error("{0}")]
+    NotStored(WriteError),
     /// A fleet baseline refresh that met stored values it cannot use (a database error
     /// is [`ApiError::Database`], as for any read).
     #[error("fleet baseline: {0}")]
@@ -79,6 +84,18 @@ impl IntoResponse for ApiError {
             ApiError::Stored { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Database(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            // Refused for what it holds: sent again it would be refused again, so the
+            // agent drops it. The database's availability, or the collector's own failure:
+            // the run is fine, and the agent keeps it and sends it again.
+            ApiError::NotStored(e) => match e {
+                WriteError::Refused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+                WriteError::NoConnection(_) | WriteError::Unavailable(_) | WriteError::Stopped => {
+                    StatusCode::SERVICE_UNAVAILABLE
+                }
+                WriteError::Failed { .. } | WriteError::Abandoned => {
+                    StatusCode::INTERNAL_SERVER_ERROR
+                }
+            },
             ApiError::Baseline(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         let too_large = matches!(self, ApiError::TooLarge { .. });
@@ -289,7 +306,7 @@ async fn post_run(
         .writer
         .store(Arrival { upload, report })
         .await
-        .map_err(ApiError::Database)?;
+        .map_err(ApiError::NotStored)?;
     let (status, id, duplicate) = match stored {
         Stored::New(id) => (StatusCode::CREATED, id, false),
         Stored::Duplicate(id) => (StatusCode::OK, id, true),

@@ -67,13 +67,21 @@ pub enum CollectorError {
     /// The pool could not be built.
     #[error("--database: {0}")]
     Pool(#[from] deadpool_postgres::BuildError),
-    /// The database refused a connection or a migration.
-    #[error("database {url}: {reason}")]
-    Database {
+    /// No connection to the database.
+    #[error("database {url}: {source}")]
+    Connect {
         /// The URL given.
         url: String,
         /// Why.
-        reason: String,
+        source: deadpool_postgres::PoolError,
+    },
+    /// The database refused a migration.
+    #[error("database {url}: {}", server_words(.source))]
+    Migrate {
+        /// The URL given.
+        url: String,
+        /// Why.
+        source: tokio_postgres::Error,
     },
     /// The listening socket or the runtime.
     #[error("listen on {addr}: {source}")]
@@ -136,17 +144,14 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
             .create_timeout(bounded)
             .recycle_timeout(bounded)
             .build()?;
-        let database_error = |reason: String| CollectorError::Database {
-            url: config.database.clone(),
-            reason,
-        };
+        let url = || config.database.clone();
         let mut client = pool
             .get()
             .await
-            .map_err(|e| database_error(e.to_string()))?;
+            .map_err(|source| CollectorError::Connect { url: url(), source })?;
         schema::migrate(&mut client)
             .await
-            .map_err(|e| database_error(e.to_string()))?;
+            .map_err(|source| CollectorError::Migrate { url: url(), source })?;
         drop(client);
         tokio::spawn(refresh::refresh_loop(pool.clone(), |line| {
             eprintln!("hostping collector: {line}")

@@ -1,6 +1,10 @@
 //! What the collector answers to input it cannot take, and what an agent does with the
 //! answer (DESIGN 4.5), on a real PostgreSQL:
 //!
+//! - a run PostgreSQL refuses for what it holds (a NUL character: JSON allows `\u0000`,
+//!   PostgreSQL's text does not) is 422, naming the run and the server's reason; nothing of
+//!   it is stored, and the runs sent beside it are;
+//! - a database out of reach is 503, and the sender keeps the run;
 //! - a body over `--max-body` is 413 in a way a client reading the answer sees: sent whole
 //!   without `Expect` (read to its end, within a bound, then answered), announced with
 //!   `Expect: 100-continue` (answered at once, no `100 Continue`), or chunked; the sender
@@ -45,6 +49,21 @@ fn report(faults: &[&str]) -> Value {
     serde_json::from_str(&stdout(&hostping(&args))).unwrap()
 }
 
+/// A faulty report (it has diagnoses) whose first diagnosis' evidence holds a NUL.
+fn nul_evidence() -> Value {
+    let mut r = report(&["degrade:gpu4--lsw4:0.3"]);
+    let evidence = r["diagnoses"][0]["evidence"].as_str().unwrap().to_owned();
+    r["diagnoses"][0]["evidence"] = format!("{evidence}\u{0}").into();
+    r
+}
+
+/// A healthy report whose first path's endpoint id holds a NUL.
+fn nul_path_id() -> Value {
+    let mut r = report(&[]);
+    r["paths"][0]["endpoint"] = "gpu\u{0}0".into();
+    r
+}
+
 fn run(host: &str, id: i64, started: i64, report: &Value) -> Value {
     json!({"host": host, "id": id, "trigger": "idle", "started_unix_ms": started,
            "report": report})
@@ -61,6 +80,82 @@ fn stored_runs(pg: &Postgres) -> String {
                                     ORDER BY h.name, r.agent_run_id), '')
          FROM runs r JOIN hosts h ON h.id = r.host_id",
     )
+}
+
+#[test]
+fn a_run_the_database_refuses_is_422_and_the_runs_sent_with_it_are_stored() {
+    let dir = temp_dir("faults-422");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
+    let addr = collector.addr;
+    let healthy = report(&[]);
+    let faulty = report(&["degrade:gpu4--lsw4:0.3"]);
+    let posts = [
+        (TOKEN_1, run("node-1", 1, 1_000, &faulty)),
+        (TOKEN_1, run("node-1", 2, 2_000, &nul_evidence())),
+        (TOKEN_2, run("node-2", 1, 1_000, &healthy)),
+        (TOKEN_2, run("node-2", 2, 2_000, &nul_path_id())),
+        (TOKEN_3, run("node-3", 1, 1_000, &faulty)),
+    ];
+    // Posted at once, so that the collector's writers take several of them in one batch.
+    let answers: Vec<(u16, Value)> = std::thread::scope(|s| {
+        let sent: Vec<_> = posts
+            .iter()
+            .map(|(token, r)| s.spawn(move || post(addr, Some(token), &body(r))))
+            .collect();
+        sent.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (i, (status, answer)) in answers.iter().enumerate() {
+        let refused = i == 1 || i == 3;
+        assert_eq!(*status, if refused { 422 } else { 201 }, "{i}: {answer}");
+    }
+    for (i, host) in [(1, "node-1"), (3, "node-2")] {
+        let error = answers[i].1["error"].as_str().unwrap();
+        assert!(
+            error.contains(&format!("run 2 of host {host}")) && error.contains("0x00"),
+            "{error}"
+        );
+    }
+    assert!(
+        answers[1].1["error"]
+            .as_str()
+            .unwrap()
+            .contains("diagnoses"),
+        "{}",
+        answers[1].1
+    );
+    // Nothing of the refused runs; all of the others.
+    assert_eq!(stored_runs(&pg), "node-1:1,node-2:1,node-3:1");
+    let len = |r: &Value, k: &str| r[k].as_array().unwrap().len() as i64;
+    assert_eq!(
+        pg.paths(),
+        2 * len(&faulty, "paths") + len(&healthy, "paths")
+    );
+    assert_eq!(pg.count("diagnoses"), 2 * len(&faulty, "diagnoses"));
+    assert_eq!(
+        pg.scalar("SELECT string_agg(name || ':' || runs, ' ' ORDER BY name) FROM hosts"),
+        "node-1:1 node-2:1 node-3:1"
+    );
+
+    // More refused batches than the collector has writers, at once: every writer lives on,
+    // and the next good runs are stored.
+    let refused: Vec<u16> = std::thread::scope(|s| {
+        let sent: Vec<_> = (10..22)
+            .map(|id| {
+                let r = run("node-1", id, id * 1_000, &nul_evidence());
+                s.spawn(move || post(addr, Some(TOKEN_1), &body(&r)).0)
+            })
+            .collect();
+        sent.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(refused, vec![422; 12]);
+    for id in 30..38 {
+        let r = run("node-3", id, id * 1_000, &healthy);
+        assert_eq!(post(addr, Some(TOKEN_3), &body(&r)).0, 201, "run {id}");
+    }
+    assert_eq!(pg.count("runs"), 11);
 }
 
 /// Log lines of one test's sender (the sender takes a plain `fn`).
@@ -124,6 +219,47 @@ fn queued(db: &Path) -> u64 {
         .outbox_stats()
         .unwrap()
         .queued
+}
+
+#[test]
+fn an_unreachable_database_is_503_and_the_agent_keeps_the_run() {
+    log_sink!(LINES, log);
+    let dir = temp_dir("faults-503");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
+    let healthy = report(&[]);
+    pg.stop();
+    let (status, answer) = post(
+        collector.addr,
+        Some(TOKEN_1),
+        &body(&run("node-1", 1, 1_000, &healthy)),
+    );
+    assert_eq!(status, 503, "{answer}");
+    let db = dir.join("runs.db");
+    agent_database(&db, &[healthy]);
+    let sender = start_sender(&collector, "node-1", TOKEN_1, &db, log);
+    let attempts = || {
+        store::Store::open_read_only(&db)
+            .unwrap()
+            .outbox_pending(10)
+            .unwrap()
+            .iter()
+            .map(|r| r.attempts)
+            .sum::<u32>()
+    };
+    wait_until("two failed attempts", Duration::from_secs(60), || {
+        attempts() >= 2
+    });
+    sender.finish();
+    assert_eq!(queued(&db), 1);
+    let lines = LINES.lock().unwrap();
+    assert!(
+        lines.iter().any(|l| l.contains("collector unreachable")),
+        "{lines:?}"
+    );
+    assert!(!lines.iter().any(|l| l.contains("dropped")), "{lines:?}");
 }
 
 /// Sends a request head and then `body` on a bare socket; every byte of the body must be
