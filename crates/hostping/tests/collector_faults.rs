@@ -3,7 +3,8 @@
 //!
 //! - a run PostgreSQL refuses for what it holds (a NUL character: JSON allows `\u0000`,
 //!   PostgreSQL's text does not) is 422, naming the run and the server's reason; nothing of
-//!   it is stored, and the runs sent beside it are;
+//!   it is stored, the runs sent beside it are, and the agent's sender drops it with a log
+//!   line instead of resending it for ever;
 //! - a database out of reach is 503, and the sender keeps the run;
 //! - a body over `--max-body` is 413 in a way a client reading the answer sees: sent whole
 //!   without `Expect` (read to its end, within a bound, then answered), announced with
@@ -219,6 +220,83 @@ fn queued(db: &Path) -> u64 {
         .outbox_stats()
         .unwrap()
         .queued
+}
+
+#[test]
+fn the_agent_drops_a_run_the_database_refuses_and_delivers_the_next() {
+    log_sink!(LINES, log);
+    let dir = temp_dir("faults-agent-422");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
+    let db = dir.join("runs.db");
+    let ids = agent_database(&db, &[nul_evidence(), report(&[])]);
+    let sender = start_sender(&collector, "node-1", TOKEN_1, &db, log);
+    wait_until("an empty outbox", Duration::from_secs(30), || {
+        queued(&db) == 0
+    });
+    sender.finish();
+    assert_eq!(stored_runs(&pg), format!("node-1:{}", ids[1]));
+    let lines = LINES.lock().unwrap();
+    let dropped: Vec<&String> = lines.iter().filter(|l| l.contains("dropped")).collect();
+    assert_eq!(dropped.len(), 1, "{lines:?}");
+    let line = dropped[0];
+    assert!(
+        line.contains(&format!("run {}", ids[0])) && line.contains("422"),
+        "{line}"
+    );
+    // The collector's own message, naming what the database refused.
+    assert!(
+        line.contains(&format!("run {} of host node-1", ids[0])) && line.contains("0x00"),
+        "{line}"
+    );
+}
+
+#[test]
+fn an_agent_whose_every_run_the_database_refuses_drops_them_and_says_so() {
+    let dir = temp_dir("faults-agent-binary-422");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
+    // TOML, like JSON, allows a NUL in a string; the rack goes with every run.
+    let config = dir.join("agent.toml");
+    std::fs::write(&config, "[agent]\nrack = \"r\\u0000\"\n").unwrap();
+    let db = dir.join("runs.db");
+    let url = format!("http://{}", collector.addr);
+    let args = [
+        "--time-scale",
+        "600",
+        "--collector",
+        &url,
+        "--token",
+        TOKEN_1,
+        "--name",
+        "node-1",
+        "--config",
+        config.to_str().unwrap(),
+    ];
+    let mut agent = common::agent(&db, &args, &[]);
+    agent.wait_for_runs(2, Duration::from_secs(60));
+    wait_until("an empty outbox", Duration::from_secs(30), || {
+        queued(&db) == 0
+    });
+    agent.signal(libc::SIGTERM);
+    let out = agent.wait_output();
+    assert!(out.status.success(), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("outbox: run 1 dropped: the collector refused it (422"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("collector unreachable"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(pg.count("runs"), 0);
 }
 
 #[test]
