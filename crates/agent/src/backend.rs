@@ -14,7 +14,9 @@ use rdma::host::Probed;
 use std::time::Duration;
 use vhost::{Fault, VirtualHost};
 
-/// The agent's view of a host.
+/// The agent's view of a host: what the loop in `lib.rs` needs of a virtual host and of
+/// this machine alike, so that the loop (triggers, duty cycle, storing) is the same code for
+/// both, and the tests drive it on the virtual host.
 pub trait Backend {
     /// The host model, when there is something to probe.
     fn host(&self) -> Option<&HostTopology>;
@@ -24,7 +26,8 @@ pub trait Backend {
         None
     }
 
-    /// The backend clock, ns.
+    /// The backend clock, ns: the virtual host's simulated clock, or this machine's
+    /// monotonic clock. Cadences and the duty cycle are measured on it.
     fn now_ns(&self) -> u64;
 
     /// The monitors' view now.
@@ -33,7 +36,9 @@ pub trait Backend {
     /// Every counter source, for the run's record (`hostping counters --format json`).
     fn counters(&mut self) -> CounterReport;
 
-    /// Probes the plan of `mode` and analyzes it.
+    /// Probes the plan of `mode` and analyzes it: the run's report, or `None` when there is
+    /// nothing to probe (probing is off). `run_index` is the run's index among this agent's
+    /// runs (`check::pipeline::RunContext::run_index`).
     fn check(
         &mut self,
         settings: &CheckSettings,
@@ -43,7 +48,7 @@ pub trait Backend {
         run_index: u32,
     ) -> Option<Report>;
 
-    /// Lets up to `ns` of backend time pass; a stop or a probe request ends it early.
+    /// Lets up to `ns` ns of backend time pass; a stop or a probe request ends it early.
     fn wait(&mut self, ns: u64, control: &Control) -> Wake;
 
     /// Called before each iteration of the loop (scheduled faults).

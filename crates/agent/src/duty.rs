@@ -17,7 +17,9 @@ pub struct DutyLimiter {
 }
 
 impl DutyLimiter {
-    /// A full bucket at `now_ns`.
+    /// A full bucket at `now_ns` (ns of the backend clock): at most `max_duty` (a share of
+    /// time, 0 to 1) spent probing over the long run, and up to `burst_ns` ns of probing at
+    /// once, so that the first symptom is probed without waiting.
     pub fn new(max_duty: f64, burst_ns: u64, now_ns: u64) -> DutyLimiter {
         DutyLimiter {
             max_duty,
@@ -35,20 +37,20 @@ impl DutyLimiter {
         self.last_ns = self.last_ns.max(now_ns);
     }
 
-    /// Whether a run may start now.
+    /// Whether a run may start at `now_ns`.
     pub fn allows(&mut self, now_ns: u64) -> bool {
         self.refill(now_ns);
         self.budget_ns > 0.0
     }
 
-    /// Charges a run that took `ns` and ended at `now_ns`.
+    /// Charges a run that took `ns` ns of the backend clock and ended at `now_ns`.
     pub fn charge(&mut self, ns: u64, now_ns: u64) {
         self.refill(now_ns);
         self.budget_ns -= ns as f64;
         self.spent_ns += ns;
     }
 
-    /// Share of time spent probing since the agent started.
+    /// Share of time (0 to 1) spent probing since the agent started, at `now_ns`.
     pub fn duty_cycle(&self, now_ns: u64) -> f64 {
         let elapsed = now_ns.saturating_sub(self.started_ns);
         if elapsed == 0 {

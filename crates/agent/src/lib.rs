@@ -27,7 +27,14 @@ With a `[fabric]` table the agent also sweeps switch ports on a third thread
 
 Nothing is lost on SIGTERM: the run in progress finishes and is stored, then the agent
 stops. A SIGKILL loses at most that run: each run is one transaction in a WAL database.
+
+The modules: [`backend`] (the virtual host or this machine), [`config`] (the TOML file),
+[`duty`] (the duty-cycle limiter), [`http`] (`/metrics` and the JSON API), [`sender`]
+(delivery of runs to the fleet collector), [`switch_sampler`] (switch ports, `[fabric]`)
+and [`cost`] (what the agent costs its host).
 */
+
+#![deny(missing_docs)]
 
 pub mod backend;
 pub mod config;
@@ -188,7 +195,7 @@ pub struct Status {
     pub clock_ns: u64,
     /// Runs stored since this agent started.
     pub runs_stored: u64,
-    /// Share of time spent probing since start.
+    /// Share of time (0 to 1) spent probing since start.
     pub duty_cycle: f64,
     /// The latest monitor snapshot.
     pub last_snapshot: Option<HostSnapshot>,

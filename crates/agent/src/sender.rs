@@ -2,8 +2,12 @@
 //! DESIGN 4.5). The probe loop only queues: each run enters the store's outbox in the
 //! transaction that stores it. This thread posts the queue oldest first to
 //! `POST {URL}/api/runs` and removes a run only when the collector answered 2xx (which it
-//! does after its commit). A network error, a timeout or a 5xx keeps the run and backs off
-//! (doubling from [`FIRST_BACKOFF`] to [`MAX_BACKOFF`]); the queue lives in SQLite, so a
+//! does after its commit). A network error, a timeout, a 5xx (the collector or its database
+//! unavailable) or a 401/403 (a token being fixed) keeps the run and backs off (doubling
+//! from [`FIRST_BACKOFF`] to [`MAX_BACKOFF`]); a 400, 413 or 422 (the run outside the
+//! contract, over the size limit, or refused by the database for what it holds) drops it
+//! with a log line, for the same run would be refused again and, first in the queue, would
+//! hold back every run behind it. The queue lives in SQLite, so a
 //! restart of the agent or of the collector loses nothing, and the collector stores a
 //! resend once (idempotent by host, the database's instance id and run id: a wiped database
 //! numbers its runs from 1 again under a new instance id, and its runs are not taken for
@@ -63,7 +67,7 @@ pub struct RunSource<'a> {
 enum Outcome {
     /// Stored by the collector (now or before).
     Delivered,
-    /// Refused for good (400, 413): the run can never be accepted as it is.
+    /// Refused for good (400, 413, 422): the run can never be accepted as it is.
     Refused(String),
     /// Not stored, try again later (network, 5xx, 401/403 until the tokens are fixed).
     Retry(String),
@@ -130,13 +134,24 @@ fn deliver(
                 .limit(4096)
                 .read_to_string()
                 .unwrap_or_default();
-            let why = format!("{url}: {status} {}", text.trim());
+            let message = collector_message(&text);
             match status {
-                400 | 413 => Outcome::Refused(why),
-                _ => Outcome::Retry(why),
+                400 | 413 | 422 => Outcome::Refused(format!(
+                    "the collector refused it ({status} from {url}): {message}"
+                )),
+                _ => Outcome::Retry(format!("{url}: {status} {message}")),
             }
         }
     }
+}
+
+/// The collector's words in an error answer: the `error` of its JSON (DESIGN 4.5), or the
+/// text as it came (a proxy's page, say).
+fn collector_message(text: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| v.get("error")?.as_str().map(str::to_owned))
+        .unwrap_or_else(|| text.trim().to_owned())
 }
 
 /// Starts the sender on its own connection to `database`.
@@ -201,7 +216,7 @@ fn run(
                 }
                 Outcome::Refused(why) => {
                     dropped += 1;
-                    log(&format!("outbox: run {} refused, dropped: {why}", run.id));
+                    log(&format!("outbox: run {} dropped: {why}", run.id));
                     if let Err(e) = store.outbox_delivered(run.id) {
                         log(&format!("outbox: {e}"));
                     }
@@ -286,6 +301,102 @@ mod tests {
         );
         let unracked = RunSource { rack: None, ..from };
         assert_eq!(body(&unracked)["rack"], serde_json::Value::Null);
+    }
+
+    /// A collector that answers one request with `status` and `body`, after reading it
+    /// whole; its address.
+    fn answering(status: &str, body: &'static str) -> std::net::SocketAddr {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let status = status.to_owned();
+        std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(stream);
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if line == "\r\n" {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':') {
+                    if name.eq_ignore_ascii_case("content-length") {
+                        length = value.trim().parse().unwrap();
+                    }
+                }
+            }
+            reader.read_exact(&mut vec![0; length]).unwrap();
+            let answer = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            reader.get_mut().write_all(answer.as_bytes()).unwrap();
+        });
+        addr
+    }
+
+    fn deliver_to(addr: std::net::SocketAddr) -> Outcome {
+        let client: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(10)))
+            .build()
+            .into();
+        let target = CollectorTarget {
+            url: format!("http://{addr}"),
+            token: "t".into(),
+            host: "node-1".into(),
+            tls: ureq::tls::TlsConfig::default(),
+            rack: None,
+        };
+        let run = OutboxRun {
+            id: 7,
+            started_unix_ms: 0,
+            trigger: "idle".into(),
+            report: serde_json::json!({"host": "dgx-a100"}),
+            attempts: 0,
+        };
+        deliver(&client, &target, "i", &run)
+    }
+
+    #[test]
+    fn a_run_refused_for_what_it_is_is_dropped_with_the_collectors_words() {
+        for status in [
+            "400 Bad Request",
+            "413 Payload Too Large",
+            "422 Unprocessable Entity",
+        ] {
+            let addr = answering(status, r#"{"error": "run 7 of host node-1 refused: 0x00"}"#);
+            let code = &status[..3];
+            assert_eq!(
+                deliver_to(addr),
+                Outcome::Refused(format!(
+                    "the collector refused it ({code} from http://{addr}/api/runs): \
+                     run 7 of host node-1 refused: 0x00"
+                ))
+            );
+        }
+    }
+
+    #[test]
+    fn a_run_the_collector_could_not_take_now_is_kept() {
+        // 5xx: the collector or its database, for now; 401/403: a token being fixed.
+        for status in [
+            "401 Unauthorized",
+            "403 Forbidden",
+            "500 Internal Server Error",
+            "503 Service Unavailable",
+        ] {
+            let addr = answering(status, r#"{"error": "the database is unavailable"}"#);
+            let code = &status[..3];
+            assert_eq!(
+                deliver_to(addr),
+                Outcome::Retry(format!(
+                    "http://{addr}/api/runs: {code} the database is unavailable"
+                ))
+            );
+        }
     }
 
     #[test]

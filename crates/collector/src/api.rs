@@ -12,15 +12,17 @@
 //! writer and the tokens too), so no module of the collector imports this one.
 //!
 //! Refusals of a run: 401 no or unknown token, 403 a token of another host, 413 a body over
-//! the limit, 400 a body outside the contract, 503 the database is unreachable (the agent
-//! keeps the run and retries). A 2xx is sent only after the commit. The reads refuse as
+//! the limit, 400 a body outside the contract, 422 a run the database refuses for what it
+//! holds (a NUL character in a string: the agent drops it), 503 the database is unreachable
+//! (the agent keeps the run and retries), 500 the collector failed (the agent keeps the run
+//! too). A 2xx is sent only after the commit. The reads refuse as
 //! `fleet_api::read::ReadError` says: 400 a query outside the contract, 404 an unknown host
-//! or kind, 503 the database is unreachable.
+//! or kind, 503 the database is unreachable, 500 what is stored cannot be served.
 
 use crate::batch::{Arrival, Stored};
 use crate::reads::PgReads;
-use crate::writer::Writer;
-use axum::body::Bytes;
+use crate::writer::{WriteError, Writer};
+use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -30,7 +32,9 @@ use deadpool_postgres::Pool;
 use fleet_api::tokens::Tokens;
 use fleet_api::upload;
 use serde_json::{json, Value};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// What the run upload and the health check share.
 #[derive(Clone)]
@@ -51,6 +55,12 @@ enum ApiError {
     BadRequest(String),
     #[error("database: {0}")]
     Database(String),
+    /// A pushed run over `--max-body`.
+    #[error("the body is over the limit of {limit} bytes")]
+    TooLarge { limit: usize },
+    /// A checked run the writer did not store; [`WriteError`] says whose fault it is.
+    #[error("{0}")]
+    NotStored(WriteError),
 }
 
 impl IntoResponse for ApiError {
@@ -60,12 +70,33 @@ impl IntoResponse for ApiError {
             ApiError::WrongHost { .. } => StatusCode::FORBIDDEN,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Database(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            // Refused for what it holds: sent again it would be refused again, so the
+            // agent drops it. The database's availability, or the collector's own failure:
+            // the run is fine, and the agent keeps it and sends it again.
+            ApiError::NotStored(e) => match e {
+                WriteError::Refused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+                WriteError::NoConnection(_) | WriteError::Unavailable(_) | WriteError::Stopped => {
+                    StatusCode::SERVICE_UNAVAILABLE
+                }
+                WriteError::Failed { .. } | WriteError::Abandoned => {
+                    StatusCode::INTERNAL_SERVER_ERROR
+                }
+            },
         };
+        let too_large = matches!(self, ApiError::TooLarge { .. });
         let mut response = (status, Json(json!({"error": self.to_string()}))).into_response();
         if status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, "Bearer".parse().expect("static"));
+        }
+        if too_large {
+            // What is left of the body is not read (read_run_body): the connection cannot
+            // carry another request.
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, "close".parse().expect("static"));
         }
         response
     }
@@ -91,7 +122,11 @@ pub fn router(pool: Pool, writer: Writer, tokens: Tokens, max_body: usize) -> Ro
         tokens: Arc::new(tokens),
     };
     Router::new()
-        .route("/api/runs", post(post_run))
+        // The run's body is read by the handler itself, within `max_body` (read_run_body).
+        .route(
+            "/api/runs",
+            post(move |state, headers, body| post_run(state, headers, body, max_body)),
+        )
         .route("/api/health", get(health))
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(shared)
@@ -107,11 +142,98 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
+/// How much of a body over the limit is read and discarded before the 413, beyond the
+/// limit, and for how long. A client that sends its body whole before it reads the answer
+/// (ureq, the agent's client, and most libraries) sees the 413 only if the body was read to
+/// its end: a connection closed with data unread is reset by the kernel, and the client's
+/// next write fails before it reads the answer waiting for it. 64 MiB is many times the
+/// largest run an agent sends and a second or less on a fleet's network; past it, or past
+/// [`DISCARD_TIME`] (a client too slow to wait for), the 413 is sent as it is. Only one
+/// frame of it is held at a time.
+const DISCARD_BYTES: u64 = 64 << 20;
+/// See [`DISCARD_BYTES`].
+const DISCARD_TIME: Duration = Duration::from_secs(10);
+
+/// The body of a pushed run, at most `max` bytes; over that, [`ApiError::TooLarge`], sent
+/// when a client reading its answer can see it:
+///
+/// - a length announced over `max` is refused before a byte is read. A client that asked
+///   `Expect: 100-continue` (curl does, for bodies over 1 MiB) is told at once: hyper sends
+///   `100 Continue` only when a body is first read, so it never does, and the client never
+///   sends the body. A client already sending is read to the end first, within
+///   [`DISCARD_BYTES`] and [`DISCARD_TIME`].
+/// - a chunked body (no length) is read up to `max`, then discarded to its end within the
+///   same bounds.
+///
+/// The 413 closes the connection (`Connection: close`, set by [`ApiError`]).
+async fn read_run_body(headers: &HeaderMap, mut body: Body, max: usize) -> Result<Bytes, ApiError> {
+    let max_bytes = max as u64;
+    let too_large = || ApiError::TooLarge { limit: max };
+    let bound = max_bytes.saturating_add(DISCARD_BYTES);
+    if let Some(declared) = body.size_hint().exact().filter(|&n| n > max_bytes) {
+        if !expects_continue(headers) && declared <= bound {
+            discard(body, declared).await;
+        }
+        return Err(too_large());
+    }
+    let announced = body.size_hint().exact().unwrap_or(0) as usize; // at most `max` here
+    let mut kept = Vec::with_capacity(announced);
+    while let Some(data) = next_data(&mut body).await {
+        // A body cut short or malformed, as axum's own reader answers it.
+        let data = data.map_err(|e| ApiError::BadRequest(format!("reading the body: {e}")))?;
+        if kept.len() + data.len() > max {
+            let read = (kept.len() + data.len()) as u64;
+            drop(kept);
+            discard(body, bound.saturating_sub(read)).await;
+            return Err(too_large());
+        }
+        kept.extend_from_slice(&data);
+    }
+    Ok(Bytes::from(kept))
+}
+
+/// Whether the client asked for leave to send its body (`Expect: 100-continue`).
+fn expects_continue(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
+}
+
+/// The body's next data, skipping trailers; `None` at its end.
+async fn next_data(body: &mut Body) -> Option<Result<Bytes, axum::Error>> {
+    loop {
+        match std::future::poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await? {
+            Ok(frame) => {
+                if let Ok(data) = frame.into_data() {
+                    return Some(Ok(data));
+                }
+            }
+            Err(e) => return Some(Err(e)),
+        }
+    }
+}
+
+/// Reads and drops the rest of `body`: at most `bytes` more, within [`DISCARD_TIME`].
+async fn discard(mut body: Body, bytes: u64) {
+    let rest = async {
+        let mut left = bytes;
+        while let Some(Ok(data)) = next_data(&mut body).await {
+            match left.checked_sub(data.len() as u64) {
+                Some(l) => left = l,
+                None => return,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DISCARD_TIME, rest).await;
+}
+
 async fn post_run(
     State(shared): State<Shared>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
+    max_body: usize,
 ) -> Result<Response, ApiError> {
+    let body = read_run_body(&headers, body, max_body).await?;
     let token_host = bearer(&headers)
         .and_then(|t| shared.tokens.host_of(t))
         .ok_or(ApiError::Unauthorized)?
@@ -129,7 +251,7 @@ async fn post_run(
         .writer
         .store(Arrival { upload, report })
         .await
-        .map_err(ApiError::Database)?;
+        .map_err(ApiError::NotStored)?;
     let (status, id, duplicate) = match stored {
         Stored::New(id) => (StatusCode::CREATED, id, false),
         Stored::Duplicate(id) => (StatusCode::OK, id, true),

@@ -14,6 +14,8 @@ use analyze::fleet::baseline::{Samples, HOST_RUNS};
 use fleet_api::upload::RunUpload;
 use model::Report;
 use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{Json, ToSql};
 
 /// What happened to a pushed run.
@@ -25,13 +27,111 @@ pub enum Stored {
     Duplicate(i64),
 }
 
-/// A run that passed the contract (collector/ingest.rs), ready to be stored.
+/// A run that passed the contract ([`fleet_api::upload::parse`]), ready to be stored.
 #[derive(Debug)]
 pub struct Arrival {
     /// The envelope, with the report as the agent's text.
     pub upload: RunUpload,
     /// The report, parsed for the tables.
     pub report: Report,
+}
+
+/// The statements of [`store_batch`], in order: a message says which one failed, and so
+/// which part of a run the server would not take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// `BEGIN`.
+    Begin,
+    /// Preparing the statements (once per pooled connection).
+    Prepare,
+    /// The hosts' upsert (`HOSTS_SQL`).
+    Hosts,
+    /// The runs' insert (`RUNS_SQL`).
+    Runs,
+    /// Finding resent runs stored before (`EARLIER_SQL`).
+    EarlierRuns,
+    /// The new runs' paths (`PATHS_SQL`).
+    Paths,
+    /// Their links (`LINKS_SQL`).
+    Links,
+    /// Their diagnoses (`DIAGNOSES_SQL`).
+    Diagnoses,
+    /// Their sample sets (`SAMPLES_SQL`).
+    SampleSets,
+    /// The hosts' summaries (`SUMMARY_SQL`).
+    Summaries,
+    /// `COMMIT`, or the `ROLLBACK` of a batch of resends only.
+    End,
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Step::Begin => "beginning the transaction",
+            Step::Prepare => "preparing the statements",
+            Step::Hosts => "storing the hosts",
+            Step::Runs => "storing the runs",
+            Step::EarlierRuns => "finding the runs stored before",
+            Step::Paths => "storing the paths",
+            Step::Links => "storing the links",
+            Step::Diagnoses => "storing the diagnoses",
+            Step::SampleSets => "storing the sample sets",
+            Step::Summaries => "updating the hosts' summaries",
+            Step::End => "ending the transaction",
+        })
+    }
+}
+
+/// Why a batch was not stored; nothing of it was (its transaction is rolled back).
+#[derive(Debug, thiserror::Error)]
+pub enum BatchError {
+    /// A statement failed: the server refused it (its SQLSTATE says why) or the connection
+    /// broke (no SQLSTATE).
+    #[error("{step}: {}", crate::server_words(.source))]
+    Statement {
+        /// Which statement.
+        step: Step,
+        /// tokio-postgres's error, the server's within it when it answered.
+        source: tokio_postgres::Error,
+    },
+    /// The hosts' upsert returned no row for a host of the batch. It returns every row it
+    /// inserts or meets, so only something beside the collector does this (a trigger or a
+    /// rule on `hosts`).
+    #[error("{}: no row came back for host {host}", Step::Hosts)]
+    HostMissing {
+        /// The host's name.
+        host: String,
+    },
+    /// A run was neither inserted nor found stored before: the unique key skipped it, yet
+    /// no such run is there. Again only something beside the collector does this (a
+    /// trigger on `runs`, a run deleted meanwhile).
+    #[error(
+        "{}: run {run} of host {host} (instance {instance:?}) was neither inserted nor found stored before",
+        Step::Runs
+    )]
+    RunMissing {
+        /// The host's name.
+        host: String,
+        /// The agent database's instance id.
+        instance: String,
+        /// The agent's run id.
+        run: i64,
+    },
+}
+
+impl BatchError {
+    /// The SQLSTATE the server answered with, when it answered.
+    pub fn code(&self) -> Option<&SqlState> {
+        match self {
+            BatchError::Statement { source, .. } => source.code(),
+            BatchError::HostMissing { .. } | BatchError::RunMissing { .. } => None,
+        }
+    }
+}
+
+/// The error of a failed statement at `step`.
+fn at(step: Step) -> impl FnOnce(tokio_postgres::Error) -> BatchError {
+    move |source| BatchError::Statement { step, source }
 }
 
 /// The hosts of a batch, each row locked and its id returned. A new host's kind is its
@@ -161,10 +261,11 @@ type RunKey = (i64, String, i64);
 pub async fn store_batch(
     client: &mut deadpool_postgres::Client,
     batch: &[Arrival],
-) -> Result<Vec<Stored>, tokio_postgres::Error> {
-    let tx = client.transaction().await?;
+) -> Result<Vec<Stored>, BatchError> {
+    let tx = client.transaction().await.map_err(at(Step::Begin))?;
     let (hosts_sql, runs_sql) =
-        tokio::try_join!(tx.prepare_cached(HOSTS_SQL), tx.prepare_cached(RUNS_SQL))?;
+        tokio::try_join!(tx.prepare_cached(HOSTS_SQL), tx.prepare_cached(RUNS_SQL))
+            .map_err(at(Step::Prepare))?;
 
     // The hosts, once each, in name order; a new host's kind is that of its first run here.
     let mut first_kind: BTreeMap<&str, &str> = BTreeMap::new();
@@ -178,13 +279,24 @@ pub async fn store_batch(
     let known: Vec<bool> = kinds.iter().map(|k| kind_known(k)).collect();
     let host_ids: HashMap<String, i64> = tx
         .query(&hosts_sql, &[&names, &kinds, &known])
-        .await?
+        .await
+        .map_err(at(Step::Hosts))?
         .iter()
         .map(|r| (r.get(1), r.get(0)))
         .collect();
-    let host_of = |a: &Arrival| host_ids[&a.upload.host];
+    // Each run's host id, in the batch's order.
+    let runs: Vec<i64> = batch
+        .iter()
+        .map(|a| {
+            host_ids
+                .get(&a.upload.host)
+                .copied()
+                .ok_or_else(|| BatchError::HostMissing {
+                    host: a.upload.host.clone(),
+                })
+        })
+        .collect::<Result<_, _>>()?;
 
-    let runs: Vec<i64> = batch.iter().map(host_of).collect();
     let agent_ids: Vec<i64> = batch.iter().map(|a| a.upload.id).collect();
     let triggers: Vec<&str> = batch.iter().map(|a| a.upload.trigger.as_str()).collect();
     let starts: Vec<i64> = batch.iter().map(|a| a.upload.started_unix_ms).collect();
@@ -203,18 +315,19 @@ pub async fn store_batch(
                 &reports, &instances,
             ],
         )
-        .await?
+        .await
+        .map_err(at(Step::Runs))?
         .iter()
         .map(|r| ((r.get(1), r.get(2), r.get(3)), r.get(0)))
         .collect();
 
     // What happened to each run: the first copy of an inserted key is new, a later copy in
     // the batch is its duplicate, and a key not inserted was stored before.
-    let key = |a: &Arrival| (host_of(a), a.upload.instance.clone(), a.upload.id);
+    let key = |a: &Arrival, host_id: i64| (host_id, a.upload.instance.clone(), a.upload.id);
     let mut claimed: HashMap<RunKey, bool> = HashMap::new();
     let mut outcome: Vec<Option<Stored>> = Vec::with_capacity(batch.len());
-    for a in batch {
-        let k = key(a);
+    for (a, &host_id) in batch.iter().zip(&runs) {
+        let k = key(a, host_id);
         outcome.push(inserted.get(&k).map(|&id| {
             if std::mem::replace(claimed.entry(k).or_default(), true) {
                 Stored::Duplicate(id)
@@ -223,52 +336,69 @@ pub async fn store_batch(
             }
         }));
     }
-    let earlier: Vec<&Arrival> = batch
+    let earlier: Vec<(&Arrival, i64)> = batch
         .iter()
+        .zip(&runs)
         .zip(&outcome)
         .filter(|(_, o)| o.is_none())
-        .map(|(a, _)| a)
+        .map(|((a, &host_id), _)| (a, host_id))
         .collect();
     if !earlier.is_empty() {
-        let hosts: Vec<i64> = earlier.iter().map(|a| host_of(a)).collect();
-        let instances: Vec<&str> = earlier.iter().map(|a| a.upload.instance.as_str()).collect();
-        let ids: Vec<i64> = earlier.iter().map(|a| a.upload.id).collect();
+        let hosts: Vec<i64> = earlier.iter().map(|&(_, host_id)| host_id).collect();
+        let instances: Vec<&str> = earlier
+            .iter()
+            .map(|(a, _)| a.upload.instance.as_str())
+            .collect();
+        let ids: Vec<i64> = earlier.iter().map(|(a, _)| a.upload.id).collect();
         let stored: HashMap<RunKey, i64> = tx
             .query(EARLIER_SQL, &[&hosts, &instances, &ids])
-            .await?
+            .await
+            .map_err(at(Step::EarlierRuns))?
             .iter()
             .map(|r| ((r.get(1), r.get(2), r.get(3)), r.get(0)))
             .collect();
-        for (a, o) in batch.iter().zip(&mut outcome) {
+        for ((a, &host_id), o) in batch.iter().zip(&runs).zip(&mut outcome) {
             if o.is_none() {
-                *o = stored.get(&key(a)).map(|&id| Stored::Duplicate(id));
+                *o = stored
+                    .get(&key(a, host_id))
+                    .map(|&id| Stored::Duplicate(id));
             }
         }
     }
-    let outcome: Vec<Stored> = outcome
-        .into_iter()
-        .map(|o| o.expect("a run skipped by the unique key is stored"))
-        .collect();
+    // A run skipped by the unique key is stored: unless something beside the collector
+    // made it vanish, which fails the batch rather than the writer.
+    let outcome: Vec<Stored> = batch
+        .iter()
+        .zip(outcome)
+        .map(|(a, o)| {
+            o.ok_or_else(|| BatchError::RunMissing {
+                host: a.upload.host.clone(),
+                instance: a.upload.instance.clone(),
+                run: a.upload.id,
+            })
+        })
+        .collect::<Result<_, _>>()?;
 
     let new: Vec<NewRun> = batch
         .iter()
+        .zip(&runs)
         .zip(&outcome)
-        .filter_map(|(a, o)| match o {
+        .filter_map(|((a, &host_id), o)| match o {
             Stored::New(run_id) => Some(NewRun {
                 arrival: a,
                 run_id: *run_id,
-                host_id: host_of(a),
+                host_id,
             }),
             Stored::Duplicate(_) => None,
         })
         .collect();
     if new.is_empty() {
         // Resends only: the hosts' upsert changed nothing worth keeping.
-        tx.rollback().await?;
+        tx.rollback().await.map_err(at(Step::End))?;
         return Ok(outcome);
     }
     write_rows(&tx, &new).await?;
-    tx.commit().await?;
+    tx.commit().await.map_err(at(Step::End))?;
     Ok(outcome)
 }
 
@@ -284,14 +414,15 @@ struct NewRun<'a> {
 async fn write_rows(
     tx: &deadpool_postgres::Transaction<'_>,
     new: &[NewRun<'_>],
-) -> Result<(), tokio_postgres::Error> {
+) -> Result<(), BatchError> {
     let (paths_sql, links_sql, diagnoses_sql, samples_sql, summary_sql) = tokio::try_join!(
         tx.prepare_cached(PATHS_SQL),
         tx.prepare_cached(LINKS_SQL),
         tx.prepare_cached(DIAGNOSES_SQL),
         tx.prepare_cached(SAMPLES_SQL),
         tx.prepare_cached(SUMMARY_SQL),
-    )?;
+    )
+    .map_err(at(Step::Prepare))?;
 
     let run_ids: Vec<i64> = new.iter().map(|r| r.run_id).collect();
     let host_ids: Vec<i64> = new.iter().map(|r| r.host_id).collect();
@@ -425,14 +556,33 @@ async fn write_rows(
         &summary.kinds_known,
         &summary.sample_sets,
     ];
-    tokio::try_join!(
+    let (paths, links, diagnoses, samples, summary) = tokio::join!(
         tx.execute(&paths_sql, &paths_params),
         tx.execute(&links_sql, &links_params),
         tx.execute(&diagnoses_sql, &diagnoses_params),
         tx.execute(&samples_sql, &samples_params),
         tx.execute(&summary_sql, &summary_params),
-    )?;
-    Ok(())
+    );
+    // Pipelined, in whatever order `join!` first polls them: the statement the server
+    // refused is the one whose error is not "current transaction is aborted", which is
+    // all the statements sent after it get. Its step says which part of the run it was.
+    let mut aborted = None;
+    let results = [
+        (Step::Paths, paths),
+        (Step::Links, links),
+        (Step::Diagnoses, diagnoses),
+        (Step::SampleSets, samples),
+        (Step::Summaries, summary),
+    ];
+    for (step, result) in results {
+        if let Err(source) = result {
+            if source.code() != Some(&SqlState::IN_FAILED_SQL_TRANSACTION) {
+                return Err(BatchError::Statement { step, source });
+            }
+            aborted.get_or_insert(BatchError::Statement { step, source });
+        }
+    }
+    aborted.map_or(Ok(()), Err)
 }
 
 /// The hosts with new sample sets, and how many each: [`SAMPLES_SQL`]'s $10 and $11.
@@ -478,10 +628,13 @@ impl Summaries {
         }
         let mut s = Summaries::default();
         for (host_id, runs) in by_host {
-            let latest = runs
+            // Every host here has a new run: `by_host` was made from them.
+            let Some(latest) = runs
                 .iter()
                 .max_by_key(|r| (r.arrival.upload.started_unix_ms, r.run_id))
-                .expect("a host here has a new run");
+            else {
+                continue;
+            };
             let (upload, report) = (&latest.arrival.upload, &latest.arrival.report);
             let mut causes: Vec<&'static str> =
                 report.diagnoses.iter().map(|d| d.cause.as_str()).collect();

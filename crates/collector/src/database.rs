@@ -2,6 +2,7 @@
 //! being unreachable or restarting, answered 503 so that a client tries again, with the
 //! words the collector always used ("database: ...").
 
+use crate::refresh::RefreshError;
 use fleet_api::read::ReadError;
 
 /// The pool or a query failed.
@@ -25,5 +26,16 @@ pub(crate) trait Db<T> {
 impl<T, E: Into<DatabaseError>> Db<T> for Result<T, E> {
     fn db(self) -> Result<T, ReadError> {
         self.map_err(|e| ReadError::unavailable(e.into()))
+    }
+}
+
+/// A refresh that failed: the database (503, as any read), or stored values it cannot use
+/// (500, naming them: asking again will not help until they are gone).
+impl From<RefreshError> for ReadError {
+    fn from(e: RefreshError) -> Self {
+        match e {
+            RefreshError::Database(e) => ReadError::unavailable(DatabaseError::Query(e)),
+            unusable @ RefreshError::UnevenSamples { .. } => ReadError::internal(unusable),
+        }
     }
 }

@@ -76,7 +76,7 @@ async fn host_baseline(
         })?;
     let kind: String = row.get(0);
     let rack: Option<String> = row.get(1);
-    refresh::ensure_fresh(&mut client, &kind).await.db()?;
+    refresh::ensure_fresh(&mut client, &kind).await?;
     let fleet = refresh::load(&client, &kind).await.db()?;
     let th = thresholds();
     let (paths, run) = match row.get::<_, Option<serde_json::Value>>(2) {
@@ -130,7 +130,7 @@ async fn kind_baseline(
     if known == 0 {
         return Err(ReadError::NoKind(kind));
     }
-    refresh::ensure_fresh(&mut client, &kind).await.db()?;
+    refresh::ensure_fresh(&mut client, &kind).await?;
     let fleet = refresh::load(&client, &kind).await.db()?;
     let batch: Vec<String> = client
         .query(
@@ -196,7 +196,7 @@ async fn slow_hosts(
     let th = thresholds();
     let mut found = Vec::new();
     for kind in kinds {
-        refresh::ensure_fresh(&mut client, &kind).await.db()?;
+        refresh::ensure_fresh(&mut client, &kind).await?;
         let fleet = refresh::load(&client, &kind).await.db()?;
         if fleet.is_empty() {
             continue;

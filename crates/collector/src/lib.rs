@@ -69,13 +69,21 @@ pub enum CollectorError {
     /// The pool could not be built.
     #[error("--database: {0}")]
     Pool(#[from] deadpool_postgres::BuildError),
-    /// The database refused a connection or a migration.
-    #[error("database {url}: {reason}")]
-    Database {
+    /// No connection to the database.
+    #[error("database {url}: {source}")]
+    Connect {
         /// The URL given.
         url: String,
         /// Why.
-        reason: String,
+        source: deadpool_postgres::PoolError,
+    },
+    /// The database refused a migration.
+    #[error("database {url}: {}", server_words(.source))]
+    Migrate {
+        /// The URL given.
+        url: String,
+        /// Why.
+        source: tokio_postgres::Error,
     },
     /// The listening socket or the runtime.
     #[error("listen on {addr}: {source}")]
@@ -85,6 +93,21 @@ pub enum CollectorError {
         /// Why.
         source: std::io::Error,
     },
+}
+
+/// A tokio-postgres error in the server's own words when the server answered (`ERROR:
+/// invalid byte sequence for encoding "UTF8": 0x00`), else in tokio-postgres's with its
+/// cause (`error communicating with the server: Connection reset by peer`): its `Display`
+/// alone says only `db error` and leaves the rest to `source()`, which a one-line message
+/// (an HTTP answer, a log line) would lose.
+pub(crate) fn server_words(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return db.to_string();
+    }
+    match std::error::Error::source(e) {
+        Some(cause) => format!("{e}: {cause}"),
+        None => e.to_string(),
+    }
 }
 
 /// Connects, migrates, listens and serves until the process is stopped. `ready` is called
@@ -123,17 +146,14 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
             .create_timeout(bounded)
             .recycle_timeout(bounded)
             .build()?;
-        let database_error = |reason: String| CollectorError::Database {
-            url: config.database.clone(),
-            reason,
-        };
+        let url = || config.database.clone();
         let mut client = pool
             .get()
             .await
-            .map_err(|e| database_error(e.to_string()))?;
+            .map_err(|source| CollectorError::Connect { url: url(), source })?;
         schema::migrate(&mut client)
             .await
-            .map_err(|e| database_error(e.to_string()))?;
+            .map_err(|source| CollectorError::Migrate { url: url(), source })?;
         drop(client);
         tokio::spawn(refresh::refresh_loop(pool.clone(), |line| {
             eprintln!("hostping collector: {line}")

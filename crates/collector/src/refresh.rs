@@ -3,7 +3,9 @@
 //! refreshed when hosts of the kind sent new values (a background task every
 //! [`REFRESH_EVERY`], and any read that needs the baseline first).
 
-use analyze::fleet::baseline::{fleet_paths, rings, FleetPath, Ring, Samples, Spread, BATCH_HOSTS};
+use analyze::fleet::baseline::{
+    fleet_paths, rings, FleetPath, Ring, Samples, Spread, UnevenSamples, BATCH_HOSTS,
+};
 use analyze::robust::Robust;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -12,8 +14,27 @@ use tokio_postgres::{Client, Transaction};
 /// How often the collector refreshes the baselines of kinds that got new values.
 pub const REFRESH_EVERY: Duration = Duration::from_secs(1);
 
+/// Why a kind's fleet baseline could not be refreshed; nothing of the refresh is kept.
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    /// A statement failed or the connection broke.
+    #[error("{}", crate::server_words(.0))]
+    Database(#[from] tokio_postgres::Error),
+    /// A stored sample set of the kind's batch cannot be used: the refresh stops rather
+    /// than compute a baseline without some host's values. The set goes once its host has
+    /// sent [`analyze::fleet::baseline::HOST_RUNS`] newer ones, or when someone deletes it.
+    #[error("kind {kind}: {source}")]
+    UnevenSamples {
+        /// The kind whose baseline it is.
+        kind: String,
+        /// The set.
+        source: UnevenSamples,
+    },
+}
+
 /// A stored sample set: the four array columns of `host_samples` from column `first` on
-/// (rnic, endpoint, latency_us, bandwidth_gbps).
+/// (rnic, endpoint, latency_us, bandwidth_gbps), as stored: [`rings`] checks that they are
+/// of one length before it pairs their elements.
 pub fn stored_samples(row: &tokio_postgres::Row, first: usize) -> Samples {
     Samples {
         rnics: row.get(first),
@@ -25,7 +46,7 @@ pub fn stored_samples(row: &tokio_postgres::Row, first: usize) -> Samples {
 
 /// The rings of the batch of `kind`: the [`BATCH_HOSTS`] hosts with values that reported
 /// last.
-async fn batch_rings(tx: &Transaction<'_>, kind: &str) -> Result<Vec<Ring>, tokio_postgres::Error> {
+async fn batch_rings(tx: &Transaction<'_>, kind: &str) -> Result<Vec<Ring>, RefreshError> {
     let rows = tx
         .query(
             "SELECT h.name, s.rnic, s.endpoint, s.latency_us, s.bandwidth_gbps
@@ -38,13 +59,18 @@ async fn batch_rings(tx: &Transaction<'_>, kind: &str) -> Result<Vec<Ring>, toki
             &[&kind, &BATCH_HOSTS],
         )
         .await?;
-    Ok(rings(rows.iter().map(|r| (r.get(0), stored_samples(r, 1)))))
+    rings(rows.iter().map(|r| (r.get(0), stored_samples(r, 1))))
+        .checked()
+        .map_err(|source| RefreshError::UnevenSamples {
+            kind: kind.to_owned(),
+            source,
+        })
 }
 
 /// Recomputes the baseline of `kind` from its batch and stores it (tables
 /// `fleet_baselines`, `fleet_batches`); the hosts whose values it saw are marked seen. One
 /// refresher per kind at a time (an advisory lock); returns the hosts in the batch.
-pub async fn refresh(client: &mut Client, kind: &str) -> Result<usize, tokio_postgres::Error> {
+pub async fn refresh(client: &mut Client, kind: &str) -> Result<usize, RefreshError> {
     let tx = client.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock(7248, hashtext($1))", &[&kind])
         .await?;
@@ -116,7 +142,7 @@ pub async fn refresh(client: &mut Client, kind: &str) -> Result<usize, tokio_pos
 }
 
 /// Refreshes `kind` if a host of it has values the last refresh did not see.
-pub async fn ensure_fresh(client: &mut Client, kind: &str) -> Result<(), tokio_postgres::Error> {
+pub async fn ensure_fresh(client: &mut Client, kind: &str) -> Result<(), RefreshError> {
     let dirty = client
         .query_opt(
             "SELECT 1 FROM hosts WHERE kind = $1 AND paths_version <> baseline_version LIMIT 1",
@@ -130,8 +156,10 @@ pub async fn ensure_fresh(client: &mut Client, kind: &str) -> Result<(), tokio_p
     Ok(())
 }
 
-/// Refreshes every kind that has hosts with unseen values; returns the kinds refreshed.
-pub async fn refresh_dirty(client: &mut Client) -> Result<Vec<String>, tokio_postgres::Error> {
+/// Refreshes every kind that has hosts with unseen values; returns the kinds refreshed,
+/// or the first error met. A kind that cannot be refreshed does not keep the others from
+/// it: each is tried.
+pub async fn refresh_dirty(client: &mut Client) -> Result<Vec<String>, RefreshError> {
     let kinds: Vec<String> = client
         .query(
             "SELECT DISTINCT kind FROM hosts WHERE paths_version <> baseline_version",
@@ -141,14 +169,21 @@ pub async fn refresh_dirty(client: &mut Client) -> Result<Vec<String>, tokio_pos
         .iter()
         .map(|r| r.get(0))
         .collect();
+    let mut first_error = None;
     for kind in &kinds {
-        refresh(client, kind).await?;
+        if let Err(e) = refresh(client, kind).await {
+            first_error.get_or_insert(e);
+        }
     }
-    Ok(kinds)
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(kinds),
+    }
 }
 
 /// Refreshes the baselines of kinds with new values every [`REFRESH_EVERY`], for as long
-/// as the collector runs; a failure (the database away) is logged and retried.
+/// as the collector runs; a failure (the database away, a stored set it cannot use) is
+/// logged once, when it starts, and retried.
 pub async fn refresh_loop(pool: deadpool_postgres::Pool, log: fn(&str)) {
     let mut failing = false;
     loop {

@@ -9,13 +9,16 @@
 mod common;
 
 use collector::batch::{Arrival, Stored};
-use collector::writer::{Outcome, Writer};
+use collector::writer::{WriteError, Writer};
 use common::postgres::Postgres;
 use common::{hostping, stdout, temp_dir};
 use fleet_api::upload as ingest;
 use serde_json::{json, Value};
 use std::future::Future;
 use std::task::Poll;
+
+/// What a request is told: stored (now or before), or why not.
+type Outcome = Result<Stored, WriteError>;
 
 /// `runs` real reports of the virtual dgx-a100, made idle runs (what feeds the baselines).
 fn idle_reports(runs: u32) -> Vec<Value> {
@@ -132,13 +135,13 @@ fn runs_queued_together_are_one_transaction_with_duplicates_and_summaries() {
     let newest_1 = new_id(&outcomes[0]);
     let older_1 = new_id(&outcomes[1]);
     assert_eq!(
-        outcomes[2],
-        Ok(Stored::Duplicate(newest_1)),
+        outcomes[2].as_ref().ok(),
+        Some(&Stored::Duplicate(newest_1)),
         "a copy within the batch"
     );
     assert_eq!(
-        outcomes[3],
-        Ok(Stored::Duplicate(earlier_id)),
+        outcomes[3].as_ref().ok(),
+        Some(&Stored::Duplicate(earlier_id)),
         "a resend of an earlier batch"
     );
     let node_3 = new_id(&outcomes[4]);
@@ -262,7 +265,8 @@ fn a_run_the_database_refuses_fails_alone_and_the_rest_of_its_batch_is_stored() 
     let refused = outcomes[1]
         .as_ref()
         .expect_err("the NUL trigger is refused");
-    assert!(refused.contains("0x00"), "{refused}");
+    assert!(refused.to_string().contains("0x00"), "{refused}");
+    assert!(matches!(refused, WriteError::Refused { .. }), "{refused:?}");
     assert_eq!(pg.count("runs"), 2);
     assert_eq!(
         pg.scalar("SELECT string_agg(run_id::text, ',' ORDER BY run_id) FROM run_paths"),
@@ -271,5 +275,111 @@ fn a_run_the_database_refuses_fails_alone_and_the_rest_of_its_batch_is_stored() 
     assert_eq!(
         pg.scalar("SELECT string_agg(name || ':' || runs, ' ' ORDER BY name) FROM hosts"),
         "node-1:1 node-2:1"
+    );
+}
+
+/// A real report of the virtual dgx-a100 with a degraded link: it has diagnoses.
+fn faulty_report() -> Value {
+    let out = hostping(&[
+        "check",
+        "--sim",
+        "dgx-a100",
+        "--format",
+        "json",
+        "--inject",
+        "degrade:gpu4--lsw4:0.3",
+    ]);
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+#[test]
+fn runs_refused_for_their_evidence_or_path_ids_fail_alone_naming_the_run() {
+    let dir = temp_dir("collector-batch-nul");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let (runtime, writer) = writer_on(&pg);
+    let faulty = faulty_report();
+    let mut nul_evidence = faulty.clone();
+    nul_evidence["diagnoses"][0]["evidence"] = "below the baseline\u{0}".into();
+    let mut nul_path = idle_reports(1).remove(0);
+    nul_path["paths"][3]["endpoint"] = "mem\u{0}1".into();
+    let outcomes = store_together(
+        &runtime,
+        &writer,
+        vec![
+            arrival("node-1", 1, 1000, "idle", &faulty),
+            arrival("node-1", 2, 2000, "idle", &nul_evidence),
+            arrival("node-2", 1, 3000, "idle", &nul_path),
+            arrival("node-3", 1, 4000, "idle", &faulty),
+        ],
+    );
+    let first = new_id(&outcomes[0]);
+    let last = new_id(&outcomes[3]);
+    for (i, run) in [(1, "run 2 of host node-1"), (2, "run 1 of host node-2")] {
+        let refused = outcomes[i].as_ref().expect_err("a NUL is refused");
+        assert!(matches!(refused, WriteError::Refused { .. }), "{refused:?}");
+        let message = refused.to_string();
+        assert!(
+            message.contains(run) && message.contains("0x00"),
+            "{message}"
+        );
+    }
+    assert_eq!(
+        pg.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM runs"),
+        format!("{first},{last}")
+    );
+    let diagnoses = faulty["diagnoses"].as_array().unwrap().len();
+    assert_eq!(pg.count("diagnoses"), 2 * diagnoses as i64);
+    assert_eq!(
+        pg.scalar("SELECT string_agg(name, ',' ORDER BY name) FROM hosts WHERE runs > 0"),
+        "node-1,node-3"
+    );
+}
+
+#[test]
+fn a_batch_whose_rows_vanish_fails_naming_them_and_its_writer_goes_on() {
+    let dir = temp_dir("collector-batch-vanish");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    // One writer: had it died, nothing more would be stored.
+    let (runtime, writer) = writer_on(&pg);
+    // Triggers that skip rows the collector inserts: the upsert of host node-9 returns no
+    // row, and a run of trigger `vanish` is neither inserted nor there before. PostgreSQL
+    // does what it is told; the collector must not take its own statements' results on
+    // trust.
+    pg.scalar(
+        "CREATE FUNCTION vanish_host() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN IF NEW.name = 'node-9' THEN RETURN NULL; END IF; RETURN NEW; END $$;
+         CREATE TRIGGER vanish BEFORE INSERT ON hosts
+             FOR EACH ROW EXECUTE FUNCTION vanish_host();
+         CREATE FUNCTION vanish_run() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN IF NEW.trigger = 'vanish' THEN RETURN NULL; END IF; RETURN NEW; END $$;
+         CREATE TRIGGER vanish BEFORE INSERT ON runs
+             FOR EACH ROW EXECUTE FUNCTION vanish_run();",
+    );
+    let reports = idle_reports(2);
+    for (lost, named) in [
+        (arrival("node-9", 1, 1000, "idle", &reports[0]), "node-9"),
+        (
+            arrival("node-1", 1, 1000, "vanish", &reports[0]),
+            "run 1 of host node-1",
+        ),
+    ] {
+        let outcome = store_together(&runtime, &writer, vec![lost]);
+        let error = outcome[0].as_ref().expect_err("a vanished row");
+        assert!(matches!(error, WriteError::Failed { .. }), "{error:?}");
+        assert!(error.to_string().contains(named), "{error}");
+    }
+    let stored = store_together(
+        &runtime,
+        &writer,
+        vec![arrival("node-1", 2, 2000, "idle", &reports[1])],
+    );
+    let id = new_id(&stored[0]);
+    assert_eq!(
+        pg.scalar("SELECT string_agg(id::text, ',') FROM runs"),
+        id.to_string()
     );
 }

@@ -142,6 +142,45 @@ fn agents_deliver_over_tls_only_to_a_collector_they_trust() {
 }
 
 #[test]
+fn a_body_over_the_limit_is_answered_413_over_tls() {
+    let dir = temp_dir("collector-tls-413");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let (ca, cert, key) = certificates(&dir, &["localhost"]);
+    let collector = Collector::start(
+        &pg,
+        &tokens_file(&dir),
+        &[
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+            "--max-body",
+            "100000",
+        ],
+    );
+    // 16 MiB, sent whole (ureq sends no Expect): far more than the sockets' buffers hold,
+    // so the answer is only seen if the collector reads the body before it answers.
+    let response = client(&ca)
+        .post(format!(
+            "https://localhost:{}/api/runs",
+            collector.addr.port()
+        ))
+        .header("Authorization", format!("Bearer {TOKEN}"))
+        .send(&vec![b' '; 16 << 20][..]);
+    let mut response = response.expect("an HTTP answer, not a reset");
+    assert_eq!(response.status().as_u16(), 413);
+    let answer: Value =
+        serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap();
+    assert!(
+        answer["error"].as_str().unwrap().contains("100000 bytes"),
+        "{answer}"
+    );
+    assert_eq!(pg.count("runs"), 0);
+}
+
+#[test]
 fn unusable_tls_files_are_named_and_exit_2() {
     let dir = temp_dir("collector-tls-files");
     let (_, cert, key) = certificates(&dir, &["localhost"]);

@@ -9,8 +9,8 @@
 //!    host's ring for a path is its values in those sets, oldest first, and its value for
 //!    the path the ring's median, so each host weighs one vote however often it reports, and
 //!    a few bad runs of a host do not move its vote.
-//! 2. **Per kind**, refreshed when hosts of the kind sent new values ([`refresh`]): over a
-//!    batch of at most [`BATCH_HOSTS`] hosts of the kind (those that reported last), the
+//! 2. **Per kind**, refreshed when hosts of the kind sent new values (`collector::refresh`):
+//!    over a batch of at most [`BATCH_HOSTS`] hosts of the kind (those that reported last), the
 //!    median of the hosts' values is the baseline and their MAD its spread between hosts;
 //!    the median of each host's own MAD over its ring is the run-to-run spread. A path needs
 //!    [`MIN_FLEET_HOSTS`] hosts for a fleet baseline.
@@ -18,8 +18,8 @@
 //! Ingest only adds one host's sample set and bumps its `paths_version`; a refresh reads
 //! at most [`BATCH_HOSTS`] hosts' rings, and runs when a kind has a host whose
 //! `paths_version` moved past the `baseline_version` the last refresh saw (a background
-//! task every [`REFRESH_EVERY`], and any read that needs the baseline first), so the cost of
-//! a run at ingest does not grow with the fleet or its history.
+//! task every `collector::refresh::REFRESH_EVERY`, and any read that needs the baseline
+//! first), so the cost of a run at ingest does not grow with the fleet or its history.
 //!
 //! Busy runs (Hostping 4.2: service traffic shares the RNIC) and abnormal paths (more than
 //! Abnormal_th below the host's own reference) are kept out: a baseline is the performance
@@ -52,7 +52,7 @@ pub fn min_slow_fraction(th: &Thresholds) -> f64 {
 }
 
 /// The measurements of a run that feed its host's recent values (its sample set, stored by
-/// collector/store.rs), as parallel arrays.
+/// collector/batch.rs), as parallel arrays: element i of each column is path i.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Samples {
     /// The RNICs.
@@ -94,15 +94,73 @@ impl Samples {
     pub fn is_empty(&self) -> bool {
         self.rnics.is_empty()
     }
+
+    /// Whether the four columns are of one length, as [`Samples::of`] makes them; a set
+    /// read back from the database is checked before its columns are indexed together.
+    pub fn check(&self, host: &str) -> Result<(), UnevenSamples> {
+        let lengths = [
+            self.rnics.len(),
+            self.endpoints.len(),
+            self.latency_us.len(),
+            self.bandwidth_gbps.len(),
+        ];
+        if lengths.iter().all(|&n| n == lengths[0]) {
+            return Ok(());
+        }
+        Err(UnevenSamples {
+            host: host.to_owned(),
+            rnics: lengths[0],
+            endpoints: lengths[1],
+            latencies: lengths[2],
+            bandwidths: lengths[3],
+        })
+    }
+}
+
+/// A sample set whose parallel columns differ in length: each path is one element of each
+/// column, so such a set cannot say which values belong together. [`Samples::of`] never
+/// makes one; a set read back from the database can be one when the rows were written by
+/// something else.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "host {host}: a sample set of {rnics} RNICs, {endpoints} endpoints, {latencies} latencies \
+     and {bandwidths} bandwidths (one of each per path expected)"
+)]
+pub struct UnevenSamples {
+    /// The host whose set it is.
+    pub host: String,
+    /// Elements of its `rnics` column.
+    pub rnics: usize,
+    /// Elements of its `endpoints` column.
+    pub endpoints: usize,
+    /// Elements of its `latency_us` column.
+    pub latencies: usize,
+    /// Elements of its `bandwidth_gbps` column.
+    pub bandwidths: usize,
 }
 
 /// Hosts' rings from their sample sets, each host's given oldest first: per host and path,
 /// the path's values in set order.
-pub fn rings(sets: impl IntoIterator<Item = (String, Samples)>) -> Vec<Ring> {
+///
+/// A set whose columns differ in length is left out and named in [`Rings::uneven`], never
+/// indexed: the sets come back from the database, and one bad row must not panic the
+/// collector. What to make of it is the caller's: a baseline refresh refuses to compute a
+/// baseline without some host's values ([`Rings::checked`]), while a reader ranking hosts
+/// may go on without one set.
+pub fn rings(sets: impl IntoIterator<Item = (String, Samples)>) -> Rings {
     let mut rings: BTreeMap<(String, String, String), Ring> = BTreeMap::new();
+    let mut uneven = Vec::new();
     for (host, set) in sets {
-        for i in 0..set.rnics.len() {
-            let (rnic, endpoint) = (&set.rnics[i], &set.endpoints[i]);
+        if let Err(e) = set.check(&host) {
+            uneven.push(e);
+            continue;
+        }
+        let columns = set
+            .rnics
+            .iter()
+            .zip(&set.endpoints)
+            .zip(set.latency_us.iter().zip(&set.bandwidth_gbps));
+        for ((rnic, endpoint), (&latency, &bandwidth)) in columns {
             let ring = rings
                 .entry((host.clone(), rnic.clone(), endpoint.clone()))
                 .or_insert_with(|| Ring {
@@ -112,11 +170,49 @@ pub fn rings(sets: impl IntoIterator<Item = (String, Samples)>) -> Vec<Ring> {
                     latency_us: Vec::new(),
                     bandwidth_gbps: Vec::new(),
                 });
-            ring.latency_us.push(set.latency_us[i]);
-            ring.bandwidth_gbps.push(set.bandwidth_gbps[i]);
+            ring.latency_us.push(latency);
+            ring.bandwidth_gbps.push(bandwidth);
         }
     }
-    rings.into_values().collect()
+    Rings {
+        rings: rings.into_values().collect(),
+        uneven,
+    }
+}
+
+/// What [`rings`] made of a list of sample sets: the rings, by host, RNIC and endpoint, and
+/// the sets it could not use.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rings {
+    /// Per host and path, its values; ordered by host, RNIC and endpoint.
+    pub rings: Vec<Ring>,
+    /// The sets left out, their columns being of different lengths.
+    pub uneven: Vec<UnevenSamples>,
+}
+
+impl Rings {
+    /// The rings, or the first set that had to be left out: a baseline computed without
+    /// some of a host's values would be one nobody asked for.
+    pub fn checked(self) -> Result<Vec<Ring>, UnevenSamples> {
+        match self.uneven.into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(self.rings),
+        }
+    }
+
+    /// The rings.
+    pub fn iter(&self) -> std::slice::Iter<'_, Ring> {
+        self.rings.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Rings {
+    type Item = &'a Ring;
+    type IntoIter = std::slice::Iter<'a, Ring>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.rings.iter()
+    }
 }
 
 /// One host's recent values of one path.
@@ -240,6 +336,8 @@ mod tests {
             ("b".to_owned(), set(&[("mem0", 6.0)])),
         ];
         let got: Vec<(String, String, Vec<f64>, Vec<f64>)> = rings(sets)
+            .checked()
+            .unwrap()
             .into_iter()
             .map(|r| (r.host, r.endpoint, r.bandwidth_gbps, r.latency_us))
             .collect();
@@ -256,6 +354,67 @@ mod tests {
                 ("b".into(), "mem0".into(), vec![6.0], vec![0.06]),
             ]
         );
+    }
+
+    #[test]
+    fn a_set_of_uneven_columns_is_left_out_and_named_not_indexed() {
+        let mut short = set(&[("mem0", 7.0), ("gpu0", 8.0)]);
+        short.latency_us.pop();
+        let sets = vec![
+            ("a".to_owned(), set(&[("mem0", 1.0)])),
+            ("b".to_owned(), short),
+            ("b".to_owned(), set(&[("mem0", 9.0)])),
+        ];
+        let made = rings(sets);
+        let kept: Vec<(&str, &[f64])> = made
+            .iter()
+            .map(|r| (r.host.as_str(), r.bandwidth_gbps.as_slice()))
+            .collect();
+        assert_eq!(kept, vec![("a", &[1.0][..]), ("b", &[9.0][..])]);
+        let expected = UnevenSamples {
+            host: "b".into(),
+            rnics: 2,
+            endpoints: 2,
+            latencies: 1,
+            bandwidths: 2,
+        };
+        assert_eq!(made.uneven, vec![expected.clone()]);
+        assert_eq!(
+            expected.to_string(),
+            "host b: a sample set of 2 RNICs, 2 endpoints, 1 latencies and 2 bandwidths \
+             (one of each per path expected)"
+        );
+        assert_eq!(made.checked(), Err(expected));
+    }
+
+    #[test]
+    fn every_column_is_checked() {
+        let even = set(&[("mem0", 1.0), ("gpu0", 2.0)]);
+        assert_eq!(even.check("h"), Ok(()));
+        let cut: [fn(&mut Samples); 4] = [
+            |s| {
+                s.rnics.pop();
+            },
+            |s| {
+                s.endpoints.pop();
+            },
+            |s| {
+                s.latency_us.pop();
+            },
+            |s| {
+                s.bandwidth_gbps.pop();
+            },
+        ];
+        for (i, cut) in cut.iter().enumerate() {
+            let mut s = even.clone();
+            cut(&mut s);
+            let e = s.check("h").expect_err("a short column");
+            let lengths = [e.rnics, e.endpoints, e.latencies, e.bandwidths];
+            let mut expected = [2; 4];
+            expected[i] = 1;
+            assert_eq!(lengths, expected);
+        }
+        assert_eq!(Samples::default().check("h"), Ok(()));
     }
 
     fn ring(host: &str, lat: &[f64], bw: &[f64]) -> Ring {
