@@ -12,7 +12,7 @@
 
 use analyze::fleet::baseline::{Samples, HOST_RUNS};
 use fleet_api::upload::RunUpload;
-use model::Report;
+use model::{Report, Thresholds};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use tokio_postgres::error::SqlState;
@@ -219,13 +219,13 @@ const SAMPLES_SQL: &str = "WITH new AS (
 
 /// Each host's summary row, one element a host with new runs: the runs counted ($2) and,
 /// when the host's latest new run ($3, started at $4) is later than the row's latest (ties:
-/// the later stored), that run's health, causes (a JSON array), rack and kind. `$11`, the
-/// new runs that gave sample sets, moves `paths_version`, which tells the baseline refresh
-/// to look at the host's kind (collector/baseline.rs). The rows are found with `= ANY`, as
-/// in [`SAMPLES_SQL`].
+/// the later stored), that run's health, causes (a JSON array), rack, kind and the
+/// thresholds it was judged with ($11, JSON or NULL). `$10`, the new runs that gave sample
+/// sets, moves `paths_version`, which tells the baseline refresh to look at the host's kind
+/// (`crate::refresh`). The rows are found with `= ANY`, as in [`SAMPLES_SQL`].
 const SUMMARY_SQL: &str = "UPDATE hosts SET (runs, latest_run_id, latest_started_unix_ms,
                        latest_healthy, latest_causes, rack, kind, kind_known, paths_version,
-                       last_received_unix_ms) = (
+                       last_received_unix_ms, latest_thresholds) = (
          SELECT hosts.runs + u.runs,
                 CASE WHEN n.latest THEN u.run_id ELSE hosts.latest_run_id END,
                 CASE WHEN n.latest THEN u.started_unix_ms ELSE hosts.latest_started_unix_ms END,
@@ -236,11 +236,12 @@ const SUMMARY_SQL: &str = "UPDATE hosts SET (runs, latest_run_id, latest_started
                 CASE WHEN n.latest THEN u.kind ELSE hosts.kind END,
                 CASE WHEN n.latest THEN u.kind_known ELSE hosts.kind_known END,
                 hosts.paths_version + u.sample_sets,
-                (extract(epoch FROM clock_timestamp()) * 1000)::int8
+                (extract(epoch FROM clock_timestamp()) * 1000)::int8,
+                CASE WHEN n.latest THEN u.thresholds ELSE hosts.latest_thresholds END
          FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::int8[], $5::bool[], $6::json[],
-                     $7::text[], $8::text[], $9::bool[], $10::int8[])
+                     $7::text[], $8::text[], $9::bool[], $10::int8[], $11::json[])
                   AS u(host_id, runs, run_id, started_unix_ms, healthy, causes, rack, kind,
-                       kind_known, sample_sets),
+                       kind_known, sample_sets, thresholds),
               LATERAL (SELECT hosts.latest_run_id IS NULL
                               OR (u.started_unix_ms, u.run_id)
                                  > (hosts.latest_started_unix_ms, hosts.latest_run_id)
@@ -544,7 +545,7 @@ async fn write_rows(
         &set_counts.hosts,
         &set_counts.sets,
     ];
-    let summary_params: [&(dyn ToSql + Sync); 10] = [
+    let summary_params: [&(dyn ToSql + Sync); 11] = [
         &summary.host_ids,
         &summary.runs,
         &summary.run_ids,
@@ -555,6 +556,7 @@ async fn write_rows(
         &summary.kinds,
         &summary.kinds_known,
         &summary.sample_sets,
+        &summary.thresholds,
     ];
     let (paths, links, diagnoses, samples, summary) = tokio::join!(
         tx.execute(&paths_sql, &paths_params),
@@ -617,6 +619,7 @@ struct Summaries {
     kinds: Vec<String>,
     kinds_known: Vec<bool>,
     sample_sets: Vec<i64>,
+    thresholds: Vec<Option<Json<Thresholds>>>,
 }
 
 impl Summaries {
@@ -651,6 +654,7 @@ impl Summaries {
             s.kinds_known.push(kind_known(&report.host));
             s.sample_sets
                 .push(runs.iter().filter(|r| set_ids.contains(&r.run_id)).count() as i64);
+            s.thresholds.push(report.thresholds.map(Json));
         }
         s
     }

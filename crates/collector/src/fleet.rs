@@ -41,10 +41,31 @@ pub(crate) fn routes() -> Router<Pool> {
         .route("/api/fleet/causes", get(causes))
 }
 
-/// Abnormal_th and the rest: the paper's defaults (Hostping 5), as the agents use them.
-/// The one place the collector gets the thresholds a host is judged by.
-fn thresholds() -> Thresholds {
-    Thresholds::default()
+/// The thresholds a host's latest run was judged with (`hosts.latest_thresholds`, from its
+/// report): the collector judges a host as its agent does. NULL, a report without them, was
+/// judged with Hostping 5's defaults; a stored value that does not read back is refused
+/// (500) rather than judged with thresholds the agent did not use.
+fn stored_thresholds(
+    host: &str,
+    stored: Option<serde_json::Value>,
+) -> Result<Thresholds, ReadError> {
+    match stored {
+        None => Ok(Thresholds::default()),
+        Some(value) => serde_json::from_value(value).map_err(|source| {
+            ReadError::internal(StoredThresholdsError {
+                host: host.to_owned(),
+                source,
+            })
+        }),
+    }
+}
+
+/// A host's stored thresholds that do not read back as thresholds (500).
+#[derive(Debug, thiserror::Error)]
+#[error("host {host}: stored thresholds do not read back: {source}")]
+struct StoredThresholdsError {
+    host: String,
+    source: serde_json::Error,
 }
 
 /// A stored report that does not read back as a report (500).
@@ -78,7 +99,6 @@ async fn host_baseline(
     let rack: Option<String> = row.get(1);
     refresh::ensure_fresh(&mut client, &kind).await?;
     let fleet = refresh::load(&client, &kind).await.db()?;
-    let th = thresholds();
     let (paths, run) = match row.get::<_, Option<serde_json::Value>>(2) {
         None => (Vec::new(), None),
         Some(report) => {
@@ -91,6 +111,8 @@ async fn host_baseline(
             })?;
             let own = judge::has_own_baseline(&report);
             let busy = report.mode == model::Mode::Busy;
+            // Judged with the thresholds the run was judged with on its host.
+            let th = report.judged_with();
             let paths: Vec<JudgedPath> = report
                 .paths
                 .iter()
@@ -193,7 +215,6 @@ async fn slow_hosts(
             .map(|r| r.get(0))
             .collect(),
     };
-    let th = thresholds();
     let mut found = Vec::new();
     for kind in kinds {
         refresh::ensure_fresh(&mut client, &kind).await?;
@@ -203,17 +224,24 @@ async fn slow_hosts(
         }
         let rows = client
             .query(
-                "SELECT h.name, h.rack, s.rnic, s.endpoint, s.latency_us, s.bandwidth_gbps
+                "SELECT h.name, h.rack, s.rnic, s.endpoint, s.latency_us, s.bandwidth_gbps,
+                        h.latest_thresholds
                  FROM hosts h JOIN host_samples s ON s.host_id = h.id
                  WHERE h.kind = $1 ORDER BY h.name, s.seq",
                 &[&kind],
             )
             .await
             .db()?;
-        let mut by_host: BTreeMap<String, (Option<String>, Vec<slow::SlowPath>)> = rows
-            .iter()
-            .map(|r| (r.get(0), (r.get(1), Vec::new())))
-            .collect();
+        // Per host: its rack, the thresholds its runs are judged with, its slow paths.
+        let mut by_host: BTreeMap<String, (Option<String>, Thresholds, Vec<slow::SlowPath>)> =
+            BTreeMap::new();
+        for r in &rows {
+            let host: String = r.get(0);
+            if !by_host.contains_key(&host) {
+                let th = stored_thresholds(&host, r.get(6))?;
+                by_host.insert(host, (r.get(1), th, Vec::new()));
+            }
+        }
         let rings = baseline::rings(
             rows.iter()
                 .map(|r| (r.get(0), refresh::stored_samples(r, 2))),
@@ -223,13 +251,14 @@ async fn slow_hosts(
                 fleet.get(&(ring.rnic.clone(), ring.endpoint.clone())),
                 by_host.get_mut(&ring.host),
             ) {
-                entry.1.extend(slow::slow_paths(ring, f, &th));
+                let slow = slow::slow_paths(ring, f, &entry.1);
+                entry.2.extend(slow);
             }
         }
         found.extend(
             by_host
                 .into_iter()
-                .map(|(host, (rack, paths))| slow::slow_host(host, kind.clone(), rack, paths)),
+                .map(|(host, (rack, _, paths))| slow::slow_host(host, kind.clone(), rack, paths)),
         );
     }
     let mut ranked = slow::rank(found);

@@ -227,6 +227,16 @@ const MIGRATIONS: &[(i32, &str)] = &[
         EXCEPTION WHEN feature_not_supported THEN NULL;
         END $$;",
     ),
+    (
+        5,
+        // The thresholds the host's latest run was judged with (the report carries them),
+        // so that the collector judges a host as its agent does: slow hosts are ranked
+        // against each host's own Abnormal_th. NULL: a report without them, judged with
+        // Hostping 5's defaults. Filled from the latest runs already stored.
+        "ALTER TABLE hosts ADD COLUMN latest_thresholds JSON;
+        UPDATE hosts h SET latest_thresholds = r.report -> 'thresholds'
+            FROM runs r WHERE r.id = h.latest_run_id AND r.report -> 'thresholds' IS NOT NULL;",
+    ),
 ];
 
 /// Applies the migrations not yet applied. An advisory lock makes two collectors starting

@@ -165,7 +165,7 @@ fn runs_are_stored_and_read_back_exactly() {
         "abnormal"
     );
     let versions = pg.scalar("SELECT string_agg(version::text, ',') FROM schema_migrations");
-    assert_eq!(versions, "1,2,3,4");
+    assert_eq!(versions, "1,2,3,4,5");
 }
 
 /// Posts a body over the collector's limit on a bare socket; the answer's status. The
@@ -690,7 +690,12 @@ fn a_database_of_the_first_schema_is_upgraded_with_its_runs() {
     let addr = collector.addr;
     assert_eq!(
         pg.scalar("SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations"),
-        "1,2,3,4"
+        "1,2,3,4,5"
+    );
+    // Migration 5 keeps the thresholds the latest stored run was judged with.
+    assert_eq!(
+        pg.scalar("SELECT latest_thresholds ->> 'abnormal_th' FROM hosts WHERE name = 'node-1'"),
+        faulty["thresholds"]["abnormal_th"].to_string()
     );
     assert_eq!(
         get(addr, "/api/hosts").1,

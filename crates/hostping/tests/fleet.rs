@@ -652,6 +652,106 @@ fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
     );
 }
 
+/// The report of a host whose agent judges with `abnormal_th` (its `[thresholds]`), as that
+/// agent would send it: the thresholds in the report, and the paths more than Abnormal_th
+/// below their own baseline marked abnormal.
+fn judged_with(mut report: Value, abnormal_th: f64) -> Value {
+    let th = model::Thresholds {
+        abnormal_th,
+        ..model::Thresholds::default()
+    };
+    report["thresholds"] = serde_json::to_value(th).unwrap();
+    for p in report["paths"].as_array_mut().unwrap() {
+        if let (Some(b), Some(reference)) = (
+            p["bandwidth_gbps"].as_f64(),
+            p["baseline_bandwidth_gbps"].as_f64(),
+        ) {
+            if (reference - b) / reference > abnormal_th {
+                p["status"] = json!("abnormal");
+            }
+        }
+    }
+    report
+}
+
+#[test]
+fn the_collector_judges_a_host_with_the_thresholds_its_runs_carry() {
+    let dir = temp_dir("fleet-thresholds");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    // node-strict's agent calls 5 % below baseline abnormal, node-lenient's only 150 %; both
+    // have rnic0 -> gpu0 about 12 % slow (GPU0's link keeps 70 %), node-default too, with
+    // Hostping 5's 20 %.
+    let names = [
+        "node-1",
+        "node-2",
+        "node-3",
+        "node-strict",
+        "node-lenient",
+        "node-default",
+    ];
+    let collector = Collector::start(&pg, &tokens_file(&dir, &names), &[]);
+    let addr = collector.addr;
+    let start = now_ms() - 60_000;
+    for (i, name) in names.iter().enumerate() {
+        let seed = i as u64 + 1;
+        let slow = ["degrade:gpu0--lsw0:0.7"];
+        let runs: Vec<Value> = match *name {
+            "node-strict" => reports(9, seed, &slow)
+                .into_iter()
+                .map(|r| judged_with(r, 0.05))
+                .collect(),
+            "node-lenient" => reports(9, seed, &slow)
+                .into_iter()
+                .map(|r| judged_with(r, 1.5))
+                .collect(),
+            "node-default" => reports(9, seed, &slow),
+            _ => reports(9, seed, &[]),
+        };
+        for (k, report) in runs.iter().enumerate() {
+            let body = json!({"host": name, "id": k + 1, "trigger": "idle",
+                              "started_unix_ms": start + k as i64 * 1_000,
+                              "instance": "0123456789abcdef0123456789abcdef",
+                              "report": report});
+            let (status, answer) = post(
+                addr,
+                Some(&token(name)),
+                &serde_json::to_vec(&body).unwrap(),
+            );
+            assert_eq!(status, 201, "{answer}");
+        }
+    }
+    // The host's summary keeps the thresholds of its latest run; a report without them
+    // (node-default's carry them too: `check` writes the defaults) reads as the defaults.
+    assert_eq!(
+        pg.scalar(
+            "SELECT latest_thresholds ->> 'abnormal_th' FROM hosts WHERE name = 'node-strict'"
+        ),
+        "0.05"
+    );
+
+    // The latest run judged again: abnormal for the strict host (12 % > 5 %), as its agent
+    // said; slow for the host with the defaults (under 20 %, but beyond the fleet's spread).
+    let verdict = |host: &str| {
+        let (status, judged) = get(addr, &format!("/api/hosts/{host}/baseline"));
+        assert_eq!(status, 200, "{judged}");
+        path_of(&judged["paths"], "rnic0", "gpu0")["verdict"].clone()
+    };
+    assert_eq!(verdict("node-strict"), "abnormal");
+    assert_eq!(verdict("node-default"), "slow");
+    assert_eq!(verdict("node-lenient"), "normal");
+
+    // Slow hosts: a deficit counts from a tenth of the host's own Abnormal_th, so the lenient
+    // host's 12 % is no finding (its floor is 15 %), the default host's is (2 %). The strict
+    // host's slow path is abnormal in its runs, a finding of each run, not a slow path.
+    let (status, ranked) = get(addr, "/api/fleet/slow-hosts");
+    assert_eq!(status, 200, "{ranked}");
+    let ranked: Vec<SlowHost> = typed(&ranked);
+    let ranked: Vec<&str> = ranked.iter().map(|h| h.host.as_str()).collect();
+    assert_eq!(ranked, ["node-default"]);
+}
+
 #[test]
 fn real_agents_make_the_fleet_baseline_and_the_slow_agent_is_ranked() {
     let dir = temp_dir("fleet-agents");
