@@ -237,9 +237,9 @@ async fn slow_hosts(
             BTreeMap::new();
         for r in &rows {
             let host: String = r.get(0);
-            if !by_host.contains_key(&host) {
-                let th = stored_thresholds(&host, r.get(6))?;
-                by_host.insert(host, (r.get(1), th, Vec::new()));
+            if let std::collections::btree_map::Entry::Vacant(entry) = by_host.entry(host) {
+                let th = stored_thresholds(entry.key(), r.get(6))?;
+                entry.insert((r.get(1), th, Vec::new()));
             }
         }
         let rings = baseline::rings(
