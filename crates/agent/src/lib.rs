@@ -53,7 +53,7 @@ use duty::DutyLimiter;
 use model::{HostSnapshot, Mode, Report};
 use probe::LatencySpec;
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 use store::{Metrics, NewRun, Store, TriggerOutcome};
 
 /// What other threads ask of the agent's loop: stop (SIGTERM, SIGINT, or a test), or probe
@@ -233,11 +233,9 @@ pub fn hostname() -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
 }
 
-/// Wall-clock milliseconds since the epoch.
+/// Wall-clock milliseconds since the epoch, now.
 fn unix_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+    model::time::unix_ms(SystemTime::now())
 }
 
 fn ns(d: Duration) -> u64 {

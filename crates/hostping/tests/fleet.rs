@@ -75,10 +75,7 @@ fn typed<T: Serialize + DeserializeOwned>(answer: &Value) -> T {
 }
 
 fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
+    model::time::unix_ms(std::time::SystemTime::now())
 }
 
 /// The median by its definition (the middle of the sorted values, or the mean of the two).
