@@ -10,7 +10,7 @@
 mod common;
 
 use common::postgres::{causes, client, free_port, get, post, Collector, Postgres};
-use common::{agent, hostping, stdout, temp_dir, wait_until};
+use common::{agent, sim_report, temp_dir, wait_until};
 use fleet_api::read::{ErrorBody, HostRun, HostSummary};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -21,6 +21,7 @@ use std::time::Duration;
 const TOKEN_1: &str = "tok-node-1-0123456789abcdef";
 const TOKEN_2: &str = "tok-node-2-0123456789abcdef";
 
+/// The tokens file, with a comment line as operators write them.
 fn tokens_file(dir: &Path) -> PathBuf {
     let file = dir.join("tokens");
     std::fs::write(
@@ -29,16 +30,6 @@ fn tokens_file(dir: &Path) -> PathBuf {
     )
     .unwrap();
     file
-}
-
-/// A real report of the virtual dgx-a100 (DESIGN 4.3), with `faults` injected.
-fn report(faults: &[&str]) -> Value {
-    let mut args = vec!["check", "--sim", "dgx-a100", "--format", "json"];
-    for f in faults {
-        args.extend(["--inject", f]);
-    }
-    let out = hostping(&args);
-    serde_json::from_str(&stdout(&out)).unwrap()
 }
 
 fn run(host: &str, id: i64, started: i64, report: &Value) -> Value {
@@ -76,8 +67,8 @@ fn runs_are_stored_and_read_back_exactly() {
         return;
     };
     let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
-    let healthy = report(&[]);
-    let faulty = report(&["degrade:gpu4--lsw4:0.3"]);
+    let healthy = sim_report(&[]);
+    let faulty = sim_report(&["degrade:gpu4--lsw4:0.3"]);
     assert!(!causes(&faulty).is_empty(), "{faulty}");
     let mut unknown = healthy.clone();
     unknown["host"] = "custom-box".into();
@@ -199,7 +190,7 @@ fn refused_runs_leave_nothing_behind() {
         return;
     };
     let collector = Collector::start(&pg, &tokens_file(&dir), &["--max-body", "200000"]);
-    let good = run("node-1", 1, 1_000, &report(&["degrade:gpu4--lsw4:0.3"]));
+    let good = run("node-1", 1, 1_000, &sim_report(&["degrade:gpu4--lsw4:0.3"]));
     let addr = collector.addr;
     assert_eq!(post(addr, None, &body(&good)).0, 401);
     assert_eq!(
@@ -261,7 +252,12 @@ fn a_resent_run_is_stored_once() {
         return;
     };
     let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
-    let r = run("node-1", 42, 5_000, &report(&["degrade:gpu4--lsw4:0.3"]));
+    let r = run(
+        "node-1",
+        42,
+        5_000,
+        &sim_report(&["degrade:gpu4--lsw4:0.3"]),
+    );
     let (status, first) = post(collector.addr, Some(TOKEN_1), &body(&r));
     assert_eq!(status, 201);
     let (status, again) = post(collector.addr, Some(TOKEN_1), &body(&r));
@@ -302,7 +298,7 @@ fn kill_9_mid_ingest_loses_no_acknowledged_run() {
     };
     let tokens = tokens_file(&dir);
     let mut collector = Collector::start(&pg, &tokens, &[]);
-    let report = report(&["degrade:gpu4--lsw4:0.3"]);
+    let report = sim_report(&["degrade:gpu4--lsw4:0.3"]);
     let addr = collector.addr;
     // Four senders post runs as fast as they are answered until the collector dies under
     // them; each records the ids it was told were stored.
@@ -491,8 +487,8 @@ fn runs_are_keyed_by_instance_and_hosts_keep_a_summary() {
     };
     let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
     let addr = collector.addr;
-    let healthy = report(&[]);
-    let faulty = report(&["degrade:gpu4--lsw4:0.3"]);
+    let healthy = sim_report(&[]);
+    let faulty = sim_report(&["degrade:gpu4--lsw4:0.3"]);
     let a = "0123456789abcdef0123456789abcdef";
     let b = "fedcba9876543210fedcba9876543210";
     let first = run_from("node-1", a, "r1", 1, 1_000, &healthy);
@@ -631,8 +627,8 @@ fn a_database_of_the_first_schema_is_upgraded_with_its_runs() {
     let Some(pg) = Postgres::start(&dir) else {
         return;
     };
-    let healthy = report(&[]);
-    let faulty = report(&["degrade:gpu4--lsw4:0.3"]);
+    let healthy = sim_report(&[]);
+    let faulty = sim_report(&["degrade:gpu4--lsw4:0.3"]);
     // The database as the first collector left it: schema 1, two runs of node-1.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -19,7 +19,7 @@ mod common;
 
 use agent::sender::{self, CollectorTarget};
 use common::postgres::{post, Collector, Postgres};
-use common::{hostping, stdout, temp_dir, wait_until};
+use common::{sim_report, temp_dir, wait_until};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -32,27 +32,19 @@ const TOKEN_2: &str = "tok-node-2-0123456789abcdef";
 const TOKEN_3: &str = "tok-node-3-0123456789abcdef";
 
 fn tokens_file(dir: &Path) -> PathBuf {
-    let file = dir.join("tokens");
-    std::fs::write(
-        &file,
-        format!("node-1 {TOKEN_1}\nnode-2 {TOKEN_2}\nnode-3 {TOKEN_3}\n"),
+    common::tokens_file(
+        dir,
+        &[
+            ("node-1", TOKEN_1),
+            ("node-2", TOKEN_2),
+            ("node-3", TOKEN_3),
+        ],
     )
-    .unwrap();
-    file
-}
-
-/// A real report of the virtual dgx-a100 (DESIGN 4.3), with `faults` injected.
-fn report(faults: &[&str]) -> Value {
-    let mut args = vec!["check", "--sim", "dgx-a100", "--format", "json"];
-    for f in faults {
-        args.extend(["--inject", f]);
-    }
-    serde_json::from_str(&stdout(&hostping(&args))).unwrap()
 }
 
 /// A faulty report (it has diagnoses) whose first diagnosis' evidence holds a NUL.
 fn nul_evidence() -> Value {
-    let mut r = report(&["degrade:gpu4--lsw4:0.3"]);
+    let mut r = sim_report(&["degrade:gpu4--lsw4:0.3"]);
     let evidence = r["diagnoses"][0]["evidence"].as_str().unwrap().to_owned();
     r["diagnoses"][0]["evidence"] = format!("{evidence}\u{0}").into();
     r
@@ -60,7 +52,7 @@ fn nul_evidence() -> Value {
 
 /// A healthy report whose first path's endpoint id holds a NUL.
 fn nul_path_id() -> Value {
-    let mut r = report(&[]);
+    let mut r = sim_report(&[]);
     r["paths"][0]["endpoint"] = "gpu\u{0}0".into();
     r
 }
@@ -91,8 +83,8 @@ fn a_run_the_database_refuses_is_422_and_the_runs_sent_with_it_are_stored() {
     };
     let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
     let addr = collector.addr;
-    let healthy = report(&[]);
-    let faulty = report(&["degrade:gpu4--lsw4:0.3"]);
+    let healthy = sim_report(&[]);
+    let faulty = sim_report(&["degrade:gpu4--lsw4:0.3"]);
     let posts = [
         (TOKEN_1, run("node-1", 1, 1_000, &faulty)),
         (TOKEN_1, run("node-1", 2, 2_000, &nul_evidence())),
@@ -231,7 +223,7 @@ fn the_agent_drops_a_run_the_database_refuses_and_delivers_the_next() {
     };
     let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
     let db = dir.join("runs.db");
-    let ids = agent_database(&db, &[nul_evidence(), report(&[])]);
+    let ids = agent_database(&db, &[nul_evidence(), sim_report(&[])]);
     let sender = start_sender(&collector, "node-1", TOKEN_1, &db, log);
     wait_until("an empty outbox", Duration::from_secs(30), || {
         queued(&db) == 0
@@ -307,7 +299,7 @@ fn an_unreachable_database_is_503_and_the_agent_keeps_the_run() {
         return;
     };
     let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
-    let healthy = report(&[]);
+    let healthy = sim_report(&[]);
     pg.stop();
     let (status, answer) = post(
         collector.addr,
@@ -424,7 +416,7 @@ fn a_body_over_the_limit_is_answered_413_to_a_client_that_reads_the_answer() {
 
     // --max-body keeps its meaning: a body of exactly that many bytes is taken, however
     // it is framed, and one byte more is not.
-    let good = body(&run("node-1", 1, 1_000, &report(&[])));
+    let good = body(&run("node-1", 1, 1_000, &sim_report(&[])));
     let padded = |n: usize| {
         let mut b = good.clone();
         b.resize(n, b' '); // JSON allows whitespace after the value
@@ -467,9 +459,9 @@ fn the_agent_drops_a_run_over_the_limit_and_delivers_the_next() {
     let max = MAX_BODY.to_string();
     let collector = Collector::start(&pg, &tokens_file(&dir), &["--max-body", &max]);
     let db = dir.join("runs.db");
-    let mut heavy = report(&["degrade:gpu4--lsw4:0.3"]);
+    let mut heavy = sim_report(&["degrade:gpu4--lsw4:0.3"]);
     heavy["diagnoses"][0]["evidence"] = "x".repeat(8 << 20).into();
-    let ids = agent_database(&db, &[heavy, report(&[])]);
+    let ids = agent_database(&db, &[heavy, sim_report(&[])]);
     let sender = start_sender(&collector, "node-1", TOKEN_1, &db, log);
     wait_until("an empty outbox", Duration::from_secs(60), || {
         queued(&db) == 0

@@ -13,7 +13,9 @@ mod common;
 
 use common::browser::{screenshot, wait_until, ChromeDriver};
 use common::postgres::{Collector, Postgres};
-use common::{agent, agent_real, hostping, http_get, stdout, temp_dir, Agent};
+use common::{
+    agent, agent_real, hostping, http_get, sim_report, stdout, temp_dir, tokens_file, Agent,
+};
 use fantoccini::{Client, Locator};
 use fleet_api::read::{ErrorBody, HostRun, HostSummary, Timeline};
 use serde::de::DeserializeOwned;
@@ -21,7 +23,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 const FAILED_LINK: &str = "gpu4--lsw4";
@@ -91,22 +93,6 @@ fn post_run(addr: SocketAddr, token: &str, run: &Value) -> u16 {
         .as_u16()
 }
 
-fn tokens_file(dir: &Path, hosts: &[(&str, &str)]) -> PathBuf {
-    let file = dir.join("tokens");
-    let lines: String = hosts.iter().map(|(h, t)| format!("{h} {t}\n")).collect();
-    std::fs::write(&file, lines).unwrap();
-    file
-}
-
-/// A real report of a virtual dgx-a100 with `faults` (DESIGN 4.3).
-fn report(faults: &[&str]) -> Value {
-    let mut args = vec!["check", "--sim", "dgx-a100", "--format", "json"];
-    for f in faults {
-        args.extend(["--inject", f]);
-    }
-    serde_json::from_str(&stdout(&hostping(&args))).unwrap()
-}
-
 /// The `rnic` -> `endpoint` path of a report.
 fn path_of<'a>(report: &'a Value, rnic: &str, endpoint: &str) -> &'a Value {
     report["paths"]
@@ -133,8 +119,8 @@ fn the_collector_serves_the_pages_and_one_path_over_runs() {
     let token = "tok-node-1-0123456789abcdef";
     let collector = Collector::start(&pg, &tokens_file(&dir, &[("node-1", token)]), &[]);
     let addr = collector.addr;
-    let healthy = report(&[]);
-    let failed = report(&[FAILURE]);
+    let healthy = sim_report(&[]);
+    let failed = sim_report(&[FAILURE]);
     // Sent out of order: the timeline is ordered by start time, not by arrival.
     let runs = [
         (3, 3_000, &healthy),

@@ -45,6 +45,24 @@ pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// A real report of the virtual dgx-a100 (DESIGN 4.3) from `hostping check`, with
+/// `faults` injected.
+pub fn sim_report(faults: &[&str]) -> serde_json::Value {
+    let mut args = vec!["check", "--sim", "dgx-a100", "--format", "json"];
+    for f in faults {
+        args.extend(["--inject", f]);
+    }
+    serde_json::from_str(&stdout(&hostping(&args))).expect("check prints one JSON report")
+}
+
+/// A tokens file (`NAME TOKEN` lines, DESIGN 4.5) in `dir` holding `tokens`.
+pub fn tokens_file(dir: &Path, tokens: &[(&str, &str)]) -> PathBuf {
+    let file = dir.join("tokens");
+    let lines: String = tokens.iter().map(|(h, t)| format!("{h} {t}\n")).collect();
+    std::fs::write(&file, lines).expect("the test folder is writable");
+    file
+}
+
 /// Its standard error, as text.
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
