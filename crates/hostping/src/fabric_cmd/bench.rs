@@ -19,10 +19,10 @@ use fabric::topology::Topology;
 use fabric::traffic::{self, JobPlan, MappingSpec, WorkloadSpec};
 use serde::{Deserialize, Serialize};
 
-use super::args::{
+use super::simulate::{duration_ps, prepare, run_with_progress};
+use crate::cli::fabric::{
     CaseScale, CasesArgs, FabricBenchCommand, FabricFormat, PeerArgs, RootsArgs, SamplingArgs,
 };
-use super::{prepare, run_with_progress};
 use check::cost::{peak_resident_bytes, process_cost};
 
 pub fn run(command: FabricBenchCommand) -> Result<bool> {
@@ -397,7 +397,7 @@ fn bench_sampling(args: &SamplingArgs) -> Result<bool> {
     if let Some(hz) = args.hz.iter().find(|hz| !(hz.is_finite() && **hz > 0.0)) {
         bail!("--hz {hz}: positive rates");
     }
-    let bandwidth_ps = super::duration_ps(args.duration);
+    let bandwidth_ps = duration_ps(args.duration);
     if bandwidth_ps <= FIRST_SWEEP_PS {
         bail!(
             "--duration {}: longer than {} ms, when the first sweep starts",

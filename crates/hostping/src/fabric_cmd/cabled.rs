@@ -14,7 +14,7 @@ use fabric::summary::FabricOrigin;
 use fabric::topology::{FatTreeParams, Level, Topology};
 use rdma::subnet::{guid_text, topofile, NodeKind, Subnet};
 
-use super::args::NetArgs;
+use crate::cli::fabric::NetArgs;
 
 /// The tree to simulate, and the real fabric it stands for when it came from one.
 pub struct TreeInput {

@@ -3,16 +3,15 @@
 //! writes what the crate's analysis concluded; [`switches`] does the same for a real
 //! InfiniBand subnet through `rdma`.
 
-pub mod args;
 pub mod bench;
 pub mod cabled;
 pub mod merge;
 pub mod output;
+pub mod simulate;
 pub mod switches;
 
 use std::io::Write;
 use std::str::FromStr;
-use std::time::Instant;
 
 use crate::output::Outcome;
 use anyhow::{bail, Context, Result};
@@ -22,18 +21,17 @@ use fabric::analysis::{
     diagnose, render_text, write_plots, write_window_plots, Cause, Directions, LinkView,
     PlotOptions, Thresholds, ViewSpec,
 };
-use fabric::sim::{CongestionRule, Progress, SimConfig, SimResult, Simulation};
+use fabric::sim::{CongestionRule, SimConfig};
 use fabric::telemetry::{TelemetryConfig, TelemetryKind};
 use fabric::traffic::{self, MappingSpec, WorkloadSpec};
-use indicatif::ProgressBar;
 
-use args::{
+use crate::cli::fabric::{
     FabricCommand, FabricFormat, MergeArgs, MergeFormat, PlotDirections, SimArgs, SuggestArgs,
     TelemetryChoice,
 };
 use cabled::TreeInput;
 use fabric::summary::{ports_csv, RunSummary, DIAGNOSIS_FILE, PLOT_STEM, PORTS_FILE, SUMMARY_FILE};
-use fabric::topology::Topology;
+use simulate::{duration_ps, prepare, run_with_progress};
 
 /// Runs one fabric command; `Findings` when it found congestion (exit status 1).
 pub fn run(command: FabricCommand) -> Result<Outcome> {
@@ -76,10 +74,6 @@ fn congestion_rule(text: &str) -> Result<CongestionRule> {
     }
 }
 
-fn duration_ps(d: std::time::Duration) -> u64 {
-    u64::try_from(d.as_nanos().saturating_mul(1000)).unwrap_or(u64::MAX)
-}
-
 fn sim_config(args: &SimArgs) -> Result<SimConfig> {
     let telemetry = TelemetryConfig {
         kind: telemetry_kind(args.telemetry),
@@ -101,46 +95,6 @@ fn sim_config(args: &SimArgs) -> Result<SimConfig> {
         window_ps: args.window.map(duration_ps),
         ..SimConfig::default()
     })
-}
-
-/// Simulated time and events per second, on stderr, while a simulation runs.
-pub fn progress_bar(label: &str, end_ps: Option<u64>) -> (ProgressBar, impl FnMut(Progress)) {
-    let bar = match end_ps {
-        Some(end) => crate::progress::counted(end / 1_000_000, label, "us simulated"),
-        None => crate::progress::spinner(label),
-    };
-    let started = Instant::now();
-    let handle = bar.clone();
-    let update = move |p: Progress| {
-        let rate = p.events as f64 / started.elapsed().as_secs_f64().max(1e-9);
-        handle.set_position(p.sim_ps / 1_000_000);
-        handle.set_message(format!(
-            "t = {:.1} us, {:.1} M events/s, {} packets delivered",
-            p.sim_ps as f64 / 1e6,
-            rate / 1e6,
-            p.packets_delivered
-        ));
-    };
-    (bar, update)
-}
-
-/// The jobs of `workload` mapped by `mapping`, ready to run: every input checked.
-pub fn prepare(
-    topology: &Topology,
-    workload: &WorkloadSpec,
-    mapping: &MappingSpec,
-    config: SimConfig,
-) -> Result<Simulation> {
-    let jobs = traffic::build_jobs(workload, mapping, topology, &config.job_settings())?;
-    Ok(Simulation::new(topology, config, jobs)?)
-}
-
-/// Runs a simulation with a progress bar on stderr.
-pub fn run_with_progress(simulation: Simulation, label: &str, end_ps: Option<u64>) -> SimResult {
-    let (bar, mut update) = progress_bar(label, end_ps);
-    let result = simulation.run(&mut update);
-    bar.finish_and_clear();
-    result
 }
 
 fn sim(args: &SimArgs) -> Result<bool> {

@@ -2,7 +2,9 @@
 //! port (`rdma::umad`): directed-route discovery and the switch-port sampler
 //! (`rdma::subnet`). This module opens the port, prints, and paces the sweeps.
 
-use super::args::{DelegateArgs, DiscoverArgs, DiscoverFormat, SampleArgs, SampleFormat, UmadArgs};
+use crate::cli::fabric::{
+    DelegateArgs, DiscoverArgs, DiscoverFormat, SampleArgs, SampleFormat, UmadArgs,
+};
 use anyhow::{bail, Context, Result};
 use rdma::mad::MgmtClass;
 use rdma::subnet::delegate::{delegate, lidfile, parse_lidfile};

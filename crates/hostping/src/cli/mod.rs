@@ -1,6 +1,8 @@
 //! Command-line flags. Parsing only validates: nothing here opens a file, loads a library or
 //! builds a host; `main` does that once parsing is done.
 
+pub mod fabric;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -155,7 +157,7 @@ pub enum Command {
     /// tell a bad communication pattern from a bad mapping from background traffic (Taffet's
     /// thesis); suggest mappings; reproduce the thesis' case studies; benchmark against CODES.
     #[command(subcommand)]
-    Fabric(crate::fabric_cmd::args::FabricCommand),
+    Fabric(fabric::FabricCommand),
 }
 
 /// `hostping counters`.

@@ -1,5 +1,5 @@
 //! Flags of `hostping fabric ...`. Parsing only validates; the command functions in
-//! `fabric::mod` build topologies, workloads and mappings and report their file errors.
+//! `fabric_cmd` build topologies, workloads and mappings and report their file errors.
 
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::PathBuf;

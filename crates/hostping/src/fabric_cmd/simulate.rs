@@ -1,0 +1,54 @@
+//! Running the fabric simulator for the commands that do (`fabric sim`, `fabric bench`):
+//! the jobs built and checked, and the run under a progress bar of simulated time on stderr.
+
+use anyhow::Result;
+use fabric::sim::{Progress, SimConfig, SimResult, Simulation};
+use fabric::topology::Topology;
+use fabric::traffic::{self, MappingSpec, WorkloadSpec};
+use indicatif::ProgressBar;
+use std::time::Instant;
+
+/// A duration in the simulator's picoseconds.
+pub fn duration_ps(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos().saturating_mul(1000)).unwrap_or(u64::MAX)
+}
+
+/// Simulated time and events per second, on stderr, while a simulation runs.
+pub fn progress_bar(label: &str, end_ps: Option<u64>) -> (ProgressBar, impl FnMut(Progress)) {
+    let bar = match end_ps {
+        Some(end) => crate::progress::counted(end / 1_000_000, label, "us simulated"),
+        None => crate::progress::spinner(label),
+    };
+    let started = Instant::now();
+    let handle = bar.clone();
+    let update = move |p: Progress| {
+        let rate = p.events as f64 / started.elapsed().as_secs_f64().max(1e-9);
+        handle.set_position(p.sim_ps / 1_000_000);
+        handle.set_message(format!(
+            "t = {:.1} us, {:.1} M events/s, {} packets delivered",
+            p.sim_ps as f64 / 1e6,
+            rate / 1e6,
+            p.packets_delivered
+        ));
+    };
+    (bar, update)
+}
+
+/// The jobs of `workload` mapped by `mapping`, ready to run: every input checked.
+pub fn prepare(
+    topology: &Topology,
+    workload: &WorkloadSpec,
+    mapping: &MappingSpec,
+    config: SimConfig,
+) -> Result<Simulation> {
+    let jobs = traffic::build_jobs(workload, mapping, topology, &config.job_settings())?;
+    Ok(Simulation::new(topology, config, jobs)?)
+}
+
+/// Runs a simulation with a progress bar on stderr.
+pub fn run_with_progress(simulation: Simulation, label: &str, end_ps: Option<u64>) -> SimResult {
+    let (bar, mut update) = progress_bar(label, end_ps);
+    let result = simulation.run(&mut update);
+    bar.finish_and_clear();
+    result
+}
