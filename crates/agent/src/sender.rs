@@ -64,7 +64,7 @@ pub struct RunSource<'a> {
 
 /// What one delivery attempt came to.
 #[derive(Debug, PartialEq, Eq)]
-enum Outcome {
+enum Delivery {
     /// Stored by the collector (now or before).
     Delivered,
     /// Refused for good (400, 413, 422): the run can never be accepted as it is.
@@ -105,7 +105,7 @@ fn deliver(
     target: &CollectorTarget,
     instance: &str,
     run: &OutboxRun,
-) -> Outcome {
+) -> Delivery {
     let url = format!("{}/api/runs", target.url.trim_end_matches('/'));
     let from = RunSource {
         host: &target.host,
@@ -114,7 +114,7 @@ fn deliver(
     };
     let payload = match upload(&from, run).and_then(|u| serde_json::to_vec(&u)) {
         Ok(p) => p,
-        Err(e) => return Outcome::Refused(format!("cannot encode run {}: {e}", run.id)),
+        Err(e) => return Delivery::Refused(format!("cannot encode run {}: {e}", run.id)),
     };
     let response = client
         .post(&url)
@@ -122,11 +122,11 @@ fn deliver(
         .header("Content-Type", "application/json")
         .send(&payload[..]);
     match response {
-        Err(e) => Outcome::Retry(format!("{url}: {e}")),
+        Err(e) => Delivery::Retry(format!("{url}: {e}")),
         Ok(mut r) => {
             let status = r.status().as_u16();
             if r.status().is_success() {
-                return Outcome::Delivered;
+                return Delivery::Delivered;
             }
             let text = r
                 .body_mut()
@@ -136,10 +136,10 @@ fn deliver(
                 .unwrap_or_default();
             let message = collector_message(&text);
             match status {
-                400 | 413 | 422 => Outcome::Refused(format!(
+                400 | 413 | 422 => Delivery::Refused(format!(
                     "the collector refused it ({status} from {url}): {message}"
                 )),
-                _ => Outcome::Retry(format!("{url}: {status} {message}")),
+                _ => Delivery::Retry(format!("{url}: {status} {message}")),
             }
         }
     }
@@ -208,20 +208,20 @@ fn run(
         let mut retry = None;
         for run in &pending {
             match deliver(&client, &target, instance, run) {
-                Outcome::Delivered => {
+                Delivery::Delivered => {
                     sent += 1;
                     if let Err(e) = store.outbox_delivered(run.id) {
                         log(&format!("outbox: {e}"));
                     }
                 }
-                Outcome::Refused(why) => {
+                Delivery::Refused(why) => {
                     dropped += 1;
                     log(&format!("outbox: run {} dropped: {why}", run.id));
                     if let Err(e) = store.outbox_delivered(run.id) {
                         log(&format!("outbox: {e}"));
                     }
                 }
-                Outcome::Retry(why) => {
+                Delivery::Retry(why) => {
                     let _ = store.outbox_failed(run.id, &why);
                     retry = Some(why);
                     break;
@@ -337,7 +337,7 @@ mod tests {
         addr
     }
 
-    fn deliver_to(addr: std::net::SocketAddr) -> Outcome {
+    fn deliver_to(addr: std::net::SocketAddr) -> Delivery {
         let client: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(Duration::from_secs(10)))
@@ -371,7 +371,7 @@ mod tests {
             let code = &status[..3];
             assert_eq!(
                 deliver_to(addr),
-                Outcome::Refused(format!(
+                Delivery::Refused(format!(
                     "the collector refused it ({code} from http://{addr}/api/runs): \
                      run 7 of host node-1 refused: 0x00"
                 ))
@@ -392,7 +392,7 @@ mod tests {
             let code = &status[..3];
             assert_eq!(
                 deliver_to(addr),
-                Outcome::Retry(format!(
+                Delivery::Retry(format!(
                     "http://{addr}/api/runs: {code} the database is unavailable"
                 ))
             );
@@ -425,7 +425,7 @@ mod tests {
         };
         assert!(matches!(
             deliver(&client, &target, "i", &run),
-            Outcome::Retry(_)
+            Delivery::Retry(_)
         ));
     }
 }

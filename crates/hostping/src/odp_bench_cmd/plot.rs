@@ -75,7 +75,7 @@ pub fn write(report: &OdpBenchReport, path: &Path) -> Result<(), PlotError> {
 }
 
 /// The SVG text of the picture of `report`.
-pub fn render_svg(report: &OdpBenchReport) -> Result<String, String> {
+fn render_svg(report: &OdpBenchReport) -> Result<String, String> {
     font::ensure_registered();
     let mut svg = String::new();
     {
