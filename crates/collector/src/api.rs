@@ -165,11 +165,19 @@ const DISCARD_TIME: Duration = Duration::from_secs(10);
 /// - a chunked body (no length) is read up to `max`, then discarded to its end within the
 ///   same bounds.
 ///
-/// The 413 closes the connection (`Connection: close`, set by [`ApiError`]).
-async fn read_run_body(headers: &HeaderMap, mut body: Body, max: usize) -> Result<Bytes, ApiError> {
+/// `discard_up_to` is how much beyond `max` may be read and dropped: [`DISCARD_BYTES`] for a
+/// client with a valid token, none for a stranger (whose body costs the collector nothing
+/// beyond `max`; a stranger's run is refused anyway). The 413 closes the connection
+/// (`Connection: close`, set by [`ApiError`]).
+async fn read_run_body(
+    headers: &HeaderMap,
+    mut body: Body,
+    max: usize,
+    discard_up_to: u64,
+) -> Result<Bytes, ApiError> {
     let max_bytes = max as u64;
     let too_large = || ApiError::TooLarge { limit: max };
-    let bound = max_bytes.saturating_add(DISCARD_BYTES);
+    let bound = max_bytes.saturating_add(discard_up_to);
     if let Some(declared) = body.size_hint().exact().filter(|&n| n > max_bytes) {
         if !expects_continue(headers) && declared <= bound {
             discard(body, declared).await;
@@ -233,11 +241,17 @@ async fn post_run(
     body: Body,
     max_body: usize,
 ) -> Result<Response, ApiError> {
-    let body = read_run_body(&headers, body, max_body).await?;
-    let token_host = bearer(&headers)
-        .and_then(|t| shared.tokens.host_of(t))
-        .ok_or(ApiError::Unauthorized)?
-        .to_owned();
+    let token_host = bearer(&headers).and_then(|t| shared.tokens.host_of(t));
+    // The body is read before the token is refused (as it always was), so that a client
+    // reading its answer sees the 401; only an agent of the fleet is worth reading more
+    // than the limit for, to answer its oversized run a 413 it can read.
+    let discard_up_to = if token_host.is_some() {
+        DISCARD_BYTES
+    } else {
+        0
+    };
+    let body = read_run_body(&headers, body, max_body, discard_up_to).await?;
+    let token_host = token_host.ok_or(ApiError::Unauthorized)?.to_owned();
     let (upload, report) = upload::parse(&body).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     if upload.host != token_host {
         return Err(ApiError::WrongHost {
