@@ -50,13 +50,7 @@ fn writer_on(pg: &Postgres) -> (tokio::runtime::Runtime, Writer) {
         .build()
         .unwrap();
     let writer = runtime.block_on(async {
-        let config: tokio_postgres::Config = pg.url().parse().unwrap();
-        let manager = deadpool_postgres::Manager::new(config, tokio_postgres::NoTls);
-        let pool = deadpool_postgres::Pool::builder(manager)
-            .max_size(2)
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .build()
-            .unwrap();
+        let pool = pg.pool(2);
         let mut client = pool.get().await.unwrap();
         collector::schema::migrate(&mut client).await.unwrap();
         drop(client);

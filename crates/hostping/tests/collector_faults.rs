@@ -206,6 +206,24 @@ fn start_sender(
     sender::start(target, db.to_path_buf(), metrics, log).unwrap()
 }
 
+/// Delivers `db`'s outbox to `collector` as node-1 until it is empty, within `timeout`;
+/// the one line the sender logged (into `lines`, through `log`) of a dropped run.
+fn deliver_dropping_one(
+    collector: &Collector,
+    db: &Path,
+    log: fn(&str),
+    lines: &Mutex<Vec<String>>,
+    timeout: Duration,
+) -> String {
+    let sender = start_sender(collector, "node-1", TOKEN_1, db, log);
+    wait_until("an empty outbox", timeout, || queued(db) == 0);
+    sender.finish();
+    let lines = lines.lock().unwrap();
+    let dropped: Vec<&String> = lines.iter().filter(|l| l.contains("dropped")).collect();
+    assert_eq!(dropped.len(), 1, "{lines:?}");
+    dropped[0].clone()
+}
+
 fn queued(db: &Path) -> u64 {
     store::Store::open_read_only(db)
         .unwrap()
@@ -224,16 +242,8 @@ fn the_agent_drops_a_run_the_database_refuses_and_delivers_the_next() {
     let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
     let db = dir.join("runs.db");
     let ids = agent_database(&db, &[nul_evidence(), sim_report(&[])]);
-    let sender = start_sender(&collector, "node-1", TOKEN_1, &db, log);
-    wait_until("an empty outbox", Duration::from_secs(30), || {
-        queued(&db) == 0
-    });
-    sender.finish();
+    let line = deliver_dropping_one(&collector, &db, log, &LINES, Duration::from_secs(30));
     assert_eq!(stored_runs(&pg), format!("node-1:{}", ids[1]));
-    let lines = LINES.lock().unwrap();
-    let dropped: Vec<&String> = lines.iter().filter(|l| l.contains("dropped")).collect();
-    assert_eq!(dropped.len(), 1, "{lines:?}");
-    let line = dropped[0];
     assert!(
         line.contains(&format!("run {}", ids[0])) && line.contains("422"),
         "{line}"
@@ -462,19 +472,11 @@ fn the_agent_drops_a_run_over_the_limit_and_delivers_the_next() {
     let mut heavy = sim_report(&["degrade:gpu4--lsw4:0.3"]);
     heavy["diagnoses"][0]["evidence"] = "x".repeat(8 << 20).into();
     let ids = agent_database(&db, &[heavy, sim_report(&[])]);
-    let sender = start_sender(&collector, "node-1", TOKEN_1, &db, log);
-    wait_until("an empty outbox", Duration::from_secs(60), || {
-        queued(&db) == 0
-    });
-    sender.finish();
+    let line = deliver_dropping_one(&collector, &db, log, &LINES, Duration::from_secs(60));
     assert_eq!(stored_runs(&pg), format!("node-1:{}", ids[1]));
-    let lines = LINES.lock().unwrap();
-    let dropped: Vec<&String> = lines.iter().filter(|l| l.contains("dropped")).collect();
-    assert_eq!(dropped.len(), 1, "{lines:?}");
     assert!(
-        dropped[0].contains(&format!("run {}", ids[0])) && dropped[0].contains("413"),
-        "{}",
-        dropped[0]
+        line.contains(&format!("run {}", ids[0])) && line.contains("413"),
+        "{line}"
     );
 }
 
@@ -523,13 +525,7 @@ fn stored_sample_sets_of_uneven_lengths_are_an_error_never_a_panic() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let config: tokio_postgres::Config = pg.url().parse().unwrap();
-        let manager = deadpool_postgres::Manager::new(config, tokio_postgres::NoTls);
-        let pool = deadpool_postgres::Pool::builder(manager)
-            .max_size(2)
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .build()
-            .unwrap();
+        let pool = pg.pool(2);
         let mut client = pool.get().await.unwrap();
         let error = collector::refresh::refresh(&mut client, "dgx-a100")
             .await

@@ -208,6 +208,30 @@ fn fleet_json(url: &str, args: &[&str]) -> (i32, Value) {
     )
 }
 
+/// Posts `runs` of `host` to the collector, oldest first, one a second, the last started at
+/// `last_started_unix_ms`; each must be stored (201).
+fn post_runs(
+    addr: std::net::SocketAddr,
+    host: &str,
+    rack: Option<&str>,
+    runs: &[Value],
+    last_started_unix_ms: i64,
+) {
+    let n = runs.len() as i64;
+    for (i, report) in runs.iter().enumerate() {
+        let body = json!({"host": host, "id": i + 1, "trigger": "idle",
+                          "started_unix_ms": last_started_unix_ms - (n - 1 - i as i64) * 1_000,
+                          "instance": "0123456789abcdef0123456789abcdef",
+                          "rack": rack, "report": report});
+        let (status, answer) = post(
+            addr,
+            Some(&token(host)),
+            &serde_json::to_vec(&body).unwrap(),
+        );
+        assert_eq!(status, 201, "{answer}");
+    }
+}
+
 #[test]
 fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
     let dir = temp_dir("fleet-baselines");
@@ -246,19 +270,8 @@ fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
     assert!(fleet_runs["node-broken"][0]["healthy"] == false);
     let start = now_ms() - 60_000;
     for (name, runs) in &fleet_runs {
-        let n = runs.len() as i64;
-        for (i, report) in runs.iter().enumerate() {
-            let body = json!({"host": name, "id": i + 1, "trigger": "idle",
-                              "started_unix_ms": start - (n - i as i64) * 1_000,
-                              "instance": "0123456789abcdef0123456789abcdef",
-                              "rack": format!("r{}", name.len() % 2), "report": report});
-            let (status, answer) = post(
-                addr,
-                Some(&token(name)),
-                &serde_json::to_vec(&body).unwrap(),
-            );
-            assert_eq!(status, 201, "{answer}");
-        }
+        let rack = format!("r{}", name.len() % 2);
+        post_runs(addr, name, Some(&rack), runs, start - 1_000);
     }
 
     // A host keeps the sample sets of its last 9 idle runs: the 12-run hosts dropped 3.
@@ -706,18 +719,7 @@ fn the_collector_judges_a_host_with_the_thresholds_its_runs_carry() {
             "node-default" => reports(9, seed, &slow),
             _ => reports(9, seed, &[]),
         };
-        for (k, report) in runs.iter().enumerate() {
-            let body = json!({"host": name, "id": k + 1, "trigger": "idle",
-                              "started_unix_ms": start + k as i64 * 1_000,
-                              "instance": "0123456789abcdef0123456789abcdef",
-                              "report": report});
-            let (status, answer) = post(
-                addr,
-                Some(&token(name)),
-                &serde_json::to_vec(&body).unwrap(),
-            );
-            assert_eq!(status, 201, "{answer}");
-        }
+        post_runs(addr, name, None, &runs, start);
     }
     // The host's summary keeps the thresholds of its latest run; a report without them
     // (node-default's carry them too: `check` writes the defaults) reads as the defaults.

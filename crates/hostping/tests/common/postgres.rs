@@ -114,6 +114,18 @@ impl Postgres {
         format!("postgres://hostping@127.0.0.1:{}/postgres", self.port)
     }
 
+    /// A connection pool on the cluster, as the collector makes one (at most `max_size`
+    /// connections), for tests that drive the collector's library directly.
+    pub fn pool(&self, max_size: usize) -> deadpool_postgres::Pool {
+        let config: tokio_postgres::Config = self.url().parse().expect("the cluster's URL");
+        let manager = deadpool_postgres::Manager::new(config, tokio_postgres::NoTls);
+        deadpool_postgres::Pool::builder(manager)
+            .max_size(max_size)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .expect("a pool of a valid configuration")
+    }
+
     /// One value from `psql`.
     pub fn scalar(&self, sql: &str) -> String {
         let out = Command::new(self.bin.join("psql"))
