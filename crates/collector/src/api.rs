@@ -29,6 +29,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use deadpool_postgres::Pool;
+use fleet_api::read::ErrorBody;
 use fleet_api::tokens::Tokens;
 use fleet_api::upload;
 use serde_json::{json, Value};
@@ -85,7 +86,10 @@ impl IntoResponse for ApiError {
             },
         };
         let too_large = matches!(self, ApiError::TooLarge { .. });
-        let mut response = (status, Json(json!({"error": self.to_string()}))).into_response();
+        let body = ErrorBody {
+            error: self.to_string(),
+        };
+        let mut response = (status, Json(body)).into_response();
         if status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()
