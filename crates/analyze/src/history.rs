@@ -168,6 +168,8 @@ mod tests {
             host: "dgx-a100".into(),
             mode: Mode::Idle,
             healthy: false,
+            inconclusive: false,
+            not_judged: Vec::new(),
             provenance: Provenance::Simulated,
             run,
             paths: vec![],

@@ -153,6 +153,8 @@ pub fn analyze(input: &Input, follow_up: &mut dyn FollowUp) -> Report {
         host: run.host.clone(),
         mode: run.mode,
         healthy: false,
+        inconclusive: false,
+        not_judged: Vec::new(),
         provenance: run.provenance,
         run: input.run_index,
         paths: f

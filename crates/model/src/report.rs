@@ -216,8 +216,16 @@ pub struct Report {
     pub host: String,
     /// Idle or busy.
     pub mode: Mode,
-    /// True when nothing is wrong (and `diagnoses` is empty).
+    /// True when nothing is wrong (and `diagnoses` is empty) and every link was judged.
     pub healthy: bool,
+    /// True when some link could not be judged, so the host cannot be called healthy
+    /// (DESIGN 4.3, exit status 3); `not_judged` says what and why. `healthy` is then false.
+    /// A report without it (an older agent) reads as judged.
+    #[serde(default)]
+    pub inconclusive: bool,
+    /// What was not judged and why, one entry per reason; empty when everything was judged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_judged: Vec<NotJudged>,
     /// Measured on a real host, or simulated.
     pub provenance: Provenance,
     /// Index of this run in a `--runs N` series, from 0.
@@ -245,6 +253,48 @@ impl Report {
     pub fn judged_with(&self) -> Thresholds {
         self.thresholds.unwrap_or_default()
     }
+}
+
+/// Why part of a host was not judged (DESIGN 4.3's `not_judged`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotJudgedReason {
+    /// The baseline has no entry for these paths (a stale, truncated or hand-edited file).
+    NoBaseline,
+    /// These paths were not probed (the host model has none, or they were left out).
+    NotProbed,
+    /// The probe of these paths failed (a timeout, a work completion in error).
+    ProbeFailed,
+    /// The paths were probed but could not have shown a degraded link (a latency-bound GDR
+    /// path, a busy RNIC, a capacity the host does not report, as in a virtual machine).
+    NotMeasurable,
+}
+
+impl NotJudgedReason {
+    /// The name used in reports and stored rows (`no_baseline`, ...), as serialised.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotJudgedReason::NoBaseline => "no_baseline",
+            NotJudgedReason::NotProbed => "not_probed",
+            NotJudgedReason::ProbeFailed => "probe_failed",
+            NotJudgedReason::NotMeasurable => "not_measurable",
+        }
+    }
+}
+
+/// One reason some paths and links were not judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotJudged {
+    /// Why.
+    pub reason: NotJudgedReason,
+    /// The paths concerned, as `rnic->endpoint`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+    /// The links left unjudged because of it (no judged path covers them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<LinkId>,
+    /// The same for people: what, why, and what to do.
+    pub detail: String,
 }
 
 /// Where a check's per-path references came from.
@@ -301,6 +351,10 @@ mod tests {
             assert_eq!(v.as_str(), serde_name(v));
         }
         for v in [Provenance::Measured, Provenance::Simulated] {
+            assert_eq!(v.as_str(), serde_name(v));
+        }
+        use NotJudgedReason as N;
+        for v in [N::NoBaseline, N::NotProbed, N::ProbeFailed, N::NotMeasurable] {
             assert_eq!(v.as_str(), serde_name(v));
         }
         for v in LinkKind::ALL {

@@ -88,6 +88,8 @@ pub fn healthy(host: &str, paths: usize) -> Report {
         host: host.to_string(),
         mode: Mode::Idle,
         healthy: true,
+        inconclusive: false,
+        not_judged: Vec::new(),
         provenance: Provenance::Simulated,
         run: 0,
         paths: (0..paths)
@@ -329,6 +331,8 @@ pub fn report() -> impl Strategy<Value = Report> {
                     host,
                     mode,
                     healthy,
+                    inconclusive: false,
+                    not_judged: Vec::new(),
                     provenance,
                     run,
                     paths,
