@@ -18,6 +18,8 @@
 //! - [`busy_rnic_link`]: in busy mode, "if no abnormal link could be found, the RNIC PCIe
 //!   link may be the bottleneck, and the analyzer will further check if it is overloaded"
 //!   (Hostping 4.3, last paragraph).
+//! - [`saturated_rnic_links`]: an RNIC whose service traffic fills its line rate has its own
+//!   link overloaded, whether or not it pauses (DESIGN 4.2; Hostping 4.3, busy mode).
 
 use crate::evidence;
 use crate::facts::Facts;
@@ -79,7 +81,9 @@ fn saturated_rnic(f: &Facts<'_>, links: &[LinkId]) -> Option<String> {
             return None;
         }
         Some(format!(
-            "the RNIC counters of {} read {} of service traffic, {} of its {} line rate, at or              above Util_high {} ({}), so {link} is saturated by traffic, not failed (Hostping              4.3, 5)",
+            "the RNIC counters of {} read {} of service traffic, {} of its {} line rate, at or \
+             above Util_high {} ({}), so {link} is saturated by traffic, not failed (Hostping \
+             4.3, 5)",
             r.id,
             evidence::gbps(throughput),
             evidence::percent(throughput / r.line_rate_gbps),
@@ -319,6 +323,54 @@ pub(crate) fn busy_rnic_link(f: &Facts<'_>) -> Vec<Diagnosis> {
                 r.symptoms(),
                 mine.len()
             ),
+        });
+    }
+    out
+}
+
+/// An RNIC whose service traffic fills its line rate (at or above `util_high` of it) has
+/// overloaded its own PCIe link, whether or not it pauses its sender (DESIGN 4.2, last
+/// line). Hostping 4.3 (busy mode): "links with utilization higher than Util_high will be
+/// diagnosed as overloaded links", and "if no abnormal link could be found, the RNIC PCIe
+/// link may be the bottleneck, and the analyzer will further check if it is overloaded".
+/// The RNIC's throughput is that link's utilisation as far as the RNIC can take it, and its
+/// loopback probes cannot show it (a saturated RNIC's paths are slow together, so none is
+/// abnormal among its siblings). Links that an earlier rule already named are left alone.
+pub(crate) fn saturated_rnic_links(f: &Facts<'_>, found: &[Diagnosis]) -> Vec<Diagnosis> {
+    let mut out = Vec::new();
+    for r in &f.rnics {
+        let Some(rnic_link) = f.host.links_to_cpu(&r.id).into_iter().next() else {
+            continue;
+        };
+        let named = found.iter().any(|d| d.links.contains(&rnic_link));
+        let judged_normal = f
+            .link(&rnic_link)
+            .is_some_and(|v| v.status == LinkStatus::Normal);
+        if named || judged_normal {
+            continue;
+        }
+        let Some(saturated) = saturated_rnic(f, std::slice::from_ref(&rnic_link)) else {
+            continue;
+        };
+        let probed: Vec<f64> = (0..f.observed.len())
+            .filter(|&j| f.observed[j].rnic == r.id)
+            .filter_map(|j| f.verdict(j).bandwidth_gbps)
+            .collect();
+        let probes = if probed.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; its {} probed paths read {}, slowed together by that traffic",
+                probed.len(),
+                evidence::gbps_range(&probed)
+            )
+        };
+        out.push(Diagnosis {
+            cause: Cause::LinkOverloaded,
+            links: vec![rnic_link],
+            rnic: None,
+            setting: None,
+            evidence: format!("{saturated}{probes}"),
         });
     }
     out

@@ -4,6 +4,7 @@
 //! a kind, is [`crate::fleet::baseline`].
 
 use crate::robust::median;
+use model::baseline::MeasuredWith;
 use model::{Baseline, BaselinePath, ComponentId, HostTopology, ProbeRun};
 
 /// A path had no successful measurement in any run.
@@ -18,8 +19,13 @@ pub struct MissingPath {
     pub runs: usize,
 }
 
-/// Per-path medians of latency and bandwidth over `runs`.
-pub fn from_runs(host: &HostTopology, runs: &[ProbeRun]) -> Result<Baseline, MissingPath> {
+/// Per-path medians of latency and bandwidth over `runs`, which were measured with
+/// `measured_with` (the baseline records it, so a check measured another way is refused).
+pub fn from_runs(
+    host: &HostTopology,
+    runs: &[ProbeRun],
+    measured_with: MeasuredWith,
+) -> Result<Baseline, MissingPath> {
     let mut paths = Vec::new();
     for path in host.paths() {
         let measured: Vec<_> = runs
@@ -63,5 +69,6 @@ pub fn from_runs(host: &HostTopology, runs: &[ProbeRun]) -> Result<Baseline, Mis
         provenance,
         runs: runs.len() as u32,
         paths,
+        measured_with,
     })
 }

@@ -27,11 +27,15 @@ falls off ([`iotlb_knee`], HotNets'22 3.1).
 4. a minimal cover of the remaining abnormal paths by abnormal link groups; overloaded or
    failed by utilisation, or a memory channel whose bus the cores take (HotNets'22 3.2);
    in busy mode, an abnormal RNIC with no abnormal link suspects its
-   own link;
+   own link; an RNIC whose service traffic fills its line rate has its own link overloaded,
+   whether or not it pauses (Hostping 4.3, busy mode; DESIGN 4.2);
 5. re-probes, within an idle run, of the paths that alone judge a link ([`FollowUp::latency`]);
 6. flapping from the history and from those re-probes;
 7. ODP stalls from the RNICs' transport counters and ODP regions ([`odp`], ISPASS'21),
-   which no probe can show.
+   which no probe can show;
+8. what was not judged (module `judged`): links Algorithm 1 left uncertain
+   make the report `inconclusive` (DESIGN 4.3, exit status 3), never healthy, with the paths
+   and the reason in `not_judged`.
 
 ```
 use analyze::{analyze, History, Input, NoFollowUp};
@@ -62,6 +66,7 @@ let baseline = Baseline {
     paths: host.paths().iter().map(|p| BaselinePath {
         rnic: p.rnic.clone(), endpoint: p.endpoint.clone(), latency_us: 1.5, bandwidth_gbps: healthy(p),
     }).collect(),
+    measured_with: Default::default(),
 };
 let history = History::new(8);
 let input = Input {
@@ -89,6 +94,7 @@ pub mod history;
 pub mod host_baseline;
 mod iommu;
 pub mod iotlb_knee;
+mod judged;
 pub mod lint;
 mod localize;
 mod membus;
@@ -144,17 +150,19 @@ pub fn analyze(input: &Input, follow_up: &mut dyn FollowUp) -> Report {
     diagnoses.extend(causes::rnic_rule(&f, follow_up, &mut remaining));
     diagnoses.extend(localize::set_cover(&f, &mut remaining));
     diagnoses.extend(causes::busy_rnic_link(&f));
+    diagnoses.extend(causes::saturated_rnic_links(&f, &diagnoses));
     diagnoses.extend(odp::diagnose(&f));
     // What is left in `remaining` lies only on normal links: gray, no cause from one run.
     let reprobes = reprobe::run(&f, follow_up);
+    let (inconclusive, not_judged) = judged::not_judged(&f);
 
     let run = input.run;
     let mut report = Report {
         host: run.host.clone(),
         mode: run.mode,
         healthy: false,
-        inconclusive: false,
-        not_judged: Vec::new(),
+        inconclusive,
+        not_judged,
         provenance: run.provenance,
         run: input.run_index,
         paths: f
@@ -193,11 +201,15 @@ pub fn analyze(input: &Input, follow_up: &mut dyn FollowUp) -> Report {
     diagnoses.sort_by(|a, b| {
         (a.cause, &a.links, &a.rnic, &a.evidence).cmp(&(b.cause, &b.links, &b.rnic, &b.evidence))
     });
+    // Healthy only when judged (DESIGN 4.3): no cause, no abnormal path, no failed probe,
+    // and every link judged. A host with findings and unjudged links is both unhealthy and
+    // inconclusive; its exit status is 1 (a finding outranks "could not judge").
     report.healthy = diagnoses.is_empty()
+        && !report.inconclusive
         && report
             .paths
             .iter()
-            .all(|p| p.status != PathStatus::Abnormal);
+            .all(|p| p.status != PathStatus::Abnormal && !p.failed());
     report.diagnoses = diagnoses;
     report
 }

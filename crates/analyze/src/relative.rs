@@ -84,6 +84,9 @@ pub fn relative(host: &HostTopology, run: &ProbeRun, software: &[ComponentId]) -
         provenance: run.provenance,
         runs: 1,
         paths,
+        // Made from the very run it judges, never written to a file nor compared with a
+        // check's settings (only a baseline file is, `check::record`).
+        measured_with: Default::default(),
     }
 }
 

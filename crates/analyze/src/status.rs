@@ -426,6 +426,7 @@ mod tests {
                     bandwidth_gbps: if p.affinitive { 199.0 } else { 125.5 },
                 })
                 .collect(),
+            measured_with: Default::default(),
         }
     }
 

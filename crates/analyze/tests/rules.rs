@@ -168,7 +168,10 @@ fn failed_probe_is_uncertain_and_reported() {
     assert_eq!(p.status, PathStatus::Uncertain);
     assert_eq!(p.error.as_deref(), Some("ibv_reg_mr on gpu3: Bad address"));
     assert_eq!(p.latency_us, None);
-    assert!(r.healthy);
+    // A failed probe is a finding (the check cannot vouch for that path): never healthy.
+    assert!(!r.healthy);
+    assert_eq!(r.verdict(), model::report::Verdict::Findings);
+    assert_eq!(r.not_judged[0].paths, ["rnic1->gpu3"]);
 }
 
 // ---- Scenario 2: misconfigurations (Hostping 6 #7-#10) ----
@@ -514,8 +517,11 @@ fn healthy_busy_host() {
     });
     let snap = m.snap().busy("rnic1", 150.0).build();
     let r = m.analyze(&snap, &History::new(8), &mut NoFollowUp);
-    assert!(r.healthy, "{:?}", r.diagnoses);
-    assert!(r.diagnoses.is_empty());
+    assert!(r.diagnoses.is_empty(), "{:?}", r.diagnoses);
+    // No finding, but a busy RNIC's own link cannot be judged by its probes (Hostping 4.3:
+    // "we have no idea whether other paths are normal"): inconclusive, never healthy.
+    assert!(!r.healthy && r.inconclusive);
+    assert!(link(&r, "rnic1--lsw2").status == LinkStatus::Uncertain);
     assert_eq!(r.mode, Mode::Busy);
 }
 

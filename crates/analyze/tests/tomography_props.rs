@@ -151,8 +151,10 @@ proptest! {
         }
     }
 
+    /// No abnormal path: no diagnosis, and healthy exactly when every link was judged
+    /// (a link left uncertain makes the report inconclusive, never healthy: DESIGN 4.3).
     #[test]
-    fn no_abnormal_path_means_healthy(
+    fn no_abnormal_path_means_healthy_when_every_link_is_judged(
         h in 0..HOSTS.len(),
         busy in any::<bool>(),
         probed in prop::collection::vec(any::<bool>(), 40),
@@ -183,8 +185,11 @@ proptest! {
         }
         let r = m.analyze(&snap.build(), &History::new(4), &mut NoFollowUp);
         prop_assert!(r.paths.iter().all(|p| p.status != PathStatus::Abnormal));
-        prop_assert!(r.healthy, "{:?}", r.diagnoses);
-        prop_assert!(r.diagnoses.is_empty());
+        prop_assert!(r.diagnoses.is_empty(), "{:?}", r.diagnoses);
+        let unjudged = r.links.iter().any(|l| l.status == LinkStatus::Uncertain);
+        prop_assert_eq!(r.inconclusive, unjudged);
+        prop_assert_eq!(r.healthy, !unjudged);
+        prop_assert_eq!(r.inconclusive, !r.not_judged.is_empty());
         prop_assert!(r.links.iter().all(|l| !matches!(l.status, LinkStatus::Abnormal | LinkStatus::Gray)));
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::hostfile::ModelError;
 use crate::ids::ComponentId;
-use crate::measure::Provenance;
+use crate::measure::{Op, Provenance};
 use crate::topology::HostTopology;
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +33,84 @@ pub struct Baseline {
     pub runs: u32,
     /// Per path.
     pub paths: Vec<BaselinePath>,
+    /// How the paths were measured: a check measured another way is not comparable (a READ
+    /// is not a WRITE, a 64 KiB message is not a 128 KiB one). A file written before this
+    /// field existed reads as measured with the defaults of that time, which are today's
+    /// ([`MeasuredWith::default`]): no option changed them.
+    #[serde(default)]
+    pub measured_with: MeasuredWith,
+}
+
+/// How a baseline was measured: every probe setting a user can change that moves the
+/// numbers the paths are judged by (the latency test of Hostping 4.1.1). Streams are not
+/// part of it: a baseline holds no stream results, and streams are reported, not judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasuredWith {
+    /// RDMA WRITE (the paper's loopback) or READ.
+    pub op: Op,
+    /// Small message, bytes (latency; 1 B, Hostping 4.1.1).
+    pub small_bytes: u64,
+    /// Large message, bytes (bandwidth by eq. 3; 128 KiB for 200 Gb/s RNICs).
+    pub large_bytes: u64,
+    /// Untimed iterations before the timed ones.
+    pub warmup: u32,
+    /// Timed iterations per message size per path.
+    pub iterations: u32,
+}
+
+impl Default for MeasuredWith {
+    /// The probe's defaults (and every baseline's before `measured_with` was recorded).
+    fn default() -> Self {
+        MeasuredWith {
+            op: Op::Write,
+            small_bytes: 1,
+            large_bytes: 128 * 1024,
+            warmup: 16,
+            iterations: 1000,
+        }
+    }
+}
+
+impl MeasuredWith {
+    /// Each setting in which `check` differs from this baseline, in words: `baseline measured
+    /// with --op write, this check uses --op read`. Empty when they agree.
+    pub fn differences(&self, check: &MeasuredWith) -> Vec<String> {
+        let op = |o: Op| match o {
+            Op::Write => "write",
+            Op::Read => "read",
+        };
+        let settings = [
+            ("--op", op(self.op).to_string(), op(check.op).to_string()),
+            (
+                "small message bytes",
+                self.small_bytes.to_string(),
+                check.small_bytes.to_string(),
+            ),
+            (
+                "large message bytes",
+                self.large_bytes.to_string(),
+                check.large_bytes.to_string(),
+            ),
+            (
+                "warm-up iterations",
+                self.warmup.to_string(),
+                check.warmup.to_string(),
+            ),
+            (
+                "--iterations",
+                self.iterations.to_string(),
+                check.iterations.to_string(),
+            ),
+        ];
+        settings
+            .into_iter()
+            .filter(|(_, base, now)| base != now)
+            .map(|(name, base, now)| {
+                format!("baseline measured with {name} {base}, this check uses {name} {now}")
+            })
+            .collect()
+    }
 }
 
 impl Baseline {
@@ -116,6 +194,7 @@ mod tests {
                 latency_us: 2.1,
                 bandwidth_gbps: 199.0,
             }],
+            measured_with: MeasuredWith::default(),
         };
         let text = serde_json::to_string(&b).unwrap();
         assert_eq!(Baseline::from_json("b.json", &text).unwrap(), b);
@@ -124,5 +203,31 @@ mod tests {
         let e = Baseline::from_json("b.json", &text.replace("199.0", "-1.0")).unwrap_err();
         assert_eq!(e.field, "paths[0].bandwidth_gbps");
         assert!(e.to_string().starts_with("b.json: "));
+    }
+
+    #[test]
+    fn a_file_without_measured_with_reads_as_todays_defaults() {
+        let text = r#"{"host": "dgx-a100", "provenance": "simulated", "runs": 3, "paths": []}"#;
+        let b = Baseline::from_json("old.json", text).unwrap();
+        assert_eq!(b.measured_with, MeasuredWith::default());
+        assert_eq!(b.measured_with.op, Op::Write);
+    }
+
+    #[test]
+    fn differences_name_each_setting_both_ways() {
+        let base = MeasuredWith::default();
+        assert!(base.differences(&base).is_empty());
+        let check = MeasuredWith {
+            op: Op::Read,
+            iterations: 200,
+            ..base
+        };
+        assert_eq!(
+            base.differences(&check),
+            [
+                "baseline measured with --op write, this check uses --op read",
+                "baseline measured with --iterations 1000, this check uses --iterations 200"
+            ]
+        );
     }
 }

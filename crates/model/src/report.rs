@@ -247,7 +247,50 @@ pub struct Report {
     pub thresholds: Option<Thresholds>,
 }
 
+/// What one report concludes, as DESIGN 4.3's exit status says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every link judged, nothing wrong (exit 0).
+    Healthy,
+    /// A diagnosis, an abnormal path or a failed probe (exit 1).
+    Findings,
+    /// Nothing wrong found, but some link could not be judged (exit 3).
+    Inconclusive,
+}
+
+impl Verdict {
+    /// The name used in views and summaries (`healthy`, `findings`, `inconclusive`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Healthy => "healthy",
+            Verdict::Findings => "findings",
+            Verdict::Inconclusive => "inconclusive",
+        }
+    }
+}
+
 impl Report {
+    /// What the report concludes. A finding (a diagnosis, an abnormal path, a failed probe)
+    /// outranks "inconclusive": a report with both is `Findings` (exit 1), though its
+    /// `inconclusive` stays true.
+    pub fn verdict(&self) -> Verdict {
+        let finding = !self.diagnoses.is_empty()
+            || self
+                .paths
+                .iter()
+                .any(|p| p.status == PathStatus::Abnormal || p.failed());
+        if finding {
+            Verdict::Findings
+        } else if self.inconclusive || !self.healthy {
+            // `healthy` false with no finding can only mean unjudged links; an older report
+            // that says so without `inconclusive` is still not healthy.
+            Verdict::Inconclusive
+        } else {
+            Verdict::Healthy
+        }
+    }
+
     /// The thresholds the run was judged with: its own, or Hostping 5's defaults for a report
     /// that does not carry them.
     pub fn judged_with(&self) -> Thresholds {
@@ -354,7 +397,12 @@ mod tests {
             assert_eq!(v.as_str(), serde_name(v));
         }
         use NotJudgedReason as N;
-        for v in [N::NoBaseline, N::NotProbed, N::ProbeFailed, N::NotMeasurable] {
+        for v in [
+            N::NoBaseline,
+            N::NotProbed,
+            N::ProbeFailed,
+            N::NotMeasurable,
+        ] {
             assert_eq!(v.as_str(), serde_name(v));
         }
         for v in LinkKind::ALL {

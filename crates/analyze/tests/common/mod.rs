@@ -118,6 +118,7 @@ impl Matrix {
                     }
                 })
                 .collect(),
+            measured_with: Default::default(),
         };
         Matrix {
             host,
