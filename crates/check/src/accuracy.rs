@@ -4,6 +4,7 @@
 use crate::pipeline::{self, CheckSettings};
 use crate::scenario::{Scenario, ScenarioRun};
 use analyze::ModeChoice;
+use model::report::Verdict;
 use model::HostTopology;
 use serde::Serialize;
 use vhost::VhostConfig;
@@ -30,8 +31,11 @@ pub struct FalseAlarms {
     pub host: String,
     /// Healthy runs checked.
     pub runs: u32,
-    /// Runs not reported healthy.
+    /// Runs that reported a finding (a diagnosis, an abnormal path, a failed probe).
     pub false_alarms: u32,
+    /// Runs with no finding that could not judge every link (not called healthy either;
+    /// a model whose links no healthy run can judge shows here, not as an alarm).
+    pub inconclusive: u32,
 }
 
 /// The whole suite's result.
@@ -76,7 +80,7 @@ pub fn run_scenarios(
 }
 
 /// Checks `runs` healthy virtual hosts of a model, seeds 1..=runs, each against the same
-/// simulated baseline, and counts the runs not reported healthy.
+/// simulated baseline, and counts the runs that reported a finding and those inconclusive.
 pub fn false_alarms(host: &HostTopology, runs: u32, progress: &mut dyn FnMut()) -> FalseAlarms {
     let settings = CheckSettings {
         mode: ModeChoice::Auto,
@@ -90,10 +94,14 @@ pub fn false_alarms(host: &HostTopology, runs: u32, progress: &mut dyn FnMut()) 
         VhostConfig::default().noise,
     );
     let mut alarms = 0;
+    let mut inconclusive = 0;
     for seed in 1..=u64::from(runs) {
         let reports = pipeline::check_virtual(host, Vec::new(), seed, &baseline, &settings);
-        if reports.iter().any(|r| !r.healthy) {
+        let verdicts: Vec<Verdict> = reports.iter().map(|r| r.verdict()).collect();
+        if verdicts.contains(&Verdict::Findings) {
             alarms += 1;
+        } else if verdicts.contains(&Verdict::Inconclusive) {
+            inconclusive += 1;
         }
         progress();
     }
@@ -101,6 +109,7 @@ pub fn false_alarms(host: &HostTopology, runs: u32, progress: &mut dyn FnMut()) 
         host: host.name.clone(),
         runs,
         false_alarms: alarms,
+        inconclusive,
     }
 }
 
@@ -142,11 +151,12 @@ pub fn suite_table(result: &SuiteResult) -> String {
     for f in &result.false_alarms {
         let _ = writeln!(
             out,
-            "false alarms, {}: {}/{} healthy noisy runs ({:.1} %)",
+            "false alarms, {}: {}/{} healthy noisy runs ({:.1} %); inconclusive {}",
             f.host,
             f.false_alarms,
             f.runs,
-            100.0 * f64::from(f.false_alarms) / f64::from(f.runs.max(1))
+            100.0 * f64::from(f.false_alarms) / f64::from(f.runs.max(1)),
+            f.inconclusive
         );
     }
     out

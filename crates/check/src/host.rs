@@ -8,7 +8,7 @@ use crate::record;
 use crate::sim::{self, SimError};
 use analyze::host_baseline::MissingPath;
 use model::{
-    Baseline, BaselineKind, ComponentId, CounterReport, HostConfig, HostTopology, PathOutcome,
+    Baseline, BaselineKind, ComponentId, CounterReport, HostConfig, HostTopology, Op, PathOutcome,
     Provenance,
 };
 use probe::LatencySpec;
@@ -47,6 +47,14 @@ pub enum HostError {
     /// A healthy baseline run left a path unmeasured.
     #[error(transparent)]
     Baseline(#[from] MissingPath),
+    /// The virtual host models the loopback WRITE only.
+    #[error(
+        "--op read: the simulated host models the loopback WRITE of Hostping Fig. 7 only; an \
+         RDMA READ crossing the root complex differs from it (Hostping 3.2.2) in ways the \
+         model does not know, so it would report WRITE's numbers as READ's. Use --op write \
+         with --sim, or probe a real host with --op read"
+    )]
+    ReadOnVirtualHost,
 }
 
 /// Which host: `--sim NAME|FILE` (a virtual host), else this machine or a sysfs tree
@@ -170,6 +178,15 @@ impl Host {
                     engine: None,
                 })
             }
+        }
+    }
+
+    /// Refuses an operation this host cannot probe truthfully: the virtual host has no
+    /// model of RDMA READ (its numbers would be WRITE's).
+    pub fn supports(&self, op: Op) -> Result<(), HostError> {
+        match (self, op) {
+            (Host::Virtual { .. }, Op::Read) => Err(HostError::ReadOnVirtualHost),
+            _ => Ok(()),
         }
     }
 

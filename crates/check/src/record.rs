@@ -38,7 +38,7 @@ pub fn record(
             )
         })
         .collect();
-    Ok((from_runs(host, &runs)?, runs))
+    Ok((from_runs(host, &runs, latency.measured_with())?, runs))
 }
 
 /// Healthy runs in a simulated baseline when none is given.
@@ -87,12 +87,29 @@ pub enum BaselineFileError {
     /// It is not a baseline, or not one of this host.
     #[error(transparent)]
     Invalid(#[from] model::ModelError),
+    /// It was measured another way than this check measures (`measured_with`).
+    #[error(
+        "baseline `{path}` was measured another way than this check, so its numbers are not \
+         comparable: {}; check with the baseline's settings or record a new baseline with \
+         `hostping baseline` and the same settings",
+        differences.join("; ")
+    )]
+    MeasuredOtherwise {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Each setting that differs, in words.
+        differences: Vec<String>,
+    },
 }
 
-/// A baseline file, checked against the host it is to judge (when there is a model).
+/// A baseline file, checked against the host it is to judge (when there is a model) and
+/// against the latency test the check will run: a baseline measured another way (another
+/// operation, message size or iteration count) is refused, naming each difference. A file
+/// without `measured_with` was measured with today's defaults ([`model::baseline::MeasuredWith`]).
 pub fn load(
     path: &std::path::Path,
     host: Option<&HostTopology>,
+    latency: &LatencySpec,
 ) -> Result<Baseline, BaselineFileError> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| BaselineFileError::Read {
@@ -102,6 +119,13 @@ pub fn load(
     let baseline = Baseline::from_json(&name, &text)?;
     if let Some(host) = host {
         baseline.check_fits(host, &name)?;
+    }
+    let differences = baseline.measured_with.differences(&latency.measured_with());
+    if !differences.is_empty() {
+        return Err(BaselineFileError::MeasuredOtherwise {
+            path: path.to_owned(),
+            differences,
+        });
     }
     Ok(baseline)
 }
@@ -128,11 +152,42 @@ mod tests {
             far.bandwidth_gbps < 140.0 && far.latency_us > near.latency_us,
             "{far:?}"
         );
+        assert_eq!(b.measured_with, spec.measured_with());
         let other = model::builtin::load("amd-2s").unwrap().unwrap();
         let e = b.check_fits(&other, "b.json").unwrap_err();
         assert_eq!(
             (e.source_name.as_str(), e.field.as_str()),
             ("b.json", "host")
         );
+    }
+
+    #[test]
+    fn a_baseline_measured_another_way_is_refused_naming_each_difference() {
+        let host = model::builtin::load("dgx-a100").unwrap().unwrap();
+        let recorded_with = LatencySpec {
+            iterations: 50,
+            ..LatencySpec::default()
+        };
+        let b = simulated(&host, 1, 7, &recorded_with, 0.0);
+        let dir = std::env::temp_dir().join(format!("hostping-record-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("b.json");
+        std::fs::write(&file, serde_json::to_string(&b).unwrap()).unwrap();
+        assert!(load(&file, Some(&host), &recorded_with).is_ok());
+        let check = LatencySpec {
+            op: model::Op::Read,
+            ..LatencySpec::default()
+        };
+        let e = load(&file, Some(&host), &check).unwrap_err().to_string();
+        assert!(e.contains("b.json"), "{e}");
+        assert!(
+            e.contains("baseline measured with --op write, this check uses --op read"),
+            "{e}"
+        );
+        assert!(
+            e.contains("baseline measured with --iterations 50, this check uses --iterations 1000"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

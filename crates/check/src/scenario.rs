@@ -52,6 +52,8 @@ fn one_u64() -> u64 {
 #[serde(deny_unknown_fields)]
 struct RawExpect {
     healthy: bool,
+    /// Compared only when given: whether some link is left unjudged (DESIGN 4.3).
+    inconclusive: Option<bool>,
     #[serde(default, rename = "diagnosis")]
     diagnoses: Vec<RawDiagnosis>,
 }
@@ -104,6 +106,9 @@ pub struct Scenario {
     pub mode: ModeChoice,
     /// Whether the last run must be healthy.
     pub healthy: bool,
+    /// Whether the last run must be inconclusive (some link unjudged); not compared when
+    /// the file leaves it out.
+    pub inconclusive: Option<bool>,
     /// The diagnoses the last run must give, no more and no fewer.
     pub expected: Vec<Expected>,
 }
@@ -194,11 +199,17 @@ impl Scenario {
                 evidence_contains: d.evidence_contains,
             });
         }
-        if raw.expect.healthy != expected.is_empty() {
+        let inconclusive_only = raw.expect.inconclusive == Some(true) && expected.is_empty();
+        if raw.expect.healthy && (raw.expect.inconclusive == Some(true) || !expected.is_empty()) {
             return Err(err(
                 "expect",
-                "a healthy expectation has no diagnosis, and an unhealthy one has at least one"
-                    .into(),
+                "a healthy expectation has no diagnosis and is not inconclusive".into(),
+            ));
+        }
+        if !raw.expect.healthy && expected.is_empty() && !inconclusive_only {
+            return Err(err(
+                "expect",
+                "an unhealthy expectation has at least one diagnosis, or is inconclusive".into(),
             ));
         }
         Ok(Scenario {
@@ -212,6 +223,7 @@ impl Scenario {
             seed: raw.seed,
             mode,
             healthy: raw.expect.healthy,
+            inconclusive: raw.expect.inconclusive,
             expected,
         })
     }
@@ -253,7 +265,9 @@ impl Scenario {
             &settings,
         );
         let last = reports.into_iter().last().expect("runs >= 1");
-        let pass = last.healthy == self.healthy && matches_exactly(&self.expected, &last.diagnoses);
+        let pass = last.healthy == self.healthy
+            && self.inconclusive.is_none_or(|i| i == last.inconclusive)
+            && matches_exactly(&self.expected, &last.diagnoses);
         ScenarioRun { pass, report: last }
     }
 
@@ -261,6 +275,9 @@ impl Scenario {
     pub fn expected_summary(&self) -> String {
         if self.healthy {
             return "healthy".into();
+        }
+        if self.expected.is_empty() {
+            return "inconclusive".into();
         }
         let parts: Vec<String> = self
             .expected
@@ -294,7 +311,11 @@ impl ScenarioRun {
             return "healthy".into();
         }
         if self.report.diagnoses.is_empty() {
-            return "unhealthy, no diagnosis".into();
+            return if self.report.inconclusive {
+                "inconclusive".into()
+            } else {
+                "unhealthy, no diagnosis".into()
+            };
         }
         let parts: Vec<String> = self
             .report

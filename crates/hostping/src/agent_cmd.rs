@@ -28,14 +28,15 @@ pub fn run(args: AgentArgs) -> Result<Outcome> {
         },
     )?;
     let provenance = host.provenance().as_str();
-    let baseline = match &config.agent.baseline {
-        Some(path) => Some(check::record::load(path, host.model())?),
-        None => None,
-    };
     let latency = LatencySpec {
         op: config.probe.op,
         iterations: config.probe.iterations,
         ..LatencySpec::default()
+    };
+    host.supports(latency.op)?;
+    let baseline = match &config.agent.baseline {
+        Some(path) => Some(check::record::load(path, host.model(), &latency)?),
+        None => None,
     };
     let probe = ProbeOptions {
         timeout_ms: config.probe.timeout_ms,

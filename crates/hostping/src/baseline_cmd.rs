@@ -22,6 +22,7 @@ pub fn run(args: BaselineArgs) -> Result<Outcome> {
             ..HostOptions::default()
         },
     )?;
+    host.supports(latency.op)?;
     let probe = ProbeOptions {
         timeout_ms: args.timeout_ms,
         verbs_faults: Vec::new(),

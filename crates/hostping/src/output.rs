@@ -7,13 +7,17 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use std::io::Write;
 
-/// What a command concluded (DESIGN 4.3's exit status: 0 healthy, 1 bottleneck found).
+/// What a command concluded (DESIGN 4.3's exit status: 0 healthy, 1 bottleneck found,
+/// 3 inconclusive).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     /// Nothing wrong.
     Healthy,
     /// A bottleneck, a finding, a failed check.
     Findings,
+    /// Nothing wrong was found, but some link could not be judged, so the host cannot be
+    /// called healthy.
+    Inconclusive,
 }
 
 impl Outcome {
@@ -23,6 +27,36 @@ impl Outcome {
             Outcome::Findings
         } else {
             Outcome::Healthy
+        }
+    }
+
+    /// What one report concluded ([`model::Report::verdict`]).
+    pub fn of_report(report: &model::Report) -> Outcome {
+        match report.verdict() {
+            model::report::Verdict::Healthy => Outcome::Healthy,
+            model::report::Verdict::Findings => Outcome::Findings,
+            model::report::Verdict::Inconclusive => Outcome::Inconclusive,
+        }
+    }
+
+    /// What a series concluded (`check --runs N`): a finding in any run, else what the last
+    /// run concluded (it is judged with the whole history).
+    pub fn of_series(reports: &[model::Report]) -> Outcome {
+        let each: Vec<Outcome> = reports.iter().map(Outcome::of_report).collect();
+        if each.contains(&Outcome::Findings) {
+            Outcome::Findings
+        } else {
+            // An empty series judged nothing.
+            each.last().copied().unwrap_or(Outcome::Inconclusive)
+        }
+    }
+
+    /// The exit status of DESIGN 4.3.
+    pub fn exit_status(self) -> u8 {
+        match self {
+            Outcome::Healthy => 0,
+            Outcome::Findings => 1,
+            Outcome::Inconclusive => 3,
         }
     }
 }

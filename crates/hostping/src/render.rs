@@ -38,6 +38,10 @@ impl Style {
     pub(crate) fn red(self, t: &str) -> String {
         self.paint("1;31", t)
     }
+    /// The colour of "inconclusive": neither healthy green nor finding red.
+    pub(crate) fn yellow(self, t: &str) -> String {
+        self.paint("1;33", t)
+    }
     pub(crate) fn gray(self, t: &str) -> String {
         self.paint("90", t)
     }
@@ -229,25 +233,17 @@ pub fn report(host: &HostTopology, report: &Report, runs: u32, style: Style) -> 
     }
 
     out.push('\n');
-    if report.healthy && !check::pipeline::failed_paths(report).is_empty() {
+    let abnormal = report
+        .paths
+        .iter()
+        .any(|p| p.status == PathStatus::Abnormal);
+    if report.healthy {
         let _ = writeln!(
             out,
             "{}",
-            style.red("no bottleneck among the measured paths, but some probes failed (above): the check is incomplete.")
+            style.green("healthy: every link judged, every path meets its baseline; no intra-host bottleneck.")
         );
-    } else if report.healthy {
-        let _ = writeln!(
-            out,
-            "{}",
-            style.green("healthy: every path meets its baseline; no intra-host bottleneck.")
-        );
-    } else if report.diagnoses.is_empty() {
-        let _ = writeln!(
-            out,
-            "{}",
-            style.red("abnormal paths, but every link on them is also on a normal path (gray): a link may be flapping. Run again (--runs 3): gray in 3 consecutive runs is flapping.")
-        );
-    } else {
+    } else if !report.diagnoses.is_empty() {
         let _ = writeln!(out, "{}", style.bold("diagnosis"));
         for (i, d) in report.diagnoses.iter().enumerate() {
             let mut head = d.cause.as_str().to_string();
@@ -263,8 +259,77 @@ pub fn report(host: &HostTopology, report: &Report, runs: u32, style: Style) -> 
                 let _ = writeln!(out, "     {line}");
             }
         }
+    } else if abnormal {
+        let _ = writeln!(
+            out,
+            "{}",
+            style.red("abnormal paths, but every link on them is also on a normal path (gray): a link may be flapping. Run again (--runs 3): gray in 3 consecutive runs is flapping.")
+        );
+    } else if !check::pipeline::failed_paths(report).is_empty() {
+        let _ = writeln!(
+            out,
+            "{}",
+            style.red("no bottleneck among the measured paths, but some probes failed (above): the check is incomplete.")
+        );
     }
+    not_judged(&mut out, report, style);
     out
+}
+
+/// What was not judged and why (DESIGN 4.3 `not_judged`), under the word "inconclusive"
+/// when it leaves links unjudged.
+fn not_judged(out: &mut String, report: &Report, style: Style) {
+    if report.not_judged.is_empty() && !report.inconclusive {
+        return;
+    }
+    if report.inconclusive {
+        let also = if report.diagnoses.is_empty() {
+            ""
+        } else {
+            "also "
+        };
+        let _ = writeln!(
+            out,
+            "\n{}",
+            style.yellow(&format!(
+                "{also}inconclusive: some links could not be judged, so the host is not called healthy (exit status 3 unless a finding above gives 1)."
+            ))
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "\n{}",
+            style.bold("not judged (every link was judged by other paths)")
+        );
+    }
+    for n in &report.not_judged {
+        let _ = writeln!(out, "  {}", style.yellow(n.reason.as_str()));
+        if !n.paths.is_empty() {
+            let _ = writeln!(out, "    paths ({}): {}", n.paths.len(), some_of(&n.paths));
+        }
+        if !n.links.is_empty() {
+            let links: Vec<&str> = n.links.iter().map(|l| l.as_str()).collect();
+            let _ = writeln!(out, "    links ({}): {}", links.len(), some_of(&links));
+        }
+        for line in wrap(&n.detail, 90) {
+            let _ = writeln!(out, "    {line}");
+        }
+    }
+}
+
+/// The first few of a list, and how many more (`--format json` has them all).
+fn some_of<T: AsRef<str>>(items: &[T]) -> String {
+    const SHOWN: usize = 8;
+    let mut text = items
+        .iter()
+        .take(SHOWN)
+        .map(|i| i.as_ref())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > SHOWN {
+        text += &format!(" and {} more", items.len() - SHOWN);
+    }
+    text
 }
 
 pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {

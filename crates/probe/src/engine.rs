@@ -1,5 +1,6 @@
 //! The probe engine and monitor traits.
 
+use model::baseline::MeasuredWith;
 use model::{HostSnapshot, Op, Path, Provenance, StreamResult};
 
 /// The latency test of Hostping 4.1.1: `iterations` timed round trips of a small and of a
@@ -19,13 +20,28 @@ pub struct LatencySpec {
 }
 
 impl Default for LatencySpec {
+    /// The defaults a baseline without `measured_with` was recorded with.
     fn default() -> Self {
+        let m = MeasuredWith::default();
         LatencySpec {
-            op: Op::Write,
-            small_bytes: 1,
-            large_bytes: 128 * 1024,
-            warmup: 16,
-            iterations: 1000,
+            op: m.op,
+            small_bytes: m.small_bytes,
+            large_bytes: m.large_bytes,
+            warmup: m.warmup,
+            iterations: m.iterations,
+        }
+    }
+}
+
+impl LatencySpec {
+    /// What a baseline recorded with this test says it was measured with.
+    pub fn measured_with(&self) -> MeasuredWith {
+        MeasuredWith {
+            op: self.op,
+            small_bytes: self.small_bytes,
+            large_bytes: self.large_bytes,
+            warmup: self.warmup,
+            iterations: self.iterations,
         }
     }
 }
