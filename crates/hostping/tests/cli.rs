@@ -340,6 +340,9 @@ fn a_recorded_baseline_is_used_and_checked_against_the_host() {
         "dgx-a100",
         "--baseline",
         file.to_str().unwrap(),
+        // Measured as the baseline was (a baseline measured another way is refused).
+        "--iterations",
+        "200",
         "--inject",
         "degrade:usw0--cpu0:0.5",
         "--format",
