@@ -8,6 +8,8 @@
 //! # baseline = "/etc/hostping/baseline.json"
 //! # rack = "r12"             # sent to the fleet collector with each run
 //! # probe_tokens = "/etc/hostping/probe.tokens"  # "NAME TOKEN" lines: POST /api/probe
+//! keep = "7d"                # runs older than this leave the database
+//! keep_runs = 3000           # and at most this many stay (about 90 MB at 30 KB a run)
 //!
 //! [triggers]
 //! host_status_every = "5m"   # idle check -> full mesh (Hostping 5)
@@ -70,7 +72,19 @@ pub struct AgentSection {
     /// "NAME TOKEN" lines of those who may ask for a probe (`POST /api/probe`;
     /// `--probe-tokens` overrides it). Absent: probing on request is off.
     pub probe_tokens: Option<PathBuf>,
+    /// Runs that started longer ago than this leave the database (a week by default: an
+    /// idle host stores 288 runs a day, about 8.6 MB).
+    #[serde(with = "humantime_serde")]
+    pub keep: Duration,
+    /// At most this many runs stay, the newest. A run of a full mesh weighs about 30 KB, so
+    /// the default 3,000 bounds the database at about 90 MB whatever the rate of runs (a
+    /// storm of symptoms probing every 5 s reaches it in about 4 hours; idle, the week of
+    /// `keep` is 2,016 runs, about 60 MB). The flapping rules read the last few runs only.
+    pub keep_runs: u32,
 }
+
+/// The most runs `agent.keep_runs` may keep: about 30 GB of a full mesh's runs.
+pub const MAX_KEEP_RUNS: u32 = 1_000_000;
 
 impl Default for AgentSection {
     fn default() -> Self {
@@ -80,6 +94,8 @@ impl Default for AgentSection {
             baseline: None,
             rack: None,
             probe_tokens: None,
+            keep: Duration::from_secs(7 * 86_400),
+            keep_runs: 3_000,
         }
     }
 }
@@ -137,6 +153,10 @@ impl Default for ProbeConfig {
         }
     }
 }
+
+/// The most timed iterations per message size: a million already makes a full mesh take
+/// minutes of probing, which the duty cycle then makes the host wait for.
+pub const MAX_PROBE_ITERATIONS: u32 = 1_000_000;
 
 /// `[fabric]`: sweeps of switch-port counters through a umad port (`hostping fabric sample`
 /// inside the agent), served on `/metrics` and stored in the database.
@@ -224,6 +244,9 @@ pub enum InvalidConfig {
         /// Where in the text.
         at_byte: Option<usize>,
     },
+    /// An analyzer threshold out of its range.
+    #[error(transparent)]
+    Threshold(#[from] model::thresholds::ThresholdError),
     /// A value out of its range.
     #[error("{setting}: {problem}")]
     Setting {
@@ -266,6 +289,17 @@ impl AgentConfig {
 
     fn check(&self) -> Result<(), InvalidConfig> {
         let invalid = |setting, problem: String| Err(InvalidConfig::Setting { setting, problem });
+        self.thresholds.check()?;
+        let a = &self.agent;
+        if a.keep.is_zero() {
+            return invalid("agent.keep", "0s: must be longer than zero".into());
+        }
+        if !(1..=MAX_KEEP_RUNS).contains(&a.keep_runs) {
+            return invalid(
+                "agent.keep_runs",
+                format!("{} is outside 1..={MAX_KEEP_RUNS}", a.keep_runs),
+            );
+        }
         let t = &self.triggers;
         if !(t.max_duty_cycle > 0.0 && t.max_duty_cycle <= 1.0) {
             return invalid(
@@ -282,11 +316,18 @@ impl AgentConfig {
                 "must be longer than zero".into(),
             );
         }
-        if self.probe.iterations == 0 {
-            return invalid("probe.iterations", "must be at least 1".into());
+        let p = &self.probe;
+        if !(1..=MAX_PROBE_ITERATIONS).contains(&p.iterations) {
+            return invalid(
+                "probe.iterations",
+                format!("{} is outside 1..={MAX_PROBE_ITERATIONS}", p.iterations),
+            );
         }
-        if self.probe.timeout_ms == 0 {
-            return invalid("probe.timeout_ms", "must be at least 1".into());
+        if !(1..=60_000).contains(&p.timeout_ms) {
+            return invalid(
+                "probe.timeout_ms",
+                format!("{} is outside 1..=60000", p.timeout_ms),
+            );
         }
         if let Some(f) = &self.fabric {
             if f.every.is_zero() {
@@ -395,6 +436,56 @@ mod tests {
         ] {
             let e = AgentConfig::parse(text).unwrap_err().to_string();
             assert!(e.contains(key), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn runs_are_kept_a_week_and_at_most_3000_by_default() {
+        let a = AgentConfig::parse("").unwrap().agent;
+        assert_eq!(
+            (a.keep, a.keep_runs),
+            (Duration::from_secs(7 * 86_400), 3_000)
+        );
+        let a = AgentConfig::parse("[agent]\nkeep = \"2d\"\nkeep_runs = 500\n")
+            .unwrap()
+            .agent;
+        assert_eq!(
+            (a.keep, a.keep_runs),
+            (Duration::from_secs(2 * 86_400), 500)
+        );
+    }
+
+    #[test]
+    fn meaningless_settings_are_refused_with_the_value_and_the_range() {
+        for (text, said) in [
+            (
+                "[thresholds]\nabnormal_th = 5\n",
+                "thresholds.abnormal_th = 5 is outside (0, 1)",
+            ),
+            (
+                "[thresholds]\npfc_high = -0.5\n",
+                "thresholds.pfc_high = -0.5 is outside (0, 1)",
+            ),
+            (
+                "[thresholds]\nflapping_runs = 0\n",
+                "thresholds.flapping_runs = 0",
+            ),
+            (
+                "[agent]\nkeep_runs = 0\n",
+                "agent.keep_runs: 0 is outside 1..=1000000",
+            ),
+            ("[agent]\nkeep = \"0s\"\n", "agent.keep"),
+            (
+                "[probe]\niterations = 4000000000\n",
+                "probe.iterations: 4000000000 is outside 1..=1000000",
+            ),
+            (
+                "[probe]\ntimeout_ms = 0\n",
+                "probe.timeout_ms: 0 is outside 1..=60000",
+            ),
+        ] {
+            let e = AgentConfig::parse(text).unwrap_err().to_string();
+            assert!(e.contains(said), "{text:?}: {e}");
         }
     }
 

@@ -31,7 +31,12 @@ stops. A SIGKILL loses at most that run: each run is one transaction in a WAL da
 The modules: [`backend`] (the virtual host or this machine), [`config`] (the TOML file),
 [`duty`] (the duty-cycle limiter), [`http`] (`/metrics` and the JSON API), [`sender`]
 (delivery of runs to the fleet collector), [`switch_sampler`] (switch ports, `[fabric]`)
-and [`cost`] (what the agent costs its host).
+[`cost`] (what the agent costs its host), [`lock`] (one agent per database) and
+[`state_log`] (each symptom and verdict logged once, when it appears, changes or clears).
+
+Each stored run is followed by pruning the runs beyond `agent.keep` and `agent.keep_runs`
+([`config::AgentSection`]), at most [`PRUNE_BATCH`] at a time, so the database stays
+bounded whatever the rate of runs.
 */
 
 #![deny(missing_docs)]
@@ -41,7 +46,9 @@ pub mod config;
 pub mod cost;
 pub mod duty;
 pub mod http;
+pub mod lock;
 pub mod sender;
+pub mod state_log;
 pub mod switch_sampler;
 
 use analyze::History;
@@ -52,9 +59,15 @@ use config::AgentConfig;
 use duty::DutyLimiter;
 use model::{HostSnapshot, Mode, Report};
 use probe::LatencySpec;
+use state_log::StateLog;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, SystemTime};
-use store::{Metrics, NewRun, Store, TriggerOutcome};
+use store::{Metrics, NewRun, RunRetention, Store, TriggerOutcome};
+
+/// The most runs one pruning after a run deletes: a few milliseconds of SQLite work, and
+/// far more than the one run stored, so a database over its bound (the bound was lowered,
+/// or an older agent left it unbounded) shrinks back within a few hundred runs.
+pub const PRUNE_BATCH: u32 = 64;
 
 /// What other threads ask of the agent's loop: stop (SIGTERM, SIGINT, or a test), or probe
 /// now (`POST /api/probe`). Either wakes a waiting loop at once through one condition
@@ -217,6 +230,8 @@ pub struct Agent<'a> {
     /// The store's count of runs pushed out of a full outbox, as last published.
     outbox_dropped: u64,
     next_run_index: u32,
+    /// What the log last said about symptoms and verdicts.
+    said: StateLog,
     log: &'a mut dyn FnMut(&str),
 }
 
@@ -277,6 +292,7 @@ impl<'a> Agent<'a> {
             store_errors: 0,
             outbox_dropped: 0,
             next_run_index,
+            said: StateLog::default(),
             log,
         })
     }
@@ -341,6 +357,9 @@ impl<'a> Agent<'a> {
 
     fn check_symptoms(&mut self, snapshot: &HostSnapshot) {
         let found = analyze::symptoms(snapshot, &self.config.thresholds);
+        for line in self.said.symptoms(&found) {
+            (self.log)(&line);
+        }
         let Some(first) = found.first() else { return };
         let detail = found
             .iter()
@@ -456,7 +475,16 @@ impl<'a> Agent<'a> {
             .lock()
             .expect("metrics")
             .observe_run(trigger, &report, duration_ns);
-        (self.log)(&summary(trigger, detail, &report, start));
+        // A run asked for by a person is always answered in the log; the others when their
+        // verdict is news.
+        let verdict = state_log::verdict(&report);
+        if trigger == MANUAL || self.said.verdict_is_news(trigger, &verdict) {
+            (self.log)(&format!(
+                "t={:.1}s {trigger} ({detail}): {} paths, {verdict}",
+                start as f64 / 1e9,
+                report.paths.len(),
+            ));
+        }
         TriggerOutcome::Probed
     }
 
@@ -475,6 +503,7 @@ impl<'a> Agent<'a> {
         match self.store.insert_run(&run) {
             Ok(_) => {
                 self.runs_stored += 1;
+                self.prune();
                 let dropped = self.store.outbox_dropped();
                 if dropped > self.outbox_dropped {
                     self.metrics
@@ -489,6 +518,22 @@ impl<'a> Agent<'a> {
                 self.store_errors += 1;
                 (self.log)(&format!("cannot store run: {e}"));
             }
+        }
+    }
+
+    /// Deletes a bounded batch of the runs beyond the retention settings.
+    fn prune(&mut self) {
+        let a = &self.config.agent;
+        let keep_ms = i64::try_from(a.keep.as_millis()).unwrap_or(i64::MAX);
+        let retention = RunRetention {
+            older_than_unix_ms: unix_ms().saturating_sub(keep_ms),
+            keep_runs: a.keep_runs,
+            batch: PRUNE_BATCH,
+        };
+        if let Err(e) = self.store.prune_runs(&retention) {
+            // The runs stay; the next run tries again.
+            self.store_errors += 1;
+            (self.log)(&format!("cannot prune old runs: {e}"));
         }
     }
 
@@ -516,28 +561,6 @@ struct NewRunParts<'a> {
     snapshot: &'a HostSnapshot,
     counters: &'a serde_json::Value,
     report: &'a Report,
-}
-
-/// One log line per run.
-fn summary(trigger: &str, detail: &str, report: &Report, clock_ns: u64) -> String {
-    let causes: Vec<String> = report
-        .diagnoses
-        .iter()
-        .map(|d| {
-            let links: Vec<&str> = d.links.iter().map(|l| l.as_str()).collect();
-            format!("{} {}", d.cause.as_str(), links.join(","))
-        })
-        .collect();
-    format!(
-        "t={:.1}s {trigger} ({detail}): {} paths, {}",
-        clock_ns as f64 / 1e9,
-        report.paths.len(),
-        if report.healthy {
-            "healthy".to_string()
-        } else {
-            causes.join("; ")
-        }
-    )
 }
 
 #[cfg(test)]

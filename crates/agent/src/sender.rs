@@ -51,6 +51,47 @@ pub struct CollectorTarget {
     pub rack: Option<String>,
 }
 
+/// Checks a collector's base URL (`--collector`): http or https, with a host, and nothing
+/// after the path (the agent appends `/api/runs`). Returns it as given, or why it is not one.
+pub fn collector_url(text: &str) -> Result<String, String> {
+    let expected = "expected http://HOST:PORT or https://HOST:PORT";
+    let uri: ureq::http::Uri = text
+        .parse()
+        .map_err(|e| format!("`{text}` is not a URL ({e}); {expected}"))?;
+    match uri.scheme_str() {
+        Some("http" | "https") => {}
+        Some(other) => return Err(format!("`{text}`: scheme `{other}` is not http or https")),
+        None => return Err(format!("`{text}` has no scheme; {expected}")),
+    }
+    if uri.host().unwrap_or_default().is_empty() {
+        return Err(format!("`{text}` names no host; {expected}"));
+    }
+    if uri.query().is_some() {
+        return Err(format!(
+            "`{text}`: a query has no place in the collector's base URL"
+        ));
+    }
+    Ok(text.to_owned())
+}
+
+/// Reads this host's collector token from `file` (`--token-file`): its one non-empty line,
+/// trimmed, so the secret need not appear in `ps`. The message names the file and never
+/// holds its content.
+pub fn read_token_file(file: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("--token-file `{}`: {e}", file.display()))?;
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    match (lines.next(), lines.next()) {
+        (Some(token), None) if !token.contains(char::is_whitespace) => Ok(token.to_owned()),
+        (None, _) => Err(format!("--token-file `{}` is empty", file.display())),
+        _ => Err(format!(
+            "--token-file `{}` must hold the token alone, on one line (not the collector's \
+             \"NAME TOKEN\" tokens file)",
+            file.display()
+        )),
+    }
+}
+
 /// Who sends: the target's host and rack, and the database's instance id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunSource<'a> {
@@ -427,5 +468,49 @@ mod tests {
             deliver(&client, &target, "i", &run),
             Delivery::Retry(_)
         ));
+    }
+
+    #[test]
+    fn a_collector_url_needs_http_or_https_and_a_host() {
+        for good in [
+            "http://collector:9470",
+            "https://c.example.org",
+            "http://10.0.0.1:9470/",
+        ] {
+            assert_eq!(collector_url(good).as_deref(), Ok(good));
+        }
+        for (bad, said) in [
+            ("notaurl", "has no scheme"),
+            ("ftp://collector:21", "scheme `ftp`"),
+            ("http://", "is not a URL"),
+            ("collector:9470", "has no scheme"),
+            ("http://c:9470/?x=1", "query"),
+            ("", "is not a URL"),
+        ] {
+            let e = collector_url(bad).unwrap_err();
+            assert!(
+                e.contains(said) && e.contains(&format!("`{bad}`")),
+                "{bad:?}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_token_file_holds_the_token_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "s3cret-token\n").unwrap();
+        assert_eq!(read_token_file(&file).as_deref(), Ok("s3cret-token"));
+        for (text, said) in [
+            ("\n \n", "is empty"),
+            ("host-1 s3cret\n", "alone"),
+            ("a\nb\n", "alone"),
+        ] {
+            std::fs::write(&file, text).unwrap();
+            let e = read_token_file(&file).unwrap_err();
+            assert!(e.contains(said) && !e.contains("s3cret"), "{text:?}: {e}");
+        }
+        let e = read_token_file(&dir.path().join("missing")).unwrap_err();
+        assert!(e.contains("missing"), "{e}");
     }
 }

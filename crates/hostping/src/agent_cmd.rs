@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 /// Runs `hostping agent`.
 pub fn run(args: AgentArgs) -> Result<Outcome> {
     let config = config(&args)?;
+    let token = collector_token(&args)?;
     let control = Arc::new(Control::default());
     let signals = stop_on_signals(&control)?;
     let host = Host::open(
@@ -51,6 +52,8 @@ pub fn run(args: AgentArgs) -> Result<Outcome> {
         &args.schedule,
     )?;
     let db = &config.agent.database;
+    // Held until the agent returns: a second agent on this database is refused (exit 2).
+    let _lock = agent::lock::DatabaseLock::acquire(db)?;
     let mut store = store::Store::open(db)?;
     if args.collector.is_some() {
         store.queue_for_collector(args.outbox_cap);
@@ -104,12 +107,12 @@ pub fn run(args: AgentArgs) -> Result<Outcome> {
         )?),
         None => None,
     };
-    let sender = match (&args.collector, &args.token) {
+    let sender = match (&args.collector, token) {
         (Some(url), Some(token)) => {
             eprintln!("hostping agent: sending runs to {url} as {name}");
             let target = sender::CollectorTarget {
                 url: url.clone(),
-                token: token.clone(),
+                token,
                 host: name.clone(),
                 tls: fleet_api::tls::client_config(args.collector_ca.as_deref())?,
                 // An empty rack in the file is no rack (the collector refuses "").
@@ -173,6 +176,21 @@ fn config(args: &AgentArgs) -> Result<AgentConfig> {
         );
     }
     Ok(config)
+}
+
+/// This host's token for the collector: from --token-file or --token (clap refuses both),
+/// one of which --collector needs.
+fn collector_token(args: &AgentArgs) -> Result<Option<String>> {
+    match (&args.collector, &args.token_file, &args.token) {
+        (None, _, _) => Ok(None),
+        (Some(_), Some(file), _) => Ok(Some(
+            agent::sender::read_token_file(file).map_err(anyhow::Error::msg)?,
+        )),
+        (Some(_), None, Some(token)) => Ok(Some(token.clone())),
+        (Some(url), None, None) => {
+            bail!("--collector {url} needs this host's token: give --token-file FILE (or --token)")
+        }
+    }
 }
 
 /// SIGTERM and SIGINT stop the loop (the run in progress finishes and is stored).

@@ -88,6 +88,14 @@ fn prometheus_scrapes_the_agent_and_answers_queries() {
     assert_eq!(active[0]["metric"]["links"], "gpu4--lsw4");
     let status = prom.query("hostping_link_status{link=\"gpu4--lsw4\",status=\"abnormal\"}");
     assert_eq!(value(&status[0]), 1.0);
+    // The run judged every link: unhealthy, not inconclusive (DESIGN 4.3); the two gauges
+    // come from the same run.
+    let healthy = prom.query("hostping_last_run_healthy");
+    assert_eq!(value(&healthy[0]), 0.0, "{healthy:?}");
+    let inconclusive = prom.query("hostping_host_inconclusive");
+    assert_eq!(inconclusive.len(), 1, "{inconclusive:?}");
+    assert_eq!(inconclusive[0]["metric"]["instance"], a.addr.to_string());
+    assert_eq!(value(&inconclusive[0]), 0.0);
     let runs = prom.query("sum(hostping_runs_total{trigger=\"idle\"})");
     assert!(value(&runs[0]) >= 1.0);
     let cpu = prom.query("hostping_agent_cpu_seconds_total");

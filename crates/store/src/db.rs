@@ -146,6 +146,8 @@ pub struct RunSummary {
     pub provenance: String,
     /// The report's verdict.
     pub healthy: bool,
+    /// Some link could not be judged (DESIGN 4.3); `false` for runs stored before schema 6.
+    pub inconclusive: bool,
     /// Paths probed.
     pub paths: u32,
     /// Paths whose probe reported an error.
@@ -229,7 +231,7 @@ impl<T> Context<T> for serde_json::Result<T> {
 
 /// The columns of a [`RunSummary`], for a query over `runs r`.
 const SUMMARY_COLUMNS: &str = "r.id, r.started_unix_ms, r.clock_ns, r.duration_ns, r.trigger, \
-    r.trigger_detail, r.host, r.mode, r.provenance, r.healthy, \
+    r.trigger_detail, r.host, r.mode, r.provenance, r.healthy, r.inconclusive, \
     (SELECT count(*) FROM paths p WHERE p.run_id = r.id), \
     (SELECT count(*) FROM paths p WHERE p.run_id = r.id AND p.error IS NOT NULL), \
     (SELECT json_group_array(cause ORDER BY first) FROM \
@@ -249,11 +251,12 @@ fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<(RunSummary, String)> {
             mode: row.get(7)?,
             provenance: row.get(8)?,
             healthy: row.get(9)?,
-            paths: row.get(10)?,
-            failed_paths: row.get(11)?,
+            inconclusive: row.get(10)?,
+            paths: row.get(11)?,
+            failed_paths: row.get(12)?,
             causes: Vec::new(),
         },
-        row.get(12)?,
+        row.get(13)?,
     ))
 }
 
@@ -404,8 +407,8 @@ impl Store {
             .ctx(&path, "insert run: begin")?;
         tx.execute(
             "INSERT INTO runs (started_unix_ms, clock_ns, duration_ns, trigger, trigger_detail, \
-             host, mode, provenance, healthy, snapshot, report, counters) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+             host, mode, provenance, healthy, inconclusive, snapshot, report, counters) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             params![
                 run.started_unix_ms,
                 clock_ns,
@@ -416,6 +419,7 @@ impl Store {
                 report.mode.as_str(),
                 report.provenance.as_str(),
                 report.healthy,
+                report.inconclusive,
                 snapshot_json,
                 report_json,
                 counters_json,
@@ -542,9 +546,9 @@ impl Store {
             .query_row(&sql, [id], |row| {
                 Ok((
                     summary_from_row(row)?,
-                    row.get::<_, String>(13)?,
-                    row.get::<_, Option<String>>(14)?,
-                    row.get::<_, String>(15)?,
+                    row.get::<_, String>(14)?,
+                    row.get::<_, Option<String>>(15)?,
+                    row.get::<_, String>(16)?,
                 ))
             })
             .optional()

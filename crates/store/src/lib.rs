@@ -31,7 +31,7 @@ batches; batch *i* takes the schema from version *i* to *i + 1* and is applied i
 transaction together with the version bump. A database from a newer hostping (a version
 above [`SCHEMA_VERSION`]) is refused, never touched.
 
-## Schema (version 5)
+## Schema (version 6)
 
 Each run is stored twice: whole, as the JSON the agent handed in (`runs.report`,
 `runs.snapshot`, `runs.counters`), which is what [`Store::run`] and
@@ -45,6 +45,7 @@ Each run is stored twice: whole, as the JSON the agent handed in (`runs.report`,
 | | `trigger`, `trigger_detail` | TEXT | `idle`, `pfc`, `drops`, `manual`, ...; why |
 | | `host`, `mode`, `provenance` | TEXT | from the report (`dgx-a100`, `idle`/`busy`, `measured`/`simulated`) |
 | | `healthy` | INTEGER 0/1 | the report's verdict |
+| | `inconclusive` | INTEGER 0/1 | some link could not be judged (DESIGN 4.3; v6, 0 for older runs) |
 | | `snapshot` | TEXT (JSON) | the monitor snapshot that triggered the run |
 | | `report` | TEXT (JSON) | the full [`model::Report`] |
 | | `counters` | TEXT (JSON) or NULL | full counter snapshot, when read (v2) |
@@ -86,7 +87,8 @@ Indexes: `runs(trigger, id)` (v1; trigger filter), `runs(host, id)` (v2;
 one port's history). With [`Store::queue_for_collector`], [`Store::insert_run`] also queues
 the run in `outbox` in its transaction and drops the oldest queued runs beyond the cap
 (they stay in `runs`). Child rows reference `runs(id)` / `fabric_sweeps(id)` `ON DELETE
-CASCADE`. Runs are never deleted; [`Store::insert_sweep`] deletes, in the sweep's
+CASCADE`. Runs leave only by [`Store::prune_runs`] (the agent's retention: older than a
+cut-off or beyond a count, a bounded batch per call); [`Store::insert_sweep`] deletes, in the sweep's
 transaction, the sweeps that started more than its `keep` before it. Unsigned clocks are stored as SQLite
 integers and must fit in `i64` (292 years of nanoseconds).
 
@@ -115,6 +117,7 @@ The agent identity is an info metric, not labels on every series: join with
 | `hostping_rnic_throughput_gbps` | gauge | `rnic` | latest snapshot; absent if not read |
 | `hostping_rnic_tx_pause_ratio` | gauge | `rnic` | latest snapshot; absent if not read |
 | `hostping_last_run_healthy` | gauge 0/1 | | latest run's `healthy` |
+| `hostping_host_inconclusive` | gauge 0/1 | | latest run's `inconclusive`: some link could not be judged, so the host is neither healthy nor found faulty there (DESIGN 4.3) |
 | `hostping_last_run_timestamp_seconds` | gauge | | wall clock when the latest run was observed (or the time given to [`Metrics::observe_run_at`]) |
 | `hostping_agent_cpu_seconds_total` | counter | | [`Metrics::observe_self`] |
 | `hostping_agent_resident_memory_bytes` | gauge | | [`Metrics::observe_self`] |
@@ -150,6 +153,7 @@ diagnosis that the latest run no longer makes is dropped from `hostping_diagnosi
 mod db;
 mod metrics;
 mod outbox;
+mod retention;
 mod schema;
 mod sweeps;
 pub mod switch_metrics;
@@ -158,6 +162,7 @@ mod timeline;
 pub use db::{NewRun, RunQuery, RunSummary, Store, StoreError, StoredRun};
 pub use metrics::{Metrics, TriggerOutcome, CONTENT_TYPE};
 pub use outbox::{OutboxRun, OutboxStats};
+pub use retention::RunRetention;
 pub use schema::{MIGRATIONS, SCHEMA_VERSION};
 pub use sweeps::{guid_text, FabricSweep, StoredSweep, SwitchPortCounters, SwitchPortSample};
 pub use switch_metrics::{SwitchInfo, UplinkInfo};

@@ -113,6 +113,7 @@ pub struct Metrics {
     rnic_throughput: Family<RnicLabels, FloatGauge>,
     rnic_tx_pause_ratio: Family<RnicLabels, FloatGauge>,
     last_run_healthy: Gauge,
+    host_inconclusive: Gauge,
     last_run_timestamp: FloatGauge,
     cpu_seconds: Counter<f64, AtomicU64>,
     resident_memory: Gauge,
@@ -190,6 +191,7 @@ impl Metrics {
             rnic_throughput: Family::default(),
             rnic_tx_pause_ratio: Family::default(),
             last_run_healthy: Gauge::default(),
+            host_inconclusive: Gauge::default(),
             last_run_timestamp: FloatGauge::default(),
             cpu_seconds: Counter::default(),
             resident_memory: Gauge::default(),
@@ -277,6 +279,11 @@ impl Metrics {
             "hostping_last_run_healthy",
             "1 if the latest run found nothing wrong",
             self.last_run_healthy.clone(),
+        );
+        r.register(
+            "hostping_host_inconclusive",
+            "1 if the latest run could not judge some link, so the host cannot be called healthy",
+            self.host_inconclusive.clone(),
         );
         r.register(
             "hostping_last_run_timestamp_seconds",
@@ -391,6 +398,7 @@ impl Metrics {
             .inc();
         self.run_duration.observe(duration_ns as f64 / 1e9);
         self.last_run_healthy.set(i64::from(report.healthy));
+        self.host_inconclusive.set(i64::from(report.inconclusive));
         self.last_run_timestamp.set(at_unix_ms as f64 / 1e3);
     }
 

@@ -99,6 +99,9 @@ pub const MIGRATIONS: &[&str] = &[
         id              TEXT NOT NULL
     );
     INSERT INTO instance (id) VALUES (lower(hex(randomblob(16))));",
+    // v6: whether a run was inconclusive (DESIGN 4.3: some link could not be judged, so the
+    // host was not called healthy). Runs stored before it were judged: 0.
+    "ALTER TABLE runs ADD COLUMN inconclusive INTEGER NOT NULL DEFAULT 0 CHECK (inconclusive IN (0, 1));",
 ];
 
 /// The schema version this build writes: the number of [`MIGRATIONS`].

@@ -311,6 +311,24 @@ fn observe_run_exposes_paths_links_and_diagnoses() {
 }
 
 #[test]
+fn an_inconclusive_run_sets_the_host_inconclusive_gauge_until_a_judged_one() {
+    let mut m = Metrics::new("dgx-a100", "simulated");
+    let mut unjudged = common::healthy("dgx-a100", 40);
+    unjudged.healthy = false;
+    unjudged.inconclusive = true;
+    m.observe_run_at("idle", &unjudged, 1, 1_000);
+    let e = Exposition::of(&m);
+    assert_eq!(e.value("hostping_host_inconclusive", &[]), 1.0);
+    assert_eq!(e.value("hostping_last_run_healthy", &[]), 0.0);
+    assert_eq!(e.types["hostping_host_inconclusive"], "gauge");
+    // The next run judged every link: no longer inconclusive.
+    m.observe_run_at("idle", &common::healthy("dgx-a100", 40), 1, 2_000);
+    let e = Exposition::of(&m);
+    assert_eq!(e.value("hostping_host_inconclusive", &[]), 0.0);
+    assert_eq!(e.value("hostping_last_run_healthy", &[]), 1.0);
+}
+
+#[test]
 fn a_later_run_drops_the_paths_and_diagnoses_it_did_not_report() {
     let mut m = Metrics::new("dgx-a100", "simulated");
     m.observe_run_at("pfc", &common::unhealthy("dgx-a100"), 1, 1_000);

@@ -218,13 +218,19 @@ pub struct AgentArgs {
     /// Stop after this much time on the agent's clock (virtual time with --sim), e.g. 1h.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub run_for: Option<std::time::Duration>,
-    /// The fleet collector, http://HOST:PORT: every finished run is queued in the database
-    /// and sent there, and kept until the collector has stored it (docs/fleet.md).
-    #[arg(long, value_name = "URL", requires = "token")]
+    /// The fleet collector, http://HOST:PORT or https://HOST:PORT: every finished run is
+    /// queued in the database and sent there, and kept until the collector has stored it
+    /// (docs/fleet.md). Needs --token-file or --token.
+    #[arg(long, value_name = "URL", value_parser = agent::sender::collector_url)]
     pub collector: Option<String>,
-    /// This host's token for the collector (a line "NAME TOKEN" of its tokens file).
-    #[arg(long, value_name = "TOKEN", requires = "collector")]
+    /// This host's token for the collector (the TOKEN of its line "NAME TOKEN" in the
+    /// collector's tokens file). Visible in `ps`: prefer --token-file.
+    #[arg(long, value_name = "TOKEN", requires = "collector", conflicts_with = "token_file")]
     pub token: Option<String>,
+    /// A file holding this host's token for the collector, alone on one line (a mounted
+    /// secret), so that the token does not appear in `ps`.
+    #[arg(long, value_name = "FILE", requires = "collector")]
+    pub token_file: Option<PathBuf>,
     /// Trust only this CA (PEM) for an https:// collector, e.g. a fleet's private CA.
     /// Default: the web PKI roots.
     #[arg(long, value_name = "FILE", requires = "collector")]

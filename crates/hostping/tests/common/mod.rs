@@ -155,6 +155,11 @@ pub fn wait_until_serving(
 }
 
 impl Agent {
+    /// The agent's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Waits until the database holds `n` runs.
     pub fn wait_for_runs(&mut self, n: usize, timeout: Duration) {
         let deadline = Instant::now() + timeout;
