@@ -119,6 +119,12 @@ pub enum NotAFatTree {
         /// The other core switch.
         b: String,
     },
+    /// The fabric is one switch with its hosts: a one-level tree.
+    #[error("the fabric is one switch ('{switch}') with its hosts: a one-level tree, which the simulator does not model yet (it models two- and three-level fat trees)")]
+    OneSwitch {
+        /// The switch, by name.
+        switch: String,
+    },
     /// A leaf has hosts but no cable upwards.
     #[error("leaf switch '{leaf}' has no cable to a switch above it")]
     NoUplinks {
@@ -163,7 +169,10 @@ pub enum NotAFatTree {
     /// A leaf has another number of parallel cables to one aggregation switch than the first
     /// leaf has (a fat tree has the same number between every leaf and aggregation switch of
     /// a pod).
-    #[error("leaf '{leaf}' has {links} cables to '{agg}', but {expected} to each switch above it are needed for a fat tree ('{first_leaf}' has {expected} to '{first_agg}')")]
+    #[error(
+        "leaf '{leaf}' has {links} cables to '{agg}', but {expected} to each switch above it are needed for a fat tree ('{first_leaf}' has {expected} to '{first_agg}'){}",
+        missing_hint(.links, .expected)
+    )]
     UnevenUplinks {
         /// The leaf whose cable count differs, by name.
         leaf: String,
@@ -218,9 +227,12 @@ pub enum NotAFatTree {
         /// The first cable or switch that does not fit, in words.
         detail: String,
     },
-    /// The recognised tree and the fabric disagree on the cables between two devices.
+    /// The recognised tree and the fabric disagree on the cables between two devices (with
+    /// fewer in the fabric: cables missing, which the simulator's complete trees cannot route
+    /// around).
     #[error(
-        "the cables between '{a}' and '{b}' number {fabric}, the recognised fat tree has {tree}"
+        "the cables between '{a}' and '{b}' number {fabric}, the recognised fat tree has {tree}{}",
+        missing_hint(.fabric, .tree)
     )]
     Mismatch {
         /// One end's device, by name.
@@ -232,6 +244,15 @@ pub enum NotAFatTree {
         /// Links between them in the tree.
         tree: usize,
     },
+}
+
+/// Said of a pair of devices with fewer cables than the tree has between them.
+fn missing_hint(fabric: &usize, tree: &usize) -> &'static str {
+    if fabric < tree {
+        ": a cable is missing there, and the simulator routes only complete trees"
+    } else {
+        ""
+    }
 }
 
 impl Cabling {
@@ -328,6 +349,54 @@ impl Cabling {
         net
     }
 
+    /// The fabric without the hosts of switches that sit above the leaves, and those hosts'
+    /// names. A switch is a leaf by where the compute hosts hang; one cabled to two or more
+    /// switches that each have more hosts than its own joins those leaves (a spine), and its
+    /// hosts are UFM, login, storage or management hosts, not compute nodes of the tree.
+    pub fn without_hosts_above_leaves(&self) -> (Cabling, Vec<String>) {
+        let mut hosts_on = vec![0usize; self.switches.len()];
+        for cable in &self.cables {
+            for (here, far) in [(cable.a, cable.b), (cable.b, cable.a)] {
+                if let (Device::Switch(s), Device::Host(_)) = (here.device, far.device) {
+                    hosts_on[s] += 1;
+                }
+            }
+        }
+        // Per switch: the switches with more hosts than it has, that it is cabled to.
+        let mut fuller: Vec<BTreeMap<usize, ()>> = vec![BTreeMap::new(); self.switches.len()];
+        for cable in &self.cables {
+            if let (Device::Switch(s), Device::Switch(t)) = (cable.a.device, cable.b.device) {
+                if hosts_on[t] > hosts_on[s] {
+                    fuller[s].insert(t, ());
+                }
+                if hosts_on[s] > hosts_on[t] {
+                    fuller[t].insert(s, ());
+                }
+            }
+        }
+        let above: Vec<bool> = (0..self.switches.len())
+            .map(|s| hosts_on[s] > 0 && fuller[s].len() >= 2)
+            .collect();
+        let mut left_out = Vec::new();
+        let mut kept = self.clone();
+        kept.cables.retain(|cable| {
+            let host_above = |here: CableEnd, far: CableEnd| match (here.device, far.device) {
+                (Device::Switch(s), Device::Host(h)) if above[s] => Some(h),
+                _ => None,
+            };
+            match host_above(cable.a, cable.b).or_else(|| host_above(cable.b, cable.a)) {
+                Some(h) => {
+                    left_out.push(self.hosts[h].clone());
+                    false
+                }
+                None => true,
+            }
+        });
+        left_out.sort();
+        left_out.dedup();
+        (kept, left_out)
+    }
+
     /// The name of a device.
     pub fn name(&self, device: Device) -> &str {
         match device {
@@ -336,10 +405,34 @@ impl Cabling {
         }
     }
 
-    /// The fat tree this fabric is, named `name`; see the module doc.
+    /// The fat tree this fabric is, named `name`, with the radix its cables need; see the
+    /// module doc.
     pub fn recognize(&self, name: &str) -> Result<Recognized, NotAFatTree> {
+        self.recognize_with_radix(name, None)
+    }
+
+    /// As [`Cabling::recognize`], with the switches' port count when the fabric says it (a
+    /// topology file's `Switch 36` header): a real switch's free ports are ports of the tree,
+    /// not absent.
+    pub fn recognize_with_radix(
+        &self,
+        name: &str,
+        radix: Option<u16>,
+    ) -> Result<Recognized, NotAFatTree> {
+        let cabled: Vec<usize> = (0..self.switches.len())
+            .filter(|&s| {
+                self.cables
+                    .iter()
+                    .any(|c| c.a.device == Device::Switch(s) || c.b.device == Device::Switch(s))
+            })
+            .collect();
+        if let [switch] = cabled[..] {
+            return Err(NotAFatTree::OneSwitch {
+                switch: self.switches[switch].clone(),
+            });
+        }
         let shape = Shape::of(self)?;
-        let params = shape.params(self, name)?;
+        let params = shape.params(self, name, radix)?;
         let topology = Topology::new(params).map_err(|e| NotAFatTree::Parameters(e.to_string()))?;
         let order = shape.switch_order(self, &topology)?;
         shape.check_and_map(self, topology, order)
@@ -482,7 +575,12 @@ impl Shape {
 
     /// The tree's parameters: pods of equal size, every leaf with the same cables to every
     /// aggregation switch of its pod, every aggregation switch with the same core links.
-    fn params(&self, cabling: &Cabling, name: &str) -> Result<FatTreeParams, NotAFatTree> {
+    fn params(
+        &self,
+        cabling: &Cabling,
+        name: &str,
+        header_radix: Option<u16>,
+    ) -> Result<FatTreeParams, NotAFatTree> {
         let name_of = |s: usize| cabling.switches[s].clone();
         let (first_leaves, first_aggs) = &self.pods[0];
         for (leaves, aggs) in &self.pods[1..] {
@@ -551,10 +649,10 @@ impl Shape {
             .expect("a pod has leaves");
         // The tree's radix is one number for every level: with cores, the aggregation
         // switches' ports fix it; a two-level tree takes what its leaves and spines need.
-        let radix = if self.cores.is_empty() {
-            (most_hosts + leaf_up).max(agg_down)
-        } else {
-            agg_down + agg_up
+        let radix = match header_radix {
+            Some(radix) => usize::from(radix),
+            None if self.cores.is_empty() => (most_hosts + leaf_up).max(agg_down),
+            None => agg_down + agg_up,
         };
         let slots = radix.saturating_sub(leaf_up);
         if most_hosts > slots {

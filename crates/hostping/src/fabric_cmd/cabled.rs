@@ -7,12 +7,15 @@
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::{Context, Result};
-use fabric::cabling::{Cable, CableEnd, Cabling, Device};
+use std::collections::{HashMap, HashSet};
+
+use anyhow::{bail, Context, Result};
+use fabric::cabling::{Cable, CableEnd, Cabling, Device, Recognized};
 use fabric::input::InputError;
 use fabric::summary::FabricOrigin;
 use fabric::topology::{FatTreeParams, Level, Topology};
-use rdma::subnet::{guid_text, topofile, NodeKind, Subnet};
+use rdma::subnet::topofile::{self, Format, Skipped};
+use rdma::subnet::{guid_text, NodeKind, Subnet};
 
 use crate::cli::fabric::NetArgs;
 
@@ -20,18 +23,43 @@ use crate::cli::fabric::NetArgs;
 pub struct TreeInput {
     pub topology: Topology,
     pub fabric: Option<FabricOrigin>,
+    /// What reading a real fabric left out or passed over, one line each, for stderr.
+    pub notes: Vec<String>,
 }
 
+/// The format wanted, for a file that is not one hostping reads.
+const FORMATS: &str = "--topology takes a built-in tree (full, tapered, radix8), a fat-tree \
+     TOML file (radix, nodes_per_leaf, leaves, leaves_per_pod, aggs_per_pod), or the topology \
+     file that `ibnetdiscover > FILE` or `hostping fabric discover --format ibnetdiscover > FILE` \
+     writes";
+
+/// The node description SHARP Aggregation Nodes report (one per switch on HDR/NDR fabrics).
+const AGGREGATION_NODE: &str = "Mellanox Technologies Aggregation Node";
+
 impl TreeInput {
-    /// A built-in name, a TOML file, or an ibnetdiscover file (recognised by its
-    /// `switchguid=` / `Switch` lines).
+    /// A built-in name, a TOML file, or an ibnetdiscover file; a file of another kind (empty,
+    /// only comments, `ibnetdiscover -p`, `iblinkinfo`) is named for what it is.
     pub fn resolve(arg: &str) -> Result<TreeInput> {
         let topology = match FatTreeParams::builtin(arg) {
             Some(params) => Topology::new(params).expect("built-in tree is valid"),
             None => {
                 let text = InputError::read(Path::new(arg))?;
-                if is_ibnetdiscover(&text) {
-                    return Self::from_ibnetdiscover(arg, &text);
+                let what = match topofile::identify(&text) {
+                    Format::Topology => return Self::from_ibnetdiscover(arg, &text),
+                    Format::Other => None,
+                    Format::Empty => Some("is empty"),
+                    Format::CommentsOnly => Some(
+                        "holds only comments, no topology (what `fabric discover > FILE` \
+                         leaves when discovery fails)",
+                    ),
+                    Format::PortsList => Some(
+                        "is a ports list of `ibnetdiscover -p`, which lacks the switches' port \
+                         counts; run ibnetdiscover without -p",
+                    ),
+                    Format::LinkInfo => Some("is the output of `iblinkinfo`, not a topology file"),
+                };
+                if let Some(what) = what {
+                    bail!("{arg}: {what}; {FORMATS}");
                 }
                 Topology::parse(Path::new(arg), &text)?
             }
@@ -39,25 +67,39 @@ impl TreeInput {
         Ok(TreeInput {
             topology,
             fabric: None,
+            notes: Vec::new(),
         })
     }
 
     fn from_ibnetdiscover(file: &str, text: &str) -> Result<TreeInput> {
-        let subnet = topofile::parse(text, file)?;
+        let reading = topofile::read(text, file)?;
+        let mut notes = skipped_note(&reading.skipped)
+            .into_iter()
+            .collect::<Vec<_>>();
         let name = Path::new(file)
             .file_stem()
             .map_or_else(|| file.to_string(), |s| s.to_string_lossy().into_owned());
-        let recognized = cabling_of(&subnet)
-            .recognize(&name)
-            .with_context(|| format!("{file}: not a fat tree the simulator models"))?;
-        let fabric = FabricOrigin::of(file, &recognized);
-        Ok(TreeInput {
-            topology: recognized.topology,
-            fabric: Some(fabric),
-        })
+        match recognize_real(&reading.subnet, &name, &mut notes) {
+            Ok(recognized) => {
+                let fabric = Some(FabricOrigin::of(file, &recognized));
+                Ok(TreeInput {
+                    topology: recognized.topology,
+                    fabric,
+                    notes,
+                })
+            }
+            Err(e) => {
+                // What was left out still says what the file holds.
+                for note in &notes {
+                    eprintln!("{file}: note: {note}");
+                }
+                Err(e.context(format!("{file}: not a fabric the simulator models")))
+            }
+        }
     }
 
-    /// One line on what was recognised, for stderr; `None` for a tree given by parameters.
+    /// What was recognised and what was left out, for stderr; `None` for a tree given by
+    /// parameters.
     pub fn describe(&self) -> Option<String> {
         let fabric = self.fabric.as_ref()?;
         let t = &self.topology;
@@ -87,65 +129,232 @@ impl TreeInput {
                 t.num_nodes()
             );
         }
+        for note in &self.notes {
+            line += &format!("\n{}: note: {note}", fabric.file);
+        }
         Some(line)
     }
 }
 
-fn is_ibnetdiscover(text: &str) -> bool {
-    text.lines().any(|line| {
-        line.starts_with("switchguid=")
-            || line.starts_with("Switch\t")
-            || line.starts_with("caguid=")
-    })
+/// The fat tree a real subnet is, once what is not part of it is left out (each left-out
+/// thing noted in `notes`).
+fn recognize_real(subnet: &Subnet, name: &str, notes: &mut Vec<String>) -> Result<Recognized> {
+    let fabric = RealFabric::of(subnet);
+    notes.extend(fabric.notes.iter().cloned());
+    let (compute, above) = fabric.cabling.without_hosts_above_leaves();
+    if !above.is_empty() {
+        notes.push(format!(
+            "left out {} hosts cabled to switches above the leaves (management, UFM, login or \
+             storage hosts, not compute nodes): {}",
+            above.len(),
+            above.join(", ")
+        ));
+    }
+    let radix = fabric.radix(&compute)?;
+    let recognized = compute.recognize_with_radix(name, Some(radix))?;
+    fabric.one_rate(&compute)?;
+    Ok(recognized)
 }
 
-/// A subnet's switches and channel adapters as cables, named by node description (with the
-/// GUID where two share one, as every unconfigured switch of a vendor does).
-fn cabling_of(subnet: &Subnet) -> Cabling {
-    let name = |guid: u64, description: &str| {
-        let shared = subnet
-            .nodes
-            .iter()
-            .filter(|n| n.description == description)
-            .count()
-            > 1;
-        if description.is_empty() || shared {
-            format!("{description} ({})", guid_text(guid))
-                .trim()
-                .to_string()
-        } else {
-            description.to_string()
-        }
-    };
-    let mut cabling = Cabling::default();
-    let mut device = std::collections::HashMap::new();
-    for node in &subnet.nodes {
-        let named = name(node.guid, &node.description);
-        let d = match node.kind {
-            NodeKind::Switch => {
-                cabling.switches.push(named);
-                Device::Switch(cabling.switches.len() - 1)
-            }
-            // A router is an end of the tree for the simulator, as a host is.
-            NodeKind::Ca | NodeKind::Router => {
-                cabling.hosts.push(named);
-                Device::Host(cabling.hosts.len() - 1)
-            }
-        };
-        device.insert(node.guid, d);
+/// One note for the lines the reader passed over, naming them (the first few in full).
+fn skipped_note(skipped: &[Skipped]) -> Option<String> {
+    const SHOWN: usize = 4;
+    let first = skipped.first()?;
+    let mut note = format!(
+        "skipped {} that {} not topology: line {} (`{}`, {})",
+        lines(skipped.len()),
+        if skipped.len() == 1 { "is" } else { "are" },
+        first.line,
+        first.text,
+        first.kind.words()
+    );
+    for s in skipped.iter().skip(1).take(SHOWN - 1) {
+        note += &format!("; line {} (`{}`, {})", s.line, s.text, s.kind.words());
     }
-    for link in &subnet.links {
-        let end = |e: rdma::subnet::End| {
-            device.get(&e.guid).map(|&d| CableEnd {
-                device: d,
-                port: u16::from(e.port),
-            })
+    if skipped.len() > SHOWN {
+        note += &format!("; and {} more", skipped.len() - SHOWN);
+    }
+    Some(note)
+}
+
+/// `1 line`, `3 lines`.
+fn lines(n: usize) -> String {
+    format!("{n} line{}", if n == 1 { "" } else { "s" })
+}
+
+/// A real subnet as cables, without what is not part of the tree: SHARP Aggregation Nodes
+/// (CAs inside the switches, no ranks run on them) and loopback cables (a port cabled to
+/// another port of its own switch). Each cable keeps its rate, each switch its port count.
+struct RealFabric {
+    cabling: Cabling,
+    /// Rate (`4xEDR`) of each cable, by its first end.
+    rates: HashMap<CableEnd, String>,
+    /// Port count of each switch, by index.
+    ports: Vec<u16>,
+    notes: Vec<String>,
+}
+
+impl RealFabric {
+    /// Switches and channel adapters named by node description (with the GUID where two
+    /// share one, as every unconfigured switch of a vendor does).
+    fn of(subnet: &Subnet) -> RealFabric {
+        let name = |guid: u64, description: &str| {
+            let shared = subnet
+                .nodes
+                .iter()
+                .filter(|n| n.description == description)
+                .count()
+                > 1;
+            if description.is_empty() || shared {
+                format!("{description} ({})", guid_text(guid))
+                    .trim()
+                    .to_string()
+            } else {
+                description.to_string()
+            }
         };
-        if let (Some(a), Some(b)) = (end(link.a), end(link.b)) {
+        let mut cabling = Cabling::default();
+        let mut ports = Vec::new();
+        let mut device = HashMap::new();
+        let mut aggregation_nodes = HashSet::new();
+        for node in &subnet.nodes {
+            let named = name(node.guid, &node.description);
+            let d = match node.kind {
+                NodeKind::Switch => {
+                    cabling.switches.push(named);
+                    ports.push(u16::from(node.ports));
+                    Device::Switch(cabling.switches.len() - 1)
+                }
+                NodeKind::Ca if node.description == AGGREGATION_NODE => {
+                    aggregation_nodes.insert(node.guid);
+                    continue;
+                }
+                // A router is an end of the tree for the simulator, as a host is.
+                NodeKind::Ca | NodeKind::Router => {
+                    cabling.hosts.push(named);
+                    Device::Host(cabling.hosts.len() - 1)
+                }
+            };
+            device.insert(node.guid, d);
+        }
+        let mut notes = Vec::new();
+        if !aggregation_nodes.is_empty() {
+            notes.push(format!(
+                "left out {} SHARP Aggregation Nodes (\"{AGGREGATION_NODE}\": \
+                 the switches' in-network reduction engines, not compute nodes; their ports are not \
+                 counted in the switches' radix)",
+                aggregation_nodes.len()
+            ));
+        }
+        let mut loops = Vec::new();
+        let mut rates = HashMap::new();
+        for link in &subnet.links {
+            let end = |e: rdma::subnet::End| {
+                device.get(&e.guid).map(|&d| CableEnd {
+                    device: d,
+                    port: u16::from(e.port),
+                })
+            };
+            let (Some(a), Some(b)) = (end(link.a), end(link.b)) else {
+                // An Aggregation Node takes a port of its switch (port 37 of a 36-port
+                // MSB7800): not one a cable can use.
+                for (here, far) in [(link.a, link.b), (link.b, link.a)] {
+                    if let (Some(Device::Switch(s)), true) = (
+                        device.get(&here.guid),
+                        aggregation_nodes.contains(&far.guid),
+                    ) {
+                        ports[*s] = ports[*s].saturating_sub(1);
+                    }
+                }
+                continue;
+            };
+            if a.device == b.device {
+                loops.push(format!(
+                    "'{}' {}-{}",
+                    cabling.name(a.device),
+                    a.port,
+                    b.port
+                ));
+                continue;
+            }
+            rates.insert(a, format!("{}{}", link.width, link.speed));
             cabling.cables.push(Cable { a, b });
         }
+        if !loops.is_empty() {
+            notes.push(format!(
+                "left out {} loopback cables (a port cabled to another port of its own switch, \
+                 not a link of the tree): {}",
+                loops.len(),
+                loops.join(", ")
+            ));
+        }
+        RealFabric {
+            cabling,
+            rates,
+            ports,
+            notes,
+        }
     }
-    cabling
+
+    /// Refuses a fabric whose cables run at more than one rate, naming a link at another rate
+    /// than most: the simulator runs every link at one rate (`--link-gbps`), and a link
+    /// simulated at the others' rate is not the fabric as it runs.
+    fn one_rate(&self, compute: &Cabling) -> Result<()> {
+        let rate_of = |c: &Cable| &self.rates[&c.a];
+        let mut counts: HashMap<&String, usize> = HashMap::new();
+        for cable in &compute.cables {
+            *counts.entry(rate_of(cable)).or_default() += 1;
+        }
+        let common = counts
+            .iter()
+            .max_by_key(|&(rate, n)| (*n, std::cmp::Reverse(*rate)))
+            .map(|(rate, _)| rate.to_string());
+        if let Some(common) = common {
+            if let Some(odd) = compute.cables.iter().find(|c| *rate_of(*c) != common) {
+                bail!(
+                    "the link from '{}' port {} to '{}' port {} runs at {}, the other links at \
+                     {common}; the simulator runs every link at one rate, so it cannot simulate \
+                     this fabric as it runs",
+                    compute.name(odd.a.device),
+                    odd.a.port,
+                    compute.name(odd.b.device),
+                    odd.b.port,
+                    rate_of(odd)
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The one port count (from the node headers) of the switches `compute` cables: the
+    /// simulator's trees have one radix.
+    fn radix(&self, compute: &Cabling) -> Result<u16> {
+        let cabled = |s: usize| {
+            let switch = Device::Switch(s);
+            compute
+                .cables
+                .iter()
+                .any(|c| c.a.device == switch || c.b.device == switch)
+        };
+        let switches: Vec<usize> = (0..compute.switches.len()).filter(|&s| cabled(s)).collect();
+        let first = *switches
+            .first()
+            .context("the fabric has no switch with a cable")?;
+        if let Some(&other) = switches
+            .iter()
+            .find(|&&s| self.ports[s] != self.ports[first])
+        {
+            bail!(
+                "switch '{}' has {} ports and '{}' has {}; the simulator's fat trees have one \
+                 radix",
+                compute.switches[first],
+                self.ports[first],
+                compute.switches[other],
+                self.ports[other]
+            );
+        }
+        Ok(self.ports[first])
+    }
 }
 
 /// `hostping fabric net`: a tree as an ibsim net file.

@@ -13,19 +13,44 @@ use super::{End, Link, Node, NodeKind, PortAddress, Subnet};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-/// A line the reader cannot take, named by its number.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{source_name}:{line}: {why}: `{text}`")]
+/// Why a file is not a topology file hostping can read: the file, the line when the fault is
+/// on one (with its text), and the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopologyError {
     /// The file (or `-`).
     pub source_name: String,
-    /// 1-based line number.
-    pub line: usize,
+    /// 1-based line number, when the fault is on one line.
+    pub line: Option<usize>,
     /// What is wrong.
-    pub why: &'static str,
-    /// The line.
-    pub text: String,
+    pub why: String,
+    /// The line, when the fault is on one.
+    pub text: Option<String>,
 }
+
+impl TopologyError {
+    fn whole_file(source_name: &str, why: impl Into<String>) -> Self {
+        TopologyError {
+            source_name: source_name.to_string(),
+            line: None,
+            why: why.into(),
+            text: None,
+        }
+    }
+}
+
+impl std::fmt::Display for TopologyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.line, &self.text) {
+            (Some(line), Some(text)) => {
+                write!(f, "{}:{line}: {}: `{text}`", self.source_name, self.why)
+            }
+            (Some(line), None) => write!(f, "{}:{line}: {}", self.source_name, self.why),
+            (None, _) => write!(f, "{}: {}", self.source_name, self.why),
+        }
+    }
+}
+
+impl std::error::Error for TopologyError {}
 
 fn node_id(kind: NodeKind, guid: u64) -> String {
     let letter = match kind {
@@ -173,30 +198,188 @@ fn number_after<T: std::str::FromStr>(comment: &str, word: &str) -> Option<T> {
     words.next()?.parse().ok()
 }
 
+/// A line the reader passed over because it is not topology, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// 1-based line number.
+    pub line: usize,
+    /// The line.
+    pub text: String,
+    /// What it is.
+    pub kind: SkipKind,
+}
+
+/// What a skipped line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipKind {
+    /// Before the file's first topology line: a byte-order mark's line, a shell prompt, the
+    /// command that was run.
+    Preamble,
+    /// A warning or error `ibnetdiscover` (libibmad, libibnetdisc) printed into the output.
+    Warning,
+    /// A grouping line of `ibnetdiscover -g` ("Non-Chassis Nodes", "Chassis N ...").
+    Grouping,
+}
+
+impl SkipKind {
+    /// In words, for a note.
+    pub fn words(self) -> &'static str {
+        match self {
+            SkipKind::Preamble => "not topology, before its first line",
+            SkipKind::Warning => "a warning of ibnetdiscover",
+            SkipKind::Grouping => "a grouping line of ibnetdiscover -g",
+        }
+    }
+}
+
+/// A topology file read: the subnet, and the lines passed over.
+#[derive(Debug, Clone)]
+pub struct Reading {
+    /// Nodes and links.
+    pub subnet: Subnet,
+    /// Lines that are not topology, in file order.
+    pub skipped: Vec<Skipped>,
+}
+
+/// What a file given as a fabric's topology is, judged from its lines (a byte-order mark
+/// aside), so that a wrong file is named for what it is rather than failing a parser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Nothing but blank lines.
+    Empty,
+    /// Only comments (what `fabric discover > FILE` leaves when discovery fails).
+    CommentsOnly,
+    /// `ibnetdiscover`'s topology file (node blocks).
+    Topology,
+    /// `ibnetdiscover -p`'s ports list (`SW  <lid> <port> 0x<guid> 4x EDR - CA ...`).
+    PortsList,
+    /// `iblinkinfo`'s output (`Switch: 0x<guid> <name>:` and `==( 4X ... )==>` lines).
+    LinkInfo,
+    /// None of these (a fat-tree TOML file, or something else).
+    Other,
+}
+
+/// What `text` is; see [`Format`].
+pub fn identify(text: &str) -> Format {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let lines = || text.lines().map(str::trim).filter(|l| !l.is_empty());
+    if lines().next().is_none() {
+        return Format::Empty;
+    }
+    if lines().all(|l| l.starts_with('#')) {
+        return Format::CommentsOnly;
+    }
+    if lines().any(|l| {
+        ["switchguid=", "caguid=", "rtguid="]
+            .iter()
+            .any(|p| l.starts_with(p))
+            || header_word(l).is_some()
+    }) {
+        return Format::Topology;
+    }
+    let ports_line = |l: &str| {
+        let words: Vec<&str> = l.split_whitespace().collect();
+        words.len() >= 6
+            && ["SW", "CA", "RT"].contains(&words[0])
+            && words[1].parse::<u32>().is_ok()
+            && words[3].starts_with("0x")
+    };
+    if lines().any(ports_line) {
+        return Format::PortsList;
+    }
+    if lines().any(|l| l.starts_with("Switch: 0x") || l.starts_with("CA: ") || l.contains(")==>")) {
+        return Format::LinkInfo;
+    }
+    Format::Other
+}
+
+/// `Switch`, `Ca` or `Rt` followed by a port count: a node header line.
+fn header_word(line: &str) -> Option<NodeKind> {
+    let mut words = line.split_whitespace();
+    let kind = match words.next()? {
+        "Switch" => NodeKind::Switch,
+        "Ca" => NodeKind::Ca,
+        "Rt" => NodeKind::Router,
+        _ => return None,
+    };
+    words.next()?.parse::<u16>().ok().map(|_| kind)
+}
+
+/// A line `ibnetdiscover` or its libraries print among the topology: `ibwarn: ...`,
+/// `ibnetdiscover: iberror: ...`, `src/query_smp.c:195; umad ... bad status 110; ...`.
+fn is_warning(line: &str) -> bool {
+    let first = line.split_whitespace().next().unwrap_or("");
+    [
+        "ibwarn",
+        "ibpanic",
+        "ibdebug",
+        "iberror",
+        "ibnetdiscover",
+        "ibnetdisc",
+    ]
+    .iter()
+    .any(|w| first.trim_end_matches(':').starts_with(w))
+        || first
+            .split_once(".c:")
+            .is_some_and(|(_, rest)| rest.trim_end_matches(';').parse::<u32>().is_ok())
+}
+
+/// `Non-Chassis Nodes` and `Chassis <n> (guid 0x...)` of `ibnetdiscover -g`.
+fn is_grouping(line: &str) -> bool {
+    line == "Non-Chassis Nodes" || line.starts_with("Chassis ")
+}
+
 /// Reads a topology file (`source_name` names it in errors).
 pub fn parse(text: &str, source_name: &str) -> Result<Subnet, TopologyError> {
+    read(text, source_name).map(|reading| reading.subnet)
+}
+
+/// Reads a topology file as `ibnetdiscover` (with or without `-g`) or hostping writes it, and
+/// says which lines it passed over. Refused, naming the line: a port beyond its node's port
+/// count, a GUID that is not hex, a port cabled to two peers, a cable to a node whose block
+/// is missing (a capture cut short).
+pub fn read(text: &str, source_name: &str) -> Result<Reading, TopologyError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut subnet = Subnet::default();
-    let mut links: BTreeMap<(End, End), Link> = BTreeMap::new();
+    let mut skipped = Vec::new();
+    // Each link once, with the line that first named it.
+    let mut links: BTreeMap<(End, End), (Link, usize)> = BTreeMap::new();
     let mut current: Option<usize> = None;
+    let mut started = false;
     let (mut vendor, mut device, mut sysimg, mut port0) = (0u32, 0u16, 0u64, None::<u64>);
     for (i, raw) in text.lines().enumerate() {
-        let err = |why| TopologyError {
+        let err = |why: &str| TopologyError {
             source_name: source_name.to_string(),
-            line: i + 1,
-            why,
-            text: raw.to_string(),
+            line: Some(i + 1),
+            why: why.to_string(),
+            text: Some(raw.to_string()),
         };
         let line = raw.trim_end();
-        if line.is_empty() {
+        if line.trim().is_empty() {
             current = None;
             continue;
         }
         if let Some(rest) = line.strip_prefix("# Initiated from node ") {
             let guid = rest.split_whitespace().next().and_then(hex);
             subnet.origin = guid.map(|guid| End { guid, port: 0 });
+            started = true;
             continue;
         }
         if line.starts_with('#') {
+            started = true;
+            continue;
+        }
+        let skip = |kind| Skipped {
+            line: i + 1,
+            text: line.to_string(),
+            kind,
+        };
+        if is_warning(line) {
+            skipped.push(skip(SkipKind::Warning));
+            continue;
+        }
+        if is_grouping(line) {
+            skipped.push(skip(SkipKind::Grouping));
             continue;
         }
         if let Some(v) = line.strip_prefix("vendid=") {
@@ -207,29 +390,28 @@ pub fn parse(text: &str, source_name: &str) -> Result<Subnet, TopologyError> {
             sysimg = hex(v).ok_or_else(|| err("sysimgguid is not hex"))?;
         } else if let Some(v) = line.strip_prefix("switchguid=") {
             // 0x<node guid>(<port 0 guid>)
-            port0 = v
-                .split_once('(')
-                .and_then(|(_, p)| hex(p.trim_end_matches(')')));
-        } else if line.starts_with("caguid=") || line.starts_with("rtguid=") {
+            let (node, port) = v.split_once('(').unwrap_or((v, ""));
+            hex(node).ok_or_else(|| err("switchguid is not hex"))?;
+            port0 = hex(port.trim_end_matches(')'));
+        } else if let Some(v) = line
+            .strip_prefix("caguid=")
+            .or_else(|| line.strip_prefix("rtguid="))
+        {
+            hex(v).ok_or_else(|| err("caguid is not hex"))?;
             port0 = None;
-        } else if line.starts_with("Switch") || line.starts_with("Ca") || line.starts_with("Rt") {
-            let (word, rest) = line
+        } else if let Some(expected) = header_word(line) {
+            let (_, rest) = line
                 .split_once(char::is_whitespace)
                 .ok_or_else(|| err("a node header wants a port count"))?;
             let ports: u8 = rest
                 .split_whitespace()
                 .next()
                 .and_then(|p| p.parse().ok())
-                .ok_or_else(|| err("a node header wants a port count"))?;
+                .ok_or_else(|| err("a node header's port count is 1-255"))?;
             let (id, after) =
                 quoted(rest).ok_or_else(|| err("a node header wants a quoted node id"))?;
             let (kind, guid) =
                 parse_node_id(id).ok_or_else(|| err("a node id is S-, H- or R- and a hex GUID"))?;
-            let expected = match word {
-                "Switch" => NodeKind::Switch,
-                "Ca" => NodeKind::Ca,
-                _ => NodeKind::Router,
-            };
             if kind != expected {
                 return Err(err("the node id's letter disagrees with the node type"));
             }
@@ -260,6 +442,7 @@ pub fn parse(text: &str, source_name: &str) -> Result<Subnet, TopologyError> {
                 addressed_ports,
             });
             current = Some(subnet.nodes.len() - 1);
+            started = true;
         } else if line.starts_with('[') {
             let node = current.ok_or_else(|| err("a port line outside a node block"))?;
             let close = line
@@ -268,11 +451,23 @@ pub fn parse(text: &str, source_name: &str) -> Result<Subnet, TopologyError> {
             let port: u8 = line[1..close]
                 .parse()
                 .map_err(|_| err("a port number is 1-255"))?;
-            let after_port = &line[close + 1..];
+            let n = &subnet.nodes[node];
+            if port == 0 || port > n.ports {
+                return Err(err(&format!(
+                    "port {port} is not one of the {} ports of \"{}\"",
+                    n.ports, n.description
+                )));
+            }
+            let mut after_port = &line[close + 1..];
+            // `-g` names a chassis' external port after the port: `[22][ext 5]`.
+            if let Some(rest) = after_port.strip_prefix("[ext ") {
+                after_port = rest.split_once(']').map_or("", |(_, r)| r);
+            }
             let own_guid = after_port
                 .strip_prefix('(')
                 .and_then(|r| r.split_once(')'))
-                .and_then(|(g, _)| hex(g));
+                .map(|(g, _)| hex(g).ok_or_else(|| err("a port GUID is hex")))
+                .transpose()?;
             let (peer_id, rest) =
                 quoted(after_port).ok_or_else(|| err("a port line names its peer in quotes"))?;
             let (_, peer_guid) = parse_node_id(peer_id)
@@ -310,15 +505,28 @@ pub fn parse(text: &str, source_name: &str) -> Result<Subnet, TopologyError> {
                 port: peer_port,
             };
             let key = (here.min(there), here.max(there));
-            links.entry(key).or_insert(Link {
-                a: here,
-                b: there,
-                width,
-                speed,
-            });
+            links.entry(key).or_insert((
+                Link {
+                    a: here,
+                    b: there,
+                    width,
+                    speed,
+                },
+                i + 1,
+            ));
+        } else if !started {
+            skipped.push(skip(SkipKind::Preamble));
         } else {
             return Err(err("not a line of an ibnetdiscover topology file"));
         }
+    }
+    check_links(&subnet, &links, text, source_name)?;
+    if subnet.nodes.is_empty() {
+        return Err(TopologyError::whole_file(
+            source_name,
+            "has no node block (vendid=, switchguid= or caguid=, Switch or Ca header): \
+             not an ibnetdiscover topology file",
+        ));
     }
     // The origin's port: the one of its addressed ports (a switch: 0).
     if let Some(o) = subnet.origin.as_mut() {
@@ -326,8 +534,63 @@ pub fn parse(text: &str, source_name: &str) -> Result<Subnet, TopologyError> {
             o.port = n.addressed_ports.first().map_or(0, |a| a.port);
         }
     }
-    subnet.links = links.into_values().collect();
-    Ok(subnet)
+    subnet.links = links.into_values().map(|(link, _)| link).collect();
+    Ok(Reading { subnet, skipped })
+}
+
+/// Every link's far end has a block with that port, and no port has two peers.
+fn check_links(
+    subnet: &Subnet,
+    links: &BTreeMap<(End, End), (Link, usize)>,
+    text: &str,
+    source_name: &str,
+) -> Result<(), TopologyError> {
+    let at = |line: usize, why: String| TopologyError {
+        source_name: source_name.to_string(),
+        line: Some(line),
+        why,
+        text: text.lines().nth(line - 1).map(|l| l.trim_end().to_string()),
+    };
+    let mut peer_of: BTreeMap<End, End> = BTreeMap::new();
+    // In file order, so that the first faulty line is the one named.
+    let mut in_order: Vec<(&Link, usize)> = links.values().map(|(l, n)| (l, *n)).collect();
+    in_order.sort_by_key(|&(_, line)| line);
+    for (link, line) in in_order {
+        let Some(far) = subnet.node(link.b.guid) else {
+            return Err(at(
+                line,
+                format!(
+                    "names node {:016x}, whose block is missing from the file: the capture \
+                     was cut short (run ibnetdiscover again and keep its whole output)",
+                    link.b.guid
+                ),
+            ));
+        };
+        if link.b.port == 0 || link.b.port > far.ports {
+            return Err(at(
+                line,
+                format!(
+                    "port {} is not one of the {} ports of \"{}\"",
+                    link.b.port, far.ports, far.description
+                ),
+            ));
+        }
+        for (here, there) in [(link.a, link.b), (link.b, link.a)] {
+            if let Some(other) = peer_of.insert(here, there) {
+                if other != there && !(here == there) {
+                    return Err(at(
+                        line,
+                        format!(
+                            "port {} of node {:016x} is cabled to two peers ({:016x} port {} \
+                             and {:016x} port {})",
+                            here.port, here.guid, other.guid, other.port, there.guid, there.port
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -417,9 +680,89 @@ mod tests {
         assert!(e.to_string().starts_with("t.topo:"), "{e}");
         assert_eq!(e.why, "a node id is S-, H- or R- and a hex GUID");
         let e = parse("[1]\t\"S-01\"[1]\t\t# x 4xSDR\n", "t.topo").unwrap_err();
-        assert_eq!((e.line, e.why), (1, "a port line outside a node block"));
+        assert_eq!(
+            (e.line, e.why.as_str()),
+            (Some(1), "a port line outside a node block")
+        );
         let e = parse("garbage\n", "t.topo").unwrap_err();
-        assert_eq!(e.line, 1);
+        assert_eq!(e.line, None);
+        assert!(e.why.contains("no node block"), "{e}");
+    }
+
+    #[test]
+    fn a_port_beyond_the_header_a_cable_to_no_block_and_two_peers_are_refused() {
+        let port_99 = fixture().replace(
+            "[8]\t\"S-0000000000200000\"[8]",
+            "[99]\t\"S-0000000000200000\"[8]",
+        );
+        let e = parse(&port_99, "t.topo").unwrap_err();
+        assert!(
+            e.why
+                .contains("port 99 is not one of the 8 ports of \"leaf-b\""),
+            "{e}"
+        );
+        assert_eq!(e.line, Some(15));
+        let far_99 = fixture().replace(
+            "[8]\t\"S-0000000000200000\"[8]",
+            "[8]\t\"S-0000000000200000\"[99]",
+        );
+        let e = parse(&far_99, "t.topo").unwrap_err();
+        assert!(
+            e.why
+                .contains("port 99 is not one of the 8 ports of \"leaf-a\""),
+            "{e}"
+        );
+        let missing = fixture().replace("\"H-0000000000100004\"[1]", "\"H-00000000001000ff\"[1]");
+        let e = parse(&missing, "t.topo").unwrap_err();
+        assert!(
+            e.why
+                .contains("node 00000000001000ff, whose block is missing"),
+            "{e}"
+        );
+        assert_eq!(e.line, Some(12));
+        let two_peers = fixture().replace(
+            "[2]\t\"H-0000000000100006\"[1]",
+            "[2]\t\"H-0000000000100004\"[1]",
+        );
+        let e = parse(&two_peers, "t.topo").unwrap_err();
+        assert!(e.why.contains("cabled to two peers"), "{e}");
+    }
+
+    #[test]
+    fn what_is_not_topology_is_skipped_and_named() {
+        let text = format!(
+            "\u{feff}user@host:~$ ibnetdiscover\nibwarn: [565044] sim_connect: attached\n{}\
+             \nNon-Chassis Nodes\n",
+            fixture()
+        );
+        let reading = read(&text, "t.topo").unwrap();
+        assert_eq!(reading.subnet.nodes.len(), 6);
+        let kinds: Vec<(usize, SkipKind)> =
+            reading.skipped.iter().map(|s| (s.line, s.kind)).collect();
+        assert_eq!(kinds[0], (1, SkipKind::Preamble));
+        assert_eq!(kinds[1], (2, SkipKind::Warning));
+        assert_eq!(kinds.last().unwrap().1, SkipKind::Grouping);
+        assert_eq!(reading.skipped[0].text, "user@host:~$ ibnetdiscover");
+    }
+
+    #[test]
+    fn files_that_are_not_topology_are_named_for_what_they_are() {
+        assert_eq!(identify(""), Format::Empty);
+        assert_eq!(identify("\n  \n"), Format::Empty);
+        assert_eq!(
+            identify("#\n# Topology file: generated by hostping\n#\n"),
+            Format::CommentsOnly
+        );
+        assert_eq!(identify(&fixture()), Format::Topology);
+        assert_eq!(
+            identify("SW  1719 10 0x7cfe9003009ce5b0 4x EDR - CA   134  1 0x7cfe9003003b4bde ( 'a' - 'b' )\n"),
+            Format::PortsList
+        );
+        assert_eq!(
+            identify("Switch: 0x0002c90200482d08 MT47396 Infiniscale-III Mellanox Technologies:\n           1    1[  ] ==( 4X 2.5 Gbps Active/  LinkUp)==>       2    1[  ] \"h\" ( )\n"),
+            Format::LinkInfo
+        );
+        assert_eq!(identify("radix = 8\nnodes_per_leaf = 4\n"), Format::Other);
     }
 
     proptest::proptest! {

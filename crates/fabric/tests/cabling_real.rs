@@ -1,0 +1,109 @@
+//! What real fabrics hold besides a tree, as recognition meets it: hosts cabled to spines
+//! (UFM, login, storage) are left out rather than making the spine a leaf; a fabric of one
+//! switch is named as the one-level tree it is; the radix is the switches' own, not what the
+//! cables use; a missing cable is named as missing.
+
+use fabric::cabling::{Cable, CableEnd, Cabling, Device, NotAFatTree};
+use fabric::topology::{FatTreeParams, Topology};
+
+fn end(device: Device, port: u16) -> CableEnd {
+    CableEnd { device, port }
+}
+
+/// radix8's two-level cousin: 4 leaves of 2 hosts under 2 spines, plus `extra` cables.
+fn two_level(extra: &[(Device, u16, Device, u16)], hosts: usize) -> Cabling {
+    let mut cabling = Cabling {
+        switches: (0..4)
+            .map(|l| format!("leaf-{l}"))
+            .chain((0..2).map(|s| format!("spine-{s}")))
+            .collect(),
+        hosts: (0..hosts).map(|h| format!("host-{h}")).collect(),
+        cables: Vec::new(),
+    };
+    for leaf in 0..4 {
+        for h in 0..2 {
+            cabling.cables.push(Cable {
+                a: end(Device::Switch(leaf), h as u16 + 1),
+                b: end(Device::Host(leaf * 2 + h), 1),
+            });
+        }
+        for spine in 0..2 {
+            cabling.cables.push(Cable {
+                a: end(Device::Switch(leaf), 3 + spine as u16),
+                b: end(Device::Switch(4 + spine), leaf as u16 + 1),
+            });
+        }
+    }
+    for &(a, ap, b, bp) in extra {
+        cabling.cables.push(Cable {
+            a: end(a, ap),
+            b: end(b, bp),
+        });
+    }
+    cabling
+}
+
+#[test]
+fn a_management_host_on_a_spine_is_left_out_and_the_spine_stays_a_spine() {
+    let ufm = (Device::Switch(4), 8, Device::Host(8), 1);
+    let cabling = two_level(&[ufm], 9);
+    // As it was: the spine with a host is a leaf, cabled to the leaves.
+    assert!(matches!(
+        cabling.recognize("lab"),
+        Err(NotAFatTree::LeafToLeaf { .. })
+    ));
+    let (compute, left_out) = cabling.without_hosts_above_leaves();
+    assert_eq!(left_out, ["host-8"]);
+    let found = compute.recognize_with_radix("lab", Some(8)).unwrap();
+    let t = &found.topology;
+    assert_eq!((t.num_leaves(), t.num_aggs(), t.num_cores()), (4, 2, 0));
+    // The header's radix, not the 4 ports the leaves use: 6 node ports a leaf.
+    assert_eq!((t.radix(), t.nodes_per_leaf()), (8, 6));
+    let cabled: usize = found.node_hosts.iter().filter(|h| h.is_some()).count();
+    assert_eq!(cabled, 8);
+}
+
+#[test]
+fn one_switch_is_a_one_level_tree_and_named_so() {
+    let cabling = Cabling {
+        switches: vec!["lab switch".into()],
+        hosts: vec!["a".into(), "b".into()],
+        cables: vec![
+            Cable {
+                a: end(Device::Switch(0), 1),
+                b: end(Device::Host(0), 1),
+            },
+            Cable {
+                a: end(Device::Switch(0), 2),
+                b: end(Device::Host(1), 1),
+            },
+        ],
+    };
+    let e = cabling.recognize("lab").unwrap_err();
+    assert_eq!(
+        e,
+        NotAFatTree::OneSwitch {
+            switch: "lab switch".into()
+        }
+    );
+    assert!(e.to_string().contains("one-level tree"), "{e}");
+}
+
+#[test]
+fn a_missing_cable_is_named_as_missing() {
+    let tree = Topology::new(FatTreeParams::radix8()).unwrap();
+    let mut cabling = Cabling::of_tree(&tree);
+    let at = cabling
+        .cables
+        .iter()
+        .position(|c| {
+            matches!(
+                (c.a.device, c.b.device),
+                (Device::Switch(1), Device::Switch(_))
+            )
+        })
+        .unwrap();
+    cabling.cables.remove(at);
+    let e = cabling.recognize_with_radix("radix8", Some(8)).unwrap_err();
+    assert!(e.to_string().contains("a cable is missing there"), "{e}");
+}

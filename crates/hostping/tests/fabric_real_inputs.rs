@@ -1,0 +1,189 @@
+//! Every real ibnetdiscover capture in `crates/fabric/testdata/ibnetdiscover/` (sources in
+//! its SOURCES.md) through `hostping fabric sim --topology FILE`: each is read as it is and
+//! simulated, or refused with exit status 2 and a message that names the line or the reason.
+//! A new file in that folder fails this test until its outcome is written down here.
+
+mod common;
+
+use common::{hostping, stderr, temp_dir};
+use std::path::{Path, PathBuf};
+
+fn folder() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fabric/testdata/ibnetdiscover")
+}
+
+/// What hostping must say of one file: every part in `says` appears on stderr.
+struct Expected {
+    file: &'static str,
+    /// Exit status: 2 for a refused file.
+    status: i32,
+    says: &'static [&'static str],
+}
+
+const EXPECTED: &[Expected] = &[
+    Expected {
+        file: "hk-ibsim-ring-hand-edited.topo",
+        status: 2,
+        says: &[
+            "hk-ibsim-ring-hand-edited.topo:13: a node id is S-, H- or R- and a hex GUID",
+            "H-0host44444444444",
+        ],
+    },
+    Expected {
+        file: "hk-lab4-invalid-lid.topo",
+        status: 2,
+        says: &[
+            "note: left out 4 SHARP Aggregation Nodes",
+            "not a fabric the simulator models: leaf switches",
+            "are cabled to each other",
+        ],
+    },
+    Expected {
+        file: "hk-lab4-ring-an-b.topo",
+        status: 2,
+        says: &[
+            "note: left out 4 SHARP Aggregation Nodes",
+            "not a fabric the simulator models: leaf switches",
+            "are cabled to each other",
+        ],
+    },
+    Expected {
+        file: "hk-quantum-lab60-selfloops.topo",
+        status: 2,
+        says: &[
+            "note: left out 19 loopback cables",
+            "'Quantum Mellanox Technologies (0x98039b0300866890)' 19-20",
+            "not a fabric the simulator models: core switch",
+            "sits above a single pod",
+        ],
+    },
+    Expected {
+        file: "jabl-ibm-one-switch.topo",
+        status: 2,
+        says: &["the fabric is one switch ('MT43132 Mellanox Technologies') with its hosts: a one-level tree"],
+    },
+    Expected {
+        file: "jabl-nvidia-ufm-lab-loops.topo",
+        status: 2,
+        says: &[
+            "note: skipped 1 line that is not topology: line 1 (`src/query_smp.c:195;",
+            "a warning of ibnetdiscover",
+            "note: left out 3 loopback cables",
+            "'SwitchIB Mellanox Technologies' 19-21",
+            "switch 'SwitchIB Mellanox Technologies' has 36 ports and \
+             'MF0;switch-de779e:SX6012/U1' has 12",
+        ],
+    },
+    Expected {
+        file: "jabl-voltaire-grouped.topo",
+        status: 2,
+        says: &[
+            "note: skipped 1 line that is not topology: line 7 (`Non-Chassis Nodes`, a grouping \
+             line of ibnetdiscover -g)",
+            "switch 'ISR9024 Voltaire' has 24 ports and 'SW-6IB4 Voltaire' has 8",
+        ],
+    },
+    Expected {
+        file: "junousi-bx900-cas-missing.topo",
+        status: 2,
+        says: &[
+            "junousi-bx900-cas-missing.topo:16: names node 0002c9030003bf82, whose block is \
+             missing from the file: the capture was cut short",
+        ],
+    },
+    Expected {
+        file: "junousi-sun-dcs36-one-switch.topo",
+        status: 2,
+        says: &["the fabric is one switch ('Sun DCS 36 QDR switch localhost') with its hosts"],
+    },
+    Expected {
+        file: "treydock-ports-edr.txt",
+        status: 2,
+        says: &["treydock-ports-edr.txt: is a ports list of `ibnetdiscover -p`", "run ibnetdiscover without -p"],
+    },
+    Expected {
+        file: "treydock-ports-hdr-sharp.txt",
+        status: 2,
+        says: &["treydock-ports-hdr-sharp.txt: is a ports list of `ibnetdiscover -p`"],
+    },
+    Expected {
+        file: "treydock-ports-qdr-one.txt",
+        status: 2,
+        says: &["treydock-ports-qdr-one.txt: is a ports list of `ibnetdiscover -p`"],
+    },
+];
+
+fn sim(file: &Path, out: &Path) -> std::process::Output {
+    hostping(&[
+        "fabric",
+        "sim",
+        "--topology",
+        file.to_str().unwrap(),
+        "--workload",
+        "uniform,load=0.1",
+        "--end",
+        "20us",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
+#[test]
+fn every_real_capture_is_read_as_it_is_or_refused_naming_why() {
+    let mut files: Vec<String> = std::fs::read_dir(folder())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "SOURCES.md")
+        .collect();
+    files.sort();
+    let mut listed: Vec<&str> = EXPECTED.iter().map(|e| e.file).collect();
+    listed.sort();
+    assert_eq!(files, listed, "every capture has its outcome written down");
+    let sources = std::fs::read_to_string(folder().join("SOURCES.md")).unwrap();
+    let out = temp_dir("fabric-real-inputs");
+    for expected in EXPECTED {
+        assert!(
+            sources.contains(&format!("| {} |", expected.file)),
+            "{} has no source in SOURCES.md",
+            expected.file
+        );
+        let o = sim(&folder().join(expected.file), &out.join(expected.file));
+        let err = stderr(&o);
+        assert_eq!(
+            o.status.code(),
+            Some(expected.status),
+            "{}: {err}",
+            expected.file
+        );
+        for part in expected.says {
+            assert!(
+                err.contains(part),
+                "{}: wants `{part}` in: {err}",
+                expected.file
+            );
+        }
+    }
+}
+
+/// What a failed `hostping fabric discover > FILE` leaves (nothing, or only the comment
+/// header) is named so, not reported as a TOML file missing `radix`.
+#[test]
+fn an_empty_or_comment_only_file_says_so() {
+    let dir = temp_dir("fabric-real-inputs-empty");
+    for (name, text, says) in [
+        ("empty.topo", "", "empty.topo: is empty"),
+        (
+            "comments.topo",
+            "#\n# Topology file: generated by hostping fabric discover\n#\n",
+            "comments.topo: holds only comments, no topology",
+        ),
+    ] {
+        let file = dir.join(name);
+        std::fs::write(&file, text).unwrap();
+        let o = sim(&file, &dir.join("out"));
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{}", stderr(&o));
+        assert!(!stderr(&o).contains("radix`"), "{}", stderr(&o));
+        assert!(!stderr(&o).contains("missing field"), "{}", stderr(&o));
+    }
+}
