@@ -294,8 +294,8 @@ impl RunSummary {
 
 /// `ports.csv`: one row per switch output port with the exact counts and the estimates of
 /// the view the diagnosis used; for a tree recognised from a real fabric, also the fabric
-/// switch and port of each row; last, one standard deviation of each estimate (thesis 3.3;
-/// the estimated fraction is clamped to [0, 1], its deviation is the quotient's). A `fabric`
+/// switch and port of each row. Each estimate has its standard deviation (`est_*_sd`, thesis
+/// 3.3; the estimated fraction is clamped to [0, 1], its deviation is the quotient's). A `fabric`
 /// that names fewer switches or ports than the tree has is [`SummaryError::OriginMismatch`].
 pub fn ports_csv(
     topology: &Topology,
@@ -305,18 +305,19 @@ pub fn ports_csv(
 ) -> Result<String, SummaryError> {
     let mut out = String::from(
         "port_index,link,level,direction,packets,congested,congested_fraction,gbps,\
-         est_count,est_congested,est_congested_fraction,est_gbps",
+         est_count,est_congested,est_congested_fraction,est_gbps,\
+         est_count_sd,est_congested_sd,est_congested_fraction_sd",
     );
-    if fabric.is_some() {
-        out += ",fabric_switch,fabric_port";
-    }
-    // Added columns go last, so that scripts reading columns by position keep working.
-    out += ",est_count_sd,est_congested_sd,est_congested_fraction_sd\n";
+    out += if fabric.is_some() {
+        ",fabric_switch,fabric_port\n"
+    } else {
+        "\n"
+    };
     for (t, e) in truth.links.iter().zip(&estimate.links) {
         // Writing to a String cannot fail.
         let _ = write!(
             out,
-            "{},{},{},{},{:.0},{:.0},{:.4},{:.3},{:.1},{:.1},{:.4},{:.3}",
+            "{},{},{},{},{:.0},{:.0},{:.4},{:.3},{:.1},{:.1},{:.4},{:.3},{:.1},{:.1},{:.4}",
             t.index,
             link_name(topology, t.port),
             serde_plain(&t.level),
@@ -328,7 +329,10 @@ pub fn ports_csv(
             e.count,
             e.congested,
             e.congested_fraction,
-            e.gbps
+            e.gbps,
+            e.count_sd,
+            e.congested_sd,
+            e.congested_fraction_sd
         );
         if let Some(fabric) = fabric {
             let port = topology.port_ref(t.index);
@@ -348,11 +352,7 @@ pub fn ports_csv(
                 .ok_or_else(|| mismatch("port", t.index, fabric.ports.len()))?;
             let _ = write!(out, ",{},{fabric_port}", csv_field(switch));
         }
-        let _ = writeln!(
-            out,
-            ",{:.1},{:.1},{:.4}",
-            e.count_sd, e.congested_sd, e.congested_fraction_sd
-        );
+        out.push('\n');
     }
     Ok(out)
 }

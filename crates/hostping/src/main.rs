@@ -1,5 +1,5 @@
 //! `hostping`: parse the flags, hand them to the command's module, and map what it concluded
-//! to the exit status of DESIGN 4.3 (0 healthy, 1 bottleneck found, 2 usage or input error).
+//! to the exit status of DESIGN 4.3 (0 healthy, 1 bottleneck found, 2 usage or input error, 3 inconclusive).
 //! Every command is one module (`*_cmd`); the work itself is in the library crates
 //! (docs/ARCHITECTURE.md).
 
@@ -42,6 +42,7 @@ fn main() -> ExitCode {
     match result {
         Ok(Outcome::Healthy) => ExitCode::from(0),
         Ok(Outcome::Findings) => ExitCode::from(1),
+        Ok(Outcome::Inconclusive) => ExitCode::from(3),
         Err(e) if is_broken_pipe(&e) => ExitCode::from(0),
         Err(e) => {
             eprintln!("hostping: error: {e:#}");

@@ -7,13 +7,16 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use std::io::Write;
 
-/// What a command concluded (DESIGN 4.3's exit status: 0 healthy, 1 bottleneck found).
+/// What a command concluded (DESIGN 4.3's exit status: 0 healthy, 1 bottleneck found,
+/// 3 inconclusive).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     /// Nothing wrong.
     Healthy,
     /// A bottleneck, a finding, a failed check.
     Findings,
+    /// Nothing wrong was found, but too little was judged to call it healthy.
+    Inconclusive,
 }
 
 impl Outcome {

@@ -16,6 +16,9 @@
 //!      the congestion came in bursts, and it stays `mapping`.
 //! 3. The cause holding the most congested weighted count is the diagnosis; the others are
 //!    reported beside it.
+//! 4. Without a congested link, `no_congestion` needs every link that may be congested to have
+//!    been judged: a view with no packet, none with [`Thresholds::min_count`] samples, or
+//!    links that look congested on fewer (thesis 3.3) is `inconclusive`, naming them.
 
 use serde::{Deserialize, Serialize};
 

@@ -130,10 +130,8 @@ pub struct PortSamples {
     pub congested: Vec<f64>,
     /// Sum of the squared weights added to `counts[e]`: with `counts`, the estimate of its
     /// variance ([`estimate::weighted_count_variance`], thesis 3.3).
-    #[serde(default)]
     pub counts_sq: Vec<f64>,
     /// The same for `congested[e]`.
-    #[serde(default)]
     pub congested_sq: Vec<f64>,
     /// Weighted estimate of bytes through the port (counts weighted by packet size).
     pub bytes: Vec<f64>,
