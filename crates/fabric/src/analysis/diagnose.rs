@@ -493,11 +493,15 @@ fn plural(n: usize) -> &'static str {
     }
 }
 
-/// "leaf 0 port 0 -> node 0: congested fraction 0.999, 92.6 of 100 Gb/s".
+/// "leaf 0 port 0 -> node 0: congested fraction 0.999 ± 0.001, 92.6 of 100 Gb/s".
 fn root_facts(root: &RootLink) -> String {
     format!(
-        "{}: congested fraction {:.3}, {:.1} of {:.0} Gb/s",
-        root.link, root.congested_fraction, root.gbps, root.line_rate_gbps
+        "{}: congested fraction {:.3} ± {:.3}, {:.1} of {:.0} Gb/s",
+        root.link,
+        root.congested_fraction,
+        root.congested_fraction_sd,
+        root.gbps,
+        root.line_rate_gbps
     )
 }
 

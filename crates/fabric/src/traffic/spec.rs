@@ -351,11 +351,7 @@ impl<'a> Options<'a> {
         match value.parse::<u64>() {
             Ok(n) if n > u64::from(MAX_RANKS) => Err(above_cap("ranks", n, MAX_RANKS, "ranks")),
             Ok(n) if n >= 2 => Ok(Some(n as u32)),
-            _ => Err(Self::invalid(
-                "ranks",
-                value,
-                "a whole number of at least 2",
-            )),
+            _ => Err(Self::invalid("ranks", value, &format!("2 to {MAX_RANKS}"))),
         }
     }
 
