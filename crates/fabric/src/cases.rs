@@ -323,8 +323,16 @@ pub fn reduction(scale: Scale, seed: u64, run: &mut Runner) -> Result<CaseReport
                 },
             ),
         );
-        // Row-major mapping: rank r runs on node r.
+        // Row-major mapping: rank r runs on node r. The estimate is what the thesis reports;
+        // the exact fraction is shown beside it.
         let root_link = endpoint_link(&topology, &v, NodeId(root)).clone();
+        let exact = LinkView::build(
+            &topology,
+            &result,
+            &ViewSpec::ground_truth(JobSelection::All),
+        )
+        .expect("a run's own counts fit its tree");
+        let exact_fraction = endpoint_link(&topology, &exact, NodeId(root)).congested_fraction;
         if kind == ReductionKind::Naive && root == 0 {
             diagnoses.push(CaseDiagnosis {
                 run: label.clone(),
@@ -332,26 +340,42 @@ pub fn reduction(scale: Scale, seed: u64, run: &mut Runner) -> Result<CaseReport
                 diagnosis: diagnose(&topology, &v, &thresholds),
             });
         }
-        runs.push((result.jobs[0].completion_us(), root_link));
+        runs.push((result.jobs[0].completion_us(), root_link, exact_fraction));
     }
     let (naive, moved, tree) = (&runs[0], &runs[1], &runs[2]);
-    // The first packets to the root find its queue empty; a small run has fewer packets after
-    // them, and fewer samples, so its fraction sits a little lower.
-    let root_floor = match scale {
-        Scale::Thesis => 0.99,
-        Scale::Small => 0.95,
+    // The thesis' figure is a reservoir estimate too (4.3, Figure 4.12), so ours is compared
+    // as one: it agrees when the thesis' bound lies within two standard deviations of it
+    // (thesis 3.3), and it can only be a fraction (at most 1). The first packets to the root
+    // find its queue empty; a small run has fewer packets after them, so its bound is lower.
+    let (root_floor, thesis_root) = match scale {
+        Scale::Thesis => (0.998, "> 0.998 (reservoir estimate)"),
+        Scale::Small => (
+            0.95,
+            "> 0.998 (reservoir estimate); > 0.95 expected at this scale",
+        ),
+    };
+    let agrees = |link: &crate::analysis::view::LinkStats| {
+        (0.0..=1.0).contains(&link.congested_fraction)
+            && link.congested_fraction + 2.0 * link.congested_fraction_sd > root_floor
+    };
+    let estimate = |run: &(f64, crate::analysis::view::LinkStats, f64)| {
+        format!(
+            "{:.4} ± {:.4} (exact {:.4})",
+            run.1.congested_fraction, run.1.congested_fraction_sd, run.2
+        )
     };
     let line_rate = config.link_gbps;
     let cause = diagnoses[0].diagnosis.cause;
     let checks = vec![
         check(
-            "the root's link is congested for nearly every packet",
-            "> 0.998",
+            "the root's link is congested for nearly every packet (estimate ± 1 sd, thesis 3.3)",
+            thesis_root,
             format!(
-                "{:.4} (root 0), {:.4} (root {moved_root})",
-                naive.1.congested_fraction, moved.1.congested_fraction
+                "{} (root 0), {} (root {moved_root})",
+                estimate(naive),
+                estimate(moved)
             ),
-            naive.1.congested_fraction > root_floor && moved.1.congested_fraction > root_floor,
+            agrees(&naive.1) && agrees(&moved.1),
         ),
         check(
             "the root's link runs near line rate (Theorem 4.2)",

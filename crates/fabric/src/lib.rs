@@ -22,6 +22,7 @@ product of its own. Every number it produces comes from the simulator and is lab
 - `roots_study`: whether switch-port counters sampled at 1-10,000 Hz find the roots that
   reservoir sampling finds, on the case studies.
 - `input`: the one-line error every input file reports.
+- `limits`: the largest sizes a user may give (radix, nodes, ranks, messages, run length).
 */
 
 #![deny(missing_docs)]
@@ -30,6 +31,7 @@ pub mod analysis;
 pub mod cabling;
 pub mod cases;
 pub mod input;
+pub mod limits;
 pub mod peer;
 pub mod roots_study;
 pub mod sampling;

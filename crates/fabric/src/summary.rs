@@ -111,8 +111,15 @@ pub struct RunSummary {
     pub jobs: Vec<JobSummary>,
     /// Congested packet-hops over all packet-hops, exact (ground truth).
     pub congested_hop_fraction: f64,
-    /// The dominant cause (copy of `diagnosis.cause`, for scripts).
+    /// The dominant cause (copy of `diagnosis.cause`, for scripts); `inconclusive` when the
+    /// run could not be judged.
     pub cause: String,
+    /// Whether the run is no verdict: nothing congested was found, but too little was sampled
+    /// to call it free of congestion (`hostping fabric sim` exits 3, as DESIGN 4.3's checks).
+    pub inconclusive: bool,
+    /// Why it is inconclusive (`diagnosis.not_judged.reason`), when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inconclusive_reason: Option<String>,
     /// The diagnosis of the estimated view (thesis chapter 4).
     pub diagnosis: Diagnosis,
     /// Every file the run wrote to its output folder, this summary's included.
@@ -229,6 +236,8 @@ impl RunSummary {
             jobs,
             congested_hop_fraction: truth.congested_hop_fraction(),
             cause: diagnosis.cause.as_str().to_string(),
+            inconclusive: diagnosis.not_judged.is_some(),
+            inconclusive_reason: diagnosis.not_judged.as_ref().map(|n| n.reason.clone()),
             diagnosis: diagnosis.clone(),
             files: Vec::new(),
             fabric: None,
@@ -285,8 +294,9 @@ impl RunSummary {
 
 /// `ports.csv`: one row per switch output port with the exact counts and the estimates of
 /// the view the diagnosis used; for a tree recognised from a real fabric, also the fabric
-/// switch and port of each row. A `fabric` that names fewer switches or ports than the tree
-/// has is [`SummaryError::OriginMismatch`].
+/// switch and port of each row. Each estimate has its standard deviation (`est_*_sd`, thesis
+/// 3.3; the estimated fraction is clamped to [0, 1], its deviation is the quotient's). A `fabric`
+/// that names fewer switches or ports than the tree has is [`SummaryError::OriginMismatch`].
 pub fn ports_csv(
     topology: &Topology,
     truth: &LinkView,
@@ -295,7 +305,8 @@ pub fn ports_csv(
 ) -> Result<String, SummaryError> {
     let mut out = String::from(
         "port_index,link,level,direction,packets,congested,congested_fraction,gbps,\
-         est_count,est_congested,est_congested_fraction,est_gbps",
+         est_count,est_congested,est_congested_fraction,est_gbps,\
+         est_count_sd,est_congested_sd,est_congested_fraction_sd",
     );
     out += if fabric.is_some() {
         ",fabric_switch,fabric_port\n"
@@ -306,7 +317,7 @@ pub fn ports_csv(
         // Writing to a String cannot fail.
         let _ = write!(
             out,
-            "{},{},{},{},{:.0},{:.0},{:.4},{:.3},{:.1},{:.1},{:.4},{:.3}",
+            "{},{},{},{},{:.0},{:.0},{:.4},{:.3},{:.1},{:.1},{:.4},{:.3},{:.1},{:.1},{:.4}",
             t.index,
             link_name(topology, t.port),
             serde_plain(&t.level),
@@ -318,7 +329,10 @@ pub fn ports_csv(
             e.count,
             e.congested,
             e.congested_fraction,
-            e.gbps
+            e.gbps,
+            e.count_sd,
+            e.congested_sd,
+            e.congested_fraction_sd
         );
         if let Some(fabric) = fabric {
             let port = topology.port_ref(t.index);

@@ -32,6 +32,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::input::InputError;
+use crate::limits;
 
 /// Fat-tree parameters that cannot build a tree; each names the tree.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -94,6 +95,14 @@ pub enum TopologyError {
         tree: String,
         /// Pods in the tree.
         pods: u32,
+    },
+    /// A size above its cap in [`crate::limits`] (radix, nodes, switch ports).
+    #[error("tree '{tree}': {reason}")]
+    AboveCap {
+        /// The tree's name.
+        tree: String,
+        /// Which size, its value and the cap ([`crate::limits::above_cap`]).
+        reason: String,
     },
     /// A core has one port per pod at least: more pods than the radix cannot all be reached.
     #[error("tree '{tree}': {pods} pods exceed radix {radix}: a core cannot reach them all")]
@@ -278,6 +287,27 @@ impl Topology {
         let tree = || params.name.clone();
         let radix = u32::from(params.radix);
         let down = u32::from(params.nodes_per_leaf);
+        let above_cap = |what, value: u64, cap: u64, unit| TopologyError::AboveCap {
+            tree: tree(),
+            reason: limits::above_cap(what, value, cap, unit),
+        };
+        if radix > limits::MAX_RADIX {
+            return Err(above_cap(
+                "radix",
+                radix.into(),
+                limits::MAX_RADIX.into(),
+                "ports",
+            ));
+        }
+        let nodes = u64::from(params.leaves) * u64::from(down);
+        if nodes > u64::from(limits::MAX_NODES) {
+            return Err(above_cap(
+                "the tree's node count",
+                nodes,
+                limits::MAX_NODES.into(),
+                "nodes",
+            ));
+        }
         if radix < 2 || down == 0 || down >= radix {
             return Err(TopologyError::NodesPerLeaf {
                 tree: tree(),
@@ -345,6 +375,22 @@ impl Topology {
             cores,
             port_base: Vec::new(),
         };
+        // Every count is bounded by the radix and node caps above, so the sum cannot
+        // overflow; the port tables are only allocated once it is known to fit.
+        let ports: u64 = (0..topology.num_switches())
+            .map(|s| u64::from(topology.ports(SwitchId(s))))
+            .sum();
+        if ports > limits::MAX_SWITCH_PORTS {
+            return Err(TopologyError::AboveCap {
+                tree: topology.params.name.clone(),
+                reason: limits::above_cap(
+                    "the tree's switch port count",
+                    ports,
+                    limits::MAX_SWITCH_PORTS,
+                    "ports",
+                ),
+            });
+        }
         let mut base = 0;
         for s in 0..topology.num_switches() {
             topology.port_base.push(base);

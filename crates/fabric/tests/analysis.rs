@@ -10,7 +10,7 @@ use fabric::analysis::plot::{
 };
 use fabric::analysis::report::render_text;
 use fabric::analysis::table::{ComparisonTable, ReferenceFigures, TableRow};
-use fabric::analysis::view::{JobSelection, LinkView, Source, ViewSpec};
+use fabric::analysis::view::{link_name, JobSelection, LinkView, Source, ViewSpec};
 use fabric::sim::{GroundTruth, JobResult, SimConfig, SimResult};
 use fabric::telemetry::{PortSamples, Samples, TelemetryConfig, TelemetryKind};
 use fabric::topology::{FatTreeParams, NodeId, Peer, PortRef, SwitchId, Topology};
@@ -334,8 +334,11 @@ fn the_time_base_decides_line_rate_for_bursty_traffic() {
     assert!(close(gbps, 98.0, 1e-9));
 }
 
+/// Light congestion everywhere is no congestion; a link that looks fully congested on too few
+/// samples to judge (thesis 3.3) keeps the run from that verdict: it is inconclusive and names
+/// the link.
 #[test]
-fn light_or_thin_congestion_is_no_congestion() {
+fn light_congestion_is_none_and_thin_congestion_is_inconclusive() {
     let t = tree();
     let mut loads: Vec<Load> = (0..8).map(|leaf| load(port(leaf, 4), 30.0, 0.05)).collect();
     // Fully congested, but 7 weighted packets sampled: below min_count, even though with one
@@ -351,8 +354,26 @@ fn light_or_thin_congestion_is_no_congestion() {
     let thin = view.link(t.port_index(port(9, 4)));
     assert!(close(thin.count, 70.0, 1e-9) && close(thin.tagged_count, 7.0, 1e-9));
     let d = diagnose(&t, &view, &Thresholds::default());
-    assert_eq!(d.cause, Cause::NoCongestion);
+    assert_eq!(d.cause, Cause::Inconclusive);
     assert!(d.causes.is_empty() && d.evidence.roots.is_empty());
+    let not_judged = d.not_judged.as_ref().unwrap();
+    assert_eq!(not_judged.links, vec![link_name(&t, port(9, 4))]);
+    assert!(
+        not_judged
+            .reason
+            .contains("1 link looks congested on fewer than 32"),
+        "{}",
+        not_judged.reason
+    );
+    assert!(render_text(&d).starts_with("diagnosis: inconclusive\n"));
+
+    // Without the thin link, the light congestion is judged: none.
+    loads.pop();
+    let result = one_job(&t, &loads);
+    let view = LinkView::build(&t, &result, &all_samples()).unwrap();
+    let d = diagnose(&t, &view, &Thresholds::default());
+    assert_eq!(d.cause, Cause::NoCongestion);
+    assert!(d.not_judged.is_none());
     assert!(d.summary.contains("worst is 0.050"), "{}", d.summary);
     let text = render_text(&d);
     assert!(text.starts_with("diagnosis: no_congestion\n"));

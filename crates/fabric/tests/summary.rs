@@ -90,7 +90,11 @@ fn ports_csv_has_a_row_per_port_and_the_fabric_columns_of_a_recognised_tree() {
     let plain = ports_csv(&topology, &truth, &estimate, None).unwrap();
     let rows: Vec<&str> = plain.lines().collect();
     assert_eq!(rows.len(), 1 + 80 * 8);
-    assert!(rows[0].ends_with(",est_gbps"), "{}", rows[0]);
+    assert!(
+        rows[0].ends_with(",est_gbps,est_count_sd,est_congested_sd,est_congested_fraction_sd"),
+        "{}",
+        rows[0]
+    );
     assert!(
         rows[1].starts_with("0,leaf 0 port 0 -> node 0,leaf,down,"),
         "{}",
@@ -102,7 +106,7 @@ fn ports_csv_has_a_row_per_port_and_the_fabric_columns_of_a_recognised_tree() {
     let rows: Vec<&str> = cabled.lines().collect();
     assert_eq!(rows.len(), 1 + 80 * 8);
     assert!(
-        rows[0].ends_with(",est_gbps,fabric_switch,fabric_port"),
+        rows[0].ends_with(",est_congested_fraction_sd,fabric_switch,fabric_port"),
         "{}",
         rows[0]
     );

@@ -16,6 +16,9 @@
 //!      the congestion came in bursts, and it stays `mapping`.
 //! 3. The cause holding the most congested weighted count is the diagnosis; the others are
 //!    reported beside it.
+//! 4. Without a congested link, `no_congestion` needs every link that may be congested to have
+//!    been judged: a view with no packet, none with [`Thresholds::min_count`] samples, or
+//!    links that look congested on fewer (thesis 3.3) is `inconclusive`, naming them.
 
 use serde::{Deserialize, Serialize};
 
@@ -38,6 +41,10 @@ pub enum Cause {
     BackgroundTraffic,
     /// No link is congested.
     NoCongestion,
+    /// No congestion was found in what could be judged, but too little was sampled to call the
+    /// run free of it: nothing was delivered, no link has enough samples, or links look
+    /// congested on too few samples to judge (thesis 3.3). Never a clean verdict.
+    Inconclusive,
 }
 
 impl Cause {
@@ -48,6 +55,7 @@ impl Cause {
             Cause::Mapping => "mapping",
             Cause::BackgroundTraffic => "background_traffic",
             Cause::NoCongestion => "no_congestion",
+            Cause::Inconclusive => "inconclusive",
         }
     }
 }
@@ -123,8 +131,10 @@ pub struct RootLink {
     pub endpoint: Option<NodeId>,
     /// What the root's judgement named.
     pub cause: Cause,
-    /// Congested fraction of the root link.
+    /// Congested fraction of the root link, in [0, 1].
     pub congested_fraction: f64,
+    /// One standard deviation of that estimate (thesis 3.3; 0 for exact counts).
+    pub congested_fraction_sd: f64,
     /// Estimated utilised bandwidth of the root link over the view's time span, Gb/s.
     pub gbps: f64,
     /// Line rate of the link, Gb/s (the comparison of [`Thresholds::line_rate_fraction`]).
@@ -238,6 +248,21 @@ pub struct Diagnosis {
     pub causes: Vec<CauseShare>,
     /// What the diagnosis was judged from.
     pub evidence: Evidence,
+    /// Set when the cause is [`Cause::Inconclusive`]: what could not be judged, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_judged: Option<NotJudged>,
+}
+
+/// What a view could not judge (the cause is then [`Cause::Inconclusive`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NotJudged {
+    /// Why, in words.
+    pub reason: String,
+    /// Links that look congested on too few samples to judge, at most [`MAX_LISTED_ROOTS`]
+    /// (`leaf 0 port 0 -> node 0`); empty when nothing at all could be judged.
+    pub links: Vec<String>,
+    /// Such links beyond those listed.
+    pub links_not_listed: usize,
 }
 
 /// Roots listed in the evidence, largest trees first; the others are only counted.
@@ -260,9 +285,25 @@ pub fn diagnose(topology: &Topology, view: &LinkView, thresholds: &Thresholds) -
         .map(|tree| root_link(topology, view, thresholds, tree))
         .collect();
     let causes = cause_shares(&roots);
-    let cause = causes.first().map_or(Cause::NoCongestion, |c| c.cause);
+    let found = causes.first().map(|c| c.cause);
+    // A finding stands on the links that show it; "no congestion" needs every link that
+    // might be congested to have been judged.
+    let not_judged = match found {
+        Some(_) => None,
+        None => not_judged(topology, view, thresholds),
+    };
+    let cause = match (found, &not_judged) {
+        (Some(cause), _) => cause,
+        (None, Some(_)) => Cause::Inconclusive,
+        (None, None) => Cause::NoCongestion,
+    };
     let summary = match cause {
         Cause::NoCongestion => no_congestion_summary(topology, view, thresholds),
+        Cause::Inconclusive => format!(
+            "Inconclusive: {} No congestion was found in what could be judged, but the run \
+             cannot be called free of it.",
+            not_judged.as_ref().expect("set for inconclusive").reason
+        ),
         _ => {
             let main = roots
                 .iter()
@@ -302,7 +343,77 @@ pub fn diagnose(topology: &Topology, view: &LinkView, thresholds: &Thresholds) -
             roots: roots.into_iter().take(MAX_LISTED_ROOTS).collect(),
             stages: stage_summaries(view, thresholds),
         },
+        not_judged,
     }
+}
+
+/// What keeps a view without congested links from being a verdict (thesis 3.3: a fraction
+/// over fewer than [`Thresholds::min_count`] weighted packets is too noisy to act on): no
+/// sample at all, no link sampled enough to judge, or links that look congested on too few
+/// samples. `None` when every link that may be congested was judged.
+fn not_judged(topology: &Topology, view: &LinkView, thresholds: &Thresholds) -> Option<NotJudged> {
+    let min = thresholds.min_count;
+    let busiest = view
+        .links
+        .iter()
+        .filter(|l| l.tagged_count > 0.0)
+        .max_by(|a, b| a.tagged_count.total_cmp(&b.tagged_count));
+    let Some(busiest) = busiest else {
+        return Some(NotJudged {
+            reason: format!(
+                "the samples ({}) hold no packet: nothing was delivered in them.",
+                view.describe()
+            ),
+            links: Vec::new(),
+            links_not_listed: 0,
+        });
+    };
+    if busiest.tagged_count < min {
+        return Some(NotJudged {
+            reason: format!(
+                "no link has {min} weighted packets sampled (the most is {:.0} on {}), too few \
+                 to judge a congested fraction (thesis 3.3).",
+                busiest.tagged_count,
+                link_name(topology, busiest.port)
+            ),
+            links: Vec::new(),
+            links_not_listed: 0,
+        });
+    }
+    let mut thin: Vec<&LinkStats> = view
+        .links
+        .iter()
+        .filter(|l| {
+            l.tagged_count > 0.0
+                && l.tagged_count < min
+                && l.congested_fraction >= thresholds.congested_fraction
+        })
+        .collect();
+    if thin.is_empty() {
+        return None;
+    }
+    thin.sort_by(|a, b| b.congested.total_cmp(&a.congested));
+    let worst = thin[0];
+    Some(NotJudged {
+        reason: format!(
+            "{} link{} look{} congested on fewer than {min} weighted packets sampled, too few to \
+             judge (thesis 3.3); the most congested packets are on {} (congested fraction {:.3} \
+             +- {:.3} over {:.0} sampled).",
+            thin.len(),
+            plural(thin.len()),
+            if thin.len() == 1 { "s" } else { "" },
+            link_name(topology, worst.port),
+            worst.congested_fraction,
+            worst.congested_fraction_sd,
+            worst.tagged_count
+        ),
+        links_not_listed: thin.len().saturating_sub(MAX_LISTED_ROOTS),
+        links: thin
+            .iter()
+            .take(MAX_LISTED_ROOTS)
+            .map(|l| link_name(topology, l.port))
+            .collect(),
+    })
 }
 
 /// Theorem 4.1 for a root at a compute node; Theorem 4.2, and its contrapositive when the
@@ -332,6 +443,7 @@ fn root_link(
         endpoint: root.endpoint,
         cause: root_cause(root, view, thresholds),
         congested_fraction: root.congested_fraction,
+        congested_fraction_sd: root.congested_fraction_sd,
         gbps: root.gbps,
         line_rate_gbps: view.link_gbps,
         tree_links: tree.links.len(),
@@ -381,11 +493,15 @@ fn plural(n: usize) -> &'static str {
     }
 }
 
-/// "leaf 0 port 0 -> node 0: congested fraction 0.999, 92.6 of 100 Gb/s".
+/// "leaf 0 port 0 -> node 0: congested fraction 0.999 ± 0.001, 92.6 of 100 Gb/s".
 fn root_facts(root: &RootLink) -> String {
     format!(
-        "{}: congested fraction {:.3}, {:.1} of {:.0} Gb/s",
-        root.link, root.congested_fraction, root.gbps, root.line_rate_gbps
+        "{}: congested fraction {:.3} ± {:.3}, {:.1} of {:.0} Gb/s",
+        root.link,
+        root.congested_fraction,
+        root.congested_fraction_sd,
+        root.gbps,
+        root.line_rate_gbps
     )
 }
 
@@ -449,7 +565,9 @@ fn cause_summary(
             root_facts(main),
             tree_size(main.tree_links),
         ),
-        Cause::NoCongestion => unreachable!("no tree has no_congestion as its cause"),
+        Cause::NoCongestion | Cause::Inconclusive => {
+            unreachable!("a tree's root is judged a cause of congestion")
+        }
     }
 }
 

@@ -8,7 +8,8 @@
 //! - `trees`: congestion trees and their roots (4.1).
 //! - [`counter_roots`]: the roots a switch-port counter sampler finds in one window.
 //! - [`diagnose`]: the cause (`communication_pattern`, `mapping`, `background_traffic`,
-//!   `no_congestion`) with its evidence; [`report`] renders it as text.
+//!   `no_congestion`, or `inconclusive` when too little was sampled to judge) with its
+//!   evidence; [`report`] renders it as text.
 //! - [`plot`]: congested-fraction plots, SVG and PNG (3.4, Figure 4.11).
 //! - [`table`]: runs side by side as in Table 4.1.
 

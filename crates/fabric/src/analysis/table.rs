@@ -31,8 +31,11 @@ pub struct TableRow {
     pub average_path_length: f64,
     /// Congested packet-hops over all packet-hops in the view.
     pub congested_hop_fraction: f64,
-    /// Highest congested fraction of a link with at least `min_count` weighted packets sampled.
+    /// Highest congested fraction of a link with at least `min_count` weighted packets sampled,
+    /// in [0, 1].
     pub worst_congested_fraction: f64,
+    /// One standard deviation of that estimate (thesis 3.3; 0 for exact counts).
+    pub worst_congested_fraction_sd: f64,
     /// Figures to compare it with, when there are any.
     pub reference: Option<ReferenceFigures>,
 }
@@ -45,15 +48,15 @@ impl TableRow {
         view: &LinkView,
         thresholds: &Thresholds,
     ) -> Self {
+        let worst = view.worst_link(thresholds.min_count);
         TableRow {
             label: label.to_string(),
             elapsed_us: job.completion_us(),
             finished: job.finished,
             average_path_length: job.average_path_length(),
             congested_hop_fraction: view.congested_hop_fraction(),
-            worst_congested_fraction: view
-                .worst_link(thresholds.min_count)
-                .map_or(0.0, |l| l.congested_fraction),
+            worst_congested_fraction: worst.map_or(0.0, |l| l.congested_fraction),
+            worst_congested_fraction_sd: worst.map_or(0.0, |l| l.congested_fraction_sd),
             reference: None,
         }
     }
@@ -88,7 +91,7 @@ impl ComparisonTable {
             "elapsed us".to_string(),
             "avg path".to_string(),
             "congested hops".to_string(),
-            "worst fraction".to_string(),
+            "worst fraction ± 1 sd".to_string(),
         ];
         if with_reference {
             header.push(format!("{} us", self.reference_label));
@@ -151,7 +154,10 @@ fn cells(row: &TableRow, with_reference: bool) -> Vec<String> {
         elapsed,
         format!("{:.3}", row.average_path_length),
         format!("{:.4}", row.congested_hop_fraction),
-        format!("{:.3}", row.worst_congested_fraction),
+        format!(
+            "{:.3} ± {:.3}",
+            row.worst_congested_fraction, row.worst_congested_fraction_sd
+        ),
     ];
     if with_reference {
         let reference = row.reference.as_ref();

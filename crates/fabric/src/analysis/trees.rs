@@ -193,9 +193,12 @@ mod tests {
                     },
                     endpoint: None,
                     count: 100.0,
+                    count_sd: 0.0,
                     tagged_count: 100.0,
                     congested: 100.0 * f,
+                    congested_sd: 0.0,
                     congested_fraction: f,
+                    congested_fraction_sd: 0.0,
                     gbps: 0.0,
                 }
             })

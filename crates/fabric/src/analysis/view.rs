@@ -12,7 +12,8 @@ use thiserror::Error;
 use super::bandwidth;
 use crate::sim::{JobResult, SimResult};
 use crate::telemetry::estimate::{
-    congested_fraction, scale_to_all_packets, thresholded_counts, Z_99,
+    congested_fraction, congested_fraction_sd, scale_to_all_packets, thresholded_counts,
+    weighted_count_variance, Z_99,
 };
 use crate::telemetry::{PortSamples, TelemetryConfig, TelemetryKind};
 use crate::topology::{Level, NodeId, Peer, PortIndex, PortRef, Topology};
@@ -260,10 +261,20 @@ pub struct LinkStats {
     /// is tagged, and for the ground truth): the sample behind the estimates, which decides
     /// how far they can be trusted.
     pub tagged_count: f64,
+    /// One standard deviation of `count`, estimated from the samples (thesis 3.3:
+    /// `Var[W] = N (l - 1)`); 0 for the ground truth.
+    pub count_sd: f64,
     /// Estimated packets marked congested at the port.
     pub congested: f64,
-    /// `congested / count` (0 without count); sampling can push it above 1.
+    /// One standard deviation of `congested` (thesis 3.3: `Var[Ŵ] = M (g - 1)`).
+    pub congested_sd: f64,
+    /// `congested / count`, 0 without count, clamped to [0, 1] (thesis 3.3): the two counts
+    /// are sampled independently, so their quotient alone can exceed 1
+    /// ([`congested_fraction`]).
     pub congested_fraction: f64,
+    /// One standard deviation of the quotient before clamping (thesis 3.3's Taylor expansion
+    /// of `Var[F]`), from the samples' own variances; 0 for the ground truth.
+    pub congested_fraction_sd: f64,
     /// Estimated utilised bandwidth over the view's time span, Gb/s (thesis 4.2).
     pub gbps: f64,
 }
@@ -342,6 +353,9 @@ struct PortTotals {
     tagged_count: Vec<f64>,
     congested: Vec<f64>,
     bytes: Vec<f64>,
+    /// Estimated variances of `count` and `congested` (0 for exact counts).
+    count_variance: Vec<f64>,
+    congested_variance: Vec<f64>,
 }
 
 impl LinkView {
@@ -497,11 +511,23 @@ fn telemetry_totals(
     } else {
         (sum.counts.clone(), sum.congested.clone(), sum.bytes.clone())
     };
+    // Variances of the estimates of all packets: every tagged sample of weight w stands for
+    // w / f packets, so the squares scale by 1 / f^2 (estimate::weighted_count_moments).
+    let f = config.tag_fraction;
+    let variance = |sum_sq: &[f64], sum: &[f64]| -> Vec<f64> {
+        sum_sq
+            .iter()
+            .zip(sum)
+            .map(|(&sq, &w)| weighted_count_variance(sq / (f * f), w / f))
+            .collect()
+    };
     Ok(PortTotals {
-        count: scale_to_all_packets(&count, config.tag_fraction),
+        count_variance: variance(&sum.counts_sq, &sum.counts),
+        congested_variance: variance(&sum.congested_sq, &sum.congested),
+        count: scale_to_all_packets(&count, f),
         tagged_count: count,
-        congested: scale_to_all_packets(&congested, config.tag_fraction),
-        bytes: scale_to_all_packets(&bytes, config.tag_fraction),
+        congested: scale_to_all_packets(&congested, f),
+        bytes: scale_to_all_packets(&bytes, f),
     })
 }
 
@@ -543,6 +569,8 @@ fn from_ground_truth(
             .collect(),
         count,
         bytes,
+        count_variance: vec![0.0; ports],
+        congested_variance: vec![0.0; ports],
     };
     let basis = Basis {
         telemetry: None,
@@ -585,9 +613,17 @@ fn link_stats(
         },
         endpoint,
         count: totals.count[e],
+        count_sd: totals.count_variance[e].sqrt(),
         tagged_count: totals.tagged_count[e],
         congested: totals.congested[e],
+        congested_sd: totals.congested_variance[e].sqrt(),
         congested_fraction: congested_fraction(totals.congested[e], totals.count[e]),
+        congested_fraction_sd: congested_fraction_sd(
+            totals.congested[e],
+            totals.congested_variance[e],
+            totals.count[e],
+            totals.count_variance[e],
+        ),
         gbps: bandwidth::gbps(totals.bytes[e], span_ps),
     }
 }

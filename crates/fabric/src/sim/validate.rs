@@ -48,6 +48,9 @@ pub enum SimError {
         /// Flow-control units a buffer holds.
         buffer_units: u32,
     },
+    /// A run end time above [`crate::limits::MAX_END_PS`].
+    #[error("{}", crate::limits::above_cap("end time", format!("{} us", *.0 as f64 / 1e6), format!("{} us", crate::limits::MAX_END_PS / 1_000_000), "of simulated time"))]
+    EndAboveCap(u64),
     /// A telemetry window of 0 ps.
     #[error("telemetry window must be longer than 0 ps")]
     EmptyWindow,
@@ -152,6 +155,9 @@ pub(crate) fn check_config(config: &SimConfig) -> Result<(), SimError> {
             buffer: config.buffer_bytes,
             buffer_units,
         });
+    }
+    if let Some(end_ps) = config.end_ps.filter(|&end| end > crate::limits::MAX_END_PS) {
+        return Err(SimError::EndAboveCap(end_ps));
     }
     if config.window_ps == Some(0) {
         return Err(SimError::EmptyWindow);

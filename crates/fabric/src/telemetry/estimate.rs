@@ -8,14 +8,57 @@ use super::PortSamples;
 pub const Z_99: f64 = 2.326_347_874_040_841;
 
 /// Congested fraction of one port (thesis 3.2): `congested / counts`, 0 when `counts` is not
-/// positive. Sampling can make `congested > counts`, and the 1-bit counts can be negative; a
-/// fraction is only defined against a positive count.
+/// positive, and clamped to [0, 1] (thesis 3.3: "we expect 0 <= F <= 1").
+///
+/// Why the raw quotient exceeds 1: `counts` and `congested` come from two independent
+/// reservoirs (algorithm 3), so each strays from its truth on its own. A port crossed by N
+/// packets of l hops has `Var[W] = N (l - 1)` (3.3); when those packets met congestion only
+/// there (g = 1) the congested count is exact, so a count sampled low, e.g. 90 for 128 packets
+/// at l = 3 (2.4 standard deviations), turns a true 0.76 into 1.08. The quotient's spread is
+/// [`congested_fraction_sd`]; the fraction itself is the quotient clamped, as the thesis'
+/// definition clamps a port without counts to 0.
 pub fn congested_fraction(congested: f64, counts: f64) -> f64 {
+    raw_congested_fraction(congested, counts).clamp(0.0, 1.0)
+}
+
+/// `congested / counts` unclamped (0 without a positive count): the quotient whose spread
+/// [`congested_fraction_sd`] gives.
+fn raw_congested_fraction(congested: f64, counts: f64) -> f64 {
     if counts > 0.0 {
         congested / counts
     } else {
         0.0
     }
+}
+
+/// The variance of a weighted count estimated from the samples themselves (thesis 3.3, 5.3):
+/// `sum_sq` is the sum of the squared weights the receivers added (each tagged sample's
+/// `l / f`), `count` their sum. A packet of l hops adds l with probability 1/l, so
+/// `Var[W] = sum N_i (l_i - 1)`, and every sampled packet stands for l of them: `sum l^2 - W`
+/// is its unbiased estimate (Horvitz-Thompson). The same holds for the 1-bit kinds, whose
+/// `Var[W_d] = sum Q_l l^2 - N_l` is estimated by the same sum over the candidates' votes. Never
+/// negative.
+pub fn weighted_count_variance(sum_sq: f64, count: f64) -> f64 {
+    (sum_sq - count).max(0.0)
+}
+
+/// One standard deviation of the unclamped congested fraction (thesis 3.3, Taylor expansion):
+/// `Var[F] ~ (Ŵ/W)^2 (Var[Ŵ]/Ŵ^2 + Var[W]/W^2)`, with the moments estimated by
+/// [`weighted_count_variance`]. 0 without a positive count or congested count, as the thesis'
+/// formula gives for M = 0.
+pub fn congested_fraction_sd(
+    congested: f64,
+    congested_variance: f64,
+    counts: f64,
+    counts_variance: f64,
+) -> f64 {
+    if counts <= 0.0 || congested <= 0.0 {
+        return 0.0;
+    }
+    let fraction = raw_congested_fraction(congested, counts);
+    fraction
+        * (congested_variance / (congested * congested) + counts_variance / (counts * counts))
+            .sqrt()
 }
 
 /// [`congested_fraction`] of every port.
@@ -169,10 +212,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fraction_is_zero_without_counts() {
+    fn fraction_is_zero_without_counts_and_at_most_one() {
         assert_eq!(congested_fraction(3.0, 0.0), 0.0);
         assert_eq!(congested_fraction(3.0, -5.0), 0.0);
         assert_eq!(congested_fraction(1.0, 4.0), 0.25);
+        // The ports.csv row of the issue: 97 congested against a count sampled at 90.
+        assert_eq!(congested_fraction(97.0, 90.0), 1.0);
+        assert_eq!(congested_fraction(-4.0, 90.0), 0.0);
         let samples = PortSamples {
             counts: vec![10.0, 0.0],
             congested: vec![5.0, 2.0],
@@ -225,5 +271,67 @@ mod tests {
         };
         assert_eq!(one_bit_count_moments(&[one_bit]).variance, 74_000.0);
         assert_eq!(scale_to_all_packets(&[10.0, 4.0], 0.25), vec![40.0, 16.0]);
+    }
+
+    /// That row's spread: 30 samples of weight 3 give `Var[W] = 270 - 90`, and the congested
+    /// count of weight-1 samples is exact, so the quotient 1.078 is 0.16 from its truth at one
+    /// standard deviation: the true 0.76 is two of them away, not a fraction above 1.
+    #[test]
+    fn fraction_spread_from_the_samples() {
+        let counts_variance = weighted_count_variance(30.0 * 9.0, 90.0);
+        assert_eq!(counts_variance, 180.0);
+        let congested_variance = weighted_count_variance(97.0, 97.0);
+        assert_eq!(congested_variance, 0.0);
+        let sd = congested_fraction_sd(97.0, congested_variance, 90.0, counts_variance);
+        assert!((sd - 97.0 / 90.0 * 180f64.sqrt() / 90.0).abs() < 1e-12);
+        assert!((1.078 - 2.0 * sd) < 0.76);
+        assert_eq!(congested_fraction_sd(0.0, 0.0, 90.0, 180.0), 0.0);
+        assert_eq!(congested_fraction_sd(5.0, 5.0, 0.0, 0.0), 0.0);
+        assert_eq!(weighted_count_variance(3.0, 5.0), 0.0);
+    }
+
+    /// The estimate of `Var[W]` from the samples is unbiased: reservoir sampling of N packets
+    /// along l hops through the real switch code, averaged over many runs, gives N (l - 1).
+    #[test]
+    fn variance_estimate_matches_n_l_minus_1() {
+        use crate::telemetry::{TelemetryConfig, TelemetryKind};
+        use crate::topology::{PortRef, SwitchId};
+        use rand::SeedableRng;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let config = TelemetryConfig {
+            kind: TelemetryKind::Reservoir,
+            hop_counter_bits: 8,
+            tag_fraction: 1.0,
+        };
+        let (packets, hops, runs) = (200, 5u32, 400);
+        let (mut estimates, mut counts) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            let (mut count, mut sum_sq) = (0.0, 0.0);
+            for _ in 0..packets {
+                let mut header = config.on_send(&mut rng);
+                for hop in 0..hops {
+                    let at = PortRef {
+                        switch: SwitchId(hop),
+                        port: 0,
+                    };
+                    config.on_switch(&mut header, 1, at, hop, false, &mut rng);
+                }
+                if header.hop_sample == 0 {
+                    let w = f64::from(header.hop_count);
+                    count += w;
+                    sum_sq += w * w;
+                }
+            }
+            estimates.push(weighted_count_variance(sum_sq, count));
+            counts.push(count);
+        }
+        let truth = f64::from(packets) * f64::from(hops - 1);
+        let mean = estimates.iter().sum::<f64>() / f64::from(runs);
+        // The count's own spread over the runs is the variance being estimated.
+        let count_mean = counts.iter().sum::<f64>() / f64::from(runs);
+        let spread =
+            counts.iter().map(|c| (c - count_mean).powi(2)).sum::<f64>() / f64::from(runs - 1);
+        assert!((mean - truth).abs() < 0.1 * truth, "{mean} vs {truth}");
+        assert!((spread - truth).abs() < 0.2 * truth, "{spread} vs {truth}");
     }
 }

@@ -128,6 +128,11 @@ pub struct PortSamples {
     pub counts: Vec<f64>,
     /// `congested counts[e]`.
     pub congested: Vec<f64>,
+    /// Sum of the squared weights added to `counts[e]`: with `counts`, the estimate of its
+    /// variance ([`estimate::weighted_count_variance`], thesis 3.3).
+    pub counts_sq: Vec<f64>,
+    /// The same for `congested[e]`.
+    pub congested_sq: Vec<f64>,
     /// Weighted estimate of bytes through the port (counts weighted by packet size).
     pub bytes: Vec<f64>,
     /// Q of thesis 5.3: packets that might have passed through the port (1-bit kinds only;

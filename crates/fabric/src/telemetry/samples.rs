@@ -14,6 +14,8 @@ impl PortSamples {
         PortSamples {
             counts: vec![0.0; num_ports],
             congested: vec![0.0; num_ports],
+            counts_sq: vec![0.0; num_ports],
+            congested_sq: vec![0.0; num_ports],
             bytes: vec![0.0; num_ports],
             congested_candidates: candidates.clone(),
             candidates,
@@ -44,6 +46,8 @@ impl PortSamples {
         }
         add_all(&mut self.counts, &other.counts);
         add_all(&mut self.congested, &other.congested);
+        add_all(&mut self.counts_sq, &other.counts_sq);
+        add_all(&mut self.congested_sq, &other.congested_sq);
         add_all(&mut self.bytes, &other.bytes);
         add_all(&mut self.candidates, &other.candidates);
         add_all(&mut self.congested_candidates, &other.congested_candidates);

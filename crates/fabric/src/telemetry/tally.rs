@@ -12,6 +12,9 @@ struct PortTally {
     counts: f64,
     bytes: f64,
     congested: f64,
+    /// Sums of squared weights: the variance estimates of thesis 3.3.
+    counts_sq: f64,
+    congested_sq: f64,
     candidates: u64,
     congested_candidates: u64,
 }
@@ -44,17 +47,21 @@ impl WindowTally {
     pub(crate) fn add_count(&mut self, e: PortIndex, weight: f64, bytes: f64) {
         let port = &mut self.ports[e as usize];
         port.counts += weight;
+        port.counts_sq += weight * weight;
         port.bytes += weight * bytes;
     }
 
     pub(crate) fn add_congested(&mut self, e: PortIndex, weight: f64) {
-        self.ports[e as usize].congested += weight;
+        let port = &mut self.ports[e as usize];
+        port.congested += weight;
+        port.congested_sq += weight * weight;
     }
 
     /// A 1-bit vote on port `e` from a packet that may have crossed it (one more in Q).
     pub(crate) fn add_vote(&mut self, e: PortIndex, vote: f64, bytes: f64) {
         let port = &mut self.ports[e as usize];
         port.counts += vote;
+        port.counts_sq += vote * vote;
         port.bytes += vote * bytes;
         port.candidates += 1;
     }
@@ -63,9 +70,11 @@ impl WindowTally {
     pub(crate) fn add_votes(&mut self, e: PortIndex, vote: f64, congested_vote: f64, bytes: f64) {
         let port = &mut self.ports[e as usize];
         port.counts += vote;
+        port.counts_sq += vote * vote;
         port.bytes += vote * bytes;
         port.candidates += 1;
         port.congested += congested_vote;
+        port.congested_sq += congested_vote * congested_vote;
         port.congested_candidates += 1;
     }
 
@@ -76,6 +85,8 @@ impl WindowTally {
             samples.counts[e] = port.counts;
             samples.bytes[e] = port.bytes;
             samples.congested[e] = port.congested;
+            samples.counts_sq[e] = port.counts_sq;
+            samples.congested_sq[e] = port.congested_sq;
             if one_bit {
                 samples.candidates[e] = port.candidates;
                 samples.congested_candidates[e] = port.congested_candidates;

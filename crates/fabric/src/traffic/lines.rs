@@ -5,10 +5,7 @@ use std::path::Path;
 
 use super::units::parse_bytes;
 use crate::input::InputError;
-
-/// More ranks than any tree we build has nodes; it also bounds what a file with one absurd
-/// rank number can make us allocate.
-pub(crate) const MAX_RANKS: u32 = 1 << 24;
+use crate::limits::{above_cap, MAX_MESSAGE_BYTES, MAX_RANKS};
 
 /// The data lines of a file: (1-based line number, fields), comments and blanks skipped.
 pub(crate) fn data_lines(text: &str) -> impl Iterator<Item = (usize, Vec<&str>)> {
@@ -48,10 +45,19 @@ pub(crate) fn parse_transfer(src: &str, dst: &str, bytes: &str) -> Result<(u32, 
     if bytes == 0 {
         return Err("a transfer of 0 bytes".to_string());
     }
+    if bytes > MAX_MESSAGE_BYTES {
+        return Err(above_cap(
+            "size",
+            bytes,
+            MAX_MESSAGE_BYTES,
+            "bytes per message",
+        ));
+    }
     Ok((src, dst, bytes))
 }
 
-/// A rank (or node) number below [`MAX_RANKS`]; `what` names it in the error.
+/// A rank (or node) number below [`MAX_RANKS`] (ranks and nodes are numbered from 0);
+/// `what` names it in the error.
 pub(crate) fn parse_index(field: &str, what: &str) -> Result<u32, String> {
     if field.starts_with('-') {
         return Err(format!("{what} '{field}' is negative"));
@@ -60,10 +66,7 @@ pub(crate) fn parse_index(field: &str, what: &str) -> Result<u32, String> {
         .parse()
         .map_err(|_| format!("{what} '{field}' is not a whole number"))?;
     if value >= u64::from(MAX_RANKS) {
-        return Err(format!(
-            "{what} {value} is too large (at most {})",
-            MAX_RANKS - 1
-        ));
+        return Err(above_cap(what, value, MAX_RANKS - 1, "(one rank per node)"));
     }
     Ok(value as u32)
 }

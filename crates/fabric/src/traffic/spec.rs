@@ -20,7 +20,6 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use super::lines::MAX_RANKS;
 use super::reduction::{Reduction, ReductionKind};
 use super::ring::Ring;
 use super::stencil::Stencil;
@@ -28,6 +27,7 @@ use super::tiling::parse_dimensions;
 use super::uniform::Uniform;
 use super::units::{format_bytes, parse_bytes};
 use super::TrafficError;
+use crate::limits::{above_cap, MAX_MESSAGES_PER_RANK, MAX_MESSAGE_BYTES, MAX_RANKS};
 
 /// A `--workload` argument, parsed: one of the built-in patterns of thesis chapter 4 with its
 /// options, or a workload file (see the module doc for the syntax and defaults).
@@ -111,14 +111,18 @@ fn parse(text: &str) -> Result<WorkloadSpec, String> {
         ("stencil", argument) => {
             let (width, height) = match argument {
                 None => (Stencil::THESIS_WIDTH, Stencil::THESIS_HEIGHT),
-                Some(dims) => parse_dimensions(dims)
-                    .filter(|&(w, h)| w * h <= MAX_RANKS)
-                    .ok_or_else(|| {
-                        format!(
-                            "bad grid '{dims}': expected WxH, both positive, at most \
-                             {MAX_RANKS} ranks"
-                        )
-                    })?,
+                Some(dims) => {
+                    let (w, h) = parse_dimensions(dims)
+                        .ok_or_else(|| format!("bad grid '{dims}': expected WxH, both positive"))?;
+                    let ranks = u64::from(w) * u64::from(h);
+                    if ranks > u64::from(MAX_RANKS) {
+                        return Err(format!(
+                            "grid {dims}: {}",
+                            above_cap("a grid of", ranks, MAX_RANKS, "ranks")
+                        ));
+                    }
+                    (w, h)
+                }
             };
             WorkloadSpec::Stencil(Stencil {
                 width,
@@ -138,7 +142,7 @@ fn parse(text: &str) -> Result<WorkloadSpec, String> {
                     ))
                 }
             };
-            let ranks = options.count("ranks", Reduction::THESIS_RANKS)?;
+            let ranks = options.ranks()?.unwrap_or(Reduction::THESIS_RANKS);
             let root = options.number("root", 0)?;
             if root >= ranks {
                 return Err(format!("root {root} is not one of the {ranks} ranks"));
@@ -297,6 +301,12 @@ impl<'a> Options<'a> {
         };
         match parse_bytes(value) {
             Ok(0) => Err(Self::invalid("bytes", value, "a positive size")),
+            Ok(bytes) if bytes > MAX_MESSAGE_BYTES => Err(above_cap(
+                "bytes",
+                value,
+                MAX_MESSAGE_BYTES,
+                "bytes per message",
+            )),
             Ok(bytes) => Ok(bytes),
             Err(reason) => Err(format!("bad bytes='{value}': {reason}")),
         }
@@ -312,39 +322,36 @@ impl<'a> Options<'a> {
         }
     }
 
-    /// A positive whole number of at most [`MAX_RANKS`] (ranks, arrays, rounds).
+    /// A message count per rank (arrays, rounds): positive, at most
+    /// [`MAX_MESSAGES_PER_RANK`].
     fn count(&mut self, key: &'static str, default: u32) -> Result<u32, String> {
-        match self.optional_count(key)? {
-            None => Ok(default),
-            Some(n) if n <= u64::from(MAX_RANKS) => Ok(n as u32),
-            Some(n) => Err(Self::invalid(
-                key,
-                &n.to_string(),
-                &format!("at most {MAX_RANKS}"),
-            )),
-        }
+        Ok(self.optional_count(key)?.map_or(default, |n| n as u32))
     }
 
+    /// A positive message count per rank of at most [`MAX_MESSAGES_PER_RANK`], when given.
     fn optional_count(&mut self, key: &'static str) -> Result<Option<u64>, String> {
         let Some(value) = self.take(key) else {
             return Ok(None);
         };
         match value.parse::<u64>() {
+            Ok(n) if n > MAX_MESSAGES_PER_RANK => {
+                Err(above_cap(key, n, MAX_MESSAGES_PER_RANK, "per rank"))
+            }
             Ok(n) if n > 0 => Ok(Some(n)),
             _ => Err(Self::invalid(key, value, "a positive whole number")),
         }
     }
 
-    /// `ranks=N`: at least 2 (a ring or random traffic needs someone else to send to).
+    /// `ranks=N`: at least 2 (a ring or random traffic needs someone else to send to), at
+    /// most [`MAX_RANKS`].
     fn ranks(&mut self) -> Result<Option<u32>, String> {
-        match self.optional_count("ranks")? {
-            None => Ok(None),
-            Some(n) if (2..=u64::from(MAX_RANKS)).contains(&n) => Ok(Some(n as u32)),
-            Some(n) => Err(Self::invalid(
-                "ranks",
-                &n.to_string(),
-                &format!("2 to {MAX_RANKS}"),
-            )),
+        let Some(value) = self.take("ranks") else {
+            return Ok(None);
+        };
+        match value.parse::<u64>() {
+            Ok(n) if n > u64::from(MAX_RANKS) => Err(above_cap("ranks", n, MAX_RANKS, "ranks")),
+            Ok(n) if n >= 2 => Ok(Some(n as u32)),
+            _ => Err(Self::invalid("ranks", value, &format!("2 to {MAX_RANKS}"))),
         }
     }
 

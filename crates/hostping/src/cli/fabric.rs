@@ -38,7 +38,8 @@ pub enum FabricCommand {
     /// Mappings: row-major, random, rcm, partition (METIS), incremental, tiling[:WxH], or a
     /// file of `rank node` lines.
     ///
-    /// Exit status: 0 no congestion found, 1 congestion diagnosed, 2 usage or input error.
+    /// Exit status: 0 no congestion found, 1 congestion diagnosed, 2 usage or input error,
+    /// 3 inconclusive (too little delivered or sampled to judge).
     ///
     /// Examples:
     ///   hostping fabric sim --workload stencil:64x72 --mapping row-major --out rm

@@ -33,10 +33,11 @@ use cabled::TreeInput;
 use fabric::summary::{ports_csv, RunSummary, DIAGNOSIS_FILE, PLOT_STEM, PORTS_FILE, SUMMARY_FILE};
 use simulate::{duration_ps, prepare, run_with_progress};
 
-/// Runs one fabric command; `Findings` when it found congestion (exit status 1).
+/// Runs one fabric command; `Findings` when it found congestion (exit status 1),
+/// `Inconclusive` when a simulation could not be judged (exit status 3).
 pub fn run(command: FabricCommand) -> Result<Outcome> {
     let found = match command {
-        FabricCommand::Sim(args) => sim(&args),
+        FabricCommand::Sim(args) => return sim(&args),
         FabricCommand::SuggestMapping(args) => suggest(&args),
         FabricCommand::Bench(cmd) => bench::run(cmd),
         FabricCommand::Merge(args) => merge(&args),
@@ -97,7 +98,7 @@ fn sim_config(args: &SimArgs) -> Result<SimConfig> {
     })
 }
 
-fn sim(args: &SimArgs) -> Result<bool> {
+fn sim(args: &SimArgs) -> Result<Outcome> {
     let input = TreeInput::resolve(&args.topology.topology)?;
     if let Some(line) = input.describe() {
         eprintln!("{line}");
@@ -167,7 +168,11 @@ fn sim(args: &SimArgs) -> Result<bool> {
         ),
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
-    Ok(diagnosis.cause != Cause::NoCongestion)
+    Ok(match diagnosis.cause {
+        Cause::NoCongestion => Outcome::Healthy,
+        Cause::Inconclusive => Outcome::Inconclusive,
+        _ => Outcome::Findings,
+    })
 }
 
 fn suggest(args: &SuggestArgs) -> Result<bool> {
