@@ -189,8 +189,14 @@ pub struct Link {
     pub down: ComponentId,
     /// The component nearer the CPU.
     pub up: ComponentId,
-    /// Capacity of one direction (of the shared bus, for a memory channel), Gb/s.
+    /// Capacity of one direction (of the shared bus, for a memory channel), Gb/s. A
+    /// placeholder when `capacity_known` is false.
     pub capacity_gbps: f64,
+    /// False when nothing the host reports says what this link can carry (a virtual
+    /// machine's emulated PCIe bridges report 2.5 GT/s x1 whatever runs below them):
+    /// `capacity_gbps` is then a placeholder that nothing may be judged against, and the
+    /// paths across the link have `capacity_known` false. True in every model file.
+    pub capacity_known: bool,
     /// One-way latency of the hop, ns.
     pub latency_ns: f64,
 }
@@ -219,8 +225,13 @@ pub struct Path {
     /// True when a GPU is reached peer-to-peer through a CPU root complex (GDR distance 3
     /// or 4 of Hostping 3.2.2), which bounds the read bandwidth by latency.
     pub p2p_through_cpu: bool,
-    /// Whether the RNIC reaches this endpoint at line rate (Hostping 4.3 and footnote 5).
+    /// Whether the RNIC reaches this endpoint at line rate (Hostping 4.3 and footnote 5),
+    /// as far as the links of known capacity say.
     pub affinitive: bool,
+    /// False when a link of the path has an unknown capacity ([`Link::capacity_known`]):
+    /// what the path should carry is not known, so its bandwidth cannot be judged
+    /// (`NotJudgedReason::NotMeasurable`).
+    pub capacity_known: bool,
 }
 
 /// A validated host model with its paths. Build one with [`crate::hostfile::parse`] or
@@ -602,12 +613,16 @@ impl HostTopology {
                 let turn_is_cpu =
                     self.component(&turn).map(Component::class) == Some(ComponentClass::Cpu);
                 let p2p_through_cpu = ep.class() == ComponentClass::Gpu && turn_is_cpu;
-                let bottleneck = links
+                let on_path: Vec<&Link> = links
                     .iter()
-                    .map(|l| {
-                        let l = self.link(l).expect("derived from links");
-                        l.capacity_gbps / l.kind.loopback_load()
-                    })
+                    .map(|l| self.link(l).expect("derived from links"))
+                    .collect();
+                let capacity_known = on_path.iter().all(|l| l.capacity_known);
+                // A placeholder capacity bounds nothing: only known links decide affinity.
+                let bottleneck = on_path
+                    .iter()
+                    .filter(|l| l.capacity_known)
+                    .map(|l| l.capacity_gbps / l.kind.loopback_load())
                     .fold(f64::INFINITY, f64::min);
                 paths.push(Path {
                     rnic: rnic.id.clone(),
@@ -623,6 +638,7 @@ impl HostTopology {
                     // rate (Hostping footnote 5); GPUs only when reached without the root
                     // complex, whose P2P latency caps reads (Hostping 3.2.2).
                     affinitive: !p2p_through_cpu && bottleneck >= line_rate,
+                    capacity_known,
                 });
             }
         }
