@@ -659,3 +659,81 @@ pub fn expected_link_kind(down: ComponentClass, up: ComponentClass) -> Option<Li
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn component(id: &str, kind: ComponentKind) -> Component {
+        Component {
+            id: id.into(),
+            socket: id.into(),
+            kind,
+        }
+    }
+
+    fn link(down: &str, up: &str, kind: LinkKind, gbps: f64, known: bool) -> Link {
+        Link {
+            id: LinkId::between(&down.into(), &up.into()),
+            kind,
+            down: down.into(),
+            up: up.into(),
+            capacity_gbps: gbps,
+            capacity_known: known,
+            latency_ns: 10.0,
+        }
+    }
+
+    /// cpu0 with mem0, a switch sw0 on a root port whose capacity is `root_gbps` (known
+    /// or not), rnic0 and gpu0 on it.
+    fn host(root_gbps: f64, root_known: bool) -> HostTopology {
+        let components = vec![
+            component(
+                "cpu0",
+                ComponentKind::Cpu {
+                    p2p_forward_ns: 0.0,
+                },
+            ),
+            component("mem0", ComponentKind::Memory { access_ns: 0.0 }),
+            component("sw0", ComponentKind::PcieSwitch),
+            component("gpu0", ComponentKind::Gpu { access_ns: 0.0 }),
+            component(
+                "rnic0",
+                ComponentKind::Rnic(Rnic {
+                    line_rate_gbps: 200.0,
+                    proc_ns: 0.0,
+                    read_window_bytes: 1.0,
+                    qp_window_bytes: 1.0,
+                }),
+            ),
+        ];
+        let links = vec![
+            link("mem0", "cpu0", LinkKind::MemoryChannel, 1600.0, true),
+            link("sw0", "cpu0", LinkKind::RootPort, root_gbps, root_known),
+            link("gpu0", "sw0", LinkKind::GpuPcie, 252.0, true),
+            link("rnic0", "sw0", LinkKind::RnicPcie, 252.0, true),
+        ];
+        HostTopology::new("t".into(), "t".into(), components, links).unwrap()
+    }
+
+    #[test]
+    fn a_path_across_a_link_of_unknown_capacity_says_so() {
+        // A VM's root port reporting 2.5 GT/s x1 (2 Gb/s) is unknown: it neither caps
+        // affinity nor lets the path claim a capacity.
+        let vm = host(2.0, false);
+        let mem0 = vm.path(&"rnic0".into(), &"mem0".into()).unwrap();
+        assert!(!mem0.capacity_known);
+        assert!(mem0.affinitive);
+        let gpu0 = vm.path(&"rnic0".into(), &"gpu0".into()).unwrap();
+        assert!(
+            gpu0.capacity_known,
+            "peer-to-peer in sw0: the root port is not on it"
+        );
+
+        // Known, the same 2 Gb/s makes mem0 unreachable at line rate.
+        let metal = host(2.0, true);
+        let mem0 = metal.path(&"rnic0".into(), &"mem0".into()).unwrap();
+        assert!(mem0.capacity_known);
+        assert!(!mem0.affinitive);
+    }
+}

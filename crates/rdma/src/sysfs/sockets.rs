@@ -68,6 +68,13 @@ pub(crate) fn layout(nodes: &[NumaNode], notes: &mut Vec<String>) -> SocketLayou
     }
     for n in &with_cpus {
         let package = match n.packages.as_slice() {
+            [] if package_ids_known => {
+                notes.push(format!(
+                    "NUMA node {}'s CPUs report no package: taken as socket cpu{}",
+                    n.id, n.id
+                ));
+                n.id
+            }
             [] => n.id,
             [one] => *one,
             [first, ..] => {
@@ -93,24 +100,34 @@ pub(crate) fn layout(nodes: &[NumaNode], notes: &mut Vec<String>) -> SocketLayou
         }
     }
     for n in nodes.iter().filter(|n| !n.has_cpus() && n.has_memory()) {
-        let socket = nearest_socket(nodes, n, &node_socket);
-        match socket {
-            Some((package, distance)) => {
+        let package = match nearest_sockets(nodes, n, &node_socket) {
+            Some((nearest, distance)) => {
+                let tie = match &nearest[1..] {
+                    [] => String::new(),
+                    others => format!(
+                        "; as near to {}: the lowest taken",
+                        others
+                            .iter()
+                            .map(|p| format!("cpu{p}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
                 notes.push(format!(
-                    "NUMA node {} has memory but no CPUs (GPU memory, CXL or HBM): mem{} hangs from cpu{package}, the nearest socket (distance {distance})",
-                    n.id, n.id
+                    "NUMA node {} has memory but no CPUs (GPU memory, CXL or HBM): mem{} hangs from cpu{}, the nearest socket (distance {distance}{tie})",
+                    n.id, n.id, nearest[0]
                 ));
-                node_socket.insert(n.id, package);
+                nearest[0]
             }
             None => {
-                let package = packages[0];
                 notes.push(format!(
-                    "NUMA node {} has memory but no CPUs (GPU memory, CXL or HBM) and no distances: mem{} hangs from cpu{package}",
-                    n.id, n.id
+                    "NUMA node {} has memory but no CPUs (GPU memory, CXL or HBM) and no distances: mem{} hangs from cpu{}",
+                    n.id, n.id, packages[0]
                 ));
-                node_socket.insert(n.id, package);
+                packages[0]
             }
-        }
+        };
+        node_socket.insert(n.id, package);
     }
 
     let sockets: Vec<Socket> = packages
@@ -157,20 +174,29 @@ pub(crate) fn layout(nodes: &[NumaNode], notes: &mut Vec<String>) -> SocketLayou
     }
 }
 
-/// The socket nearest to a CPU-less node by its distance row, with that distance.
-fn nearest_socket(
+/// The sockets nearest to a CPU-less node by its distance row (ascending, several on a
+/// tie), with that distance.
+fn nearest_sockets(
     nodes: &[NumaNode],
     node: &NumaNode,
     node_socket: &BTreeMap<u32, u32>,
-) -> Option<(u32, u32)> {
+) -> Option<(Vec<u32>, u32)> {
     let row = node.distance.as_ref()?;
-    nodes
+    let by_socket: Vec<(u32, u32)> = nodes
         .iter()
         .zip(row)
         .filter(|(n, _)| n.has_cpus())
         .filter_map(|(n, d)| Some((*d, *node_socket.get(&n.id)?)))
-        .min()
-        .map(|(d, package)| (package, d))
+        .collect();
+    let nearest = by_socket.iter().map(|(d, _)| *d).min()?;
+    let mut sockets: Vec<u32> = by_socket
+        .iter()
+        .filter(|(d, _)| *d == nearest)
+        .map(|(_, p)| *p)
+        .collect();
+    sockets.sort_unstable();
+    sockets.dedup();
+    Some((sockets, nearest))
 }
 
 /// Inter-socket links from the distances (see the module doc), or a chain without them.
@@ -376,7 +402,7 @@ mod tests {
         assert_eq!(
             notes,
             [
-                "NUMA node 252 has memory but no CPUs (GPU memory, CXL or HBM): mem252 hangs from cpu0, the nearest socket (distance 80)",
+                "NUMA node 252 has memory but no CPUs (GPU memory, CXL or HBM): mem252 hangs from cpu0, the nearest socket (distance 80; as near to cpu8: the lowest taken)",
                 "NUMA node 253 has memory but no CPUs (GPU memory, CXL or HBM): mem253 hangs from cpu8, the nearest socket (distance 40)",
             ]
         );
