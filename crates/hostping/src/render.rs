@@ -383,12 +383,17 @@ pub fn topology(host: &HostTopology) -> String {
         "id", "kind", "capacity", "latency"
     );
     for l in host.links() {
+        // A placeholder capacity is not shown as one (a VM's emulated bridges).
+        let capacity = match l.capacity_known {
+            true => format!("{:.1} Gb/s", l.capacity_gbps),
+            false => "unknown".to_string(),
+        };
         let _ = writeln!(
             out,
-            "  {:<14} {:<15} {:>7.1} Gb/s {:>7} ns",
+            "  {:<14} {:<15} {:>12} {:>7} ns",
             l.id.as_str(),
             l.kind.as_str(),
-            l.capacity_gbps,
+            capacity,
             l.latency_ns
         );
     }
@@ -473,6 +478,32 @@ pub fn discovery(d: &rdma::sysfs::Discovery) -> String {
             },
             memory,
             model_id.map(|m| format!("-> {m}")).unwrap_or_default()
+        );
+    }
+    let _ = writeln!(out, "\nsockets ({})", d.sockets.sockets.len());
+    for s in &d.sockets.sockets {
+        let nodes: Vec<String> = s.memory_nodes.iter().map(|n| format!("node{n}")).collect();
+        let _ = writeln!(out, "  cpu{:<5} memory {}", s.package, nodes.join(" "));
+    }
+    let links: Vec<String> = d
+        .sockets
+        .links
+        .iter()
+        .map(|(a, b)| format!("cpu{a}--cpu{b}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "  inter-socket links: {}",
+        if links.is_empty() {
+            "none".to_string()
+        } else {
+            links.join(" ")
+        }
+    );
+    if d.virtual_machine {
+        let _ = writeln!(
+            out,
+            "  a virtual machine: its PCIe bridges' link values are not the hardware's"
         );
     }
     let _ = writeln!(out, "\nRDMA ports ({})", d.rdma_ports.len());

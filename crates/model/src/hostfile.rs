@@ -238,6 +238,7 @@ pub fn parse(source_name: &str, text: &str) -> Result<HostTopology, ModelError> 
             down: down_id,
             up: up_id,
             capacity_gbps,
+            capacity_known: true,
             latency_ns: rl
                 .latency_ns
                 .unwrap_or_else(|| defaults::link_latency_ns(kind)),

@@ -189,8 +189,14 @@ pub struct Link {
     pub down: ComponentId,
     /// The component nearer the CPU.
     pub up: ComponentId,
-    /// Capacity of one direction (of the shared bus, for a memory channel), Gb/s.
+    /// Capacity of one direction (of the shared bus, for a memory channel), Gb/s. A
+    /// placeholder when `capacity_known` is false.
     pub capacity_gbps: f64,
+    /// False when nothing the host reports says what this link can carry (a virtual
+    /// machine's emulated PCIe bridges report 2.5 GT/s x1 whatever runs below them):
+    /// `capacity_gbps` is then a placeholder that nothing may be judged against, and the
+    /// paths across the link have `capacity_known` false. True in every model file.
+    pub capacity_known: bool,
     /// One-way latency of the hop, ns.
     pub latency_ns: f64,
 }
@@ -219,8 +225,13 @@ pub struct Path {
     /// True when a GPU is reached peer-to-peer through a CPU root complex (GDR distance 3
     /// or 4 of Hostping 3.2.2), which bounds the read bandwidth by latency.
     pub p2p_through_cpu: bool,
-    /// Whether the RNIC reaches this endpoint at line rate (Hostping 4.3 and footnote 5).
+    /// Whether the RNIC reaches this endpoint at line rate (Hostping 4.3 and footnote 5),
+    /// as far as the links of known capacity say.
     pub affinitive: bool,
+    /// False when a link of the path has an unknown capacity ([`Link::capacity_known`]):
+    /// what the path should carry is not known, so its bandwidth cannot be judged
+    /// (`NotJudgedReason::NotMeasurable`).
+    pub capacity_known: bool,
 }
 
 /// A validated host model with its paths. Build one with [`crate::hostfile::parse`] or
@@ -602,12 +613,16 @@ impl HostTopology {
                 let turn_is_cpu =
                     self.component(&turn).map(Component::class) == Some(ComponentClass::Cpu);
                 let p2p_through_cpu = ep.class() == ComponentClass::Gpu && turn_is_cpu;
-                let bottleneck = links
+                let on_path: Vec<&Link> = links
                     .iter()
-                    .map(|l| {
-                        let l = self.link(l).expect("derived from links");
-                        l.capacity_gbps / l.kind.loopback_load()
-                    })
+                    .map(|l| self.link(l).expect("derived from links"))
+                    .collect();
+                let capacity_known = on_path.iter().all(|l| l.capacity_known);
+                // A placeholder capacity bounds nothing: only known links decide affinity.
+                let bottleneck = on_path
+                    .iter()
+                    .filter(|l| l.capacity_known)
+                    .map(|l| l.capacity_gbps / l.kind.loopback_load())
                     .fold(f64::INFINITY, f64::min);
                 paths.push(Path {
                     rnic: rnic.id.clone(),
@@ -623,6 +638,7 @@ impl HostTopology {
                     // rate (Hostping footnote 5); GPUs only when reached without the root
                     // complex, whose P2P latency caps reads (Hostping 3.2.2).
                     affinitive: !p2p_through_cpu && bottleneck >= line_rate,
+                    capacity_known,
                 });
             }
         }
@@ -641,5 +657,83 @@ pub fn expected_link_kind(down: ComponentClass, up: ComponentClass) -> Option<Li
         (C::Memory, C::Cpu) => Some(LinkKind::MemoryChannel),
         (C::Cpu, C::Cpu) => Some(LinkKind::InterSocket),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn component(id: &str, kind: ComponentKind) -> Component {
+        Component {
+            id: id.into(),
+            socket: id.into(),
+            kind,
+        }
+    }
+
+    fn link(down: &str, up: &str, kind: LinkKind, gbps: f64, known: bool) -> Link {
+        Link {
+            id: LinkId::between(&down.into(), &up.into()),
+            kind,
+            down: down.into(),
+            up: up.into(),
+            capacity_gbps: gbps,
+            capacity_known: known,
+            latency_ns: 10.0,
+        }
+    }
+
+    /// cpu0 with mem0, a switch sw0 on a root port whose capacity is `root_gbps` (known
+    /// or not), rnic0 and gpu0 on it.
+    fn host(root_gbps: f64, root_known: bool) -> HostTopology {
+        let components = vec![
+            component(
+                "cpu0",
+                ComponentKind::Cpu {
+                    p2p_forward_ns: 0.0,
+                },
+            ),
+            component("mem0", ComponentKind::Memory { access_ns: 0.0 }),
+            component("sw0", ComponentKind::PcieSwitch),
+            component("gpu0", ComponentKind::Gpu { access_ns: 0.0 }),
+            component(
+                "rnic0",
+                ComponentKind::Rnic(Rnic {
+                    line_rate_gbps: 200.0,
+                    proc_ns: 0.0,
+                    read_window_bytes: 1.0,
+                    qp_window_bytes: 1.0,
+                }),
+            ),
+        ];
+        let links = vec![
+            link("mem0", "cpu0", LinkKind::MemoryChannel, 1600.0, true),
+            link("sw0", "cpu0", LinkKind::RootPort, root_gbps, root_known),
+            link("gpu0", "sw0", LinkKind::GpuPcie, 252.0, true),
+            link("rnic0", "sw0", LinkKind::RnicPcie, 252.0, true),
+        ];
+        HostTopology::new("t".into(), "t".into(), components, links).unwrap()
+    }
+
+    #[test]
+    fn a_path_across_a_link_of_unknown_capacity_says_so() {
+        // A VM's root port reporting 2.5 GT/s x1 (2 Gb/s) is unknown: it neither caps
+        // affinity nor lets the path claim a capacity.
+        let vm = host(2.0, false);
+        let mem0 = vm.path(&"rnic0".into(), &"mem0".into()).unwrap();
+        assert!(!mem0.capacity_known);
+        assert!(mem0.affinitive);
+        let gpu0 = vm.path(&"rnic0".into(), &"gpu0".into()).unwrap();
+        assert!(
+            gpu0.capacity_known,
+            "peer-to-peer in sw0: the root port is not on it"
+        );
+
+        // Known, the same 2 Gb/s makes mem0 unreachable at line rate.
+        let metal = host(2.0, true);
+        let mem0 = metal.path(&"rnic0".into(), &"mem0".into()).unwrap();
+        assert!(mem0.capacity_known);
+        assert!(!mem0.affinitive);
     }
 }

@@ -65,6 +65,7 @@ fn link(down: &str, up: &str, kind: LinkKind, capacity_gbps: f64) -> Link {
         down: id(down),
         up: id(up),
         capacity_gbps,
+        capacity_known: true,
         latency_ns: defaults::link_latency_ns(kind),
     }
 }
@@ -195,6 +196,7 @@ fn path(
         turnaround: turn,
         p2p_through_cpu: p2p,
         affinitive: aff,
+        capacity_known: true,
     }
 }
 
@@ -452,12 +454,16 @@ fn dgx_a100_ports_gpus_nodes_bindings_and_notes() {
             NumaNode {
                 id: 0,
                 cpulist: "0-63,128-191".into(),
-                mem_total_kib: Some(528_174_556)
+                mem_total_kib: Some(528_174_556),
+                distance: None,
+                packages: vec![],
             },
             NumaNode {
                 id: 1,
                 cpulist: "64-127,192-255".into(),
-                mem_total_kib: Some(528_444_416)
+                mem_total_kib: Some(528_444_416),
+                distance: None,
+                packages: vec![],
             },
         ]
     );
@@ -544,6 +550,8 @@ fn dgx_a100_ports_gpus_nodes_bindings_and_notes() {
     assert_eq!(
         d.notes,
         [
+            "CPU package ids are not in sysfs (cpu*/topology/physical_package_id): each NUMA node with CPUs is taken as one socket",
+            "NUMA distances are not in sysfs (node*/distance): sockets chained in package order",
             "mlx5_4 port 1 is DOWN: not probed",
             "memory channel capacity is not in sysfs: assumed 1638.4 Gb/s per NUMA node (8 x DDR4-3200)",
             "inter-socket capacity is not in sysfs: assumed 537.6 Gb/s per link (3 x UPI at 11.2 GT/s)",
@@ -697,7 +705,9 @@ fn a_host_without_rdma_has_nodes_but_no_model() {
         [NumaNode {
             id: 0,
             cpulist: "0-15".into(),
-            mem_total_kib: Some(65_536_000)
+            mem_total_kib: Some(65_536_000),
+            distance: None,
+            packages: vec![],
         }]
     );
     assert_eq!(d.rdma_ports, []);
@@ -726,7 +736,9 @@ fn a_kernel_without_numa_has_one_node_0() {
         [NumaNode {
             id: 0,
             cpulist: "0-15".into(),
-            mem_total_kib: Some(65_536_000)
+            mem_total_kib: Some(65_536_000),
+            distance: None,
+            packages: vec![],
         }]
     );
     assert_eq!(

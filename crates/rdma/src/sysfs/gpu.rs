@@ -7,8 +7,8 @@ NVIDIA (`0x10de`) or AMD (`0x1002`), ids from `include/linux/pci_ids.h`. An NVSw
 | file (below `sys/bus/pci/devices/<addr>/`) | policy |
 |---|---|
 | `sys/bus/pci/devices/` | optional: absent means no PCI bus, so no GPUs |
-| `class` | required |
-| `vendor`, `device` | required for display controllers |
+| `class` | required: a function without it is skipped with a note |
+| `vendor`, `device` | required for display controllers: one without them is skipped with a note |
 | `numa_node` | optional (see [`super::pci`]) |
 */
 
@@ -39,8 +39,13 @@ pub fn is_gpu(class: u32, vendor: u16) -> bool {
     class >> 16 == 0x03 && matches!(vendor, VENDOR_NVIDIA | VENDOR_AMD)
 }
 
-/// Every GPU on the PCI bus, sorted by address.
-pub(crate) fn scan(root: &SysRoot) -> Result<Vec<GpuDevice>, DiscoverError> {
+/// Every GPU on the PCI bus, sorted by address. A function that lacks a file saying what
+/// it is (`class`, or `vendor`/`device` of a display controller) is skipped with a note:
+/// one odd function must not hide the others.
+pub(crate) fn scan(
+    root: &SysRoot,
+    notes: &mut Vec<String>,
+) -> Result<Vec<GpuDevice>, DiscoverError> {
     let dir = root.path("sys/bus/pci/devices");
     let mut gpus = Vec::new();
     for name in root.list_dir(&dir)?.unwrap_or_default() {
@@ -48,18 +53,39 @@ pub(crate) fn scan(root: &SysRoot) -> Result<Vec<GpuDevice>, DiscoverError> {
         let pci = name
             .parse::<PciAddr>()
             .map_err(|e| DiscoverError::malformed(&fdir, e))?;
-        let class = root.parse_required(&fdir.join("class"), parse_class)?;
+        let mut identity = |file: &str| -> Result<Option<String>, DiscoverError> {
+            let text = root.read_optional(&fdir.join(file))?;
+            if text.is_none() {
+                notes.push(format!(
+                    "PCI function {pci} has no `{file}` file: skipped (not looked at as a GPU)"
+                ));
+            }
+            Ok(text)
+        };
+        let Some(class) = identity("class")? else {
+            continue;
+        };
+        let class =
+            parse_class(&class).map_err(|e| DiscoverError::malformed(&fdir.join("class"), e))?;
         if class >> 16 != 0x03 {
             continue;
         }
-        let vendor = root.parse_required(&fdir.join("vendor"), parse_id)?;
+        let Some(vendor) = identity("vendor")? else {
+            continue;
+        };
+        let vendor =
+            parse_id(&vendor).map_err(|e| DiscoverError::malformed(&fdir.join("vendor"), e))?;
         if !is_gpu(class, vendor) {
             continue;
         }
+        let Some(device) = identity("device")? else {
+            continue;
+        };
         gpus.push(GpuDevice {
             pci,
             vendor,
-            device: root.parse_required(&fdir.join("device"), parse_id)?,
+            device: parse_id(&device)
+                .map_err(|e| DiscoverError::malformed(&fdir.join("device"), e))?,
             numa_node: pci::read_numa_node(root, &fdir)?,
         });
     }

@@ -9,7 +9,7 @@ RDMA devices and ports, from `sys/class/infiniband/<dev>/`
 | `device` (link) | optional: absent for software devices (rxe, siw) |
 | `parent` | optional: the netdev of an rxe device (`rxe_verbs.c` `parent_show`) |
 | `device/net/` | optional: the netdev of a one-port function |
-| `ports/` | required |
+| `ports/` | required for an RDMA device: a device without it (a Xeon Phi's `scif0`, which registers in this class with no ports) is skipped with a note |
 | `ports/<p>/state` | required: `%d: %s` |
 | `ports/<p>/link_layer` | required: `InfiniBand`, `Ethernet`, `Unknown` |
 | `ports/<p>/phys_state` | optional, kept as text (`5: LinkUp`) |
@@ -361,12 +361,12 @@ fn read_device(
     };
 
     let ports_dir = dir.join("ports");
-    let port_names = root
-        .list_dir(&ports_dir)?
-        .ok_or_else(|| DiscoverError::Malformed {
-            path: ports_dir.clone(),
-            reason: "required folder is missing".into(),
-        })?;
+    let Some(port_names) = root.list_dir(&ports_dir)? else {
+        notes.push(format!(
+            "{name} in sys/class/infiniband has no ports folder (not an RDMA port device: a Xeon Phi's scif0 registers there): skipped"
+        ));
+        return Ok(());
+    };
     for port_name in port_names {
         let port_dir = ports_dir.join(&port_name);
         let port = parse_decimal_u32(&port_name)

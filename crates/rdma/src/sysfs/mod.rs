@@ -10,6 +10,8 @@ Every path is built under a [`SysRoot`]: `/` on a real host, a fixture folder in
 | [`ib`] | `sys/class/infiniband/<dev>/ports/<p>/...` | `Documentation/ABI/stable/sysfs-class-infiniband`, `drivers/infiniband/core/sysfs.c` |
 | [`pci`] | `sys/bus/pci/devices/<addr>` and the `sys/devices/pci<dom>:<bus>/...` tree | `Documentation/ABI/testing/sysfs-bus-pci`, `drivers/pci/pci-sysfs.c` |
 | [`numa`] | `sys/devices/system/node/node<N>/` | `Documentation/ABI/stable/sysfs-devices-node` |
+| [`cpu`] | `sys/devices/system/cpu/cpu<C>/topology/`, `proc/cpuinfo` | `Documentation/ABI/stable/sysfs-devices-system-cpu` |
+| [`sockets`] | none: sockets, memory nodes and inter-socket links from the facts of `numa` | ACPI 6.5 5.2.17 (SLIT) |
 | [`gpu`] | PCI functions of class 0x03 from NVIDIA or AMD | `include/linux/pci_ids.h` |
 | `topology` | none: maps the facts above into a host model | DESIGN 4.1, `docs/host-model.md` |
 
@@ -27,19 +29,25 @@ answers `EINVAL`, `EOPNOTSUPP` or `ENODATA`: that is how sysfs says "no value no
 | `proc/sys/kernel/hostname` | optional |
 
 A host without `sys/class/infiniband` is not an error: it has no RDMA ports, no host model,
-and a note says so. Whatever discovery assumes or skips is said in [`Discovery::notes`].
+and a note says so. One device that is not what its folder promises (a Xeon Phi's `scif0`
+in `sys/class/infiniband` without `ports/`, a PCI function without `vendor`) is skipped
+with a note naming it, and the rest is discovered. Whatever discovery assumes or skips is
+said in [`Discovery::notes`], which `hostping topology` prints.
 */
 
+pub mod cpu;
 pub mod gpu;
 pub mod ib;
 pub mod numa;
 pub mod pci;
+pub mod sockets;
 mod topology;
 
 pub use gpu::GpuDevice;
 pub use ib::{GidEntry, GidKind, LinkLayer, LinkRate, PortState, RdmaPort};
 pub use numa::NumaNode;
 pub use pci::{PciAddr, PcieLink};
+pub use sockets::{Socket, SocketLayout};
 pub use topology::{Bindings, RnicBinding, SwitchPorts, INTER_SOCKET_GBPS, MEMORY_CHANNEL_GBPS};
 
 use serde::Serialize;
@@ -244,6 +252,10 @@ pub struct Discovery {
     pub hostname: Option<String>,
     /// NUMA nodes, sorted by id (one node 0 on a kernel without NUMA).
     pub numa_nodes: Vec<NumaNode>,
+    /// The sockets those nodes make, with their memory nodes and inter-socket links.
+    pub sockets: SocketLayout,
+    /// `proc/cpuinfo` says this host is a virtual machine: its PCIe bridges are emulated.
+    pub virtual_machine: bool,
     /// Every RDMA port, in any state, sorted by (device name in natural order, port).
     pub rdma_ports: Vec<RdmaPort>,
     /// GPUs, sorted by PCI address.
@@ -279,8 +291,10 @@ pub fn discover(root: &SysRoot) -> Result<Discovery, DiscoverError> {
         .read_optional(&root.path("proc/sys/kernel/hostname"))?
         .filter(|h| !h.is_empty());
     let numa_nodes = numa::read_nodes(&root, &mut notes)?;
+    let sockets = sockets::layout(&numa_nodes, &mut notes);
+    let virtual_machine = cpu::is_virtual_machine(&root)?;
     let rdma_ports = ib::read_ports(&root, &mut notes)?;
-    let gpus = gpu::scan(&root)?;
+    let gpus = gpu::scan(&root, &mut notes)?;
 
     let usable = topology::usable_ports(&rdma_ports, &mut notes);
     let (host, bindings) = if usable.is_empty() {
@@ -291,7 +305,8 @@ pub fn discover(root: &SysRoot) -> Result<Discovery, DiscoverError> {
     } else {
         let mut facts = topology::Facts {
             hostname: hostname.as_deref(),
-            numa_nodes: &numa_nodes,
+            sockets: &sockets,
+            virtual_machine,
             rnics: Vec::new(),
             gpus: Vec::new(),
         };
@@ -315,6 +330,8 @@ pub fn discover(root: &SysRoot) -> Result<Discovery, DiscoverError> {
     Ok(Discovery {
         hostname,
         numa_nodes,
+        sockets,
+        virtual_machine,
         rdma_ports,
         gpus,
         host,

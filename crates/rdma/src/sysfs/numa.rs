@@ -7,10 +7,13 @@ NUMA nodes, from `sys/devices/system/node/node<N>/`
 | `sys/devices/system/node/` | optional: absent on a kernel without NUMA, which then has one node 0 (a note) |
 | `node<N>/cpulist` | required: a cpulist (`0-23,48-71`; empty for a node without CPUs) |
 | `node<N>/meminfo` | optional: `Node <N> MemTotal: <kB> kB` |
+| `node<N>/distance` | optional: one distance per online node, in node order (`10 21`); a row of another length is left out with a note |
+| `sys/devices/system/cpu/cpu<C>/topology/physical_package_id` | optional, per CPU of the node (see [`super::cpu`]) |
 | `sys/devices/system/cpu/online` | optional: node 0's CPUs on a kernel without NUMA |
 | `proc/meminfo` | optional: node 0's memory on a kernel without NUMA (`MemTotal: <kB> kB`) |
 */
 
+use super::cpu;
 use super::pci::parse_decimal_u32;
 use super::{DiscoverError, ParseError, SysRoot};
 use serde::Serialize;
@@ -28,13 +31,40 @@ pub struct NumaNode {
     pub cpulist: String,
     /// `MemTotal` of `node<N>/meminfo`, KiB.
     pub mem_total_kib: Option<u64>,
+    /// `node<N>/distance`: the ACPI SLIT distance to every node, in the order of
+    /// [`Discovery::numa_nodes`](super::Discovery::numa_nodes); `None` when absent or of
+    /// another length (a note says so).
+    pub distance: Option<Vec<u32>>,
+    /// The CPU packages (`physical_package_id`) of the node's CPUs, ascending; empty for a
+    /// node without CPUs or when the kernel does not say.
+    pub packages: Vec<u32>,
 }
 
 impl NumaNode {
-    /// A node with CPUs or memory: the host model gives it a socket and a memory node.
-    pub fn is_populated(&self) -> bool {
-        !self.cpulist.is_empty() || self.mem_total_kib.is_some_and(|m| m > 0)
+    /// A node with CPUs.
+    pub fn has_cpus(&self) -> bool {
+        !self.cpulist.is_empty()
     }
+
+    /// A node whose memory a probe can reach: it reports memory, or has CPUs and does
+    /// not say (absent is not zero).
+    pub fn has_memory(&self) -> bool {
+        match self.mem_total_kib {
+            Some(kib) => kib > 0,
+            None => self.has_cpus(),
+        }
+    }
+}
+
+/// Parses `node<N>/distance` (`node_read_distance`: `%d` per online node, space
+/// separated).
+pub fn parse_distance(s: &str) -> Result<Vec<u32>, ParseError> {
+    let bad = || ParseError::new(s, "NUMA distances like `10 21`");
+    let row: Vec<u32> = s
+        .split(' ')
+        .map(|d| parse_decimal_u32(d).ok_or_else(bad))
+        .collect::<Result<_, _>>()?;
+    Ok(row)
 }
 
 /// Parses a cpulist (`bitmap_print_to_pagebuf` with `list = true`): comma-separated CPU
@@ -99,10 +129,13 @@ pub(crate) fn read_nodes(
         let mem_total_kib = root
             .parse_optional(&root.path("proc/meminfo"), parse_mem_total_kib)?
             .flatten();
+        let cpus = parse_cpulist(&cpulist).expect("validated above");
         return Ok(vec![NumaNode {
             id: 0,
+            packages: cpu::packages(root, &cpus)?,
             cpulist,
             mem_total_kib,
+            distance: None,
         }]);
     };
     let mut nodes = Vec::new();
@@ -114,7 +147,8 @@ pub(crate) fn read_nodes(
         let node_dir = dir.join(&name);
         let cpulist_path = node_dir.join("cpulist");
         let cpulist = root.read_required(&cpulist_path)?;
-        parse_cpulist(&cpulist).map_err(|e| DiscoverError::malformed(&cpulist_path, e))?;
+        let cpus =
+            parse_cpulist(&cpulist).map_err(|e| DiscoverError::malformed(&cpulist_path, e))?;
         let mem_total_kib = root
             .parse_optional(&node_dir.join("meminfo"), parse_mem_total_kib)?
             .flatten();
@@ -122,9 +156,23 @@ pub(crate) fn read_nodes(
             id,
             cpulist,
             mem_total_kib,
+            distance: root.parse_optional(&node_dir.join("distance"), parse_distance)?,
+            packages: cpu::packages(root, &cpus)?,
         });
     }
     nodes.sort_by_key(|n| n.id);
+    // A row must give one distance per node, else its columns cannot be matched to nodes.
+    let count = nodes.len();
+    for n in &mut nodes {
+        if n.distance.as_ref().is_some_and(|row| row.len() != count) {
+            notes.push(format!(
+                "node{}/distance has {} entries for {count} NUMA nodes: left out",
+                n.id,
+                n.distance.as_ref().map_or(0, Vec::len)
+            ));
+            n.distance = None;
+        }
+    }
     Ok(nodes)
 }
 
@@ -153,6 +201,15 @@ mod tests {
     }
 
     #[test]
+    fn distances_follow_node_read_distance() {
+        assert_eq!(parse_distance("10 21"), Ok(vec![10, 21]));
+        assert_eq!(parse_distance("10"), Ok(vec![10]));
+        for bad in ["", "10  21", "10,21", "10 -1", " 10", "ten"] {
+            assert!(parse_distance(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn mem_total_from_node_and_proc_meminfo() {
         let node = "Node 0 MemTotal:        8218844 kB\nNode 0 MemFree:         5657224 kB\n";
         assert_eq!(parse_mem_total_kib(node), Ok(Some(8_218_844)));
@@ -176,6 +233,13 @@ mod tests {
         fn parsers_never_panic(s in "\\PC*") {
             let _ = parse_cpulist(&s);
             let _ = parse_mem_total_kib(&s);
+            let _ = parse_distance(&s);
+        }
+
+        #[test]
+        fn distances_round_trip(row in prop::collection::vec(0u32..=255, 1..64)) {
+            let text: Vec<String> = row.iter().map(u32::to_string).collect();
+            prop_assert_eq!(parse_distance(&text.join(" ")), Ok(row));
         }
 
         #[test]

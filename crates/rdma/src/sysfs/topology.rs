@@ -2,19 +2,26 @@
 Maps discovered facts into a [`model::HostTopology`] and the [`Bindings`] from its ids to
 devices. Pure: no I/O, so every shape is testable without a tree.
 
-- One `cpuN` and `memN` per NUMA node with CPUs or memory (N = node id), joined in a chain
-  `cpuA--cpuB` of consecutive nodes. Memory-channel and inter-socket capacities are not in
-  sysfs: [`MEMORY_CHANNEL_GBPS`] and [`INTER_SOCKET_GBPS`] are assumed, with a note.
+- One `cpuP` per socket (P = its package id, [`super::sockets`]), one `memN` per memory
+  node (N = NUMA node id) on the memory channel of its socket, and the inter-socket links
+  `cpuA--cpuB` (A < B) the socket layout found. Memory-channel and inter-socket capacities
+  are not in sysfs: [`MEMORY_CHANNEL_GBPS`] and [`INTER_SOCKET_GBPS`] are assumed, with a
+  note.
 - RNICs `rnic0..` in port order (ACTIVE ports with a rate), GPUs `gpu0..` by PCI address.
 - The PCIe chain of each device is root port, then pairs of (switch upstream port, switch
   downstream port), then the device (linux-counters.md 4.2). Each upstream port is one
   `pcie_switch` named `swN`, N in the order of the upstream ports' addresses; its
   downstream ports are internal to it. A device right below a root port, or on the root
   bus, hangs from its socket's CPU; a root port belongs to the socket of its own NUMA node,
-  else the device's, else node 0.
+  else the device's, else the first socket.
 - A link's capacity is the negotiated speed and width of its downstream end (the device,
   or the switch's upstream port). Without one the RNIC's line rate (RNIC links) or Gen4 x16
   (others) is assumed, with a note.
+- In a virtual machine ([`super::cpu`]) the bridges are the hypervisor's: QEMU's root and
+  switch ports report 2.5 GT/s x1 whatever the hardware below them runs at, and a
+  passed-through device may report width 0. Those values say nothing about the hardware,
+  so such links have an unknown capacity (`Link::capacity_known` false, a placeholder
+  capacity as above) and a note; paths across them are not judged on bandwidth.
 - The model name says what kind of host this is, not which: `2s-4rnic200-8gpu-<hash>`,
   the hash (FNV-1a, 32 bits) taken over the canonical structure (components, links,
   capacities, line rates) and never the hostname or PCI addresses, so hosts of one kind
@@ -23,7 +30,8 @@ devices. Pure: no I/O, so every shape is testable without a tree.
 
 use super::ib::RdmaPort;
 use super::pci::{Hop, PciAddr, PcieLink};
-use super::{GpuDevice, LinkLayer, NumaNode, PortState};
+use super::sockets::SocketLayout;
+use super::{GpuDevice, LinkLayer, PortState};
 use model::hostfile::defaults;
 use model::topology::StructureError;
 use model::{
@@ -70,8 +78,8 @@ pub struct Bindings {
     pub rnics: Vec<(ComponentId, RnicBinding)>,
     /// `memN` to its NUMA node.
     pub memory: Vec<(ComponentId, u32)>,
-    /// `cpuN` to the NUMA node that stands for its socket (the uncore PMUs count per
-    /// socket, and name it by that number).
+    /// `cpuP` to its package id P (the uncore PMUs count per socket, and name it by that
+    /// number).
     pub cpus: Vec<(ComponentId, u32)>,
     /// `gpuN` to its PCI function.
     pub gpus: Vec<(ComponentId, PciAddr)>,
@@ -117,7 +125,9 @@ impl Bindings {
 /// first, the device last; empty for a device without a PCI function).
 pub(crate) struct Facts<'a> {
     pub hostname: Option<&'a str>,
-    pub numa_nodes: &'a [NumaNode],
+    pub sockets: &'a SocketLayout,
+    /// The host is a virtual machine: its bridges' link values are the hypervisor's.
+    pub virtual_machine: bool,
     pub rnics: Vec<(&'a RdmaPort, Vec<Hop>)>,
     pub gpus: Vec<(&'a GpuDevice, Vec<Hop>)>,
 }
@@ -144,7 +154,7 @@ pub(crate) fn usable_ports<'a>(
     usable
 }
 
-/// Where a device or switch hangs: a CPU (NUMA node id) or a switch (its upstream port).
+/// Where a device or switch hangs: a CPU (package id) or a switch (its upstream port).
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Up {
     Cpu(u32),
@@ -169,29 +179,31 @@ struct Placed {
 
 /// Places devices in the PCIe tree, collecting the switches on their way.
 struct Tree<'a> {
-    /// Populated NUMA nodes: the sockets.
-    sockets: Vec<u32>,
+    sockets: &'a SocketLayout,
     switches: BTreeMap<PciAddr, Switch>,
     notes: &'a mut Vec<String>,
 }
 
 impl Tree<'_> {
-    /// The socket for a NUMA node as a device reports it.
+    /// The socket (package) for a NUMA node as a device reports it.
     fn socket(&mut self, numa: Option<u32>, what: &str) -> u32 {
-        let first = self.sockets[0];
+        let first = self.sockets.sockets[0].package;
         match numa {
-            Some(n) if self.sockets.contains(&n) => n,
-            Some(n) => {
+            Some(n) => match self.sockets.socket_of_node(n) {
+                Some(package) => package,
+                None => {
+                    self.notes.push(format!(
+                        "{what} is on NUMA node {n}, which has no CPUs or memory: placed on cpu{first}"
+                    ));
+                    first
+                }
+            },
+            None if self.sockets.sockets.len() > 1 => {
+                let package = self.sockets.socket_of_node(0).unwrap_or(first);
                 self.notes.push(format!(
-                    "{what} is on NUMA node {n}, which has no CPUs or memory: placed on cpu{first}"
+                    "{what} reports no NUMA node: placed on cpu{package}"
                 ));
-                first
-            }
-            None if self.sockets.len() > 1 => {
-                let node = if self.sockets.contains(&0) { 0 } else { first };
-                self.notes
-                    .push(format!("{what} reports no NUMA node: placed on cpu{node}"));
-                node
+                package
             }
             None => first,
         }
@@ -247,17 +259,8 @@ pub(crate) fn build(
     facts: &Facts<'_>,
     notes: &mut Vec<String>,
 ) -> Result<(HostTopology, Bindings), StructureError> {
-    let mut sockets: Vec<u32> = facts
-        .numa_nodes
-        .iter()
-        .filter(|n| n.is_populated())
-        .map(|n| n.id)
-        .collect();
-    if sockets.is_empty() {
-        sockets.push(facts.numa_nodes.first().map_or(0, |n| n.id));
-    }
     let mut tree = Tree {
-        sockets: sockets.clone(),
+        sockets: facts.sockets,
         switches: BTreeMap::new(),
         notes,
     };
@@ -295,8 +298,9 @@ pub(crate) fn build(
         links: Vec::new(),
         bindings: Bindings::default(),
         notes,
+        virtual_machine: facts.virtual_machine,
     };
-    model.add_sockets(&sockets);
+    model.add_sockets(facts.sockets);
     for (addr, switch) in &switches {
         model.add_switch(*addr, switch);
     }
@@ -324,8 +328,9 @@ pub(crate) fn build(
         bindings,
         ..
     } = model;
-    let name = model_name(&components, &links, sockets.len(), gpus.len());
-    let description = describe(facts.hostname, &components, sockets.len());
+    let sockets = facts.sockets.sockets.len();
+    let name = model_name(&components, &links, sockets, gpus.len());
+    let description = describe(facts.hostname, &components, sockets);
     let host = HostTopology::new(name, description, components, links)?;
     Ok((host, bindings))
 }
@@ -338,6 +343,7 @@ struct Model<'a> {
     links: Vec<Link>,
     bindings: Bindings,
     notes: &'a mut Vec<String>,
+    virtual_machine: bool,
 }
 
 impl Model<'_> {
@@ -356,31 +362,33 @@ impl Model<'_> {
         });
     }
 
-    /// `cpuN`, `memN` and their links, with the assumed capacities noted.
-    fn add_sockets(&mut self, sockets: &[u32]) {
-        for &n in sockets {
+    /// `cpuP`, `memN` and their links, with the assumed capacities noted.
+    fn add_sockets(&mut self, layout: &SocketLayout) {
+        for s in &layout.sockets {
             let p2p_forward_ns = defaults::CPU_P2P_FORWARD_NS;
-            self.push(&cpu_id(n), ComponentKind::Cpu { p2p_forward_ns });
-            self.bindings.cpus.push((cpu_id(n), n));
+            self.push(&cpu_id(s.package), ComponentKind::Cpu { p2p_forward_ns });
+            self.bindings.cpus.push((cpu_id(s.package), s.package));
         }
-        for &n in sockets {
-            let mem = ComponentId::new(format!("mem{n}"));
-            let access_ns = defaults::MEMORY_ACCESS_NS;
-            self.push(&mem, ComponentKind::Memory { access_ns });
-            let kind = LinkKind::MemoryChannel;
-            self.links
-                .push(link(&mem, &cpu_id(n), kind, MEMORY_CHANNEL_GBPS));
-            self.bindings.memory.push((mem, n));
+        for s in &layout.sockets {
+            for &n in &s.memory_nodes {
+                let mem = ComponentId::new(format!("mem{n}"));
+                let access_ns = defaults::MEMORY_ACCESS_NS;
+                self.push(&mem, ComponentKind::Memory { access_ns });
+                let kind = LinkKind::MemoryChannel;
+                self.links
+                    .push(link(&mem, &cpu_id(s.package), kind, MEMORY_CHANNEL_GBPS));
+                self.bindings.memory.push((mem, n));
+            }
         }
         self.notes.push(format!(
             "memory channel capacity is not in sysfs: assumed {MEMORY_CHANNEL_GBPS} Gb/s per NUMA node (8 x DDR4-3200)"
         ));
-        for pair in sockets.windows(2) {
-            let (down, up) = (cpu_id(pair[0]), cpu_id(pair[1]));
+        for &(a, b) in &layout.links {
             let kind = LinkKind::InterSocket;
-            self.links.push(link(&down, &up, kind, INTER_SOCKET_GBPS));
+            self.links
+                .push(link(&cpu_id(a), &cpu_id(b), kind, INTER_SOCKET_GBPS));
         }
-        if sockets.len() > 1 {
+        if !layout.links.is_empty() {
             self.notes.push(format!(
                 "inter-socket capacity is not in sysfs: assumed {INTER_SOCKET_GBPS} Gb/s per link (3 x UPI at 11.2 GT/s)"
             ));
@@ -395,8 +403,8 @@ impl Model<'_> {
             Up::Cpu(_) => LinkKind::RootPort,
             Up::Switch(_) => LinkKind::SwitchUplink,
         };
-        let capacity = self.pcie_capacity(switch.link, addr, &id, &up);
-        let l = link(&id, &up, kind, capacity);
+        let mut l = link(&id, &up, kind, 0.0);
+        (l.capacity_gbps, l.capacity_known) = self.pcie_capacity(switch.link, addr, &l.id, true);
         self.bindings.pcie_links.push((l.id.clone(), addr));
         self.links.push(l);
         let ports = SwitchPorts {
@@ -411,8 +419,9 @@ impl Model<'_> {
         let access_ns = defaults::GPU_ACCESS_NS;
         self.push(&id, ComponentKind::Gpu { access_ns });
         let up = self.id_of(placed.up);
-        let capacity = self.pcie_capacity(placed.link, gpu.pci, &id, &up);
-        let l = link(&id, &up, LinkKind::GpuPcie, capacity);
+        let mut l = link(&id, &up, LinkKind::GpuPcie, 0.0);
+        (l.capacity_gbps, l.capacity_known) =
+            self.pcie_capacity(placed.link, gpu.pci, &l.id, false);
         self.bindings.pcie_links.push((l.id.clone(), gpu.pci));
         self.links.push(l);
         self.bindings.gpus.push((id, gpu.pci));
@@ -431,6 +440,7 @@ impl Model<'_> {
             }),
         );
         let up = self.id_of(placed.up);
+        let mut known = true;
         let capacity = match (placed.link, placed.addr) {
             (Some(l), _) => l.gbps(),
             (None, _) if port.software => {
@@ -439,6 +449,13 @@ impl Model<'_> {
                     port.device,
                     port.netdev.as_deref().unwrap_or("its netdev")
                 ));
+                line_rate
+            }
+            (None, Some(addr)) if self.virtual_machine => {
+                self.notes.push(format!(
+                    "{id}--{up}: {VM} and {addr} reports no negotiated PCIe link: capacity unknown, not judged"
+                ));
+                known = false;
                 line_rate
             }
             (None, addr) => {
@@ -452,7 +469,8 @@ impl Model<'_> {
                 line_rate
             }
         };
-        let l = link(&id, &up, LinkKind::RnicPcie, capacity);
+        let mut l = link(&id, &up, LinkKind::RnicPcie, capacity);
+        l.capacity_known = known;
         if let (Some(addr), false) = (placed.addr, port.software) {
             self.bindings.pcie_links.push((l.id.clone(), addr));
         }
@@ -469,26 +487,45 @@ impl Model<'_> {
         id
     }
 
-    /// The negotiated capacity of a PCIe link, or Gen4 x16 with a note.
+    /// The capacity of a PCIe link as its downstream end (a bridge: a switch's upstream
+    /// port) reports it, and whether it is known. A link that reports none is assumed
+    /// Gen4 x16, with a note; in a virtual machine, a bridge's report and a missing one
+    /// are the hypervisor's, not the hardware's: unknown (Gen4 x16 as a placeholder).
     fn pcie_capacity(
         &mut self,
-        link: Option<PcieLink>,
+        reported: Option<PcieLink>,
         addr: PciAddr,
-        down: &ComponentId,
-        up: &ComponentId,
-    ) -> f64 {
-        link.map_or_else(
-            || {
-                let assumed = ASSUMED_PCIE.gbps();
+        link: &LinkId,
+        bridge: bool,
+    ) -> (f64, bool) {
+        let assumed = ASSUMED_PCIE.gbps();
+        match reported {
+            Some(l) if bridge && self.virtual_machine => {
                 self.notes.push(format!(
-                    "{down}--{up}: {addr} reports no negotiated PCIe link: capacity assumed {assumed:.2} Gb/s (Gen4 x16)"
+                    "{link}: {VM} and {addr} is a bridge it emulates: its {} GT/s x{} is not the hardware's: capacity unknown, not judged",
+                    l.gts, l.width
                 ));
-                assumed
-            },
-            |l| l.gbps(),
-        )
+                (assumed, false)
+            }
+            Some(l) => (l.gbps(), true),
+            None if self.virtual_machine => {
+                self.notes.push(format!(
+                    "{link}: {VM} and {addr} reports no negotiated PCIe link: capacity unknown, not judged"
+                ));
+                (assumed, false)
+            }
+            None => {
+                self.notes.push(format!(
+                    "{link}: {addr} reports no negotiated PCIe link: capacity assumed {assumed:.2} Gb/s (Gen4 x16)"
+                ));
+                (assumed, true)
+            }
+        }
     }
 }
+
+/// How a note says why a link of a virtual machine is not judged.
+const VM: &str = "this host is a virtual machine (`hypervisor` in proc/cpuinfo)";
 
 fn cpu_id(node: u32) -> ComponentId {
     ComponentId::new(format!("cpu{node}"))
@@ -502,6 +539,7 @@ fn link(down: &ComponentId, up: &ComponentId, kind: LinkKind, capacity_gbps: f64
         down: down.clone(),
         up: up.clone(),
         capacity_gbps,
+        capacity_known: true,
         latency_ns: defaults::link_latency_ns(kind),
     }
 }
@@ -552,12 +590,16 @@ fn canonical_structure(components: &[Component], links: &[Link]) -> String {
         let _ = writeln!(out, "component {} {params}", c.id);
     }
     for l in links {
+        let capacity = if l.capacity_known {
+            format!("{:.3}", l.capacity_gbps)
+        } else {
+            "unknown".to_string()
+        };
         let _ = writeln!(
             out,
-            "link {} {} {:.3} {:.3}",
+            "link {} {} {capacity} {:.3}",
             l.id,
             l.kind.as_str(),
-            l.capacity_gbps,
             l.latency_ns
         );
     }
@@ -600,14 +642,34 @@ fn describe(hostname: Option<&str>, components: &[Component], sockets: usize) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sysfs::{LinkRate, RdmaPort};
+    use crate::sysfs::{LinkRate, NumaNode, RdmaPort};
 
+    /// A node whose CPUs are package `id` (each node a socket, as on most two-socket
+    /// hosts), at distance 10 from itself and 21 from the others.
     fn node(id: u32, cpulist: &str, mem: Option<u64>) -> NumaNode {
         NumaNode {
             id,
             cpulist: cpulist.into(),
             mem_total_kib: mem,
+            distance: None,
+            packages: if cpulist.is_empty() { vec![] } else { vec![id] },
         }
+    }
+
+    /// The nodes with a full distance matrix (10 to itself, 21 to the others).
+    fn with_distances(nodes: &[NumaNode]) -> Vec<NumaNode> {
+        nodes
+            .iter()
+            .map(|n| NumaNode {
+                distance: Some(
+                    nodes
+                        .iter()
+                        .map(|m| if m.id == n.id { 10 } else { 21 })
+                        .collect(),
+                ),
+                ..n.clone()
+            })
+            .collect()
     }
 
     fn hop(addr: &str, numa_node: Option<u32>, link: Option<(f64, u32)>) -> Hop {
@@ -659,13 +721,25 @@ mod tests {
         rnics: &[(RdmaPort, Vec<Hop>)],
         gpus: &[(GpuDevice, Vec<Hop>)],
     ) -> (HostTopology, Bindings, Vec<String>) {
+        build_in(nodes, false, rnics, gpus)
+    }
+
+    /// As [`build_one`], on a virtual machine or not.
+    fn build_in(
+        nodes: &[NumaNode],
+        virtual_machine: bool,
+        rnics: &[(RdmaPort, Vec<Hop>)],
+        gpus: &[(GpuDevice, Vec<Hop>)],
+    ) -> (HostTopology, Bindings, Vec<String>) {
+        let mut notes = Vec::new();
+        let sockets = crate::sysfs::sockets::layout(&with_distances(nodes), &mut notes);
         let facts = Facts {
             hostname: Some("h1"),
-            numa_nodes: nodes,
+            sockets: &sockets,
+            virtual_machine,
             rnics: rnics.iter().map(|(p, h)| (p, h.clone())).collect(),
             gpus: gpus.iter().map(|(g, h)| (g, h.clone())).collect(),
         };
-        let mut notes = Vec::new();
         let (host, bindings) = build(&facts, &mut notes).unwrap();
         (host, bindings, notes)
     }
@@ -705,6 +779,132 @@ mod tests {
         );
         assert_eq!(notes, [MEM_NOTE, UPI_NOTE]);
         assert_eq!(host.name, format!("2s-1rnic100-1gpu-{}", &host.name[17..]));
+    }
+
+    #[test]
+    fn four_sockets_at_equal_distance_reach_any_memory_in_one_hop() {
+        // A 4-socket Xeon E7: node distances all 20 (a full mesh), the RNIC on node 0.
+        let nodes: Vec<NumaNode> = (0..4)
+            .map(|i| node(i, &format!("{}-{}", i * 8, i * 8 + 7), Some(1024)))
+            .collect();
+        let nic = vec![hop("0000:00:03.0", Some(0), Some((8.0, 16)))];
+        let (host, bindings, _) = build_one(
+            &nodes,
+            &[(port("mlx5_0", 56.0, &nic, false), nic.clone())],
+            &[],
+        );
+        let inter: Vec<&str> = host
+            .links()
+            .iter()
+            .filter(|l| l.kind == LinkKind::InterSocket)
+            .map(|l| l.id.as_str())
+            .collect();
+        assert_eq!(
+            inter,
+            [
+                "cpu0--cpu1",
+                "cpu0--cpu2",
+                "cpu0--cpu3",
+                "cpu1--cpu2",
+                "cpu1--cpu3",
+                "cpu2--cpu3"
+            ]
+        );
+        for (mem, hops) in [("mem0", 2), ("mem1", 3), ("mem2", 3), ("mem3", 3)] {
+            let path = host.path(&"rnic0".into(), &mem.into()).unwrap();
+            assert_eq!(path.links.len(), hops, "{mem}: {:?}", path.links);
+        }
+        assert_eq!(bindings.cpu(3), Some(&"cpu3".into()));
+        assert!(host.name.starts_with("4s-1rnic56-0gpu-"), "{}", host.name);
+    }
+
+    #[test]
+    fn a_virtual_machines_bridges_and_width_0_give_unknown_capacities() {
+        // An H100 cloud VM: QEMU root port and switch ports at 2.5 GT/s x1, the
+        // passed-through NIC and GPU at width 0 (no link files read).
+        let nodes = [node(0, "0-7", Some(1024))];
+        let nic = vec![
+            hop("0000:00:02.0", Some(0), Some((2.5, 1))),
+            hop("0000:01:00.0", Some(0), Some((2.5, 1))),
+            hop("0000:02:00.0", Some(0), Some((2.5, 1))),
+            hop("0000:03:00.0", Some(0), None),
+        ];
+        let g = vec![
+            hop("0000:00:02.0", Some(0), Some((2.5, 1))),
+            hop("0000:01:00.0", Some(0), Some((2.5, 1))),
+            hop("0000:02:01.0", Some(0), Some((2.5, 1))),
+            hop("0000:04:00.0", Some(0), Some((16.0, 16))),
+        ];
+        let rnics = [(port("mlx5_0", 400.0, &nic, false), nic.clone())];
+        let gpus = [(gpu(&g), g.clone())];
+        let (host, _, notes) = build_in(&nodes, true, &rnics, &gpus);
+        let capacities: Vec<(&str, bool, f64)> = host
+            .links()
+            .iter()
+            .map(|l| (l.id.as_str(), l.capacity_known, l.capacity_gbps))
+            .collect();
+        assert_eq!(
+            capacities,
+            [
+                ("mem0--cpu0", true, MEMORY_CHANNEL_GBPS),
+                ("sw0--cpu0", false, GEN4X16),
+                ("gpu0--sw0", true, GEN4X16),
+                ("rnic0--sw0", false, 400.0),
+            ]
+        );
+        assert_eq!(
+            &notes[1..],
+            [
+                "sw0--cpu0: this host is a virtual machine (`hypervisor` in proc/cpuinfo) and 0000:01:00.0 is a bridge it emulates: its 2.5 GT/s x1 is not the hardware's: capacity unknown, not judged",
+                "rnic0--sw0: this host is a virtual machine (`hypervisor` in proc/cpuinfo) and 0000:03:00.0 reports no negotiated PCIe link: capacity unknown, not judged",
+            ]
+        );
+        // No path is capped at 2 Gb/s, and none claims a capacity it does not know.
+        for p in host.paths() {
+            assert!(!p.capacity_known, "{} -> {}", p.rnic, p.endpoint);
+        }
+        let mem0 = host.path(&"rnic0".into(), &"mem0".into()).unwrap();
+        assert!(mem0.affinitive);
+
+        // The same tree on bare metal is judged on what it reports.
+        let (metal, _, _) = build_in(&nodes, false, &rnics, &gpus);
+        let sw0 = metal.link(&"sw0--cpu0".into()).unwrap();
+        assert!(sw0.capacity_known && (sw0.capacity_gbps - 2.0).abs() < 1e-9);
+        assert!(metal.paths().iter().all(|p| p.capacity_known));
+        assert_ne!(metal.name, host.name);
+    }
+
+    #[test]
+    fn cpu_less_memory_nodes_are_endpoints_of_their_nearest_socket() {
+        let mut nodes = vec![
+            node(0, "0-3", Some(1024)),
+            node(1, "4-7", Some(1024)),
+            node(2, "", Some(16 * 1024)),
+        ];
+        nodes[0].distance = Some(vec![10, 40, 80]);
+        nodes[1].distance = Some(vec![40, 10, 40]);
+        nodes[2].distance = Some(vec![80, 40, 10]);
+        let mut notes = Vec::new();
+        let sockets = crate::sysfs::sockets::layout(&nodes, &mut notes);
+        let nic = vec![hop("0000:00:03.0", Some(0), Some((16.0, 16)))];
+        let p = port("mlx5_0", 200.0, &nic, false);
+        let facts = Facts {
+            hostname: None,
+            sockets: &sockets,
+            virtual_machine: false,
+            rnics: vec![(&p, nic.clone())],
+            gpus: vec![],
+        };
+        let (host, bindings) = build(&facts, &mut notes).unwrap();
+        let mem2 = host.link(&"mem2--cpu1".into()).unwrap();
+        assert_eq!(mem2.kind, LinkKind::MemoryChannel);
+        assert_eq!(bindings.memory(&"mem2".into()), Some(2));
+        let path = host.path(&"rnic0".into(), &"mem2".into()).unwrap();
+        assert_eq!(
+            path.links,
+            ["rnic0--cpu0", "cpu0--cpu1", "mem2--cpu1"].map(LinkId::from)
+        );
+        assert!(host.name.starts_with("2s-"), "{}", host.name);
     }
 
     #[test]
@@ -845,11 +1045,13 @@ mod tests {
                 hop("0000:11:00.0", Some(0), Some((16.0, width))),
             ]
         };
+        let sockets = crate::sysfs::sockets::layout(&nodes, &mut Vec::new());
         let name_of = |hostname, hops: Vec<Hop>| {
             let p = port("mlx5_0", 200.0, &hops, false);
             let facts = Facts {
                 hostname: Some(hostname),
-                numa_nodes: &nodes,
+                sockets: &sockets,
+                virtual_machine: false,
                 rnics: vec![(&p, hops)],
                 gpus: vec![],
             };
