@@ -369,9 +369,17 @@ fn component_kind(rc: RawComponent) -> Result<(String, ComponentKind), (String, 
 fn check_class_counts(components: &[Component]) -> Result<(), limits::AboveCap> {
     let count = |class| components.iter().filter(|c| c.class() == class).count();
     for (what, class, cap) in [
-        ("sockets (cpu components)", ComponentClass::Cpu, limits::SOCKETS),
+        (
+            "sockets (cpu components)",
+            ComponentClass::Cpu,
+            limits::SOCKETS,
+        ),
         ("memory nodes", ComponentClass::Memory, limits::MEMORY_NODES),
-        ("pcie switches", ComponentClass::PcieSwitch, limits::PCIE_SWITCHES),
+        (
+            "pcie switches",
+            ComponentClass::PcieSwitch,
+            limits::PCIE_SWITCHES,
+        ),
         ("gpus", ComponentClass::Gpu, limits::GPUS),
         ("rnics", ComponentClass::Rnic, limits::RNICS),
     ] {

@@ -210,7 +210,10 @@ mod tests {
     fn whole_numbers_are_read_strictly() {
         for bad in ["", "-1", "1.5", "1e3", " 3", "+3", "0x10"] {
             let e = whole("qps", bad, 1, 4096).unwrap_err();
-            assert!(e.starts_with("qps must be a whole number from 1"), "{bad}: {e}");
+            assert!(
+                e.starts_with("qps must be a whole number from 1"),
+                "{bad}: {e}"
+            );
         }
         assert_eq!(whole("qps", "4096", 1, 4096), Ok(4096));
         assert_eq!(

@@ -293,7 +293,9 @@ impl Fault {
             (Setting::Acs(None), Setting::Acs(_)) | (Setting::Acs(_), Setting::Acs(None))
         );
         if all_switches {
-            return Some(format!("acs:all covers every switch, and `{earlier}` is given"));
+            return Some(format!(
+                "acs:all covers every switch, and `{earlier}` is given"
+            ));
         }
         if now != then {
             return None;
@@ -840,7 +842,8 @@ mod tests {
         for bad in ["0", "-1", "1.5", "many"] {
             let e = err(&format!("odp:rnic2:flood:{bad}"));
             assert!(
-                e.reason.contains("odp flood QPs must be a whole number from 1"),
+                e.reason
+                    .contains("odp flood QPs must be a whole number from 1"),
                 "{e}"
             );
         }
@@ -1073,7 +1076,8 @@ mod tests {
         for bad in ["0", "-1", "1.5", "", "4k", "1e4"] {
             let e = err(&format!("tx-window:rnic0:{bad}"));
             assert!(
-                e.reason.contains("tx-window bytes must be a whole number from 1"),
+                e.reason
+                    .contains("tx-window bytes must be a whole number from 1"),
                 "{e}"
             );
         }
@@ -1124,7 +1128,10 @@ mod tests {
     #[test]
     fn sizes_above_their_caps_are_refused_naming_the_cap() {
         let e = err("odp:rnic0:flood:4294967295");
-        assert_eq!(e.reason, "odp flood QPs 4294967295 is above the cap of 4096");
+        assert_eq!(
+            e.reason,
+            "odp flood QPs 4294967295 is above the cap of 4096"
+        );
         // Too large even for a u64: still the cap, not "not a number".
         let e = err("odp:rnic0:flood:99999999999999999999999");
         assert!(e.reason.ends_with("is above the cap of 4096"), "{e}");
@@ -1169,15 +1176,43 @@ mod tests {
         let e = set(&["flap:mem1--cpu1:0.15", "degrade:mem1--cpu1:0.5"]).unwrap_err();
         assert!(e.reason.contains("one degrade or flap per link"), "{e}");
         for (a, b, says) in [
-            ("overload:cpu0--cpu1:0.5", "overload:cpu0--cpu1:0.6", "one overload per link"),
-            ("membw:mem0:0.5", "membw:mem0:0.2", "one membw per memory node"),
-            ("tx-window:rnic0:4096", "tx-window:rnic0:8192", "one tx-window per RNIC"),
+            (
+                "overload:cpu0--cpu1:0.5",
+                "overload:cpu0--cpu1:0.6",
+                "one overload per link",
+            ),
+            (
+                "membw:mem0:0.5",
+                "membw:mem0:0.2",
+                "one membw per memory node",
+            ),
+            (
+                "tx-window:rnic0:4096",
+                "tx-window:rnic0:8192",
+                "one tx-window per RNIC",
+            ),
             ("odp:rnic1:damming", "odp:rnic1:flood", "one odp per RNIC"),
-            ("iommu:rnic1:64:4k", "iommu:rnic1:128:2m", "one iommu per RNIC"),
-            ("slow-start:rnic2", "slow-start:rnic2", "one slow-start per RNIC"),
+            (
+                "iommu:rnic1:64:4k",
+                "iommu:rnic1:128:2m",
+                "one iommu per RNIC",
+            ),
+            (
+                "slow-start:rnic2",
+                "slow-start:rnic2",
+                "one slow-start per RNIC",
+            ),
             ("ats-off:rnic2", "ats-off:rnic2", "one ats-off per RNIC"),
-            ("service:rnic0:100:mem1", "service:rnic0:50:mem1", "with the total rate"),
-            ("service:rnic0:100", "service:rnic0:50", "with the total rate"),
+            (
+                "service:rnic0:100:mem1",
+                "service:rnic0:50:mem1",
+                "with the total rate",
+            ),
+            (
+                "service:rnic0:100",
+                "service:rnic0:50",
+                "with the total rate",
+            ),
             ("acs:all", "acs:lsw0", "acs:all covers every switch"),
             ("acs:lsw0", "acs:all", "acs:all covers every switch"),
             ("acs:lsw0", "acs:lsw0", "is already given"),
