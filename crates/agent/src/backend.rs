@@ -320,10 +320,26 @@ pub fn for_host(
 ) -> Result<Box<dyn Backend>, BackendError> {
     match host {
         Host::Virtual { vhost, options } => {
-            let schedule = schedule
-                .iter()
-                .map(|s| Scheduled::parse(s, vhost.topology()))
-                .collect::<Result<Vec<_>, _>>()?;
+            let mut parsed: Vec<Scheduled> = Vec::with_capacity(schedule.len());
+            for text in schedule {
+                let s = Scheduled::parse(text, vhost.topology())?;
+                // Scheduled faults meet the injected ones as `--inject` faults meet each
+                // other: one setting per target (vhost::Fault::contradicts).
+                let mut earlier = vhost.faults().iter().chain(parsed.iter().map(|p| &p.fault));
+                if let Some(reason) = earlier.find_map(|e| s.fault.contradicts(e)) {
+                    let fault = vhost::FaultError {
+                        input: s.fault.to_string(),
+                        reason,
+                    };
+                    return Err(ScheduleError::Fault {
+                        text: text.clone(),
+                        fault,
+                    }
+                    .into());
+                }
+                parsed.push(s);
+            }
+            let schedule = parsed;
             let (baseline, kind) = match baseline {
                 Some(b) => (b, BaselineKind::Recorded),
                 None => (

@@ -46,10 +46,8 @@ pub fn load_host(name_or_path: &str) -> Result<HostTopology, SimError> {
     Ok(model::hostfile::parse(name_or_path, &text)?)
 }
 
-/// Parses every `--inject` string against the host.
+/// Parses every `--inject` string against the host, and the faults together (one setting
+/// per target: two `degrade` on one link are refused).
 pub fn parse_faults(texts: &[String], host: &HostTopology) -> Result<Vec<Fault>, SimError> {
-    Ok(texts
-        .iter()
-        .map(|t| Fault::parse(t, host))
-        .collect::<Result<Vec<_>, _>>()?)
+    Ok(vhost::parse_faults(texts, host)?)
 }

@@ -233,7 +233,9 @@ fn the_cli_names_iommu_congestion_on_the_root_port() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("bad fault `odp:rnic2:flood:0`: qps must be a whole number above 0"),
+        stderr(&o).contains(
+            "bad fault `odp:rnic2:flood:0`: odp flood QPs must be a whole number from 1, got `0`"
+        ),
         "{}",
         stderr(&o)
     );

@@ -7,8 +7,10 @@
 //! the field and the reason.
 
 use crate::ids::{ComponentId, LinkId};
+use crate::limits;
 use crate::topology::{
-    expected_link_kind, Component, ComponentKind, HostTopology, Link, LinkKind, Rnic,
+    expected_link_kind, Component, ComponentClass, ComponentKind, HostTopology, Link, LinkKind,
+    Rnic,
 };
 use serde::Deserialize;
 
@@ -137,6 +139,11 @@ pub fn parse(source_name: &str, text: &str) -> Result<HostTopology, ModelError> 
         )
     })?;
 
+    // Counts first: the checks below compare every link with every component.
+    limits::at_most("components", raw.components.len(), limits::COMPONENTS)
+        .map_err(|e| err("component".into(), e.to_string()))?;
+    limits::at_most("links", raw.links.len(), limits::LINKS)
+        .map_err(|e| err("link".into(), e.to_string()))?;
     let mut components = Vec::with_capacity(raw.components.len());
     for (i, table) in raw.components.into_iter().enumerate() {
         let field = |f: String| {
@@ -155,6 +162,7 @@ pub fn parse(source_name: &str, text: &str) -> Result<HostTopology, ModelError> 
             kind,
         });
     }
+    check_class_counts(&components).map_err(|e| err("component".into(), e.to_string()))?;
     let class_of = |id: &str| {
         components
             .iter()
@@ -213,7 +221,8 @@ pub fn parse(source_name: &str, text: &str) -> Result<HostTopology, ModelError> 
             }
         };
         let capacity_gbps = match (rl.capacity_gbps, rl.pcie.as_deref()) {
-            (Some(c), None) => c,
+            (Some(c), None) => limits::at_most("capacity_gbps", c, limits::LINK_GBPS)
+                .map_err(|e| err(field("capacity_gbps"), e.to_string()))?,
             (None, Some(p)) => {
                 pcie_capacity_gbps(p).map_err(|r| err(field("pcie"), r.to_string()))?
             }
@@ -335,7 +344,12 @@ fn component_kind(rc: RawComponent) -> Result<(String, ComponentKind), (String, 
             qp_window_bytes,
         } => {
             let rnic = Rnic {
-                line_rate_gbps: positive("line_rate_gbps", line_rate_gbps)?,
+                line_rate_gbps: limits::at_most(
+                    "line_rate_gbps",
+                    positive("line_rate_gbps", line_rate_gbps)?,
+                    limits::LINK_GBPS,
+                )
+                .map_err(|e| ("line_rate_gbps".to_string(), e.to_string()))?,
                 proc_ns: non_negative("proc_ns", proc_ns, defaults::RNIC_PROC_NS)?,
                 read_window_bytes: positive(
                     "read_window_bytes",
@@ -349,6 +363,30 @@ fn component_kind(rc: RawComponent) -> Result<(String, ComponentKind), (String, 
             (id, ComponentKind::Rnic(rnic))
         }
     })
+}
+
+/// Each class of component within its cap ([`limits`]): a model's paths are every RNIC
+/// times every endpoint, each probed on every check.
+fn check_class_counts(components: &[Component]) -> Result<(), limits::AboveCap> {
+    let count = |class| components.iter().filter(|c| c.class() == class).count();
+    for (what, class, cap) in [
+        (
+            "sockets (cpu components)",
+            ComponentClass::Cpu,
+            limits::SOCKETS,
+        ),
+        ("memory nodes", ComponentClass::Memory, limits::MEMORY_NODES),
+        (
+            "pcie switches",
+            ComponentClass::PcieSwitch,
+            limits::PCIE_SWITCHES,
+        ),
+        ("gpus", ComponentClass::Gpu, limits::GPUS),
+        ("rnics", ComponentClass::Rnic, limits::RNICS),
+    ] {
+        limits::at_most(what, count(class), cap)?;
+    }
+    Ok(())
 }
 
 /// Ids are lower-case letters, digits, `_` and `-`, and never contain the link separator.
@@ -605,5 +643,63 @@ pcie = "gen4x16"
         let text = format!("{TINY}\n[[component]]\nid = \"gpu1\"\nkind = \"gpu\"\n");
         let e = error_of(&text);
         assert!(e.field.contains("gpu1"), "{e}");
+    }
+
+    /// TINY with `gpus` GPUs and `rnics` RNICs under its switch.
+    fn wide(gpus: usize, rnics: usize) -> String {
+        let mut text = TINY.to_string();
+        for g in 1..gpus {
+            text.push_str(&format!(
+                "[[component]]\nid = \"gpu{g}\"\nkind = \"gpu\"\n\
+                 [[link]]\ndown = \"gpu{g}\"\nup = \"sw0\"\npcie = \"gen4x16\"\n"
+            ));
+        }
+        for r in 1..rnics {
+            text.push_str(&format!(
+                "[[component]]\nid = \"rnic{r}\"\nkind = \"rnic\"\nline_rate_gbps = 100\n\
+                 [[link]]\ndown = \"rnic{r}\"\nup = \"sw0\"\npcie = \"gen4x16\"\n"
+            ));
+        }
+        text
+    }
+
+    #[test]
+    fn a_model_at_the_caps_parses_and_one_above_is_refused_naming_the_cap() {
+        let t = parse("wide.toml", &wide(limits::GPUS, limits::RNICS)).unwrap();
+        assert_eq!(t.paths().len(), limits::RNICS * (limits::GPUS + 1));
+        let e = parse("wide.toml", &wide(limits::GPUS + 1, 1)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "wide.toml: component: gpus 33 is above the cap of 32"
+        );
+        let e = parse("wide.toml", &wide(1, limits::RNICS + 1)).unwrap_err();
+        assert_eq!(e.reason, "rnics 33 is above the cap of 32");
+    }
+
+    #[test]
+    fn huge_counts_are_refused_before_any_work() {
+        let many = "[[component]]\nid = \"x\"\nkind = \"gpu\"\n".repeat(100_000);
+        let started = std::time::Instant::now();
+        let e = parse("huge.toml", &format!("name = \"huge\"\n{many}")).unwrap_err();
+        assert_eq!(e.field, "component");
+        assert_eq!(e.reason, "components 100000 is above the cap of 288");
+        assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+        let links = "[[link]]\ndown = \"gpu0\"\nup = \"sw0\"\npcie = \"gen4x16\"\n".repeat(1025);
+        let e = error_of(&format!("{TINY}{links}"));
+        assert_eq!(e.field, "link");
+        assert_eq!(e.reason, "links 1029 is above the cap of 1024");
+    }
+
+    #[test]
+    fn rates_above_the_cap_name_the_field_and_the_cap() {
+        let e = error_of(&TINY.replace("line_rate_gbps = 100", "line_rate_gbps = 1e9"));
+        assert_eq!(e.field, "component[3].line_rate_gbps");
+        assert_eq!(
+            e.reason,
+            "line_rate_gbps 1000000000 is above the cap of 20000"
+        );
+        let e = error_of(&TINY.replace("capacity_gbps = 800", "capacity_gbps = 1e300"));
+        assert_eq!(e.field, "link[0].capacity_gbps");
+        assert!(e.reason.ends_with("is above the cap of 20000"), "{e}");
     }
 }

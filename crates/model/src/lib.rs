@@ -23,6 +23,7 @@ pub mod counters;
 pub mod hostfile;
 pub mod ids;
 pub mod iommu;
+pub mod limits;
 pub mod measure;
 pub mod odp_bench;
 pub mod odp_model;

@@ -28,7 +28,7 @@
 //! Every error is one line naming the input and the reason; [`Fault`]'s `Display` prints
 //! the canonical string back, so `parse(display(f)) == f`.
 
-use model::{ComponentClass, ComponentId, HostTopology, LinkId};
+use model::{limits, ComponentClass, ComponentId, HostTopology, LinkId};
 use std::fmt;
 
 /// The page size of an RNIC's DMA mappings under the IOMMU (HotNets'22 3.1).
@@ -217,6 +217,116 @@ impl Fault {
     }
 }
 
+/// Parses the faults of one host and checks them together: each setting is given at
+/// most once ([`Fault::contradicts`]). The error names the later fault and the earlier one
+/// it contradicts.
+///
+/// ```
+/// let host = model::builtin::load("dgx-a100").unwrap().unwrap();
+/// let both = ["degrade:gpu4--lsw4:0.5", "degrade:gpu4--lsw4:0.3"];
+/// let e = vhost::parse_faults(&both, &host).unwrap_err();
+/// assert!(e.to_string().starts_with(
+///     "bad fault `degrade:gpu4--lsw4:0.3`: link gpu4--lsw4 already keeps a share of its capacity by `degrade:gpu4--lsw4:0.5`"));
+/// ```
+pub fn parse_faults<S: AsRef<str>>(
+    texts: &[S],
+    host: &HostTopology,
+) -> Result<Vec<Fault>, FaultError> {
+    let mut faults: Vec<Fault> = Vec::with_capacity(texts.len());
+    for text in texts {
+        let fault = Fault::parse(text.as_ref(), host)?;
+        if let Some(reason) = faults.iter().find_map(|earlier| fault.contradicts(earlier)) {
+            return Err(FaultError {
+                input: text.as_ref().to_string(),
+                reason,
+            });
+        }
+        faults.push(fault);
+    }
+    Ok(faults)
+}
+
+/// What a fault sets, and on what: two faults that set the same thing contradict each
+/// other, whatever their values.
+#[derive(PartialEq)]
+enum Setting<'a> {
+    /// The share of its capacity a link keeps (`degrade`, `flap`): a link keeps one.
+    Capacity(&'a LinkId),
+    /// The share other traffic takes of a link (`overload`).
+    Overload(&'a LinkId),
+    /// ACS on a switch; `None` is every switch.
+    Acs(Option<&'a ComponentId>),
+    /// A setting of an RNIC, by fault kind (`ats-off`, `slow-start`, `tx-window`, `iommu`,
+    /// `odp`).
+    Rnic(&'static str, &'a ComponentId),
+    /// Service traffic from an RNIC to an endpoint (`None`: spread).
+    Service(&'a ComponentId, Option<&'a ComponentId>),
+    /// The share the cores take of a memory node (`membw`).
+    MemBw(&'a ComponentId),
+}
+
+impl Fault {
+    fn setting(&self) -> Setting<'_> {
+        match self {
+            Fault::Degrade { link, .. } | Fault::Flap { link, .. } => Setting::Capacity(link),
+            Fault::Overload { link, .. } => Setting::Overload(link),
+            Fault::Acs { switch } => Setting::Acs(switch.as_ref()),
+            Fault::AtsOff { rnic } => Setting::Rnic("ats-off", rnic),
+            Fault::SlowStart { rnic } => Setting::Rnic("slow-start", rnic),
+            Fault::TxWindow { rnic, .. } => Setting::Rnic("tx-window", rnic),
+            Fault::Iommu { rnic, .. } => Setting::Rnic("iommu", rnic),
+            Fault::Odp { rnic, .. } => Setting::Rnic("odp", rnic),
+            Fault::Service { rnic, endpoint, .. } => Setting::Service(rnic, endpoint.as_ref()),
+            Fault::MemBw { mem, .. } => Setting::MemBw(mem),
+        }
+    }
+
+    /// Why this fault contradicts `earlier`, if it does: both set the same thing. Two
+    /// `degrade` (or a `degrade` and a `flap`) on one link would leave the share of its
+    /// capacity ambiguous, so each link takes one; likewise one `overload` per link, one
+    /// `membw` per memory node, one of each RNIC setting per RNIC, one `service` per RNIC
+    /// and endpoint (give the total), and `acs:all` covers every switch.
+    pub fn contradicts(&self, earlier: &Fault) -> Option<String> {
+        let (now, then) = (self.setting(), earlier.setting());
+        let all_switches = matches!(
+            (&now, &then),
+            (Setting::Acs(None), Setting::Acs(_)) | (Setting::Acs(_), Setting::Acs(None))
+        );
+        if all_switches {
+            return Some(format!(
+                "acs:all covers every switch, and `{earlier}` is given"
+            ));
+        }
+        if now != then {
+            return None;
+        }
+        let what = match now {
+            Setting::Capacity(link) => format!(
+                "link {link} already keeps a share of its capacity by `{earlier}`: \
+                 give one degrade or flap per link, with the share it keeps"
+            ),
+            Setting::Overload(link) => format!(
+                "link {link} is already overloaded by `{earlier}`: give one overload per \
+                 link, with the share all other traffic takes"
+            ),
+            Setting::MemBw(mem) => format!(
+                "{mem} is already loaded by `{earlier}`: give one membw per memory node, \
+                 with the share all cores take"
+            ),
+            Setting::Service(rnic, endpoint) => format!(
+                "{rnic} already receives service traffic{} by `{earlier}`: give one \
+                 service per RNIC and endpoint, with the total rate",
+                endpoint.map_or(String::new(), |e| format!(" for {e}"))
+            ),
+            Setting::Rnic(kind, rnic) => {
+                format!("{rnic} already has `{earlier}`: give one {kind} per RNIC")
+            }
+            Setting::Acs(_) => format!("`{earlier}` is already given"),
+        };
+        Some(what)
+    }
+}
+
 fn parse_fields(text: &str, host: &HostTopology) -> Result<Fault, String> {
     let fields: Vec<&str> = text.split(':').collect();
     let kind = fields[0];
@@ -278,15 +388,7 @@ fn parse_fields(text: &str, host: &HostTopology) -> Result<Fault, String> {
         "tx-window" => {
             arity(2, 2)?;
             let rnic = component(host, args[0], Class::Rnic)?;
-            let bytes = match args[1].parse::<u64>() {
-                Ok(b) if b > 0 => b,
-                _ => {
-                    return Err(format!(
-                        "bytes must be a whole number above 0, got `{}`",
-                        args[1]
-                    ))
-                }
-            };
+            let bytes = limits::whole("tx-window bytes", args[1], 1, limits::TX_WINDOW_BYTES)?;
             Fault::TxWindow { rnic, bytes }
         }
         "service" => {
@@ -296,6 +398,9 @@ fn parse_fields(text: &str, host: &HostTopology) -> Result<Fault, String> {
             if gbps <= 0.0 {
                 return Err(format!("gbps must be above 0, got {}", args[1]));
             }
+            // Above the RNIC's line rate is meaningful: the wire carries line rate and the
+            // senders are paused for the rest (a saturated RNIC). Only the cap is refused.
+            limits::at_most("service gbps", gbps, limits::SERVICE_GBPS).map_err(cap)?;
             let endpoint = match args.get(2) {
                 Some(e) => Some(component(host, e, Class::Endpoint)?),
                 None => None,
@@ -313,6 +418,12 @@ fn parse_fields(text: &str, host: &HostTopology) -> Result<Fault, String> {
             if working_set_mib <= 0.0 {
                 return Err(format!("working_set_mib must be above 0, got {}", args[1]));
             }
+            limits::at_most(
+                "iommu working set MiB",
+                working_set_mib,
+                limits::IOMMU_WORKING_SET_MIB,
+            )
+            .map_err(cap)?;
             let page = match args.get(2).copied() {
                 None | Some("4k") => PageSize::K4,
                 Some("2m") => PageSize::M2,
@@ -346,12 +457,12 @@ fn parse_fields(text: &str, host: &HostTopology) -> Result<Fault, String> {
                 ("flood", None) => OdpPitfall::Flood {
                     qps: FLOOD_DEFAULT_QPS,
                 },
-                ("flood", Some(q)) => match q.parse::<u32>() {
-                    Ok(qps) if qps > 0 => OdpPitfall::Flood { qps },
-                    _ => {
-                        return Err(format!("qps must be a whole number above 0, got `{q}`"));
+                ("flood", Some(q)) => {
+                    let qps = limits::whole("odp flood QPs", q, 1, limits::ODP_FLOOD_QPS)?;
+                    OdpPitfall::Flood {
+                        qps: u32::try_from(qps).expect("the cap fits a u32"),
                     }
-                },
+                }
                 (other, _) => {
                     return Err(format!(
                         "pitfall must be `damming` or `flood`, got `{other}`"
@@ -362,6 +473,11 @@ fn parse_fields(text: &str, host: &HostTopology) -> Result<Fault, String> {
         }
         _ => unreachable!("every kind of KINDS is matched"),
     })
+}
+
+/// A value above its cap, as a reason.
+fn cap(e: limits::AboveCap) -> String {
+    e.to_string()
 }
 
 /// A finite number; `what` names it in the error.
@@ -726,7 +842,8 @@ mod tests {
         for bad in ["0", "-1", "1.5", "many"] {
             let e = err(&format!("odp:rnic2:flood:{bad}"));
             assert!(
-                e.reason.contains("qps must be a whole number above 0"),
+                e.reason
+                    .contains("odp flood QPs must be a whole number from 1"),
                 "{e}"
             );
         }
@@ -959,7 +1076,8 @@ mod tests {
         for bad in ["0", "-1", "1.5", "", "4k", "1e4"] {
             let e = err(&format!("tx-window:rnic0:{bad}"));
             assert!(
-                e.reason.contains("bytes must be a whole number above 0"),
+                e.reason
+                    .contains("tx-window bytes must be a whole number from 1"),
                 "{e}"
             );
         }
@@ -1004,6 +1122,179 @@ mod tests {
         }
         .check(&host)
         .unwrap_err();
-        assert!(e.reason.contains("above 0"), "{e}");
+        assert!(e.reason.contains("from 1"), "{e}");
+    }
+
+    #[test]
+    fn sizes_above_their_caps_are_refused_naming_the_cap() {
+        let e = err("odp:rnic0:flood:4294967295");
+        assert_eq!(
+            e.reason,
+            "odp flood QPs 4294967295 is above the cap of 4096"
+        );
+        // Too large even for a u64: still the cap, not "not a number".
+        let e = err("odp:rnic0:flood:99999999999999999999999");
+        assert!(e.reason.ends_with("is above the cap of 4096"), "{e}");
+        assert_eq!(
+            ok("odp:rnic0:flood:4096"),
+            Fault::Odp {
+                rnic: "rnic0".into(),
+                pitfall: OdpPitfall::Flood { qps: 4096 }
+            }
+        );
+        let e = err("tx-window:rnic0:1073741825");
+        assert_eq!(
+            e.reason,
+            "tx-window bytes 1073741825 is above the cap of 1073741824"
+        );
+        let e = err("service:rnic0:1600.5");
+        assert_eq!(e.reason, "service gbps 1600.5 is above the cap of 1600");
+        let e = err("iommu:rnic0:2000000");
+        assert_eq!(
+            e.reason,
+            "iommu working set MiB 2000000 is above the cap of 1048576"
+        );
+        // Offered above line rate (200 Gb/s) but within the cap: a saturated RNIC.
+        assert!(Fault::parse("service:rnic0:250", &dgx()).is_ok());
+    }
+
+    fn set(texts: &[&str]) -> Result<Vec<Fault>, FaultError> {
+        parse_faults(texts, &dgx())
+    }
+
+    #[test]
+    fn two_faults_setting_one_thing_are_refused_naming_both() {
+        let e = set(&["degrade:gpu4--lsw4:0.5", "degrade:gpu4--lsw4:0.3"]).unwrap_err();
+        assert_eq!(e.input, "degrade:gpu4--lsw4:0.3");
+        assert!(
+            e.reason.starts_with(
+                "link gpu4--lsw4 already keeps a share of its capacity by `degrade:gpu4--lsw4:0.5`"
+            ),
+            "{e}"
+        );
+        // A degraded link does not also flap: flap says it is healthy half the time.
+        let e = set(&["flap:mem1--cpu1:0.15", "degrade:mem1--cpu1:0.5"]).unwrap_err();
+        assert!(e.reason.contains("one degrade or flap per link"), "{e}");
+        for (a, b, says) in [
+            (
+                "overload:cpu0--cpu1:0.5",
+                "overload:cpu0--cpu1:0.6",
+                "one overload per link",
+            ),
+            (
+                "membw:mem0:0.5",
+                "membw:mem0:0.2",
+                "one membw per memory node",
+            ),
+            (
+                "tx-window:rnic0:4096",
+                "tx-window:rnic0:8192",
+                "one tx-window per RNIC",
+            ),
+            ("odp:rnic1:damming", "odp:rnic1:flood", "one odp per RNIC"),
+            (
+                "iommu:rnic1:64:4k",
+                "iommu:rnic1:128:2m",
+                "one iommu per RNIC",
+            ),
+            (
+                "slow-start:rnic2",
+                "slow-start:rnic2",
+                "one slow-start per RNIC",
+            ),
+            ("ats-off:rnic2", "ats-off:rnic2", "one ats-off per RNIC"),
+            (
+                "service:rnic0:100:mem1",
+                "service:rnic0:50:mem1",
+                "with the total rate",
+            ),
+            (
+                "service:rnic0:100",
+                "service:rnic0:50",
+                "with the total rate",
+            ),
+            ("acs:all", "acs:lsw0", "acs:all covers every switch"),
+            ("acs:lsw0", "acs:all", "acs:all covers every switch"),
+            ("acs:lsw0", "acs:lsw0", "is already given"),
+        ] {
+            let e = set(&[a, b]).unwrap_err();
+            assert_eq!(e.input, b);
+            assert!(e.reason.contains(says), "{a} + {b}: {e}");
+            assert!(e.reason.contains(&format!("`{a}`")), "{a} + {b}: {e}");
+        }
+    }
+
+    #[test]
+    fn faults_on_different_targets_or_of_different_settings_go_together() {
+        let faults = set(&[
+            "degrade:gpu4--lsw4:0.5",
+            "degrade:gpu5--lsw5:0.5",
+            "overload:gpu4--lsw4:0.3",
+            "service:rnic0:150:mem1",
+            "service:rnic0:20:gpu0",
+            "service:rnic0:10",
+            "acs:lsw0",
+            "acs:lsw1",
+            "ats-off:rnic0",
+            "slow-start:rnic0",
+            "odp:rnic0:damming",
+            "odp:rnic1:flood:16",
+            "membw:mem1:0.9",
+            "degrade:mem0--cpu0:0.15",
+        ])
+        .unwrap();
+        assert_eq!(faults.len(), 14);
+    }
+
+    fn any_number() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            any::<u64>().prop_map(|n| n.to_string()),
+            any::<f64>().prop_map(|f| f.to_string()),
+            "[0-9]{1,30}",
+            (0u32..5000).prop_map(|n| n.to_string()),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Every fault that parses is within the caps of `model::limits`, whatever the
+        /// numbers given.
+        #[test]
+        fn any_parsed_fault_is_within_the_caps(
+            kind in proptest::sample::select(vec![
+                "tx-window:rnic0:", "service:rnic1:", "iommu:rnic2:", "odp:rnic3:flood:",
+                "degrade:rnic0--lsw0:", "flap:gpu0--lsw0:", "overload:cpu0--cpu1:", "membw:mem0:",
+            ]),
+            number in any_number(),
+        ) {
+            use model::limits;
+            let text = format!("{kind}{number}");
+            if let Ok(f) = Fault::parse(&text, &dgx()) {
+                let within = match f {
+                    Fault::TxWindow { bytes, .. } => (1..=limits::TX_WINDOW_BYTES).contains(&bytes),
+                    Fault::Service { gbps, .. } => gbps > 0.0 && gbps <= limits::SERVICE_GBPS,
+                    Fault::Iommu { working_set_mib, .. } =>
+                        working_set_mib > 0.0 && working_set_mib <= limits::IOMMU_WORKING_SET_MIB,
+                    Fault::Odp { pitfall: OdpPitfall::Flood { qps }, .. } =>
+                        (1..=limits::ODP_FLOOD_QPS).contains(&u64::from(qps)),
+                    Fault::Degrade { fraction, .. } | Fault::Flap { fraction, .. } =>
+                        fraction > 0.0 && fraction <= 1.0,
+                    Fault::Overload { utilization: u, .. } | Fault::MemBw { fraction: u, .. } =>
+                        (0.0..=1.0).contains(&u),
+                    _ => false,
+                };
+                proptest::prop_assert!(within, "{} parsed to {:?}", text, f);
+            }
+        }
+
+        /// Parsing any string, alone or as a set, never panics: a fault or an error that
+        /// names the input.
+        #[test]
+        fn parse_never_panics_on_any_string(texts in proptest::collection::vec("\\PC{0,40}", 1..4)) {
+            match parse_faults(&texts, &dgx()) {
+                Ok(faults) => proptest::prop_assert_eq!(faults.len(), texts.len()),
+                Err(e) => proptest::prop_assert!(texts.contains(&e.input), "{}", e),
+            }
+        }
     }
 }

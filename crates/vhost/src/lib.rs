@@ -16,7 +16,8 @@ abnormal is `analyze`'s business.
 
 # The model, module by module
 
-- `fault`: the grammar ([`Fault`], [`FaultError`]), parsed strictly against a host.
+- `fault`: the grammar ([`Fault`], [`FaultError`]), parsed strictly against a host, and
+  the faults of one host checked together ([`parse_faults`]: one setting per target).
 - `net`: link directions, memory buses and RNIC receive sides as resources; the probe
   and the service traffic as flows; detours (ACS, ATS off); the bus monitor's view.
 - `maxmin`: a generic max-min fair (water-filling) solver.
@@ -69,6 +70,6 @@ pub mod odp_micro;
 pub mod odp_transport;
 mod transfer;
 
-pub use fault::{Fault, FaultError, OdpPitfall, PageSize, FLOOD_DEFAULT_QPS};
+pub use fault::{parse_faults, Fault, FaultError, OdpPitfall, PageSize, FLOOD_DEFAULT_QPS};
 pub use host::{VhostConfig, VirtualHost, MESSAGE_TIMEOUT_NS};
 pub use odp::{FLOOD_READS_PER_S, TRANSPORT_TIMEOUT_FLOOR_MS};

@@ -72,7 +72,10 @@ pub(crate) fn transport(
 
 /// The ODP memory regions the application holds on `rnic`: one explicit region for
 /// damming (ODP on both sides, as the paper's microbenchmark), one implicit region per QP
-/// for a flood (client-side ODP), with page faults since registration.
+/// for a flood (client-side ODP), with page faults since registration. One region per QP
+/// is what RDMA netlink lists on a real RNIC, and every snapshot builds them: the QP count
+/// is capped when the fault is parsed ([`model::limits::ODP_FLOOD_QPS`]), so that is at
+/// most 4096 regions (about half a MB), where 4294967295 QPs asked for 481 GB.
 pub(crate) fn regions(rnic: &ComponentId, pitfall: OdpPitfall, elapsed_ns: u64) -> Vec<OdpRegion> {
     let seconds = (elapsed_ns as f64 / 1e9).max(1.0);
     let region = |kind, bytes, faults_per_s: f64| OdpRegion {

@@ -4,6 +4,7 @@
 pub mod fabric;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use model::limits;
 use std::path::PathBuf;
 
 /// hostping finds intra-host network bottlenecks in RDMA servers (PCIe links, root ports,
@@ -334,7 +335,7 @@ pub enum FleetCommand {
         #[arg(long, value_name = "KIND")]
         kind: Option<String>,
         /// At most this many hosts.
-        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        #[arg(long, default_value_t = 50, value_parser = capped_u32("slow hosts", 1, fleet_api::read::query::MAX_SLOW_HOSTS as u64))]
         limit: u32,
     },
 }
@@ -420,7 +421,10 @@ pub struct CheckArgs {
     /// degrade:LINK:FRACTION, flap:LINK:FRACTION, overload:LINK:UTILISATION,
     /// acs:SWITCH|all, ats-off:RNIC, slow-start:RNIC, tx-window:RNIC:BYTES,
     /// service:RNIC:GBPS[:ENDPOINT], iommu:RNIC:WORKING_SET_MIB[:4k|2m], membw:MEM:FRACTION,
-    /// odp:RNIC:damming|flood[:QPS].
+    /// odp:RNIC:damming|flood[:QPS]. Each thing is set once: two degrade (or a degrade and
+    /// a flap) on one link, two overload on one link, two settings of one kind on one RNIC,
+    /// are refused, not combined; service above the RNIC's line rate saturates it. Sizes
+    /// are capped (flood QPs 4096, tx-window 1 GiB, service 1600 Gb/s, iommu 1 TiB).
     #[arg(long, value_name = "FAULT")]
     pub inject: Vec<String>,
     /// Run the check this many times in a row (5 simulated minutes apart), keeping history:
@@ -429,12 +433,12 @@ pub struct CheckArgs {
     /// probed again (--reprobe-rounds): a path seen at both levels there names its flapping
     /// link in that run and the next 5. A simulated flap meets each
     /// run at its own phase.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(long, default_value_t = 1, value_parser = capped_u32("runs", 1, limits::RUNS))]
     pub runs: u32,
     /// Rounds of re-probes, 100 ms apart, of the paths that alone judge a link in each idle
     /// run (each round probes them and their witness paths again); 0 turns them off and
     /// leaves flaps to the rules across runs.
-    #[arg(long, value_name = "N", default_value_t = model::Thresholds::default().reprobe_rounds, value_parser = clap::value_parser!(u32).range(0..=100))]
+    #[arg(long, value_name = "N", default_value_t = model::Thresholds::default().reprobe_rounds, value_parser = capped_u32("reprobe rounds", 0, limits::REPROBE_ROUNDS))]
     pub reprobe_rounds: u32,
     /// Seed of the virtual host's noise.
     #[arg(long, default_value_t = 1)]
@@ -447,30 +451,30 @@ pub struct CheckArgs {
     #[arg(long, value_enum, default_value_t = ModeArg::Auto)]
     pub mode: ModeArg,
     /// Timed iterations per message size per path.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    #[arg(long, default_value_t = 1000, value_parser = capped_u32("iterations", 1, limits::ITERATIONS))]
     pub iterations: u32,
     /// Also run a streaming bandwidth test on every path with this many QPs.
-    #[arg(long, value_name = "QPS", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(long, value_name = "QPS", value_parser = capped_u32("stream QPs", 1, limits::STREAM_QPS))]
     pub stream_qps: Option<u32>,
     /// Outstanding work requests per QP in the streaming test.
-    #[arg(long, value_name = "DEPTH", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    #[arg(long, value_name = "DEPTH", default_value_t = 16, value_parser = capped_u32("stream depth", 1, limits::STREAM_DEPTH))]
     pub stream_depth: u32,
     /// Duration of the streaming test per path, ms.
-    #[arg(long, value_name = "MS", default_value_t = 10.0)]
+    #[arg(long, value_name = "MS", default_value_t = 10.0, value_parser = capped_f64("stream ms", Above::Zero, limits::STREAM_MS))]
     pub stream_ms: f64,
     /// RDMA WRITE or READ probes.
     #[arg(long, value_enum, default_value_t = OpArg::Write)]
     pub op: OpArg,
     /// Longest wait for one work completion on a real host, ms: a hung path fails after
     /// this and the run goes on.
-    #[arg(long, value_name = "MS", default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    #[arg(long, value_name = "MS", default_value_t = 2000, value_parser = capped_u64("timeout ms", 1, limits::TIMEOUT_MS))]
     pub timeout_ms: u64,
     /// Provoke a failure on a real host's paths to one endpoint (tests of the error
     /// paths): reg-mr:ENDPOINT, hang:ENDPOINT or bad-rkey:ENDPOINT.
     #[arg(long, value_name = "KIND:ENDPOINT", hide = true)]
     pub verbs_fault: Vec<String>,
     /// Relative noise of the virtual host's samples (standard deviation).
-    #[arg(long, default_value_t = 0.02)]
+    #[arg(long, default_value_t = 0.02, value_parser = capped_f64("noise", Above::OrAtZero, limits::NOISE))]
     pub noise: f64,
     /// Also sweep a stream's working set from 16 KiB to 16 GiB with 4 KiB and 2 MiB pages
     /// from each translated RNIC to each memory node, and report where throughput falls off
@@ -479,7 +483,7 @@ pub struct CheckArgs {
     pub iotlb: bool,
     /// The largest working set of the IOTLB sweep, MiB (the sweep goes 16 KiB, 64 KiB, ...
     /// up to it; two regions this large are allocated per point on a real host).
-    #[arg(long, value_name = "MIB", default_value_t = check::iotlb::DEFAULT_MAX_MIB, requires = "iotlb", value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    #[arg(long, value_name = "MIB", default_value_t = check::iotlb::DEFAULT_MAX_MIB, requires = "iotlb", value_parser = capped_u64("iotlb max MiB", 1, limits::IOMMU_WORKING_SET_MIB as u64))]
     pub iotlb_max_mib: u64,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -506,13 +510,13 @@ pub struct OdpBenchArgs {
     #[arg(long, value_name = "NAME")]
     pub device: Option<String>,
     /// Damming: intervals between the two READs, us (ISPASS'21 sweeps 500..4500).
-    #[arg(long, value_name = "US", value_delimiter = ',', default_values_t = [500u32, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500], value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    #[arg(long, value_name = "US", value_delimiter = ',', default_values_t = [500u32, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500], value_parser = capped_u32("odp damming interval us", 1, limits::ODP_INTERVAL_US))]
     pub intervals: Vec<u32>,
     /// Flood: the largest number of QPs (the sweep runs 1..=N).
-    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = capped_u32("odp flood QPs", 1, limits::ODP_FLOOD_QPS))]
     pub qps: u32,
     /// Longest wait for one work completion, ms (a damming stall lasts ~500 ms or more).
-    #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = capped_u64("timeout ms", 1, limits::TIMEOUT_MS))]
     pub timeout_ms: u64,
     /// Run on the virtual host's RNIC transport model instead of a device (a built-in
     /// model name or a host TOML file); --device then names its RNIC (default: the first).
@@ -533,19 +537,19 @@ pub struct BaselineArgs {
     #[command(flatten)]
     pub host: HostArgs,
     /// Healthy idle runs to take the per-path median of.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(long, default_value_t = 5, value_parser = capped_u32("runs", 1, limits::RUNS))]
     pub runs: u32,
     /// Seed of the virtual host's noise.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Timed iterations per message size per path.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    #[arg(long, default_value_t = 1000, value_parser = capped_u32("iterations", 1, limits::ITERATIONS))]
     pub iterations: u32,
     /// RDMA WRITE or READ probes.
     #[arg(long, value_enum, default_value_t = OpArg::Write)]
     pub op: OpArg,
     /// Longest wait for one work completion on a real host, ms.
-    #[arg(long, value_name = "MS", default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    #[arg(long, value_name = "MS", default_value_t = 2000, value_parser = capped_u64("timeout ms", 1, limits::TIMEOUT_MS))]
     pub timeout_ms: u64,
     /// Where to write the baseline (JSON).
     #[arg(short, long, value_name = "FILE")]
@@ -572,7 +576,7 @@ pub enum BenchCommand {
         #[arg(long, default_value = "scenarios")]
         dir: PathBuf,
         /// Healthy noisy runs per built-in model for the false-alarm rate.
-        #[arg(long, default_value_t = 200)]
+        #[arg(long, default_value_t = 200, value_parser = capped_u32("healthy runs", 1, limits::HEALTHY_RUNS))]
         healthy_runs: u32,
         /// Print the full report of every scenario that fails.
         #[arg(long)]
@@ -589,7 +593,7 @@ pub enum BenchCommand {
         #[arg(long, default_value = "dgx-a100")]
         sim: String,
         /// Wall seconds to measure, after a warm-up of 5 s.
-        #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(5..=3600))]
+        #[arg(long, default_value_t = 60, value_parser = capped_u64("bench seconds", 5, limits::BENCH_AGENT_SECONDS))]
         seconds: u64,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -601,7 +605,7 @@ pub enum BenchCommand {
         #[arg(long, value_name = "DIR")]
         sysfs_root: Option<PathBuf>,
         /// Snapshots to time.
-        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        #[arg(long, default_value_t = 50, value_parser = capped_u32("repeats", 1, limits::BENCH_REPEATS))]
         repeat: u32,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -621,10 +625,10 @@ pub enum BenchCommand {
         #[arg(long, value_name = "URL")]
         database: String,
         /// Simulated hosts.
-        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        #[arg(long, default_value_t = 1000, value_parser = capped_u32("bench hosts", 1, limits::BENCH_HOSTS))]
         hosts: u32,
         /// Days of history.
-        #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=90))]
+        #[arg(long, default_value_t = 7, value_parser = capped_u32("bench days", 1, limits::BENCH_DAYS))]
         days: u32,
         /// Time between two runs of one host.
         #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
@@ -632,10 +636,10 @@ pub enum BenchCommand {
         /// Concurrent senders while ingesting: agents pushing at the same moment. The
         /// collector stores the runs that wait together in one transaction, so the more
         /// arrive at once, the cheaper each is.
-        #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1024))]
+        #[arg(long, default_value_t = 64, value_parser = capped_u32("bench clients", 1, limits::BENCH_CLIENTS))]
         clients: u32,
         /// Hosts whose pages and timelines are read (each request kind this many times).
-        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        #[arg(long, default_value_t = 200, value_parser = capped_u32("bench queries", 1, limits::BENCH_QUERIES))]
         queries: u32,
         /// Host model of the simulated runs.
         #[arg(long, default_value = "dgx-a100")]
@@ -650,10 +654,59 @@ pub enum BenchCommand {
         #[arg(long, default_value = "dgx-a100")]
         sim: String,
         /// Checks to time.
-        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        #[arg(long, default_value_t = 20, value_parser = capped_u32("repeats", 1, limits::BENCH_REPEATS))]
         repeat: u32,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
+}
+
+/// A whole-number flag from `min` up to its cap in [`model::limits`]; the error names the
+/// cap ("runs 20000 is above the cap of 10000"), and clap exits 2 on it.
+fn capped_u64(
+    what: &'static str,
+    min: u64,
+    cap: u64,
+) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
+    move |text| limits::whole(what, text, min, cap)
+}
+
+/// [`capped_u64`] for a flag held in a `u32`: a cap above `u32::MAX` is lowered to it, so
+/// the value always fits.
+fn capped_u32(
+    what: &'static str,
+    min: u64,
+    cap: u64,
+) -> impl Fn(&str) -> Result<u32, String> + Clone + Send + Sync + 'static {
+    let cap = cap.min(u64::from(u32::MAX));
+    move |text| limits::whole(what, text, min, cap).map(|v| v as u32)
+}
+
+/// Where a number flag's range starts.
+#[derive(Clone, Copy)]
+enum Above {
+    /// Above 0.
+    Zero,
+    /// At 0 or above.
+    OrAtZero,
+}
+
+/// A finite number flag from 0 (included or not) up to its cap in [`model::limits`].
+fn capped_f64(
+    what: &'static str,
+    from: Above,
+    cap: f64,
+) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    move |text| {
+        let value: f64 = match text.parse() {
+            Ok(v) if f64::is_finite(v) => v,
+            _ => return Err(format!("{what} `{text}` is not a number")),
+        };
+        match from {
+            Above::Zero if value <= 0.0 => Err(format!("{what} must be above 0, got {text}")),
+            Above::OrAtZero if value < 0.0 => Err(format!("{what} must be 0 or more, got {text}")),
+            _ => limits::at_most(what, value, cap).map_err(|e| e.to_string()),
+        }
+    }
 }
