@@ -80,6 +80,19 @@ pub enum Cause {
 }
 
 impl Cause {
+    /// Every cause, in the order of DESIGN 4.3 (help texts and error messages list them from
+    /// here, so a new cause shows up everywhere).
+    pub const ALL: [Cause; 8] = [
+        Cause::LinkFailure,
+        Cause::LinkFlapping,
+        Cause::LinkOverloaded,
+        Cause::PcieMisconfiguration,
+        Cause::RnicMisconfiguration,
+        Cause::IommuCongestion,
+        Cause::MemoryBusCongestion,
+        Cause::OdpStall,
+    ];
+
     /// The name used in reports.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -96,18 +109,7 @@ impl Cause {
 
     /// Parses a report name.
     pub fn from_name(s: &str) -> Option<Cause> {
-        [
-            Cause::LinkFailure,
-            Cause::LinkFlapping,
-            Cause::LinkOverloaded,
-            Cause::PcieMisconfiguration,
-            Cause::RnicMisconfiguration,
-            Cause::IommuCongestion,
-            Cause::MemoryBusCongestion,
-            Cause::OdpStall,
-        ]
-        .into_iter()
-        .find(|c| c.as_str() == s)
+        Cause::ALL.into_iter().find(|c| c.as_str() == s)
     }
 }
 
@@ -354,7 +356,12 @@ mod tests {
             assert_eq!(v.as_str(), serde_name(v));
         }
         use NotJudgedReason as N;
-        for v in [N::NoBaseline, N::NotProbed, N::ProbeFailed, N::NotMeasurable] {
+        for v in [
+            N::NoBaseline,
+            N::NotProbed,
+            N::ProbeFailed,
+            N::NotMeasurable,
+        ] {
             assert_eq!(v.as_str(), serde_name(v));
         }
         for v in LinkKind::ALL {
