@@ -154,13 +154,13 @@ pub(crate) fn diagnose(
             format!(
                 "{} in run {}",
                 evidence::list_capped(&paths, 4),
-                runs[k].run
+                flapping::run_number(runs[k].run)
             )
         })
         .collect();
     let quiet: Vec<String> = (0..runs.len())
         .filter(|k| !degraded_runs.contains(k))
-        .map(|k| runs[k].run.to_string())
+        .map(|k| flapping::run_number(runs[k].run).to_string())
         .collect();
     let words = format!(
         "every abnormal path of the last {} runs crosses {} ({}){}; {} was judged healthy and \

@@ -272,19 +272,21 @@ fn apply(flap: &Flap, now: Option<u32>, diagnoses: &mut Vec<Diagnosis>) {
         },
     );
     if let Some(now) = now {
-        words +=
-            &format!("; run {now} saw no change of level, as a flap met in one phase shows none");
+        words += &format!(
+            "; run {} saw no change of level, as a flap met in one phase shows none",
+            flapping::run_number(now)
+        );
     }
     diagnoses.push(flapping::diagnosis(flap.links.clone(), words, &withdrawn));
 }
 
-/// `within run 2, re-probed about 100 ms apart: rnic3->gpu6 abnormal in 3 and normal in 4 of
+/// `within run 3, re-probed about 100 ms apart: rnic3->gpu6 abnormal in 3 and normal in 4 of
 /// 7 probes, while rnic3->mem1 normal in all 7`.
 fn said(flap: &Flap) -> String {
     let changed: Vec<String> = flap.changed.iter().map(Looks::said).collect();
     let mut words = format!(
         "within run {}, re-probed about {} ms apart: {}",
-        flap.run,
+        flapping::run_number(flap.run),
         crate::reprobe::GAP_NS / 1_000_000,
         evidence::list(&changed)
     );

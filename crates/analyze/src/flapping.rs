@@ -129,6 +129,12 @@ pub(crate) fn diagnosis(links: Vec<LinkId>, mut words: String, withdrawn: &[Stri
     }
 }
 
+/// A run as evidence names it: counted from 1, as the report's header counts runs
+/// (`Report::run` is an index from 0), so that "run 2" means the same run in both.
+pub(crate) fn run_number(run: u32) -> u32 {
+    run + 1
+}
+
 /// How many runs, this one included, the flapping rules read: the alternation rule's window,
 /// twice `flapping_runs` (see the module documentation for why).
 pub(crate) fn window(th: &Thresholds) -> usize {
@@ -195,10 +201,17 @@ fn gray_rule(
                 .map(|(_, a, b)| format!("{a}->{b}"))
                 .collect();
             if !here.is_empty() {
-                per_run.push(format!("{} in run {}", evidence::list(&here), r.run));
+                per_run.push(format!(
+                    "{} in run {}",
+                    evidence::list(&here),
+                    run_number(r.run)
+                ));
             }
         }
-        let runs: Vec<String> = window.iter().map(|r| r.run.to_string()).collect();
+        let runs: Vec<String> = window
+            .iter()
+            .map(|r| run_number(r.run).to_string())
+            .collect();
         let mut words =
             format!(
             "{} {} gray in each of the last {n} runs ({}): {} on paths that were normal, yet {} \
@@ -361,13 +374,13 @@ fn alternation_rule(
     }
 }
 
-/// `gpu6--lsw6 was abnormal in runs 0 and 2 and normal in runs 1 and 3 of the last 4: ...`.
+/// `gpu6--lsw6 was abnormal in runs 1 and 3 and normal in runs 2 and 4 of the last 4: ...`.
 fn said_of(trace: &Trace, link: &LinkId, window: usize) -> String {
     let runs_at = |want: Level| -> String {
         let runs: Vec<String> = trace
             .iter()
             .filter(|(_, v)| *v == want)
-            .map(|(r, _)| r.to_string())
+            .map(|(r, _)| run_number(*r).to_string())
             .collect();
         format!(
             "run{} {}",

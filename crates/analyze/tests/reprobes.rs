@@ -160,8 +160,8 @@ fn a_flap_seen_within_a_run_is_named_in_the_later_runs_of_the_window() {
         [(Cause::LinkFlapping, links(&["gpu6--lsw6"]), None, None)]
     );
     let e = &next.diagnoses[0].evidence;
-    assert!(e.contains("within run 0"), "{e}");
-    assert!(e.contains("run 1 saw no change of level"), "{e}");
+    assert!(e.contains("within run 1"), "{e}");
+    assert!(e.contains("run 2 saw no change of level"), "{e}");
     // Beyond the window it is forgotten.
     for _ in 0..5 {
         let r = healthy.analyze(

@@ -573,10 +573,10 @@ fn gray_in_three_runs_is_flapping_on_the_right_link_only() {
     );
     let e = &reports[2].diagnoses[0].evidence;
     assert!(
-        e.contains("gray in each of the last 3 runs (0, 1 and 2)"),
+        e.contains("gray in each of the last 3 runs (1, 2 and 3)"),
         "{e}"
     );
-    assert!(e.contains("rnic1->mem0 and rnic3->mem0 in run 0"), "{e}");
+    assert!(e.contains("rnic1->mem0 and rnic3->mem0 in run 1"), "{e}");
 }
 
 #[test]
@@ -626,8 +626,8 @@ fn abnormal_normal_abnormal_is_flapping_not_failure() {
     let e = &reports[2].diagnoses[0].evidence;
     assert!(
         e.contains(
-            "every abnormal path of the last 3 runs crosses gpu4--lsw4 (rnic2->gpu4 in run 0 and \
-             rnic2->gpu4 in run 2), and none in run 1"
+            "every abnormal path of the last 3 runs crosses gpu4--lsw4 (rnic2->gpu4 in run 1 and \
+             rnic2->gpu4 in run 3), and none in run 2"
         ),
         "{e}"
     );

@@ -1,6 +1,8 @@
 //! Scenario files: a simulated host, faults, how many runs, and the expected diagnosis
 //! (format documented in `scenarios/README.md`). The suite in `scenarios/` reproduces the
-//! twelve cases of Hostping Section 6 plus a healthy idle and a healthy busy host.
+//! twelve cases of Hostping Section 6 plus a healthy idle and a healthy busy host; it is
+//! embedded in the crate at build time (`build.rs`, [`Scenario::builtin`]), so the binary
+//! runs it from any folder.
 
 use crate::pipeline::{self, CheckSettings};
 use crate::sim;
@@ -116,14 +118,24 @@ pub struct Scenario {
 impl Scenario {
     /// Reads and validates a scenario file.
     pub fn load(file: &Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(file).map_err(|e| ScenarioError {
+            file: file.display().to_string(),
+            field: "file".into(),
+            reason: e.to_string(),
+        })?;
+        Scenario::parse(file, &text)
+    }
+
+    /// Validates the scenario `text` read from `file` (a host-model file it names is
+    /// relative to `file`'s folder).
+    fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> {
         let name = file.display().to_string();
         let err = |field: &str, reason: String| ScenarioError {
             file: name.clone(),
             field: field.to_string(),
             reason,
         };
-        let text = std::fs::read_to_string(file).map_err(|e| err("file", e.to_string()))?;
-        let raw: RawScenario = serde_path_to_error::deserialize(toml::Deserializer::new(&text))
+        let raw: RawScenario = serde_path_to_error::deserialize(toml::Deserializer::new(text))
             .map_err(|e| {
                 let field = e.path().to_string();
                 let reason = e
@@ -241,6 +253,16 @@ impl Scenario {
             .collect();
         files.sort();
         files.iter().map(|f| Scenario::load(f)).collect()
+    }
+
+    /// The suite shipped in the binary: the repository's `scenarios/` folder as it was built,
+    /// sorted by file name, each named `scenarios/FILE`.
+    pub fn builtin() -> Result<Vec<Scenario>, ScenarioError> {
+        const EMBEDDED: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/scenarios.rs"));
+        EMBEDDED
+            .iter()
+            .map(|(name, text)| Scenario::parse(&Path::new("scenarios").join(name), text))
+            .collect()
     }
 
     /// Runs the scenario's series on a virtual host and judges the last report.
@@ -474,5 +496,27 @@ mod tests {
             Some(Setting::AtsOff),
         );
         assert_eq!(s, "pcie_misconfiguration(ats_off)@rnic0[a,b]");
+    }
+
+    #[test]
+    fn the_embedded_suite_is_the_scenarios_folder() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+        let on_disk = Scenario::load_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let embedded = Scenario::builtin().unwrap_or_else(|e| panic!("{e}"));
+        let key = |s: &Scenario| {
+            (
+                s.file.file_name().map(|n| n.to_owned()),
+                s.case.clone(),
+                s.faults.clone(),
+                s.runs,
+                s.seed,
+            )
+        };
+        assert!(embedded.len() >= 32, "{} scenarios", embedded.len());
+        assert_eq!(
+            embedded.iter().map(key).collect::<Vec<_>>(),
+            on_disk.iter().map(key).collect::<Vec<_>>()
+        );
+        assert!(embedded.iter().all(|s| s.file.starts_with("scenarios")));
     }
 }

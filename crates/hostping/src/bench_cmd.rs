@@ -41,7 +41,7 @@ pub fn run(cmd: BenchCommand) -> Result<Outcome> {
             healthy_runs,
             show_failures,
             format,
-        } => return scenarios(&dir, healthy_runs, show_failures, format),
+        } => return scenarios(dir.as_deref(), healthy_runs, show_failures, format),
         BenchCommand::Collector {
             database,
             hosts,
@@ -111,17 +111,20 @@ impl PhaseBar {
     }
 }
 
-/// `bench scenarios`: every scenario, then the false alarms of healthy noisy runs of each
-/// built-in model.
+/// `bench scenarios`: every scenario (of `dir`, or the suite built in), then the false
+/// alarms of healthy noisy runs of each built-in model.
 fn scenarios(
-    dir: &std::path::Path,
+    dir: Option<&std::path::Path>,
     healthy_runs: u32,
     show_failures: bool,
     format: Format,
 ) -> Result<Outcome> {
-    let scenarios = Scenario::load_dir(dir)?;
-    if scenarios.is_empty() {
-        bail!("{}: no scenario files (*.toml)", dir.display());
+    let scenarios = match dir {
+        Some(dir) => Scenario::load_dir(dir)?,
+        None => Scenario::builtin()?,
+    };
+    if let (Some(dir), true) = (dir, scenarios.is_empty()) {
+        bail!("--dir {}: no scenario files (*.toml)", dir.display());
     }
     let hosts = model::builtin::names()
         .map(|n| model::builtin::load(n).expect("a built-in name loads"))

@@ -20,12 +20,12 @@ mod progress;
 mod render;
 mod topology_cmd;
 
-use clap::Parser;
+use clap::FromArgMatches;
 use cli::{Cli, Command};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::from_arg_matches(&cli::command().get_matches()).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Check(args) => check_cmd::run(args),
         Command::Baseline(args) => baseline_cmd::run(args),

@@ -80,6 +80,19 @@ pub enum Cause {
 }
 
 impl Cause {
+    /// Every cause, in the order of DESIGN 4.3 (help texts and error messages list them from
+    /// here, so a new cause shows up everywhere).
+    pub const ALL: [Cause; 8] = [
+        Cause::LinkFailure,
+        Cause::LinkFlapping,
+        Cause::LinkOverloaded,
+        Cause::PcieMisconfiguration,
+        Cause::RnicMisconfiguration,
+        Cause::IommuCongestion,
+        Cause::MemoryBusCongestion,
+        Cause::OdpStall,
+    ];
+
     /// The name used in reports.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -96,18 +109,7 @@ impl Cause {
 
     /// Parses a report name.
     pub fn from_name(s: &str) -> Option<Cause> {
-        [
-            Cause::LinkFailure,
-            Cause::LinkFlapping,
-            Cause::LinkOverloaded,
-            Cause::PcieMisconfiguration,
-            Cause::RnicMisconfiguration,
-            Cause::IommuCongestion,
-            Cause::MemoryBusCongestion,
-            Cause::OdpStall,
-        ]
-        .into_iter()
-        .find(|c| c.as_str() == s)
+        Cause::ALL.into_iter().find(|c| c.as_str() == s)
     }
 }
 

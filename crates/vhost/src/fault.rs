@@ -172,8 +172,8 @@ pub struct FaultError {
     pub reason: String,
 }
 
-/// The fault kinds, in grammar order, with their shape for error messages.
-const KINDS: [(&str, &str); 11] = [
+/// The fault kinds, in grammar order, with their shape for error messages and help texts.
+pub const KINDS: [(&str, &str); 11] = [
     ("degrade", "degrade:<link>:<fraction>"),
     ("flap", "flap:<link>:<fraction>"),
     ("overload", "overload:<link>:<utilization>"),

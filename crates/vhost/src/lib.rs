@@ -70,6 +70,8 @@ pub mod odp_micro;
 pub mod odp_transport;
 mod transfer;
 
-pub use fault::{parse_faults, Fault, FaultError, OdpPitfall, PageSize, FLOOD_DEFAULT_QPS};
+pub use fault::{
+    parse_faults, Fault, FaultError, OdpPitfall, PageSize, FLOOD_DEFAULT_QPS, KINDS as FAULT_KINDS,
+};
 pub use host::{VhostConfig, VirtualHost, MESSAGE_TIMEOUT_NS};
 pub use odp::{FLOOD_READS_PER_S, TRANSPORT_TIMEOUT_FLOOR_MS};

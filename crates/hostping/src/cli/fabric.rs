@@ -1,6 +1,7 @@
 //! Flags of `hostping fabric ...`. Parsing only validates; the command functions in
 //! `fabric_cmd` build topologies, workloads and mappings and report their file errors.
 
+use super::Format;
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -20,7 +21,7 @@ pub enum FabricCommand {
     /// or background traffic (congested links well below line rate in the application's own
     /// samples). Every number is simulated.
     ///
-    /// Writes to --out: summary.json (config, per-job results, diagnosis), ports.csv (per
+    /// Writes to --out-dir: summary.json (config, per-job results, diagnosis), ports.csv (per
     /// link: exact counts and telemetry estimates), diagnosis.txt, and congested-fraction
     /// plots (SVG and PNG).
     ///
@@ -40,14 +41,16 @@ pub enum FabricCommand {
     ///
     /// Exit status: 0 no congestion found, 1 congestion diagnosed, 2 usage or input error,
     /// 3 inconclusive (too little delivered or sampled to judge).
-    ///
-    /// Examples:
-    ///   hostping fabric sim --workload stencil:64x72 --mapping row-major --out rm
-    ///   hostping fabric sim --workload stencil:64x72 --mapping tiling:8x4 --out tiled
-    ///   hostping fabric sim --workload ring+background --samples ring --packet-bytes 512
-    ///   hostping fabric sim --topology full --workload reduction:naive --telemetry single-bit
-    ///   hostping fabric sim --topology radix8 --workload uniform,load=0.5 --end 20us
-    #[command(verbatim_doc_comment)]
+    #[command(after_long_help = "\
+Examples:
+  hostping fabric sim --workload stencil:64x72 --mapping row-major --out-dir rm
+  hostping fabric sim --workload stencil:64x72 --mapping tiling:8x4 \\
+      --out-dir tiled
+  hostping fabric sim --workload ring+background --samples ring \\
+      --packet-bytes 512
+  hostping fabric sim --topology full --workload reduction:naive \\
+      --telemetry single-bit
+  hostping fabric sim --topology radix8 --workload uniform,load=0.5 --end 20us")]
     Sim(SimArgs),
     /// Propose a better mapping of ranks onto nodes for a communication pattern.
     ///
@@ -55,46 +58,48 @@ pub enum FabricCommand {
     /// 4.2.3), graph partitioning (METIS, one part per leaf) otherwise; prints the average
     /// path length and the leaf-level edge cut before (row-major) and after, and writes the
     /// mapping as a file of `rank node` lines for `--mapping`.
-    ///
-    /// Examples:
-    ///   hostping fabric suggest-mapping --workload stencil:64x72 -o tiled.map
-    ///   hostping fabric suggest-mapping --topology full --matrix comm.txt -o app.map
-    #[command(verbatim_doc_comment)]
+    #[command(after_long_help = "\
+Examples:
+  hostping fabric suggest-mapping --workload stencil:64x72 -o tiled.map
+  hostping fabric suggest-mapping --topology full --matrix comm.txt \\
+      -o app.map")]
     SuggestMapping(SuggestArgs),
     /// Benchmarks: the thesis' case studies, or the peer simulator's workloads.
     #[command(subcommand)]
     Bench(FabricBenchCommand),
     /// Merge the summaries of many runs (e.g. the tasks of a Slurm job array) into one table.
     ///
-    /// Each argument is a run's --out folder or its summary.json. Rows keep the order given.
-    ///
-    /// Examples:
-    ///   hostping fabric merge runs/*
-    ///   hostping fabric merge runs/* --format csv > sweep.csv
-    #[command(verbatim_doc_comment)]
+    /// Each argument is a run's --out-dir folder or its summary.json. Rows keep the order given.
+    #[command(after_long_help = "\
+Examples:
+  hostping fabric merge runs/*
+  hostping fabric merge runs/* --format csv > sweep.csv")]
     Merge(MergeArgs),
-    /// Discover a real InfiniBand subnet with directed-route SMPs (needs libibumad and
-    /// access to /dev/infiniband/umad*, usually root or the rdma group).
+    /// Discover a real InfiniBand subnet with directed-route SMPs.
+    ///
+    /// Needs libibumad and access to /dev/infiniband/umad*, usually root or the rdma group.
     ///
     /// Walks the subnet breadth first from the local port, with many SMPs in flight at
     /// once, and prints every switch and channel adapter, their LIDs and the links between
     /// their ports with width and speed. A port that does not answer is reported on stderr
     /// and its branch left out; the rest is still printed.
     ///
-    /// Formats: table; json (DESIGN 4.4: nodes and links); ibnetdiscover (the topology file
-    /// `ibnetdiscover` writes, which `fabric sample --topology` reads back).
+    /// Formats: table; json (nodes with GUID, type, description, LID and port count; links
+    /// with both ends, width and speed); ibnetdiscover (the topology file `ibnetdiscover`
+    /// writes, which `fabric sample --topology` and `fabric sim --topology` read back).
     ///
     /// Exit status: 0 every port answered, 1 some did not (the rest printed), 2 nothing
     /// could be discovered (no umad port, the local node silent).
-    ///
-    /// Examples:
-    ///   hostping fabric discover
-    ///   hostping fabric discover --ca mlx5_0 --port 1 --format ibnetdiscover > fabric.topo
-    ///   hostping fabric discover --format json | jq '.links | length'
-    #[command(verbatim_doc_comment)]
+    #[command(after_long_help = "\
+Examples:
+  hostping fabric discover
+  hostping fabric discover --ca mlx5_0 --port 1 --format ibnetdiscover \\
+      > fabric.topo
+  hostping fabric discover --format json | jq '.links | length'")]
     Discover(DiscoverArgs),
-    /// Sample every switch port's counters (the LDMS ibfabric sampler): one sweep reads all
-    /// ports with their MADs in flight at once, timestamps each port and measures the
+    /// Sample every switch port's counters (the LDMS ibfabric sampler).
+    ///
+    /// One sweep reads all ports with their MADs in flight at once, timestamps each port and measures the
     /// sweep's spread (first query to last answer).
     ///
     /// The switches come from --topology (an ibnetdiscover file, e.g. from `fabric
@@ -103,38 +108,42 @@ pub enum FabricCommand {
     /// not answer gets an error on its ports for that sweep; no sweep waits longer than
     /// its deadlines (--timeout-ms, --retries).
     ///
-    /// Output: a table per sweep, or JSON Lines (DESIGN 4.4), one object per sweep.
-    ///
-    /// Examples:
-    ///   hostping fabric sample --once
-    ///   hostping fabric sample --topology fabric.topo --hz 10 --duration 1m --format json
-    #[command(verbatim_doc_comment)]
+    /// Output: a table per sweep, or JSON Lines, one object per sweep (each port's counters,
+    /// data counters in bytes; a port that did not answer has `counters: null` and `error`).
+    #[command(after_long_help = "\
+Examples:
+  hostping fabric sample --once
+  hostping fabric sample --topology fabric.topo --hz 10 --duration 1m \\
+      --format json")]
     Sample(SampleArgs),
     /// Split the switch ports of a subnet among several samplers (the LDMS ibfabric
-    /// Delegator): every linked switch port exactly once, each switch whole to the nearest
+    /// Delegator).
+    ///
+    /// Every linked switch port exactly once, each switch whole to the nearest
     /// sampler (fewest hops), balanced by port count. Writes one port list per sampler
     /// (an LDMS ibnet lidfile: `lid guid nports portlist`) for `fabric sample --ports`.
     ///
     /// Samplers are named by node description or GUID. --failed leaves a sampler out and
     /// gives its ports to the others.
-    ///
-    /// Examples:
-    ///   hostping fabric delegate --topology fabric.topo --samplers node01,node17 -o lists
-    ///   hostping fabric delegate --topology fabric.topo --samplers node01,node17 --failed node17 -o lists
-    #[command(verbatim_doc_comment)]
+    #[command(after_long_help = "\
+Examples:
+  hostping fabric delegate --topology fabric.topo --samplers node01,node17 \\
+      --out-dir lists
+  hostping fabric delegate --topology fabric.topo --samplers node01,node17 \\
+      --failed node17 --out-dir lists")]
     Delegate(DelegateArgs),
-    /// Write a simulated fat tree as an ibsim net file, so that the management stack
-    /// (ibsim, opensm, infiniband-diags, `fabric discover`/`sample`) runs on the simulator's
+    /// Write a simulated fat tree as an ibsim net file.
+    ///
+    /// So that the management stack (ibsim, opensm, infiniband-diags, `fabric discover`/`sample`) runs on the simulator's
     /// trees.
     ///
     /// Switches are named leaf-N, agg-POD-N and core-N, hosts node-N; tree port p is IB port
     /// p + 1. `fabric discover --format ibnetdiscover` on the result gives a topology file
     /// that `fabric sim --topology FILE` recognises as the same tree.
-    ///
-    /// Examples:
-    ///   hostping fabric net --topology radix8 -o radix8.net
-    ///   ibsim -s radix8.net
-    #[command(verbatim_doc_comment)]
+    #[command(after_long_help = "\
+Examples:
+  hostping fabric net --topology radix8 -o radix8.net
+  ibsim -s radix8.net")]
     Net(NetArgs),
 }
 
@@ -144,15 +153,15 @@ pub struct DelegateArgs {
     /// The subnet as an ibnetdiscover topology file.
     #[arg(long, value_name = "FILE")]
     pub topology: PathBuf,
-    /// The samplers, by node description or GUID.
-    #[arg(long, value_name = "HOST,...", value_delimiter = ',', required = true)]
+    /// The samplers, by node description or GUID, separated by commas.
+    #[arg(long, value_name = "HOSTS", value_delimiter = ',', required = true)]
     pub samplers: Vec<String>,
-    /// Samplers that are gone: their ports go to the others.
-    #[arg(long, value_name = "HOST,...", value_delimiter = ',')]
+    /// Samplers that are gone, separated by commas: their ports go to the others.
+    #[arg(long, value_name = "HOSTS", value_delimiter = ',')]
     pub failed: Vec<String>,
     /// Folder for the port lists (`<sampler>.ports`); without it they go to stdout.
-    #[arg(short, long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
+    #[arg(long, value_name = "DIR", alias = "out", short_alias = 'o')]
+    pub out_dir: Option<PathBuf>,
 }
 
 /// Which umad port, and the MAD deadlines.
@@ -185,10 +194,15 @@ pub struct DiscoverArgs {
     pub format: DiscoverFormat,
 }
 
+/// `fabric discover`'s output formats: the common two, and the ibnetdiscover file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DiscoverFormat {
+    /// Tables for people.
+    #[value(alias = "text")]
     Table,
+    /// JSON: nodes and links.
     Json,
+    /// The topology file `ibnetdiscover` writes (`fabric sim --topology` reads it).
     Ibnetdiscover,
 }
 
@@ -212,16 +226,9 @@ pub struct SampleArgs {
     /// One sweep, then exit.
     #[arg(long)]
     pub once: bool,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = SampleFormat::Table)]
-    pub format: SampleFormat,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SampleFormat {
-    Table,
-    /// JSON Lines, one object per sweep.
-    Json,
+    /// Output format: a table per sweep, or JSON Lines (one object per sweep).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
 }
 
 #[derive(Debug, Subcommand)]
@@ -229,11 +236,10 @@ pub enum FabricBenchCommand {
     /// Reproduce the three case studies of thesis chapter 4 and print them beside the
     /// thesis' figures: the stencil mappings (Table 4.1), the naive vs tree reduction, and
     /// the ring exchange with background traffic.
-    ///
-    /// Examples:
-    ///   hostping fabric bench cases                       # all three, full size
-    ///   hostping fabric bench cases --case stencil --out cases
-    #[command(verbatim_doc_comment)]
+    #[command(after_long_help = "\
+Examples:
+  hostping fabric bench cases                       # all three, full size
+  hostping fabric bench cases --case stencil --out-dir cases")]
     Cases(CasesArgs),
     /// Beyond the papers: on the three case studies, which congestion-tree roots does a
     /// switch-port counter sampler (PortXmitData, PortXmitWait) find at 1, 10, 100, 1000 and
@@ -241,41 +247,33 @@ pub enum FabricBenchCommand {
     ///
     /// Each cell is `found/true`: roots found, and how many of them are ground-truth roots.
     /// Every number is simulated.
-    ///
-    /// Examples:
-    ///   hostping fabric bench roots --scale small
-    ///   hostping fabric bench roots --format json > roots.json
-    #[command(verbatim_doc_comment)]
+    #[command(after_long_help = "\
+Examples:
+  hostping fabric bench roots --scale small
+  hostping fabric bench roots --format json > roots.json")]
     Roots(RootsArgs),
-    /// Run workloads A to D of the CODES fat-tree peer (../shared/reference/codes-peer.md)
-    /// and print wall time, packets delivered per wall second and peak memory beside the
-    /// CODES figures measured on this machine kind.
+    /// Run workloads A to D of the CODES fat-tree simulator (codes-org/codes on ROSS, the
+    /// simulator of Taffet's thesis) and print wall time, packets delivered per wall second
+    /// and peak memory beside the CODES figures measured on this project's build machine
+    /// (Debian 12, 2 cores). A: radix 8, 4 % load; B: radix 8, 50 %; C: radix 36 (3564
+    /// nodes), 4 %; D: radix 36, 50 %.
     ///
     /// Each workload runs in a child process so that its peak memory is its own.
-    ///
-    /// Examples:
-    ///   hostping fabric bench peer
-    ///   hostping fabric bench peer --workload D --format json
-    #[command(verbatim_doc_comment)]
+    #[command(after_long_help = "\
+Examples:
+  hostping fabric bench peer
+  hostping fabric bench peer --workload D --format json")]
     Peer(PeerArgs),
-    /// Reproduce the LDMS ibfabric sampler study (../shared/papers/004_ec259f6a0c4ca99b)
-    /// on the simulator: sweep spread against ports per sampler (36/72/108), distance
+    /// Reproduce the LDMS ibfabric sampler study ("Measuring Minimum Switch Port Metric
+    /// Retrieval Time and Impact for Multi-Layer InfiniBand Fabrics", Sandia) on the simulator: sweep spread against ports per sampler (36/72/108), distance
     /// (local, 1 hop, 2 hops), 1 vs 16 redundant samplers, idle and under a bandwidth test;
     /// then the bandwidth test's throughput at 1, 10 and 100 Hz with 1 sampler, 16
     /// redundant samplers and the Delegator's split. Every figure is simulated.
-    ///
-    /// Examples:
-    ///   hostping fabric bench sampling
-    ///   hostping fabric bench sampling --duration 200ms --format json
-    #[command(verbatim_doc_comment)]
+    #[command(after_long_help = "\
+Examples:
+  hostping fabric bench sampling
+  hostping fabric bench sampling --duration 200ms --format json")]
     Sampling(SamplingArgs),
-}
-
-/// Output format of the fabric commands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FabricFormat {
-    Text,
-    Json,
 }
 
 /// The telemetry the switches run.
@@ -316,8 +314,8 @@ pub struct NetArgs {
     #[command(flatten)]
     pub topology: TopologyArg,
     /// Write the net file here instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
+    #[arg(short, long, value_name = "FILE", alias = "out")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -343,8 +341,8 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Folder for the summary, per-port counts, diagnosis and plots.
-    #[arg(long, default_value = "fabric-out")]
-    pub out: PathBuf,
+    #[arg(long, value_name = "DIR", default_value = "fabric-out", alias = "out")]
+    pub out_dir: PathBuf,
     /// Stop at this simulated time (e.g. 100us); default: when every rank has finished.
     #[arg(long, value_parser = humantime::parse_duration)]
     pub end: Option<Duration>,
@@ -388,9 +386,9 @@ pub struct SimArgs {
     /// Plot only the first K leaf switches (with their pods), as the thesis crops wide trees.
     #[arg(long, value_name = "K")]
     pub crop_leaves: Option<u32>,
-    /// Output on stdout.
-    #[arg(long, value_enum, default_value_t = FabricFormat::Text)]
-    pub format: FabricFormat,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
 }
 
 #[derive(Debug, Args)]
@@ -407,11 +405,11 @@ pub struct SuggestArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Write the mapping (`rank node` lines) here.
-    #[arg(short, long)]
+    #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Output on stdout.
-    #[arg(long, value_enum, default_value_t = FabricFormat::Text)]
-    pub format: FabricFormat,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
 }
 
 #[derive(Debug, Args)]
@@ -421,14 +419,14 @@ pub struct CasesArgs {
     pub case: String,
     /// Also keep each run under this folder: its jobs and configuration (run.json) and its
     /// congested-fraction plot (SVG and PNG).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    #[arg(long, value_name = "DIR", alias = "out")]
+    pub out_dir: Option<PathBuf>,
     /// Seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Output on stdout.
-    #[arg(long, value_enum, default_value_t = FabricFormat::Text)]
-    pub format: FabricFormat,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
 }
 
 #[derive(Debug, Args)]
@@ -439,9 +437,9 @@ pub struct RootsArgs {
     /// Seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Output on stdout.
-    #[arg(long, value_enum, default_value_t = FabricFormat::Text)]
-    pub format: FabricFormat,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -465,9 +463,9 @@ pub struct PeerArgs {
     /// to measure each workload's own peak memory).
     #[arg(long, hide = true)]
     pub child: bool,
-    /// Output on stdout.
-    #[arg(long, value_enum, default_value_t = FabricFormat::Text)]
-    pub format: FabricFormat,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
 }
 
 #[derive(Debug, Args)]
@@ -489,9 +487,9 @@ pub struct SamplingArgs {
     /// the paper's smallest spread).
     #[arg(long)]
     pub service_ns: Option<f64>,
-    /// Output on stdout.
-    #[arg(long, value_enum, default_value_t = FabricFormat::Text)]
-    pub format: FabricFormat,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
 }
 
 #[derive(Debug, Args)]
@@ -504,9 +502,14 @@ pub struct MergeArgs {
     pub format: MergeFormat,
 }
 
+/// `fabric merge`'s output formats: the common two, and CSV for spreadsheets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum MergeFormat {
+    /// A table for people.
+    #[value(alias = "text")]
     Table,
+    /// JSON: the summaries' rows.
     Json,
+    /// CSV, one row per run.
     Csv,
 }

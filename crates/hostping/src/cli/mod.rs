@@ -2,6 +2,9 @@
 //! builds a host; `main` does that once parsing is done.
 
 pub mod fabric;
+mod help;
+
+pub use help::command;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use model::limits;
@@ -18,7 +21,11 @@ use std::path::PathBuf;
 /// file, with faults injected by `--inject`. Simulated numbers are always labelled as
 /// simulated; measured ones as measured.
 ///
-/// Exit status: 0 healthy, 1 bottleneck found, 2 usage or input error.
+/// Exit status: 0 healthy, 1 bottleneck found, 2 usage or input error, 3 inconclusive (some
+/// link could not be judged, so the host cannot be called healthy).
+///
+/// Every command takes --format table|json; -o/--output names a file to write, --out-dir a
+/// folder (README: "Command-line conventions").
 #[derive(Debug, Parser)]
 #[command(name = "hostping", version, max_term_width = 100)]
 pub struct Cli {
@@ -40,28 +47,26 @@ pub enum Command {
     /// Idle host: full mesh, each path judged against the baseline. Busy host (an RNIC above
     /// Thp_low = 5 % of line rate): affinitive paths only, judged relative to each other.
     /// Binary tomography then localises the abnormal links, and the root-cause rules name
-    /// a cause (link_failure, link_flapping, link_overloaded, pcie_misconfiguration,
-    /// rnic_misconfiguration).
-    ///
-    /// Examples:
-    ///   hostping check                                   # this host, through libibverbs
-    ///   hostping check --op read --stream-qps 4           # RDMA READ, plus a 4-QP stream
-    ///   hostping check --sim dgx-a100 --inject degrade:gpu4--lsw4:0.5
-    ///   hostping check --sim dgx-a100 --inject flap:mem1--cpu1:0.15 --runs 4
-    ///   hostping check --sim dgx-a100 --inject service:rnic0:150:mem1 --inject overload:cpu0--cpu1:0.95
-    ///   hostping check --sim my-host.toml --format json | jq '.diagnoses'
-    #[command(verbatim_doc_comment)]
+    /// a cause (listed below).
+    #[command(after_long_help = "\
+Examples:
+  hostping check                            # this host, through libibverbs
+  hostping check --op read --stream-qps 4   # RDMA READ, plus a 4-QP stream
+  hostping check --sim dgx-a100 --inject degrade:gpu4--lsw4:0.5
+  hostping check --sim dgx-a100 --inject flap:mem1--cpu1:0.15 --runs 4
+  hostping check --sim dgx-a100 --inject service:rnic0:150:mem1 \\
+      --inject overload:cpu0--cpu1:0.95
+  hostping check --sim my-host.toml --format json | jq '.diagnoses'")]
     Check(CheckArgs),
     /// Record a baseline (per-path latency and bandwidth of a healthy idle host) to a file.
     ///
     /// Record it on a healthy idle host and reuse it on hosts of the same kind: the
     /// discovered model's name encodes the hardware (RNICs, rates, GPUs, PCIe tree), so a
     /// baseline only fits hosts built the same way.
-    ///
-    /// Examples:
-    ///   hostping baseline --runs 5 -o a100-node.baseline.json     # this host, measured
-    ///   hostping baseline --sim dgx-a100 --runs 5 -o dgx-a100.baseline.json
-    #[command(verbatim_doc_comment)]
+    #[command(after_long_help = "\
+Examples:
+  hostping baseline --runs 5 -o a100-node.baseline.json   # this host, measured
+  hostping baseline --sim dgx-a100 --runs 5 -o dgx-a100.baseline.json")]
     Baseline(BaselineArgs),
     /// Print the host model: components, links, every path with its links, affinity.
     ///
@@ -74,23 +79,21 @@ pub enum Command {
     ///
     /// A source this host lacks is listed as unavailable with the reason (no RDMA device, no
     /// NVIDIA driver, no uncore PMUs in a VM); the others are still read.
-    ///
-    /// Examples:
-    ///   hostping counters
-    ///   hostping counters --format json | jq '.sources[] | {source, status}'
-    ///   hostping counters --sim dgx-a100 --inject service:rnic0:250   # virtual counters
-    #[command(verbatim_doc_comment)]
+    #[command(after_long_help = "\
+Examples:
+  hostping counters
+  hostping counters --format json | jq '.sources[] | {source, status}'
+  hostping counters --sim dgx-a100 --inject service:rnic0:250  # virtual host")]
     Counters(CountersArgs),
     /// Report risky configuration found without probing: ACS redirect on GPU-RNIC paths,
     /// ATS off, downtrained PCIe links, IOMMU translation without huge pages, GPUs with no
     /// RNIC under their root port; each with why it matters and the paper section.
     ///
     /// Exit status: 0 nothing found, 1 findings, 2 error.
-    ///
-    /// Examples:
-    ///   hostping lint
-    ///   hostping lint --sim dgx-a100 --inject acs:lsw2 --format json
-    #[command(verbatim_doc_comment)]
+    #[command(after_long_help = "\
+Examples:
+  hostping lint
+  hostping lint --sim dgx-a100 --inject acs:lsw2 --format json")]
     Lint(LintArgs),
     /// ISPASS'21's ODP micro-benchmarks on a device: damming (two 100 B READs on one QP at
     /// a swept interval, ODP memory on both sides; each READ's completion time) or flood
@@ -103,12 +106,11 @@ pub enum Command {
     /// A READ that does not complete within --timeout-ms stops the sweep: the points
     /// measured before it are printed, then the error (exit status 2).
     /// With --sim the virtual host's RNIC transport model runs them (labelled simulated).
-    ///
-    /// Examples:
-    ///   hostping odp-bench damming --device mlx5_0
-    ///   hostping odp-bench damming --intervals 500,1500,2500,3500,4500 --format json
-    ///   hostping odp-bench flood --qps 16
-    #[command(verbatim_doc_comment)]
+    #[command(after_long_help = "\
+Examples:
+  hostping odp-bench damming --device mlx5_0
+  hostping odp-bench damming --intervals 500,1500,2500,3500,4500 --format json
+  hostping odp-bench flood --qps 16")]
     OdpBench(OdpBenchArgs),
     /// Run the Hostping agent: watch counters, probe when the host is idle (every 5 min) or
     /// when symptoms appear (Tx pause ratio above PFC_high or drops, checked every second),
@@ -117,22 +119,28 @@ pub enum Command {
     /// Without --sim it watches this host (with no RDMA device it says so and still reads
     /// its other counters). With --sim it watches a virtual host whose clock runs
     /// --time-scale times faster than the wall clock; --schedule makes faults appear later.
-    ///
-    /// Examples:
-    ///   hostping agent --config /etc/hostping/agent.toml
-    ///   hostping agent --sim dgx-a100 --db /tmp/runs.db --time-scale 600 --inject flap:mem1--cpu1:0.15
-    ///   hostping agent --sim dgx-a100 --db /tmp/runs.db --time-scale 60 --schedule 2m=service:rnic0:250 --run-for 5m
-    ///   curl -s localhost:9469/api/runs | jq '.[0]'
-    #[command(verbatim_doc_comment)]
+    #[command(after_long_help = "\
+Examples:
+  hostping agent --config /etc/hostping/agent.toml
+  hostping agent --sim dgx-a100 --db /tmp/runs.db --time-scale 600 \\
+      --inject flap:mem1--cpu1:0.15
+  hostping agent --sim dgx-a100 --db /tmp/runs.db --time-scale 60 \\
+      --schedule 2m=service:rnic0:250 --run-for 5m
+  curl -s localhost:9469/api/runs | jq '.[0]'")]
     Agent(AgentArgs),
     /// The fleet's collector: agents push their runs (POST /api/runs with a per-host bearer
-    /// token); it stores them in PostgreSQL and serves GET /api/hosts and
-    /// GET /api/hosts/{host}/runs?limit=N (DESIGN 4.5, docs/fleet.md).
+    /// token); it stores them in PostgreSQL and serves the fleet to people and programs.
     ///
-    /// Examples:
-    ///   hostping collector --database postgres://hostping@localhost:5432/hostping --tokens /etc/hostping/tokens
-    ///   curl -s localhost:9470/api/hosts | jq .
-    #[command(verbatim_doc_comment)]
+    /// Web UI: / (the fleet overview) and /hosts/NAME (a host's heatmap, topology, diagnoses
+    /// and path timelines). Read API (JSON, no token): GET /api/hosts,
+    /// /api/hosts/NAME/runs?limit=N, /api/hosts/NAME/baseline, /api/hosts/NAME/timeline,
+    /// /api/kinds/KIND/baseline, /api/fleet/status, /api/fleet/causes,
+    /// /api/fleet/slow-hosts, /api/health; `hostping fleet` asks them. See docs/fleet.md.
+    #[command(after_long_help = "\
+Examples:
+  hostping collector --database postgres://hostping@localhost:5432/hostping \\
+      --tokens /etc/hostping/tokens
+  curl -s localhost:9470/api/hosts | jq .")]
     Collector(CollectorArgs),
     /// Ask the fleet's collector: the fleet's state, its hosts, one host judged against its
     /// baseline, the causes found, the hosts slower than their kind's fleet baseline.
@@ -141,14 +149,13 @@ pub enum Command {
     /// --format json for machines (the API's JSON). Exit status: 0 nothing wrong, 1 an
     /// unhealthy or slow host or a cause was found, 2 the collector could not be asked
     /// (unreachable, or it answered an error: the message names the URL).
-    ///
-    /// Examples:
-    ///   hostping fleet status                     # the collector on 127.0.0.1:9470
-    ///   hostping fleet hosts --collector http://collector:9470 --cause link_failure
-    ///   hostping fleet host node-17               # each path against its baseline, a verdict
-    ///   hostping fleet causes --format json | jq '.[] | {cause, count}'
-    ///   hostping fleet slow --kind dgx-a100       # persistently slow hosts, with evidence
-    #[command(verbatim_doc_comment)]
+    #[command(after_long_help = "\
+Examples:
+  hostping fleet status                 # the collector on 127.0.0.1:9470
+  hostping fleet hosts --collector http://collector:9470 --cause link_failure
+  hostping fleet host node-17           # each path against its baseline
+  hostping fleet causes --format json | jq '.[] | {cause, count}'
+  hostping fleet slow --kind dgx-a100   # hosts persistently slow, with evidence")]
     Fleet(FleetArgs),
     /// Benchmarks: the scenario suite with accuracy and false alarms, the CPU cost of a
     /// check, the agent's own cost, or the time of a counter snapshot.
@@ -166,7 +173,7 @@ pub enum Command {
 pub struct CountersArgs {
     #[command(flatten)]
     pub host: HostArgs,
-    /// Faults for a simulated host (DESIGN 4.2), as for `check`.
+    /// Inject a fault into the simulated host (repeatable), as for `check`.
     #[arg(long, value_name = "FAULT", requires = "sim")]
     pub inject: Vec<String>,
     /// Output format.
@@ -179,8 +186,8 @@ pub struct CountersArgs {
 pub struct LintArgs {
     #[command(flatten)]
     pub host: HostArgs,
-    /// Faults for a simulated host (DESIGN 4.2): `acs:`, `ats-off:`, `iommu:` (the RNIC's
-    /// IOMMU group and page size) and `odp:` (ODP regions) show up here.
+    /// Inject a fault into the simulated host (repeatable): `acs:`, `ats-off:`, `iommu:` (the
+    /// RNIC's IOMMU group and page size) and `odp:` (ODP regions) show up here.
     #[arg(long, value_name = "FAULT", requires = "sim")]
     pub inject: Vec<String>,
     /// Output format.
@@ -204,7 +211,7 @@ pub struct AgentArgs {
     /// prints it).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
-    /// Faults of the simulated host from the start (DESIGN 4.2).
+    /// Inject a fault into the simulated host from the start (repeatable).
     #[arg(long, value_name = "FAULT", requires = "sim")]
     pub inject: Vec<String>,
     /// A fault that appears later on the virtual clock: AT=FAULT, e.g. 10m=service:rnic0:250.
@@ -328,7 +335,8 @@ pub enum FleetCommand {
     },
     /// Each cause with the hosts whose latest run has it (GET /api/fleet/causes).
     Causes,
-    /// Hosts whose paths stay below their kind's fleet baseline, though under Abnormal_th,
+    /// Hosts whose paths stay below their kind's fleet baseline, though by less than the
+    /// 20 % that makes one run's path abnormal (Abnormal_th),
     /// worst first, with the evidence (GET /api/fleet/slow-hosts).
     Slow {
         /// Only hosts of this kind.
@@ -340,12 +348,15 @@ pub enum FleetCommand {
     },
 }
 
-/// Output formats.
+/// Output formats, the same two on every command (a few add their own, e.g. `fabric
+/// discover --format ibnetdiscover`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
-    /// Tables for people (colour on a terminal).
+    /// Tables and words for people (colour on a terminal).
+    #[value(alias = "text")]
     Table,
-    /// JSON (DESIGN 4.3); with several runs, one compact document per line.
+    /// JSON for machines; a command that prints a series (check --runs N, fabric sample)
+    /// prints one compact document per line (JSON Lines).
     Json,
 }
 
@@ -417,14 +428,11 @@ impl From<OpArg> for model::Op {
 pub struct CheckArgs {
     #[command(flatten)]
     pub host: HostArgs,
-    /// Inject a fault into the simulated host (repeatable; needs --sim). Grammar:
-    /// degrade:LINK:FRACTION, flap:LINK:FRACTION, overload:LINK:UTILISATION,
-    /// acs:SWITCH|all, ats-off:RNIC, slow-start:RNIC, tx-window:RNIC:BYTES,
-    /// service:RNIC:GBPS[:ENDPOINT], iommu:RNIC:WORKING_SET_MIB[:4k|2m], membw:MEM:FRACTION,
-    /// odp:RNIC:damming|flood[:QPS]. Each thing is set once: two degrade (or a degrade and
-    /// a flap) on one link, two overload on one link, two settings of one kind on one RNIC,
-    /// are refused, not combined; service above the RNIC's line rate saturates it. Sizes
-    /// are capped (flood QPs 4096, tx-window 1 GiB, service 1600 Gb/s, iommu 1 TiB).
+    /// Inject a fault into the simulated host (repeatable; needs --sim). Each thing is set
+    /// once: two degrade (or a degrade and a flap) on one link, two overload on one link, two
+    /// settings of one kind on one RNIC, are refused, not combined; service above the RNIC's
+    /// line rate saturates it. Sizes are capped (flood QPs 4096, tx-window 1 GiB, service
+    /// 1600 Gb/s, iommu 1 TiB).
     #[arg(long, value_name = "FAULT")]
     pub inject: Vec<String>,
     /// Run the check this many times in a row (5 simulated minutes apart), keeping history:
@@ -572,9 +580,10 @@ pub enum BenchCommand {
     /// Run every scenario (case / expected / got / pass), the accuracy, and the false-alarm
     /// rate over healthy noisy runs of each built-in model.
     Scenarios {
-        /// Folder of scenario files.
-        #[arg(long, default_value = "scenarios")]
-        dir: PathBuf,
+        /// Run the scenario files (*.toml) of this folder instead of the suite built into
+        /// hostping (the repository's scenarios/ folder; its README.md gives the format).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
         /// Healthy noisy runs per built-in model for the false-alarm rate.
         #[arg(long, default_value_t = 200, value_parser = capped_u32("healthy runs", 1, limits::HEALTHY_RUNS))]
         healthy_runs: u32,
@@ -615,11 +624,11 @@ pub enum BenchCommand {
     /// runs from concurrent senders), then read latency (fleet overview, host page, one path's
     /// timeline) with the whole history loaded (the other days copied inside PostgreSQL).
     /// Needs an empty PostgreSQL database it may fill; the runs are of a virtual host.
-    ///
-    /// Example (1000 hosts x 7 days at a 5-minute cadence: 2 M runs):
-    ///   createdb hostping_bench
-    ///   hostping bench collector --database postgres://$USER@localhost/hostping_bench
-    #[command(verbatim_doc_comment)]
+    #[command(after_long_help = "\
+Example (1000 hosts x 7 days at a 5-minute cadence: 2 M runs):
+  createdb hostping_bench
+  hostping bench collector \\
+      --database postgres://$USER@localhost/hostping_bench")]
     Collector {
         /// The empty database, postgres://USER@HOST:PORT/DB.
         #[arg(long, value_name = "URL")]

@@ -21,8 +21,9 @@ use serde::{Deserialize, Serialize};
 
 use super::simulate::{duration_ps, prepare, run_with_progress};
 use crate::cli::fabric::{
-    CaseScale, CasesArgs, FabricBenchCommand, FabricFormat, PeerArgs, RootsArgs, SamplingArgs,
+    CaseScale, CasesArgs, FabricBenchCommand, PeerArgs, RootsArgs, SamplingArgs,
 };
+use crate::cli::Format;
 use check::cost::{peak_resident_bytes, process_cost};
 
 pub fn run(command: FabricBenchCommand) -> Result<bool> {
@@ -100,7 +101,7 @@ fn bench_cases(args: &CasesArgs) -> Result<bool> {
             None => bail!("--case {name}: expected stencil, reduction, background or all"),
         },
     };
-    let out: Option<PathBuf> = args.out.clone();
+    let out: Option<PathBuf> = args.out_dir.clone();
     let mut reports = Vec::new();
     for (_, case) in chosen {
         let mut runner =
@@ -108,7 +109,7 @@ fn bench_cases(args: &CasesArgs) -> Result<bool> {
                 run_plans(out.as_deref(), label, topology, plans, config)
             };
         let report = case(Scale::Thesis, args.seed, &mut runner)?;
-        if args.format == FabricFormat::Text {
+        if args.format == Format::Table {
             std::io::stdout()
                 .lock()
                 .write_all(report.render_text().as_bytes())?;
@@ -116,7 +117,7 @@ fn bench_cases(args: &CasesArgs) -> Result<bool> {
         }
         reports.push(report);
     }
-    if args.format == FabricFormat::Json {
+    if args.format == Format::Json {
         println!("{}", serde_json::to_string_pretty(&reports)?);
     }
     let failed: Vec<&str> = reports
@@ -144,8 +145,8 @@ fn bench_roots(args: &RootsArgs) -> Result<()> {
     };
     let rows = roots_study::roots_study(scale, args.seed, &mut runner)?;
     let text = match args.format {
-        FabricFormat::Text => roots_study::render_text(&rows),
-        FabricFormat::Json => {
+        Format::Table => roots_study::render_text(&rows),
+        Format::Json => {
             serde_json::to_string_pretty(&serde_json::json!({
                 "simulated": true,
                 "rates_hz": roots_study::RATES_HZ,
@@ -295,8 +296,8 @@ fn bench_peer(args: &PeerArgs) -> Result<bool> {
         });
     }
     let text = match args.format {
-        FabricFormat::Json => serde_json::to_string_pretty(&rows)? + "\n",
-        FabricFormat::Text => peer_table(&rows),
+        Format::Json => serde_json::to_string_pretty(&rows)? + "\n",
+        Format::Table => peer_table(&rows),
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(false)
@@ -383,8 +384,8 @@ fn peer_table(rows: &[PeerRow]) -> String {
         );
     }
     out += "hostping: simulated and timed here. CODES is not run by this benchmark: its sequential runs\n\
-            are quoted from ../shared/reference/codes-peer.md. The simulators count events differently;\n\
-            packets, latency and hops show that both did the same work.\n";
+            are quoted from CODES' own runs on this project's build machine (Debian 12, 2 cores). The simulators\n\
+            count events differently; packets, latency and hops show that both did the same work.\n";
     out
 }
 
@@ -417,8 +418,8 @@ fn bench_sampling(args: &SamplingArgs) -> Result<bool> {
     }
     let result = run_study(&config, &mut |label| eprintln!("hostping: {label}..."))?;
     let text = match args.format {
-        FabricFormat::Json => serde_json::to_string_pretty(&result)? + "\n",
-        FabricFormat::Text => sampling_tables(&result),
+        Format::Json => serde_json::to_string_pretty(&result)? + "\n",
+        Format::Table => sampling_tables(&result),
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(false)
@@ -431,8 +432,9 @@ fn sampling_tables(r: &fabric::sampling::study::StudyResult) -> String {
     let sim = &c.sim;
     let ms = |ps: u64| ps as f64 / 1e9;
     let mut out = String::new();
-    out += "Switch-port sampling on the simulated LDMS ibfabric testbed (SIMULATED; paper \
-            ../shared/papers/004_ec259f6a0c4ca99b)\n";
+    out += "Switch-port sampling on the simulated LDMS ibfabric testbed (SIMULATED; paper: \
+            Measuring Minimum Switch Port Metric Retrieval Time and Impact for Multi-Layer \
+            InfiniBand Fabrics)\n";
     out += &format!(
         "fabric: 2 leaf switches and 1 core of 36 ports, 2 links leaf-core; links {} Gb/s \
          (4x QDR data rate), {} ns; switches {} ns; MTU {} B\n",

@@ -370,7 +370,7 @@ pub fn net_command(args: &NetArgs) -> Result<()> {
         args.topology.topology
     );
     let net = Cabling::of_tree(&topology).to_ibsim_net(topology.radix(), &title);
-    match &args.out {
+    match &args.output {
         Some(path) => std::fs::write(path, net)
             .with_context(|| format!("{}: cannot write", path.display()))?,
         None => std::io::stdout()

@@ -13,6 +13,7 @@ pub mod switches;
 use std::io::Write;
 use std::str::FromStr;
 
+use crate::cli::Format;
 use crate::output::Outcome;
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
@@ -26,8 +27,7 @@ use fabric::telemetry::{TelemetryConfig, TelemetryKind};
 use fabric::traffic::{self, MappingSpec, WorkloadSpec};
 
 use crate::cli::fabric::{
-    FabricCommand, FabricFormat, MergeArgs, MergeFormat, PlotDirections, SimArgs, SuggestArgs,
-    TelemetryChoice,
+    FabricCommand, MergeArgs, MergeFormat, PlotDirections, SimArgs, SuggestArgs, TelemetryChoice,
 };
 use cabled::TreeInput;
 use fabric::summary::{ports_csv, RunSummary, DIAGNOSIS_FILE, PLOT_STEM, PORTS_FILE, SUMMARY_FILE};
@@ -110,8 +110,12 @@ fn sim(args: &SimArgs) -> Result<Outcome> {
     let end_ps = config.end_ps;
     let simulation = prepare(&topology, &workload, &mapping, config)?;
     // Before the run, so that a folder we cannot write to does not cost a simulation.
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("{}: cannot create the output folder", args.out.display()))?;
+    std::fs::create_dir_all(&args.out_dir).with_context(|| {
+        format!(
+            "{}: cannot create the output folder",
+            args.out_dir.display()
+        )
+    })?;
     let result = run_with_progress(simulation, "simulating", end_ps);
 
     let jobs = JobSelection::parse(&args.samples, &result.jobs)?;
@@ -139,7 +143,7 @@ fn sim(args: &SimArgs) -> Result<Outcome> {
         crop_leaves: args.crop_leaves,
         size: None,
     };
-    let stem = args.out.join(PLOT_STEM);
+    let stem = args.out_dir.join(PLOT_STEM);
     summary.files = write_plots(&topology, &estimate, &options, &stem)?;
     if args.window.is_some() && result.telemetry.is_some() {
         summary.files.extend(write_window_plots(
@@ -147,24 +151,26 @@ fn sim(args: &SimArgs) -> Result<Outcome> {
         )?);
     }
     let diagnosis_text = render_text(&diagnosis);
-    summary
-        .files
-        .push(output::write(&args.out, DIAGNOSIS_FILE, &diagnosis_text)?);
+    summary.files.push(output::write(
+        &args.out_dir,
+        DIAGNOSIS_FILE,
+        &diagnosis_text,
+    )?);
     let csv = ports_csv(&topology, &truth, &estimate, summary.fabric.as_ref())?;
     summary
         .files
-        .push(output::write(&args.out, PORTS_FILE, &csv)?);
-    summary.files.push(args.out.join(SUMMARY_FILE));
-    output::write(&args.out, SUMMARY_FILE, &summary.to_json()?)?;
+        .push(output::write(&args.out_dir, PORTS_FILE, &csv)?);
+    summary.files.push(args.out_dir.join(SUMMARY_FILE));
+    output::write(&args.out_dir, SUMMARY_FILE, &summary.to_json()?)?;
 
     let text = match args.format {
-        FabricFormat::Json => summary.to_json()?,
-        FabricFormat::Text => format!(
+        Format::Json => summary.to_json()?,
+        Format::Table => format!(
             "{}\n{}\nwrote {} files to {}\n",
             summary.render_text(),
             diagnosis_text,
             summary.files.len(),
-            args.out.display()
+            args.out_dir.display()
         ),
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
@@ -204,7 +210,7 @@ fn suggest(args: &SuggestArgs) -> Result<bool> {
         std::fs::write(path, text).with_context(|| format!("{}: cannot write", path.display()))?;
     }
     let out = match args.format {
-        FabricFormat::Json => {
+        Format::Json => {
             serde_json::to_string_pretty(&serde_json::json!({
                 "topology": topology.name(),
                 "ranks": matrix.ranks(),
@@ -221,7 +227,7 @@ fn suggest(args: &SuggestArgs) -> Result<bool> {
                 "placement": suggestion.placement.iter().map(|n| n.0).collect::<Vec<_>>(),
             }))? + "\n"
         }
-        FabricFormat::Text => format!(
+        Format::Table => format!(
             "suggested mapping: {}\n  average path length {:.3} -> {:.3} hops; leaf-level edge cut {:.3} -> {:.3} (row-major -> suggested)\n{}\n{}",
             suggestion.mapping,
             suggestion.row_major.average_path_length,

@@ -1,4 +1,4 @@
-//! Writing what `hostping fabric sim` leaves in its `--out` folder. What the files hold (the
+//! Writing what `hostping fabric sim` leaves in its `--out-dir` folder. What the files hold (the
 //! run summary that `merge` and the Slurm sweeps read, the per-port CSV, the file names) is
 //! the fabric crate's contract, `fabric::summary`; this module only puts it on disk.
 

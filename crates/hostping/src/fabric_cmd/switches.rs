@@ -2,9 +2,8 @@
 //! port (`rdma::umad`): directed-route discovery and the switch-port sampler
 //! (`rdma::subnet`). This module opens the port, prints, and paces the sweeps.
 
-use crate::cli::fabric::{
-    DelegateArgs, DiscoverArgs, DiscoverFormat, SampleArgs, SampleFormat, UmadArgs,
-};
+use crate::cli::fabric::{DelegateArgs, DiscoverArgs, DiscoverFormat, SampleArgs, UmadArgs};
+use crate::cli::Format;
 use anyhow::{bail, Context, Result};
 use rdma::mad::MgmtClass;
 use rdma::subnet::delegate::{delegate, lidfile, parse_lidfile};
@@ -211,8 +210,8 @@ pub fn sample_command(args: &SampleArgs) -> Result<bool> {
         let sweep = sampler.sweep(&mut port, &ports)?;
         lost |= sweep.ports.iter().any(|p| p.counters.is_none());
         let text = match args.format {
-            SampleFormat::Json => serde_json::to_string(&sweep)? + "\n",
-            SampleFormat::Table => render_sweep(&sweep, &subnet),
+            Format::Json => serde_json::to_string(&sweep)? + "\n",
+            Format::Table => render_sweep(&sweep, &subnet),
         };
         stdout.write_all(text.as_bytes())?;
         stdout.flush()?;
@@ -258,14 +257,14 @@ fn read_topology(path: &std::path::Path) -> Result<Subnet> {
 pub fn delegate_command(args: &DelegateArgs) -> Result<()> {
     let subnet = read_topology(&args.topology)?;
     let assignments = delegate(&subnet, &args.samplers, &args.failed)?;
-    if let Some(dir) = &args.out {
+    if let Some(dir) = &args.out_dir {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("{}: cannot create the output folder", dir.display()))?;
     }
     let mut stdout = std::io::stdout().lock();
     for a in &assignments {
         let text = lidfile(a);
-        match &args.out {
+        match &args.out_dir {
             Some(dir) => {
                 let path = dir.join(format!("{}.ports", a.sampler));
                 std::fs::write(&path, &text)
