@@ -94,20 +94,21 @@ impl Cause {
         }
     }
 
+    /// Every cause, in the order DESIGN 4.3 lists them.
+    pub const ALL: [Cause; 8] = [
+        Cause::LinkFailure,
+        Cause::LinkFlapping,
+        Cause::LinkOverloaded,
+        Cause::PcieMisconfiguration,
+        Cause::RnicMisconfiguration,
+        Cause::IommuCongestion,
+        Cause::MemoryBusCongestion,
+        Cause::OdpStall,
+    ];
+
     /// Parses a report name.
     pub fn from_name(s: &str) -> Option<Cause> {
-        [
-            Cause::LinkFailure,
-            Cause::LinkFlapping,
-            Cause::LinkOverloaded,
-            Cause::PcieMisconfiguration,
-            Cause::RnicMisconfiguration,
-            Cause::IommuCongestion,
-            Cause::MemoryBusCongestion,
-            Cause::OdpStall,
-        ]
-        .into_iter()
-        .find(|c| c.as_str() == s)
+        Cause::ALL.into_iter().find(|c| c.as_str() == s)
     }
 }
 
@@ -354,7 +355,12 @@ mod tests {
             assert_eq!(v.as_str(), serde_name(v));
         }
         use NotJudgedReason as N;
-        for v in [N::NoBaseline, N::NotProbed, N::ProbeFailed, N::NotMeasurable] {
+        for v in [
+            N::NoBaseline,
+            N::NotProbed,
+            N::ProbeFailed,
+            N::NotMeasurable,
+        ] {
             assert_eq!(v.as_str(), serde_name(v));
         }
         for v in LinkKind::ALL {
