@@ -209,6 +209,11 @@ fn with_store(s: &Shared, answer: impl FnOnce(&Store) -> Response) -> Response {
 }
 
 async fn runs(State(s): State<Shared>, Query(q): Query<RunsQuery>) -> Response {
+    let triggers = &fleet_api::read::TRIGGERS;
+    if let Err(e) = fleet_api::read::query::choice("trigger", q.trigger.as_deref(), triggers, |t| t)
+    {
+        return fleet_api::read::ReadError::from(e).into_response();
+    }
     let query = RunQuery {
         limit: q.limit.unwrap_or(50).min(1000),
         before: q.before,

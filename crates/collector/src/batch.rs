@@ -11,6 +11,7 @@
 //! and per-commit overheads, not the rows, as most of a lone run's cost (BENCHMARKS.md).
 
 use analyze::fleet::baseline::{Samples, HOST_RUNS};
+use analyze::fleet::is_inconclusive;
 use fleet_api::upload::RunUpload;
 use model::{Report, Thresholds};
 use std::collections::{BTreeMap, HashMap};
@@ -146,9 +147,10 @@ const HOSTS_SQL: &str = "INSERT INTO hosts (name, kind, kind_known)
 /// The runs; a run stored before (same host, instance and agent run id) is skipped and not
 /// returned, and so is a second copy within the batch.
 const RUNS_SQL: &str = "INSERT INTO runs (host_id, agent_run_id, trigger, started_unix_ms, kind,
-                          kind_known, healthy, mode, report, instance)
+                          kind_known, healthy, mode, report, instance, inconclusive)
      SELECT * FROM unnest($1::int8[], $2::int8[], $3::text[], $4::int8[], $5::text[],
-                          $6::bool[], $7::bool[], $8::text[], $9::json[], $10::text[])
+                          $6::bool[], $7::bool[], $8::text[], $9::json[], $10::text[],
+                          $11::bool[])
      ON CONFLICT (host_id, instance, agent_run_id) DO NOTHING
      RETURNING id, host_id, instance, agent_run_id";
 
@@ -220,12 +222,12 @@ const SAMPLES_SQL: &str = "WITH new AS (
 /// Each host's summary row, one element a host with new runs: the runs counted ($2) and,
 /// when the host's latest new run ($3, started at $4) is later than the row's latest (ties:
 /// the later stored), that run's health, causes (a JSON array), rack, kind and the
-/// thresholds it was judged with ($11, JSON or NULL). `$10`, the new runs that gave sample
+/// thresholds it was judged with ($11, JSON or NULL) and whether it is inconclusive ($12). `$10`, the new runs that gave sample
 /// sets, moves `paths_version`, which tells the baseline refresh to look at the host's kind
 /// (`crate::refresh`). The rows are found with `= ANY`, as in [`SAMPLES_SQL`].
 const SUMMARY_SQL: &str = "UPDATE hosts SET (runs, latest_run_id, latest_started_unix_ms,
                        latest_healthy, latest_causes, rack, kind, kind_known, paths_version,
-                       last_received_unix_ms, latest_thresholds) = (
+                       last_received_unix_ms, latest_thresholds, latest_inconclusive) = (
          SELECT hosts.runs + u.runs,
                 CASE WHEN n.latest THEN u.run_id ELSE hosts.latest_run_id END,
                 CASE WHEN n.latest THEN u.started_unix_ms ELSE hosts.latest_started_unix_ms END,
@@ -237,11 +239,12 @@ const SUMMARY_SQL: &str = "UPDATE hosts SET (runs, latest_run_id, latest_started
                 CASE WHEN n.latest THEN u.kind_known ELSE hosts.kind_known END,
                 hosts.paths_version + u.sample_sets,
                 (extract(epoch FROM clock_timestamp()) * 1000)::int8,
-                CASE WHEN n.latest THEN u.thresholds ELSE hosts.latest_thresholds END
+                CASE WHEN n.latest THEN u.thresholds ELSE hosts.latest_thresholds END,
+                CASE WHEN n.latest THEN u.inconclusive ELSE hosts.latest_inconclusive END
          FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::int8[], $5::bool[], $6::json[],
-                     $7::text[], $8::text[], $9::bool[], $10::int8[], $11::json[])
+                     $7::text[], $8::text[], $9::bool[], $10::int8[], $11::json[], $12::bool[])
                   AS u(host_id, runs, run_id, started_unix_ms, healthy, causes, rack, kind,
-                       kind_known, sample_sets, thresholds),
+                       kind_known, sample_sets, thresholds, inconclusive),
               LATERAL (SELECT hosts.latest_run_id IS NULL
                               OR (u.started_unix_ms, u.run_id)
                                  > (hosts.latest_started_unix_ms, hosts.latest_run_id)
@@ -304,6 +307,7 @@ pub async fn store_batch(
     let run_kinds: Vec<&str> = batch.iter().map(|a| a.report.host.as_str()).collect();
     let run_known: Vec<bool> = run_kinds.iter().map(|k| kind_known(k)).collect();
     let healthy: Vec<bool> = batch.iter().map(|a| a.report.healthy).collect();
+    let inconclusive: Vec<bool> = batch.iter().map(|a| is_inconclusive(&a.report)).collect();
     let modes: Vec<&str> = batch.iter().map(|a| a.report.mode.as_str()).collect();
     let reports: Vec<Json<&serde_json::value::RawValue>> =
         batch.iter().map(|a| Json(&*a.upload.report)).collect();
@@ -312,8 +316,17 @@ pub async fn store_batch(
         .query(
             &runs_sql,
             &[
-                &runs, &agent_ids, &triggers, &starts, &run_kinds, &run_known, &healthy, &modes,
-                &reports, &instances,
+                &runs,
+                &agent_ids,
+                &triggers,
+                &starts,
+                &run_kinds,
+                &run_known,
+                &healthy,
+                &modes,
+                &reports,
+                &instances,
+                &inconclusive,
             ],
         )
         .await
@@ -545,7 +558,7 @@ async fn write_rows(
         &set_counts.hosts,
         &set_counts.sets,
     ];
-    let summary_params: [&(dyn ToSql + Sync); 11] = [
+    let summary_params: [&(dyn ToSql + Sync); 12] = [
         &summary.host_ids,
         &summary.runs,
         &summary.run_ids,
@@ -557,6 +570,7 @@ async fn write_rows(
         &summary.kinds_known,
         &summary.sample_sets,
         &summary.thresholds,
+        &summary.inconclusive,
     ];
     let (paths, links, diagnoses, samples, summary) = tokio::join!(
         tx.execute(&paths_sql, &paths_params),
@@ -620,6 +634,7 @@ struct Summaries {
     kinds_known: Vec<bool>,
     sample_sets: Vec<i64>,
     thresholds: Vec<Option<Json<Thresholds>>>,
+    inconclusive: Vec<bool>,
 }
 
 impl Summaries {
@@ -655,6 +670,7 @@ impl Summaries {
             s.sample_sets
                 .push(runs.iter().filter(|r| set_ids.contains(&r.run_id)).count() as i64);
             s.thresholds.push(report.thresholds.map(Json));
+            s.inconclusive.push(is_inconclusive(report));
         }
         s
     }

@@ -15,6 +15,7 @@
 //!    host page, one path's timeline over the whole history) for `--queries` hosts, with
 //!    p50/p95/max, and the work each answer carried (hosts, paths, points).
 
+use crate::database_url::DatabaseUrl;
 use check::pipeline::{self, CheckSettings};
 use fleet_api::upload::RunUpload;
 use model::{HostTopology, Report};
@@ -53,7 +54,7 @@ pub enum BenchError {
     /// The database, or a statement on it.
     #[error("database {url}: {reason}")]
     Database {
-        /// The URL given.
+        /// The URL given, redacted.
         url: String,
         /// Why.
         reason: String,
@@ -222,14 +223,10 @@ struct CollectorChild {
 impl CollectorChild {
     fn start(database: &str, tokens: &Path) -> Result<CollectorChild, BenchError> {
         let exe = std::env::current_exe()?;
+        // The URL through the environment, where `ps` does not show its password.
         let mut child = Command::new(exe)
-            .args([
-                "collector",
-                "--database",
-                database,
-                "--listen",
-                "127.0.0.1:0",
-            ])
+            .args(["collector", "--listen", "127.0.0.1:0"])
+            .env(crate::database_url::ENV, database)
             .arg("--tokens")
             .arg(tokens)
             .stdin(Stdio::null())
@@ -298,7 +295,7 @@ pub fn run(
 ) -> Result<CollectorBench, BenchError> {
     let db = Database::connect(&settings.database)?;
     if db.holds_runs()? {
-        return Err(BenchError::NotEmpty(settings.database.clone()));
+        return Err(BenchError::NotEmpty(db.url.redacted()));
     }
     let variants = reports(&settings.model);
     let paths_per_run = variants[0]["paths"].as_array().map_or(0, Vec::len);
@@ -563,26 +560,31 @@ fn percentile(values: &mut [f64], q: f64) -> f64 {
 
 /// The bench's own connection to the database (to copy history and read sizes).
 struct Database {
-    url: String,
+    url: DatabaseUrl,
     runtime: tokio::runtime::Runtime,
     client: tokio_postgres::Client,
 }
 
 impl Database {
     fn connect(url: &str) -> Result<Database, BenchError> {
-        let error = |reason: String| BenchError::Database {
-            url: url.to_owned(),
-            reason,
-        };
+        let url = DatabaseUrl::new(url);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        let (client, connection) = runtime
-            .block_on(tokio_postgres::connect(url, tokio_postgres::NoTls))
-            .map_err(|e| error(e.to_string()))?;
+        let connected =
+            runtime.block_on(tokio_postgres::connect(url.expose(), tokio_postgres::NoTls));
+        let (client, connection) = match connected {
+            Ok(c) => c,
+            Err(e) => {
+                return Err(BenchError::Database {
+                    url: url.redacted(),
+                    reason: url.explain(&e),
+                })
+            }
+        };
         runtime.spawn(connection);
         Ok(Database {
-            url: url.to_owned(),
+            url,
             runtime,
             client,
         })
@@ -590,8 +592,8 @@ impl Database {
 
     fn error(&self, e: tokio_postgres::Error) -> BenchError {
         BenchError::Database {
-            url: self.url.clone(),
-            reason: e.to_string(),
+            url: self.url.redacted(),
+            reason: self.url.explain(&e),
         }
     }
 

@@ -5,7 +5,7 @@
 //! | `GET /api/hosts/{host}/baseline` | each path of the host's latest run against its own baseline or its kind's fleet baseline, with a verdict |
 //! | `GET /api/kinds/{kind}/baseline` | the kind's fleet baseline per path, and the hosts of its batch |
 //! | `GET /api/fleet/slow-hosts?kind=K&limit=N` | hosts persistently below their kind's baseline under Abnormal_th, worst first, with the evidence |
-//! | `GET /api/fleet/status` | host counts (healthy, unhealthy, stale), kinds, causes, runs stored, last ingest |
+//! | `GET /api/fleet/status` | host counts (healthy, unhealthy, inconclusive, stale), kinds, causes, runs stored, last ingest |
 //! | `GET /api/fleet/causes` | each cause with the hosts whose latest run has it |
 //!
 //! Reads that need a kind's baseline refresh it first when it has unseen values, so they
@@ -272,11 +272,12 @@ async fn status(State(pool): State<Pool>) -> Result<Json<FleetStatus>, ReadError
     let stale_bound = stale_before(now);
     let totals = client
         .query_one(
-            "SELECT count(*), count(*) FILTER (WHERE latest_healthy),
-                    count(*) FILTER (WHERE NOT latest_healthy),
+            "SELECT count(*), count(*) FILTER (WHERE latest_healthy AND NOT latest_inconclusive),
+                    count(*) FILTER (WHERE NOT latest_healthy AND NOT latest_inconclusive),
                     count(*) FILTER (WHERE latest_started_unix_ms < $1),
                     COALESCE(sum(runs), 0)::int8, max(last_received_unix_ms),
-                    max(latest_started_unix_ms)
+                    max(latest_started_unix_ms),
+                    count(*) FILTER (WHERE latest_inconclusive)
              FROM hosts",
             &[&stale_bound],
         )
@@ -284,8 +285,10 @@ async fn status(State(pool): State<Pool>) -> Result<Json<FleetStatus>, ReadError
         .db()?;
     let kinds = client
         .query(
-            "SELECT kind, bool_and(kind_known), count(*), count(*) FILTER (WHERE NOT latest_healthy),
-                    count(*) FILTER (WHERE latest_started_unix_ms < $1)
+            "SELECT kind, bool_and(kind_known), count(*),
+                    count(*) FILTER (WHERE NOT latest_healthy AND NOT latest_inconclusive),
+                    count(*) FILTER (WHERE latest_started_unix_ms < $1),
+                    count(*) FILTER (WHERE latest_inconclusive)
              FROM hosts GROUP BY kind ORDER BY count(*) DESC, kind",
             &[&stale_bound],
         )
@@ -294,6 +297,7 @@ async fn status(State(pool): State<Pool>) -> Result<Json<FleetStatus>, ReadError
         .iter()
         .map(|r| KindStatus {
             hosts: r.get(2),
+            inconclusive: Some(r.get(5)),
             kind: r.get(0),
             kind_known: r.get(1),
             stale: r.get(4),
@@ -318,6 +322,7 @@ async fn status(State(pool): State<Pool>) -> Result<Json<FleetStatus>, ReadError
         causes,
         healthy: totals.get(1),
         hosts: totals.get(0),
+        inconclusive: Some(totals.get(7)),
         kinds,
         last_ingest_unix_ms: totals.get(5),
         last_run_unix_ms: totals.get(6),

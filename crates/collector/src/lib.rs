@@ -13,6 +13,7 @@ pub mod api;
 pub mod batch;
 pub mod bench;
 mod database;
+pub mod database_url;
 pub mod fleet;
 pub mod reads;
 pub mod refresh;
@@ -20,6 +21,7 @@ pub mod schema;
 pub mod timeline;
 pub mod writer;
 
+use database_url::DatabaseUrl;
 use fleet_api::tls::{self, TlsError, TlsFiles};
 use fleet_api::tokens::{TokenError, Tokens};
 use std::net::SocketAddr;
@@ -37,8 +39,9 @@ const WRITERS: usize = 4;
 /// What the collector is told on the command line.
 #[derive(Debug, Clone)]
 pub struct CollectorConfig {
-    /// `postgres://USER@HOST:PORT/DB` (libpq's URL form).
-    pub database: String,
+    /// `postgres://USER@HOST:PORT/DB` (libpq's URL form) or libpq's `key=value` pairs; shown
+    /// redacted.
+    pub database: DatabaseUrl,
     /// Where the API listens.
     pub listen: SocketAddr,
     /// The agents' tokens; without a file every run is refused.
@@ -59,31 +62,32 @@ pub enum CollectorError {
     #[error(transparent)]
     Tls(#[from] TlsError),
     /// The database URL does not parse.
-    #[error("--database {url}: {source}")]
+    #[error("--database {url}: {reason}")]
     Url {
-        /// The URL given.
+        /// The URL given, redacted.
         url: String,
-        /// Why.
-        source: tokio_postgres::Error,
+        /// Why, with its causes, scrubbed of the password.
+        reason: String,
     },
     /// The pool could not be built.
     #[error("--database: {0}")]
     Pool(#[from] deadpool_postgres::BuildError),
     /// No connection to the database.
-    #[error("database {url}: {source}")]
+    #[error("database {url}: {reason}")]
     Connect {
-        /// The URL given.
+        /// The URL given, redacted.
         url: String,
-        /// Why.
-        source: deadpool_postgres::PoolError,
+        /// Why, with its causes (`connection refused`, `password authentication failed`),
+        /// scrubbed of the password.
+        reason: String,
     },
     /// The database refused a migration.
-    #[error("database {url}: {}", server_words(.source))]
+    #[error("database {url}: {reason}")]
     Migrate {
-        /// The URL given.
+        /// The URL given, redacted.
         url: String,
-        /// Why.
-        source: tokio_postgres::Error,
+        /// Why, in the server's words when it answered.
+        reason: String,
     },
     /// The listening socket or the runtime.
     #[error("listen on {addr}: {source}")]
@@ -118,13 +122,13 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
         None => Tokens::default(),
     };
     let tls = config.tls.as_ref().map(tls::server_config).transpose()?;
+    let db = &config.database;
     let pg: tokio_postgres::Config =
-        config
-            .database
+        db.expose()
             .parse()
-            .map_err(|source| CollectorError::Url {
-                url: config.database.clone(),
-                source,
+            .map_err(|e: tokio_postgres::Error| CollectorError::Url {
+                url: db.redacted(),
+                reason: db.explain(&e),
             })?;
     let listen_error = |source| CollectorError::Listen {
         addr: config.listen,
@@ -146,14 +150,16 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
             .create_timeout(bounded)
             .recycle_timeout(bounded)
             .build()?;
-        let url = || config.database.clone();
-        let mut client = pool
-            .get()
-            .await
-            .map_err(|source| CollectorError::Connect { url: url(), source })?;
+        let mut client = pool.get().await.map_err(|e| CollectorError::Connect {
+            url: db.redacted(),
+            reason: db.explain(&e),
+        })?;
         schema::migrate(&mut client)
             .await
-            .map_err(|source| CollectorError::Migrate { url: url(), source })?;
+            .map_err(|e| CollectorError::Migrate {
+                url: db.redacted(),
+                reason: db.scrub(&server_words(&e)),
+            })?;
         drop(client);
         tokio::spawn(refresh::refresh_loop(pool.clone(), |line| {
             eprintln!("hostping collector: {line}")

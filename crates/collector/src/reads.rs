@@ -4,11 +4,13 @@
 
 use crate::database::Db;
 use crate::timeline;
+use analyze::fleet::health;
 use deadpool_postgres::Pool;
 use fleet_api::read::{
     HostRun, HostSummary, ReadError, ReadStore, RunEnvelope, TimelinePoint, TimelineRequest,
 };
 use serde_json::Value;
+use std::time::SystemTime;
 
 /// The collector's database as a [`ReadStore`].
 #[derive(Clone)]
@@ -44,23 +46,31 @@ impl ReadStore for PgReads {
         let rows = client
             .query(
                 "SELECT name, kind, kind_known, latest_healthy, latest_started_unix_ms, runs,
-                        latest_causes, rack
+                        latest_causes, rack, latest_inconclusive
                  FROM hosts ORDER BY name",
                 &[],
             )
             .await
             .db()?;
+        let now = model::time::unix_ms(SystemTime::now());
         Ok(rows
             .iter()
-            .map(|r| HostSummary {
-                causes: r.get(6),
-                healthy: r.get(3),
-                host: r.get(0),
-                kind: r.get(1),
-                kind_known: Some(r.get(2)),
-                last_run_unix_ms: r.get(4),
-                rack: Some(r.get(7)),
-                runs: r.get(5),
+            .map(|r| {
+                let healthy: Option<bool> = r.get(3);
+                let last_run_unix_ms: Option<i64> = r.get(4);
+                let inconclusive: bool = r.get(8);
+                HostSummary {
+                    causes: r.get(6),
+                    health: health(healthy, inconclusive, last_run_unix_ms, now),
+                    healthy,
+                    host: r.get(0),
+                    inconclusive: healthy.map(|_| inconclusive),
+                    kind: r.get(1),
+                    kind_known: Some(r.get(2)),
+                    last_run_unix_ms,
+                    rack: Some(r.get(7)),
+                    runs: r.get(5),
+                }
             })
             .collect())
     }

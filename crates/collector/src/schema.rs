@@ -237,6 +237,28 @@ const MIGRATIONS: &[(i32, &str)] = &[
         UPDATE hosts h SET latest_thresholds = r.report -> 'thresholds'
             FROM runs r WHERE r.id = h.latest_run_id AND r.report -> 'thresholds' IS NOT NULL;",
     ),
+    (
+        6,
+        // Whether a run found nothing wrong but could not judge every link (DESIGN 4.3's
+        // `inconclusive`, as `analyze::fleet::is_inconclusive` reads a report), per run and
+        // for each host's latest run: such a host is neither healthy nor unhealthy. Adding a
+        // column with a constant default rewrites no row. Runs stored before were sent by
+        // agents older than the field (false); a newer agent's run that an older collector
+        // stored keeps the field in its report, which a host's latest run is read back from
+        // (one run per host, not the whole table), with a diagnosis or an abnormal path
+        // making it unhealthy, as at ingest.
+        "ALTER TABLE runs ADD COLUMN inconclusive BOOLEAN NOT NULL DEFAULT false;
+        ALTER TABLE hosts ADD COLUMN latest_inconclusive BOOLEAN NOT NULL DEFAULT false;
+        UPDATE runs r SET inconclusive = true
+            FROM hosts h
+            WHERE r.id = h.latest_run_id AND NOT r.healthy
+              AND (r.report ->> 'inconclusive') = 'true'
+              AND cardinality(h.latest_causes) = 0
+              AND NOT EXISTS (SELECT 1 FROM run_paths p
+                              WHERE p.run_id = r.id AND 'abnormal' = ANY(p.status));
+        UPDATE hosts h SET latest_inconclusive = true
+            FROM runs r WHERE r.id = h.latest_run_id AND r.inconclusive;",
+    ),
 ];
 
 /// Applies the migrations not yet applied. An advisory lock makes two collectors starting

@@ -82,6 +82,13 @@ pub fn parse(body: &[u8]) -> Result<(RunUpload, Report), ContractError> {
     if report.host.is_empty() {
         return field("report.host", "must name the host's kind");
     }
+    if report.healthy && report.inconclusive {
+        // DESIGN 4.3: a host with links not judged cannot be called healthy.
+        return field(
+            "report.healthy",
+            "must be false when report.inconclusive is true (some link was not judged)",
+        );
+    }
     Ok((upload, report))
 }
 

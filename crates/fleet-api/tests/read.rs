@@ -147,8 +147,10 @@ fn the_agents_answers_are_the_same_types() {
         hosts,
         [HostSummary {
             causes: vec!["link_failure".into()],
+            health: None,
             healthy: Some(false),
             host: "node-a".into(),
+            inconclusive: None,
             kind: "dgx-a100".into(),
             kind_known: None,
             last_run_unix_ms: Some(1_795_707_207_693),
@@ -253,8 +255,10 @@ impl ReadStore for Fake {
         self.check("hosts".into())?;
         Ok(vec![HostSummary {
             causes: vec![],
+            health: None,
             healthy: None,
             host: "node-1".into(),
+            inconclusive: None,
             kind: "dgx-a100".into(),
             kind_known: Some(true),
             last_run_unix_ms: None,

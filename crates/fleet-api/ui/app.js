@@ -39,6 +39,21 @@
     memory_bus_congestion: "Memory bus congestion", odp_stall: "ODP stall",
   };
   const causeWords = (c) => CAUSES[c] || String(c);
+  // Why part of a host was not judged (DESIGN 4.3 not_judged.reason).
+  const NOT_JUDGED = {
+    no_baseline: "No baseline", not_probed: "Not probed", probe_failed: "Probe failed",
+    not_measurable: "Not measurable",
+  };
+  // A host's health as the server says (`health`), or from the fields an older server sends.
+  function hostHealth(x) {
+    if (typeof x.health === "string") return x.health;
+    if (x.inconclusive === true) return "inconclusive";
+    return x.healthy === true ? "healthy" : x.healthy === false ? "unhealthy" : "none";
+  }
+  // A run that found nothing wrong but could not judge every link: neither healthy nor
+  // unhealthy (as analyze::fleet::is_inconclusive reads a report).
+  const inconclusiveRun = (r) => r.inconclusive === true && !(r.diagnoses || []).length &&
+    !(r.paths || []).some((p) => p.status === "abnormal" || (p.error && !p.unavailable));
   const isNum = (v) => typeof v === "number" && isFinite(v);
   const fmt = (v, digits) => (isNum(v) ? v.toFixed(digits) : "—");
   function when(ms) {
@@ -119,14 +134,14 @@
         (!want.cause || (x.causes || []).includes(want.cause)) &&
         (!want.kind || x.kind === want.kind) &&
         (!want.rack || x.rack === want.rack) &&
-        (!want.health || (want.health === "healthy") === (x.healthy === true)));
+        (!want.health || hostHealth(x) === want.health));
       const body = $("hosts").tBodies[0];
       body.replaceChildren(...shown.map((x) => hostRow(x, hasRack, slow)));
       $("hosts-empty").hidden = shown.length > 0;
-      const unhealthy = hosts.filter((x) => x.healthy === false).length;
-      const healthy = hosts.filter((x) => x.healthy === true).length;
-      $("summary").textContent = hosts.length + " hosts: " + healthy + " healthy, " +
-        unhealthy + " unhealthy" + (slow.size ? ", " + slow.size + " below their fleet baseline" : "") +
+      const count = (word) => hosts.filter((x) => hostHealth(x) === word).length;
+      $("summary").textContent = hosts.length + " hosts: " + count("healthy") + " healthy, " +
+        count("unhealthy") + " unhealthy, " + count("inconclusive") + " inconclusive, " +
+        count("stale") + " stale" + (slow.size ? ", " + slow.size + " below their fleet baseline" : "") +
         (shown.length === hosts.length ? "" : "; " + shown.length + " shown");
     }
     for (const [k, sel] of Object.entries(filters)) {
@@ -140,14 +155,19 @@
     render();
   }
 
-  function healthBadge(healthy) {
-    if (healthy === true) return h("span", { class: "badge healthy" }, "healthy");
-    if (healthy === false) return h("span", { class: "badge unhealthy" }, "unhealthy");
+  const HEALTH_TITLES = {
+    healthy: "every link judged, no bottleneck found",
+    unhealthy: "a bottleneck found",
+    inconclusive: "some links could not be judged, so the host is not called healthy",
+    stale: "no recent run: its latest verdict is too old to speak for it",
+  };
+  function healthBadge(health) {
+    if (health in HEALTH_TITLES) return h("span", { class: "badge " + health, title: HEALTH_TITLES[health] }, health);
     return h("span", { class: "badge" }, "no runs");
   }
 
   function hostRow(x, hasRack, slow) {
-    const health = x.healthy === true ? "healthy" : x.healthy === false ? "unhealthy" : "none";
+    const health = hostHealth(x);
     const slowEntry = slow.get(x.host);
     let slowCell = null;
     if (slow.size) {
@@ -161,7 +181,7 @@
     }
     return h("tr", { "data-host": x.host, "data-health": health, "data-kind": x.kind },
       h("td", null, h("a", { href: "/hosts/" + encodeURIComponent(x.host) }, x.host)),
-      h("td", null, healthBadge(x.healthy)),
+      h("td", null, healthBadge(health)),
       h("td", null, x.kind, x.kind_known === false ? h("span", { class: "badge flag", title: "no built-in model of this kind" }, " unknown kind") : null),
       hasRack ? h("td", null, typeof x.rack === "string" ? x.rack : "—") : null,
       h("td", { title: when(x.last_run_unix_ms) }, isNum(x.last_run_unix_ms) ? when(x.last_run_unix_ms) + " (" + ago(x.last_run_unix_ms) + ")" : "never"),
@@ -201,7 +221,8 @@
       return;
     }
     const run = runs[0];
-    $("host-name").replaceChildren(host + " ", healthBadge(run.healthy));
+    const health = inconclusiveRun(run) ? "inconclusive" : run.healthy === true ? "healthy" : "unhealthy";
+    $("host-name").replaceChildren(host + " ", healthBadge(health));
     $("host-summary").textContent = [
       "kind " + run.host + (run.kind_known === false ? " (unknown kind)" : ""),
       typeof baseline?.rack === "string" ? "rack " + baseline.rack : null,
@@ -210,6 +231,7 @@
       run.provenance === "simulated" ? "simulated host" : null,
     ].filter(Boolean).join(" · ");
     diagnoses(run);
+    notJudged(run);
     const baselines = baselineMap(baseline, run);
     const select = (rnic, endpoint) => timeline(api, rnic, endpoint, baselines.get(rnic + "|" + endpoint));
     heatmap(run, baselines, select);
@@ -232,8 +254,27 @@
         h("strong", null, causeWords(d.cause)), where.length ? " on " + where.join("; ") : "",
         d.evidence ? h("span", { class: "evidence" }, d.evidence) : null);
     });
-    if (!items.length) items.push(h("li", null, run.healthy ? "No bottleneck found: every path is normal." : "Unhealthy, with no cause named."));
+    if (!items.length) {
+      const words = run.healthy ? "No bottleneck found: every path is normal."
+        : inconclusiveRun(run) ? "No bottleneck found in what was judged, but some links could not be judged (below)."
+        : "Unhealthy, with no cause named.";
+      items.push(h("li", null, words));
+    }
     list.replaceChildren(...items);
+  }
+
+  // What the run could not judge, and why (DESIGN 4.3 not_judged).
+  function notJudged(run) {
+    const entries = Array.isArray(run.not_judged) ? run.not_judged : [];
+    $("not-judged-section").hidden = entries.length === 0;
+    $("not-judged").replaceChildren(...entries.map((n) => {
+      const where = [];
+      if (Array.isArray(n.links) && n.links.length) where.push((n.links.length > 1 ? "links " : "link ") + n.links.join(", "));
+      if (Array.isArray(n.paths) && n.paths.length) where.push((n.paths.length > 1 ? "paths " : "path ") + n.paths.join(", "));
+      return h("li", { "data-reason": n.reason },
+        h("strong", null, NOT_JUDGED[n.reason] || String(n.reason)), where.length ? ": " + where.join("; ") : "",
+        n.detail ? h("span", { class: "evidence" }, n.detail) : null);
+    }));
   }
 
   // Per path: the baseline the collector judges it by (own or fleet, GET .../baseline), else

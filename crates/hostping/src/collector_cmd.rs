@@ -8,8 +8,11 @@ use fleet_api::tls::TlsFiles;
 
 /// Runs `hostping collector`.
 pub fn run(args: CollectorArgs) -> Result<Outcome> {
+    let env = std::env::var(collector::database_url::ENV).ok();
+    let database =
+        collector::database_url::resolve(args.database, args.database_file.as_deref(), env)?;
     let config = CollectorConfig {
-        database: args.database,
+        database,
         listen: args.listen,
         tokens: args.tokens,
         max_body: args.max_body,

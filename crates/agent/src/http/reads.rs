@@ -80,10 +80,28 @@ impl ReadStore for Shared {
         causes.dedup();
         // Every run has one trigger: the per-trigger counts add up to all.
         let runs: u64 = counts.iter().map(|(_, n)| n).sum();
+        // Inconclusive or not is the report's to say (as the collector reads it).
+        let inconclusive = match &latest {
+            Some(r) => store
+                .run(r.id)
+                .map_err(ReadError::internal)?
+                .map(|run| analyze::fleet::is_inconclusive(&run.report)),
+            None => None,
+        };
+        let now = ::model::time::unix_ms(std::time::SystemTime::now());
         Ok(vec![HostSummary {
             causes,
+            health: latest.as_ref().and_then(|r| {
+                analyze::fleet::health(
+                    Some(r.healthy),
+                    inconclusive == Some(true),
+                    Some(r.started_unix_ms),
+                    now,
+                )
+            }),
             healthy: latest.as_ref().map(|r| r.healthy),
             host: self.name.clone(),
+            inconclusive,
             kind: latest.as_ref().map_or(model, |r| r.host.clone()),
             kind_known: None,
             last_run_unix_ms: latest.as_ref().map(|r| r.started_unix_ms),

@@ -94,6 +94,10 @@ pub struct FleetStatus {
     pub healthy: i64,
     /// Hosts.
     pub hosts: i64,
+    /// Hosts whose latest run could not judge every link (neither healthy nor unhealthy);
+    /// absent from collectors older than the field, whose `unhealthy` counts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inconclusive: Option<i64>,
     /// Per kind: most hosts first.
     pub kinds: Vec<KindStatus>,
     /// When the collector last received a run, ms since the Unix epoch.
@@ -108,7 +112,7 @@ pub struct FleetStatus {
     pub stale: i64,
     /// How old a latest run makes its host stale (`analyze::fleet::STALE_AFTER_MS`).
     pub stale_after_ms: i64,
-    /// Hosts whose latest run is unhealthy.
+    /// Hosts whose latest run found a bottleneck (not the inconclusive ones).
     pub unhealthy: i64,
 }
 
@@ -117,13 +121,16 @@ pub struct FleetStatus {
 pub struct KindStatus {
     /// Hosts of the kind.
     pub hosts: i64,
+    /// Of its hosts, those whose latest run is inconclusive (absent from older collectors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inconclusive: Option<i64>,
     /// The kind.
     pub kind: String,
     /// Whether it is a model this hostping knows.
     pub kind_known: bool,
     /// Of its hosts, the stale ones.
     pub stale: i64,
-    /// Of its hosts, those whose latest run is unhealthy.
+    /// Of its hosts, those whose latest run found a bottleneck.
     pub unhealthy: i64,
 }
 

@@ -5,6 +5,7 @@
 //! model), the field is the collector's only: an agent's answer leaves it out rather than
 //! guessing, which is why those fields are `Option`s that are skipped when `None`.
 
+use analyze::fleet::Health;
 use model::Report;
 use serde::ser::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -15,10 +16,20 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub struct HostSummary {
     /// The causes of its latest run, each once, sorted by name.
     pub causes: Vec<String>,
-    /// Its latest run's verdict; `null` before any run.
+    /// Its health in one word (`analyze::fleet::health`): `healthy`, `unhealthy`,
+    /// `inconclusive` or `stale`; absent before any run, and from servers older than the
+    /// field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<Health>,
+    /// Its latest run's verdict; `null` before any run. `false` for an inconclusive run too:
+    /// [`HostSummary::inconclusive`] tells the two apart.
     pub healthy: Option<bool>,
     /// Its name in the fleet (the agent's `--name`).
     pub host: String,
+    /// Whether its latest run could not judge every link (DESIGN 4.3); absent before any
+    /// run, and from servers older than the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inconclusive: Option<bool>,
     /// Its kind: the model name its reports carry (an agent without runs: its model).
     pub kind: String,
     /// Whether `kind` is a model this hostping knows (collector only).

@@ -5,7 +5,7 @@ collector both serve.
 
 | path | answer | served by |
 |---|---|---|
-| `GET /api/hosts` | [`HostSummary`]s, by name | agent (its own host), collector |
+| `GET /api/hosts[?cause=C][&health=H]` ([`HostsQuery`]) | [`HostSummary`]s, by name | agent (its own host), collector |
 | `GET /api/hosts/{host}/runs?limit=N` ([`RunsQuery`]) | [`HostRun`]s, newest first | agent, collector |
 | `GET /api/hosts/{host}/timeline?rnic=R&endpoint=E[&since_unix_ms=T][&limit=N]` ([`TimelineQuery`]) | a [`Timeline`], oldest first | agent, collector |
 | `GET /api/hosts/{host}/baseline` | a [`HostBaseline`] | collector |
@@ -53,12 +53,16 @@ pub mod store;
 
 pub use analyze::fleet::judge::{JudgedPath, Source, Verdict};
 pub use analyze::fleet::slow::{Metric, SlowHost, SlowPath};
+pub use analyze::fleet::Health;
 pub use error::{ErrorBody, ReadError};
 pub use fleet::{
     BaselineRun, CauseCount, CauseDiagnosis, CauseHost, CauseHosts, FleetStatus, HostBaseline,
     KindBaseline, KindBaselinePath, KindStatus,
 };
 pub use hosts::{HostRun, HostSummary, RunEnvelope, Timeline, TimelinePoint};
-pub use query::{QueryError, RunsQuery, SlowHostsQuery, TimelineQuery, TimelineRequest};
+pub use query::{
+    HostsFilter, HostsQuery, QueryError, RunsQuery, SlowHostsQuery, TimelineQuery, TimelineRequest,
+    TRIGGERS,
+};
 pub use routes::routes;
 pub use store::ReadStore;

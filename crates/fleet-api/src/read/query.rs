@@ -2,6 +2,9 @@
 //! refused in words that name it, not by the framework's deserializer), checked by one
 //! number parser, and written back into a query string for clients.
 
+use super::hosts::HostSummary;
+use analyze::fleet::Health;
+use model::Cause;
 use serde::{Deserialize, Serialize};
 use std::fmt::Display;
 use std::ops::RangeInclusive;
@@ -39,6 +42,42 @@ pub enum QueryError {
     /// The timeline without its path.
     #[error("rnic and endpoint are required: ?rnic=R&endpoint=E")]
     NoPath,
+    /// Not one of the parameter's values.
+    #[error("{name}: {text:?} is not one of {}", .valid.join(", "))]
+    NotOneOf {
+        /// The parameter.
+        name: &'static str,
+        /// What it held.
+        text: String,
+        /// The values it may take.
+        valid: Vec<&'static str>,
+    },
+}
+
+/// What started an agent's run (`trigger` of [`super::RunEnvelope`], `?trigger=` of an
+/// agent's `GET /api/runs`): the host check every five minutes, Hostping 5's symptoms (a
+/// pause storm, drops), transport errors, and a run asked for.
+pub const TRIGGERS: [&str; 5] = ["idle", "pfc", "drops", "transport", "manual"];
+
+/// One of `valid` from the query string: `None` when absent, refused naming the parameter
+/// and every valid value when it is none of them.
+pub fn choice<T: Copy>(
+    name: &'static str,
+    text: Option<&str>,
+    valid: &[T],
+    as_str: impl Fn(T) -> &'static str,
+) -> Result<Option<T>, QueryError> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    match valid.iter().find(|&&v| as_str(v) == text) {
+        Some(&v) => Ok(Some(v)),
+        None => Err(QueryError::NotOneOf {
+            name,
+            text: text.to_owned(),
+            valid: valid.iter().map(|&v| as_str(v)).collect(),
+        }),
+    }
 }
 
 /// A number from the query string: `default` when absent, refused naming the parameter when
@@ -63,6 +102,53 @@ where
             min: range.start().to_string(),
             max: range.end().to_string(),
         }),
+    }
+}
+
+/// `GET /api/hosts?cause=C&health=H`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostsQuery {
+    /// Only hosts whose latest run has this cause (`link_failure`, ...).
+    pub cause: Option<String>,
+    /// Only hosts of this health (`healthy`, `unhealthy`, `inconclusive`, `stale`).
+    pub health: Option<String>,
+}
+
+/// A [`HostsQuery`], checked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostsFilter {
+    /// Only hosts whose latest run has this cause.
+    pub cause: Option<Cause>,
+    /// Only hosts of this health.
+    pub health: Option<Health>,
+}
+
+impl HostsQuery {
+    /// The checked filter.
+    pub fn filter(&self) -> Result<HostsFilter, QueryError> {
+        Ok(HostsFilter {
+            cause: choice("cause", self.cause.as_deref(), &Cause::ALL, Cause::as_str)?,
+            health: choice(
+                "health",
+                self.health.as_deref(),
+                &Health::ALL,
+                Health::as_str,
+            )?,
+        })
+    }
+
+    /// `?cause=C&health=H`, the parameters given.
+    pub fn to_query_string(&self) -> String {
+        query_string(&[("cause", &self.cause), ("health", &self.health)])
+    }
+}
+
+impl HostsFilter {
+    /// Whether `host` passes.
+    pub fn keeps(&self, host: &HostSummary) -> bool {
+        self.cause
+            .is_none_or(|c| host.causes.iter().any(|h| h == c.as_str()))
+            && self.health.is_none_or(|h| host.health == Some(h))
     }
 }
 
@@ -250,6 +336,46 @@ mod tests {
         );
     }
 
+    /// An enum parameter outside its values is refused listing them all.
+    #[test]
+    fn enum_parameters_are_refused_listing_the_valid_values() {
+        let q = |cause: Option<&str>, health: Option<&str>| HostsQuery {
+            cause: cause.map(Into::into),
+            health: health.map(Into::into),
+        };
+        assert_eq!(q(None, None).filter(), Ok(HostsFilter::default()));
+        assert_eq!(
+            q(Some("odp_stall"), Some("inconclusive")).filter(),
+            Ok(HostsFilter {
+                cause: Some(Cause::OdpStall),
+                health: Some(Health::Inconclusive),
+            })
+        );
+        assert_eq!(
+            q(Some("bogus_cause"), None)
+                .filter()
+                .unwrap_err()
+                .to_string(),
+            "cause: \"bogus_cause\" is not one of link_failure, link_flapping, \
+             link_overloaded, pcie_misconfiguration, rnic_misconfiguration, iommu_congestion, \
+             memory_bus_congestion, odp_stall"
+        );
+        assert_eq!(
+            q(None, Some("Healthy")).filter().unwrap_err().to_string(),
+            "health: \"Healthy\" is not one of healthy, unhealthy, inconclusive, stale"
+        );
+        assert_eq!(
+            choice("trigger", Some("bogus"), &TRIGGERS, |t| t)
+                .unwrap_err()
+                .to_string(),
+            "trigger: \"bogus\" is not one of idle, pfc, drops, transport, manual"
+        );
+        assert_eq!(
+            choice("trigger", Some("pfc"), &TRIGGERS, |t| t),
+            Ok(Some("pfc"))
+        );
+    }
+
     /// What a client writes is what a server reads, under the same names.
     #[test]
     fn query_strings_read_back_as_written() {
@@ -270,6 +396,14 @@ mod tests {
             runs
         );
         assert_eq!(RunsQuery::default().to_query_string(), "");
+        let hosts = HostsQuery {
+            cause: Some("link_failure".into()),
+            health: Some("stale".into()),
+        };
+        assert_eq!(
+            parsed::<HostsQuery>(&format!("/api/hosts{}", hosts.to_query_string())),
+            hosts
+        );
         let timeline = TimelineQuery {
             rnic: Some("rnic2".into()),
             endpoint: Some("gpu4".into()),

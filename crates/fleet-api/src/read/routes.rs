@@ -3,7 +3,7 @@
 
 use super::error::ReadError;
 use super::hosts::{HostRun, HostSummary, Timeline};
-use super::query::{RunsQuery, TimelineQuery};
+use super::query::{HostsQuery, RunsQuery, TimelineQuery};
 use super::store::ReadStore;
 use axum::extract::{Path, Query, State};
 use axum::routing::get;
@@ -34,8 +34,14 @@ fn held<S: ReadStore>(store: &S, host: &str) -> Result<(), ReadError> {
     }
 }
 
-async fn hosts<S: ReadStore>(State(store): State<S>) -> Result<Json<Vec<HostSummary>>, ReadError> {
-    Ok(Json(store.hosts().await?))
+async fn hosts<S: ReadStore>(
+    State(store): State<S>,
+    Query(query): Query<HostsQuery>,
+) -> Result<Json<Vec<HostSummary>>, ReadError> {
+    let filter = query.filter()?;
+    let mut hosts = store.hosts().await?;
+    hosts.retain(|h| filter.keeps(h));
+    Ok(Json(hosts))
 }
 
 async fn host_runs<S: ReadStore>(
