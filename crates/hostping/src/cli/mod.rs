@@ -233,7 +233,12 @@ pub struct AgentArgs {
     pub collector: Option<String>,
     /// This host's token for the collector (the TOKEN of its line "NAME TOKEN" in the
     /// collector's tokens file). Visible in `ps`: prefer --token-file.
-    #[arg(long, value_name = "TOKEN", requires = "collector", conflicts_with = "token_file")]
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        requires = "collector",
+        conflicts_with = "token_file"
+    )]
     pub token: Option<String>,
     /// A file holding this host's token for the collector, alone on one line (a mounted
     /// secret), so that the token does not appear in `ps`.
