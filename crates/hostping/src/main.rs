@@ -1,5 +1,6 @@
 //! `hostping`: parse the flags, hand them to the command's module, and map what it concluded
-//! to the exit status of DESIGN 4.3 (0 healthy, 1 bottleneck found, 2 usage or input error).
+//! to the exit status of DESIGN 4.3 (0 healthy, 1 bottleneck found, 2 usage or input error,
+//! 3 inconclusive: some link could not be judged).
 //! Every command is one module (`*_cmd`); the work itself is in the library crates
 //! (docs/ARCHITECTURE.md).
 
@@ -21,7 +22,6 @@ mod topology_cmd;
 
 use clap::Parser;
 use cli::{Cli, Command};
-use output::Outcome;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -40,8 +40,7 @@ fn main() -> ExitCode {
         Command::Fabric(cmd) => fabric_cmd::run(cmd),
     };
     match result {
-        Ok(Outcome::Healthy) => ExitCode::from(0),
-        Ok(Outcome::Findings) => ExitCode::from(1),
+        Ok(outcome) => ExitCode::from(outcome.exit_status()),
         Err(e) if is_broken_pipe(&e) => ExitCode::from(0),
         Err(e) => {
             eprintln!("hostping: error: {e:#}");

@@ -7,13 +7,17 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use std::io::Write;
 
-/// What a command concluded (DESIGN 4.3's exit status: 0 healthy, 1 bottleneck found).
+/// What a command concluded (DESIGN 4.3's exit status: 0 healthy, 1 bottleneck found,
+/// 3 inconclusive).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     /// Nothing wrong.
     Healthy,
     /// A bottleneck, a finding, a failed check.
     Findings,
+    /// Nothing wrong was found, but some link could not be judged, so the host cannot be
+    /// called healthy.
+    Inconclusive,
 }
 
 impl Outcome {
@@ -23,6 +27,15 @@ impl Outcome {
             Outcome::Findings
         } else {
             Outcome::Healthy
+        }
+    }
+
+    /// The exit status of DESIGN 4.3.
+    pub fn exit_status(self) -> u8 {
+        match self {
+            Outcome::Healthy => 0,
+            Outcome::Findings => 1,
+            Outcome::Inconclusive => 3,
         }
     }
 }
