@@ -8,12 +8,13 @@
 
 use crate::cli::{FleetArgs, FleetCommand, Format};
 use crate::output::Outcome;
+use analyze::fleet::{health, is_inconclusive, Health};
 use fleet_api::read::query::escape;
 use fleet_api::read::{
-    CauseHosts, ErrorBody, FleetStatus, HostBaseline, HostRun, HostSummary, RunsQuery, SlowHost,
-    SlowHostsQuery, Source, Verdict,
+    CauseHosts, ErrorBody, FleetStatus, HostBaseline, HostRun, HostSummary, HostsQuery, RunsQuery,
+    SlowHost, SlowHostsQuery, Source, Verdict,
 };
-use model::Diagnosis;
+use model::{Diagnosis, NotJudged};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::time::{Duration, SystemTime};
@@ -118,66 +119,115 @@ impl Api {
 }
 
 /// `hostping fleet host NAME --format json`: the host's baseline with its latest run's
-/// health and diagnoses (`null` without a run).
+/// health, diagnoses and what it could not judge (`null` without a run).
 #[derive(Debug, Serialize)]
 struct HostView {
     baseline: HostBaseline,
     diagnoses: Option<Vec<Diagnosis>>,
     healthy: Option<bool>,
     host: String,
+    inconclusive: Option<bool>,
     kind: String,
+    not_judged: Option<Vec<NotJudged>>,
     rack: Option<String>,
 }
 
 /// Runs `hostping fleet ...`: exit status 1 when an unhealthy or slow host or a cause was
-/// found.
+/// found, else 3 when a host is inconclusive (DESIGN 4.3), else 0.
 pub fn run(args: &FleetArgs) -> anyhow::Result<Outcome> {
-    let found = answer(args, &mut std::io::stdout().lock())?;
-    Ok(Outcome::found(found))
+    Ok(answer(args, &mut std::io::stdout().lock())?)
 }
 
-/// An answer as JSON for machines and as a table for people, and whether it holds a finding.
+/// What hosts conclude together: a finding on any outranks an inconclusive one, as a
+/// report's exit status does.
+fn outcome(unhealthy: bool, inconclusive: bool) -> Outcome {
+    if unhealthy {
+        Outcome::Findings
+    } else if inconclusive {
+        Outcome::Inconclusive
+    } else {
+        Outcome::Healthy
+    }
+}
+
+/// An answer as JSON for machines and as a table for people, and what it concludes.
 struct Answer {
     json: serde_json::Value,
-    findings: bool,
+    outcome: Outcome,
     table: String,
 }
 
 impl Answer {
-    fn new(typed: &impl Serialize, findings: bool, table: String) -> Result<Answer, FleetError> {
+    fn new(typed: &impl Serialize, outcome: Outcome, table: String) -> Result<Answer, FleetError> {
         // Through a Value: its map sorts the keys (see the module docs).
         Ok(Answer {
             json: serde_json::to_value(typed)?,
-            findings,
+            outcome,
             table,
         })
     }
 }
 
-/// Runs one `fleet` command, writing to `out`; returns whether it found something wrong
-/// (an unhealthy host, a cause, a slow host): exit status 1, as `check` does.
-fn answer(args: &FleetArgs, out: &mut dyn std::io::Write) -> Result<bool, FleetError> {
+/// A host's health: as the collector says, or (a collector older than the field) from the
+/// fields it does send, judged the same way.
+fn health_of(host: &HostSummary, now: i64) -> Option<Health> {
+    host.health.or_else(|| {
+        health(
+            host.healthy,
+            host.inconclusive == Some(true),
+            host.last_run_unix_ms,
+            now,
+        )
+    })
+}
+
+/// Runs one `fleet` command, writing to `out`; returns what it concluded: a finding (an
+/// unhealthy host, a cause, a slow host) exit status 1, as `check` does; an inconclusive
+/// host and no finding 3.
+fn answer(args: &FleetArgs, out: &mut dyn std::io::Write) -> Result<Outcome, FleetError> {
     let api = Api::new(&args.collector);
     let now = model::time::unix_ms(SystemTime::now());
     let answer = match &args.command {
         FleetCommand::Status => {
             let status: FleetStatus = api.get("/api/fleet/status")?;
             let table = status_table(&api.base, &status, now);
-            Answer::new(&status, status.unhealthy > 0, table)?
+            let inconclusive = status.inconclusive.unwrap_or(0) > 0;
+            Answer::new(&status, outcome(status.unhealthy > 0, inconclusive), table)?
         }
-        FleetCommand::Hosts { kind, rack, cause } => {
+        FleetCommand::Hosts {
+            kind,
+            rack,
+            cause,
+            health,
+        } => {
+            // Filtered here rather than by the collector, so that an older collector, which
+            // knows no `?health=`, is filtered alike (the values were checked by the flags).
+            let filter = HostsQuery {
+                cause: cause.clone(),
+                health: health.clone(),
+            }
+            .filter()
+            .expect("clap checked the values");
             let all: Vec<HostSummary> = api.get("/api/hosts")?;
             let hosts: Vec<HostSummary> = all
                 .into_iter()
+                .map(|mut h| {
+                    h.health = health_of(&h, now);
+                    h
+                })
                 .filter(|h| {
                     kind.as_ref().is_none_or(|k| &h.kind == k)
                         && rack.as_ref().is_none_or(|r| rack_of(h) == Some(r.as_str()))
-                        && cause.as_ref().is_none_or(|c| h.causes.contains(c))
+                        && filter.keeps(h)
                 })
                 .collect();
-            let findings = hosts.iter().any(|h| h.healthy == Some(false));
+            let unhealthy = hosts.iter().any(|h| h.health == Some(Health::Unhealthy));
+            let inconclusive = hosts.iter().any(|h| {
+                h.health == Some(Health::Inconclusive)
+                    || (h.health == Some(Health::Stale) && h.inconclusive == Some(true))
+            });
             let table = hosts_table(&hosts, now);
-            Answer::new(&hosts, findings, table)?
+            Answer::new(&hosts, outcome(unhealthy, inconclusive), table)?
         }
         FleetCommand::Host { name } => {
             let baseline: HostBaseline =
@@ -191,6 +241,7 @@ fn answer(args: &FleetArgs, out: &mut dyn std::io::Write) -> Result<bool, FleetE
                 newest.to_query_string()
             ))?;
             let latest = runs.into_iter().next().map(|run| run.report);
+            let inconclusive = latest.as_ref().map(is_inconclusive);
             let view = HostView {
                 kind: baseline.kind.clone(),
                 rack: baseline.rack.clone(),
@@ -198,20 +249,22 @@ fn answer(args: &FleetArgs, out: &mut dyn std::io::Write) -> Result<bool, FleetE
                 diagnoses: latest.as_ref().map(|r| r.diagnoses.clone()),
                 healthy: latest.as_ref().map(|r| r.healthy),
                 host: name.clone(),
+                inconclusive,
+                not_judged: latest.as_ref().map(|r| r.not_judged.clone()),
             };
-            let findings = view.healthy == Some(false)
+            let findings = (view.healthy == Some(false) && inconclusive != Some(true))
                 || view
                     .baseline
                     .paths
                     .iter()
                     .any(|p| !matches!(p.verdict, Verdict::Normal | Verdict::Uncertain));
             let table = host_table(&view, now);
-            Answer::new(&view, findings, table)?
+            Answer::new(&view, outcome(findings, inconclusive == Some(true)), table)?
         }
         FleetCommand::Causes => {
             let causes: Vec<CauseHosts> = api.get("/api/fleet/causes")?;
             let table = causes_table(&causes);
-            Answer::new(&causes, !causes.is_empty(), table)?
+            Answer::new(&causes, Outcome::found(!causes.is_empty()), table)?
         }
         FleetCommand::Slow { kind, limit } => {
             let query = SlowHostsQuery {
@@ -221,7 +274,7 @@ fn answer(args: &FleetArgs, out: &mut dyn std::io::Write) -> Result<bool, FleetE
             let hosts: Vec<SlowHost> =
                 api.get(&format!("/api/fleet/slow-hosts{}", query.to_query_string()))?;
             let table = slow_table(&hosts);
-            Answer::new(&hosts, !hosts.is_empty(), table)?
+            Answer::new(&hosts, Outcome::found(!hosts.is_empty()), table)?
         }
     };
     let text = match args.format {
@@ -229,7 +282,7 @@ fn answer(args: &FleetArgs, out: &mut dyn std::io::Write) -> Result<bool, FleetE
         Format::Table => answer.table,
     };
     out.write_all(text.as_bytes())?;
-    Ok(answer.findings)
+    Ok(answer.outcome)
 }
 
 /// The rack a host's latest run named: a collector says, an agent does not.
@@ -315,10 +368,11 @@ fn number(x: Option<f64>, decimals: usize) -> String {
 
 fn status_table(url: &str, s: &FleetStatus, now: i64) -> String {
     let mut out = format!(
-        "collector {url}: {} hosts, {} healthy, {} unhealthy, {} stale (no run for {} min)\n",
+        "collector {url}: {} hosts, {} healthy, {} unhealthy, {} inconclusive, {} stale (no run for {} min)\n",
         s.hosts,
         s.healthy,
         s.unhealthy,
+        s.inconclusive.map_or("-".into(), |n| n.to_string()),
         s.stale,
         s.stale_after_ms / 60_000,
     );
@@ -335,6 +389,7 @@ fn status_table(url: &str, s: &FleetStatus, now: i64) -> String {
                 k.kind.clone() + if k.kind_known { "" } else { " (unknown kind)" },
                 k.hosts.to_string(),
                 k.unhealthy.to_string(),
+                k.inconclusive.map_or("-".into(), |n| n.to_string()),
                 k.stale.to_string(),
             ]
         })
@@ -342,9 +397,9 @@ fn status_table(url: &str, s: &FleetStatus, now: i64) -> String {
     if !kinds.is_empty() {
         out.push('\n');
         out.push_str(&table(
-            &["KIND", "HOSTS", "UNHEALTHY", "STALE"],
+            &["KIND", "HOSTS", "UNHEALTHY", "INCONCLUSIVE", "STALE"],
             &kinds,
-            &[1, 2, 3],
+            &[1, 2, 3, 4],
         ));
     }
     let causes: Vec<Vec<String>> = s
@@ -361,6 +416,18 @@ fn status_table(url: &str, s: &FleetStatus, now: i64) -> String {
     out
 }
 
+/// A host's health for people: what needs a look in capitals.
+fn health_word(health: Option<Health>) -> String {
+    match health {
+        Some(Health::Healthy) => "healthy",
+        Some(Health::Unhealthy) => "UNHEALTHY",
+        Some(Health::Inconclusive) => "INCONCLUSIVE",
+        Some(Health::Stale) => "stale",
+        None => "-",
+    }
+    .into()
+}
+
 fn hosts_table(hosts: &[HostSummary], now: i64) -> String {
     if hosts.is_empty() {
         return "no hosts\n".into();
@@ -372,11 +439,7 @@ fn hosts_table(hosts: &[HostSummary], now: i64) -> String {
                 h.host.clone(),
                 h.kind.clone(),
                 or_dash(rack_of(h)),
-                match h.healthy {
-                    Some(true) => "healthy".into(),
-                    Some(false) => "UNHEALTHY".into(),
-                    None => "-".into(),
-                },
+                health_word(h.health),
                 ago(h.last_run_unix_ms, now),
                 h.runs.to_string(),
                 if h.causes.is_empty() {
@@ -413,13 +476,29 @@ fn host_table(v: &HostView, now: i64) -> String {
             _ => "no baseline",
         },
     );
-    match v.healthy {
-        Some(true) => out.push_str("healthy\n"),
-        Some(false) => out.push_str("UNHEALTHY\n"),
-        None => {}
+    match (v.healthy, v.inconclusive) {
+        (Some(_), Some(true)) => out.push_str(
+            "INCONCLUSIVE: some links could not be judged, so the host is not called healthy\n",
+        ),
+        (Some(true), _) => out.push_str("healthy\n"),
+        (Some(false), _) => out.push_str("UNHEALTHY\n"),
+        (None, _) => {}
     }
     for d in v.diagnoses.iter().flatten() {
         out.push_str(&format!("  {}: {}\n", name(&d.cause), d.evidence));
+    }
+    for n in v.not_judged.iter().flatten() {
+        let links: Vec<String> = n.links.iter().map(ToString::to_string).collect();
+        out.push_str(&format!(
+            "  not judged ({}): {}{}\n",
+            n.reason.as_str(),
+            n.detail,
+            if links.is_empty() {
+                String::new()
+            } else {
+                format!(" [links {}]", links.join(", "))
+            }
+        ));
     }
     let rows: Vec<Vec<String>> = b
         .paths

@@ -88,9 +88,12 @@ fn runs_are_stored_and_read_back_exactly() {
         hosts,
         json!([
             {"host": "node-1", "kind": "dgx-a100", "kind_known": true, "healthy": false,
-             "last_run_unix_ms": 2_000, "runs": 2, "causes": causes(&faulty), "rack": null},
+             "last_run_unix_ms": 2_000, "runs": 2, "causes": causes(&faulty), "rack": null,
+             "health": "unhealthy", "inconclusive": false},
+            // A healthy run of 1970 is too old to speak for its host.
             {"host": "node-2", "kind": "custom-box", "kind_known": false, "healthy": true,
-             "last_run_unix_ms": 1_500, "runs": 1, "causes": [], "rack": null},
+             "last_run_unix_ms": 1_500, "runs": 1, "causes": [], "rack": null,
+             "health": "stale", "inconclusive": false},
         ])
     );
     let (status, runs) = get(collector.addr, "/api/hosts/node-1/runs");
@@ -156,7 +159,7 @@ fn runs_are_stored_and_read_back_exactly() {
         "abnormal"
     );
     let versions = pg.scalar("SELECT string_agg(version::text, ',') FROM schema_migrations");
-    assert_eq!(versions, "1,2,3,4,5");
+    assert_eq!(versions, "1,2,3,4,5,6");
 }
 
 /// Posts a body over the collector's limit on a bare socket; the answer's status. The
@@ -518,9 +521,11 @@ fn runs_are_keyed_by_instance_and_hosts_keep_a_summary() {
         get(addr, "/api/hosts").1,
         json!([
             {"host": "node-1", "kind": "dgx-a100", "kind_known": true, "healthy": false,
-             "last_run_unix_ms": 3_000, "runs": 3, "causes": causes(&faulty), "rack": "r2"},
+             "last_run_unix_ms": 3_000, "runs": 3, "causes": causes(&faulty), "rack": "r2",
+             "health": "unhealthy", "inconclusive": false},
             {"host": "node-2", "kind": "dgx-a100", "kind_known": true, "healthy": true,
-             "last_run_unix_ms": 500, "runs": 1, "causes": [], "rack": null},
+             "last_run_unix_ms": 500, "runs": 1, "causes": [], "rack": null,
+             "health": "stale", "inconclusive": false},
         ])
     );
     assert_eq!(
@@ -686,7 +691,7 @@ fn a_database_of_the_first_schema_is_upgraded_with_its_runs() {
     let addr = collector.addr;
     assert_eq!(
         pg.scalar("SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations"),
-        "1,2,3,4,5"
+        "1,2,3,4,5,6"
     );
     // Migration 5 keeps the thresholds the latest stored run was judged with.
     assert_eq!(
@@ -697,7 +702,7 @@ fn a_database_of_the_first_schema_is_upgraded_with_its_runs() {
         get(addr, "/api/hosts").1,
         json!([{"host": "node-1", "kind": "dgx-a100", "kind_known": true, "healthy": false,
                 "last_run_unix_ms": 2_000, "runs": 2, "causes": ["link_failure"],
-                "rack": null}])
+                "rack": null, "health": "unhealthy", "inconclusive": false}])
     );
     assert_eq!((pg.paths(), pg.links()), (4, 2));
     let points = |endpoint: &str| {
@@ -814,4 +819,275 @@ fn migration_4_turns_rings_into_sample_sets_and_keeps_reports_as_json_with_lz4()
         ),
         "l"
     );
+}
+
+/// A report that found nothing wrong but could not judge every link (DESIGN 4.3): a real
+/// healthy report of the virtual host whose paths to `endpoint` had no baseline.
+fn inconclusive_report(endpoint: &str) -> Value {
+    let mut report = sim_report(&[]);
+    let mut unjudged = Vec::new();
+    for p in report["paths"].as_array_mut().unwrap() {
+        if p["endpoint"] == endpoint {
+            p["status"] = "uncertain".into();
+            unjudged.push(format!("{}->{endpoint}", p["rnic"].as_str().unwrap()));
+        }
+    }
+    report["healthy"] = false.into();
+    report["inconclusive"] = true.into();
+    report["not_judged"] = json!([{"reason": "no_baseline", "paths": unjudged,
+        "detail": "the baseline has no entry for these paths"}]);
+    report
+}
+
+/// `hostping fleet ARGS --collector URL`: exit status, stdout, stderr.
+fn fleet(addr: std::net::SocketAddr, args: &[&str]) -> (i32, String, String) {
+    let url = format!("http://{addr}");
+    let out = common::hostping(&[&["fleet", "--collector", &url][..], args].concat());
+    (
+        out.status.code().unwrap(),
+        common::stdout(&out),
+        common::stderr(&out),
+    )
+}
+
+#[test]
+fn an_inconclusive_host_is_counted_apart_and_fleet_exits_3() {
+    let dir = temp_dir("collector-inconclusive");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let collector = Collector::start(&pg, &tokens_file(&dir), &[]);
+    let addr = collector.addr;
+    let now = model::time::unix_ms(std::time::SystemTime::now());
+    let unjudged = inconclusive_report("gpu4");
+    // A report that says healthy and inconclusive at once is outside the contract.
+    let mut contradictory = unjudged.clone();
+    contradictory["healthy"] = true.into();
+    let (status, answer) = post(
+        addr,
+        Some(TOKEN_2),
+        &body(&run("node-2", 1, now, &contradictory)),
+    );
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("report.healthy: must be false when report.inconclusive is true"),
+        "{answer}"
+    );
+    assert_eq!(pg.count("runs"), 0);
+    for (host, token, report) in [
+        ("node-1", TOKEN_1, &unjudged),
+        ("node-2", TOKEN_2, &sim_report(&[])),
+    ] {
+        let (status, answer) = post(addr, Some(token), &body(&run(host, 1, now, report)));
+        assert_eq!(status, 201, "{answer}");
+    }
+    assert_eq!(
+        pg.scalar("SELECT string_agg(inconclusive::text, ',' ORDER BY id) FROM runs"),
+        "true,false"
+    );
+    let (_, hosts) = get(addr, "/api/hosts");
+    let health: Vec<(&Value, &Value, &Value)> = hosts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (&h["healthy"], &h["inconclusive"], &h["health"]))
+        .collect();
+    assert_eq!(
+        health,
+        [
+            (&json!(false), &json!(true), &json!("inconclusive")),
+            (&json!(true), &json!(false), &json!("healthy"))
+        ]
+    );
+    let typed_hosts: Vec<HostSummary> = typed(&hosts);
+    assert_eq!(typed_hosts[0].inconclusive, Some(true));
+    // Counted apart: neither healthy nor unhealthy.
+    let (_, status) = get(addr, "/api/fleet/status");
+    assert_eq!(
+        (
+            &status["hosts"],
+            &status["healthy"],
+            &status["unhealthy"],
+            &status["inconclusive"]
+        ),
+        (&json!(2), &json!(1), &json!(0), &json!(1)),
+        "{status}"
+    );
+    assert_eq!(status["kinds"][0]["inconclusive"], 1);
+    assert_eq!(status["kinds"][0]["unhealthy"], 0);
+    // Filtered by the read API, which refuses a value it does not know, listing them.
+    let (_, only) = get(addr, "/api/hosts?health=inconclusive");
+    assert_eq!(only.as_array().unwrap().len(), 1);
+    assert_eq!(only[0]["host"], "node-1");
+    assert_eq!(
+        get(addr, "/api/hosts?health=healthy").1[0]["host"],
+        "node-2"
+    );
+    for (path, message) in [
+        (
+            "/api/hosts?health=bogus",
+            "health: \"bogus\" is not one of healthy, unhealthy, inconclusive, stale",
+        ),
+        (
+            "/api/hosts?cause=bogus_cause",
+            "cause: \"bogus_cause\" is not one of link_failure, link_flapping, link_overloaded, \
+             pcie_misconfiguration, rnic_misconfiguration, iommu_congestion, \
+             memory_bus_congestion, odp_stall",
+        ),
+    ] {
+        let (code, body) = get(addr, path);
+        assert_eq!(
+            (code, typed::<ErrorBody>(&body).error),
+            (400, message.to_owned())
+        );
+    }
+
+    // `hostping fleet`: 3 when a host is inconclusive and none unhealthy.
+    let (code, table, _) = fleet(addr, &["status"]);
+    assert_eq!(code, 3, "{table}");
+    assert!(
+        table.contains(": 2 hosts, 1 healthy, 0 unhealthy, 1 inconclusive, 0 stale"),
+        "{table}"
+    );
+    let (code, table, _) = fleet(addr, &["hosts"]);
+    assert_eq!(code, 3, "{table}");
+    let line = table.lines().find(|l| l.starts_with("node-1")).unwrap();
+    assert!(line.contains("INCONCLUSIVE"), "{table}");
+    let (code, table, _) = fleet(addr, &["hosts", "--health", "healthy"]);
+    assert_eq!(code, 0, "{table}");
+    assert_eq!(table.lines().count(), 2, "{table}");
+    let (code, json, _) = fleet(
+        addr,
+        &["hosts", "--health", "inconclusive", "--format", "json"],
+    );
+    assert_eq!(code, 3);
+    let listed: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(listed, only);
+    let (code, table, _) = fleet(addr, &["host", "node-1"]);
+    assert_eq!(code, 3, "{table}");
+    assert!(table.contains("INCONCLUSIVE"), "{table}");
+    assert!(
+        table.contains("not judged (no_baseline): the baseline has no entry for these paths"),
+        "{table}"
+    );
+    let (code, json, _) = fleet(addr, &["host", "node-1", "--format", "json"]);
+    assert_eq!(code, 3);
+    let view: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(view["inconclusive"], true);
+    assert_eq!(view["not_judged"], unjudged["not_judged"]);
+    // A finding outranks it: an unhealthy host makes the answer 1.
+    let (status, _) = post(
+        addr,
+        Some(TOKEN_2),
+        &body(&run(
+            "node-2",
+            2,
+            now + 1,
+            &sim_report(&["degrade:gpu4--lsw4:0.3"]),
+        )),
+    );
+    assert_eq!(status, 201);
+    assert_eq!(fleet(addr, &["status"]).0, 1);
+    assert_eq!(fleet(addr, &["hosts"]).0, 1);
+    assert_eq!(fleet(addr, &["hosts", "--health", "inconclusive"]).0, 3);
+    // A value the flags do not know: exit 2, listing the valid ones.
+    let (code, _, err) = fleet(addr, &["hosts", "--cause", "bogus_cause"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("invalid value 'bogus_cause'") && err.contains("memory_bus_congestion"),
+        "{err}"
+    );
+    let (code, _, err) = fleet(addr, &["hosts", "--health", "fine"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("inconclusive"), "{err}");
+}
+
+#[test]
+fn migration_6_reads_an_inconclusive_latest_run_stored_before_it() {
+    let dir = temp_dir("collector-upgrade-6");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let unjudged = inconclusive_report("gpu4");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (mut client, connection) = tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let schema = collector::schema::migrate_to;
+        assert_eq!(schema(&mut client, 5).await.unwrap(), [1, 2, 3, 4, 5]);
+        // A collector of schema 5 stored a newer agent's reports as they came: node-1's
+        // latest run inconclusive (an older one not), node-2's inconclusive with a finding.
+        let mut with_finding = unjudged.clone();
+        with_finding["diagnoses"] = sim_report(&["degrade:gpu4--lsw4:0.3"])["diagnoses"].clone();
+        client
+            .batch_execute(
+                "INSERT INTO hosts (name, kind, kind_known) VALUES
+                     ('node-1', 'dgx-a100', true), ('node-2', 'dgx-a100', true)",
+            )
+            .await
+            .unwrap();
+        for (host, id, report, causes) in [
+            (1i64, 1i64, sim_report(&[]), "{}"),
+            (1, 2, unjudged.clone(), "{}"),
+            (2, 3, with_finding, "{link_failure}"),
+        ] {
+            client
+                .execute(
+                    "INSERT INTO runs (host_id, agent_run_id, trigger, started_unix_ms, kind,
+                                       kind_known, healthy, mode, report)
+                     VALUES ($1, $2, 'idle', $2, 'dgx-a100', true, $3, 'idle', $4)",
+                    &[&host, &id, &report["healthy"].as_bool().unwrap(), &report],
+                )
+                .await
+                .unwrap();
+            client
+                .execute(
+                    "UPDATE hosts SET latest_run_id = (SELECT max(id) FROM runs WHERE host_id = $1),
+                                      latest_healthy = $2, latest_causes = $3::text::text[]
+                     WHERE id = $1",
+                    &[&host, &report["healthy"].as_bool().unwrap(), &causes],
+                )
+                .await
+                .unwrap();
+        }
+        assert_eq!(schema(&mut client, 6).await.unwrap(), [6]);
+    });
+    assert_eq!(
+        pg.scalar("SELECT string_agg(inconclusive::text, ',' ORDER BY id) FROM runs"),
+        "false,true,false"
+    );
+    assert_eq!(
+        pg.scalar("SELECT string_agg(latest_inconclusive::text, ',' ORDER BY id) FROM hosts"),
+        "true,false"
+    );
+}
+
+#[test]
+fn collector_help_describes_the_web_ui_the_read_api_and_where_secrets_go() {
+    let help = common::stdout(&common::hostping(&["collector", "--help"]));
+    for words in [
+        "/hosts/{host}",
+        "GET /api/hosts[?health=H][&cause=C]",
+        "GET /api/hosts/{host}/runs?limit=N",
+        "GET /api/hosts/{host}/timeline",
+        "GET /api/hosts/{host}/baseline",
+        "GET /api/kinds/{kind}/baseline",
+        "GET /api/fleet/status",
+        "GET /api/fleet/causes",
+        "GET /api/fleet/slow-hosts",
+        "GET /api/health",
+        "POST /api/runs",
+        "--database-file",
+        "HOSTPING_DATABASE_URL",
+    ] {
+        assert!(help.contains(words), "{words} missing from:\n{help}");
+    }
 }

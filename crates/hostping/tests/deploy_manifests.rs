@@ -352,10 +352,30 @@ fn the_collector_runs_unprivileged_with_its_secrets_read_only() {
             .unwrap();
         assert!(volume["secret"]["secretName"].is_string(), "{volume:?}");
     }
-    // The database URL (it holds a password) comes from a Secret, not the manifest.
-    let env = containers[0]["env"].as_sequence().unwrap();
-    let url = env.iter().find(|e| e["name"] == "DATABASE_URL").unwrap();
-    assert!(url["valueFrom"]["secretKeyRef"]["name"].is_string());
+    // The database URL (it holds a password) comes from a Secret mounted as a file: no
+    // argument holds it (`ps` would show it), and no manifest field does.
+    let args: Vec<&str> = containers[0]["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| text(a, "an argument"))
+        .collect();
+    assert!(!args.contains(&"--database"), "{args:?}");
+    assert!(args.iter().all(|a| !a.contains("postgres")), "{args:?}");
+    let file = args[args.iter().position(|a| *a == "--database-file").unwrap() + 1];
+    let mount = containers[0]["volumeMounts"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|m| file.starts_with(text(&m["mountPath"], "a mount path")))
+        .unwrap_or_else(|| panic!("{file} is in no mounted volume"));
+    let volume = pod["volumes"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == mount["name"])
+        .unwrap();
+    assert_eq!(volume["secret"]["secretName"], "hostping-collector-db");
     let service = collector_manifest("Service");
     assert_eq!(
         service["spec"]["selector"],
@@ -409,6 +429,8 @@ fn a_collector_started_with_the_deployments_arguments_answers_its_probes() {
     std::fs::copy(&cert, local(value_of("--tls-cert"))).unwrap();
     std::fs::copy(&key, local(value_of("--tls-key"))).unwrap();
     std::fs::write(local(value_of("--tokens")), "node-1 tok-0123456789abcdef\n").unwrap();
+    // The Secret's file as Kubernetes writes it (no newline).
+    std::fs::write(local(value_of("--database-file")), pg.url()).unwrap();
     let port = free_port();
     let listen_port: u16 = value_of("--listen")
         .rsplit(':')
@@ -423,7 +445,6 @@ fn a_collector_started_with_the_deployments_arguments_answers_its_probes() {
     let run_args: Vec<String> = args
         .iter()
         .map(|a| match *a {
-            "$(DATABASE_URL)" => pg.url(),
             a if a == value_of("--listen") => format!("127.0.0.1:{port}"),
             a if a.starts_with("/etc/") => local(a),
             a => a.to_owned(),
@@ -461,4 +482,34 @@ fn a_collector_started_with_the_deployments_arguments_answers_its_probes() {
     assert_eq!(unready.status().as_u16(), 503);
     assert!(container["livenessProbe"]["tcpSocket"]["port"] == container["ports"][0]["name"]);
     std::net::TcpStream::connect(("127.0.0.1", port)).expect("the liveness probe's connect");
+}
+
+#[test]
+fn the_collectors_systemd_unit_passes_the_database_as_a_credential_file() {
+    let unit = read("packaging/hostping-collector.service");
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("an ExecStart line");
+    let args: Vec<&str> = exec.split_whitespace().collect();
+    assert_eq!(args[1], "collector", "{exec}");
+    assert!(!args.contains(&"--database"), "{exec}");
+    assert!(!exec.contains("postgres"), "{exec}");
+    let file = args[args.iter().position(|a| *a == "--database-file").unwrap() + 1];
+    let credential = file
+        .strip_prefix("${CREDENTIALS_DIRECTORY}/")
+        .unwrap_or_else(|| panic!("{file} is not a systemd credential"));
+    assert!(
+        unit.lines()
+            .any(|l| l.starts_with(&format!("LoadCredential={credential}:"))),
+        "{unit}"
+    );
+    // Every flag of the unit is one the collector takes.
+    let help = common::stdout(&common::hostping(&["collector", "--help"]));
+    for flag in args.iter().filter(|a| a.starts_with("--")) {
+        assert!(
+            help.contains(flag),
+            "{flag} is no flag of hostping collector"
+        );
+    }
 }

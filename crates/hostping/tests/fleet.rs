@@ -494,7 +494,8 @@ fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
     assert!(status["last_ingest_unix_ms"].as_i64().unwrap() >= start);
     assert_eq!(
         status["kinds"],
-        json!([{"kind": "dgx-a100", "kind_known": true, "hosts": 7, "unhealthy": 1, "stale": 0}])
+        json!([{"kind": "dgx-a100", "kind_known": true, "hosts": 7, "unhealthy": 1, "stale": 0,
+                "inconclusive": 0}])
     );
     let broken_causes = causes(broken);
     assert!(broken_causes.contains(&"link_failure".to_owned()));
@@ -544,6 +545,7 @@ fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
         "hosts",
         "healthy",
         "unhealthy",
+        "inconclusive",
         "stale",
         "runs",
         "kinds",
@@ -598,7 +600,7 @@ fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
     let (_, table, _) = fleet(&url, &["status"]);
     assert!(
         table.starts_with(&format!(
-            "collector {url}: 7 hosts, 6 healthy, 1 unhealthy, 0 stale (no run for 15 min)\n"
+            "collector {url}: 7 hosts, 6 healthy, 1 unhealthy, 0 inconclusive, 0 stale (no run for 15 min)\n"
         )),
         "{table}"
     );

@@ -524,7 +524,7 @@ fn a_fleet_in_a_real_browser() {
         for h in api_hosts.as_array().unwrap() {
             let name = h["host"].as_str().unwrap();
             let row = drawn.iter().find(|r| r.0 == name).unwrap_or_else(|| panic!("no row {name}: {drawn:?}"));
-            let health = if h["healthy"] == true { "healthy" } else { "unhealthy" };
+            let health = h["health"].as_str().unwrap();
             assert_eq!(row.1, health, "{name}");
             let causes: Vec<String> = serde_json::from_value(h["causes"].clone()).unwrap();
             assert_eq!(row.2, causes, "{name}");
@@ -679,4 +679,221 @@ fn a_fleet_in_a_real_browser() {
         c.close().await.unwrap();
     });
     drop(failing);
+}
+
+/// A report that could not judge every link (DESIGN 4.3's `inconclusive`): a real healthy
+/// report of the virtual host whose paths through `link` had no baseline, as a check with
+/// a baseline missing them reports it: those paths uncertain, `healthy` false, and
+/// `not_judged` saying what and why.
+fn inconclusive_report(link: &str) -> Value {
+    let mut report = sim_report(&[]);
+    let endpoint = link.split("--").next().unwrap().to_owned();
+    let mut unjudged = Vec::new();
+    for p in report["paths"].as_array_mut().unwrap() {
+        if p["endpoint"] == endpoint.as_str() {
+            p["status"] = "uncertain".into();
+            p["baseline_latency_us"] = Value::Null;
+            p["baseline_bandwidth_gbps"] = Value::Null;
+            unjudged.push(format!("{}->{}", p["rnic"].as_str().unwrap(), endpoint));
+        }
+    }
+    for l in report["links"].as_array_mut().unwrap() {
+        if l["id"] == link {
+            l["status"] = "uncertain".into();
+        }
+    }
+    report["healthy"] = false.into();
+    report["inconclusive"] = true.into();
+    report["not_judged"] = json!([{"reason": "no_baseline", "paths": unjudged, "links": [link],
+        "detail": "the baseline has no entry for these paths: record it again"}]);
+    report
+}
+
+/// The script that finds the health badge of `host`'s row on the overview.
+fn badge(host: &str) -> String {
+    format!(
+        "[...document.querySelectorAll('#hosts tbody tr')].find(r => r.dataset.host === '{host}').querySelector('.badge')"
+    )
+}
+
+/// The background colour of `host`'s health badge on the overview.
+async fn badge_colour(c: &Client, host: &str) -> (u8, u8, u8) {
+    let css = js(
+        c,
+        &format!("return getComputedStyle({}).backgroundColor;", badge(host)),
+    )
+    .await;
+    rgb(css.as_str().unwrap())
+}
+
+/// The bluish colour of an inconclusive host: neither a verdict's green or red, nor the gray
+/// of a stale host.
+fn is_blue((r, g, b): (u8, u8, u8)) -> bool {
+    b > 150 && r < 90 && g < 130
+}
+
+#[test]
+fn an_inconclusive_host_is_neither_healthy_nor_unhealthy_in_the_browser() {
+    let Some(driver) = ChromeDriver::start() else {
+        return;
+    };
+    let dir = temp_dir("ui-inconclusive");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let hosts = [
+        ("node-ok", "tok-ok-0123456789abcdef"),
+        ("node-unjudged", "tok-unjudged-0123456789ab"),
+        ("node-fail", "tok-fail-0123456789abcdef"),
+    ];
+    let collector = Collector::start(&pg, &tokens_file(&dir, &hosts), &[]);
+    let addr = collector.addr;
+    let now = model::time::unix_ms(std::time::SystemTime::now());
+    let reports = [
+        sim_report(&[]),
+        inconclusive_report(FAILED_LINK),
+        sim_report(&[FAILURE]),
+    ];
+    for ((host, token), report) in hosts.iter().zip(&reports) {
+        let run = json!({"host": host, "id": 1, "trigger": "idle", "started_unix_ms": now,
+                         "report": report});
+        assert_eq!(post_run(addr, token, &run), 201, "{host}");
+    }
+    let (_, api_hosts) = get(addr, "/api/hosts");
+    let health: Vec<(&str, &str)> = api_hosts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["host"].as_str().unwrap(), h["health"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        health,
+        [
+            ("node-fail", "unhealthy"),
+            ("node-ok", "healthy"),
+            ("node-unjudged", "inconclusive")
+        ]
+    );
+    let url = format!("http://{addr}");
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let c = driver.session(1280, 1600).await;
+        c.goto(&format!("{url}/")).await.unwrap();
+        wait_until(
+            &c,
+            "the hosts",
+            "document.querySelectorAll('#hosts tbody tr').length === 3",
+        )
+        .await;
+        let drawn = rows(&c).await;
+        let health_of = |n: &str| drawn.iter().find(|r| r.0 == n).unwrap().1.clone();
+        assert_eq!(health_of("node-unjudged"), "inconclusive", "{drawn:?}");
+        assert_eq!(health_of("node-ok"), "healthy");
+        assert_eq!(health_of("node-fail"), "unhealthy");
+        // Its badge: the word, in a colour of its own.
+        let word = js(
+            &c,
+            &format!("return {}.textContent;", badge("node-unjudged")),
+        )
+        .await;
+        assert_eq!(word, "inconclusive");
+        let unjudged = badge_colour(&c, "node-unjudged").await;
+        assert!(is_blue(unjudged), "{unjudged:?}");
+        assert!(is_green(badge_colour(&c, "node-ok").await));
+        assert!(is_red(badge_colour(&c, "node-fail").await));
+        let summary = c
+            .find(Locator::Id("summary"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            summary.starts_with("3 hosts: 1 healthy, 1 unhealthy, 1 inconclusive, 0 stale"),
+            "{summary}"
+        );
+        screenshot(&c, "overview-inconclusive").await;
+        // The health filter, by the URL and by its control.
+        c.goto(&format!("{url}/?health=inconclusive"))
+            .await
+            .unwrap();
+        wait_until(
+            &c,
+            "the health filter",
+            "document.querySelectorAll('#hosts tbody tr').length === 1",
+        )
+        .await;
+        assert_eq!(
+            row_hosts(&rows(&c).await),
+            BTreeSet::from(["node-unjudged"])
+        );
+        let filter = c.find(Locator::Id("filter-health")).await.unwrap();
+        filter.select_by_value("healthy").await.unwrap();
+        wait_until(
+            &c,
+            "the health filter",
+            "document.querySelectorAll('#hosts tbody tr').length === 1",
+        )
+        .await;
+        assert_eq!(row_hosts(&rows(&c).await), BTreeSet::from(["node-ok"]));
+
+        // Its page: the word in the heading, and what was not judged, with why.
+        c.goto(&format!("{url}/hosts/node-unjudged")).await.unwrap();
+        wait_until(
+            &c,
+            "the not-judged list",
+            "document.querySelectorAll('#not-judged li').length === 1",
+        )
+        .await;
+        let heading = js(
+            &c,
+            "return document.querySelector('#host-name .badge').textContent;",
+        )
+        .await;
+        assert_eq!(heading, "inconclusive");
+        let item = c.find(Locator::Css("#not-judged li")).await.unwrap();
+        assert_eq!(
+            item.attr("data-reason").await.unwrap().as_deref(),
+            Some("no_baseline")
+        );
+        let text = item.text().await.unwrap();
+        assert!(
+            text.starts_with("No baseline: link gpu4--lsw4; paths rnic0->gpu4")
+                && text.contains("record it again"),
+            "{text}"
+        );
+        let diagnoses = c
+            .find(Locator::Id("diagnoses"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            diagnoses.contains("some links could not be judged"),
+            "{diagnoses}"
+        );
+        screenshot(&c, "host-inconclusive").await;
+        // A judged host's page has no such section.
+        c.goto(&format!("{url}/hosts/node-ok")).await.unwrap();
+        wait_until(
+            &c,
+            "the heatmap",
+            "document.querySelectorAll('#heatmap td[data-status]').length > 0",
+        )
+        .await;
+        assert_eq!(
+            js(
+                &c,
+                "return document.getElementById('not-judged-section').hidden;"
+            )
+            .await,
+            true
+        );
+        c.close().await.unwrap();
+    });
 }

@@ -107,18 +107,6 @@ impl Cause {
         }
     }
 
-    /// Every cause, in the order DESIGN 4.3 lists them.
-    pub const ALL: [Cause; 8] = [
-        Cause::LinkFailure,
-        Cause::LinkFlapping,
-        Cause::LinkOverloaded,
-        Cause::PcieMisconfiguration,
-        Cause::RnicMisconfiguration,
-        Cause::IommuCongestion,
-        Cause::MemoryBusCongestion,
-        Cause::OdpStall,
-    ];
-
     /// Parses a report name.
     pub fn from_name(s: &str) -> Option<Cause> {
         Cause::ALL.into_iter().find(|c| c.as_str() == s)

@@ -129,16 +129,39 @@ Examples:
   curl -s localhost:9469/api/runs | jq '.[0]'")]
     Agent(AgentArgs),
     /// The fleet's collector: agents push their runs (POST /api/runs with a per-host bearer
-    /// token); it stores them in PostgreSQL and serves the fleet to people and programs.
+    /// token); it stores them in PostgreSQL and serves the fleet's read API and web UI
+    /// (docs/fleet.md).
     ///
-    /// Web UI: / (the fleet overview) and /hosts/NAME (a host's heatmap, topology, diagnoses
-    /// and path timelines). Read API (JSON, no token): GET /api/hosts,
-    /// /api/hosts/NAME/runs?limit=N, /api/hosts/NAME/baseline, /api/hosts/NAME/timeline,
-    /// /api/kinds/KIND/baseline, /api/fleet/status, /api/fleet/causes,
-    /// /api/fleet/slow-hosts, /api/health; `hostping fleet` asks them. See docs/fleet.md.
+    /// The database comes from exactly one of --database-file FILE, the environment variable
+    /// HOSTPING_DATABASE_URL or --database URL: keep a password in the file or the variable,
+    /// where `ps` does not show it. Errors show the URL with its password as ***.
     #[command(after_long_help = "\
+Web UI (in a browser, on the --listen address):
+  /                     the fleet: every host's health, causes, kind, rack
+  /hosts/{host}         one host: diagnoses, what was not judged, paths
+
+Read API (JSON; no token):
+  GET /api/hosts[?health=H][&cause=C]
+                        every host's latest verdict; health is
+                        healthy|unhealthy|inconclusive|stale
+  GET /api/hosts/{host}/runs?limit=N
+                        runs, newest first: report + id, trigger
+  GET /api/hosts/{host}/timeline?rnic=R&endpoint=E[&since_unix_ms=T]
+  GET /api/hosts/{host}/baseline
+                        each path against its baseline, a verdict
+  GET /api/kinds/{kind}/baseline
+                        a kind's fleet baseline per path
+  GET /api/fleet/status host counts, kinds, causes, last ingest
+  GET /api/fleet/causes each cause with its hosts
+  GET /api/fleet/slow-hosts?kind=K&limit=N
+                        hosts persistently below their baseline
+  GET /api/health       200 when the database answers (probes)
+Agents: POST /api/runs (Authorization: Bearer TOKEN of the --tokens file).
+
 Examples:
-  hostping collector --database postgres://hostping@localhost:5432/hostping \\
+  HOSTPING_DATABASE_URL=postgres://hostping@localhost:5432/hostping \\
+      hostping collector --tokens /etc/hostping/tokens
+  hostping collector --database-file /run/secrets/database-url \\
       --tokens /etc/hostping/tokens
   curl -s localhost:9470/api/hosts | jq .")]
     Collector(CollectorArgs),
@@ -148,11 +171,13 @@ Examples:
     /// A read-only client of the collector's HTTP API (no token needed). Tables for people,
     /// --format json for machines (the API's JSON). Exit status: 0 nothing wrong, 1 an
     /// unhealthy or slow host or a cause was found, 2 the collector could not be asked
-    /// (unreachable, or it answered an error: the message names the URL).
+    /// (unreachable, or it answered an error: the message names the URL), 3 no finding but
+    /// a host is inconclusive (its latest run could not judge every link).
     #[command(after_long_help = "\
 Examples:
   hostping fleet status                 # the collector on 127.0.0.1:9470
   hostping fleet hosts --collector http://collector:9470 --cause link_failure
+  hostping fleet hosts --health inconclusive   # hosts with links not judged
   hostping fleet host node-17           # each path against its baseline
   hostping fleet causes --format json | jq '.[] | {cause, count}'
   hostping fleet slow --kind dgx-a100   # hosts persistently slow, with evidence")]
@@ -270,11 +295,15 @@ pub struct AgentArgs {
 /// `hostping collector`.
 #[derive(Debug, Args)]
 pub struct CollectorArgs {
-    /// The PostgreSQL database, postgres://USER@HOST:PORT/DB (a password may follow USER
-    /// as USER:PASSWORD, or come from a ?password= parameter). The schema is created or
-    /// migrated at start.
+    /// The PostgreSQL database, postgres://USER@HOST:PORT/DB, on the command line (where
+    /// `ps` shows it: put a password in --database-file or HOSTPING_DATABASE_URL instead).
+    /// The schema is created or migrated at start.
     #[arg(long, value_name = "URL")]
-    pub database: String,
+    pub database: Option<String>,
+    /// A file holding the database's URL (postgres://USER:PASSWORD@HOST:PORT/DB), e.g. a
+    /// Kubernetes Secret mounted as a file.
+    #[arg(long, value_name = "FILE")]
+    pub database_file: Option<PathBuf>,
     /// Address of the API.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9470")]
     pub listen: std::net::SocketAddr,
@@ -316,7 +345,7 @@ pub struct FleetArgs {
 /// The questions `hostping fleet` asks the collector.
 #[derive(Debug, Subcommand)]
 pub enum FleetCommand {
-    /// Hosts (healthy, unhealthy, stale), kinds, causes, runs stored, last ingest
+    /// Hosts (healthy, unhealthy, inconclusive, stale), kinds, causes, runs stored, last ingest
     /// (GET /api/fleet/status).
     Status,
     /// Every host: kind, rack, health and causes of its latest run, runs stored
@@ -328,9 +357,13 @@ pub enum FleetCommand {
         /// Only hosts in this rack.
         #[arg(long, value_name = "RACK")]
         rack: Option<String>,
-        /// Only hosts whose latest run has this cause (link_failure, ...).
-        #[arg(long, value_name = "CAUSE")]
+        /// Only hosts whose latest run has this cause.
+        #[arg(long, value_name = "CAUSE", value_parser = clap::builder::PossibleValuesParser::new(model::Cause::ALL.map(model::Cause::as_str)))]
         cause: Option<String>,
+        /// Only hosts of this health: unhealthy (a bottleneck found), inconclusive (some
+        /// link not judged), stale (no recent run), healthy.
+        #[arg(long, value_name = "HEALTH", value_parser = clap::builder::PossibleValuesParser::new(analyze::fleet::Health::ALL.map(analyze::fleet::Health::as_str)))]
+        health: Option<String>,
     },
     /// One host: its latest run's diagnoses, and each path against its own baseline or its
     /// kind's fleet baseline with a verdict (GET /api/hosts/NAME/baseline).
