@@ -93,7 +93,7 @@ impl TreeInput {
                 for note in &notes {
                     eprintln!("{file}: note: {note}");
                 }
-                Err(e.context(format!("{file}: not a fabric the simulator models")))
+                Err(e.context(format!("{file}: not a fat tree the simulator models")))
             }
         }
     }
