@@ -265,7 +265,9 @@ fn leaves_cabled_together_and_lone_switches_are_refused() {
     };
     assert_eq!(
         lone.recognize("x").unwrap_err(),
-        NotAFatTree::NoUplinks { leaf: "sw".into() }
+        NotAFatTree::OneSwitch {
+            switch: "sw".into()
+        }
     );
     assert_eq!(
         Cabling::default().recognize("x").unwrap_err(),

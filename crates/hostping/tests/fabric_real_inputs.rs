@@ -34,7 +34,7 @@ const EXPECTED: &[Expected] = &[
         status: 2,
         says: &[
             "note: left out 4 SHARP Aggregation Nodes",
-            "not a fabric the simulator models: leaf switches",
+            "not a fat tree the simulator models: leaf switches",
             "are cabled to each other",
         ],
     },
@@ -43,7 +43,7 @@ const EXPECTED: &[Expected] = &[
         status: 2,
         says: &[
             "note: left out 4 SHARP Aggregation Nodes",
-            "not a fabric the simulator models: leaf switches",
+            "not a fat tree the simulator models: leaf switches",
             "are cabled to each other",
         ],
     },
@@ -53,7 +53,7 @@ const EXPECTED: &[Expected] = &[
         says: &[
             "note: left out 19 loopback cables",
             "'Quantum Mellanox Technologies (0x98039b0300866890)' 19-20",
-            "not a fabric the simulator models: core switch",
+            "not a fat tree the simulator models: core switch",
             "sits above a single pod",
         ],
     },

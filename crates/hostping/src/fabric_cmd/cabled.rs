@@ -93,7 +93,7 @@ impl TreeInput {
                 for note in &notes {
                     eprintln!("{file}: note: {note}");
                 }
-                Err(e.context(format!("{file}: not a fabric the simulator models")))
+                Err(e.context(format!("{file}: not a fat tree the simulator models")))
             }
         }
     }
@@ -310,7 +310,7 @@ impl RealFabric {
             .max_by_key(|&(rate, n)| (*n, std::cmp::Reverse(*rate)))
             .map(|(rate, _)| rate.to_string());
         if let Some(common) = common {
-            if let Some(odd) = compute.cables.iter().find(|c| *rate_of(*c) != common) {
+            if let Some(odd) = compute.cables.iter().find(|c| *rate_of(c) != common) {
                 bail!(
                     "the link from '{}' port {} to '{}' port {} runs at {}, the other links at \
                      {common}; the simulator runs every link at one rate, so it cannot simulate \

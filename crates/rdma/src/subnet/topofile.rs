@@ -577,7 +577,7 @@ fn check_links(
         }
         for (here, there) in [(link.a, link.b), (link.b, link.a)] {
             if let Some(other) = peer_of.insert(here, there) {
-                if other != there && !(here == there) {
+                if other != there {
                     return Err(at(
                         line,
                         format!(
