@@ -37,6 +37,8 @@ fn rate_bound(host: &HostTopology, path: &Path) -> Option<f64> {
         .links
         .iter()
         .filter_map(|l| host.link(l))
+        // A capacity the host does not report (a VM's virtual bridge) is no bound to judge by.
+        .filter(|l| l.capacity_known)
         .map(|l| l.capacity_gbps / l.kind.loopback_load())
         .fold(f64::INFINITY, f64::min);
     Some(line.min(narrowest))
