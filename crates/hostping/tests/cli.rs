@@ -312,7 +312,7 @@ fn usage_errors_exit_two() {
     assert_eq!(hostping(&["frobnicate"]).status.code(), Some(2));
     let help = hostping(&["check", "--help"]);
     assert_eq!(help.status.code(), Some(0));
-    assert!(stdout(&help).contains("degrade:LINK:FRACTION"));
+    assert!(stdout(&help).contains("degrade:<link>:<fraction>"));
 }
 
 #[test]

@@ -366,7 +366,7 @@ fn the_simulators_trees_on_ibsim_come_back_as_themselves() {
                  ibnetdiscover > theirs.topo; \
                  \"$HOSTPING\" fabric sample --topology ours.topo --once --format json > sweep.json; \
                  set +e; \"$HOSTPING\" fabric sim --topology ours.topo --workload uniform,load=0.3 \
-                 --end 5us --out sim > sim.txt 2> sim.err; echo $? > sim.rc",
+                 --end 5us --out-dir sim > sim.txt 2> sim.err; echo $? > sim.rc",
                 d = dir.display()
             ),
         );
@@ -387,7 +387,9 @@ fn the_simulators_trees_on_ibsim_come_back_as_themselves() {
         assert!(ports.iter().all(|p| p["error"].is_null()), "{net}");
 
         assert!(
-            matches!(read("sim.rc").trim(), "0" | "1"),
+            // 3: 5 us of traffic on 648 hosts may sample too few packets to judge; the tree
+            // is what is under test here.
+            matches!(read("sim.rc").trim(), "0" | "1" | "3"),
             "{net}: {}",
             read("sim.err")
         );

@@ -102,13 +102,20 @@ fn real_backends_on_soft_roce() {
 
     // The loopback matrix: every path measured (not simulated), data verified.
     for step in ["check-write", "check-read"] {
+        // 0, 1 or 3: a soft RNIC on a TCG guest may show a finding, or leave a link it
+        // cannot judge (then the report must say which, and why).
         let code = status(&dir, step);
         assert!(
-            code == 0 || code == 1,
+            [0, 1, 3].contains(&code),
             "{step} exit {code}: {}",
             read(&dir, &format!("{step}.err"))
         );
         let report = json(&dir, step);
+        assert_eq!(
+            code == 3,
+            report["inconclusive"] == true && report["not_judged"].is_array(),
+            "{step}: exit {code} and the report must agree: {report:#}"
+        );
         assert_eq!(report["provenance"], "measured", "{report:#}");
         assert_eq!(report["baseline"], "relative");
         assert_eq!(report["paths"].as_array().unwrap().len(), 2, "{report:#}");
@@ -468,7 +475,8 @@ printf '%s\n' "$1" >"$HOSTPING_GUEST_OUT/binary"
 "$1" topology --format json >"$HOSTPING_GUEST_OUT/topology.json" &&
     "$1" check --format json --iterations 20 >"$HOSTPING_GUEST_OUT/check.json"
 status=$?
-[ "$status" -le 1 ] || exit "$status"  # 1: a finding on a TCG guest is still a measured run
+# 1: a finding on a TCG guest is still a measured run; 3: so is one that could not judge
+[ "$status" -le 1 ] || [ "$status" -eq 3 ] || exit "$status"
 "#;
     let status = Command::new("bash")
         .current_dir(&clone)

@@ -222,8 +222,9 @@ pub struct Report {
     pub healthy: bool,
     /// True when some link could not be judged, so the host cannot be called healthy
     /// (DESIGN 4.3, exit status 3); `not_judged` says what and why. `healthy` is then false.
-    /// A report without it (an older agent) reads as judged.
-    #[serde(default)]
+    /// Written only when true, so that a judged report reads as it did before the field; a
+    /// report without it (an older agent) reads as judged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub inconclusive: bool,
     /// What was not judged and why, one entry per reason; empty when everything was judged.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
