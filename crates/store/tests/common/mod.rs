@@ -169,16 +169,7 @@ fn link_status() -> impl Strategy<Value = LinkStatus> {
 }
 
 fn cause() -> impl Strategy<Value = Cause> {
-    prop::sample::select(vec![
-        Cause::LinkFailure,
-        Cause::LinkFlapping,
-        Cause::LinkOverloaded,
-        Cause::PcieMisconfiguration,
-        Cause::RnicMisconfiguration,
-        Cause::IommuCongestion,
-        Cause::MemoryBusCongestion,
-        Cause::OdpStall,
-    ])
+    prop::sample::select(Cause::ALL.to_vec())
 }
 
 fn stream() -> impl Strategy<Value = StreamResult> {
