@@ -9,15 +9,17 @@
 //!   it infers the parameters from the cables (leaves are the switches with hosts, aggregation
 //!   switches their neighbours, cores the rest; pods are the leaf/aggregation components),
 //!   builds that tree, maps every switch, node and port onto it, and then checks that every
-//!   cable of the fabric is a link of the tree and the other way round. A fabric the simulator
-//!   cannot model (a leaf that misses some aggregation switch of its pod, a core wiring other
-//!   than the tree's groups) is refused with the first cable that does not fit, never
-//!   simulated as something it is not.
+//!   cable of the fabric is a link of the tree. A pair of switches with fewer cables than
+//!   most such pairs have is missing cables: the tree is simulated without them
+//!   ([`Topology::without_links`]), as the fabric runs. A fabric the simulator cannot model
+//!   (more cables than the tree has, a core wiring other than the tree's groups, leaves left
+//!   without an up/down path) is refused with the first cable or switch that does not fit,
+//!   never simulated as something it is not.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::topology::{FatTreeParams, Level, Peer, PortRef, SwitchId, Topology};
+use crate::topology::{FatTreeParams, Level, Peer, PortRef, SwitchId, Topology, TopologyError};
 
 /// A device a cable ends on.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -66,11 +68,40 @@ pub struct Recognized {
     pub topology: Topology,
     /// Fabric switch name of each tree switch, by [`SwitchId`].
     pub switch_names: Vec<String>,
+    /// The fabric's switch ([`Cabling::switches`] index) of each tree switch, by [`SwitchId`].
+    pub fabric_switches: Vec<usize>,
     /// Fabric host (and its port) on each tree node, by [`crate::topology::NodeId`]; `None` where the leaf
     /// has a free port (the node exists in the tree and carries no traffic unless mapped).
     pub node_hosts: Vec<Option<(String, u16)>>,
-    /// The fabric port of each tree switch output port, by [`crate::topology::PortIndex`].
+    /// The fabric port of each tree switch output port, by [`crate::topology::PortIndex`]
+    /// (0 for an absent link).
     pub fabric_ports: Vec<u16>,
+    /// Pairs of switches with fewer cables than the tree has between them: the fabric runs
+    /// without them, and so does the simulated tree ([`Topology::without_links`]).
+    pub missing_cables: Vec<MissingCables>,
+}
+
+/// Cables missing between two switches of a recognised fat tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MissingCables {
+    /// One switch, by name.
+    pub a: String,
+    /// The other.
+    pub b: String,
+    /// Cables between them in the fabric.
+    pub fabric: usize,
+    /// Links between them in the tree.
+    pub tree: usize,
+}
+
+impl std::fmt::Display for MissingCables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "'{}' -- '{}' ({} of {} cables)",
+            self.a, self.b, self.fabric, self.tree
+        )
+    }
 }
 
 /// Why a fabric is not a fat tree the simulator models; names the devices involved.
@@ -119,12 +150,6 @@ pub enum NotAFatTree {
         /// The other core switch.
         b: String,
     },
-    /// The fabric is one switch with its hosts: a one-level tree.
-    #[error("the fabric is one switch ('{switch}') with its hosts: a one-level tree, which the simulator does not model yet (it models two- and three-level fat trees)")]
-    OneSwitch {
-        /// The switch, by name.
-        switch: String,
-    },
     /// A leaf has hosts but no cable upwards.
     #[error("leaf switch '{leaf}' has no cable to a switch above it")]
     NoUplinks {
@@ -166,12 +191,11 @@ pub enum NotAFatTree {
         /// Aggregation switches of that pod.
         other_aggs: usize,
     },
-    /// A leaf has another number of parallel cables to one aggregation switch than the first
-    /// leaf has (a fat tree has the same number between every leaf and aggregation switch of
-    /// a pod).
+    /// A leaf has more parallel cables to one aggregation switch than most leaves have (a fat
+    /// tree has the same number between every leaf and aggregation switch of a pod; fewer are
+    /// missing cables).
     #[error(
-        "leaf '{leaf}' has {links} cables to '{agg}', but {expected} to each switch above it are needed for a fat tree ('{first_leaf}' has {expected} to '{first_agg}'){}",
-        missing_hint(.links, .expected)
+        "leaf '{leaf}' has {links} cables to '{agg}', more than the {expected} that most leaves have to each switch above them ('{first_leaf}' has {expected} to '{first_agg}')"
     )]
     UnevenUplinks {
         /// The leaf whose cable count differs, by name.
@@ -187,9 +211,10 @@ pub enum NotAFatTree {
         /// Its aggregation switch.
         first_agg: String,
     },
-    /// An aggregation switch has another number of cables to the cores than the first one.
+    /// An aggregation switch has more cables to the cores than most have (fewer are missing
+    /// cables).
     #[error(
-        "aggregation switches differ in core links: '{agg}' has {links}, '{first}' has {expected}"
+        "aggregation switches differ in core links: '{agg}' has {links}, most (such as '{first}') have {expected}"
     )]
     UnevenCoreLinks {
         /// The aggregation switch whose core cables differ, by name.
@@ -227,12 +252,19 @@ pub enum NotAFatTree {
         /// The first cable or switch that does not fit, in words.
         detail: String,
     },
-    /// The recognised tree and the fabric disagree on the cables between two devices (with
-    /// fewer in the fabric: cables missing, which the simulator's complete trees cannot route
-    /// around).
+    /// Without its missing cables, the fabric leaves two leaves joined by no up/down path.
+    #[error("without its {missing} pairs of switches' missing cables, leaf '{from}' has no up/down path to leaf '{to}'")]
+    Cut {
+        /// The leaf with no way up towards `to`.
+        from: String,
+        /// The leaf it cannot reach.
+        to: String,
+        /// Pairs of switches with cables missing.
+        missing: usize,
+    },
+    /// The fabric has more cables between two devices than the recognised tree has links.
     #[error(
-        "the cables between '{a}' and '{b}' number {fabric}, the recognised fat tree has {tree}{}",
-        missing_hint(.fabric, .tree)
+        "the cables between '{a}' and '{b}' number {fabric}, the recognised fat tree has {tree}"
     )]
     Mismatch {
         /// One end's device, by name.
@@ -246,17 +278,8 @@ pub enum NotAFatTree {
     },
 }
 
-/// Said of a pair of devices with fewer cables than the tree has between them.
-fn missing_hint(fabric: &usize, tree: &usize) -> &'static str {
-    if fabric < tree {
-        ": a cable is missing there, and the simulator routes only complete trees"
-    } else {
-        ""
-    }
-}
-
 impl Cabling {
-    /// The cables of a simulated tree: switch and host names as the simulator numbers them,
+    /// The cables of a simulated tree (a complete one; absent links are left out): switch and host names as the simulator numbers them,
     /// port `p` of the tree as IB port `p + 1`.
     pub fn of_tree(topology: &Topology) -> Cabling {
         let switch_name = |s: SwitchId| match topology.level(s) {
@@ -278,7 +301,9 @@ impl Cabling {
         let mut cables = Vec::new();
         for s in 0..topology.num_switches() {
             let switch = SwitchId(s);
-            for port in 0..topology.ports(switch) {
+            for port in (0..topology.ports(switch))
+                .filter(|&port| !topology.is_absent(PortRef { switch, port }))
+            {
                 let here = CableEnd {
                     device: Device::Switch(s as usize),
                     port: port + 1,
@@ -419,18 +444,6 @@ impl Cabling {
         name: &str,
         radix: Option<u16>,
     ) -> Result<Recognized, NotAFatTree> {
-        let cabled: Vec<usize> = (0..self.switches.len())
-            .filter(|&s| {
-                self.cables
-                    .iter()
-                    .any(|c| c.a.device == Device::Switch(s) || c.b.device == Device::Switch(s))
-            })
-            .collect();
-        if let [switch] = cabled[..] {
-            return Err(NotAFatTree::OneSwitch {
-                switch: self.switches[switch].clone(),
-            });
-        }
         let shape = Shape::of(self)?;
         let params = shape.params(self, name, radix)?;
         let topology = Topology::new(params).map_err(|e| NotAFatTree::Parameters(e.to_string()))?;
@@ -543,7 +556,9 @@ impl Shape {
                 switch: cabling.switches[core].clone(),
             });
         }
-        if let Some((leaves, _)) = pods.iter().find(|(_, aggs)| aggs.is_empty()) {
+        // One switch with its hosts is a one-level tree; a leaf among several needs uplinks.
+        let one_switch = switches == 1;
+        if let Some((leaves, _)) = pods.iter().find(|(_, aggs)| aggs.is_empty() && !one_switch) {
             return Err(NotAFatTree::NoUplinks {
                 leaf: cabling.switches[leaves[0]].clone(),
             });
@@ -583,6 +598,9 @@ impl Shape {
     ) -> Result<FatTreeParams, NotAFatTree> {
         let name_of = |s: usize| cabling.switches[s].clone();
         let (first_leaves, first_aggs) = &self.pods[0];
+        if first_aggs.is_empty() {
+            return self.one_switch_params(cabling, name, header_radix);
+        }
         for (leaves, aggs) in &self.pods[1..] {
             if leaves.len() != first_leaves.len() || aggs.len() != first_aggs.len() {
                 return Err(NotAFatTree::UnevenPods {
@@ -595,27 +613,39 @@ impl Shape {
                 });
             }
         }
-        let (first_leaf, first_agg) = (first_leaves[0], first_aggs[0]);
-        let links_per_pair = self.neighbours[first_leaf]
-            .get(&first_agg)
-            .copied()
-            .unwrap_or(0);
-        for (leaves, aggs) in &self.pods {
-            for &leaf in leaves {
-                for &agg in aggs {
-                    let links = self.neighbours[leaf].get(&agg).copied().unwrap_or(0);
-                    if links != links_per_pair {
-                        return Err(NotAFatTree::UnevenUplinks {
-                            leaf: name_of(leaf),
-                            agg: name_of(agg),
-                            links,
-                            expected: links_per_pair,
-                            first_leaf: name_of(first_leaf),
-                            first_agg: name_of(first_agg),
-                        });
-                    }
-                }
-            }
+        // The tree has as many cables between every leaf and aggregation switch of a pod as
+        // most pairs have; a pair with fewer is missing cables (simulated absent), one with
+        // more is not this tree.
+        let pairs: Vec<(usize, usize, usize)> = self
+            .pods
+            .iter()
+            .flat_map(|(leaves, aggs)| {
+                leaves.iter().flat_map(move |&leaf| {
+                    aggs.iter().map(move |&agg| {
+                        (
+                            leaf,
+                            agg,
+                            self.neighbours[leaf].get(&agg).copied().unwrap_or(0),
+                        )
+                    })
+                })
+            })
+            .collect();
+        let links_per_pair = most_common(pairs.iter().map(|&(_, _, links)| links));
+        let (first_leaf, first_agg) = pairs
+            .iter()
+            .find(|&&(_, _, links)| links == links_per_pair)
+            .map(|&(leaf, agg, _)| (leaf, agg))
+            .expect("the most common count is some pair's");
+        if let Some(&(leaf, agg, links)) = pairs.iter().find(|&&(_, _, n)| n > links_per_pair) {
+            return Err(NotAFatTree::UnevenUplinks {
+                leaf: name_of(leaf),
+                agg: name_of(agg),
+                links,
+                expected: links_per_pair,
+                first_leaf: name_of(first_leaf),
+                first_agg: name_of(first_agg),
+            });
         }
         let core_links = |agg: usize| {
             self.neighbours[agg]
@@ -624,17 +654,17 @@ impl Shape {
                 .map(|(_, &n)| n)
                 .sum::<usize>()
         };
-        let agg_up = core_links(first_agg);
-        if let Some(&agg) = self
-            .pods
-            .iter()
-            .flat_map(|(_, aggs)| aggs)
-            .find(|&&a| core_links(a) != agg_up)
-        {
+        let aggs = || self.pods.iter().flat_map(|(_, aggs)| aggs.iter().copied());
+        let agg_up = most_common(aggs().map(core_links));
+        if let Some(agg) = aggs().find(|&a| core_links(a) > agg_up) {
             return Err(NotAFatTree::UnevenCoreLinks {
                 agg: name_of(agg),
                 links: core_links(agg),
-                first: name_of(first_agg),
+                first: name_of(
+                    aggs()
+                        .find(|&a| core_links(a) == agg_up)
+                        .expect("most common"),
+                ),
                 expected: agg_up,
             });
         }
@@ -676,6 +706,38 @@ impl Shape {
         })
     }
 
+    /// A one-level tree: the one switch's ports (the header's count, or as many as it has
+    /// hosts) are all node ports; those without a host are free nodes.
+    fn one_switch_params(
+        &self,
+        cabling: &Cabling,
+        name: &str,
+        header_radix: Option<u16>,
+    ) -> Result<FatTreeParams, NotAFatTree> {
+        let hosts = self.hosts_on(0);
+        let radix = header_radix.map_or(hosts, usize::from);
+        if hosts > radix {
+            return Err(NotAFatTree::TooManyHosts {
+                leaf: cabling.switches[0].clone(),
+                hosts,
+                slots: radix as u32,
+                radix: radix as u32,
+                uplinks: 0,
+            });
+        }
+        // A tree has two ports at least; a switch with one host has one free.
+        let radix = u16::try_from(radix.max(2))
+            .map_err(|_| NotAFatTree::Parameters(format!("radix {radix} is too large")))?;
+        Ok(FatTreeParams {
+            name: name.to_string(),
+            radix,
+            nodes_per_leaf: radix,
+            leaves: 1,
+            leaves_per_pod: 1,
+            aggs_per_pod: 0,
+        })
+    }
+
     /// Fabric switch of each tree switch. Leaves and pods keep fabric order; aggregation
     /// switches and cores are ordered into the tree's core groups: the cores of a group are
     /// those joined to the same aggregation switches, and group `g` takes aggregation
@@ -692,15 +754,50 @@ impl Shape {
             group: group as u32,
             detail,
         };
-        // Core groups: cores with the same aggregation switches, in order of first core.
+        // Core groups: cores with the same aggregation switches, in order of first core. A
+        // core missing a cable reaches a subset of its group's: it joins the one group whose
+        // switches include all it reaches.
+        let aggs_of =
+            |core: usize| -> Vec<usize> { self.neighbours[core].keys().copied().collect() };
+        let most = self.cores.iter().map(|&c| self.neighbours[c].len()).max();
+        let (complete, short): (Vec<usize>, Vec<usize>) = self
+            .cores
+            .iter()
+            .partition(|&&c| Some(self.neighbours[c].len()) == most);
         let mut groups: Vec<(Vec<usize>, Vec<usize>)> = Vec::new();
-        for &core in &self.cores {
-            let aggs: Vec<usize> = self.neighbours[core].keys().copied().collect();
+        for core in complete {
+            let aggs = aggs_of(core);
             match groups.iter_mut().find(|(a, _)| *a == aggs) {
                 Some((_, cores)) => cores.push(core),
                 None => groups.push((aggs, vec![core])),
             }
         }
+        for core in short {
+            let aggs = aggs_of(core);
+            let within: Vec<usize> = (0..groups.len())
+                .filter(|&g| aggs.iter().all(|a| groups[g].0.contains(a)))
+                .collect();
+            match within[..] {
+                [g] => groups[g].1.push(core),
+                _ => {
+                    return Err(wiring(format!(
+                        "core '{}' reaches {} aggregation switches, {} group of the other cores' \
+                         holding them all",
+                        cabling.switches[core],
+                        aggs.len(),
+                        if within.is_empty() {
+                            "no"
+                        } else {
+                            "more than one"
+                        }
+                    )))
+                }
+            }
+        }
+        for (_, cores) in &mut groups {
+            cores.sort_unstable();
+        }
+        groups.sort_by_key(|(_, cores)| cores[0]);
         let aggs_per_pod = self.pods[0].1.len();
         if groups.len() * group != aggs_per_pod {
             return Err(wiring(format!(
@@ -758,7 +855,8 @@ impl Shape {
                 }
             }
         }
-        let mut tree_pairs: BTreeMap<(usize, usize), Vec<u16>> = BTreeMap::new();
+        // Tree links per pair, from the lower-numbered switch, in port order.
+        let mut tree_pairs: BTreeMap<(usize, usize), Vec<PortRef>> = BTreeMap::new();
         let mut node_hosts = vec![None; topology.num_nodes() as usize];
         let mut fabric_ports = vec![0u16; topology.num_ports()];
         for s in 0..topology.num_switches() {
@@ -771,46 +869,73 @@ impl Shape {
                     Device::Switch(_) => None,
                 });
             for port in 0..topology.ports(switch) {
-                let index = topology.port_index(PortRef { switch, port }) as usize;
-                match topology.peer(PortRef { switch, port }) {
+                let here = PortRef { switch, port };
+                match topology.peer(here) {
                     Peer::Node(node) => {
-                        if let Some((here, host, host_port)) = hosts.next() {
+                        if let Some((at, host, host_port)) = hosts.next() {
                             node_hosts[node.0 as usize] =
                                 Some((cabling.hosts[host].clone(), host_port));
-                            fabric_ports[index] = here;
+                            fabric_ports[topology.port_index(here) as usize] = at;
                         }
                     }
-                    Peer::Switch { switch: far, .. } => tree_pairs
+                    Peer::Switch { switch: far, .. } if far.0 > s => tree_pairs
                         .entry((s as usize, far.0 as usize))
                         .or_default()
-                        .push(index as u16),
+                        .push(here),
+                    Peer::Switch { .. } => {}
                 }
             }
         }
-        for key in tree_pairs.keys().chain(fabric_pairs.keys()) {
-            let fabric = fabric_pairs.get(key).map_or(0, Vec::len);
-            let tree = tree_pairs.get(key).map_or(0, Vec::len);
-            if fabric != tree {
-                return Err(NotAFatTree::Mismatch {
-                    a: cabling.switches[order[key.0]].clone(),
-                    b: cabling.switches[order[key.1]].clone(),
-                    fabric,
-                    tree,
+        let name = |tree: usize| cabling.switches[order[tree]].clone();
+        if let Some((&(a, b), cables)) = fabric_pairs.iter().find(|(&(a, b), cables)| {
+            cables.len() > tree_pairs.get(&(a.min(b), a.max(b))).map_or(0, Vec::len)
+        }) {
+            return Err(NotAFatTree::Mismatch {
+                a: name(a),
+                b: name(b),
+                fabric: cables.len(),
+                tree: tree_pairs.get(&(a.min(b), a.max(b))).map_or(0, Vec::len),
+            });
+        }
+        // The k-th cable of a pair, in port order, is the tree's k-th link; the links beyond
+        // the fabric's cables are the missing ones.
+        let mut absent = Vec::new();
+        let mut missing_cables = Vec::new();
+        for (&(a, b), links) in &tree_pairs {
+            let cables = fabric_pairs.get(&(a, b)).map_or(&[][..], Vec::as_slice);
+            for (&here, &(port_here, port_there)) in links.iter().zip(cables) {
+                fabric_ports[topology.port_index(here) as usize] = port_here;
+                if let Peer::Switch { switch, port } = topology.peer(here) {
+                    fabric_ports[topology.port_index(PortRef { switch, port }) as usize] =
+                        port_there;
+                }
+            }
+            if cables.len() < links.len() {
+                absent.extend(&links[cables.len()..]);
+                missing_cables.push(MissingCables {
+                    a: name(a),
+                    b: name(b),
+                    fabric: cables.len(),
+                    tree: links.len(),
                 });
             }
         }
-        // Switch-to-switch ports: the k-th cable of a pair, in port order, is the tree's k-th.
-        for (key, tree_ports) in &tree_pairs {
-            for (&index, &(fabric_port, _)) in tree_ports.iter().zip(&fabric_pairs[key]) {
-                fabric_ports[index as usize] = fabric_port;
-            }
-        }
+        let topology = topology.without_links(&absent).map_err(|e| match e {
+            TopologyError::Cut { from, to, .. } => NotAFatTree::Cut {
+                from: name(from.0 as usize),
+                to: name(to.0 as usize),
+                missing: missing_cables.len(),
+            },
+            other => NotAFatTree::Parameters(other.to_string()),
+        })?;
         let switch_names = order.iter().map(|&f| cabling.switches[f].clone()).collect();
         Ok(Recognized {
             topology,
             switch_names,
+            fabric_switches: order,
             node_hosts,
             fabric_ports,
+            missing_cables,
         })
     }
 }
@@ -846,4 +971,15 @@ fn leaf_pods(
         pods.push((leaves, aggs));
     }
     pods
+}
+
+/// The value most of `counts` have (the larger of equally common ones).
+fn most_common(counts: impl Iterator<Item = usize>) -> usize {
+    let mut seen: BTreeMap<usize, usize> = BTreeMap::new();
+    for n in counts {
+        *seen.entry(n).or_default() += 1;
+    }
+    seen.into_iter()
+        .max_by_key(|&(n, times)| (times, n))
+        .map_or(0, |(n, _)| n)
 }

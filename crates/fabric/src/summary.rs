@@ -165,6 +165,10 @@ pub struct FabricOrigin {
     pub switches: Vec<String>,
     /// Tree nodes with no host cabled (free leaf ports).
     pub free_nodes: Vec<u32>,
+    /// Pairs of switches with cables missing, simulated without them (`'a' -- 'b' (3 of 4
+    /// cables)`).
+    #[serde(default)]
+    pub missing_cables: Vec<String>,
     /// Fabric port of each tree switch output port, by port index.
     #[serde(skip)]
     pub ports: Vec<u16>,
@@ -183,6 +187,11 @@ impl FabricOrigin {
                 .enumerate()
                 .filter(|(_, host)| host.is_none())
                 .map(|(n, _)| n as u32)
+                .collect(),
+            missing_cables: recognized
+                .missing_cables
+                .iter()
+                .map(ToString::to_string)
                 .collect(),
             ports: recognized.fabric_ports.clone(),
         }

@@ -1,7 +1,7 @@
 //! What real fabrics hold besides a tree, as recognition meets it: hosts cabled to spines
 //! (UFM, login, storage) are left out rather than making the spine a leaf; a fabric of one
-//! switch is named as the one-level tree it is; the radix is the switches' own, not what the
-//! cables use; a missing cable is named as missing.
+//! switch is the one-level tree it is; the radix is the switches' own, not what the
+//! cables use; a missing cable is named and simulated absent.
 
 use fabric::cabling::{Cable, CableEnd, Cabling, Device, NotAFatTree};
 use fabric::topology::{FatTreeParams, Topology};
@@ -64,33 +64,45 @@ fn a_management_host_on_a_spine_is_left_out_and_the_spine_stays_a_spine() {
 }
 
 #[test]
-fn one_switch_is_a_one_level_tree_and_named_so() {
+fn one_switch_is_a_one_level_tree() {
     let cabling = Cabling {
         switches: vec!["lab switch".into()],
         hosts: vec!["a".into(), "b".into()],
         cables: vec![
             Cable {
-                a: end(Device::Switch(0), 1),
+                a: end(Device::Switch(0), 3),
                 b: end(Device::Host(0), 1),
             },
             Cable {
-                a: end(Device::Switch(0), 2),
-                b: end(Device::Host(1), 1),
+                a: end(Device::Switch(0), 1),
+                b: end(Device::Host(1), 2),
             },
         ],
     };
-    let e = cabling.recognize("lab").unwrap_err();
-    assert_eq!(
-        e,
-        NotAFatTree::OneSwitch {
-            switch: "lab switch".into()
-        }
+    // The header's 8 ports: 8 nodes, 6 of them free.
+    let found = cabling.recognize_with_radix("lab", Some(8)).unwrap();
+    let t = &found.topology;
+    assert_eq!((t.num_leaves(), t.num_aggs(), t.num_cores()), (1, 0, 0));
+    assert_eq!((t.radix(), t.nodes_per_leaf(), t.num_nodes()), (8, 8, 8));
+    assert_eq!(t.diameter(), 1);
+    // Hosts in port order: port 1's host is node 0, port 3's node 1.
+    assert_eq!(found.node_hosts[0], Some(("b".to_string(), 2)));
+    assert_eq!(found.node_hosts[1], Some(("a".to_string(), 1)));
+    assert_eq!(found.node_hosts.iter().filter(|h| h.is_none()).count(), 6);
+    assert_eq!(&found.fabric_ports[..2], &[1, 3]);
+    // Without a header, as many node ports as hosts.
+    let bare = cabling.recognize("lab").unwrap();
+    assert_eq!(bare.topology.num_nodes(), 2);
+    // More hosts than the header's ports is not that switch.
+    let e = cabling.recognize_with_radix("lab", Some(1)).unwrap_err();
+    assert!(
+        matches!(e, NotAFatTree::TooManyHosts { hosts: 2, .. }),
+        "{e}"
     );
-    assert!(e.to_string().contains("one-level tree"), "{e}");
 }
 
 #[test]
-fn a_missing_cable_is_named_as_missing() {
+fn a_missing_leaf_cable_is_named_and_simulated_absent() {
     let tree = Topology::new(FatTreeParams::radix8()).unwrap();
     let mut cabling = Cabling::of_tree(&tree);
     let at = cabling
@@ -104,6 +116,13 @@ fn a_missing_cable_is_named_as_missing() {
         })
         .unwrap();
     cabling.cables.remove(at);
-    let e = cabling.recognize_with_radix("radix8", Some(8)).unwrap_err();
-    assert!(e.to_string().contains("a cable is missing there"), "{e}");
+    let found = cabling.recognize_with_radix("radix8", Some(8)).unwrap();
+    assert_eq!(found.missing_cables.len(), 1);
+    assert_eq!(found.missing_cables[0].a, "leaf-1");
+    let absent = found.topology.absent_links();
+    assert_eq!(absent.len(), 2);
+    // The absent link carries no fabric port; every other port keeps its own.
+    for index in absent {
+        assert_eq!(found.fabric_ports[index as usize], 0);
+    }
 }

@@ -98,7 +98,8 @@ impl Links {
         self.flows[link as usize].credits
     }
 
-    /// The loads of links `start..start + count` into `loads`, in order: output queue bytes
+    /// The loads of `links` (an up port range, or the up ports left around missing links)
+    /// into `loads`, in order: output queue bytes
     /// plus the flow units the far buffer holds or will hold for the sender (spent and not
     /// yet given back), in bytes, what adaptive routing compares. Returns the least load and
     /// how many links have it. Reads only the compact [`Flow`] array, in one pass without
@@ -106,25 +107,24 @@ impl Links {
     #[inline]
     pub fn loads_into(
         &mut self,
-        start: u32,
-        count: u32,
+        links: impl Iterator<Item = u32> + Clone,
         now: u64,
         unit_bytes: u32,
         loads: &mut Vec<u64>,
     ) -> (u64, usize) {
-        let range = start as usize..(start + count) as usize;
-        if self.flows[range.clone()]
-            .iter()
-            .any(|flow| flow.next_return_ps <= now)
+        if links
+            .clone()
+            .any(|link| self.flows[link as usize].next_return_ps <= now)
         {
-            for link in range.clone() {
-                self.available(link as u32, now);
+            for link in links.clone() {
+                self.available(link, now);
             }
         }
         let (buffer_units, unit_bytes) = (self.buffer_units, u64::from(unit_bytes));
         let (mut best, mut ties) = (u64::MAX, 0);
         loads.clear();
-        loads.extend(self.flows[range].iter().map(|flow| {
+        loads.extend(links.map(|link| {
+            let flow = &self.flows[link as usize];
             let load =
                 u64::from(flow.queue_bytes) + u64::from(buffer_units - flow.credits) * unit_bytes;
             ties = if load < best {
@@ -254,7 +254,7 @@ mod tests {
         // 300 queued + 10 units outstanding of 64 B.
         let mut loads = Vec::new();
         assert_eq!(
-            credits.loads_into(0, 1, 150, 64, &mut loads),
+            credits.loads_into(0..1, 150, 64, &mut loads),
             (300 + 640, 1)
         );
         assert_eq!(loads, [300 + 640]);

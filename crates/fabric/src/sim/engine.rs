@@ -103,7 +103,7 @@ impl Engine {
         jobs: Vec<Job>,
         samplers: Vec<SamplerSpec>,
     ) -> Self {
-        let timing = Timing::new(&config);
+        let timing = Timing::new(&config, &topology);
         let wiring = Wiring::new(&topology);
         let wiring_links = wiring.num_links();
         let mads = Mads::new(&topology, wiring_links, samplers);
@@ -111,13 +111,19 @@ impl Engine {
             (0..wiring.num_links() as u32).map(|link| InputBuffer::new(wiring.far_end(link))),
             timing.buffer_units,
         );
-        // Full-size packets: arrival at the next switch, delivery, the link free again.
-        let full = timing.serialisation_ps(timing.packet_bytes);
-        let lanes = [
-            full + timing.link_ps + timing.switch_ps,
-            full + timing.link_ps,
-            full,
-        ];
+        // Full-size packets at each link rate: arrival at the next switch, delivery, the
+        // link free again.
+        let lanes: Vec<u64> = timing
+            .full_packet_times()
+            .into_iter()
+            .flat_map(|full| {
+                [
+                    full + timing.link_ps + timing.switch_ps,
+                    full + timing.link_ps,
+                    full,
+                ]
+            })
+            .collect();
         let mut nics = Vec::new();
         let mut first_nic = Vec::new();
         let mut programs = Vec::new();
@@ -361,7 +367,7 @@ impl Engine {
     /// after the propagation. The caller has taken the credits.
     pub fn start_transmission(&mut self, link: u32, packet: u32) {
         let bytes = self.packets[packet].bytes;
-        let serialisation = self.timing.serialisation_ps(bytes);
+        let serialisation = self.timing.serialisation_ps(link, bytes);
         let sender = &mut self.links[link];
         sender.busy_until = self.now + serialisation;
         sender.busy_ps += serialisation;

@@ -229,6 +229,9 @@ fn routes_to(topology: &Topology, target: SwitchId) -> Vec<u32> {
     while let Some(at) = frontier.pop_front() {
         for port in 0..topology.ports(at) {
             let here = PortRef { switch: at, port };
+            if topology.is_absent(here) {
+                continue;
+            }
             if let Peer::Switch { switch, port } = topology.peer(here) {
                 if !seen[switch.0 as usize] {
                     seen[switch.0 as usize] = true;
@@ -323,7 +326,7 @@ impl Engine {
         let lane = &mut self.mads.lanes[link as usize];
         lane.bytes += u64::from(bytes);
         lane.packets += 1;
-        let serialisation = self.timing.serialisation_ps(bytes);
+        let serialisation = self.timing.serialisation_ps(link, bytes);
         let sender = &mut self.links[link];
         sender.busy_until = self.now + serialisation;
         sender.busy_ps += serialisation;
@@ -373,6 +376,7 @@ impl Engine {
         match self.wiring.route(switch, node) {
             Route::Down(port) => port,
             Route::Up { start, count } => start + node % count,
+            Route::UpAmong { at, count } => self.wiring.up_among(at, node % count),
         }
     }
 

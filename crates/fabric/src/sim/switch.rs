@@ -12,6 +12,8 @@
 //! telemetry of algorithm 3 applied. An output port sends its head packet when the link is
 //! idle and it holds the packet's credits.
 
+use rand_chacha::ChaCha8Rng;
+
 use super::credits::Stall;
 use super::engine::Engine;
 use super::mads::FIRST_MAD_JOB;
@@ -111,31 +113,27 @@ impl Engine {
         match self.wiring.route(switch, dst) {
             Route::Down(port) => port,
             Route::Up { start, count } if !self.config.adaptive => start + dst % count,
-            Route::Up { start, count } => self.least_loaded(start, count),
+            Route::Up { start, count } => {
+                let links = start..start + count;
+                let now = self.now;
+                let (best, ties) =
+                    self.links
+                        .loads_into(links, now, self.timing.unit_bytes, &mut self.loads);
+                start + least_loaded(&self.loads, best, ties, &mut self.routing_rng)
+            }
+            Route::UpAmong { at, count } if !self.config.adaptive => {
+                self.wiring.up_among(at, dst % count)
+            }
+            Route::UpAmong { at, count } => {
+                let ports = self.wiring.up_list(at, count);
+                let links = ports.iter().copied();
+                let now = self.now;
+                let (best, ties) =
+                    self.links
+                        .loads_into(links, now, self.timing.unit_bytes, &mut self.loads);
+                ports[least_loaded(&self.loads, best, ties, &mut self.routing_rng) as usize]
+            }
         }
-    }
-
-    /// The least loaded of ports `start..start + count`, a random one among equals.
-    fn least_loaded(&mut self, start: u32, count: u32) -> u32 {
-        let (best, ties) = self.links.loads_into(
-            start,
-            count,
-            self.now,
-            self.timing.unit_bytes,
-            &mut self.loads,
-        );
-        let pick = match ties {
-            1 => 0,
-            n => rand::Rng::gen_range(&mut self.routing_rng, 0..n),
-        };
-        let (k, _) = self
-            .loads
-            .iter()
-            .enumerate()
-            .filter(|&(_, &load)| load == best)
-            .nth(pick)
-            .expect("a least loaded port");
-        start + k as u32
     }
 
     fn block(&mut self, link: u32, port: u32) {
@@ -260,4 +258,20 @@ impl Engine {
             }
         }
     }
+}
+
+/// Which of the ports whose `loads` were just read is the least loaded (`best`, shared by
+/// `ties` of them), a random one among equals.
+fn least_loaded(loads: &[u64], best: u64, ties: usize, rng: &mut ChaCha8Rng) -> u32 {
+    let pick = match ties {
+        1 => 0,
+        n => rand::Rng::gen_range(rng, 0..n),
+    };
+    let (k, _) = loads
+        .iter()
+        .enumerate()
+        .filter(|&(_, &load)| load == best)
+        .nth(pick)
+        .expect("a least loaded port");
+    k as u32
 }

@@ -4,6 +4,12 @@
 //!
 //! Links are numbered like ports: `0..num_ports` are the switch output ports
 //! ([`PortIndex`]), and `num_ports + n` is the injection link of node `n` into its leaf.
+//!
+//! A tree with missing links ([`Topology::without_links`]) routes some (switch, destination)
+//! pairs otherwise; those are kept apart as detours, looked up only at the switches that
+//! have any, so that a complete tree's hot path is unchanged.
+
+use std::collections::HashMap;
 
 use crate::topology::{Level, NodeId, Peer, PortIndex, PortRef, SwitchId, Topology};
 
@@ -24,6 +30,8 @@ struct SwitchRoute {
     base: PortIndex,
     up_start: PortIndex,
     up_count: u32,
+    /// Some destinations are routed otherwise from here ([`Wiring::detours`]).
+    detoured: bool,
 }
 
 /// Where a destination is, and the down port every switch on its way down uses (the
@@ -46,6 +54,11 @@ pub(crate) struct Wiring {
     switches: Vec<SwitchRoute>,
     dests: Vec<DestRoute>,
     port_refs: Vec<PortRef>,
+    /// Routes around missing links, by `(switch, destination)`, where they differ from the
+    /// tables above.
+    detours: HashMap<(u32, u32), Route>,
+    /// The up ports of [`Route::UpAmong`] routes, back to back.
+    up_lists: Vec<PortIndex>,
 }
 
 /// The next hop out of a switch towards a destination.
@@ -55,6 +68,12 @@ pub(crate) enum Route {
     /// Any of `start..start + count` leads there.
     Up {
         start: PortIndex,
+        count: u32,
+    },
+    /// Any of the `count` ports listed from `at` on ([`Wiring::up_among`]) leads there: the
+    /// up ports left where links are missing.
+    UpAmong {
+        at: u32,
         count: u32,
     },
 }
@@ -98,16 +117,66 @@ impl Wiring {
                     base,
                     up_start: base + PortIndex::from(up.start),
                     up_count: u32::from(up.end - up.start),
+                    detoured: false,
                 }
             })
             .collect();
-        Wiring {
+        let mut wiring = Wiring {
             num_ports,
             far,
             inbound,
             switches,
             dests: Self::dest_routes(topology),
             port_refs,
+            detours: HashMap::new(),
+            up_lists: Vec::new(),
+        };
+        if !topology.absent_links().is_empty() {
+            wiring.add_detours(topology);
+        }
+        wiring
+    }
+
+    /// Records every route of `topology` that the per-level tables do not give: down ports
+    /// that avoid a missing link, and up port lists without the links that are missing or
+    /// lead nowhere. Up lists depend on the destination's leaf only and are shared.
+    fn add_detours(&mut self, topology: &Topology) {
+        let mut lists: HashMap<(u32, u32), Route> = HashMap::new();
+        for s in 0..topology.num_switches() {
+            let switch = SwitchId(s);
+            let base = topology.port_base(switch);
+            for d in 0..topology.num_nodes() {
+                let dst = NodeId(d);
+                let route = match topology.down_port(switch, dst) {
+                    Some(port) => Route::Down(base + PortIndex::from(port)),
+                    None => *lists
+                        .entry((s, topology.leaf_of(dst).0))
+                        .or_insert_with(|| {
+                            let ports: Vec<PortIndex> = topology
+                                .up_ports_towards(switch, dst)
+                                .map(|p| base + PortIndex::from(p))
+                                .collect();
+                            let all = self.switches[s as usize].up_count as usize;
+                            if ports.len() == all {
+                                let start = self.switches[s as usize].up_start;
+                                return Route::Up {
+                                    start,
+                                    count: all as u32,
+                                };
+                            }
+                            let at = self.up_lists.len() as u32;
+                            self.up_lists.extend(&ports);
+                            Route::UpAmong {
+                                at,
+                                count: ports.len() as u32,
+                            }
+                        }),
+                };
+                if route != self.table_route(s, d) {
+                    self.detours.insert((s, d), route);
+                    self.switches[s as usize].detoured = true;
+                }
+            }
         }
     }
 
@@ -125,7 +194,9 @@ impl Wiring {
                 let leaf = topology.leaf_of(dst);
                 let pod = topology.pod_of(leaf).expect("leaf pod");
                 let down = |switch: Option<SwitchId>| {
-                    switch.map_or(0, |s| topology.down_port(s, dst).expect("routes down"))
+                    switch.map_or(0, |s| {
+                        topology.complete_down_port(s, dst).expect("routes down")
+                    })
                 };
                 DestRoute {
                     leaf: leaf.0,
@@ -179,6 +250,28 @@ impl Wiring {
 
     #[inline]
     pub fn route(&self, switch: u32, dst: u32) -> Route {
+        if self.switches[switch as usize].detoured {
+            if let Some(&route) = self.detours.get(&(switch, dst)) {
+                return route;
+            }
+        }
+        self.table_route(switch, dst)
+    }
+
+    /// The `k`-th port of an [`Route::UpAmong`] list starting `at`.
+    #[inline]
+    pub fn up_among(&self, at: u32, k: u32) -> PortIndex {
+        self.up_lists[(at + k) as usize]
+    }
+
+    /// The up ports of an [`Route::UpAmong`] list.
+    pub fn up_list(&self, at: u32, count: u32) -> &[PortIndex] {
+        &self.up_lists[at as usize..(at + count) as usize]
+    }
+
+    /// The route the per-level tables give (a complete tree's).
+    #[inline]
+    fn table_route(&self, switch: u32, dst: u32) -> Route {
         let s = self.switches[switch as usize];
         let d = self.dests[dst as usize];
         let down = match s.level {
@@ -222,24 +315,34 @@ mod tests {
             leaves_per_pod: 3,
             aggs_per_pod: 3,
         };
-        for params in [FatTreeParams::radix8(), parallel, one_pod] {
-            let t = Topology::new(params).unwrap();
+        let radix8 = Topology::new(FatTreeParams::radix8()).unwrap();
+        // One leaf uplink and one aggregation uplink missing.
+        let agg = radix8.switches_at(Level::Aggregation).start;
+        let missing = [(0, 4), (agg, 2)].map(|(s, port)| PortRef {
+            switch: SwitchId(s),
+            port,
+        });
+        let detoured = radix8.clone().without_links(&missing).unwrap();
+        let trees = [parallel, one_pod].map(|p| Topology::new(p).unwrap());
+        for t in trees.into_iter().chain([radix8, detoured]) {
             let w = Wiring::new(&t);
             for s in 0..t.num_switches() {
                 let switch = SwitchId(s);
                 let base = t.port_base(switch);
                 for d in 0..t.num_nodes() {
-                    let expected = match t.down_port(switch, NodeId(d)) {
-                        Some(p) => Route::Down(base + PortIndex::from(p)),
-                        None => {
-                            let up = t.up_ports(switch);
-                            Route::Up {
-                                start: base + PortIndex::from(up.start),
-                                count: up.len() as u32,
-                            }
-                        }
+                    let expected: Vec<PortIndex> = match t.down_port(switch, NodeId(d)) {
+                        Some(p) => vec![base + PortIndex::from(p)],
+                        None => t
+                            .up_ports_towards(switch, NodeId(d))
+                            .map(|p| base + PortIndex::from(p))
+                            .collect(),
                     };
-                    assert_eq!(w.route(s, d), expected, "{} switch {s} dst {d}", t.name());
+                    let routed = match w.route(s, d) {
+                        Route::Down(port) => vec![port],
+                        Route::Up { start, count } => (start..start + count).collect(),
+                        Route::UpAmong { at, count } => w.up_list(at, count).to_vec(),
+                    };
+                    assert_eq!(routed, expected, "{} switch {s} dst {d}", t.name());
                 }
             }
             for src in 0..t.num_nodes() {

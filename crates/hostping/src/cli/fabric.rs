@@ -351,9 +351,10 @@ pub struct SimArgs {
     /// running to the end.
     #[arg(long, value_parser = humantime::parse_duration)]
     pub window: Option<Duration>,
-    /// Link bandwidth, Gb/s.
-    #[arg(long, default_value_t = 100.0)]
-    pub link_gbps: f64,
+    /// Link bandwidth, Gb/s, every link. Default: the rates a real fabric's topology file
+    /// gives, each link at its own (4xEDR is 100, 4xHDR 200); 100 for other trees.
+    #[arg(long)]
+    pub link_gbps: Option<f64>,
     /// Link propagation delay, ns.
     #[arg(long, default_value_t = 20.0)]
     pub link_latency_ns: f64,

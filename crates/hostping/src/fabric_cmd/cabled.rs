@@ -25,7 +25,62 @@ pub struct TreeInput {
     pub fabric: Option<FabricOrigin>,
     /// What reading a real fabric left out or passed over, one line each, for stderr.
     pub notes: Vec<String>,
+    /// A real fabric's link rates, when the file gives them.
+    pub rates: Option<FabricRates>,
 }
+
+/// The rates a real fabric's links were trained at, as the file gives them.
+pub struct FabricRates {
+    /// The rate most links run at, Gb/s of data (`4xEDR`: 100).
+    pub common_gbps: f64,
+    /// Each tree port's link rate, Gb/s, by port index, where some link runs at another
+    /// rate than the common one; `None` when all run at it.
+    pub per_port: Option<Vec<f64>>,
+    /// The rates seen and how many cables run at each, most common first (`4xQDR x 145`).
+    pub seen: Vec<(String, usize)>,
+}
+
+impl TreeInput {
+    /// The tree to run and the one rate of the run, Gb/s: `--link-gbps` for every link when
+    /// given; otherwise the rates the fabric's file gives (each link at its own); otherwise
+    /// 100 Gb/s. A line for stderr says which.
+    pub fn with_rates(self, link_gbps: Option<f64>) -> Result<(Topology, f64, Option<String>)> {
+        let Some(rates) = self.rates else {
+            return Ok((self.topology, link_gbps.unwrap_or(DEFAULT_LINK_GBPS), None));
+        };
+        let seen = rates
+            .seen
+            .iter()
+            .map(|(rate, n)| format!("{rate} x {n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if let Some(gbps) = link_gbps {
+            let line = format!(
+                "every link at {gbps} Gb/s as --link-gbps says; the file's cables run at {seen}"
+            );
+            return Ok((self.topology, gbps, Some(line)));
+        }
+        let line = match rates.per_port {
+            None => format!(
+                "links at {} Gb/s, the file's rate ({seen})",
+                rates.common_gbps
+            ),
+            Some(_) => format!(
+                "each link at its own rate, as the file gives them ({seen}); {} Gb/s is the \
+                 rate of the run (loads, counters)",
+                rates.common_gbps
+            ),
+        };
+        let topology = match rates.per_port {
+            None => self.topology,
+            Some(per_port) => self.topology.with_link_rates(per_port)?,
+        };
+        Ok((topology, rates.common_gbps, Some(line)))
+    }
+}
+
+/// The rate of a run without `--link-gbps` on a tree without rates of its own, Gb/s (4xEDR).
+pub const DEFAULT_LINK_GBPS: f64 = 100.0;
 
 /// The format wanted, for a file that is not one hostping reads.
 const FORMATS: &str = "--topology takes a built-in tree (full, tapered, radix8), a fat-tree \
@@ -68,6 +123,7 @@ impl TreeInput {
             topology,
             fabric: None,
             notes: Vec::new(),
+            rates: None,
         })
     }
 
@@ -80,12 +136,13 @@ impl TreeInput {
             .file_stem()
             .map_or_else(|| file.to_string(), |s| s.to_string_lossy().into_owned());
         match recognize_real(&reading.subnet, &name, &mut notes) {
-            Ok(recognized) => {
+            Ok((recognized, rates)) => {
                 let fabric = Some(FabricOrigin::of(file, &recognized));
                 Ok(TreeInput {
                     topology: recognized.topology,
                     fabric,
                     notes,
+                    rates: Some(rates),
                 })
             }
             Err(e) => {
@@ -103,7 +160,12 @@ impl TreeInput {
     pub fn describe(&self) -> Option<String> {
         let fabric = self.fabric.as_ref()?;
         let t = &self.topology;
-        let shape = if t.num_cores() == 0 {
+        let shape = if t.num_aggs() == 0 {
+            format!(
+                "a one-level tree: one switch with {} node ports",
+                t.nodes_per_leaf()
+            )
+        } else if t.num_cores() == 0 {
             format!(
                 "a two-level fat tree: {} leaves ({} node ports each) under {} spines",
                 t.num_leaves(),
@@ -124,9 +186,17 @@ impl TreeInput {
         let mut line = format!("{}: {shape}; radix {}", fabric.file, t.radix());
         if !fabric.free_nodes.is_empty() {
             line += &format!(
-                "; {} of its {} nodes have no host cabled and idle unless mapped",
+                "; {} of its {} nodes have no host cabled (free leaf ports), and a workload \
+                 placed by --mapping runs ranks on them as on the others",
                 fabric.free_nodes.len(),
                 t.num_nodes()
+            );
+        }
+        if !fabric.missing_cables.is_empty() {
+            line += &format!(
+                "\n{}: note: simulated without the missing cables, as the fabric runs: {}",
+                fabric.file,
+                fabric.missing_cables.join(", ")
             );
         }
         for note in &self.notes {
@@ -137,8 +207,12 @@ impl TreeInput {
 }
 
 /// The fat tree a real subnet is, once what is not part of it is left out (each left-out
-/// thing noted in `notes`).
-fn recognize_real(subnet: &Subnet, name: &str, notes: &mut Vec<String>) -> Result<Recognized> {
+/// thing noted in `notes`), and its links' rates.
+fn recognize_real(
+    subnet: &Subnet,
+    name: &str,
+    notes: &mut Vec<String>,
+) -> Result<(Recognized, FabricRates)> {
     let fabric = RealFabric::of(subnet);
     notes.extend(fabric.notes.iter().cloned());
     let (compute, above) = fabric.cabling.without_hosts_above_leaves();
@@ -152,8 +226,8 @@ fn recognize_real(subnet: &Subnet, name: &str, notes: &mut Vec<String>) -> Resul
     }
     let radix = fabric.radix(&compute)?;
     let recognized = compute.recognize_with_radix(name, Some(radix))?;
-    fabric.one_rate(&compute)?;
-    Ok(recognized)
+    let rates = fabric.rates_of(&compute, &recognized)?;
+    Ok((recognized, rates))
 }
 
 /// One note for the lines the reader passed over, naming them (the first few in full).
@@ -187,8 +261,9 @@ fn lines(n: usize) -> String {
 /// another port of its own switch). Each cable keeps its rate, each switch its port count.
 struct RealFabric {
     cabling: Cabling,
-    /// Rate (`4xEDR`) of each cable, by its first end.
-    rates: HashMap<CableEnd, String>,
+    /// Rate of each cable as the file names it (`4xEDR`) and its data rate in Gb/s when
+    /// known, by either end.
+    rates: HashMap<CableEnd, (String, Option<f64>)>,
     /// Port count of each switch, by index.
     ports: Vec<u16>,
     notes: Vec<String>,
@@ -277,7 +352,9 @@ impl RealFabric {
                 ));
                 continue;
             }
-            rates.insert(a, format!("{}{}", link.width, link.speed));
+            let rate = (format!("{}{}", link.width, link.speed), link.data_gbps());
+            rates.insert(a, rate.clone());
+            rates.insert(b, rate);
             cabling.cables.push(Cable { a, b });
         }
         if !loops.is_empty() {
@@ -296,34 +373,63 @@ impl RealFabric {
         }
     }
 
-    /// Refuses a fabric whose cables run at more than one rate, naming a link at another rate
-    /// than most: the simulator runs every link at one rate (`--link-gbps`), and a link
-    /// simulated at the others' rate is not the fabric as it runs.
-    fn one_rate(&self, compute: &Cabling) -> Result<()> {
-        let rate_of = |c: &Cable| &self.rates[&c.a];
-        let mut counts: HashMap<&String, usize> = HashMap::new();
+    /// The rates of the tree's links from the cables they stand for: the most common rate,
+    /// and each port's own where some cable runs at another (a 4xDDR link in an EDR fabric).
+    /// Free node ports and absent links take the common rate; they carry nothing. Refuses a
+    /// rate the rate table does not know, naming the link.
+    fn rates_of(&self, compute: &Cabling, recognized: &Recognized) -> Result<FabricRates> {
+        let mut counts: HashMap<&str, usize> = HashMap::new();
         for cable in &compute.cables {
-            *counts.entry(rate_of(cable)).or_default() += 1;
+            *counts.entry(self.rates[&cable.a].0.as_str()).or_default() += 1;
         }
-        let common = counts
-            .iter()
-            .max_by_key(|&(rate, n)| (*n, std::cmp::Reverse(*rate)))
-            .map(|(rate, _)| rate.to_string());
-        if let Some(common) = common {
-            if let Some(odd) = compute.cables.iter().find(|c| *rate_of(c) != common) {
-                bail!(
-                    "the link from '{}' port {} to '{}' port {} runs at {}, the other links at \
-                     {common}; the simulator runs every link at one rate, so it cannot simulate \
-                     this fabric as it runs",
-                    compute.name(odd.a.device),
-                    odd.a.port,
-                    compute.name(odd.b.device),
-                    odd.b.port,
-                    rate_of(odd)
-                );
-            }
+        let mut seen: Vec<(String, usize)> = counts
+            .into_iter()
+            .map(|(r, n)| (r.to_string(), n))
+            .collect();
+        seen.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        if let Some(cable) = compute.cables.iter().find(|c| self.rates[&c.a].1.is_none()) {
+            bail!(
+                "the link from '{}' port {} to '{}' port {} runs at {}, a rate whose data rate \
+                 hostping does not know; --link-gbps runs every link at one rate instead",
+                compute.name(cable.a.device),
+                cable.a.port,
+                compute.name(cable.b.device),
+                cable.b.port,
+                self.rates[&cable.a].0
+            );
         }
-        Ok(())
+        let common = seen
+            .first()
+            .map(|(rate, _)| rate.clone())
+            .unwrap_or_default();
+        let gbps_of = |rate: &str| {
+            self.rates
+                .values()
+                .find(|(r, _)| r == rate)
+                .and_then(|(_, gbps)| *gbps)
+        };
+        let common_gbps = gbps_of(&common).unwrap_or(DEFAULT_LINK_GBPS);
+        let per_port = (seen.len() > 1).then(|| {
+            let t = &recognized.topology;
+            (0..t.num_ports() as u32)
+                .map(|index| {
+                    let port = t.port_ref(index);
+                    let end = CableEnd {
+                        device: Device::Switch(recognized.fabric_switches[port.switch.0 as usize]),
+                        port: recognized.fabric_ports[index as usize],
+                    };
+                    self.rates
+                        .get(&end)
+                        .and_then(|(_, gbps)| *gbps)
+                        .unwrap_or(common_gbps)
+                })
+                .collect()
+        });
+        Ok(FabricRates {
+            common_gbps,
+            per_port,
+            seen,
+        })
     }
 
     /// The one port count (from the node headers) of the switches `compute` cables: the

@@ -75,14 +75,14 @@ fn congestion_rule(text: &str) -> Result<CongestionRule> {
     }
 }
 
-fn sim_config(args: &SimArgs) -> Result<SimConfig> {
+fn sim_config(args: &SimArgs, link_gbps: f64) -> Result<SimConfig> {
     let telemetry = TelemetryConfig {
         kind: telemetry_kind(args.telemetry),
         hop_counter_bits: args.hop_bits,
         tag_fraction: args.tag_fraction,
     };
     Ok(SimConfig {
-        link_gbps: args.link_gbps,
+        link_gbps,
         link_latency_ns: args.link_latency_ns,
         switch_latency_ns: args.switch_latency_ns,
         packet_bytes: args.packet_bytes,
@@ -99,14 +99,18 @@ fn sim_config(args: &SimArgs) -> Result<SimConfig> {
 }
 
 fn sim(args: &SimArgs) -> Result<Outcome> {
-    let input = TreeInput::resolve(&args.topology.topology)?;
+    let mut input = TreeInput::resolve(&args.topology.topology)?;
     if let Some(line) = input.describe() {
         eprintln!("{line}");
     }
-    let topology = input.topology;
+    let fabric = input.fabric.take();
+    let (topology, link_gbps, rates_line) = input.with_rates(args.link_gbps)?;
+    if let (Some(fabric), Some(line)) = (&fabric, rates_line) {
+        eprintln!("{}: note: {line}", fabric.file);
+    }
     let workload = WorkloadSpec::from_str(&args.workload)?;
     let mapping = MappingSpec::from_str(&args.mapping)?;
-    let config = sim_config(args)?;
+    let config = sim_config(args, link_gbps)?;
     let end_ps = config.end_ps;
     let simulation = prepare(&topology, &workload, &mapping, config)?;
     // Before the run, so that a folder we cannot write to does not cost a simulation.
@@ -134,7 +138,7 @@ fn sim(args: &SimArgs) -> Result<Outcome> {
         &truth,
         &diagnosis,
     );
-    summary.fabric = input.fabric;
+    summary.fabric = fabric;
     let options = PlotOptions {
         directions: match args.plot {
             PlotDirections::Both => Directions::Averaged,

@@ -458,16 +458,7 @@ impl PortInfoRepr {
 
     /// Data rate per lane, Gb/s (the signalling rate less the line code).
     pub fn lane_gbps(&self) -> Option<f64> {
-        Some(match self.speed() {
-            "SDR" => 2.0,
-            "DDR" => 4.0,
-            "QDR" => 8.0,
-            "FDR" => 13.64,
-            "EDR" => 25.0,
-            "HDR" => 50.0,
-            "NDR" => 100.0,
-            _ => return None,
-        })
+        crate::subnet::lane_data_gbps(self.speed())
     }
 }
 

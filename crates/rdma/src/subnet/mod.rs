@@ -107,6 +107,30 @@ impl Link {
     pub fn ends(&self) -> (End, End) {
         (self.a.min(self.b), self.a.max(self.b))
     }
+
+    /// The link's data rate, Gb/s: lanes times [`lane_data_gbps`] (`4xEDR`: 100); `None` for
+    /// a width or speed this table does not know.
+    pub fn data_gbps(&self) -> Option<f64> {
+        let lanes: f64 = self.width.strip_suffix(['x', 'X'])?.parse().ok()?;
+        Some(lanes * lane_data_gbps(&self.speed)?)
+    }
+}
+
+/// Data rate of one lane at a speed as `ibnetdiscover` names it, Gb/s: the signalling rate
+/// less the line code (8b/10b up to QDR, 64b/66b from FDR10 on).
+pub fn lane_data_gbps(speed: &str) -> Option<f64> {
+    Some(match speed {
+        "SDR" => 2.0,
+        "DDR" => 4.0,
+        "QDR" => 8.0,
+        "FDR10" => 10.0,
+        "FDR" => 13.64,
+        "EDR" => 25.0,
+        "HDR" => 50.0,
+        "NDR" => 100.0,
+        "XDR" => 200.0,
+        _ => return None,
+    })
 }
 
 /// A discovered subnet.

@@ -14,6 +14,9 @@
 //!   with `pods * m <= radix`); every aggregation switch of group `g` has one link to each of
 //!   the group's cores, so a core has `m` links into every pod.
 //!
+//! A tree with `aggs_per_pod = 0` has no level above its leaves: one leaf switch with its
+//! nodes on up to `radix` ports (a lab fabric of one switch), a one-level tree.
+//!
 //! `full` (radix 36, 18 nodes per leaf, 11 pods) gives 198 + 198 + 108 = 504 switches, as
 //! CODES builds it (`../shared/reference/codes-peer.md`, workload C); `tapered` (radix 48, 32
 //! nodes and 16 up links per leaf, pods of 24 leaves and 16 aggregation switches) gives
@@ -27,6 +30,8 @@
 //! deterministic on the way down (a core picks the aggregation switch `dst % m` of its group in
 //! the destination pod; parallel leaf links are picked by `dst % links`).
 
+mod detours;
+
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -37,8 +42,9 @@ use crate::limits;
 /// Fat-tree parameters that cannot build a tree; each names the tree.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TopologyError {
-    /// A leaf must keep at least one port up and have at least one node.
-    #[error("tree '{tree}': nodes_per_leaf must be between 1 and radix - 1 (radix {radix}, nodes_per_leaf {nodes_per_leaf})")]
+    /// A leaf must keep at least one port up and have at least one node (a one-switch tree
+    /// may use every port for nodes).
+    #[error("tree '{tree}': nodes_per_leaf must be between 1 and radix - 1, or up to radix for a one-switch tree (radix {radix}, nodes_per_leaf {nodes_per_leaf})")]
     NodesPerLeaf {
         /// The tree's name.
         tree: String,
@@ -48,7 +54,7 @@ pub enum TopologyError {
         nodes_per_leaf: u32,
     },
     /// A count of switches is zero.
-    #[error("tree '{tree}': leaves, leaves_per_pod and aggs_per_pod must be positive")]
+    #[error("tree '{tree}': leaves and leaves_per_pod must be positive, and aggs_per_pod too unless the tree is one switch (leaves = 1)")]
     ZeroCount {
         /// The tree's name.
         tree: String,
@@ -103,6 +109,33 @@ pub enum TopologyError {
         tree: String,
         /// Which size, its value and the cap ([`crate::limits::above_cap`]).
         reason: String,
+    },
+    /// With some links missing, a leaf cannot reach another by an up/down path of the
+    /// complete tree's length ([`Topology::without_links`]).
+    #[error("tree '{tree}': without the missing links, leaf switch {} cannot reach leaf switch {} by an up/down path", .from.0, .to.0)]
+    Cut {
+        /// The tree's name.
+        tree: String,
+        /// The leaf with no way up towards `to`.
+        from: SwitchId,
+        /// The leaf it cannot reach.
+        to: SwitchId,
+    },
+    /// Per-link rates that do not fit the tree.
+    #[error("tree '{tree}': link rates: {reason}")]
+    LinkRates {
+        /// The tree's name.
+        tree: String,
+        /// What is wrong, in words.
+        reason: String,
+    },
+    /// A link to a node was given as missing: a leaf port without a host is a free node.
+    #[error("tree '{tree}': the link down to node {node} is not a cable between switches")]
+    NodeLinkMissing {
+        /// The tree's name.
+        tree: String,
+        /// The node at the far end.
+        node: u32,
     },
     /// A core has one port per pod at least: more pods than the radix cannot all be reached.
     #[error("tree '{tree}': {pods} pods exceed radix {radix}: a core cannot reach them all")]
@@ -178,7 +211,7 @@ pub struct FatTreeParams {
     pub leaves: u32,
     /// Leaf switches per pod.
     pub leaves_per_pod: u32,
-    /// Aggregation switches per pod.
+    /// Aggregation switches per pod; 0 for a one-switch tree (one leaf, no level above).
     pub aggs_per_pod: u32,
 }
 
@@ -249,6 +282,12 @@ pub struct Topology {
     cores: u32,
     /// First [`PortIndex`] of each switch; one more entry at the end.
     port_base: Vec<PortIndex>,
+    /// The links a real fabric lacks and the routes around them ([`Topology::without_links`]);
+    /// `None` for a complete tree.
+    detours: Option<Box<detours::Detours>>,
+    /// Each output port's link rate, Gb/s, where a real fabric's links run at rates of their
+    /// own ([`Topology::with_link_rates`]); `None`: every link at the run's one rate.
+    link_gbps: Option<Vec<f64>>,
 }
 
 impl Topology {
@@ -308,15 +347,20 @@ impl Topology {
                 "nodes",
             ));
         }
-        if radix < 2 || down == 0 || down >= radix {
+        let one_switch = params.aggs_per_pod == 0;
+        if params.leaves == 0
+            || params.leaves_per_pod == 0
+            || (one_switch && (params.leaves != 1 || params.leaves_per_pod != 1))
+        {
+            return Err(TopologyError::ZeroCount { tree: tree() });
+        }
+        let most_nodes = if one_switch { radix } else { radix - 1 };
+        if radix < 2 || down == 0 || down > most_nodes {
             return Err(TopologyError::NodesPerLeaf {
                 tree: tree(),
                 radix,
                 nodes_per_leaf: down,
             });
-        }
-        if params.leaves == 0 || params.leaves_per_pod == 0 || params.aggs_per_pod == 0 {
-            return Err(TopologyError::ZeroCount { tree: tree() });
         }
         if params.leaves % params.leaves_per_pod != 0 {
             return Err(TopologyError::LeavesPerPod {
@@ -325,15 +369,16 @@ impl Topology {
                 leaves_per_pod: params.leaves_per_pod,
             });
         }
-        let leaf_up = radix - down;
-        if leaf_up % params.aggs_per_pod != 0 {
+        // A one-switch tree's leaf has no up ports: every port it uses leads to a node.
+        let leaf_up = if one_switch { 0 } else { radix - down };
+        if !one_switch && leaf_up % params.aggs_per_pod != 0 {
             return Err(TopologyError::UnevenLeafUplinks {
                 tree: tree(),
                 leaf_up,
                 aggs_per_pod: params.aggs_per_pod,
             });
         }
-        let links_per_pair = leaf_up / params.aggs_per_pod;
+        let links_per_pair = leaf_up.checked_div(params.aggs_per_pod).unwrap_or(0);
         let agg_down = params.leaves_per_pod * links_per_pair;
         if agg_down > radix {
             return Err(TopologyError::AggregationDownPorts {
@@ -374,6 +419,8 @@ impl Topology {
             aggs_per_core_per_pod,
             cores,
             port_base: Vec::new(),
+            detours: None,
+            link_gbps: None,
         };
         // Every count is bounded by the radix and node caps above, so the sum cannot
         // overflow; the port tables are only allocated once it is known to fit.
@@ -464,8 +511,12 @@ impl Topology {
         }
     }
 
-    /// Up-link to down-link bandwidth ratio at the leaves (2.0 for `tapered`'s 2:1 taper).
+    /// Down-link to up-link bandwidth ratio at the leaves (2.0 for `tapered`'s 2:1 taper; 1.0
+    /// for a one-switch tree, whose leaf has nothing above it to taper to).
     pub fn leaf_taper(&self) -> f64 {
+        if self.leaf_up == 0 {
+            return 1.0;
+        }
         f64::from(self.nodes_per_leaf()) / f64::from(self.leaf_up)
     }
 
@@ -521,7 +572,7 @@ impl Topology {
     /// Ports in use on a switch (down then up).
     pub fn ports(&self, switch: SwitchId) -> u16 {
         let n = match self.level(switch) {
-            Level::Leaf => self.radix(),
+            Level::Leaf => self.nodes_per_leaf() + self.leaf_up,
             Level::Aggregation => self.agg_down + self.agg_up,
             Level::Core => self.pods * self.aggs_per_core_per_pod,
         };
@@ -531,10 +582,37 @@ impl Topology {
     /// The up ports of a switch (empty for a core, or for aggregation switches of a one-pod tree).
     pub fn up_ports(&self, switch: SwitchId) -> std::ops::Range<u16> {
         match self.level(switch) {
-            Level::Leaf => self.params.nodes_per_leaf..self.params.radix,
+            Level::Leaf => {
+                self.params.nodes_per_leaf..self.params.nodes_per_leaf + self.leaf_up as u16
+            }
             Level::Aggregation => self.agg_down as u16..(self.agg_down + self.agg_up) as u16,
             Level::Core => 0..0,
         }
+    }
+
+    /// The tree with each output port's link at its own rate (Gb/s, by [`PortIndex`]; a
+    /// node's link into its leaf runs at the rate of the leaf's port down to it). Refuses a
+    /// list of another length or a rate that is not a positive number.
+    pub fn with_link_rates(mut self, gbps: Vec<f64>) -> Result<Topology, TopologyError> {
+        if gbps.len() != self.num_ports() {
+            return Err(TopologyError::LinkRates {
+                tree: self.params.name.clone(),
+                reason: format!("{} rates for {} ports", gbps.len(), self.num_ports()),
+            });
+        }
+        if let Some(i) = gbps.iter().position(|r| !(r.is_finite() && *r > 0.0)) {
+            return Err(TopologyError::LinkRates {
+                tree: self.params.name.clone(),
+                reason: format!("port {i} has rate {} Gb/s", gbps[i]),
+            });
+        }
+        self.link_gbps = Some(gbps);
+        Ok(self)
+    }
+
+    /// The rate of the link out of `port`, Gb/s, where the tree has rates per link.
+    pub fn link_gbps(&self, port: PortIndex) -> Option<f64> {
+        self.link_gbps.as_ref().map(|rates| rates[port as usize])
     }
 
     /// Whether an output port leads up, towards the cores.
@@ -617,8 +695,17 @@ impl Topology {
     }
 
     /// The deterministic down port towards `dst`, or `None` when the packet must go up (then
-    /// any port of [`Self::up_ports`] leads there).
+    /// any port of [`Self::up_ports_towards`] leads there: every up port of a complete tree).
     pub fn down_port(&self, switch: SwitchId, dst: NodeId) -> Option<u16> {
+        let chosen = self.complete_down_port(switch, dst)?;
+        match self.detours {
+            None => Some(chosen),
+            Some(_) => self.detour_down(switch, dst, chosen),
+        }
+    }
+
+    /// [`Topology::down_port`] of the complete tree.
+    pub(crate) fn complete_down_port(&self, switch: SwitchId, dst: NodeId) -> Option<u16> {
         let s = switch.0;
         match self.level(switch) {
             Level::Leaf => {
@@ -654,6 +741,9 @@ impl Topology {
     /// path order; the set `D` that the 1-bit receiver (thesis algorithm 7 line 2, 5.2)
     /// restricts its updates to. Appended to `out`.
     pub fn candidate_ports(&self, src: NodeId, dst: NodeId, out: &mut Vec<PortIndex>) {
+        if self.detours.is_some() {
+            return self.routed_ports(src, dst, out);
+        }
         let src_leaf = self.leaf_of(src);
         let dst_leaf = self.leaf_of(dst);
         let last = self.port_index(self.node_port(dst));
@@ -802,6 +892,24 @@ mod tests {
         // 48 cores each with one port towards the destination pod; 2 of its 16 aggregation
         // switches are the ones cores send `dst` to; 1 leaf port to the node.
         assert_eq!(c.len(), leaf_up + agg_ups + 48 + 2 + 1);
+    }
+
+    /// One switch with every port a node port: all traffic turns at the leaf.
+    #[test]
+    fn a_one_switch_tree_routes_every_pair_through_its_switch() {
+        let t = Topology::new(FatTreeParams::named("lab", 8, 8, 1, 1, 0)).unwrap();
+        assert_eq!((t.num_nodes(), t.num_switches(), t.num_ports()), (8, 1, 8));
+        assert_eq!((t.diameter(), t.leaf_taper()), (1, 1.0));
+        assert!(t.up_ports(SwitchId(0)).is_empty());
+        let mut c = Vec::new();
+        t.candidate_ports(NodeId(0), NodeId(7), &mut c);
+        assert_eq!(c, [7]);
+        assert_eq!(t.down_port(SwitchId(0), NodeId(5)), Some(5));
+        // A tree of several leaves needs a level above them.
+        let e = Topology::new(FatTreeParams::named("x", 8, 8, 2, 2, 0)).unwrap_err();
+        assert!(matches!(e, TopologyError::ZeroCount { .. }), "{e}");
+        let e = Topology::new(FatTreeParams::named("x", 8, 9, 1, 1, 0)).unwrap_err();
+        assert!(matches!(e, TopologyError::NodesPerLeaf { .. }), "{e}");
     }
 
     #[test]
