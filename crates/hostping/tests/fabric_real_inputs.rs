@@ -23,6 +23,19 @@ struct Expected {
 
 const EXPECTED: &[Expected] = &[
     Expected {
+        file: "gary-ibdiagnet2-ndr.ibnetdiscover",
+        // ibdiagnet's variant, simulated: port labels read past, the spine's port 65 taken
+        // for the Aggregation Node port its leaves have.
+        status: 1,
+        says: &[
+            "a two-level fat tree: 8 leaves (63 node ports each) under 1 spines; radix 64",
+            "note: left out 7 SHARP Aggregation Nodes",
+            "counted 'MF0;ib-switch-sequoia:MQM9700/U1' port 65",
+            "as the SHARP Aggregation Node port that the same switch model has",
+            "links at 400 Gb/s, the file's rate (4xNDR x 264)",
+        ],
+    },
+    Expected {
         file: "hk-ibsim-ring-hand-edited.topo",
         status: 2,
         says: &[
@@ -210,4 +223,41 @@ fn an_empty_or_comment_only_file_says_so() {
         assert!(!stderr(&o).contains("radix`"), "{}", stderr(&o));
         assert!(!stderr(&o).contains("missing field"), "{}", stderr(&o));
     }
+}
+
+/// `--link-gbps` runs every link at one rate and says what the file's rates were; without
+/// it, a real fabric's links run at the rates the file gives (the summary names the fabric's
+/// missing cables for scripts).
+#[test]
+fn link_gbps_overrides_the_files_rates_and_says_so() {
+    let out = temp_dir("fabric-real-inputs-rates");
+    let file = folder().join("loginoff-sx6036-fattree.topo");
+    let o = hostping(&[
+        "fabric",
+        "sim",
+        "--topology",
+        file.to_str().unwrap(),
+        "--workload",
+        "uniform,load=0.5,bytes=16KiB",
+        "--end",
+        "20us",
+        "--link-gbps",
+        "100",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "note: every link at 100 Gb/s as --link-gbps says; the file's cables run at \
+             4xQDR x 142, 4xFDR10 x 47"
+        ),
+        "{err}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        summary["fabric"]["missing_cables"],
+        serde_json::json!(["'MF0;ib1:SX6036/U1' -- 'MF0;ib8:SX6036/U1' (3 of 4 cables)"])
+    );
 }

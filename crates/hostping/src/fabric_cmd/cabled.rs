@@ -290,6 +290,8 @@ impl RealFabric {
         };
         let mut cabling = Cabling::default();
         let mut ports = Vec::new();
+        // Device id and port count of each switch, by index.
+        let mut models = Vec::new();
         let mut device = HashMap::new();
         let mut aggregation_nodes = HashSet::new();
         for node in &subnet.nodes {
@@ -298,6 +300,7 @@ impl RealFabric {
                 NodeKind::Switch => {
                     cabling.switches.push(named);
                     ports.push(u16::from(node.ports));
+                    models.push((node.device_id, node.ports));
                     Device::Switch(cabling.switches.len() - 1)
                 }
                 NodeKind::Ca if node.description == AGGREGATION_NODE => {
@@ -323,6 +326,9 @@ impl RealFabric {
         }
         let mut loops = Vec::new();
         let mut rates = HashMap::new();
+        // Switches whose last port holds an Aggregation Node, and their models.
+        let mut with_node = HashSet::new();
+        let mut models_with_node = HashSet::new();
         for link in &subnet.links {
             let end = |e: rdma::subnet::End| {
                 device.get(&e.guid).map(|&d| CableEnd {
@@ -339,6 +345,10 @@ impl RealFabric {
                         aggregation_nodes.contains(&far.guid),
                     ) {
                         ports[*s] = ports[*s].saturating_sub(1);
+                        with_node.insert(*s);
+                        if here.port == models[*s].1 {
+                            models_with_node.insert(models[*s]);
+                        }
                     }
                 }
                 continue;
@@ -356,6 +366,29 @@ impl RealFabric {
             rates.insert(a, rate.clone());
             rates.insert(b, rate);
             cabling.cables.push(Cable { a, b });
+        }
+        // The same model's last port is its Aggregation Node's port where the node is off
+        // or not reported (an MQM9700 spine's port 65 beside leaves whose port 65 holds one).
+        let cabled_last = |s: usize| {
+            cabling.cables.iter().any(|c| {
+                [c.a, c.b]
+                    .iter()
+                    .any(|e| e.device == Device::Switch(s) && e.port == u16::from(models[s].1))
+            })
+        };
+        let mut internal = Vec::new();
+        for s in 0..ports.len() {
+            if models_with_node.contains(&models[s]) && !with_node.contains(&s) && !cabled_last(s) {
+                ports[s] = ports[s].saturating_sub(1);
+                internal.push(format!("'{}' port {}", cabling.switches[s], models[s].1));
+            }
+        }
+        if !internal.is_empty() {
+            notes.push(format!(
+                "counted {} as the SHARP Aggregation Node port that the same switch model has \
+                 (no node reported there), not a port of the radix",
+                internal.join(", ")
+            ));
         }
         if !loops.is_empty() {
             notes.push(format!(
