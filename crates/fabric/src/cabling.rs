@@ -928,6 +928,10 @@ impl Shape {
             },
             other => NotAFatTree::Parameters(other.to_string()),
         })?;
+        let free = (0..topology.num_nodes())
+            .filter(|&n| node_hosts[n as usize].is_none())
+            .collect();
+        let topology = topology.with_free_nodes(free);
         let switch_names = order.iter().map(|&f| cabling.switches[f].clone()).collect();
         Ok(Recognized {
             topology,

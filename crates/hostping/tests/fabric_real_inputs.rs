@@ -36,6 +36,17 @@ const EXPECTED: &[Expected] = &[
         ],
     },
     Expected {
+        file: "gary-ibdiagnet2-ndr-default.ibnetdiscover",
+        // The same fabric two weeks earlier, its hosts named otherwise.
+        status: 1,
+        says: &[
+            "a two-level fat tree: 8 leaves (63 node ports each) under 1 spines; radix 64",
+            "248 of its 504 nodes have no host cabled (free leaf ports) and get no ranks",
+            "note: left out 7 SHARP Aggregation Nodes",
+            "links at 400 Gb/s, the file's rate (4xNDR x 264)",
+        ],
+    },
+    Expected {
         file: "hk-ibsim-ring-hand-edited.topo",
         status: 2,
         says: &[
@@ -111,10 +122,13 @@ const EXPECTED: &[Expected] = &[
     },
     Expected {
         file: "junousi-sun-dcs36-one-switch.topo",
-        status: 0,
+        // Read as the one-level tree it is; with one host there is no traffic to simulate.
+        status: 2,
         says: &[
-            "a one-level tree: one switch with 36 node ports; radix 36",
+            "a one-level tree: one switch with 36 node ports; radix 36; 35 of its 36 nodes have \
+             no host cabled",
             "links at 32 Gb/s, the file's rate (4xQDR x 1)",
+            "uniform needs at least 2 ranks (each sends to another), and has 1",
         ],
     },
     Expected {
@@ -225,9 +239,8 @@ fn an_empty_or_comment_only_file_says_so() {
     }
 }
 
-/// `--link-gbps` runs every link at one rate and says what the file's rates were; without
-/// it, a real fabric's links run at the rates the file gives (the summary names the fabric's
-/// missing cables for scripts).
+/// `--link-gbps` runs every link at one rate and says what the file's rates were; ranks run
+/// on the hosts, not on free leaf ports; the summary names the missing cables for scripts.
 #[test]
 fn link_gbps_overrides_the_files_rates_and_says_so() {
     let out = temp_dir("fabric-real-inputs-rates");
@@ -254,6 +267,9 @@ fn link_gbps_overrides_the_files_rates_and_says_so() {
         ),
         "{err}"
     );
+    // 142 hosts on 168 tree nodes: the free leaf ports get no rank.
+    let out_text = String::from_utf8_lossy(&o.stdout);
+    assert!(out_text.contains("job uniform: 142 ranks"), "{out_text}");
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(

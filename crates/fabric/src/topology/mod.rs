@@ -288,6 +288,9 @@ pub struct Topology {
     /// Each output port's link rate, Gb/s, where a real fabric's links run at rates of their
     /// own ([`Topology::with_link_rates`]); `None`: every link at the run's one rate.
     link_gbps: Option<Vec<f64>>,
+    /// Nodes with no host cabled in the real fabric the tree stands for (free leaf ports),
+    /// ascending ([`Topology::with_free_nodes`]).
+    free_nodes: Vec<u32>,
 }
 
 impl Topology {
@@ -421,6 +424,7 @@ impl Topology {
             port_base: Vec::new(),
             detours: None,
             link_gbps: None,
+            free_nodes: Vec::new(),
         };
         // Every count is bounded by the radix and node caps above, so the sum cannot
         // overflow; the port tables are only allocated once it is known to fit.
@@ -608,6 +612,25 @@ impl Topology {
         }
         self.link_gbps = Some(gbps);
         Ok(self)
+    }
+
+    /// The tree with `free` nodes marked as having no host (a real fabric's free leaf
+    /// ports): workloads place no rank there ([`Topology::compute_nodes`]). Node numbers
+    /// beyond the tree are ignored.
+    pub fn with_free_nodes(mut self, mut free: Vec<u32>) -> Topology {
+        free.retain(|&n| n < self.num_nodes());
+        free.sort_unstable();
+        free.dedup();
+        self.free_nodes = free;
+        self
+    }
+
+    /// The nodes ranks may run on, ascending: every node, less a real fabric's free ones.
+    pub fn compute_nodes(&self) -> Vec<NodeId> {
+        (0..self.num_nodes())
+            .filter(|n| self.free_nodes.binary_search(n).is_err())
+            .map(NodeId)
+            .collect()
     }
 
     /// The rate of the link out of `port`, Gb/s, where the tree has rates per link.
@@ -910,6 +933,19 @@ mod tests {
         assert!(matches!(e, TopologyError::ZeroCount { .. }), "{e}");
         let e = Topology::new(FatTreeParams::named("x", 8, 9, 1, 1, 0)).unwrap_err();
         assert!(matches!(e, TopologyError::NodesPerLeaf { .. }), "{e}");
+    }
+
+    /// A real fabric's free leaf ports are nodes of the tree but not where ranks run.
+    #[test]
+    fn free_nodes_are_left_out_of_the_compute_nodes() {
+        let t = Topology::new(FatTreeParams::radix8()).unwrap();
+        assert_eq!(t.compute_nodes().len(), 128);
+        let t = t.with_free_nodes(vec![5, 0, 5, 500]);
+        let nodes = t.compute_nodes();
+        assert_eq!(nodes.len(), 126);
+        assert_eq!(&nodes[..2], &[NodeId(1), NodeId(2)]);
+        assert!(!nodes.contains(&NodeId(5)));
+        assert_eq!(t.num_nodes(), 128);
     }
 
     #[test]

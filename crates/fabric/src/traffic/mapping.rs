@@ -10,7 +10,8 @@
 //!   per leaf);
 //! - a file of `rank node` lines ([`MappingFile`]).
 //!
-//! A job runs on a pool of nodes (the whole tree, or its side of the 4.4 split). Row-major
+//! A job runs on a pool of nodes (the whole tree less a real fabric's free leaf ports, or its
+//! side of the 4.4 split). Row-major
 //! fills the pool's first nodes in order; partition and incremental keep exactly the leaves
 //! and the number of ranks per leaf that row-major uses, and only choose which ranks share a
 //! leaf.

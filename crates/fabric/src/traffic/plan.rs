@@ -110,7 +110,7 @@ fn shares(
     topology: &Topology,
     settings: &JobSettings,
 ) -> Result<Vec<Share>, TrafficError> {
-    let everywhere: Vec<NodeId> = (0..topology.num_nodes()).map(NodeId).collect();
+    let everywhere = topology.compute_nodes();
     let all = everywhere.len() as u32;
     let alone = |workload| {
         Ok(vec![Share {

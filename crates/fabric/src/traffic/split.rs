@@ -8,10 +8,12 @@
 
 use crate::topology::{NodeId, Topology};
 
-/// (primary nodes, background nodes), each ascending.
+/// (primary nodes, background nodes), each ascending, of the nodes ranks may run on
+/// ([`Topology::compute_nodes`]).
 pub fn node_split(topology: &Topology) -> (Vec<NodeId>, Vec<NodeId>) {
-    (0..topology.num_nodes())
-        .map(NodeId)
+    topology
+        .compute_nodes()
+        .into_iter()
         .partition(|node| is_primary(node.0))
 }
 

@@ -35,7 +35,7 @@ pub fn suggest_mapping(
     seed: u64,
 ) -> Result<Suggestion, TrafficError> {
     let ranks = matrix.ranks();
-    let pool: Vec<NodeId> = (0..topology.num_nodes()).map(NodeId).collect();
+    let pool = topology.compute_nodes();
     let map = |spec: &MappingSpec| place(spec, ranks, Some(matrix), &pool, topology, seed);
     let row_major_placement = map(&MappingSpec::RowMajor)?;
     let row_major = matrix.quality(&row_major_placement, topology);

@@ -186,8 +186,8 @@ impl TreeInput {
         let mut line = format!("{}: {shape}; radix {}", fabric.file, t.radix());
         if !fabric.free_nodes.is_empty() {
             line += &format!(
-                "; {} of its {} nodes have no host cabled (free leaf ports), and a workload \
-                 placed by --mapping runs ranks on them as on the others",
+                "; {} of its {} nodes have no host cabled (free leaf ports) and get no \
+                 ranks unless a mapping file places them there",
                 fabric.free_nodes.len(),
                 t.num_nodes()
             );
