@@ -98,44 +98,57 @@ impl Links {
         self.flows[link as usize].credits
     }
 
-    /// The loads of `links` (an up port range, or the up ports left around missing links)
-    /// into `loads`, in order: output queue bytes
-    /// plus the flow units the far buffer holds or will hold for the sender (spent and not
-    /// yet given back), in bytes, what adaptive routing compares. Returns the least load and
-    /// how many links have it. Reads only the compact [`Flow`] array, in one pass without
-    /// branches on the loads (ties are common, so a branch on them mispredicts).
+    /// The loads of links `start..start + count` (a switch's up ports) into `loads`, in
+    /// order: output queue bytes plus the flow units the far buffer holds or will hold for
+    /// the sender (spent and not yet given back), in bytes, what adaptive routing compares.
+    /// Returns the least load and how many links have it. Reads only the compact [`Flow`]
+    /// array, in one pass without branches on the loads (ties are common, so a branch on
+    /// them mispredicts).
     #[inline]
     pub fn loads_into(
         &mut self,
-        links: impl Iterator<Item = u32> + Clone,
+        start: u32,
+        count: u32,
+        now: u64,
+        unit_bytes: u32,
+        loads: &mut Vec<u64>,
+    ) -> (u64, usize) {
+        let range = start as usize..(start + count) as usize;
+        if self.flows[range.clone()]
+            .iter()
+            .any(|flow| flow.next_return_ps <= now)
+        {
+            for link in range.clone() {
+                self.available(link as u32, now);
+            }
+        }
+        least_load(
+            self.flows[range].iter(),
+            self.buffer_units,
+            unit_bytes,
+            loads,
+        )
+    }
+
+    /// [`Links::loads_into`] of the listed links (the up ports left where links are
+    /// missing).
+    pub fn loads_of(
+        &mut self,
+        links: &[u32],
         now: u64,
         unit_bytes: u32,
         loads: &mut Vec<u64>,
     ) -> (u64, usize) {
         if links
-            .clone()
-            .any(|link| self.flows[link as usize].next_return_ps <= now)
+            .iter()
+            .any(|&link| self.flows[link as usize].next_return_ps <= now)
         {
-            for link in links.clone() {
+            for &link in links {
                 self.available(link, now);
             }
         }
-        let (buffer_units, unit_bytes) = (self.buffer_units, u64::from(unit_bytes));
-        let (mut best, mut ties) = (u64::MAX, 0);
-        loads.clear();
-        loads.extend(links.map(|link| {
-            let flow = &self.flows[link as usize];
-            let load =
-                u64::from(flow.queue_bytes) + u64::from(buffer_units - flow.credits) * unit_bytes;
-            ties = if load < best {
-                1
-            } else {
-                ties + usize::from(load == best)
-            };
-            best = best.min(load);
-            load
-        }));
-        (best, ties)
+        let flows = links.iter().map(|&link| &self.flows[link as usize]);
+        least_load(flows, self.buffer_units, unit_bytes, loads)
     }
 
     #[cold]
@@ -233,6 +246,32 @@ impl Links {
     }
 }
 
+/// The loads of `flows` into `loads` (see [`Links::loads_into`]), the least of them and how
+/// many have it.
+#[inline]
+fn least_load<'a>(
+    flows: impl Iterator<Item = &'a Flow>,
+    buffer_units: u32,
+    unit_bytes: u32,
+    loads: &mut Vec<u64>,
+) -> (u64, usize) {
+    let unit_bytes = u64::from(unit_bytes);
+    let (mut best, mut ties) = (u64::MAX, 0);
+    loads.clear();
+    loads.extend(flows.map(|flow| {
+        let load =
+            u64::from(flow.queue_bytes) + u64::from(buffer_units - flow.credits) * unit_bytes;
+        ties = if load < best {
+            1
+        } else {
+            ties + usize::from(load == best)
+        };
+        best = best.min(load);
+        load
+    }));
+    (best, ties)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,7 +293,7 @@ mod tests {
         // 300 queued + 10 units outstanding of 64 B.
         let mut loads = Vec::new();
         assert_eq!(
-            credits.loads_into(0..1, 150, 64, &mut loads),
+            credits.loads_into(0, 1, 150, 64, &mut loads),
             (300 + 640, 1)
         );
         assert_eq!(loads, [300 + 640]);

@@ -114,26 +114,34 @@ impl Engine {
             Route::Down(port) => port,
             Route::Up { start, count } if !self.config.adaptive => start + dst % count,
             Route::Up { start, count } => {
-                let links = start..start + count;
                 let now = self.now;
-                let (best, ties) =
-                    self.links
-                        .loads_into(links, now, self.timing.unit_bytes, &mut self.loads);
+                let (best, ties) = self.links.loads_into(
+                    start,
+                    count,
+                    now,
+                    self.timing.unit_bytes,
+                    &mut self.loads,
+                );
                 start + least_loaded(&self.loads, best, ties, &mut self.routing_rng)
             }
-            Route::UpAmong { at, count } if !self.config.adaptive => {
-                self.wiring.up_among(at, dst % count)
-            }
-            Route::UpAmong { at, count } => {
-                let ports = self.wiring.up_list(at, count);
-                let links = ports.iter().copied();
-                let now = self.now;
-                let (best, ties) =
-                    self.links
-                        .loads_into(links, now, self.timing.unit_bytes, &mut self.loads);
-                ports[least_loaded(&self.loads, best, ties, &mut self.routing_rng) as usize]
-            }
+            Route::UpAmong { at, count } => self.choose_among(at, count, dst),
         }
+    }
+
+    /// [`Engine::choose_port`] among the up ports left where links are missing (real fabrics
+    /// only), out of line.
+    #[cold]
+    #[inline(never)]
+    fn choose_among(&mut self, at: u32, count: u32, dst: u32) -> u32 {
+        if !self.config.adaptive {
+            return self.wiring.up_among(at, dst % count);
+        }
+        let ports = self.wiring.up_list(at, count);
+        let now = self.now;
+        let (best, ties) = self
+            .links
+            .loads_of(ports, now, self.timing.unit_bytes, &mut self.loads);
+        ports[least_loaded(&self.loads, best, ties, &mut self.routing_rng) as usize]
     }
 
     fn block(&mut self, link: u32, port: u32) {

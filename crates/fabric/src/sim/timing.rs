@@ -62,12 +62,20 @@ impl Timing {
     #[inline]
     pub fn serialisation_ps(&self, link: u32, bytes: u32) -> u64 {
         if !self.ps_per_byte_of_link.is_empty() {
-            (f64::from(bytes) * self.ps_per_byte_of_link[link as usize]).round() as u64
+            self.serialisation_at_own_rate(link, bytes)
         } else if bytes == self.packet_bytes {
             self.full_packet_ps
         } else {
             (f64::from(bytes) * self.ps_per_byte).round() as u64
         }
+    }
+
+    /// [`Timing::serialisation_ps`] where links run at rates of their own (real fabrics
+    /// only), out of line.
+    #[cold]
+    #[inline(never)]
+    fn serialisation_at_own_rate(&self, link: u32, bytes: u32) -> u64 {
+        (f64::from(bytes) * self.ps_per_byte_of_link[link as usize]).round() as u64
     }
 
     /// The serialisation times of a full packet, one per distinct link rate (one when every

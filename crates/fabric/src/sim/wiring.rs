@@ -251,11 +251,20 @@ impl Wiring {
     #[inline]
     pub fn route(&self, switch: u32, dst: u32) -> Route {
         if self.switches[switch as usize].detoured {
-            if let Some(&route) = self.detours.get(&(switch, dst)) {
-                return route;
-            }
+            return self.detour(switch, dst);
         }
         self.table_route(switch, dst)
+    }
+
+    /// The route at a switch that some missing link makes route otherwise: kept out of line,
+    /// so that [`Wiring::route`] stays small enough to inline into the hot path.
+    #[cold]
+    #[inline(never)]
+    fn detour(&self, switch: u32, dst: u32) -> Route {
+        match self.detours.get(&(switch, dst)) {
+            Some(&route) => route,
+            None => self.table_route(switch, dst),
+        }
     }
 
     /// The `k`-th port of an [`Route::UpAmong`] list starting `at`.
