@@ -164,19 +164,23 @@ const EXPECTED: &[Expected] = &[
     },
 ];
 
-fn sim(file: &Path, out: &Path) -> std::process::Output {
-    hostping(&[
+/// `fabric sim` of `file` into `out`, a short uniform workload, with `extra` arguments.
+fn sim(file: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let (file, out) = (file.to_str().unwrap(), out.to_str().unwrap());
+    let mut args = vec![
         "fabric",
         "sim",
         "--topology",
-        file.to_str().unwrap(),
+        file,
         "--workload",
         "uniform,load=0.5,bytes=16KiB",
         "--end",
         "100us",
         "--out",
-        out.to_str().unwrap(),
-    ])
+        out,
+    ];
+    args.extend(extra);
+    hostping(&args)
 }
 
 #[test]
@@ -198,7 +202,7 @@ fn every_real_capture_is_read_as_it_is_or_refused_naming_why() {
             "{} has no source in SOURCES.md",
             expected.file
         );
-        let o = sim(&folder().join(expected.file), &out.join(expected.file));
+        let o = sim(&folder().join(expected.file), &out.join(expected.file), &[]);
         let err = stderr(&o);
         assert_eq!(
             o.status.code(),
@@ -231,7 +235,7 @@ fn an_empty_or_comment_only_file_says_so() {
     ] {
         let file = dir.join(name);
         std::fs::write(&file, text).unwrap();
-        let o = sim(&file, &dir.join("out"));
+        let o = sim(&file, &dir.join("out"), &[]);
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert!(stderr(&o).contains(says), "{}", stderr(&o));
         assert!(!stderr(&o).contains("radix`"), "{}", stderr(&o));
@@ -245,20 +249,7 @@ fn an_empty_or_comment_only_file_says_so() {
 fn link_gbps_overrides_the_files_rates_and_says_so() {
     let out = temp_dir("fabric-real-inputs-rates");
     let file = folder().join("loginoff-sx6036-fattree.topo");
-    let o = hostping(&[
-        "fabric",
-        "sim",
-        "--topology",
-        file.to_str().unwrap(),
-        "--workload",
-        "uniform,load=0.5,bytes=16KiB",
-        "--end",
-        "20us",
-        "--link-gbps",
-        "100",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = sim(&file, &out, &["--link-gbps", "100"]);
     let err = stderr(&o);
     assert!(
         err.contains(

@@ -209,7 +209,7 @@ impl Topology {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::topology::FatTreeParams;
 
@@ -222,7 +222,7 @@ mod tests {
 
     /// Follows routing from `src` to `dst`, taking the `pick`-th usable up port each time,
     /// and returns the hops, asserting every link used is present and a candidate.
-    fn walk(t: &Topology, src: u32, dst: u32, pick: usize) -> u32 {
+    pub(in crate::topology) fn walk(t: &Topology, src: u32, dst: u32, pick: usize) -> u32 {
         let (src, dst) = (NodeId(src), NodeId(dst));
         let mut candidates = Vec::new();
         t.candidate_ports(src, dst, &mut candidates);

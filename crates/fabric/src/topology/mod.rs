@@ -872,34 +872,12 @@ mod tests {
     #[test]
     fn routing_reaches_every_destination() {
         let t = Topology::new(FatTreeParams::radix8()).unwrap();
-        let mut candidates = Vec::new();
         for src in 0..t.num_nodes() {
             for dst in 0..t.num_nodes() {
-                let (src, dst) = (NodeId(src), NodeId(dst));
-                candidates.clear();
-                t.candidate_ports(src, dst, &mut candidates);
-                let mut switch = t.leaf_of(src);
-                let mut hops = 0;
-                loop {
-                    let port = match t.down_port(switch, dst) {
-                        Some(p) => p,
-                        None => {
-                            let up = t.up_ports(switch);
-                            up.start + ((src.0 + dst.0 + hops) as u16 % (up.end - up.start))
-                        }
-                    };
-                    let here = PortRef { switch, port };
-                    assert!(candidates.contains(&t.port_index(here)));
-                    hops += 1;
-                    match t.peer(here) {
-                        Peer::Node(n) => {
-                            assert_eq!(n, dst);
-                            break;
-                        }
-                        Peer::Switch { switch: next, .. } => switch = next,
-                    }
+                for pick in 0..4 {
+                    let hops = super::detours::tests::walk(&t, src, dst, pick);
+                    assert_eq!(hops, t.hops(NodeId(src), NodeId(dst)));
                 }
-                assert_eq!(hops, t.hops(src, dst));
             }
         }
     }
