@@ -37,6 +37,18 @@ pub(crate) fn congested(f: &Facts<'_>, links: &[LinkId]) -> Option<String> {
         if capacity <= 0.0 || cores <= rnic || left >= needed || rnic > f.th.thp_low * line {
             return None;
         }
+        // Nodes of one socket are counted together (NPS, SNC): say so.
+        let node = match &bw.measured_with[..] {
+            [] => node.to_string(),
+            others => format!(
+                "{node} with {} (the counters count their socket together)",
+                others
+                    .iter()
+                    .map(ComponentId::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
         Some(format!(
             "the uncore counters read {node} moving {} of its {} ({}): {} from the cores and {} \
              of RNIC DMA, so the cores leave {}, less than the {} a loopback at the {} line \

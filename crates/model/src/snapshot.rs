@@ -74,16 +74,25 @@ impl IommuActivity {
 
 /// One memory node's bandwidth as the uncore (IMC) counters read it, split into the RNICs'
 /// DMA (from RNIC counters) and the rest, which is the cores' (HotNets'22 3.2).
+///
+/// The IMC counters count a socket's memory controllers, not its NUMA nodes: where a socket
+/// holds several memory nodes (AMD NPS2/NPS4, Intel SNC), the figures are the socket's (its
+/// nodes' capacities summed, all its traffic) and `measured_with` names the other nodes they
+/// include.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryBandwidth {
     /// The memory node.
     pub node: ComponentId,
-    /// The node's bandwidth, reads and writes together, Gb/s.
+    /// The node's bandwidth (with `measured_with`'s), reads and writes together, Gb/s.
     pub capacity_gbps: Option<f64>,
     /// Everything the memory controllers moved, Gb/s.
     pub total_gbps: Option<f64>,
     /// Of it, DMA by the RNICs, Gb/s.
     pub rnic_dma_gbps: Option<f64>,
+    /// The other memory nodes of the same socket, counted together with this one; empty
+    /// where the node is its socket's only one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measured_with: Vec<ComponentId>,
 }
 
 impl MemoryBandwidth {

@@ -71,6 +71,8 @@ pub(crate) fn memory(host: &HostTopology, net: &Network, phase: &Phase) -> Vec<M
                 capacity_gbps: Some(capacity),
                 total_gbps: Some(total),
                 rnic_dma_gbps: Some(rnic),
+                // The virtual host models each node's bus on its own.
+                measured_with: Vec::new(),
             })
         })
         .collect()

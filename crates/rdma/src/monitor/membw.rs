@@ -2,6 +2,12 @@
 //! local to the node (their port data counters: received data is written to memory, sent
 //! data read from it) and the rest, the cores' (HotNets'22 3.2: the cores win the larger
 //! share of a congested memory bus).
+//!
+//! The IMC PMUs count a socket's memory controllers, and sysfs does not say which channels
+//! serve which NUMA node. A socket with several memory nodes (NPS2/NPS4, SNC) is therefore
+//! read as one: each of its nodes gets the socket's traffic against the socket's capacity
+//! (its nodes' summed), with the other nodes named, rather than the whole socket's traffic
+//! against one node's capacity.
 
 use super::HostMonitor;
 use crate::counters::uncore;
@@ -19,13 +25,16 @@ impl HostMonitor {
         rates: Option<&[uncore::BusRate]>,
         rnic_dma_gbps: &BTreeMap<ComponentId, Option<f64>>,
     ) -> Vec<MemoryBandwidth> {
-        let channels = host
+        let channels: Vec<_> = host
             .links()
             .iter()
-            .filter(|l| l.kind == LinkKind::MemoryChannel);
+            .filter(|l| l.kind == LinkKind::MemoryChannel)
+            .collect();
         channels
+            .iter()
             .map(|channel| {
                 let cpu = &channel.up;
+                let socket: Vec<_> = channels.iter().filter(|c| &c.up == cpu).collect();
                 let mut total = rates.map(|_| (None, None));
                 for r in rates.unwrap_or_default() {
                     let (socket, is_read) = match r.metric {
@@ -50,9 +59,14 @@ impl HostMonitor {
                 let rnic_dma = local.iter().try_fold(0.0, |sum, g| Some(sum + (**g)?));
                 MemoryBandwidth {
                     node: channel.down.clone(),
-                    capacity_gbps: Some(channel.capacity_gbps),
+                    capacity_gbps: Some(socket.iter().map(|c| c.capacity_gbps).sum()),
                     total_gbps,
                     rnic_dma_gbps: rnic_dma,
+                    measured_with: socket
+                        .iter()
+                        .filter(|c| c.down != channel.down)
+                        .map(|c| c.down.clone())
+                        .collect(),
                 }
             })
             .collect()
@@ -111,5 +125,86 @@ mod tests {
         let none = m.memory_bandwidth(&host, None, &dma);
         assert_eq!(none[0].total_gbps, None);
         assert_eq!(none[0].rnic_dma_gbps, Some(200.0));
+        assert!(got.iter().all(|b| b.measured_with.is_empty()));
+    }
+
+    /// NPS2 on socket 0: the counters count the socket, so both of its nodes get the
+    /// socket's traffic against the socket's capacity, each naming the other; the node alone
+    /// on socket 1 keeps its own.
+    #[test]
+    fn the_nodes_of_one_socket_are_read_together() {
+        let m = dgx();
+        let host = model::hostfile::parse(
+            "nps2",
+            r#"
+name = "nps2"
+description = "two sockets, socket 0 in NPS2"
+[[component]]
+id = "cpu0"
+kind = "cpu"
+[[component]]
+id = "cpu1"
+kind = "cpu"
+[[component]]
+id = "mem0"
+kind = "memory"
+[[component]]
+id = "mem1"
+kind = "memory"
+[[component]]
+id = "mem2"
+kind = "memory"
+[[component]]
+id = "rnic0"
+kind = "rnic"
+line_rate_gbps = 200
+[[link]]
+down = "mem0"
+up = "cpu0"
+capacity_gbps = 800
+[[link]]
+down = "mem1"
+up = "cpu0"
+capacity_gbps = 800
+[[link]]
+down = "mem2"
+up = "cpu1"
+capacity_gbps = 1600
+[[link]]
+down = "cpu1"
+up = "cpu0"
+capacity_gbps = 500
+[[link]]
+down = "rnic0"
+up = "cpu0"
+pcie = "gen4x16"
+"#,
+        )
+        .unwrap();
+        let rates = [
+            rate(BusMetric::MemoryRead { socket: 0 }, Some(100.0)),
+            rate(BusMetric::MemoryWrite { socket: 0 }, Some(50.0)),
+            rate(BusMetric::MemoryRead { socket: 1 }, Some(10.0)),
+            rate(BusMetric::MemoryWrite { socket: 1 }, Some(10.0)),
+        ];
+        let dma: BTreeMap<ComponentId, Option<f64>> = [(ComponentId::new("rnic0"), Some(40.0))]
+            .into_iter()
+            .collect();
+        let got = m.memory_bandwidth(&host, Some(&rates), &dma);
+        let node = |id: &str| got.iter().find(|b| b.node.as_str() == id).unwrap();
+        for (id, other) in [("mem0", "mem1"), ("mem1", "mem0")] {
+            let b = node(id);
+            assert_eq!(b.total_gbps, Some(1200.0));
+            // The socket's 1600 Gb/s, not the node's 800: 75 % used, not 150 %.
+            assert_eq!(b.capacity_gbps, Some(1600.0));
+            assert_eq!(b.rnic_dma_gbps, Some(40.0));
+            assert_eq!(b.measured_with, [ComponentId::new(other)]);
+        }
+        let alone = node("mem2");
+        assert_eq!(
+            (alone.total_gbps, alone.capacity_gbps),
+            (Some(160.0), Some(1600.0))
+        );
+        assert!(alone.measured_with.is_empty());
     }
 }
