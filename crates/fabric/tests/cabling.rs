@@ -133,6 +133,9 @@ fn links_are_cables(found: &fabric::cabling::Recognized, cabling: &Cabling) {
                 switch: SwitchId(s),
                 port,
             };
+            if tree.is_absent(at) {
+                continue;
+            }
             let fabric_port = found.fabric_ports[tree.port_index(at) as usize];
             let far = match tree.peer(at) {
                 Peer::Node(node) => found.node_hosts[node.0 as usize]
@@ -161,6 +164,42 @@ proptest! {
         let found = cabling.recognize("x").unwrap();
         prop_assert!(same_shape(found.topology.params(), &params));
         links_are_cables(&found, &cabling);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+    /// A scrambled tree with a few switch-to-switch cables pulled out at random is the same
+    /// tree with exactly those links absent (every cable still there is a link of it), or is
+    /// refused because some leaf lost its way up.
+    #[test]
+    fn pulled_cables_are_exactly_the_absent_links(seed in any::<u64>(), pulled in 1usize..6) {
+        let params = FatTreeParams::radix8();
+        let tree = Topology::new(params.clone()).unwrap();
+        let mut cabling = scrambled(&tree, seed);
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed);
+        let trunks: Vec<usize> = (0..cabling.cables.len())
+            .filter(|&c| matches!(
+                (cabling.cables[c].a.device, cabling.cables[c].b.device),
+                (Device::Switch(_), Device::Switch(_))
+            ))
+            .collect();
+        let mut gone: Vec<usize> = trunks.choose_multiple(&mut rng, pulled).copied().collect();
+        gone.sort_unstable();
+        for &c in gone.iter().rev() {
+            cabling.cables.remove(c);
+        }
+        match cabling.recognize("x") {
+            Ok(found) => {
+                prop_assert!(same_shape(found.topology.params(), &params));
+                prop_assert_eq!(found.topology.absent_links().len(), 2 * pulled);
+                let missing: usize = found.missing_cables.iter().map(|m| m.tree - m.fabric).sum();
+                prop_assert_eq!(missing, pulled);
+                links_are_cables(&found, &cabling);
+            }
+            Err(NotAFatTree::Cut { .. } | NotAFatTree::NoUplinks { .. }) => {}
+            Err(other) => prop_assert!(false, "{}", other),
+        }
     }
 }
 
