@@ -693,7 +693,16 @@ mod tests {
         let routes: Vec<_> = (0..8).map(|lid| b.out_port(lid)).collect();
         assert_eq!(
             routes,
-            [None, Some(0), Some(1), Some(7), Some(2), Some(7), Some(8), None]
+            [
+                None,
+                Some(0),
+                Some(1),
+                Some(7),
+                Some(2),
+                Some(7),
+                Some(8),
+                None
+            ]
         );
         assert!((8..64).all(|lid| b.out_port(lid).is_none()));
         assert_eq!(LftBlockRepr::block_of(63), 0);
