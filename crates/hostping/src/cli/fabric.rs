@@ -113,10 +113,10 @@ Examples:
     /// Formats: table; json (from, to, and one hop per switch crossed: GUID, description,
     /// in_port, out_port; `error` says where a broken route stops).
     ///
-    /// Exit status: 0 the route reaches the destination (or the dump is whole), 1 it breaks
-    /// (no entry for the LID, a loop, a port without a link; the switch and LID are named)
-    /// or some table could not be read, 2 usage or input error (a port not in the subnet,
-    /// no umad port).
+    /// Exit status: 0 the route reaches the destination (or every table was read), 1 it
+    /// breaks (no entry for the LID, a loop, a port without a link; the switch and LID are
+    /// named) or some table of the dump could not be read, 2 usage or input error (a port
+    /// not in the subnet, no umad port, a switch on the route that did not answer).
     #[command(after_long_help = "\
 Examples:
   hostping fabric route --from 2 --to 6
