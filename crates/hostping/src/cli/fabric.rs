@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// `hostping fabric ...`: the fabric layer: the packet-level fat-tree simulator, and a real
-/// InfiniBand subnet's discovery and switch-port counters.
+/// InfiniBand subnet's discovery, routes and switch-port counters.
 #[derive(Debug, Subcommand)]
 pub enum FabricCommand {
     /// Simulate a workload on a fat tree with in-packet telemetry, then diagnose congestion.

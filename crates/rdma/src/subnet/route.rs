@@ -121,7 +121,7 @@ pub fn locate(subnet: &Subnet, endpoint: Endpoint) -> Result<Located, RouteError
                 lid,
             })
         })
-        .ok_or_else(|| RouteError::NotFound {
+        .ok_or(RouteError::NotFound {
             endpoint,
             nodes: subnet.nodes.len(),
         })
