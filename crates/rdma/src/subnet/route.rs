@@ -287,8 +287,9 @@ pub fn switch_name(node: &Node) -> String {
 }
 
 /// Traces the route from `from` to `to` over `subnet`, with `read_block(switch, block)`
-/// giving a switch's forwarding table block. Each switch's table is asked at most once
-/// per block; a switch entered twice ends the walk, so it ends on any table.
+/// giving a switch's forwarding table block (a function, so that the walk is tested on
+/// tables of any shape). A switch entered twice ends the walk as a loop, so it ends
+/// whatever the tables hold, after at most one block read per switch.
 pub fn trace(
     subnet: &Subnet,
     from: Located,
