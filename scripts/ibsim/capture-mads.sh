@@ -64,4 +64,6 @@ capture smp-dr-nodeinfo-hop 1 "directed-route SubnGet(NodeInfo) one hop out of l
 capture smp-dr-nodedesc 2 "directed-route SubnGet(NodeDescription) of leaf-a" -- smpquery -D nodedesc 0
 capture smp-dr-portinfo 1 "directed-route SubnGet(PortInfo) of leaf-a port 7" -- smpquery -D portinfo 0 7
 capture smp-lid-switchinfo 1 "LID-routed SubnGet(SwitchInfo) of leaf-a" -- smpquery switchinfo "$lid"
+# ibroute asks NodeInfo, NodeDescription and SwitchInfo first, then LFT block 0.
+capture smp-lid-lft 4 "LID-routed SubnGet(LinearForwardingTable) block 0 of leaf-a" -- ibroute "$lid"
 echo "capture-mads: wrote the fixtures to $out" >&2

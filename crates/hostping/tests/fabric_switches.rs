@@ -1,6 +1,6 @@
-//! `hostping fabric discover` and `fabric sample` against a real InfiniBand management
-//! stack: ibsim's simulated fabric (scripts/ibsim/nets/two-switches.net), LIDs from a real
-//! opensm, and the binary's libibumad redirected to ibsim (`scripts/ibsim/run.sh`).
+//! `hostping fabric discover`, `fabric route` and `fabric sample` against a real InfiniBand
+//! management stack: ibsim's simulated fabric (scripts/ibsim/nets/two-switches.net, and
+//! radix8.net for routes), LIDs from a real opensm, and the binary's libibumad redirected to ibsim (`scripts/ibsim/run.sh`).
 //!
 //! Skipped (with a message) when ibsim, opensm or libumad2sim are missing, unless
 //! `HOSTPING_REQUIRE_IBSIM` is set, as `./test.sh` does after installing them.
@@ -78,6 +78,202 @@ fn discover_finds_what_ibnetdiscover_finds() {
         (Some("switch"), Some(8))
     );
     assert!(read("ours.txt").starts_with("6 nodes (2 switches, 4 channel adapters), 6 links"));
+}
+
+/// The switches `ibtracert` prints a route through, as `(GUID, in port, out port)`: a
+/// `[out] -> switch port {GUID}[in]` line per switch entered (its out port is the next
+/// line's `[out]`), a source switch entered by port 0, a destination switch left by 0.
+fn ibtracert_hops(text: &str) -> Vec<(String, u64, u64)> {
+    fn braced(line: &str) -> (String, &str) {
+        let open = line
+            .find('{')
+            .unwrap_or_else(|| panic!("no GUID in `{line}`"));
+        let close = line.find('}').unwrap();
+        (line[open + 1..close].to_string(), &line[close + 1..])
+    }
+    let mut hops: Vec<(String, u64, u64)> = Vec::new();
+    let mut last_is_switch = false;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix('[') {
+            let (out, rest) = rest.split_once("] -> ").unwrap();
+            if last_is_switch {
+                hops.last_mut().unwrap().2 = out.parse().unwrap();
+            }
+            last_is_switch = rest.starts_with("switch ");
+            if last_is_switch {
+                let (guid, after) = braced(rest);
+                let port = after[1..after.find(']').unwrap()].parse().unwrap();
+                hops.push((guid, port, 0));
+            }
+        } else if line.starts_with("From switch ") {
+            hops.push((braced(line).0, 0, 0));
+            last_is_switch = true;
+        }
+    }
+    hops
+}
+
+/// `ibroute`'s table: each LID with a route, and its output port.
+fn ibroute_entries(text: &str) -> std::collections::BTreeMap<u64, u64> {
+    text.lines()
+        .filter_map(|l| {
+            let (lid, rest) = l.strip_prefix("0x")?.split_once(' ')?;
+            let port = rest.split_whitespace().next()?;
+            Some((u64::from_str_radix(lid, 16).ok()?, port.parse().ok()?))
+        })
+        .collect()
+}
+
+/// On `net`, for every pair of every `every`-th channel adapter (by LID): `fabric route`'s
+/// hops equal `ibtracert`'s; `--dump` equals `ibroute` on every switch and agrees with
+/// each route's hops. Returns the pairs compared.
+fn routes_agree_with_infiniband_diags(net: &str, every: usize) -> usize {
+    let dir = temp_dir(&format!("fabric-route-{net}"));
+    let o = on_net(
+        net,
+        &[],
+        &format!(
+            "set -e; cd {d}; \"$HOSTPING\" fabric discover > nodes.txt; \
+             cas=$(awk '$1 == \"ca\" {{ print $3 }}' nodes.txt | awk '(NR - 1) % {every} == 0'); \
+             for a in $cas; do for b in $cas; do [ $a = $b ] && continue; \
+               \"$HOSTPING\" fabric route --from $a --to $b --format json > route-$a-$b.json; \
+               ibtracert $a $b > tracert-$a-$b.txt 2>/dev/null; done; done; \
+             \"$HOSTPING\" fabric route --dump -o dump.json; \
+             for s in $(awk '$1 == \"switch\" {{ print $3 }}' nodes.txt); do \
+               ibroute $s > ibroute-$s.txt 2>/dev/null; done",
+            d = dir.display()
+        ),
+    );
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let read =
+        |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+    let dump: Value = serde_json::from_str(&read("dump.json")).unwrap();
+    assert_eq!(dump["errors"], serde_json::json!([]));
+    let mut tables = std::collections::HashMap::new();
+    for s in dump["switches"].as_array().unwrap() {
+        let lid = s["lid"].as_u64().unwrap();
+        let ours: std::collections::BTreeMap<u64, u64> = s["routes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["lid"].as_u64().unwrap(), r["port"].as_u64().unwrap()))
+            .collect();
+        let theirs = ibroute_entries(&read(&format!("ibroute-{lid}.txt")));
+        assert!(!theirs.is_empty(), "ibroute {lid} printed no routes");
+        assert_eq!(ours, theirs, "switch {} (LID {lid})", s["description"]);
+        tables.insert(s["guid"].as_str().unwrap().to_string(), ours);
+    }
+    let mut pairs = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        let Some(pair) = name
+            .strip_prefix("route-")
+            .and_then(|n| n.strip_suffix(".json"))
+        else {
+            continue;
+        };
+        let route: Value = serde_json::from_str(&read(&name)).unwrap();
+        assert!(route["error"].is_null(), "{pair}: {route}");
+        let ours: Vec<(String, u64, u64)> = route["hops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                let guid = h["guid"].as_str().unwrap().to_string();
+                let lid = route["to"]["lid"].as_u64().unwrap();
+                let out = h["out_port"].as_u64().unwrap();
+                assert_eq!(tables[&guid].get(&lid), Some(&out), "{pair}: {h} vs --dump");
+                (guid, h["in_port"].as_u64().unwrap(), out)
+            })
+            .collect();
+        assert!(
+            !ours.is_empty(),
+            "{pair}: a route between two CAs crosses a switch"
+        );
+        let theirs = ibtracert_hops(&read(&format!("tracert-{pair}.txt")));
+        assert_eq!(ours, theirs, "{pair}: fabric route vs ibtracert");
+        pairs += 1;
+    }
+    pairs
+}
+
+#[test]
+fn route_is_what_ibtracert_traces_and_dump_what_ibroute_reads() {
+    if !have_ibsim() {
+        return;
+    }
+    assert_eq!(
+        routes_agree_with_infiniband_diags("two-switches.net", 1),
+        12,
+        "every ordered pair of the 4 hosts"
+    );
+    // radix8: 128 hosts on 32 leaves, 3 levels; every 16th host spans the pods.
+    assert_eq!(routes_agree_with_infiniband_diags("radix8.net", 16), 56);
+}
+
+#[test]
+fn route_by_guid_and_a_route_cut_by_a_dead_cable() {
+    if !have_ibsim() {
+        return;
+    }
+    // host-1 to host-4 by port GUID: leaf-a, then leaf-b by one of the two cables.
+    let route = "\"$HOSTPING\" fabric route --from 0x0000000000100001 --to 0x0000000000100007";
+    let o = on_fabric(&[], &format!("{route} --format json && {route}"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let json_end = text.find("\n}\n").unwrap() + 3;
+    let json: Value = serde_json::from_str(&text[..json_end]).unwrap();
+    assert_eq!(json["from"]["description"], "host-1");
+    assert_eq!(json["to"]["guid"], "0x0000000000100007");
+    let hops = json["hops"].as_array().unwrap();
+    assert_eq!(hops.len(), 2, "{json}");
+    assert_eq!(
+        (hops[0]["guid"].as_str(), hops[0]["in_port"].as_u64()),
+        (Some("0x0000000000200000"), Some(1))
+    );
+    assert_eq!(
+        (
+            hops[1]["description"].as_str(),
+            hops[1]["out_port"].as_u64()
+        ),
+        (Some("leaf-b"), Some(2))
+    );
+    let table = &text[json_end..];
+    assert!(
+        table.starts_with("From ca {0x0000000000100001} portnum 1")
+            && table.contains("-> switch {0x0000000000200001}")
+            && table.ends_with("2 switches crossed\n"),
+        "{table}"
+    );
+    // The cable leaf-a's table sends host-4's LID to goes down after opensm ran: the
+    // table still names it, so the route breaks there (exit 1), named.
+    let cable = hops[0]["out_port"].as_u64().unwrap();
+    let lid = json["to"]["lid"].as_u64().unwrap();
+    let o = on_fabric(
+        &[&format!("Unlink \"leaf-a\"[{cable}]")],
+        &format!("{route} --format json"),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let broken: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(broken["hops"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        broken["error"].as_str().unwrap(),
+        format!(
+            "no route to LID {lid} at switch \"leaf-a\" (0x0000000000200000, LID 1): its \
+             forwarding table sends it out of port {cable}, which has no active link"
+        )
+    );
+    // A port the subnet does not have: exit 2, named.
+    let o = on_fabric(
+        &[],
+        "\"$HOSTPING\" fabric route --from 0x0000000000100001 --to 0x42",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--to: port GUID 0x0000000000000042: no such port among the 6 nodes"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

@@ -3,11 +3,12 @@
 
 use super::Format;
 use clap::{Args, Subcommand, ValueEnum};
+use rdma::subnet::route::Endpoint;
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// `hostping fabric ...`: the fabric layer: the packet-level fat-tree simulator, and a real
-/// InfiniBand subnet's discovery and switch-port counters.
+/// InfiniBand subnet's discovery, routes and switch-port counters.
 #[derive(Debug, Subcommand)]
 pub enum FabricCommand {
     /// Simulate a workload on a fat tree with in-packet telemetry, then diagnose congestion.
@@ -97,6 +98,31 @@ Examples:
       > fabric.topo
   hostping fabric discover --format json | jq '.links | length'")]
     Discover(DiscoverArgs),
+    /// Trace the route between two ports through the switches' forwarding tables.
+    ///
+    /// Needs libibumad and access to /dev/infiniband/umad*, usually root or the rdma group.
+    ///
+    /// The route the subnet manager programmed, as `ibtracert` prints it: discovers the
+    /// subnet, then from the source port follows each switch's LinearForwardingTable entry
+    /// for the destination LID (read with directed-route SMPs) and the cable out of that
+    /// port, to the destination. Ports are named by LID (decimal) or port GUID (0x...).
+    ///
+    /// --dump reads every switch's whole table instead (the `ibroute` of each switch) and
+    /// writes it as JSON: per switch its GUID, description, LID and each LID's output port.
+    ///
+    /// Formats: table; json (from, to, and one hop per switch crossed: GUID, description,
+    /// in_port, out_port; `error` says where a broken route stops).
+    ///
+    /// Exit status: 0 the route reaches the destination (or every table was read), 1 it
+    /// breaks (no entry for the LID, a loop, a port without a link; the switch and LID are
+    /// named) or some table of the dump could not be read, 2 usage or input error (a port
+    /// not in the subnet, no umad port, a switch on the route that did not answer).
+    #[command(after_long_help = "\
+Examples:
+  hostping fabric route --from 2 --to 6
+  hostping fabric route --from 0x0002c90300a1b2c4 --to 17 --format json
+  hostping fabric route --dump -o tables.json")]
+    Route(RouteArgs),
     /// Sample every switch port's counters (the LDMS ibfabric sampler).
     ///
     /// One sweep reads all ports with their MADs in flight at once, timestamps each port and measures the
@@ -204,6 +230,28 @@ pub enum DiscoverFormat {
     Json,
     /// The topology file `ibnetdiscover` writes (`fabric sim --topology` reads it).
     Ibnetdiscover,
+}
+
+/// `hostping fabric route`.
+#[derive(Debug, Args)]
+pub struct RouteArgs {
+    #[command(flatten)]
+    pub umad: UmadArgs,
+    /// The source port: a LID (decimal) or a port GUID (0x...).
+    #[arg(long, value_name = "PORT", required_unless_present = "dump")]
+    pub from: Option<Endpoint>,
+    /// The destination port: a LID (decimal) or a port GUID (0x...).
+    #[arg(long, value_name = "PORT", required_unless_present = "dump")]
+    pub to: Option<Endpoint>,
+    /// Write every switch's forwarding table as JSON instead of tracing a route.
+    #[arg(long, conflicts_with_all = ["from", "to", "format"])]
+    pub dump: bool,
+    /// With --dump: the file to write (default: stdout).
+    #[arg(short = 'o', long, value_name = "FILE", requires = "dump")]
+    pub output: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
 }
 
 /// `hostping fabric sample`.

@@ -7,6 +7,7 @@ pub mod bench;
 pub mod cabled;
 pub mod merge;
 pub mod output;
+pub mod route;
 pub mod simulate;
 pub mod switches;
 
@@ -42,6 +43,7 @@ pub fn run(command: FabricCommand) -> Result<Outcome> {
         FabricCommand::Bench(cmd) => bench::run(cmd),
         FabricCommand::Merge(args) => merge(&args),
         FabricCommand::Discover(args) => switches::discover_command(&args),
+        FabricCommand::Route(args) => return route::route_command(&args),
         FabricCommand::Sample(args) => switches::sample_command(&args),
         FabricCommand::Delegate(args) => switches::delegate_command(&args).map(|()| false),
         FabricCommand::Net(args) => cabled::net_command(&args).map(|()| false),

@@ -16,7 +16,8 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-fn settings(a: &UmadArgs) -> Settings {
+/// The MAD exchange settings of `a`.
+pub(super) fn settings(a: &UmadArgs) -> Settings {
     Settings {
         window: a.window as usize,
         timeout: Duration::from_millis(a.timeout_ms),
@@ -24,13 +25,14 @@ fn settings(a: &UmadArgs) -> Settings {
     }
 }
 
-fn open(a: &UmadArgs) -> Result<Port> {
+/// Opens the umad port `a` names.
+pub(super) fn open(a: &UmadArgs) -> Result<Port> {
     let umad = Umad::load()?;
     Ok(Port::open(umad, a.ca.as_deref(), a.port)?)
 }
 
 /// Discovers from the port `a` names.
-fn walk(port: &mut Port, a: &UmadArgs) -> Result<Subnet> {
+pub(super) fn walk(port: &mut Port, a: &UmadArgs) -> Result<Subnet> {
     let agent = port.register(MgmtClass::SubnDirectedRoute)?;
     let subnet = discover(port, agent, settings(a))
         .with_context(|| format!("fabric discover from {}", port.name()))?;

@@ -1,6 +1,7 @@
 //! Subnet management packets (IBA 14.2.1): LID-routed (class 0x01) and directed-route (class
 //! 0x81, 14.2.2), and the attributes fabric discovery reads: NodeDescription (0x0010),
-//! NodeInfo (0x0011), SwitchInfo (0x0012) and PortInfo (0x0015). Offsets are IBA's, as
+//! NodeInfo (0x0011), SwitchInfo (0x0012) and PortInfo (0x0015), and the one a route walk
+//! reads: LinearForwardingTable (0x0019). Offsets are IBA's, as
 //! libibmad's field table (`libibmad/fields.c`) decodes them; bit fields inside a byte count
 //! from its most significant bit, as the spec draws them.
 
@@ -19,6 +20,8 @@ pub mod attr {
     pub const SWITCH_INFO: u16 = 0x0012;
     /// PortInfo (the modifier is the port number).
     pub const PORT_INFO: u16 = 0x0015;
+    /// LinearForwardingTable (the modifier is the block number).
+    pub const LINEAR_FORWARDING_TABLE: u16 = 0x0019;
 }
 
 /// The SMP layout (IBA 14.2.1.1 and 14.2.1.2, Figures 159 and 160).
@@ -513,6 +516,41 @@ impl SwitchInfoRepr {
     }
 }
 
+/// One block of a switch's LinearForwardingTable (IBA 14.2.5.10): the output
+/// port of 64 consecutive LIDs. The attribute modifier is the block number, so LID
+/// `block * 64 + i` leaves by `ports[i]`; port 0 is the switch itself, and [`NO_ROUTE`]
+/// (0xFF) marks a LID the subnet manager gave no route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LftBlockRepr {
+    /// The output port of each of the block's LIDs.
+    pub ports: [u8; LFT_BLOCK_LIDS],
+}
+
+/// LIDs per LinearForwardingTable block.
+pub const LFT_BLOCK_LIDS: usize = 64;
+
+/// A LinearForwardingTable entry with no route (IBA 14.2.5.10: an invalid port).
+pub const NO_ROUTE: u8 = 0xff;
+
+impl LftBlockRepr {
+    /// Reads one block from an SMP's data.
+    pub fn parse(data: &[u8]) -> Result<LftBlockRepr, Error> {
+        let mut ports = [0u8; LFT_BLOCK_LIDS];
+        ports.copy_from_slice(attribute_data(data)?);
+        Ok(LftBlockRepr { ports })
+    }
+
+    /// The block that holds `lid` (the attribute modifier to ask for).
+    pub fn block_of(lid: u16) -> u32 {
+        u32::from(lid) / LFT_BLOCK_LIDS as u32
+    }
+
+    /// The output port of `lid`, which must lie in this block's range; `None` for no route.
+    pub fn out_port(&self, lid: u16) -> Option<u8> {
+        Some(self.ports[usize::from(lid) % LFT_BLOCK_LIDS]).filter(|&p| p != NO_ROUTE)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -644,6 +682,46 @@ mod tests {
     }
 
     #[test]
+    fn lft_block_zero_of_an_ibsim_switch() {
+        // ibroute 1 on two-switches.net: leaf-a itself is LID 1, leaf-b LID 3, host-1..4
+        // LIDs 2, 4, 5, 6; opensm spread host-3 and host-4 over the two inter-switch links.
+        let bytes = response("smp-lid-lft");
+        let p = SmpPacket::new_checked(&bytes[..]).unwrap();
+        assert_eq!(p.mad().attribute_id(), attr::LINEAR_FORWARDING_TABLE);
+        assert_eq!(p.mad().attribute_modifier(), 0, "block 0");
+        let b = LftBlockRepr::parse(p.data()).unwrap();
+        let routes: Vec<_> = (0..8).map(|lid| b.out_port(lid)).collect();
+        assert_eq!(
+            routes,
+            [
+                None,
+                Some(0),
+                Some(1),
+                Some(7),
+                Some(2),
+                Some(7),
+                Some(8),
+                None
+            ]
+        );
+        assert!((8..64).all(|lid| b.out_port(lid).is_none()));
+        assert_eq!(LftBlockRepr::block_of(63), 0);
+        assert_eq!(LftBlockRepr::block_of(64), 1);
+        assert_eq!(LftBlockRepr::block_of(0xbfff), 767);
+        assert!(LftBlockRepr::parse(&p.data()[..63]).is_err());
+        let asked = fixture("smp-lid-lft-request.hex");
+        let rebuilt = SmpRequest {
+            route: Route::Lid,
+            attribute_id: attr::LINEAR_FORWARDING_TABLE,
+            attribute_modifier: 0,
+            transaction_id: p.mad().transaction_id(),
+        }
+        .emit()
+        .unwrap();
+        assert_eq!(&rebuilt[..], &asked[..]);
+    }
+
+    #[test]
     fn extended_speeds_win_over_the_base_speed() {
         let mut i = PortInfoRepr::parse(&[0u8; 64]).unwrap();
         i.link_speed_active = 4;
@@ -691,6 +769,18 @@ mod tests {
                 let _ = PortInfoRepr::parse(p.data()).unwrap().speed();
                 let _ = SwitchInfoRepr::parse(p.data()).unwrap();
                 let _ = node_description(p.data()).unwrap();
+                let b = LftBlockRepr::parse(p.data()).unwrap();
+                for lid in (0..=u16::MAX).step_by(97) {
+                    let _ = b.out_port(lid);
+                }
+            }
+        }
+
+        #[test]
+        fn any_lft_block_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..100), lid in any::<u16>()) {
+            match LftBlockRepr::parse(&bytes) {
+                Ok(b) => prop_assert_eq!(b.out_port(lid).unwrap_or(NO_ROUTE), bytes[usize::from(lid) % 64]),
+                Err(_) => prop_assert!(bytes.len() < 64),
             }
         }
 

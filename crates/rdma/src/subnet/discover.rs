@@ -40,7 +40,8 @@ struct Walked {
     port_info: HashMap<u8, PortInfoRepr>,
 }
 
-fn path_text(path: &[u8]) -> String {
+/// A directed route as `smpquery -D` spells it (`0,1,7`).
+pub(super) fn path_text(path: &[u8]) -> String {
     std::iter::once("0".to_string())
         .chain(path.iter().map(u8::to_string))
         .collect::<Vec<_>>()
@@ -48,12 +49,19 @@ fn path_text(path: &[u8]) -> String {
 }
 
 /// One SMP to send and what it is for (for messages).
-struct Query {
+pub(super) struct Query {
     what: String,
     request: Request,
 }
 
-fn query(agent: Agent, path: &[u8], attribute_id: u16, modifier: u32, what: String) -> Query {
+/// A directed-route Get of one attribute, `what` naming it in messages.
+pub(super) fn query(
+    agent: Agent,
+    path: &[u8],
+    attribute_id: u16,
+    modifier: u32,
+    what: String,
+) -> Query {
     let mad = SmpRequest {
         route: Route::Directed(path.to_vec()),
         attribute_id,
@@ -73,7 +81,7 @@ fn query(agent: Agent, path: &[u8], attribute_id: u16, modifier: u32, what: Stri
 }
 
 /// Sends `queries` and returns each answer's attribute data, or why there is none.
-fn ask(
+pub(super) fn ask(
     port: &mut Port,
     queries: &[Query],
     settings: Settings,

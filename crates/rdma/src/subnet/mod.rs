@@ -2,10 +2,12 @@
 //! and the links between their ports. [`discover`] finds it with directed-route SMPs
 //! through a umad port; [`topofile`] writes and reads the topology-file format of
 //! `ibnetdiscover`; [`sample`] sweeps the switch ports' counters; [`delegate`] splits them
-//! among samplers; [`Subnet::to_json`] is the JSON of DESIGN 4.4.
+//! among samplers; [`route`] traces the routes the switches' forwarding tables hold;
+//! [`Subnet::to_json`] is the JSON of DESIGN 4.4.
 
 pub mod delegate;
 pub mod discover;
+pub mod route;
 pub mod sample;
 pub mod topofile;
 
