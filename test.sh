@@ -52,6 +52,8 @@ if ! command -v slurmctld >/dev/null 2>&1 || ! command -v slurmd >/dev/null 2>&1
     apt_install slurm-wlm munge
 fi
 export HOSTPING_REQUIRE_VERBS_HEADERS=1 HOSTPING_REQUIRE_PROMETHEUS=1 HOSTPING_REQUIRE_IBSIM=1
+# Slurm's scontrol is the reference for hostlist expansion (crates/model/tests/hostlist_scontrol.rs).
+export HOSTPING_REQUIRE_SLURM=1
 export HOSTPING_REQUIRE_POSTGRES=1 HOSTPING_REQUIRE_CHROMIUM=1
 cargo test --workspace --locked
 # A fabric sweep on a real one-node Slurm: a job array of `hostping fabric sim` runs and the

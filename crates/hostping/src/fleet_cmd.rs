@@ -199,6 +199,7 @@ fn answer(args: &FleetArgs, out: &mut dyn std::io::Write) -> Result<Outcome, Fle
             rack,
             cause,
             health,
+            nodes,
         } => {
             // Filtered here rather than by the collector, so that an older collector, which
             // knows no `?health=`, is filtered alike (the values were checked by the flags).
@@ -209,6 +210,7 @@ fn answer(args: &FleetArgs, out: &mut dyn std::io::Write) -> Result<Outcome, Fle
             .filter()
             .expect("clap checked the values");
             let all: Vec<HostSummary> = api.get("/api/hosts")?;
+            let all_names: Vec<String> = all.iter().map(|h| h.host.clone()).collect();
             let hosts: Vec<HostSummary> = all
                 .into_iter()
                 .map(|mut h| {
@@ -218,14 +220,29 @@ fn answer(args: &FleetArgs, out: &mut dyn std::io::Write) -> Result<Outcome, Fle
                 .filter(|h| {
                     kind.as_ref().is_none_or(|k| &h.kind == k)
                         && rack.as_ref().is_none_or(|r| rack_of(h) == Some(r.as_str()))
+                        && nodes.as_ref().is_none_or(|n| n.0.contains(&h.host))
                         && filter.keeps(h)
                 })
                 .collect();
+            // A named node the collector never heard from was not judged: it cannot count
+            // as healthy (DESIGN 4.3).
+            let unknown = nodes
+                .as_ref()
+                .map_or_else(Vec::new, |n| unknown_hosts(&n.0, &all_names));
+            if !unknown.is_empty() {
+                eprintln!(
+                    "hostping: {} of the nodes named have no run at {}, so they are not judged: {}",
+                    unknown.len(),
+                    api.base,
+                    unknown.join(", ")
+                );
+            }
             let unhealthy = hosts.iter().any(|h| h.health == Some(Health::Unhealthy));
-            let inconclusive = hosts.iter().any(|h| {
-                h.health == Some(Health::Inconclusive)
-                    || (h.health == Some(Health::Stale) && h.inconclusive == Some(true))
-            });
+            let inconclusive = !unknown.is_empty()
+                || hosts.iter().any(|h| {
+                    h.health == Some(Health::Inconclusive)
+                        || (h.health == Some(Health::Stale) && h.inconclusive == Some(true))
+                });
             let table = hosts_table(&hosts, now);
             Answer::new(&hosts, outcome(unhealthy, inconclusive), table)?
         }
@@ -283,6 +300,17 @@ fn answer(args: &FleetArgs, out: &mut dyn std::io::Write) -> Result<Outcome, Fle
     };
     out.write_all(text.as_bytes())?;
     Ok(answer.outcome)
+}
+
+/// The names in `wanted` that are not among `known`, once each, in the order given.
+fn unknown_hosts(wanted: &[String], known: &[String]) -> Vec<String> {
+    let mut unknown: Vec<String> = Vec::new();
+    for name in wanted {
+        if !known.contains(name) && !unknown.contains(name) {
+            unknown.push(name.clone());
+        }
+    }
+    unknown
 }
 
 /// The rack a host's latest run named: a collector says, an agent does not.

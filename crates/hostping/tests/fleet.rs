@@ -577,6 +577,40 @@ fn baselines_slow_hosts_status_and_causes_from_a_fleet_of_runs() {
     assert_eq!(code, 0);
     let (_, by_cause) = fleet_json(&url, &["hosts", "--cause", "link_failure"]);
     assert_eq!(by_cause.as_array().unwrap().len(), 1);
+    // A job's nodes as Slurm names them: the broken one among them is a finding.
+    let host_names = |hosts: &Value| -> Vec<String> {
+        hosts
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["host"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (code, job) = fleet_json(&url, &["hosts", "--nodes", "node-[1-3],node-broken"]);
+    assert_eq!(
+        (code, host_names(&job)),
+        (
+            1,
+            ["node-1", "node-2", "node-3", "node-broken"]
+                .map(String::from)
+                .to_vec()
+        )
+    );
+    // Nodes the collector never heard from are not judged: named, and exit 3, not 0.
+    let (code, out, err) = fleet(&url, &["hosts", "--nodes", "node-[1-2],node-[8-9]"]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(
+        err.contains("2 of the nodes named have no run at")
+            && err.contains("not judged: node-8, node-9"),
+        "{err}"
+    );
+    assert_eq!(out.lines().count(), 1 + 2, "{out}");
+    let (code, _, err) = fleet(&url, &["hosts", "--nodes", "node-[3-1]"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("hostlist `node-[3-1]`: the range `3-1` runs backwards"),
+        "{err}"
+    );
     let (code, cli_host) = fleet_json(&url, &["host", "node-bare"]);
     assert_eq!(code, 0);
     assert_eq!(cli_host["baseline"], bare);

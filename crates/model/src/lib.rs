@@ -21,6 +21,7 @@ pub mod builtin;
 pub mod config;
 pub mod counters;
 pub mod hostfile;
+pub mod hostlist;
 pub mod ids;
 pub mod iommu;
 pub mod limits;

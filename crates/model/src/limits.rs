@@ -134,6 +134,11 @@ pub const BENCH_CLIENTS: u64 = 1024;
 /// Reads of each kind of `bench collector --queries`: 100,000.
 pub const BENCH_QUERIES: u64 = 100_000;
 
+/// Host names one Slurm hostlist (`--nodes node[001-016]`) may stand for: 65,536, six times
+/// the largest GPU clusters' server count (about 10,000 servers); `node[0-99999999]` would
+/// otherwise be a hundred million names held in memory.
+pub const HOSTLIST_NAMES: u64 = 65_536;
+
 /// A number above its cap, in one line naming the cap.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{what} {value} is above the cap of {cap}")]

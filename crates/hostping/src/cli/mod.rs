@@ -342,6 +342,16 @@ pub struct FleetArgs {
     pub format: Format,
 }
 
+/// Host names from a Slurm hostlist (`--nodes`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostNames(pub Vec<String>);
+
+fn parse_hostlist(list: &str) -> Result<HostNames, String> {
+    model::hostlist::expand(list)
+        .map(HostNames)
+        .map_err(|e| e.to_string())
+}
+
 /// The questions `hostping fleet` asks the collector.
 #[derive(Debug, Subcommand)]
 pub enum FleetCommand {
@@ -364,6 +374,11 @@ pub enum FleetCommand {
         /// link not judged), stale (no recent run), healthy.
         #[arg(long, value_name = "HEALTH", value_parser = clap::builder::PossibleValuesParser::new(analyze::fleet::Health::ALL.map(analyze::fleet::Health::as_str)))]
         health: Option<String>,
+        /// Only these hosts, in Slurm's hostlist syntax (`node[001-016,020]`, as
+        /// `$SLURM_JOB_NODELIST` names a job's nodes). One the collector has no run from is
+        /// named on stderr as not judged (exit 3 when nothing else is found).
+        #[arg(long, value_name = "LIST", value_parser = parse_hostlist)]
+        nodes: Option<HostNames>,
     },
     /// One host: its latest run's diagnoses, and each path against its own baseline or its
     /// kind's fleet baseline with a verdict (GET /api/hosts/NAME/baseline).
