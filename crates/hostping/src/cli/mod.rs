@@ -311,9 +311,14 @@ pub struct CollectorArgs {
     /// digests are kept. Without it every run is refused.
     #[arg(long, value_name = "FILE")]
     pub tokens: Option<PathBuf>,
-    /// The most a pushed run may weigh, in bytes (413 above it).
+    /// The most a pushed run or sweep may weigh, in bytes (413 above it).
     #[arg(long, value_name = "BYTES", default_value_t = collector::DEFAULT_MAX_BODY)]
     pub max_body: usize,
+    /// How long samplers' switch-port sweeps are kept (2d, 12h, ...); older ones are
+    /// deleted as new sweeps arrive.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration,
+          default_value = "2d")]
+    pub keep_sweeps: std::time::Duration,
     /// Serve HTTPS with this certificate (PEM: the server's, then intermediates).
     /// Agents then use an https:// URL (and --collector-ca for a private CA).
     #[arg(long, value_name = "FILE", requires = "tls_key")]

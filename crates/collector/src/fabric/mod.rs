@@ -1,0 +1,20 @@
+//! Switch-port counters at the collector (issue 27 section 5): samplers (`hostping fabric
+//! sample --collector URL`, one per share of the Delegator's split) post each sweep of
+//! DESIGN 4.4 to `POST /api/fabric/sweeps`; the collector stores, per port, the counter
+//! deltas against the previous sweep of the same port from the same sampler, and
+//! `GET /api/fabric/ports?since=&until=&ports=` sums them over a job's window, from any host
+//! (docs/fleet.md, "Switch-port counters").
+//!
+//! | module | job |
+//! |---|---|
+//! | [`upload`] | the body a sampler posts, checked |
+//! | [`deltas`] | a delta between two reads of a counter (resets, stale reads): pure |
+//! | [`store`] | one sweep in one transaction, retention, the window's sums |
+//! | [`ports`] | the `ports=` names and the answer of `GET /api/fabric/ports` |
+//! | [`client`] | the sampler's side: a bounded queue posted in order, with retries |
+
+pub mod client;
+pub mod deltas;
+pub mod ports;
+pub mod store;
+pub mod upload;
