@@ -155,8 +155,11 @@ Read API (JSON; no token):
   GET /api/fleet/causes each cause with its hosts
   GET /api/fleet/slow-hosts?kind=K&limit=N
                         hosts persistently below their baseline
+  GET /api/fabric/ports?since=MS&until=MS[&ports=SWITCH/PORT,...]
+                        switch-port counter deltas and rates in a window
   GET /api/health       200 when the database answers (probes)
 Agents: POST /api/runs (Authorization: Bearer TOKEN of the --tokens file).
+Samplers (fabric sample --collector): POST /api/fabric/sweeps, same tokens.
 
 Examples:
   HOSTPING_DATABASE_URL=postgres://hostping@localhost:5432/hostping \\
