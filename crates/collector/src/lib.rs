@@ -51,9 +51,10 @@ pub struct CollectorConfig {
     pub max_body: usize,
     /// Serve HTTPS with this certificate and key; plain HTTP without.
     pub tls: Option<TlsFiles>,
-    /// How long switch-port sweeps are kept (`--keep-sweeps`, 2 days by default: a job's
+    /// How long switch-port sweeps are kept (`--keep-sweeps`, a day by default: a job's
     /// verdict asks about hours, and a day of a 3,888-port fabric swept at 1 Hz is about
-    /// 336 million delta rows, tens of GB; crate::fabric::store).
+    /// 336 million delta rows, some 150 GB with their indexes (BENCHMARKS.md);
+    /// crate::fabric::store).
     pub keep_sweeps: std::time::Duration,
 }
 

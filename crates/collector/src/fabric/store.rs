@@ -36,9 +36,12 @@ pub const MIGRATION: &str = "CREATE TABLE fabric_sweeps (
         at_unix_ns BIGINT NOT NULL,
         -- the switch's totals, in DESIGN 4.4's order; u64 stored bit for bit
         counters BIGINT[] NOT NULL,
+        -- its description as last sent: a query's `leaf2/9` resolved to GUIDs
+        switch TEXT,
         PRIMARY KEY (sampler, guid, port)
     );
     CREATE INDEX fabric_port_last_at ON fabric_port_last (at_unix_ns);
+    CREATE INDEX fabric_port_last_switch ON fabric_port_last (switch, port);
     CREATE TABLE fabric_port_deltas (
         sweep_id BIGINT NOT NULL,
         sampler TEXT NOT NULL,
@@ -60,7 +63,9 @@ pub const MIGRATION: &str = "CREATE TABLE fabric_sweeps (
         xmit_discards BIGINT NOT NULL
     );
     -- a job's window over all ports, and retention
-    CREATE INDEX fabric_port_deltas_end ON fabric_port_deltas (end_unix_ns);";
+    CREATE INDEX fabric_port_deltas_end ON fabric_port_deltas (end_unix_ns);
+    -- a job's window over the ports of its routes
+    CREATE INDEX fabric_port_deltas_port ON fabric_port_deltas (guid, port, end_unix_ns);";
 
 /// What a stored sweep came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,6 +206,7 @@ pub async fn store_sweep(
             } => rows.push(guid, p.port, interval_ns, deltas, reset)?,
         }
         last.guid.push(guid);
+        last.switch.push(p.port.switch.clone());
         last.port.push(number);
         last.at.push(now.at_unix_ns as i64);
         last.counters.push(
@@ -325,6 +331,7 @@ impl DeltaRows {
 #[derive(Default)]
 struct LastRows {
     guid: Vec<i64>,
+    switch: Vec<Option<String>>,
     port: Vec<i16>,
     at: Vec<i64>,
     counters: Vec<String>,
@@ -340,12 +347,21 @@ impl LastRows {
             return Ok(());
         }
         tx.execute(
-            "INSERT INTO fabric_port_last (sampler, guid, port, at_unix_ns, counters)
-             SELECT $1, g, p, a, string_to_array(c, ',')::int8[]
-             FROM unnest($2::int8[], $3::int2[], $4::int8[], $5::text[]) AS u(g, p, a, c)
+            "INSERT INTO fabric_port_last (sampler, guid, port, at_unix_ns, counters, switch)
+             SELECT $1, g, p, a, string_to_array(c, ',')::int8[], w
+             FROM unnest($2::int8[], $3::int2[], $4::int8[], $5::text[], $6::text[])
+                 AS u(g, p, a, c, w)
              ON CONFLICT (sampler, guid, port) DO UPDATE
-                 SET at_unix_ns = EXCLUDED.at_unix_ns, counters = EXCLUDED.counters",
-            &[&sampler, &self.guid, &self.port, &self.at, &self.counters],
+                 SET at_unix_ns = EXCLUDED.at_unix_ns, counters = EXCLUDED.counters,
+                     switch = EXCLUDED.switch",
+            &[
+                &sampler,
+                &self.guid,
+                &self.port,
+                &self.at,
+                &self.counters,
+                &self.switch,
+            ],
         )
         .await?;
         Ok(())
@@ -374,31 +390,57 @@ pub async fn window(
             }
         }
     }
-    let all = query.ports.is_none();
-    let rows = client
-        .query(
-            "SELECT sampler, guid, max(switch), port, count(*), sum(interval_ns)::int8,
-                    count(*) FILTER (WHERE reset),
-                    sum(xmit_data_bytes)::int8, sum(rcv_data_bytes)::int8, sum(xmit_pkts)::int8,
-                    sum(rcv_pkts)::int8, sum(xmit_wait)::int8, sum(symbol_errors)::int8,
-                    sum(link_downed)::int8, sum(rcv_errors)::int8, sum(xmit_discards)::int8
-             FROM fabric_port_deltas d
-             WHERE end_unix_ns > $1 AND end_unix_ns <= $2
-               AND ($3 OR (guid, port) IN (SELECT * FROM unnest($4::int8[], $5::int2[]))
-                       OR (switch, port) IN (SELECT * FROM unnest($6::text[], $7::int2[])))
-             GROUP BY sampler, guid, port
-             ORDER BY max(switch), guid, port, sampler",
-            &[
-                &since,
-                &until,
-                &all,
-                &by_guid,
-                &by_guid_port,
-                &by_switch,
-                &by_switch_port,
-            ],
-        )
-        .await?;
+    // The sums, over every port or over the ports asked for: by GUID as given, by
+    // description through the samplers' last reads (fabric_port_last.switch), then each
+    // port's deltas by the (guid, port, end_unix_ns) index.
+    const SUMS: &str = "SELECT d.sampler, d.guid, max(d.switch), d.port, count(*),
+                sum(d.interval_ns)::int8, count(*) FILTER (WHERE d.reset),
+                sum(d.xmit_data_bytes)::int8, sum(d.rcv_data_bytes)::int8,
+                sum(d.xmit_pkts)::int8, sum(d.rcv_pkts)::int8, sum(d.xmit_wait)::int8,
+                sum(d.symbol_errors)::int8, sum(d.link_downed)::int8, sum(d.rcv_errors)::int8,
+                sum(d.xmit_discards)::int8";
+    const GROUP: &str = "GROUP BY d.sampler, d.guid, d.port
+                         ORDER BY max(d.switch), d.guid, d.port, d.sampler";
+    let rows = match &query.ports {
+        None => {
+            client
+                .query(
+                    &format!(
+                        "{SUMS} FROM fabric_port_deltas d
+                         WHERE end_unix_ns > $1 AND end_unix_ns <= $2 {GROUP}"
+                    ),
+                    &[&since, &until],
+                )
+                .await?
+        }
+        Some(_) => {
+            client
+                .query(
+                    &format!(
+                        "WITH wanted AS (
+                             SELECT * FROM unnest($3::int8[], $4::int2[]) AS w(guid, port)
+                             UNION
+                             SELECT DISTINCT l.guid, l.port
+                             FROM unnest($5::text[], $6::int2[]) AS n(switch, port)
+                             JOIN fabric_port_last l ON l.switch = n.switch AND l.port = n.port)
+                         {SUMS} FROM wanted w JOIN LATERAL (
+                             SELECT * FROM fabric_port_deltas d
+                             WHERE d.guid = w.guid AND d.port = w.port
+                               AND d.end_unix_ns > $1 AND d.end_unix_ns <= $2) d ON true
+                         {GROUP}"
+                    ),
+                    &[
+                        &since,
+                        &until,
+                        &by_guid,
+                        &by_guid_port,
+                        &by_switch,
+                        &by_switch_port,
+                    ],
+                )
+                .await?
+        }
+    };
     Ok(rows
         .into_iter()
         .map(|r| {
