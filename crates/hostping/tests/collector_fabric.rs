@@ -411,3 +411,76 @@ fn a_sampler_with_the_collector_down_says_so_and_fails() {
         common::stdout(&o)
     );
 }
+
+#[test]
+fn bad_collector_flags_exit_two_before_any_mad() {
+    let dir = temp_dir("collector-fabric-flags");
+    let empty = dir.join("token");
+    std::fs::write(&empty, "\n").unwrap();
+    let empty = empty.to_str().unwrap();
+    for (args, said) in [
+        (
+            vec!["--collector", "http://127.0.0.1:9"],
+            "needs this host's token: give --token-file FILE",
+        ),
+        (
+            vec!["--collector", "collector:9470", "--token", "t"],
+            "has no scheme",
+        ),
+        (
+            vec!["--collector", "http://127.0.0.1:9", "--token-file", empty],
+            "is empty",
+        ),
+        (vec!["--token", "t"], "--collector"),
+    ] {
+        let o = common::hostping(&[&["fabric", "sample", "--once"][..], &args].concat());
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(said), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn sweeps_made_while_the_collector_is_down_are_stored_when_it_comes_up() {
+    if !have_ibsim() {
+        return;
+    }
+    let dir = temp_dir("collector-fabric-late");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let listen = format!("127.0.0.1:{}", common::postgres::free_port());
+    let script = format!(
+        "\"$HOSTPING\" fabric sample --hz 5 --duration 3s --format json \
+         --collector http://{listen} --token {TOKEN_S1} --name s1"
+    );
+    let mut sampler = ibsim::run_on("two-switches.net", &[])
+        .args(["bash", "-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The collector starts once the sampler has printed its first sweep, which it could
+    // not post.
+    let mut out = std::io::BufReader::new(sampler.stdout.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut out, &mut first).unwrap();
+    assert!(first.starts_with("{\"sweep\":1"), "{first}");
+    let tokens = dir.join("tokens");
+    std::fs::write(&tokens, format!("s1 {TOKEN_S1}\n")).unwrap();
+    let _c = Collector::start_on(&pg, &tokens, &listen, &[]);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    let o = sampler.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let printed = 1 + rest.lines().count() as i64;
+    assert!(printed >= 10, "{printed} sweeps in 3 s at 5 Hz: {err}");
+    assert_eq!(pg.count("fabric_sweeps"), printed, "{err}");
+    assert_eq!(pg.count("fabric_port_deltas"), 8 * (printed - 1), "{err}");
+    assert!(
+        err.contains("collector unreachable, 1 sweeps kept, sampling goes on"),
+        "{err}"
+    );
+    assert!(err.contains("collector reachable again"), "{err}");
+}

@@ -353,7 +353,9 @@ impl LastRows {
                  AS u(g, p, a, c, w)
              ON CONFLICT (sampler, guid, port) DO UPDATE
                  SET at_unix_ns = EXCLUDED.at_unix_ns, counters = EXCLUDED.counters,
-                     switch = EXCLUDED.switch",
+                     switch = EXCLUDED.switch
+                 -- two first reads of a port racing: the newer stays the base
+                 WHERE fabric_port_last.at_unix_ns < EXCLUDED.at_unix_ns",
             &[
                 &sampler,
                 &self.guid,
