@@ -5,6 +5,10 @@
 //! `GET /api/fabric/ports?since=&until=&ports=` sums them over a job's window, from any host
 //! (docs/fleet.md, "Switch-port counters").
 //!
+//! The samplers' client lives here, beside the body it sends and the server that checks it,
+//! as the bench's client does: `hostping fabric sample` imports it, and the agent (which
+//! must not import the collector) does not need it.
+//!
 //! | module | job |
 //! |---|---|
 //! | [`upload`] | the body a sampler posts, checked |
