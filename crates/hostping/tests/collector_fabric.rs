@@ -484,3 +484,54 @@ fn sweeps_made_while_the_collector_is_down_are_stored_when_it_comes_up() {
     );
     assert!(err.contains("collector reachable again"), "{err}");
 }
+
+#[test]
+fn the_sweep_bench_stores_what_it_reports() {
+    let dir = temp_dir("collector-fabric-bench");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let url = pg.url();
+    let args = [
+        "bench",
+        "sweeps",
+        "--database",
+        &url,
+        "--samplers",
+        "2",
+        "--ports",
+        "72",
+        "--duration",
+        "2s",
+        "--format",
+        "json",
+    ];
+    let o = common::hostping(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let b: Value = serde_json::from_str(&common::stdout(&o)).unwrap();
+    assert_eq!(b["simulated"], true);
+    let phases = b["phases"].as_array().unwrap();
+    // Paced: one sweep a second per sampler, 2 s.
+    assert!(
+        (2..=6).contains(&phases[0]["sweeps"].as_u64().unwrap()),
+        "{b}"
+    );
+    let sweeps: u64 = phases.iter().map(|p| p["sweeps"].as_u64().unwrap()).sum();
+    let deltas: u64 = phases
+        .iter()
+        .map(|p| p["port_deltas"].as_u64().unwrap())
+        .sum();
+    assert_eq!(pg.count("fabric_sweeps") as u64, sweeps);
+    // Each sampler's first sweep is its 36 ports' baseline.
+    assert_eq!(deltas, 36 * (sweeps - 2));
+    assert_eq!(b["delta_rows"].as_u64(), Some(deltas));
+    assert_eq!(b["queries"][0]["work"], "12 ports");
+    // A database holding sweeps is refused.
+    let again = common::hostping(&args);
+    assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("already holds runs or sweeps"),
+        "{}",
+        stderr(&again)
+    );
+}
