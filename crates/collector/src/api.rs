@@ -333,9 +333,8 @@ async fn post_sweep(
         .await
         .map_err(|e| match e {
             fabric::store::StoreError::Database(e) => sweep_database_error(&e),
-            refused @ fabric::store::StoreError::Delta { .. } => {
-                ApiError::BadRequest(refused.to_string())
-            }
+            refused @ (fabric::store::StoreError::Delta { .. }
+            | fabric::store::StoreError::Upload(_)) => ApiError::BadRequest(refused.to_string()),
         })?;
     let status = if stored.duplicate {
         StatusCode::OK

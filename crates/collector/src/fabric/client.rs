@@ -215,8 +215,16 @@ fn run(target: &Target, shared: &(Mutex<State>, Condvar), log: fn(&str)) {
                     ));
                     failing = true;
                 }
-                // Waits on the condvar, so that a stopping sampler is not held back.
-                let _ = wake.wait_timeout(state, backoff).expect("sweep queue");
+                // Waits on the condvar, so that a stopping sampler is not held back; new
+                // sweeps arriving (which also notify) do not cut the wait short.
+                let until = Instant::now() + backoff;
+                while !state.stopping {
+                    let left = until.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    state = wake.wait_timeout(state, left).expect("sweep queue").0;
+                }
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
             }

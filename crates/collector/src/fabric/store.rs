@@ -80,14 +80,17 @@ pub struct Stored {
     pub first: u64,
 }
 
-/// Why a delta cannot be stored: over BIGINT's range, which no real counter moves in an
-/// interval (2^63 bytes is 5 years at 400 Gb/s).
+/// Why a sweep was not stored; nothing of it was.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The database.
     #[error(transparent)]
     Database(#[from] tokio_postgres::Error),
-    /// A delta past 2^63 - 1.
+    /// A sweep that did not come through `upload::parse`.
+    #[error(transparent)]
+    Upload(#[from] super::upload::UploadError),
+    /// A delta past BIGINT's range, which no real counter moves in an interval (2^63 bytes
+    /// is 5 years at 400 Gb/s): refused rather than stored wrong.
     #[error("port {guid}[{port}]: {counter} moved by {delta} in one interval, past 2^63 - 1")]
     Delta {
         /// The switch.
@@ -118,7 +121,7 @@ pub async fn store_sweep(
     keep: Duration,
     now_unix_ns: i64,
 ) -> Result<Stored, StoreError> {
-    let ports = checked_ports(upload).expect("upload::parse checked the GUIDs");
+    let ports = checked_ports(upload)?;
     let answered: Vec<_> = ports
         .iter()
         .filter_map(|p| p.port.counters.map(|c| (p, c.values())))
