@@ -3,6 +3,8 @@
 //! | path | what | where |
 //! |---|---|---|
 //! | `POST /api/runs` | an agent's run (`Authorization: Bearer TOKEN`): 201 stored, 200 stored before | here |
+//! | `POST /api/fabric/sweeps` | a sampler's sweep (`Authorization: Bearer TOKEN`): 201 stored, 200 stored before | here, over [`crate::fabric`] |
+//! | `GET /api/fabric/ports?since=MS&until=MS&ports=a,b` | per switch port, the deltas summed over the window and their rates | here, over [`crate::fabric`] |
 //! | `GET /api/health` | 200 with the schema version when the database answers, else 503 (for probes) | here |
 //! | `GET /api/hosts`, `/api/hosts/{host}/runs?limit=N`, `/api/hosts/{host}/timeline?rnic=R&endpoint=E` | hosts, runs, one path over runs: the read API the agents serve too | `fleet_api::read::routes` over [`crate::reads`] |
 //! | `GET /api/hosts/{host}/baseline`, `/api/kinds/{kind}/baseline`, `/api/fleet/...` | fleet baselines, slow hosts, status and causes | [`crate::fleet`] |
@@ -15,11 +17,14 @@
 //! the limit, 400 a body outside the contract, 422 a run the database refuses for what it
 //! holds (a NUL character in a string: the agent drops it), 503 the database is unreachable
 //! (the agent keeps the run and retries), 500 the collector failed (the agent keeps the run
-//! too). A 2xx is sent only after the commit. The reads refuse as
+//! too). A 2xx is sent only after the commit. A sweep is refused as a run is (401, 403 for a
+//! token of another host than its `sampler`, 413, 400), 422 when the database refuses it
+//! for what it holds, 503 when the database is unreachable. The reads refuse as
 //! `fleet_api::read::ReadError` says: 400 a query outside the contract, 404 an unknown host
 //! or kind, 503 the database is unreachable, 500 what is stored cannot be served.
 
 use crate::batch::{Arrival, Stored};
+use crate::fabric;
 use crate::reads::PgReads;
 use crate::writer::{WriteError, Writer};
 use axum::body::{Body, Bytes, HttpBody};
@@ -43,6 +48,8 @@ struct Shared {
     pool: Pool,
     writer: Writer,
     tokens: Arc<Tokens>,
+    /// How long switch-port sweeps are kept.
+    keep_sweeps: Duration,
 }
 
 /// A refused run (or health check): its status and a message for the caller.
@@ -62,6 +69,9 @@ enum ApiError {
     /// A checked run the writer did not store; [`WriteError`] says whose fault it is.
     #[error("{0}")]
     NotStored(WriteError),
+    /// A checked sweep the database refused for what it holds.
+    #[error("sweep refused by the database: {0}")]
+    SweepRefused(String),
 }
 
 impl IntoResponse for ApiError {
@@ -72,6 +82,7 @@ impl IntoResponse for ApiError {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Database(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::SweepRefused(_) => StatusCode::UNPROCESSABLE_ENTITY,
             // Refused for what it holds: sent again it would be refused again, so the
             // agent drops it. The database's availability, or the collector's own failure:
             // the run is fine, and the agent keeps it and sends it again.
@@ -118,12 +129,20 @@ impl From<tokio_postgres::Error> for ApiError {
     }
 }
 
-/// The router, with `max_body` bytes the most a run may weigh.
-pub fn router(pool: Pool, writer: Writer, tokens: Tokens, max_body: usize) -> Router {
+/// The router, with `max_body` bytes the most a run or a sweep may weigh, and sweeps kept
+/// `keep_sweeps`.
+pub fn router(
+    pool: Pool,
+    writer: Writer,
+    tokens: Tokens,
+    max_body: usize,
+    keep_sweeps: Duration,
+) -> Router {
     let shared = Shared {
         pool: pool.clone(),
         writer,
         tokens: Arc::new(tokens),
+        keep_sweeps,
     };
     Router::new()
         // The run's body is read by the handler itself, within `max_body` (read_run_body).
@@ -131,6 +150,11 @@ pub fn router(pool: Pool, writer: Writer, tokens: Tokens, max_body: usize) -> Ro
             "/api/runs",
             post(move |state, headers, body| post_run(state, headers, body, max_body)),
         )
+        .route(
+            "/api/fabric/sweeps",
+            post(move |state, headers, body| post_sweep(state, headers, body, max_body)),
+        )
+        .route("/api/fabric/ports", get(get_ports))
         .route("/api/health", get(health))
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(shared)
@@ -279,6 +303,88 @@ async fn post_run(
         Json(json!({"stored": id, "host": host, "id": agent_run_id, "duplicate": duplicate})),
     )
         .into_response())
+}
+
+/// `POST /api/fabric/sweeps`: the token rules of runs, then the sweep in one transaction.
+async fn post_sweep(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    body: Body,
+    max_body: usize,
+) -> Result<Response, ApiError> {
+    let token_host = bearer(&headers).and_then(|t| shared.tokens.host_of(t));
+    let discard_up_to = if token_host.is_some() {
+        DISCARD_BYTES
+    } else {
+        0
+    };
+    let body = read_run_body(&headers, body, max_body, discard_up_to).await?;
+    let token_host = token_host.ok_or(ApiError::Unauthorized)?.to_owned();
+    let upload = fabric::upload::parse(&body).map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    if upload.sampler != token_host {
+        return Err(ApiError::WrongHost {
+            token_host,
+            host: upload.sampler,
+        });
+    }
+    let mut client = shared.pool.get().await?;
+    let now = model::time::unix_ns(std::time::SystemTime::now());
+    let stored = fabric::store::store_sweep(&mut client, &upload, shared.keep_sweeps, now)
+        .await
+        .map_err(|e| match e {
+            fabric::store::StoreError::Database(e) => sweep_database_error(&e),
+            refused @ (fabric::store::StoreError::Delta { .. }
+            | fabric::store::StoreError::Upload(_)) => ApiError::BadRequest(refused.to_string()),
+        })?;
+    let status = if stored.duplicate {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok((
+        status,
+        Json(
+            json!({"stored": stored.id, "sampler": upload.sampler, "sweep": upload.sweep,
+                    "duplicate": stored.duplicate, "deltas": stored.deltas,
+                    "first": stored.first}),
+        ),
+    )
+        .into_response())
+}
+
+/// A failed sweep transaction by the server's SQLSTATE, as the run writer tells them
+/// (writer.rs): refused for what it holds (22, 23, 54) is 422, anything else 503 (sent
+/// again later; the sampler keeps the sweep).
+fn sweep_database_error(e: &tokio_postgres::Error) -> ApiError {
+    let words = crate::server_words(e);
+    match e.code().and_then(|c| c.code().get(..2)) {
+        Some("22" | "23" | "54") => ApiError::SweepRefused(words),
+        _ => ApiError::Database(words),
+    }
+}
+
+/// The query string of `GET /api/fabric/ports`, as given.
+#[derive(Debug, serde::Deserialize)]
+struct PortsParams {
+    since: Option<String>,
+    until: Option<String>,
+    ports: Option<String>,
+}
+
+/// `GET /api/fabric/ports?since=MS&until=MS&ports=a,b`.
+async fn get_ports(
+    State(shared): State<Shared>,
+    axum::extract::Query(params): axum::extract::Query<PortsParams>,
+) -> Result<Json<fabric::ports::PortsAnswer>, ApiError> {
+    let query = fabric::ports::PortsQuery::parse(
+        params.since.as_deref(),
+        params.until.as_deref(),
+        params.ports.as_deref(),
+    )
+    .map_err(ApiError::BadRequest)?;
+    let client = shared.pool.get().await?;
+    let found = fabric::store::window(&**client, &query).await?;
+    Ok(Json(fabric::ports::answer(&query, found)))
 }
 
 /// One cheap query through the pool: what a readiness probe needs to know.

@@ -59,8 +59,8 @@ pub enum BenchError {
         /// Why.
         reason: String,
     },
-    /// The database already holds runs: the bench would mix its data with them.
-    #[error("database {0} already holds runs: give the bench an empty database (createdb hostping_bench)")]
+    /// The database already holds runs or sweeps: the bench would mix its data with them.
+    #[error("database {0} already holds runs or sweeps: give the bench an empty database (createdb hostping_bench)")]
     NotEmpty(String),
     /// The collector child would not start.
     #[error("the collector did not start: {0}")]
@@ -215,13 +215,13 @@ fn token(h: u32) -> String {
 }
 
 /// A `hostping collector` child, killed on drop.
-struct CollectorChild {
+pub(crate) struct CollectorChild {
     child: Child,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
 }
 
 impl CollectorChild {
-    fn start(database: &str, tokens: &Path) -> Result<CollectorChild, BenchError> {
+    pub(crate) fn start(database: &str, tokens: &Path) -> Result<CollectorChild, BenchError> {
         let exe = std::env::current_exe()?;
         // The URL through the environment, where `ps` does not show its password.
         let mut child = Command::new(exe)
@@ -262,7 +262,7 @@ impl CollectorChild {
     }
 
     /// VmHWM of the child, MiB.
-    fn peak_rss_mib(&self) -> f64 {
+    pub(crate) fn peak_rss_mib(&self) -> f64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .unwrap_or_default();
         status
@@ -280,7 +280,7 @@ impl Drop for CollectorChild {
     }
 }
 
-fn http_client() -> ureq::Agent {
+pub(crate) fn http_client() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(60)))
@@ -549,7 +549,7 @@ fn items(text: &str, unit: &str) -> usize {
 }
 
 /// The `q` quantile (nearest rank) of `values`, which it sorts.
-fn percentile(values: &mut [f64], q: f64) -> f64 {
+pub(crate) fn percentile(values: &mut [f64], q: f64) -> f64 {
     if values.is_empty() {
         return f64::NAN;
     }
@@ -559,14 +559,14 @@ fn percentile(values: &mut [f64], q: f64) -> f64 {
 }
 
 /// The bench's own connection to the database (to copy history and read sizes).
-struct Database {
-    url: DatabaseUrl,
+pub(crate) struct Database {
+    pub(crate) url: DatabaseUrl,
     runtime: tokio::runtime::Runtime,
     client: tokio_postgres::Client,
 }
 
 impl Database {
-    fn connect(url: &str) -> Result<Database, BenchError> {
+    pub(crate) fn connect(url: &str) -> Result<Database, BenchError> {
         let url = DatabaseUrl::new(url);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -615,11 +615,11 @@ impl Database {
         Ok(exists > 0 && self.scalar("SELECT count(*) FROM (SELECT 1 FROM runs LIMIT 1) r")? > 0)
     }
 
-    fn count(&self, table: &str) -> Result<i64, BenchError> {
+    pub(crate) fn count(&self, table: &str) -> Result<i64, BenchError> {
         self.scalar(&format!("SELECT count(*) FROM {table}"))
     }
 
-    fn size(&self) -> Result<i64, BenchError> {
+    pub(crate) fn size(&self) -> Result<i64, BenchError> {
         self.scalar("SELECT pg_database_size(current_database())")
     }
 

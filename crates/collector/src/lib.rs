@@ -14,6 +14,7 @@ pub mod batch;
 pub mod bench;
 mod database;
 pub mod database_url;
+pub mod fabric;
 pub mod fleet;
 pub mod reads;
 pub mod refresh;
@@ -50,6 +51,11 @@ pub struct CollectorConfig {
     pub max_body: usize,
     /// Serve HTTPS with this certificate and key; plain HTTP without.
     pub tls: Option<TlsFiles>,
+    /// How long switch-port sweeps are kept (`--keep-sweeps`, a day by default: a job's
+    /// verdict asks about hours, and a day of a 3,888-port fabric swept at 1 Hz is about
+    /// 336 million delta rows, some 150 GB with their indexes (BENCHMARKS.md);
+    /// crate::fabric::store).
+    pub keep_sweeps: std::time::Duration,
 }
 
 /// Why the collector could not start or stopped.
@@ -168,7 +174,7 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
         listener.set_nonblocking(true).map_err(listen_error)?;
         ready(listener.local_addr().map_err(listen_error)?);
         let writer = writer::Writer::start(pool.clone(), WRITERS);
-        let app = api::router(pool, writer, tokens, config.max_body);
+        let app = api::router(pool, writer, tokens, config.max_body, config.keep_sweeps);
         match tls {
             Some(tls) => {
                 let tls = axum_server::tls_rustls::RustlsConfig::from_config(tls);

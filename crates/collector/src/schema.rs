@@ -259,6 +259,8 @@ const MIGRATIONS: &[(i32, &str)] = &[
         UPDATE hosts h SET latest_inconclusive = true
             FROM runs r WHERE r.id = h.latest_run_id AND r.inconclusive;",
     ),
+    // Switch-port counters posted by samplers (crate::fabric::store).
+    (7, crate::fabric::store::MIGRATION),
 ];
 
 /// Applies the migrations not yet applied. An advisory lock makes two collectors starting

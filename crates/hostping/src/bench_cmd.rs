@@ -66,6 +66,22 @@ pub fn run(cmd: BenchCommand) -> Result<Outcome> {
             bar.finish();
             print(format, &result?, collector::bench::table)?;
         }
+        BenchCommand::Sweeps {
+            database,
+            samplers,
+            ports,
+            duration,
+            format,
+        } => {
+            let settings = collector::fabric::bench::SweepBenchSettings {
+                database,
+                samplers,
+                ports,
+                duration,
+            };
+            let result = collector::fabric::bench::run(&settings)?;
+            print(format, &result, collector::fabric::bench::table)?;
+        }
         BenchCommand::Check {
             sim,
             repeat,

@@ -16,6 +16,7 @@ pub fn run(args: CollectorArgs) -> Result<Outcome> {
         listen: args.listen,
         tokens: args.tokens,
         max_body: args.max_body,
+        keep_sweeps: args.keep_sweeps,
         tls: args
             .tls_cert
             .zip(args.tls_key)

@@ -136,11 +136,15 @@ Examples:
     ///
     /// Output: a table per sweep, or JSON Lines, one object per sweep (each port's counters,
     /// data counters in bytes; a port that did not answer has `counters: null` and `error`).
+    /// With --collector each sweep is also posted to the fleet collector, which keeps the
+    /// per-port deltas for GET /api/fabric/ports; exit status 1 when a sweep was not stored.
     #[command(after_long_help = "\
 Examples:
   hostping fabric sample --once
   hostping fabric sample --topology fabric.topo --hz 10 --duration 1m \\
-      --format json")]
+      --format json
+  hostping fabric sample --ports out/node001.ports \\
+      --collector http://collector:9470 --token-file /etc/hostping/token")]
     Sample(SampleArgs),
     /// Split the switch ports of a subnet among several samplers (the LDMS ibfabric
     /// Delegator).
@@ -277,6 +281,30 @@ pub struct SampleArgs {
     /// Output format: a table per sweep, or JSON Lines (one object per sweep).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// The fleet collector, http://HOST:PORT or https://HOST:PORT: each sweep is also
+    /// posted there as it completes (POST /api/fabric/sweeps), kept and retried while the
+    /// collector is unreachable (docs/fleet.md). Needs --token-file or --token.
+    #[arg(long, value_name = "URL", value_parser = agent::sender::collector_url)]
+    pub collector: Option<String>,
+    /// This host's token for the collector (the TOKEN of its line "NAME TOKEN" in the
+    /// collector's tokens file). Visible in `ps`: prefer --token-file.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        requires = "collector",
+        conflicts_with = "token_file"
+    )]
+    pub token: Option<String>,
+    /// A file holding this host's token for the collector, alone on one line.
+    #[arg(long, value_name = "FILE", requires = "collector")]
+    pub token_file: Option<PathBuf>,
+    /// Trust only this CA (PEM) for an https:// collector. Default: the web PKI roots.
+    #[arg(long, value_name = "FILE", requires = "collector")]
+    pub collector_ca: Option<PathBuf>,
+    /// The sampler's name at the collector, the NAME of its token's line. Default: the
+    /// hostname.
+    #[arg(long, value_name = "NAME", requires = "collector")]
+    pub name: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -155,8 +155,11 @@ Read API (JSON; no token):
   GET /api/fleet/causes each cause with its hosts
   GET /api/fleet/slow-hosts?kind=K&limit=N
                         hosts persistently below their baseline
+  GET /api/fabric/ports?since=MS&until=MS[&ports=SWITCH/PORT,...]
+                        switch-port counter deltas and rates in a window
   GET /api/health       200 when the database answers (probes)
 Agents: POST /api/runs (Authorization: Bearer TOKEN of the --tokens file).
+Samplers (fabric sample --collector): POST /api/fabric/sweeps, same tokens.
 
 Examples:
   HOSTPING_DATABASE_URL=postgres://hostping@localhost:5432/hostping \\
@@ -311,9 +314,14 @@ pub struct CollectorArgs {
     /// digests are kept. Without it every run is refused.
     #[arg(long, value_name = "FILE")]
     pub tokens: Option<PathBuf>,
-    /// The most a pushed run may weigh, in bytes (413 above it).
+    /// The most a pushed run or sweep may weigh, in bytes (413 above it).
     #[arg(long, value_name = "BYTES", default_value_t = collector::DEFAULT_MAX_BODY)]
     pub max_body: usize,
+    /// How long samplers' switch-port sweeps are kept (1d, 6h, ...); older ones are
+    /// deleted as new sweeps arrive. A day of a 3,888-port fabric at 1 Hz is about 150 GB.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration,
+          default_value = "1d")]
+    pub keep_sweeps: std::time::Duration,
     /// Serve HTTPS with this certificate (PEM: the server's, then intermediates).
     /// Agents then use an https:// URL (and --collector-ca for a private CA).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
@@ -706,6 +714,32 @@ Example (1000 hosts x 7 days at a 5-minute cadence: 2 M runs):
         /// Host model of the simulated runs.
         #[arg(long, default_value = "dgx-a100")]
         sim: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
+    /// The fleet collector ingesting switch-port sweeps: --samplers senders, each with its
+    /// share of a --ports-port fabric, post one sweep a second each for --duration (post
+    /// latency: does the collector keep up?), then as fast as it answers (the headroom);
+    /// then a job's window query over what was stored. Needs an empty PostgreSQL database
+    /// it may fill; the counters are synthetic.
+    #[command(after_long_help = "\
+Example (4 samplers of a 3,888-port fabric, a minute a phase):
+  createdb hostping_bench
+  hostping bench sweeps --database postgres://$USER@localhost/hostping_bench")]
+    Sweeps {
+        /// The empty database, postgres://USER@HOST:PORT/DB.
+        #[arg(long, value_name = "URL")]
+        database: String,
+        /// Concurrent samplers (the Delegator's split).
+        #[arg(long, default_value_t = 4, value_parser = capped_u32("bench samplers", 1, limits::BENCH_CLIENTS))]
+        samplers: u32,
+        /// Switch ports of the fabric.
+        #[arg(long, default_value_t = 3888, value_parser = capped_u32("bench ports", 1, limits::BENCH_HOSTS))]
+        ports: u32,
+        /// How long each phase lasts.
+        #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+        duration: std::time::Duration,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,

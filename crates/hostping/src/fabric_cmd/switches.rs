@@ -1,10 +1,13 @@
 //! `hostping fabric discover` and `fabric sample`: a real InfiniBand subnet through a umad
 //! port (`rdma::umad`): directed-route discovery and the switch-port sampler
-//! (`rdma::subnet`). This module opens the port, prints, and paces the sweeps.
+//! (`rdma::subnet`). This module opens the port, prints, and paces the sweeps; with
+//! `--collector` it hands each sweep to `collector::fabric::client`, which posts it.
 
 use crate::cli::fabric::{DelegateArgs, DiscoverArgs, DiscoverFormat, SampleArgs, UmadArgs};
 use crate::cli::Format;
 use anyhow::{bail, Context, Result};
+use collector::fabric::client::{Sender, Target};
+use collector::fabric::upload::{PortUpload, SweepUpload};
 use rdma::mad::MgmtClass;
 use rdma::subnet::delegate::{delegate, lidfile, parse_lidfile};
 use rdma::subnet::discover::discover;
@@ -186,6 +189,11 @@ pub fn sample_command(args: &SampleArgs) -> Result<bool> {
         }
         None => None,
     };
+    let upload = args
+        .collector
+        .as_ref()
+        .map(|url| uploader(args, url))
+        .transpose()?;
     let mut port = open(&args.umad)?;
     let subnet = match given {
         Some(subnet) => subnet,
@@ -217,6 +225,12 @@ pub fn sample_command(args: &SampleArgs) -> Result<bool> {
         };
         stdout.write_all(text.as_bytes())?;
         stdout.flush()?;
+        if let Some((name, sender)) = &upload {
+            sender.send(
+                sweep.sweep,
+                serde_json::to_vec(&to_upload(name, &sweep, &subnet))?,
+            );
+        }
         sweeps += 1;
         next += period;
         // A sweep that overran its period starts the next one at once, and the missed
@@ -246,7 +260,79 @@ pub fn sample_command(args: &SampleArgs) -> Result<bool> {
             args.hz
         );
     }
+    if let Some((_, sender)) = upload {
+        let outcome = sender.finish(DRAIN);
+        if !outcome.all_delivered() {
+            eprintln!(
+                "fabric sample: {} of {sweeps} sweeps not stored by the collector: {} refused, \
+                 {} dropped from a full queue, {} still unsent after {} s",
+                outcome.refused + outcome.overflowed + outcome.unsent,
+                outcome.refused,
+                outcome.overflowed,
+                outcome.unsent,
+                DRAIN.as_secs()
+            );
+            lost = true;
+        }
+    }
     Ok(lost)
+}
+
+/// How long a stopping sampler keeps posting what is queued.
+const DRAIN: Duration = Duration::from_secs(10);
+
+fn log_sweeps(line: &str) {
+    eprintln!("fabric sample: {line}");
+}
+
+/// The sampler's name at the collector and the sender posting to `url`, with the token
+/// and TLS checked before any MAD is sent.
+fn uploader(args: &SampleArgs, url: &str) -> Result<(String, Sender)> {
+    let token = match (&args.token_file, &args.token) {
+        (Some(file), _) => agent::sender::read_token_file(file).map_err(anyhow::Error::msg)?,
+        (None, Some(token)) => token.clone(),
+        (None, None) => {
+            bail!("--collector {url} needs this host's token: give --token-file FILE (or --token)")
+        }
+    };
+    let name = match &args.name {
+        Some(name) => name.clone(),
+        None => agent::hostname().context("--collector: no hostname to send as; give --name")?,
+    };
+    let target = Target {
+        url: url.to_owned(),
+        token,
+        tls: fleet_api::tls::client_config(args.collector_ca.as_deref())?,
+    };
+    eprintln!("fabric sample: posting sweeps to {url} as {name}");
+    Ok((name, Sender::start(target, log_sweeps)))
+}
+
+/// A sweep as the collector takes it: DESIGN 4.4's, with the sampler and each switch's
+/// description where the subnet names it.
+fn to_upload(sampler: &str, sweep: &Sweep, subnet: &Subnet) -> SweepUpload {
+    SweepUpload {
+        sampler: sampler.to_owned(),
+        sweep: sweep.sweep,
+        start_unix_ns: sweep.start_unix_ns,
+        spread_us: sweep.spread_us,
+        ports: sweep
+            .ports
+            .iter()
+            .map(|p| PortUpload {
+                guid: guid_text(p.guid),
+                switch: subnet
+                    .node(p.guid)
+                    .map(|n| n.description.clone())
+                    .filter(|d| !d.is_empty()),
+                lid: p.lid,
+                port: p.port,
+                at_unix_ns: p.at_unix_ns,
+                counters: p.counters.as_ref().map(Into::into),
+                error: p.error.clone(),
+            })
+            .collect(),
+    }
 }
 
 fn read_topology(path: &std::path::Path) -> Result<Subnet> {

@@ -1,0 +1,302 @@
+//! The sampler's side of `POST /api/fabric/sweeps` (`hostping fabric sample --collector
+//! URL`): each sweep is queued as it completes and a thread posts the queue oldest first,
+//! with the agent's rules for runs (agent/src/sender.rs): a network error, a timeout, a 5xx
+//! or a 401/403 keeps the sweep and backs off (doubling from [`FIRST_BACKOFF`] to
+//! [`MAX_BACKOFF`]); a 400, 413 or 422 drops it with a line on stderr, for it would be
+//! refused again and would hold back every sweep behind it. The sampler keeps sampling
+//! meanwhile. Unlike the agent's runs the queue is in memory, bounded by [`QUEUE`] sweeps:
+//! past it the oldest is dropped and said, and sweeps still queued when the sampler stops
+//! (after a bounded drain) are counted and said. No sweep is lost silently.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The first wait after a failed post, doubled on each failure up to [`MAX_BACKOFF`].
+pub const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+/// The longest wait between attempts while the collector is unreachable.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Sweeps kept while the collector is unreachable: 10 minutes at 1 Hz. A sweep of a
+/// 3,888-port fabric's share is a few hundred kB of JSON, so this bounds memory to about
+/// 100 MB in the worst case.
+pub const QUEUE: usize = 600;
+/// Connect and whole-request limits of one post.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where sweeps go and with which token.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The collector's base URL, checked as the agent's `--collector`.
+    pub url: String,
+    /// The sampler host's bearer token.
+    pub token: String,
+    /// What an https:// collector's certificate is checked against.
+    pub tls: ureq::tls::TlsConfig,
+}
+
+/// What one post came to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// Stored (now or before).
+    Delivered,
+    /// Refused for good (400, 413, 422).
+    Refused(String),
+    /// Not stored, try again (network, 5xx, 401/403).
+    Retry(String),
+}
+
+/// Posts one body.
+pub fn post(client: &ureq::Agent, target: &Target, body: &[u8]) -> Delivery {
+    let url = format!("{}/api/fabric/sweeps", target.url.trim_end_matches('/'));
+    let response = client
+        .post(&url)
+        .header("Authorization", format!("Bearer {}", target.token))
+        .header("Content-Type", "application/json")
+        .send(body);
+    match response {
+        Err(e) => Delivery::Retry(format!("{url}: {e}")),
+        Ok(mut r) => {
+            let status = r.status().as_u16();
+            if r.status().is_success() {
+                return Delivery::Delivered;
+            }
+            let text = r
+                .body_mut()
+                .with_config()
+                .limit(4096)
+                .read_to_string()
+                .unwrap_or_default();
+            let message = serde_json::from_str::<serde_json::Value>(&text)
+                .ok()
+                .and_then(|v| v.get("error")?.as_str().map(str::to_owned))
+                .unwrap_or_else(|| text.trim().to_owned());
+            match status {
+                400 | 413 | 422 => Delivery::Refused(format!(
+                    "the collector refused it ({status} from {url}): {message}"
+                )),
+                _ => Delivery::Retry(format!("{url}: {status} {message}")),
+            }
+        }
+    }
+}
+
+/// What the queue holds and what became of the rest.
+#[derive(Default)]
+struct State {
+    queue: VecDeque<(u64, Vec<u8>)>,
+    stopping: bool,
+    /// Dropped because the queue was full.
+    overflowed: u64,
+    /// Refused by the collector.
+    refused: u64,
+    delivered: u64,
+}
+
+/// The queue and its posting thread.
+pub struct Sender {
+    shared: Arc<(Mutex<State>, Condvar)>,
+    thread: JoinHandle<()>,
+    log: fn(&str),
+}
+
+/// What a stopped sender says: sweeps delivered, refused, dropped from a full queue, and
+/// left unsent when the drain ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// Stored by the collector.
+    pub delivered: u64,
+    /// Refused by it (400, 413, 422).
+    pub refused: u64,
+    /// Dropped, oldest first, while the queue was full.
+    pub overflowed: u64,
+    /// Still queued when the drain ended.
+    pub unsent: u64,
+}
+
+impl Outcome {
+    /// Whether every sweep was stored.
+    pub fn all_delivered(&self) -> bool {
+        self.refused + self.overflowed + self.unsent == 0
+    }
+}
+
+impl Sender {
+    /// Starts the posting thread; `log` writes a line on stderr.
+    pub fn start(target: Target, log: fn(&str)) -> Sender {
+        let shared = Arc::new((Mutex::new(State::default()), Condvar::new()));
+        let theirs = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("hostping-sweeps".into())
+            .spawn(move || run(&target, &theirs, log))
+            .expect("spawn the sweep sender");
+        Sender {
+            shared,
+            thread,
+            log,
+        }
+    }
+
+    /// Queues sweep number `sweep`'s body; a full queue drops its oldest, said on stderr.
+    pub fn send(&self, sweep: u64, body: Vec<u8>) {
+        let (lock, wake) = &*self.shared;
+        let mut state = lock.lock().expect("sweep queue");
+        if state.queue.len() >= QUEUE {
+            if let Some((oldest, _)) = state.queue.pop_front() {
+                state.overflowed += 1;
+                (self.log)(&format!(
+                    "collector: {QUEUE} sweeps waiting, sweep {oldest} dropped unsent"
+                ));
+            }
+        }
+        state.queue.push_back((sweep, body));
+        wake.notify_all();
+    }
+
+    /// Posts what is queued for at most `drain`, then stops; says what was left.
+    pub fn finish(self, drain: Duration) -> Outcome {
+        let (lock, wake) = &*self.shared;
+        let deadline = Instant::now() + drain;
+        let mut state = lock.lock().expect("sweep queue");
+        while !state.queue.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            state = wake.wait_timeout(state, left).expect("sweep queue").0;
+        }
+        state.stopping = true;
+        let outcome = Outcome {
+            delivered: state.delivered,
+            refused: state.refused,
+            overflowed: state.overflowed,
+            unsent: state.queue.len() as u64,
+        };
+        wake.notify_all();
+        drop(state);
+        let _ = self.thread.join();
+        outcome
+    }
+}
+
+fn run(target: &Target, shared: &(Mutex<State>, Condvar), log: fn(&str)) {
+    let client: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(CONNECT_TIMEOUT))
+        .timeout_global(Some(REQUEST_TIMEOUT))
+        .tls_config(target.tls.clone())
+        .build()
+        .into();
+    let (lock, wake) = shared;
+    let mut backoff = FIRST_BACKOFF;
+    let mut failing = false;
+    loop {
+        // The oldest sweep, left in the queue until it is stored or refused.
+        let next = {
+            let mut state = lock.lock().expect("sweep queue");
+            while state.queue.is_empty() && !state.stopping {
+                state = wake.wait(state).expect("sweep queue");
+            }
+            if state.stopping {
+                return;
+            }
+            state.queue.front().cloned()
+        };
+        let Some((sweep, body)) = next else { continue };
+        let delivery = post(&client, target, &body);
+        let mut state = lock.lock().expect("sweep queue");
+        match delivery {
+            Delivery::Retry(why) => {
+                if !failing {
+                    log(&format!(
+                        "collector unreachable, {} sweeps kept, sampling goes on: {why}",
+                        state.queue.len()
+                    ));
+                    failing = true;
+                }
+                // Waits on the condvar, so that a stopping sampler is not held back; new
+                // sweeps arriving (which also notify) do not cut the wait short.
+                let until = Instant::now() + backoff;
+                while !state.stopping {
+                    let left = until.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    state = wake.wait_timeout(state, left).expect("sweep queue").0;
+                }
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                continue;
+            }
+            Delivery::Delivered => {
+                state.delivered += 1;
+                if failing {
+                    log(&format!(
+                        "collector reachable again, {} sweeps waiting",
+                        state.queue.len() - 1
+                    ));
+                }
+            }
+            Delivery::Refused(why) => {
+                state.refused += 1;
+                log(&format!("sweep {sweep} dropped: {why}"));
+            }
+        }
+        failing = false;
+        backoff = FIRST_BACKOFF;
+        // The front is still this sweep unless a full queue dropped it meanwhile (sweep
+        // numbers do not repeat within a sampler).
+        if state.queue.front().is_some_and(|(s, _)| *s == sweep) {
+            state.queue.pop_front();
+        }
+        wake.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(url: String) -> Target {
+        Target {
+            url,
+            token: "t".into(),
+            tls: ureq::tls::TlsConfig::default(),
+        }
+    }
+
+    #[test]
+    fn an_unreachable_collector_keeps_the_sweeps_and_says_so() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = closed.local_addr().unwrap();
+        drop(closed);
+        let sender = Sender::start(target(format!("http://{addr}")), |_| {});
+        sender.send(1, b"{}".to_vec());
+        sender.send(2, b"{}".to_vec());
+        let outcome = sender.finish(Duration::from_millis(300));
+        assert_eq!(
+            outcome,
+            Outcome {
+                delivered: 0,
+                refused: 0,
+                overflowed: 0,
+                unsent: 2
+            }
+        );
+        assert!(!outcome.all_delivered());
+    }
+
+    #[test]
+    fn a_full_queue_drops_its_oldest_and_counts_it() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = closed.local_addr().unwrap();
+        drop(closed);
+        let sender = Sender::start(target(format!("http://{addr}")), |_| {});
+        for n in 0..QUEUE as u64 + 3 {
+            sender.send(n, Vec::new());
+        }
+        let outcome = sender.finish(Duration::ZERO);
+        assert_eq!(outcome.overflowed, 3);
+        assert_eq!(outcome.unsent, QUEUE as u64);
+    }
+}

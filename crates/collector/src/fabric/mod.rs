@@ -1,0 +1,26 @@
+//! Switch-port counters at the collector (issue 27 section 5): samplers (`hostping fabric
+//! sample --collector URL`, one per share of the Delegator's split) post each sweep of
+//! DESIGN 4.4 to `POST /api/fabric/sweeps`; the collector stores, per port, the counter
+//! deltas against the previous sweep of the same port from the same sampler, and
+//! `GET /api/fabric/ports?since=&until=&ports=` sums them over a job's window, from any host
+//! (docs/fleet.md, "Switch-port counters").
+//!
+//! The samplers' client lives here, beside the body it sends and the server that checks it,
+//! as the bench's client does: `hostping fabric sample` imports it, and the agent (which
+//! must not import the collector) does not need it.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`upload`] | the body a sampler posts, checked |
+//! | [`deltas`] | a delta between two reads of a counter (resets, stale reads): pure |
+//! | [`store`] | one sweep in one transaction, retention, the window's sums |
+//! | [`ports`] | the `ports=` names and the answer of `GET /api/fabric/ports` |
+//! | [`bench`] | `hostping bench sweeps`: ingest at a fabric's scale |
+//! | [`client`] | the sampler's side: a bounded queue posted in order, with retries |
+
+pub mod bench;
+pub mod client;
+pub mod deltas;
+pub mod ports;
+pub mod store;
+pub mod upload;
