@@ -14,6 +14,7 @@
 //! resends).
 
 use crate::Control;
+use fleet_api::post::{post, Delivery};
 use fleet_api::upload::RunUpload;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -103,17 +104,6 @@ pub struct RunSource<'a> {
     pub rack: Option<&'a str>,
 }
 
-/// What one delivery attempt came to.
-#[derive(Debug, PartialEq, Eq)]
-enum Delivery {
-    /// Stored by the collector (now or before).
-    Delivered,
-    /// Refused for good (400, 413, 422): the run can never be accepted as it is.
-    Refused(String),
-    /// Not stored, try again later (network, 5xx, 401/403 until the tokens are fixed).
-    Retry(String),
-}
-
 /// The sender thread; [`Sender::finish`] drains briefly and joins it.
 pub struct Sender {
     stop: Arc<Control>,
@@ -157,42 +147,7 @@ fn deliver(
         Ok(p) => p,
         Err(e) => return Delivery::Refused(format!("cannot encode run {}: {e}", run.id)),
     };
-    let response = client
-        .post(&url)
-        .header("Authorization", format!("Bearer {}", target.token))
-        .header("Content-Type", "application/json")
-        .send(&payload[..]);
-    match response {
-        Err(e) => Delivery::Retry(format!("{url}: {e}")),
-        Ok(mut r) => {
-            let status = r.status().as_u16();
-            if r.status().is_success() {
-                return Delivery::Delivered;
-            }
-            let text = r
-                .body_mut()
-                .with_config()
-                .limit(4096)
-                .read_to_string()
-                .unwrap_or_default();
-            let message = collector_message(&text);
-            match status {
-                400 | 413 | 422 => Delivery::Refused(format!(
-                    "the collector refused it ({status} from {url}): {message}"
-                )),
-                _ => Delivery::Retry(format!("{url}: {status} {message}")),
-            }
-        }
-    }
-}
-
-/// The collector's words in an error answer: the `error` of its JSON (DESIGN 4.5), or the
-/// text as it came (a proxy's page, say).
-fn collector_message(text: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(text)
-        .ok()
-        .and_then(|v| v.get("error")?.as_str().map(str::to_owned))
-        .unwrap_or_else(|| text.trim().to_owned())
+    post(client, &url, &target.token, &payload)
 }
 
 /// Starts the sender on its own connection to `database`.

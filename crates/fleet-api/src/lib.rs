@@ -8,6 +8,8 @@ serves the fleet's, and `hostping fleet` and the web UI that read them.
 - [`read`]: the read API's answers and query parameters as types, and the one
   implementation of the endpoints the agent and the collector both serve, over a
   [`read::ReadStore`] each of them implements.
+- [`post`]: one post of a run or a sweep to the collector, and what became of it (stored,
+  refused for good, try again).
 - [`tokens`]: the tokens files (`NAME TOKEN` lines), kept as SHA-256 digests and compared in
   constant time: the collector's agent tokens and the agent's probe tokens.
 - [`tls`]: rustls for the collector and the client configuration of its clients.
@@ -18,6 +20,7 @@ It holds no storage and no judgement: the collector and the agent bring their st
 */
 #![deny(missing_docs)]
 
+pub mod post;
 pub mod read;
 pub mod tls;
 pub mod tokens;

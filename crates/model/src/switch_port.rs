@@ -1,11 +1,11 @@
 //! Switch-port counters as a sampler reads them (DESIGN 4.4): the values the umad sampler
 //! produces (`rdma::subnet::sample`), the agent stores (`store`) and serves, one type for all.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A switch port's counters as one sweep read them: the switch's own totals (not deltas),
 /// data in bytes (the MADs count 4-byte words).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct SwitchPortCounters {
     /// PortXmitData, bytes.
     pub xmit_data_bytes: u64,
@@ -27,20 +27,40 @@ pub struct SwitchPortCounters {
     pub xmit_discards: u64,
 }
 
+/// The counters' JSON (and database column) names, in DESIGN 4.4's order: the order of
+/// [`SwitchPortCounters::values`].
+pub const COUNTER_NAMES: [&str; 9] = [
+    "xmit_data_bytes",
+    "rcv_data_bytes",
+    "xmit_pkts",
+    "rcv_pkts",
+    "xmit_wait",
+    "symbol_errors",
+    "link_downed",
+    "rcv_errors",
+    "xmit_discards",
+];
+
 impl SwitchPortCounters {
+    /// The values in [`COUNTER_NAMES`]' order.
+    pub fn values(&self) -> [u64; 9] {
+        [
+            self.xmit_data_bytes,
+            self.rcv_data_bytes,
+            self.xmit_pkts,
+            self.rcv_pkts,
+            self.xmit_wait,
+            self.symbol_errors,
+            self.link_downed,
+            self.rcv_errors,
+            self.xmit_discards,
+        ]
+    }
+
     /// Each counter with its JSON (and database column) name, in DESIGN 4.4's order.
     pub fn fields(&self) -> [(&'static str, u64); 9] {
-        [
-            ("xmit_data_bytes", self.xmit_data_bytes),
-            ("rcv_data_bytes", self.rcv_data_bytes),
-            ("xmit_pkts", self.xmit_pkts),
-            ("rcv_pkts", self.rcv_pkts),
-            ("xmit_wait", self.xmit_wait),
-            ("symbol_errors", self.symbol_errors),
-            ("link_downed", self.link_downed),
-            ("rcv_errors", self.rcv_errors),
-            ("xmit_discards", self.xmit_discards),
-        ]
+        let values = self.values();
+        std::array::from_fn(|i| (COUNTER_NAMES[i], values[i]))
     }
 }
 

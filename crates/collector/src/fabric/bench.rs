@@ -7,8 +7,9 @@
 //! The sweeps are synthetic (counters that grow by a fixed amount per port and second,
 //! labelled `simulated`): the bench measures the collector and PostgreSQL, not a fabric.
 
-use super::upload::{Counters, PortUpload, SweepUpload};
+use super::upload::{PortUpload, SweepUpload};
 use crate::bench::{http_client, percentile, BenchError, CollectorChild, Database, Latency};
+use model::switch_port::SwitchPortCounters;
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
@@ -88,13 +89,13 @@ fn sweep(settings: &SweepBenchSettings, s: u32, n: u64, at_unix_ns: u64) -> Swee
                 lid: (1 + p / 36) as u16,
                 port: (1 + p % 36) as u8,
                 at_unix_ns: at_unix_ns + u64::from(p - first) * 1_000,
-                counters: Some(Counters {
+                counters: Some(SwitchPortCounters {
                     xmit_data_bytes: grow * 4_000_000_000,
                     rcv_data_bytes: grow * 3_999_000_000,
                     xmit_pkts: grow * 1_000_000,
                     rcv_pkts: grow * 999_000,
                     xmit_wait: grow * 1_000,
-                    ..Counters::default()
+                    ..SwitchPortCounters::default()
                 }),
                 error: None,
             }

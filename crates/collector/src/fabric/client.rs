@@ -1,6 +1,6 @@
 //! The sampler's side of `POST /api/fabric/sweeps` (`hostping fabric sample --collector
 //! URL`): each sweep is queued as it completes and a thread posts the queue oldest first,
-//! with the agent's rules for runs (agent/src/sender.rs): a network error, a timeout, a 5xx
+//! with the rules runs have (`fleet_api::post`): a network error, a timeout, a 5xx
 //! or a 401/403 keeps the sweep and backs off (doubling from [`FIRST_BACKOFF`] to
 //! [`MAX_BACKOFF`]); a 400, 413 or 422 drops it with a line on stderr, for it would be
 //! refused again and would hold back every sweep behind it. The sampler keeps sampling
@@ -12,6 +12,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+pub use fleet_api::post::Delivery;
 
 /// The first wait after a failed post, doubled on each failure up to [`MAX_BACKOFF`].
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(250);
@@ -36,50 +38,10 @@ pub struct Target {
     pub tls: ureq::tls::TlsConfig,
 }
 
-/// What one post came to.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Delivery {
-    /// Stored (now or before).
-    Delivered,
-    /// Refused for good (400, 413, 422).
-    Refused(String),
-    /// Not stored, try again (network, 5xx, 401/403).
-    Retry(String),
-}
-
-/// Posts one body.
+/// Posts one body to the collector's sweeps endpoint.
 pub fn post(client: &ureq::Agent, target: &Target, body: &[u8]) -> Delivery {
     let url = format!("{}/api/fabric/sweeps", target.url.trim_end_matches('/'));
-    let response = client
-        .post(&url)
-        .header("Authorization", format!("Bearer {}", target.token))
-        .header("Content-Type", "application/json")
-        .send(body);
-    match response {
-        Err(e) => Delivery::Retry(format!("{url}: {e}")),
-        Ok(mut r) => {
-            let status = r.status().as_u16();
-            if r.status().is_success() {
-                return Delivery::Delivered;
-            }
-            let text = r
-                .body_mut()
-                .with_config()
-                .limit(4096)
-                .read_to_string()
-                .unwrap_or_default();
-            let message = serde_json::from_str::<serde_json::Value>(&text)
-                .ok()
-                .and_then(|v| v.get("error")?.as_str().map(str::to_owned))
-                .unwrap_or_else(|| text.trim().to_owned());
-            match status {
-                400 | 413 | 422 => Delivery::Refused(format!(
-                    "the collector refused it ({status} from {url}): {message}"
-                )),
-                _ => Delivery::Retry(format!("{url}: {status} {message}")),
-            }
-        }
-    }
+    fleet_api::post::post(client, &url, &target.token, body)
 }
 
 /// What the queue holds and what became of the rest.

@@ -10,7 +10,7 @@
 //! undercount the sampler already warns about. A read not newer than the previous one (a
 //! resent sweep, a clock stepped back) gives no delta and leaves the previous read in place.
 
-/// One read of a port's counters, in `upload::NAMES` order.
+/// One read of a port's counters, in `model::switch_port::COUNTER_NAMES` order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Read {
     /// When the answer arrived, ns since the Unix epoch.

@@ -269,7 +269,11 @@ impl DeltaRows {
         deltas: [u64; 9],
         reset: bool,
     ) -> Result<(), StoreError> {
-        for ((column, delta), name) in self.deltas.iter_mut().zip(deltas).zip(super::upload::NAMES)
+        for ((column, delta), name) in self
+            .deltas
+            .iter_mut()
+            .zip(deltas)
+            .zip(model::switch_port::COUNTER_NAMES)
         {
             column.push(i64::try_from(delta).map_err(|_| StoreError::Delta {
                 guid: port.guid.clone(),

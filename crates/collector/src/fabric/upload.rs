@@ -8,76 +8,6 @@ use model::switch_port::{guid_text, SwitchPortCounters};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
-/// The counters a sweep carries, with DESIGN 4.4's names; what `model` serializes, read back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Counters {
-    /// PortXmitData, bytes.
-    pub xmit_data_bytes: u64,
-    /// PortRcvData, bytes.
-    pub rcv_data_bytes: u64,
-    /// PortXmitPkts.
-    pub xmit_pkts: u64,
-    /// PortRcvPkts.
-    pub rcv_pkts: u64,
-    /// PortXmitWait.
-    pub xmit_wait: u64,
-    /// SymbolErrorCounter.
-    pub symbol_errors: u64,
-    /// LinkDownedCounter.
-    pub link_downed: u64,
-    /// PortRcvErrors.
-    pub rcv_errors: u64,
-    /// PortXmitDiscards.
-    pub xmit_discards: u64,
-}
-
-/// The counters' names, in DESIGN 4.4's order: the order of [`Counters::values`], of the
-/// delta columns, and of the answer's `deltas` and `rates`.
-pub const NAMES: [&str; 9] = [
-    "xmit_data_bytes",
-    "rcv_data_bytes",
-    "xmit_pkts",
-    "rcv_pkts",
-    "xmit_wait",
-    "symbol_errors",
-    "link_downed",
-    "rcv_errors",
-    "xmit_discards",
-];
-
-impl Counters {
-    /// The values in [`NAMES`]' order.
-    pub fn values(&self) -> [u64; 9] {
-        [
-            self.xmit_data_bytes,
-            self.rcv_data_bytes,
-            self.xmit_pkts,
-            self.rcv_pkts,
-            self.xmit_wait,
-            self.symbol_errors,
-            self.link_downed,
-            self.rcv_errors,
-            self.xmit_discards,
-        ]
-    }
-}
-
-impl From<&SwitchPortCounters> for Counters {
-    fn from(c: &SwitchPortCounters) -> Self {
-        Counters {
-            xmit_data_bytes: c.xmit_data_bytes,
-            rcv_data_bytes: c.rcv_data_bytes,
-            xmit_pkts: c.xmit_pkts,
-            rcv_pkts: c.rcv_pkts,
-            xmit_wait: c.xmit_wait,
-            symbol_errors: c.symbol_errors,
-            link_downed: c.link_downed,
-            rcv_errors: c.rcv_errors,
-            xmit_discards: c.xmit_discards,
-        }
-    }
-}
-
 /// One port of a posted sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PortUpload {
@@ -94,7 +24,7 @@ pub struct PortUpload {
     /// When its answer arrived, ns since the Unix epoch.
     pub at_unix_ns: u64,
     /// The switch's totals; `None` when the port did not answer.
-    pub counters: Option<Counters>,
+    pub counters: Option<SwitchPortCounters>,
     /// Why there are no counters.
     #[serde(default)]
     pub error: Option<String>,
@@ -242,27 +172,6 @@ mod tests {
         assert_eq!(ports[0].guid, 0x200001);
         // Serialized back, it parses to itself (the sampler's side builds it so).
         assert_eq!(parse(&serde_json::to_vec(&u).unwrap()).unwrap(), u);
-    }
-
-    #[test]
-    fn names_follow_the_models_json() {
-        let c = SwitchPortCounters {
-            xmit_data_bytes: 1,
-            rcv_data_bytes: 2,
-            xmit_pkts: 3,
-            rcv_pkts: 4,
-            xmit_wait: 5,
-            symbol_errors: 6,
-            link_downed: 7,
-            rcv_errors: 8,
-            xmit_discards: 9,
-        };
-        let ours = Counters::from(&c);
-        assert_eq!(ours.values(), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
-        let theirs = serde_json::to_value(c).unwrap();
-        for (name, value) in NAMES.iter().zip(ours.values()) {
-            assert_eq!(theirs[name], value, "{name}");
-        }
     }
 
     #[test]

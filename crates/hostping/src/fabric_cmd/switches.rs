@@ -328,7 +328,7 @@ fn to_upload(sampler: &str, sweep: &Sweep, subnet: &Subnet) -> SweepUpload {
                 lid: p.lid,
                 port: p.port,
                 at_unix_ns: p.at_unix_ns,
-                counters: p.counters.as_ref().map(Into::into),
+                counters: p.counters,
                 error: p.error.clone(),
             })
             .collect(),

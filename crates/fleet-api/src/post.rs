@@ -1,0 +1,57 @@
+//! One post of a JSON body to the collector with a bearer token, and what became of it: the
+//! rule agents (runs, `POST /api/runs`) and samplers (sweeps, `POST /api/fabric/sweeps`)
+//! share. Stored (2xx) is delivered; a 400, 413 or 422 is refused for good (the same body
+//! would be refused again and would hold back everything queued behind it); anything else (a
+//! network error, a timeout, a 5xx, a 401/403 while tokens are being rolled out) is tried
+//! again later.
+
+/// What one post came to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// Stored (now or before).
+    Delivered,
+    /// Refused for good (400, 413, 422), with the collector's words.
+    Refused(String),
+    /// Not stored, try again (network, 5xx, 401/403), with why.
+    Retry(String),
+}
+
+/// Posts `body` to `url` with `token`.
+pub fn post(client: &ureq::Agent, url: &str, token: &str, body: &[u8]) -> Delivery {
+    let response = client
+        .post(url)
+        .header("Authorization", format!("Bearer {token}"))
+        .header("Content-Type", "application/json")
+        .send(body);
+    match response {
+        Err(e) => Delivery::Retry(format!("{url}: {e}")),
+        Ok(mut r) => {
+            let status = r.status().as_u16();
+            if r.status().is_success() {
+                return Delivery::Delivered;
+            }
+            let text = r
+                .body_mut()
+                .with_config()
+                .limit(4096)
+                .read_to_string()
+                .unwrap_or_default();
+            let message = collector_message(&text);
+            match status {
+                400 | 413 | 422 => Delivery::Refused(format!(
+                    "the collector refused it ({status} from {url}): {message}"
+                )),
+                _ => Delivery::Retry(format!("{url}: {status} {message}")),
+            }
+        }
+    }
+}
+
+/// The collector's words in an error answer: the `error` of its JSON (DESIGN 4.5), or the
+/// text as it came (a proxy's page, say).
+fn collector_message(text: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| v.get("error")?.as_str().map(str::to_owned))
+        .unwrap_or_else(|| text.trim().to_owned())
+}
