@@ -263,23 +263,35 @@ async fn discard(mut body: Body, bytes: u64) {
     let _ = tokio::time::timeout(DISCARD_TIME, rest).await;
 }
 
+/// A posted body and the host its bearer token belongs to (a run's or a sweep's): 401
+/// without a valid token, 413 over `max_body`. The body is read before the token is refused
+/// (as it always was), so that a client reading its answer sees the 401; only a host of the
+/// fleet is worth reading more than the limit for, to answer its oversized body a 413 it
+/// can read.
+async fn authorized_body(
+    shared: &Shared,
+    headers: &HeaderMap,
+    body: Body,
+    max_body: usize,
+) -> Result<(Bytes, String), ApiError> {
+    let token_host = bearer(headers).and_then(|t| shared.tokens.host_of(t));
+    let discard_up_to = if token_host.is_some() {
+        DISCARD_BYTES
+    } else {
+        0
+    };
+    let body = read_run_body(headers, body, max_body, discard_up_to).await?;
+    let token_host = token_host.ok_or(ApiError::Unauthorized)?.to_owned();
+    Ok((body, token_host))
+}
+
 async fn post_run(
     State(shared): State<Shared>,
     headers: HeaderMap,
     body: Body,
     max_body: usize,
 ) -> Result<Response, ApiError> {
-    let token_host = bearer(&headers).and_then(|t| shared.tokens.host_of(t));
-    // The body is read before the token is refused (as it always was), so that a client
-    // reading its answer sees the 401; only an agent of the fleet is worth reading more
-    // than the limit for, to answer its oversized run a 413 it can read.
-    let discard_up_to = if token_host.is_some() {
-        DISCARD_BYTES
-    } else {
-        0
-    };
-    let body = read_run_body(&headers, body, max_body, discard_up_to).await?;
-    let token_host = token_host.ok_or(ApiError::Unauthorized)?.to_owned();
+    let (body, token_host) = authorized_body(&shared, &headers, body, max_body).await?;
     let (upload, report) = upload::parse(&body).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     if upload.host != token_host {
         return Err(ApiError::WrongHost {
@@ -312,14 +324,7 @@ async fn post_sweep(
     body: Body,
     max_body: usize,
 ) -> Result<Response, ApiError> {
-    let token_host = bearer(&headers).and_then(|t| shared.tokens.host_of(t));
-    let discard_up_to = if token_host.is_some() {
-        DISCARD_BYTES
-    } else {
-        0
-    };
-    let body = read_run_body(&headers, body, max_body, discard_up_to).await?;
-    let token_host = token_host.ok_or(ApiError::Unauthorized)?.to_owned();
+    let (body, token_host) = authorized_body(&shared, &headers, body, max_body).await?;
     let upload = fabric::upload::parse(&body).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     if upload.sampler != token_host {
         return Err(ApiError::WrongHost {
