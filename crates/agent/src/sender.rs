@@ -14,7 +14,7 @@
 //! resends).
 
 use crate::Control;
-use fleet_api::post::{post, Delivery};
+use fleet_api::post::{post, Delivery, FIRST_BACKOFF, MAX_BACKOFF};
 use fleet_api::upload::RunUpload;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -22,17 +22,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use store::{Metrics, OutboxRun, Store, StoreError};
 
-/// The first wait after a failed delivery, doubled on each failure up to [`MAX_BACKOFF`].
-pub const FIRST_BACKOFF: Duration = Duration::from_millis(250);
-/// The longest wait between attempts while the collector is unreachable.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How often an empty outbox is looked at again.
 const POLL: Duration = Duration::from_millis(200);
 /// Runs read from the outbox per pass.
 const BATCH: u32 = 32;
-/// Connect and whole-request limits of one delivery.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a stopping agent keeps delivering what is queued (the rest waits for the next
 /// start).
 const DRAIN: Duration = Duration::from_secs(5);
@@ -176,13 +169,7 @@ fn run(
     stop: &Control,
     log: fn(&str),
 ) {
-    let client: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_connect(Some(CONNECT_TIMEOUT))
-        .timeout_global(Some(REQUEST_TIMEOUT))
-        .tls_config(target.tls.clone())
-        .build()
-        .into();
+    let client = fleet_api::post::client(target.tls.clone());
     let mut backoff = FIRST_BACKOFF;
     let mut failing = false;
     let mut drain_until: Option<Instant> = None;

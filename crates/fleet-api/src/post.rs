@@ -5,6 +5,29 @@
 //! network error, a timeout, a 5xx, a 401/403 while tokens are being rolled out) is tried
 //! again later.
 
+use std::time::Duration;
+
+/// The first wait after a failed post, doubled on each failure up to [`MAX_BACKOFF`].
+pub const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+/// The longest wait between attempts while the collector is unreachable.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Connect and whole-request limits of one post: a collector that hangs is a failed post,
+/// tried again, never a sender stuck for good.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The HTTP client a sender posts with: statuses as answers (not errors), the timeouts
+/// above, and `tls` for an https:// collector.
+pub fn client(tls: ureq::tls::TlsConfig) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(CONNECT_TIMEOUT))
+        .timeout_global(Some(REQUEST_TIMEOUT))
+        .tls_config(tls)
+        .build()
+        .into()
+}
+
 /// What one post came to.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Delivery {

@@ -14,18 +14,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use fleet_api::post::Delivery;
+use fleet_api::post::{FIRST_BACKOFF, MAX_BACKOFF};
 
-/// The first wait after a failed post, doubled on each failure up to [`MAX_BACKOFF`].
-pub const FIRST_BACKOFF: Duration = Duration::from_millis(250);
-/// The longest wait between attempts while the collector is unreachable.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Sweeps kept while the collector is unreachable: 10 minutes at 1 Hz. A sweep of a
 /// 3,888-port fabric's share is a few hundred kB of JSON, so this bounds memory to about
 /// 100 MB in the worst case.
 pub const QUEUE: usize = 600;
-/// Connect and whole-request limits of one post.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Where sweeps go and with which token.
 #[derive(Debug, Clone)]
@@ -143,13 +137,7 @@ impl Sender {
 }
 
 fn run(target: &Target, shared: &(Mutex<State>, Condvar), log: fn(&str)) {
-    let client: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_connect(Some(CONNECT_TIMEOUT))
-        .timeout_global(Some(REQUEST_TIMEOUT))
-        .tls_config(target.tls.clone())
-        .build()
-        .into();
+    let client = fleet_api::post::client(target.tls.clone());
     let (lock, wake) = shared;
     let mut backoff = FIRST_BACKOFF;
     let mut failing = false;
