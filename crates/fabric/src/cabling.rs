@@ -279,8 +279,8 @@ pub enum NotAFatTree {
 }
 
 impl Cabling {
-    /// The cables of a simulated tree (a complete one; absent links are left out): switch and host names as the simulator numbers them,
-    /// port `p` of the tree as IB port `p + 1`.
+    /// The cables of a simulated tree (absent links left out): switch and host names as the
+    /// simulator numbers them, port `p` of the tree as IB port `p + 1`.
     pub fn of_tree(topology: &Topology) -> Cabling {
         let switch_name = |s: SwitchId| match topology.level(s) {
             Level::Leaf => format!("leaf-{}", s.0),

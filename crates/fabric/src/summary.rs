@@ -181,13 +181,7 @@ impl FabricOrigin {
         FabricOrigin {
             file: file.to_string(),
             switches: recognized.switch_names.clone(),
-            free_nodes: recognized
-                .node_hosts
-                .iter()
-                .enumerate()
-                .filter(|(_, host)| host.is_none())
-                .map(|(n, _)| n as u32)
-                .collect(),
+            free_nodes: recognized.topology.free_nodes().to_vec(),
             missing_cables: recognized
                 .missing_cables
                 .iter()

@@ -2,7 +2,7 @@
 //! delays, flow units for credits.
 
 use super::SimConfig;
-use crate::topology::{NodeId, PortIndex, Topology};
+use crate::topology::{NodeId, Topology};
 
 #[derive(Clone, Debug)]
 pub(crate) struct Timing {
@@ -29,15 +29,15 @@ impl Timing {
     /// at `config.link_gbps`, or at their own rates where `topology` has them.
     pub fn new(config: &SimConfig, topology: &Topology) -> Self {
         let ps_per_byte = 8000.0 / config.link_gbps;
-        let ps_per_byte_of_link = match topology.link_gbps(0) {
+        let ps_per_byte_of_link = match topology.link_rates() {
             None => Vec::new(),
-            Some(_) => {
-                let ports = topology.num_ports() as PortIndex;
-                let rate = |port: PortIndex| topology.link_gbps(port).expect("rates per link");
+            Some(rates) => {
+                // A node's injection link runs at its leaf port's rate.
                 let node_rates = (0..topology.num_nodes())
-                    .map(|n| rate(topology.port_index(topology.node_port(NodeId(n)))));
-                (0..ports)
-                    .map(rate)
+                    .map(|n| rates[topology.port_index(topology.node_port(NodeId(n))) as usize]);
+                rates
+                    .iter()
+                    .copied()
                     .chain(node_rates)
                     .map(|gbps| 8000.0 / gbps)
                     .collect()

@@ -131,7 +131,7 @@ impl Wiring {
             detours: HashMap::new(),
             up_lists: Vec::new(),
         };
-        if !topology.absent_links().is_empty() {
+        if !topology.is_complete() {
             wiring.add_detours(topology);
         }
         wiring

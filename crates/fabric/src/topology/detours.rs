@@ -64,6 +64,11 @@ impl Topology {
         Ok(self)
     }
 
+    /// Whether every link of the tree is there (no [`Topology::without_links`]).
+    pub fn is_complete(&self) -> bool {
+        self.detours.is_none()
+    }
+
     /// Whether the link out of `port` is absent (a missing cable of a real fabric).
     pub fn is_absent(&self, port: PortRef) -> bool {
         self.detours

@@ -633,9 +633,15 @@ impl Topology {
             .collect()
     }
 
-    /// The rate of the link out of `port`, Gb/s, where the tree has rates per link.
-    pub fn link_gbps(&self, port: PortIndex) -> Option<f64> {
-        self.link_gbps.as_ref().map(|rates| rates[port as usize])
+    /// Each output port's link rate, Gb/s, by [`PortIndex`], where the tree has rates per
+    /// link ([`Topology::with_link_rates`]).
+    pub fn link_rates(&self) -> Option<&[f64]> {
+        self.link_gbps.as_deref()
+    }
+
+    /// The nodes with no host cabled ([`Topology::with_free_nodes`]), ascending.
+    pub fn free_nodes(&self) -> &[u32] {
+        &self.free_nodes
     }
 
     /// Whether an output port leads up, towards the cores.

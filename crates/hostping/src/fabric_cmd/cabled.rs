@@ -411,15 +411,12 @@ impl RealFabric {
     /// Free node ports and absent links take the common rate; they carry nothing. Refuses a
     /// rate the rate table does not know, naming the link.
     fn rates_of(&self, compute: &Cabling, recognized: &Recognized) -> Result<FabricRates> {
-        let mut counts: HashMap<&str, usize> = HashMap::new();
+        // Cables per rate, with its data rate.
+        let mut counts: HashMap<&str, (usize, Option<f64>)> = HashMap::new();
         for cable in &compute.cables {
-            *counts.entry(self.rates[&cable.a].0.as_str()).or_default() += 1;
+            let (rate, gbps) = &self.rates[&cable.a];
+            counts.entry(rate.as_str()).or_insert((0, *gbps)).0 += 1;
         }
-        let mut seen: Vec<(String, usize)> = counts
-            .into_iter()
-            .map(|(r, n)| (r.to_string(), n))
-            .collect();
-        seen.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         if let Some(cable) = compute.cables.iter().find(|c| self.rates[&c.a].1.is_none()) {
             bail!(
                 "the link from '{}' port {} to '{}' port {} runs at {}, a rate whose data rate \
@@ -431,17 +428,19 @@ impl RealFabric {
                 self.rates[&cable.a].0
             );
         }
-        let common = seen
+        let mut by_count: Vec<(&str, usize, Option<f64>)> = counts
+            .into_iter()
+            .map(|(rate, (n, gbps))| (rate, n, gbps))
+            .collect();
+        by_count.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let common_gbps = by_count
             .first()
-            .map(|(rate, _)| rate.clone())
-            .unwrap_or_default();
-        let gbps_of = |rate: &str| {
-            self.rates
-                .values()
-                .find(|(r, _)| r == rate)
-                .and_then(|(_, gbps)| *gbps)
-        };
-        let common_gbps = gbps_of(&common).unwrap_or(DEFAULT_LINK_GBPS);
+            .and_then(|&(_, _, gbps)| gbps)
+            .unwrap_or(DEFAULT_LINK_GBPS);
+        let seen: Vec<(String, usize)> = by_count
+            .iter()
+            .map(|&(rate, n, _)| (rate.to_string(), n))
+            .collect();
         let per_port = (seen.len() > 1).then(|| {
             let t = &recognized.topology;
             (0..t.num_ports() as u32)
