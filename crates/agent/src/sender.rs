@@ -86,6 +86,22 @@ pub fn read_token_file(file: &std::path::Path) -> Result<String, String> {
     }
 }
 
+/// This host's token for `--collector url`: the one in `file` (`--token-file`) if given,
+/// else `token` (`--token`); neither is an error naming what to give.
+pub fn collector_token(
+    url: &str,
+    file: Option<&std::path::Path>,
+    token: Option<&str>,
+) -> Result<String, String> {
+    match (file, token) {
+        (Some(file), _) => read_token_file(file),
+        (None, Some(token)) => Ok(token.to_owned()),
+        (None, None) => Err(format!(
+            "--collector {url} needs this host's token: give --token-file FILE (or --token)"
+        )),
+    }
+}
+
 /// Who sends: the target's host and rack, and the database's instance id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunSource<'a> {

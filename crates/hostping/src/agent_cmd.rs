@@ -181,16 +181,13 @@ fn config(args: &AgentArgs) -> Result<AgentConfig> {
 /// This host's token for the collector: from --token-file or --token (clap refuses both),
 /// one of which --collector needs.
 fn collector_token(args: &AgentArgs) -> Result<Option<String>> {
-    match (&args.collector, &args.token_file, &args.token) {
-        (None, _, _) => Ok(None),
-        (Some(_), Some(file), _) => Ok(Some(
-            agent::sender::read_token_file(file).map_err(anyhow::Error::msg)?,
-        )),
-        (Some(_), None, Some(token)) => Ok(Some(token.clone())),
-        (Some(url), None, None) => {
-            bail!("--collector {url} needs this host's token: give --token-file FILE (or --token)")
-        }
-    }
+    args.collector
+        .as_deref()
+        .map(|url| {
+            agent::sender::collector_token(url, args.token_file.as_deref(), args.token.as_deref())
+        })
+        .transpose()
+        .map_err(anyhow::Error::msg)
 }
 
 /// SIGTERM and SIGINT stop the loop (the run in progress finishes and is stored).

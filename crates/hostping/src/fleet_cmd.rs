@@ -210,7 +210,11 @@ fn answer(args: &FleetArgs, out: &mut dyn std::io::Write) -> Result<Outcome, Fle
             .filter()
             .expect("clap checked the values");
             let all: Vec<HostSummary> = api.get("/api/hosts")?;
-            let all_names: Vec<String> = all.iter().map(|h| h.host.clone()).collect();
+            // A named node the collector never heard from was not judged: it cannot count
+            // as healthy (DESIGN 4.3).
+            let unknown = nodes
+                .as_ref()
+                .map_or_else(Vec::new, |n| unknown_hosts(&n.0, &all));
             let hosts: Vec<HostSummary> = all
                 .into_iter()
                 .map(|mut h| {
@@ -224,11 +228,6 @@ fn answer(args: &FleetArgs, out: &mut dyn std::io::Write) -> Result<Outcome, Fle
                         && filter.keeps(h)
                 })
                 .collect();
-            // A named node the collector never heard from was not judged: it cannot count
-            // as healthy (DESIGN 4.3).
-            let unknown = nodes
-                .as_ref()
-                .map_or_else(Vec::new, |n| unknown_hosts(&n.0, &all_names));
             if !unknown.is_empty() {
                 eprintln!(
                     "hostping: {} of the nodes named have no run at {}, so they are not judged: {}",
@@ -302,11 +301,11 @@ fn answer(args: &FleetArgs, out: &mut dyn std::io::Write) -> Result<Outcome, Fle
     Ok(answer.outcome)
 }
 
-/// The names in `wanted` that are not among `known`, once each, in the order given.
-fn unknown_hosts(wanted: &[String], known: &[String]) -> Vec<String> {
+/// The names in `wanted` that no host of `known` has, once each, in the order given.
+fn unknown_hosts(wanted: &[String], known: &[HostSummary]) -> Vec<String> {
     let mut unknown: Vec<String> = Vec::new();
     for name in wanted {
-        if !known.contains(name) && !unknown.contains(name) {
+        if !known.iter().any(|h| &h.host == name) && !unknown.contains(name) {
             unknown.push(name.clone());
         }
     }

@@ -288,13 +288,9 @@ fn log_sweeps(line: &str) {
 /// The sampler's name at the collector and the sender posting to `url`, with the token
 /// and TLS checked before any MAD is sent.
 fn uploader(args: &SampleArgs, url: &str) -> Result<(String, Sender)> {
-    let token = match (&args.token_file, &args.token) {
-        (Some(file), _) => agent::sender::read_token_file(file).map_err(anyhow::Error::msg)?,
-        (None, Some(token)) => token.clone(),
-        (None, None) => {
-            bail!("--collector {url} needs this host's token: give --token-file FILE (or --token)")
-        }
-    };
+    let token =
+        agent::sender::collector_token(url, args.token_file.as_deref(), args.token.as_deref())
+            .map_err(anyhow::Error::msg)?;
     let name = match &args.name {
         Some(name) => name.clone(),
         None => agent::hostname().context("--collector: no hostname to send as; give --name")?,
