@@ -11,7 +11,7 @@
 mod common;
 
 use common::ibsim::{self, have_ibsim};
-use common::postgres::{client, get, Collector, Postgres};
+use common::postgres::{get, post_to, Collector, Postgres};
 use common::{stderr, temp_dir};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -46,16 +46,7 @@ fn collector(dir: &Path, pg: &Postgres, extra: &[&str]) -> Collector {
 
 /// Posts a sweep body; the status and the JSON answer.
 fn post_sweep(addr: SocketAddr, token: Option<&str>, body: &[u8]) -> (u16, Value) {
-    let mut req = client()
-        .post(format!("http://{addr}/api/fabric/sweeps"))
-        .header("Content-Type", "application/json");
-    if let Some(t) = token {
-        req = req.header("Authorization", format!("Bearer {t}"));
-    }
-    let mut resp = req.send(body).unwrap();
-    let status = resp.status().as_u16();
-    let text = resp.body_mut().read_to_string().unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    post_to(addr, "/api/fabric/sweeps", token, body)
 }
 
 /// A port's counters in a printed sweep, by `guid[port]`.

@@ -316,10 +316,15 @@ pub fn client() -> ureq::Agent {
         .into()
 }
 
-/// Posts a body; the status and the JSON answer.
+/// Posts a run's body; the status and the JSON answer.
 pub fn post(addr: SocketAddr, token: Option<&str>, body: &[u8]) -> (u16, Value) {
+    post_to(addr, "/api/runs", token, body)
+}
+
+/// Posts a body to `path`; the status and the JSON answer.
+pub fn post_to(addr: SocketAddr, path: &str, token: Option<&str>, body: &[u8]) -> (u16, Value) {
     let mut req = client()
-        .post(format!("http://{addr}/api/runs"))
+        .post(format!("http://{addr}{path}"))
         .header("Content-Type", "application/json");
     if let Some(t) = token {
         req = req.header("Authorization", format!("Bearer {t}"));
