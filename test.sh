@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 . scripts/setup.sh
+# One clean build, never rebuilt in part: incremental state would double the build's size on disk.
+export CARGO_INCREMENTAL=0
 sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
 # apt_install PACKAGE...: installs the Debian packages, updating the lists only if needed.
 apt_install() {
@@ -58,16 +60,18 @@ export HOSTPING_REQUIRE_POSTGRES=1 HOSTPING_REQUIRE_CHROMIUM=1
 cargo test --workspace --locked
 # A fabric sweep on a real one-node Slurm: a job array of `hostping fabric sim` runs and the
 # dependent merge job (scripts/slurm/, about 10 s). The daemons run as root.
-cargo build -p hostping --locked --quiet
+# (`cargo test` built the binary for the integration tests.)
 hostping_bin=$(cd "${CARGO_TARGET_DIR:-target}/debug" && pwd -P)/hostping
 $sudo scripts/slurm/check-sweep.sh "$hostping_bin"
-# MADs through the real libibumad to ibsim's fabric, LIDs from a real opensm (about 1 s).
-cargo test -p rdma --test ibsim --locked -- --ignored --nocapture
-# The real backends on a real verbs device: rdma_rxe in a QEMU guest (scripts/guest/), from
-# this checkout and from a clone of it under /tmp.
-cargo test -p hostping --test softroce --locked -- --ignored --nocapture
-# RDMA netlink, ODP capabilities and a virtual IOMMU's groups on the same guest kernel.
-cargo test -p rdma --test guest --locked -- --ignored --nocapture
-# ISPASS'21's ODP micro-benchmarks measured for real on the guest kernel whose rxe has ODP
-# (one boot, one short sweep of each).
-cargo test -p hostping --test odp_guest --locked -- --ignored --nocapture
+# The tests below need real devices and are ignored in the run above. One cargo run builds
+# nothing new (the same workspace features), then runs:
+# - rdma's ibsim: MADs through the real libibumad to ibsim's fabric, LIDs from a real opensm
+#   (about 1 s);
+# - rdma's guest: RDMA netlink, ODP capabilities and a virtual IOMMU's groups on the Soft-RoCE
+#   guest kernel;
+# - hostping's softroce: the real backends on a real verbs device, rdma_rxe in a QEMU guest
+#   (scripts/guest/), from this checkout and from a clone of it under /tmp;
+# - hostping's odp_guest: ISPASS'21's ODP micro-benchmarks measured for real on the guest
+#   kernel whose rxe has ODP (one boot, one short sweep of each).
+cargo test --workspace --locked --test ibsim --test guest --test softroce --test odp_guest \
+    -- --ignored --nocapture
