@@ -12,7 +12,8 @@ overloaded links); and flapping across runs. It consumes `model` values and prod
 or the environment, and keeps no state: the history is a value the caller passes in, and
 follow-up tests are run by the caller through [`FollowUp`].
 
-Beside a report's rules it judges where the throughput of an IOTLB sweep (`check --iotlb`)
+Beside a report's rules it judges a probed RNIC pair between two hosts part by part ([`pair`]:
+host A's path, host B's, the network; DESIGN 4.6), and where the throughput of an IOTLB sweep (`check --iotlb`)
 falls off ([`iotlb_knee`], HotNets'22 3.1).
 
 # Order of the rules
@@ -101,6 +102,7 @@ mod membus;
 mod misconfig;
 pub mod mode;
 pub mod odp;
+pub mod pair;
 pub mod relative;
 mod reprobe;
 pub mod robust;

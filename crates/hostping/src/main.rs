@@ -14,6 +14,7 @@ mod counters_cmd;
 mod fabric_cmd;
 mod fleet_cmd;
 mod lint_cmd;
+mod mesh_cmd;
 mod odp_bench_cmd;
 mod output;
 mod progress;
@@ -38,6 +39,7 @@ fn main() -> ExitCode {
         Command::Fleet(args) => fleet_cmd::run(&args),
         Command::Bench(cmd) => bench_cmd::run(cmd),
         Command::Fabric(cmd) => fabric_cmd::run(cmd),
+        Command::Mesh(args) => mesh_cmd::run(args),
     };
     match result {
         Ok(outcome) => ExitCode::from(outcome.exit_status()),

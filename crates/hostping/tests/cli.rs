@@ -554,3 +554,125 @@ fn odp_bench_on_this_machine_without_rdma_exits_two_and_says_so() {
     let o = hostping(&["odp-bench", "flood", "--device", "mlx5_9"]);
     assert_input_error(&o, &["odp-bench"]);
 }
+
+/// `hostping mesh` on the built-in `pod-32` (DESIGN 4.6): the JSON contract, the exit
+/// status, and a degraded cable found on exactly the pairs whose routes cross it.
+#[test]
+fn mesh_finds_a_degraded_cable_on_the_pairs_across_it_as_the_contract_says() {
+    let o = hostping(&[
+        "mesh",
+        "--sim-cluster",
+        "pod-32",
+        "--inject",
+        "fabric:degrade:spine1/2:0.5",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "stderr: {}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["simulated"], true);
+    let pairs = v["pairs"].as_array().unwrap();
+    assert!(pairs.len() > 100, "{}", pairs.len());
+    let mut abnormal = 0;
+    for p in pairs {
+        for end in ["a", "b"] {
+            assert!(p[end]["host"].as_str().unwrap().starts_with("node"), "{p}");
+            assert!(p[end]["rnic"].as_str().unwrap().starts_with("rnic"), "{p}");
+        }
+        for key in [
+            "latency_us",
+            "bandwidth_gbps",
+            "host_a_us",
+            "host_b_us",
+            "network_us",
+        ] {
+            assert!(p[key].is_f64(), "{key}: {p}");
+        }
+        let sum = ["host_a_us", "host_b_us", "network_us"]
+            .iter()
+            .map(|k| p[k].as_f64().unwrap())
+            .sum::<f64>();
+        assert!(
+            (p["latency_us"].as_f64().unwrap() - sum).abs() < 1e-6,
+            "{p}"
+        );
+        // spine1's port 2 is leaf2's port 9: either end names the cable.
+        let crosses = ["route", "route_back"].iter().any(|k| {
+            p[k].as_array()
+                .unwrap()
+                .iter()
+                .any(|hop| hop == "leaf2/9" || hop == "spine1/2")
+        });
+        assert_eq!(p["status"] == "abnormal", crosses, "{p}");
+        if crosses {
+            abnormal += 1;
+            assert_eq!(p["network_status"], "abnormal", "{p}");
+            assert_eq!(
+                (&p["host_a_status"], &p["host_b_status"]),
+                (&"normal".into(), &"normal".into())
+            );
+        }
+    }
+    assert!(abnormal > 0);
+}
+
+#[test]
+fn mesh_of_a_healthy_cluster_file_exits_0_and_says_it_is_simulated() {
+    let dir = temp_dir("mesh-file");
+    let file = dir.join("lab.toml");
+    std::fs::write(
+        &file,
+        "name = \"lab\"\n[[hosts]]\nnames = \"gpu[01-06]\"\nmodel = \"dgx-a100\"\n[fabric]\nradix = 8\n",
+    )
+    .unwrap();
+    let o = hostping(&[
+        "mesh",
+        "--sim-cluster",
+        file.to_str().unwrap(),
+        "--endpoint",
+        "memory",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("mesh of lab: 6 hosts"), "{out}");
+    assert!(
+        out.contains("SIMULATED") && out.contains("every pair normal"),
+        "{out}"
+    );
+    assert!(out.contains("gpu01/rnic0"), "{out}");
+}
+
+#[test]
+fn mesh_refuses_bad_input_in_one_line() {
+    let mesh = |extra: &[&str]| {
+        let mut args = vec!["mesh", "--sim-cluster", "pod-32"];
+        args.extend_from_slice(extra);
+        hostping(&args)
+    };
+    assert_input_error(
+        &mesh(&["--inject", "fabric:degrade:leaf2/99:0.5"]),
+        &["leaf2/99", "ports 1..16"],
+    );
+    assert_input_error(
+        &mesh(&["--inject", "node040:degrade:gpu4--lsw4:0.5"]),
+        &["node040"],
+    );
+    assert_input_error(
+        &mesh(&["--inject", "fabric:background:3"]),
+        &["outside (0, 1]"],
+    );
+    assert_input_error(&mesh(&["--nodes", "node[001-002],gpu7"]), &["gpu7"]);
+    // Flags that do not parse are clap's usage errors: status 2, the value named.
+    for (args, says) in [
+        (["--nodes", "node[002-001]"], "runs backwards"),
+        (["--duration", "0"], "duration must be above 0"),
+    ] {
+        let o = mesh(&args);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    }
+    assert_input_error(
+        &hostping(&["mesh", "--sim-cluster", "pod-64"]),
+        &["pod-64", "pod-32"],
+    );
+}

@@ -28,6 +28,7 @@ pub mod limits;
 pub mod measure;
 pub mod odp_bench;
 pub mod odp_model;
+pub mod pair;
 pub mod report;
 pub mod snapshot;
 pub mod switch_port;

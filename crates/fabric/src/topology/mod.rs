@@ -31,6 +31,7 @@
 //! the destination pod; parallel leaf links are picked by `dst % links`).
 
 mod detours;
+mod route;
 
 use std::path::Path;
 

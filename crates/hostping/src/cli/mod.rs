@@ -194,6 +194,91 @@ Examples:
     /// thesis); suggest mappings; reproduce the thesis' case studies; benchmark against CODES.
     #[command(subcommand)]
     Fabric(fabric::FabricCommand),
+    /// Probe RNIC to RNIC between hosts and split each pair's time into host A's own path,
+    /// host B's and the network between them (DESIGN 4.6).
+    ///
+    /// Each host's part is its own loopback measurement of the RNIC and the endpoint the
+    /// data lives in (half the loopback latency: a write crosses each host's path once);
+    /// the network's part is the rest. A slow pair whose host parts are normal is a network
+    /// problem; one whose network part is normal is a host problem.
+    ///
+    /// Pairs: a ring of same-leaf pairs on every leaf, then cross-leaf pairs until every
+    /// cable between the hosts is crossed and no two cables are crossed by the same pairs, so
+    /// that a single bad cable is named by the pairs it makes abnormal. Every rail is
+    /// probed; two RNICs of one host never are. The budget is R-Pingmesh's: latency probes a
+    /// second per same-leaf and per cross-leaf target over --duration.
+    ///
+    /// On a simulated cluster (--sim-cluster) each host is a virtual host and the fabric is
+    /// the packet simulator; every number is labelled simulated. docs/cluster.md has the
+    /// model. Exit status: 0 every pair normal, 1 some pair abnormal or failed, 2 error, 3
+    /// some pair not judged.
+    #[command(after_long_help = "\
+Examples:
+  hostping mesh --sim-cluster pod-32
+  hostping mesh --sim-cluster pod-32 --inject fabric:degrade:leaf2/9:0.5
+  hostping mesh --sim-cluster pod-32 --inject node007:degrade:rnic2--lsw4:0.5 --nodes 'node[001-016]'
+  hostping mesh --sim-cluster lab.toml --inject fabric:errors:spine3/4:1e5 --format json | \\
+      jq '.pairs[] | select(.status != \"normal\") | {a, b, network_status, reason}'
+
+Fabric faults (--inject, besides <host>:<fault of `hostping check`>):
+  fabric:degrade:<port>:<fraction>   the cable at <port> keeps <fraction> of its rate
+  fabric:flap:<port>:<fraction>      it alternates between healthy and degraded (1 s halves)
+  fabric:errors:<port>:<per_second>  it corrupts packets (lost, then sent again by RC)
+  fabric:down:<port>                 the cable is down; routes go around it
+  fabric:background:<load>           other jobs' traffic at that share of line rate
+A port is <switch>/<port> (leaf2/9, spine3/4) or <host>/<rnic> (node007/rnic2); either end
+names the cable.")]
+    Mesh(MeshArgs),
+}
+
+/// `hostping mesh`.
+#[derive(Debug, Args)]
+pub struct MeshArgs {
+    /// The simulated cluster: `pod-32` (32 dgx-a100 hosts on a rail-optimised two-level
+    /// tree of 16-port switches) or a cluster TOML file (docs/cluster.md).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub sim_cluster: String,
+    /// A fault (repeatable): `<host>:<fault>` with a fault of `hostping check`, or a fabric
+    /// fault (listed below).
+    #[arg(long, value_name = "FAULT")]
+    pub inject: Vec<String>,
+    /// Hosts to probe between, Slurm hostlist syntax (`node[001-016,020]`); all by default.
+    #[arg(long, value_name = "LIST", value_parser = parse_hostlist)]
+    pub nodes: Option<HostNames>,
+    /// Where each probe's data lives: the GPU nearest each RNIC (GPUDirect, as collectives
+    /// use it) or the nearest memory node (perftest's default).
+    #[arg(long, value_enum, default_value_t = MeshEndpoint::Gpu)]
+    pub endpoint: MeshEndpoint,
+    /// Seconds the probes are spread over.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0,
+          value_parser = capped_f64("duration", Above::Zero, 86_400.0))]
+    pub duration: f64,
+    /// Latency probes a second to each same-leaf target (R-Pingmesh's default).
+    #[arg(long, value_name = "PER_SECOND", default_value_t = 10.0,
+          value_parser = capped_f64("rate", Above::Zero, 10_000.0))]
+    pub rate_same_leaf: f64,
+    /// Latency probes a second to each cross-leaf target (R-Pingmesh's default).
+    #[arg(long, value_name = "PER_SECOND", default_value_t = 1.0,
+          value_parser = capped_f64("rate", Above::Zero, 10_000.0))]
+    pub rate_cross_leaf: f64,
+    /// Seed of every random choice (host noise, other jobs' traffic, losses, flap phase).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Relative noise of the virtual hosts' measurements (standard deviation).
+    #[arg(long, default_value_t = 0.02, value_parser = capped_f64("noise", Above::OrAtZero, limits::NOISE))]
+    pub noise: f64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+/// `hostping mesh --endpoint`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MeshEndpoint {
+    /// The GPU nearest each RNIC; the nearest memory node on a host without GPUs.
+    Gpu,
+    /// The memory node nearest each RNIC.
+    Memory,
 }
 
 /// `hostping counters`.

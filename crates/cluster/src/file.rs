@@ -1,0 +1,176 @@
+//! The cluster TOML file (`--sim-cluster FILE`): host models per group of hosts, and the
+//! fabric they are cabled to.
+//!
+//! ```toml
+//! name = "lab-16"
+//!
+//! [[hosts]]
+//! names = "node[001-016]"   # Slurm hostlist syntax
+//! model = "dgx-a100"        # a built-in host model, or a host-model file (relative to this file)
+//!
+//! [fabric]
+//! radix = 16                # a rail-optimised two-level fat tree of 16-port switches
+//! link_gbps = 200           # optional: the first host's RNIC line rate by default
+//! ```
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::spec::{self, Cluster, ClusterHost};
+use crate::ClusterError;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClusterFile {
+    name: Option<String>,
+    hosts: Vec<HostGroup>,
+    fabric: FabricSpec,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostGroup {
+    names: String,
+    model: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FabricSpec {
+    radix: u16,
+    link_gbps: Option<f64>,
+}
+
+impl Cluster {
+    /// A built-in cluster by name, or a cluster file.
+    pub fn resolve(name_or_path: &str) -> Result<Cluster, ClusterError> {
+        if let Some(builtin) = Cluster::builtin(name_or_path) {
+            return builtin;
+        }
+        let path = Path::new(name_or_path);
+        let text = std::fs::read_to_string(path).map_err(|e| ClusterError::Unknown {
+            name: name_or_path.to_string(),
+            reason: e.to_string(),
+            builtins: spec::BUILTIN_NAMES.join(", "),
+        })?;
+        Cluster::parse(path, &text)
+    }
+
+    /// A cluster file's text; `path` names it in errors and anchors relative model files.
+    pub fn parse(path: &Path, text: &str) -> Result<Cluster, ClusterError> {
+        let bad = |reason: String| ClusterError::File {
+            path: path.display().to_string(),
+            reason,
+        };
+        let file: ClusterFile = toml::from_str(text).map_err(|e| bad(one_line(&e.to_string())))?;
+        if file.hosts.is_empty() {
+            return Err(bad("no [[hosts]] group".to_string()));
+        }
+        let mut hosts: Vec<ClusterHost> = Vec::new();
+        for group in &file.hosts {
+            let names = model::hostlist::expand(&group.names).map_err(|e| bad(e.to_string()))?;
+            let model_path = match path.parent() {
+                Some(dir) if model::builtin::load(&group.model).is_none() => {
+                    dir.join(&group.model).display().to_string()
+                }
+                _ => group.model.clone(),
+            };
+            let model = check::sim::load_host(&model_path)
+                .map_err(|e| bad(format!("hosts `{}`: {e}", group.names)))?;
+            for name in names {
+                if hosts.iter().any(|h| h.name == name) {
+                    return Err(bad(format!("host `{name}` is in two [[hosts]] groups")));
+                }
+                hosts.push(ClusterHost::new(name, model.clone()));
+            }
+        }
+        let link_gbps = match file.fabric.link_gbps {
+            Some(rate) if rate.is_finite() && rate > 0.0 => rate,
+            Some(rate) => {
+                return Err(bad(format!(
+                    "fabric.link_gbps {rate} is not a positive rate"
+                )))
+            }
+            None => first_line_rate(&hosts[0]).ok_or_else(|| {
+                bad(format!(
+                    "host `{}` has no RNIC to take the link rate from",
+                    hosts[0].name
+                ))
+            })?,
+        };
+        let name = file.name.unwrap_or_else(|| {
+            path.file_stem()
+                .map_or("cluster".to_string(), |s| s.to_string_lossy().into_owned())
+        });
+        spec::rail_optimised(&name, hosts, file.fabric.radix, link_gbps)
+            .map_err(|e| bad(e.to_string()))
+    }
+}
+
+/// The line rate of a host's first RNIC, Gb/s.
+fn first_line_rate(host: &ClusterHost) -> Option<f64> {
+    let rnic = host.rnics.first()?;
+    host.model.component(rnic)?.rnic().map(|r| r.line_rate_gbps)
+}
+
+/// TOML errors span lines (a caret under the span); one line names the place and the error.
+fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Cluster, String> {
+        Cluster::parse(Path::new("lab.toml"), text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_file_gives_hosts_models_and_a_rail_optimised_tree() {
+        let cluster = parse(
+            "name = \"lab\"\n[[hosts]]\nnames = \"gpu[01-08]\"\nmodel = \"dgx-a100\"\n\
+             [[hosts]]\nnames = \"gpu[09-12]\"\nmodel = \"dgx-a100\"\n[fabric]\nradix = 16\n",
+        )
+        .unwrap();
+        assert_eq!(cluster.name, "lab");
+        assert_eq!(cluster.hosts.len(), 12);
+        assert_eq!(cluster.fabric.link_gbps, 200.0);
+        // 8 hosts a leaf, 2 leaves a rail, 4 rails; 8 spines.
+        assert_eq!(cluster.fabric.switch_names.len(), 16);
+        let port = cluster.parse_port("gpu12/rnic3").unwrap();
+        assert_eq!(cluster.port_label(port), "leaf8/4");
+        // The second leaf of each rail has 4 free ports: no host there.
+        assert!(cluster.parse_port("leaf8/5").unwrap_err().contains("free"));
+    }
+
+    #[test]
+    fn bad_files_name_the_file_and_the_fault() {
+        for (text, says) in [
+            ("[[hosts]]\nnames = \"n[1-2]\"\nmodel = \"dgx-a100\"\n", "missing field `fabric`"),
+            ("[[hosts]]\nnames = \"n[1-2]\"\nmodel = \"nope\"\n[fabric]\nradix = 8\n", "nope"),
+            ("[[hosts]]\nnames = \"n[2-1]\"\nmodel = \"dgx-a100\"\n[fabric]\nradix = 8\n", "n[2-1]"),
+            (
+                "[[hosts]]\nnames = \"n[1-2]\"\nmodel = \"dgx-a100\"\n[[hosts]]\nnames = \"n2\"\nmodel = \"dgx-a100\"\n[fabric]\nradix = 8\n",
+                "two [[hosts]] groups",
+            ),
+            ("[[hosts]]\nnames = \"n[1-40]\"\nmodel = \"dgx-a100\"\n[fabric]\nradix = 8\n", "at most"),
+            ("[[hosts]]\nnames = \"n1\"\nmodel = \"dgx-a100\"\n[fabric]\nradix = 8\nspeed = 1\n", "unknown field"),
+            ("[[hosts]]\nnames = \"n1\"\nmodel = \"dgx-a100\"\n[fabric]\nradix = 8\nlink_gbps = -1\n", "not a positive rate"),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(err.starts_with("lab.toml: "), "{err}");
+            assert!(err.contains(says), "{says}: {err}");
+            assert!(!err.contains('\n'), "{err}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_name_lists_the_built_in_clusters() {
+        let err = Cluster::resolve("/nonexistent/pod.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("pod-32"), "{err}");
+    }
+}

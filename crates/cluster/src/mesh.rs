@@ -1,0 +1,654 @@
+//! `hostping mesh` on a simulated cluster (DESIGN 4.6): every chosen pair's time split into
+//! host A's own path, host B's, and the network between them.
+//!
+//! - **Host parts.** Each host runs a check of its own (the virtual host with its faults, the
+//!   analyzer against its model's simulated baseline: DESIGN 4.3). An RNIC-to-RNIC write
+//!   crosses each host's path once, from the RNIC to the endpoint the data lives in; the
+//!   loopback crosses it twice (Hostping 4.1.1, Fig. 7), so a host part is half the loopback
+//!   latency of that RNIC and endpoint, and its bandwidth the loopback's.
+//! - **Network part.** The packet simulator's probes between the two RNICs' leaf ports
+//!   (`network`), judged against the same probe on the healthy fabric for pairs as many hops
+//!   apart.
+//! - **The pair.** Latency is the sum of the three parts, bandwidth the least of them (the
+//!   slowest part bounds a stream). A part is abnormal past Abnormal_th (Hostping 5: 20 %):
+//!   the network when its latency is that far above its healthy value or the pair's bandwidth
+//!   that far below what its two host paths and the healthy network allow.
+//! - **Budget.** R-Pingmesh's rates (10 probes a second to each same-leaf target, 1 to each
+//!   cross-leaf one) over the mesh's duration say how many latency probes each pair gets;
+//!   pairs are probed in turn over that time, which is what a flapping cable's phase depends
+//!   on.
+
+pub use model::pair::PartStatus;
+use model::pair::{HostPart, NetworkPart};
+use model::{BaselineKind, ComponentClass, ComponentId, PathStatus, Report, Thresholds};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use vhost::{VhostConfig, VirtualHost};
+
+use crate::fault::ClusterFaults;
+use crate::network::{FaultedFabric, NetworkMeasurement, Unreachable};
+use crate::pairs;
+use crate::spec::{Cluster, RnicPort};
+use crate::ClusterError;
+
+/// Where the probes' data lives on each host.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Endpoint {
+    /// The GPU nearest each RNIC (GPUDirect RDMA, as a training job's collectives use);
+    /// the nearest memory node on a host without GPUs.
+    Gpu,
+    /// The memory node nearest each RNIC (perftest's default).
+    Memory,
+}
+
+/// How a mesh runs.
+#[derive(Clone, Debug)]
+pub struct MeshSettings {
+    /// Hosts to probe, by name; all of them when `None`.
+    pub nodes: Option<Vec<String>>,
+    /// Where the data lives.
+    pub endpoint: Endpoint,
+    /// Time the probes are spread over, seconds.
+    pub duration_s: f64,
+    /// Latency probes a second to each same-leaf target (R-Pingmesh: 10).
+    pub rate_same_leaf: f64,
+    /// Latency probes a second to each cross-leaf target (R-Pingmesh: 1).
+    pub rate_cross_leaf: f64,
+    /// Seed of every random choice (host noise, background, losses, flap phase).
+    pub seed: u64,
+    /// Relative noise of the virtual hosts' measurements.
+    pub noise: f64,
+    /// Worker threads for the network simulations.
+    pub threads: usize,
+}
+
+impl Default for MeshSettings {
+    fn default() -> Self {
+        MeshSettings {
+            nodes: None,
+            endpoint: Endpoint::Gpu,
+            duration_s: 10.0,
+            rate_same_leaf: 10.0,
+            rate_cross_leaf: 1.0,
+            seed: 1,
+            noise: VhostConfig::default().noise,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+/// Half-period of a flapping cable's square wave: a port that bounces every second.
+pub const FABRIC_FLAP_HALF_PERIOD_S: f64 = 1.0;
+
+/// One end of a pair.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PairEnd {
+    /// Host name.
+    pub host: String,
+    /// RNIC id.
+    pub rnic: String,
+}
+
+/// One probed pair (DESIGN 4.6's `pairs[]`; fields after `status` are additions).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PairReport {
+    /// The initiating RNIC.
+    pub a: PairEnd,
+    /// The responding RNIC.
+    pub b: PairEnd,
+    /// One-way latency (half the round trip, as `ib_write_lat` reports), us; `None` when
+    /// the probe could not run.
+    pub latency_us: Option<f64>,
+    /// Stream bandwidth, Gb/s: the slower direction while each RNIC writes to the other at
+    /// once (`ib_write_bw -b`), bounded by both hosts' paths.
+    pub bandwidth_gbps: Option<f64>,
+    /// Host A's part: half its loopback latency for this RNIC and endpoint, us.
+    pub host_a_us: Option<f64>,
+    /// Host B's part, us.
+    pub host_b_us: Option<f64>,
+    /// The network's part: the latency less both host parts, us.
+    pub network_us: Option<f64>,
+    /// Switch ports from A to B, each switch's input then output port.
+    pub route: Vec<String>,
+    /// `normal`, `abnormal` (some part is), `uncertain` (some part was not judged), `failed`.
+    pub status: PartStatus,
+    /// Host A's part judged (its loopback path's status in its own check).
+    pub host_a_status: PartStatus,
+    /// Host B's part judged.
+    pub host_b_status: PartStatus,
+    /// The network's part judged.
+    pub network_status: PartStatus,
+    /// The endpoint on host A the data lives in (`gpu0`, `mem0`).
+    pub endpoint_a: String,
+    /// The endpoint on host B.
+    pub endpoint_b: String,
+    /// Host A's loopback bandwidth on that path, Gb/s.
+    pub host_a_gbps: Option<f64>,
+    /// Host B's, Gb/s.
+    pub host_b_gbps: Option<f64>,
+    /// The network's bandwidth between the two RNICs' ports, Gb/s (the slower direction).
+    pub network_gbps: Option<f64>,
+    /// The network part on the healthy fabric for pairs as far apart, us.
+    pub baseline_network_us: f64,
+    /// The network's bandwidth on the healthy fabric, Gb/s.
+    pub baseline_network_gbps: f64,
+    /// Switch ports from B back to A (destination-based tables may route it elsewhere).
+    pub route_back: Vec<String>,
+    /// Both RNICs on one leaf switch.
+    pub same_leaf: bool,
+    /// Latency probes the budget gives the pair over the mesh.
+    pub probes: u32,
+    /// Round trips the simulator played (at most `network::MAX_SIMULATED_ROUND_TRIPS`).
+    pub simulated_round_trips: u32,
+    /// Packets lost on corrupting cables and sent again.
+    pub retransmitted_packets: u64,
+    /// When the pair was probed, seconds into the mesh.
+    pub probed_at_s: f64,
+    /// Why the pair is not normal, in words; `None` when it is.
+    pub reason: Option<String>,
+}
+
+/// A host's own check, as the mesh used it.
+#[derive(Clone, Debug, Serialize)]
+pub struct HostSummary {
+    /// Host name.
+    pub host: String,
+    /// Its check's verdict.
+    pub healthy: bool,
+    /// Causes its check found (`link_failure`, ...).
+    pub causes: Vec<String>,
+    /// Its check, whole (DESIGN 4.3).
+    pub report: Report,
+}
+
+/// What the pair choice covers.
+#[derive(Clone, Debug, Serialize)]
+pub struct Coverage {
+    /// Cables between the probed hosts.
+    pub cables: usize,
+    /// Groups of cables crossed by the same pairs (a bad one among them cannot be named).
+    pub not_identifiable: Vec<Vec<String>>,
+}
+
+/// The probe budget and what it costs.
+#[derive(Clone, Debug, Serialize)]
+pub struct Budget {
+    /// Seconds the probes are spread over.
+    pub duration_s: f64,
+    /// Latency probes a second per same-leaf target.
+    pub rate_same_leaf: f64,
+    /// Latency probes a second per cross-leaf target.
+    pub rate_cross_leaf: f64,
+    /// Latency probes over the mesh, all pairs.
+    pub latency_probes: u64,
+    /// Bytes the probes put on the wire (pings both ways, one stream each way a pair),
+    /// payload only.
+    pub bytes: u64,
+}
+
+/// `hostping mesh --format json` (DESIGN 4.6).
+#[derive(Clone, Debug, Serialize)]
+pub struct MeshReport {
+    /// The pairs, in host order.
+    pub pairs: Vec<PairReport>,
+    /// Always true here: every number came from the simulators.
+    pub simulated: bool,
+    /// The cluster's name.
+    pub cluster: String,
+    /// The faults injected, as given.
+    pub faults: Vec<String>,
+    /// Where the data lived.
+    pub endpoint: Endpoint,
+    /// Each probed host's own check.
+    pub hosts: Vec<HostSummary>,
+    /// What the pairs cover.
+    pub coverage: Coverage,
+    /// The budget.
+    pub budget: Budget,
+}
+
+impl MeshReport {
+    /// DESIGN 4.3's exit status applied to pairs: 0 every pair normal, 1 some pair abnormal
+    /// or failed, 3 none abnormal but some not judged.
+    pub fn exit_code(&self) -> i32 {
+        let any = |s: PartStatus| self.pairs.iter().any(|p| p.status == s);
+        if any(PartStatus::Abnormal) || any(PartStatus::Failed) {
+            1
+        } else if any(PartStatus::Uncertain) {
+            3
+        } else {
+            0
+        }
+    }
+}
+
+/// Runs the mesh on a simulated cluster. `progress(done, total)` is called as pairs finish.
+pub fn run(
+    cluster: &Cluster,
+    faults: &ClusterFaults,
+    settings: &MeshSettings,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<MeshReport, ClusterError> {
+    let hosts = chosen_hosts(cluster, settings.nodes.as_deref())?;
+    // One simulated baseline per host model, as `hostping check --sim MODEL` records it.
+    let check_settings = check::pipeline::CheckSettings::default();
+    let mut baselines: Vec<(String, model::Baseline)> = Vec::new();
+    for &h in &hosts {
+        let model = &cluster.hosts[h].model;
+        if !baselines.iter().any(|(name, _)| *name == model.name) {
+            let runs = check::record::DEFAULT_RUNS;
+            let recorded = check::record::simulated(
+                model,
+                runs,
+                settings.seed,
+                &check_settings.latency,
+                settings.noise,
+            );
+            baselines.push((model.name.clone(), recorded));
+        }
+    }
+    let checks: Vec<Report> = hosts
+        .iter()
+        .map(|&h| {
+            let model = &cluster.hosts[h].model;
+            let baseline = &baselines
+                .iter()
+                .find(|(name, _)| *name == model.name)
+                .expect("recorded above")
+                .1;
+            check_host(cluster, faults, h, baseline, &check_settings, settings)
+        })
+        .collect();
+    let selection = pairs::select(cluster, &hosts);
+    let fabric = FaultedFabric::new(cluster, &faults.fabric).map_err(ClusterError::Fabric)?;
+    let healthy = FaultedFabric::healthy(cluster);
+    let flap_offset_s = ChaCha8Rng::seed_from_u64(settings.seed ^ 0xf1a9).gen_range(0.0..2.0)
+        * FABRIC_FLAP_HALF_PERIOD_S;
+
+    let total = selection.pairs.len();
+    let spacing_s = settings.duration_s / total.max(1) as f64;
+    let jobs: Vec<PairJob> = selection
+        .pairs
+        .iter()
+        .enumerate()
+        .map(|(i, &(a, b))| {
+            let same_leaf = cluster.same_leaf(a, b);
+            let rate = if same_leaf {
+                settings.rate_same_leaf
+            } else {
+                settings.rate_cross_leaf
+            };
+            let at_s = i as f64 * spacing_s;
+            PairJob {
+                a,
+                b,
+                route: cluster.route_labels(fabric.topology(), a, b),
+                route_back: cluster.route_labels(fabric.topology(), b, a),
+                probes: (rate * settings.duration_s).round().max(1.0) as u32,
+                at_s,
+                flapped: ((at_s + flap_offset_s) / FABRIC_FLAP_HALF_PERIOD_S) as u64 % 2 == 1,
+                seed: settings
+                    .seed
+                    .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                    .wrapping_add(i as u64),
+            }
+        })
+        .collect();
+    let measured = measure_all(cluster, &fabric, &jobs, settings.threads, progress);
+    let mut network_baselines: Vec<(usize, NetworkMeasurement)> = Vec::new();
+    let thresholds = Thresholds::default();
+    let index_of = |host: usize| {
+        hosts
+            .iter()
+            .position(|&h| h == host)
+            .expect("a probed host")
+    };
+    let pairs = jobs
+        .iter()
+        .zip(measured)
+        .map(|(job, network)| {
+            let hops = cluster.route_labels(healthy.topology(), job.a, job.b).len();
+            let baseline = match network_baselines.iter().find(|(h, _)| *h == hops) {
+                Some((_, m)) => m.clone(),
+                None => {
+                    let (src, dst) = (cluster.node_of(job.a), cluster.node_of(job.b));
+                    let m = healthy
+                        .measure(cluster, src, dst, 4, false, settings.seed)
+                        .expect("the healthy fabric reaches every node");
+                    network_baselines.push((hops, m.clone()));
+                    m
+                }
+            };
+            let end_a = HostEnd::of(
+                cluster,
+                job.a,
+                &checks[index_of(job.a.host)],
+                settings.endpoint,
+            );
+            let end_b = HostEnd::of(
+                cluster,
+                job.b,
+                &checks[index_of(job.b.host)],
+                settings.endpoint,
+            );
+            judge_pair(
+                cluster,
+                job,
+                end_a,
+                end_b,
+                network,
+                &baseline,
+                thresholds.abnormal_th,
+            )
+        })
+        .collect::<Vec<_>>();
+
+    let latency_probes: u64 = jobs.iter().map(|j| u64::from(j.probes)).sum();
+    let stream_bytes =
+        crate::network::STREAM_MESSAGE_BYTES * u64::from(crate::network::STREAM_MESSAGES);
+    Ok(MeshReport {
+        simulated: true,
+        cluster: cluster.name.clone(),
+        faults: faults.given.clone(),
+        endpoint: settings.endpoint,
+        hosts: hosts
+            .iter()
+            .zip(checks)
+            .map(|(&h, report)| HostSummary {
+                host: cluster.hosts[h].name.clone(),
+                healthy: report.healthy,
+                causes: report
+                    .diagnoses
+                    .iter()
+                    .map(|d| d.cause.as_str().to_string())
+                    .collect(),
+                report,
+            })
+            .collect(),
+        coverage: Coverage {
+            cables: selection.cables,
+            not_identifiable: selection
+                .not_identifiable
+                .iter()
+                .map(|g| g.iter().map(|&c| cluster.cable_label(c)).collect())
+                .collect(),
+        },
+        budget: Budget {
+            duration_s: settings.duration_s,
+            rate_same_leaf: settings.rate_same_leaf,
+            rate_cross_leaf: settings.rate_cross_leaf,
+            latency_probes,
+            bytes: latency_probes * 2 * crate::network::PING_BYTES
+                + total as u64 * 2 * stream_bytes,
+        },
+        pairs,
+    })
+}
+
+/// The hosts to probe, by index, in cluster order.
+fn chosen_hosts(cluster: &Cluster, nodes: Option<&[String]>) -> Result<Vec<usize>, ClusterError> {
+    let Some(nodes) = nodes else {
+        return Ok((0..cluster.hosts.len()).collect());
+    };
+    let unknown: Vec<&str> = nodes
+        .iter()
+        .filter(|n| cluster.host_index(n).is_none())
+        .map(|n| n.as_str())
+        .collect();
+    if !unknown.is_empty() {
+        return Err(ClusterError::UnknownHosts {
+            cluster: cluster.name.clone(),
+            hosts: unknown.join(", "),
+        });
+    }
+    let mut hosts: Vec<usize> = nodes.iter().filter_map(|n| cluster.host_index(n)).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    if hosts.len() < 2 {
+        return Err(ClusterError::TooFewHosts(hosts.len()));
+    }
+    Ok(hosts)
+}
+
+/// One host's own check: its virtual host with its faults, judged against its model's
+/// simulated baseline (what `hostping check --sim MODEL` does).
+fn check_host(
+    cluster: &Cluster,
+    faults: &ClusterFaults,
+    host: usize,
+    baseline: &model::Baseline,
+    check_settings: &check::pipeline::CheckSettings,
+    settings: &MeshSettings,
+) -> Report {
+    let model = &cluster.hosts[host].model;
+    let host_seed = settings.seed.wrapping_add(host as u64 + 1);
+    let config = VhostConfig {
+        seed: host_seed,
+        noise: settings.noise,
+        ..VhostConfig::default()
+    };
+    let host_faults = faults.hosts.get(&host).cloned().unwrap_or_default();
+    let mut vhost = VirtualHost::new(model.clone(), host_faults, config);
+    let source = check::pipeline::BaselineSource::Given(baseline, BaselineKind::Simulated);
+    let mut reports = check::pipeline::check(
+        &mut vhost,
+        model,
+        source,
+        check_settings,
+        &mut |_| {},
+        &mut |_, _, _| {},
+    );
+    let mut report = reports.pop().expect("one run gives one report");
+    report.host = cluster.hosts[host].name.clone();
+    report
+}
+
+/// One pair to probe.
+struct PairJob {
+    a: RnicPort,
+    b: RnicPort,
+    /// The route from `a` to `b` on the faulted fabric.
+    route: Vec<String>,
+    /// The route back.
+    route_back: Vec<String>,
+    probes: u32,
+    at_s: f64,
+    flapped: bool,
+    seed: u64,
+}
+
+/// Simulates every pair's network part, on `threads` workers.
+fn measure_all(
+    cluster: &Cluster,
+    fabric: &FaultedFabric,
+    jobs: &[PairJob],
+    threads: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Vec<Result<NetworkMeasurement, Unreachable>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<Option<Result<NetworkMeasurement, Unreachable>>> = vec![None; jobs.len()];
+    let slots: Vec<std::sync::Mutex<&mut Option<_>>> =
+        results.iter_mut().map(std::sync::Mutex::new).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(job) = jobs.get(i) else { break };
+                let (src, dst) = (cluster.node_of(job.a), cluster.node_of(job.b));
+                let m = fabric.measure(cluster, src, dst, job.probes, job.flapped, job.seed);
+                **slots[i].lock().expect("no worker panics holding a slot") = Some(m);
+                let finished = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                progress(finished, jobs.len());
+            });
+        }
+    });
+    drop(slots);
+    results
+        .into_iter()
+        .map(|r| r.expect("every pair was measured"))
+        .collect()
+}
+
+/// One host's end of a pair: the endpoint its data lives in, and its part (its loopback
+/// path from the RNIC to that endpoint, as its own check judged it).
+struct HostEnd {
+    endpoint: ComponentId,
+    part: HostPart,
+}
+
+impl HostEnd {
+    fn of(cluster: &Cluster, port: RnicPort, report: &Report, endpoint: Endpoint) -> HostEnd {
+        let host = &cluster.hosts[port.host];
+        let rnic = &host.rnics[port.rnic];
+        let endpoint = nearest_endpoint(&host.model, rnic, endpoint);
+        let path = report
+            .paths
+            .iter()
+            .find(|p| &p.rnic == rnic && p.endpoint == endpoint);
+        let part = match path {
+            None => HostPart {
+                one_way_us: None,
+                gbps: None,
+                status: PartStatus::Uncertain,
+            },
+            Some(path) => HostPart {
+                one_way_us: path.latency_us.map(|l| l / 2.0),
+                gbps: path.bandwidth_gbps,
+                status: match path.status {
+                    PathStatus::Normal if path.latency_us.is_some() => PartStatus::Normal,
+                    PathStatus::Abnormal => PartStatus::Abnormal,
+                    _ => PartStatus::Uncertain,
+                },
+            },
+        };
+        HostEnd { endpoint, part }
+    }
+}
+
+/// The endpoint of `class` an RNIC reaches at line rate over the fewest links; the nearest
+/// memory node when the host has no such GPU.
+fn nearest_endpoint(
+    model: &model::HostTopology,
+    rnic: &ComponentId,
+    endpoint: Endpoint,
+) -> ComponentId {
+    let nearest = |class: ComponentClass| {
+        model
+            .paths_of(rnic)
+            .filter(|p| p.affinitive)
+            .filter(|p| {
+                model
+                    .component(&p.endpoint)
+                    .is_some_and(|c| c.class() == class)
+            })
+            .min_by_key(|p| p.links.len())
+            .map(|p| p.endpoint.clone())
+    };
+    let memory = || {
+        nearest(ComponentClass::Memory)
+            .or_else(|| model.paths_of(rnic).next().map(|p| p.endpoint.clone()))
+            .expect("a host model gives every RNIC a path")
+    };
+    match endpoint {
+        Endpoint::Gpu => nearest(ComponentClass::Gpu).unwrap_or_else(memory),
+        Endpoint::Memory => memory(),
+    }
+}
+
+/// The pair's parts put together and judged (`analyze::pair`).
+fn judge_pair(
+    cluster: &Cluster,
+    job: &PairJob,
+    a: HostEnd,
+    b: HostEnd,
+    network: Result<NetworkMeasurement, Unreachable>,
+    baseline: &NetworkMeasurement,
+    abnormal_th: f64,
+) -> PairReport {
+    let end = |p: RnicPort| PairEnd {
+        host: cluster.hosts[p.host].name.clone(),
+        rnic: cluster.hosts[p.host].rnics[p.rnic].to_string(),
+    };
+    let baseline_us = median(&baseline.latency_ns) / 1000.0;
+    let mut report = PairReport {
+        a: end(job.a),
+        b: end(job.b),
+        latency_us: None,
+        bandwidth_gbps: None,
+        host_a_us: a.part.one_way_us,
+        host_b_us: b.part.one_way_us,
+        network_us: None,
+        route: job.route.clone(),
+        status: PartStatus::Failed,
+        host_a_status: a.part.status,
+        host_b_status: b.part.status,
+        network_status: PartStatus::Failed,
+        endpoint_a: a.endpoint.to_string(),
+        endpoint_b: b.endpoint.to_string(),
+        host_a_gbps: a.part.gbps,
+        host_b_gbps: b.part.gbps,
+        network_gbps: None,
+        baseline_network_us: baseline_us,
+        baseline_network_gbps: baseline.bandwidth_gbps,
+        route_back: job.route_back.clone(),
+        same_leaf: cluster.same_leaf(job.a, job.b),
+        probes: job.probes,
+        simulated_round_trips: 0,
+        retransmitted_packets: 0,
+        probed_at_s: job.at_s,
+        reason: None,
+    };
+    let network = match network {
+        Ok(network) => network,
+        Err(Unreachable(why)) => {
+            report.reason = Some(why);
+            return report;
+        }
+    };
+    let part = NetworkPart {
+        one_way_us: median(&network.latency_ns) / 1000.0,
+        gbps: network.bandwidth_gbps,
+        baseline_us,
+        baseline_gbps: baseline.bandwidth_gbps,
+        retransmitted_packets: network.retransmitted_packets,
+    };
+    let judged = analyze::pair::judge(&a.part, &b.part, &part, abnormal_th);
+    report.simulated_round_trips = network.latency_ns.len() as u32;
+    report.retransmitted_packets = network.retransmitted_packets;
+    report.network_us = Some(part.one_way_us);
+    report.network_gbps = Some(part.gbps);
+    report.latency_us = judged.latency_us;
+    report.bandwidth_gbps = Some(judged.bandwidth_gbps);
+    report.network_status = judged.network;
+    report.status = judged.status;
+    let mut why = judged.network_reasons;
+    for (name, part, ep) in [
+        (&report.a, a.part.status, &report.endpoint_a),
+        (&report.b, b.part.status, &report.endpoint_b),
+    ] {
+        match part {
+            PartStatus::Abnormal => why.push(format!(
+                "{}'s path {}->{ep} is abnormal in its own check",
+                name.host, name.rnic
+            )),
+            PartStatus::Uncertain => why.push(format!(
+                "{}'s path {}->{ep} was not judged",
+                name.host, name.rnic
+            )),
+            _ => {}
+        }
+    }
+    if report.status != PartStatus::Normal {
+        report.reason = Some(why.join("; "));
+    }
+    report
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[sorted.len() / 2]
+}

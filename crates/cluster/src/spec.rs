@@ -1,0 +1,425 @@
+//! A cluster: hosts (each a host model) and the fabric their RNICs are cabled to, with the
+//! component ids of DESIGN 4.6 (`leaf2/9` for a switch port, `node007/rnic2` for a host's
+//! RNIC port).
+
+use std::collections::HashMap;
+
+use fabric::topology::{FatTreeParams, NodeId, Peer, PortIndex, PortRef, SwitchId, Topology};
+use model::{ComponentClass, ComponentId, HostTopology};
+
+use crate::ClusterError;
+
+/// The built-in clusters by name.
+pub const BUILTIN_NAMES: [&str; 1] = ["pod-32"];
+
+/// One host of the cluster.
+#[derive(Clone, Debug)]
+pub struct ClusterHost {
+    /// Its name (`node007`).
+    pub name: String,
+    /// Its host model.
+    pub model: HostTopology,
+    /// Its RNICs in model order (`rnic0`, `rnic1`, ...): rail `r` is `rnics[r]`.
+    pub rnics: Vec<ComponentId>,
+}
+
+/// An RNIC port of the cluster: host index and RNIC index on that host.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RnicPort {
+    /// Index into [`Cluster::hosts`].
+    pub host: usize,
+    /// Index into that host's [`ClusterHost::rnics`].
+    pub rnic: usize,
+}
+
+/// A cable of the fabric, named by the switch output port of its lower end (the leaf's
+/// port down to a host, or the lower switch's port up), so that both directions are one cable.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Cable(pub PortIndex);
+
+/// The fabric of a cluster: the simulator's tree, the switch names, and which RNIC is on
+/// which tree node.
+#[derive(Clone, Debug)]
+pub struct Fabric {
+    /// The tree the simulator runs.
+    pub topology: Topology,
+    /// Each switch's name, by [`SwitchId`].
+    pub switch_names: Vec<String>,
+    /// The RNIC on each tree node, by [`NodeId`]; `None` for a free leaf port.
+    attached: Vec<Option<RnicPort>>,
+    /// The tree node of each RNIC port.
+    node_of: HashMap<RnicPort, NodeId>,
+    /// Link rate, Gb/s, every link.
+    pub link_gbps: f64,
+}
+
+/// The cluster: hosts and fabric.
+#[derive(Clone, Debug)]
+pub struct Cluster {
+    /// Its name (`pod-32`, or the file's `name`).
+    pub name: String,
+    /// The hosts, in the order they were given.
+    pub hosts: Vec<ClusterHost>,
+    /// The fabric.
+    pub fabric: Fabric,
+}
+
+impl ClusterHost {
+    /// A host named `name` running `model`.
+    pub fn new(name: String, model: HostTopology) -> ClusterHost {
+        let rnics = model
+            .components()
+            .iter()
+            .filter(|c| c.class() == ComponentClass::Rnic)
+            .map(|c| c.id.clone())
+            .collect();
+        ClusterHost { name, model, rnics }
+    }
+}
+
+impl Cluster {
+    /// The built-in cluster `name`, if there is one.
+    pub fn builtin(name: &str) -> Option<Result<Cluster, ClusterError>> {
+        match name {
+            "pod-32" => Some(pod_32()),
+            _ => None,
+        }
+    }
+
+    /// The index of the host named `name`.
+    pub fn host_index(&self, name: &str) -> Option<usize> {
+        self.hosts.iter().position(|h| h.name == name)
+    }
+
+    /// Every RNIC port, host by host, rail by rail.
+    pub fn rnic_ports(&self) -> impl Iterator<Item = RnicPort> + '_ {
+        self.hosts
+            .iter()
+            .enumerate()
+            .flat_map(|(host, h)| (0..h.rnics.len()).map(move |rnic| RnicPort { host, rnic }))
+    }
+
+    /// `node007/rnic2`.
+    pub fn rnic_label(&self, port: RnicPort) -> String {
+        let host = &self.hosts[port.host];
+        format!("{}/{}", host.name, host.rnics[port.rnic])
+    }
+
+    /// The tree node an RNIC port is cabled to.
+    pub fn node_of(&self, port: RnicPort) -> NodeId {
+        self.fabric.node_of[&port]
+    }
+
+    /// The RNIC port on a tree node, if a host is cabled there.
+    pub fn rnic_at(&self, node: NodeId) -> Option<RnicPort> {
+        self.fabric.attached[node.0 as usize]
+    }
+
+    /// `leaf2/9`: a switch port by its switch's name and its 1-based port number.
+    pub fn port_label(&self, port: PortRef) -> String {
+        format!(
+            "{}/{}",
+            self.fabric.switch_names[port.switch.0 as usize],
+            port.port + 1
+        )
+    }
+
+    /// The switch output port a label names, or why it names none: `leaf2/9` (a switch
+    /// port, 1-based) or `node007/rnic2` (a host's RNIC port: the leaf port it is cabled to).
+    pub fn parse_port(&self, label: &str) -> Result<PortRef, String> {
+        let (device, port) = label
+            .split_once('/')
+            .ok_or_else(|| format!("`{label}` is not `<switch>/<port>` nor `<host>/<rnic>`"))?;
+        if let Some(host) = self.host_index(device) {
+            let rnics = &self.hosts[host].rnics;
+            let rnic = rnics
+                .iter()
+                .position(|r| r.as_str() == port)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = rnics.iter().map(|r| r.as_str()).collect();
+                    format!(
+                        "host `{device}` has no RNIC `{port}` (it has {})",
+                        names.join(", ")
+                    )
+                })?;
+            let node = self.node_of(RnicPort { host, rnic });
+            return Ok(self.fabric.topology.node_port(node));
+        }
+        let switch = self
+            .fabric
+            .switch_names
+            .iter()
+            .position(|s| s == device)
+            .ok_or_else(|| {
+                format!(
+                    "`{device}` is neither a switch nor a host of cluster `{}` (switches {}, hosts {})",
+                    self.name,
+                    name_range(&self.fabric.switch_names),
+                    name_range(&self.hosts.iter().map(|h| h.name.clone()).collect::<Vec<_>>()),
+                )
+            })?;
+        let switch = SwitchId(switch as u32);
+        let ports = self.fabric.topology.ports(switch);
+        let number: u16 = port
+            .parse()
+            .ok()
+            .filter(|n| (1..=ports).contains(n))
+            .ok_or_else(|| format!("`{device}` has ports 1..{ports}, not `{port}`"))?;
+        let port = PortRef {
+            switch,
+            port: number - 1,
+        };
+        if let Peer::Node(node) = self.fabric.topology.peer(port) {
+            if self.rnic_at(node).is_none() {
+                return Err(format!("no cable at `{label}`: the port is free"));
+            }
+        }
+        Ok(port)
+    }
+
+    /// The cable at a switch output port (either end of it names the same cable).
+    pub fn cable_at(&self, port: PortRef) -> Cable {
+        let topology = &self.fabric.topology;
+        match topology.peer(port) {
+            Peer::Node(_) => Cable(topology.port_index(port)),
+            Peer::Switch { switch, port: back } => {
+                let far = PortRef { switch, port: back };
+                // The lower end's output port is the one that leads up.
+                let lower = if topology.is_up(port) { port } else { far };
+                Cable(topology.port_index(lower))
+            }
+        }
+    }
+
+    /// The cables a packet from `a` to `b` crosses, host cables included.
+    pub fn cables_between(&self, a: RnicPort, b: RnicPort) -> Vec<Cable> {
+        let topology = &self.fabric.topology;
+        let (src, dst) = (self.node_of(a), self.node_of(b));
+        let mut cables = vec![Cable(topology.port_index(topology.node_port(src)))];
+        cables.extend(
+            topology
+                .deterministic_route(src, dst)
+                .into_iter()
+                .map(|p| self.cable_at(p)),
+        );
+        cables
+    }
+
+    /// A cable's name, by its lower end (`leaf2/9`, or `leaf2/1` for a host's).
+    pub fn cable_label(&self, cable: Cable) -> String {
+        self.port_label(self.fabric.topology.port_ref(cable.0))
+    }
+
+    /// The route from `a` to `b` on `topology` (the cluster's tree, or the tree as faults
+    /// leave it) as DESIGN 4.6 writes it: each switch's input port then its output port
+    /// (`leaf1/1`, `leaf1/9`, `spine1/1`, `spine1/2`, `leaf2/9`, `leaf2/1`).
+    pub fn route_labels(&self, topology: &Topology, a: RnicPort, b: RnicPort) -> Vec<String> {
+        let mut input = topology.node_port(self.node_of(a));
+        let mut labels = Vec::new();
+        for out in topology.deterministic_route(self.node_of(a), self.node_of(b)) {
+            labels.push(self.port_label(input));
+            labels.push(self.port_label(out));
+            if let Peer::Switch { switch, port } = topology.peer(out) {
+                input = PortRef { switch, port };
+            }
+        }
+        labels
+    }
+
+    /// Whether two RNIC ports hang off the same leaf switch.
+    pub fn same_leaf(&self, a: RnicPort, b: RnicPort) -> bool {
+        let topology = &self.fabric.topology;
+        topology.leaf_of(self.node_of(a)) == topology.leaf_of(self.node_of(b))
+    }
+}
+
+/// `leaf1..spine8`: the first and last of a list of names.
+fn name_range(names: &[String]) -> String {
+    match (names.first(), names.last()) {
+        (Some(first), Some(last)) if names.len() > 1 => format!("{first}..{last}"),
+        (Some(only), _) => only.clone(),
+        _ => "none".to_string(),
+    }
+}
+
+/// DESIGN 4.6's `pod-32`: 32 `dgx-a100` hosts `node001`..`node032` on a rail-optimised
+/// two-level tree of 16-port switches.
+fn pod_32() -> Result<Cluster, ClusterError> {
+    let model = model::builtin::load("dgx-a100")
+        .expect("dgx-a100 is built in")
+        .map_err(|e| ClusterError::Host(e.to_string()))?;
+    let hosts = (1..=32)
+        .map(|n| ClusterHost::new(format!("node{n:03}"), model.clone()))
+        .collect();
+    rail_optimised("pod-32", hosts, 16, 200.0)
+}
+
+/// A rail-optimised two-level fat tree of `radix`-port switches for `hosts` (DESIGN 4.6):
+/// `radix / 2` hosts per leaf, one group of leaves per rail (RNIC index), RNIC `r` of host
+/// `n` (from 0) on leaf `r * leaves_per_rail + n div (radix / 2)`, port `n mod (radix / 2)`;
+/// leaf port `radix / 2 + s` up to spine `s`, spine port `l` down to leaf `l` (all 1-based
+/// in names). Every host must have the same number of RNICs (the rails).
+pub fn rail_optimised(
+    name: &str,
+    hosts: Vec<ClusterHost>,
+    radix: u16,
+    link_gbps: f64,
+) -> Result<Cluster, ClusterError> {
+    let unfit = |reason: String| ClusterError::Fabric(format!("cluster `{name}`: {reason}"));
+    let rails = hosts.first().map_or(0, |h| h.rnics.len());
+    if rails == 0 {
+        return Err(unfit("no host with an RNIC".to_string()));
+    }
+    if let Some(h) = hosts.iter().find(|h| h.rnics.len() != rails) {
+        return Err(unfit(format!(
+            "a rail-optimised tree needs as many RNICs on every host: `{}` has {}, `{}` has {rails}",
+            h.name,
+            h.rnics.len(),
+            hosts[0].name
+        )));
+    }
+    if radix < 4 || !radix.is_multiple_of(2) {
+        return Err(unfit(format!(
+            "the switch radix must be even and at least 4, not {radix}"
+        )));
+    }
+    let per_leaf = usize::from(radix / 2);
+    let leaves_per_rail = hosts.len().div_ceil(per_leaf);
+    let leaves = rails * leaves_per_rail;
+    if leaves > usize::from(radix) {
+        return Err(unfit(format!(
+            "{} hosts of {rails} RNICs need {leaves} leaves of {per_leaf} hosts, more than a \
+             spine of {radix} ports reaches (a two-level tree of radix {radix} holds at most {} \
+             hosts of {rails} RNICs)",
+            hosts.len(),
+            usize::from(radix) / rails * per_leaf
+        )));
+    }
+    let params = FatTreeParams {
+        name: name.to_string(),
+        radix,
+        nodes_per_leaf: radix / 2,
+        leaves: leaves as u32,
+        leaves_per_pod: leaves as u32,
+        aggs_per_pod: u32::from(radix / 2),
+    };
+    let tree = Topology::new(params).map_err(|e| unfit(e.to_string()))?;
+    let mut attached = vec![None; tree.num_nodes() as usize];
+    let mut node_of = HashMap::new();
+    for host in 0..hosts.len() {
+        for rnic in 0..rails {
+            let leaf = rnic * leaves_per_rail + host / per_leaf;
+            let node = NodeId((leaf * per_leaf + host % per_leaf) as u32);
+            attached[node.0 as usize] = Some(RnicPort { host, rnic });
+            node_of.insert(RnicPort { host, rnic }, node);
+        }
+    }
+    let free = (0..tree.num_nodes())
+        .filter(|&n| attached[n as usize].is_none())
+        .collect();
+    let topology = tree.with_free_nodes(free);
+    let switch_names = (0..topology.num_switches())
+        .map(|s| {
+            let s = s as usize;
+            if s < leaves {
+                format!("leaf{}", s + 1)
+            } else {
+                format!("spine{}", s - leaves + 1)
+            }
+        })
+        .collect();
+    Ok(Cluster {
+        name: name.to_string(),
+        hosts,
+        fabric: Fabric {
+            topology,
+            switch_names,
+            attached,
+            node_of,
+            link_gbps,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod() -> Cluster {
+        Cluster::builtin("pod-32").unwrap().unwrap()
+    }
+
+    #[test]
+    fn pod_32_is_cabled_as_design_4_6_says() {
+        let pod = pod();
+        assert_eq!(pod.hosts.len(), 32);
+        assert_eq!(pod.fabric.switch_names.len(), 24);
+        // rnic r of node n on leaf(4r + (n-1) div 8 + 1), port (n-1) mod 8 + 1.
+        for port in pod.rnic_ports() {
+            let n = port.host + 1;
+            let leaf = 4 * port.rnic + (n - 1) / 8 + 1;
+            let label = format!("leaf{leaf}/{}", (n - 1) % 8 + 1);
+            let at = pod.fabric.topology.node_port(pod.node_of(port));
+            assert_eq!(pod.port_label(at), label, "{}", pod.rnic_label(port));
+            assert_eq!(pod.parse_port(&pod.rnic_label(port)), Ok(at));
+            assert_eq!(pod.parse_port(&label), Ok(at));
+        }
+        // Leaf port 8+s goes up to spine s, and spine port l down to leaf l.
+        let up = pod.parse_port("leaf3/13").unwrap();
+        match pod.fabric.topology.peer(up) {
+            Peer::Switch { switch, port } => {
+                assert_eq!(pod.port_label(PortRef { switch, port }), "spine5/3")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            pod.cable_at(up),
+            pod.cable_at(pod.parse_port("spine5/3").unwrap())
+        );
+    }
+
+    #[test]
+    fn the_design_example_route() {
+        let pod = pod();
+        let a = RnicPort { host: 0, rnic: 0 };
+        let b = RnicPort { host: 8, rnic: 0 };
+        assert_eq!(
+            pod.route_labels(&pod.fabric.topology, a, b),
+            ["leaf1/1", "leaf1/9", "spine1/1", "spine1/2", "leaf2/9", "leaf2/1"]
+        );
+        let same = RnicPort { host: 1, rnic: 0 };
+        assert!(pod.same_leaf(a, same));
+        assert_eq!(
+            pod.route_labels(&pod.fabric.topology, a, same),
+            ["leaf1/1", "leaf1/2"]
+        );
+        assert_eq!(pod.cables_between(a, b).len(), 4);
+    }
+
+    #[test]
+    fn bad_port_names_are_refused_with_what_exists() {
+        let pod = pod();
+        for (label, says) in [
+            ("leaf17/1", "neither a switch nor a host"),
+            ("leaf2/17", "ports 1..16"),
+            ("leaf2/0", "ports 1..16"),
+            ("node007/rnic9", "has no RNIC `rnic9`"),
+            ("leaf2", "not `<switch>/<port>`"),
+        ] {
+            let err = pod.parse_port(label).unwrap_err();
+            assert!(err.contains(says), "{label}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_tree_too_small_for_its_hosts_is_refused() {
+        let model = model::builtin::load("dgx-a100").unwrap().unwrap();
+        let hosts: Vec<_> = (0..40)
+            .map(|n| ClusterHost::new(format!("h{n}"), model.clone()))
+            .collect();
+        let err = rail_optimised("big", hosts, 16, 200.0)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("at most 32 hosts"), "{err}");
+    }
+}

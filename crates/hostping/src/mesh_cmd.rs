@@ -1,0 +1,162 @@
+//! `hostping mesh`: RNIC-to-RNIC probes between hosts, each pair's time split into its two
+//! hosts' own paths and the network (DESIGN 4.6); the work is in the `cluster` crate.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+use cluster::mesh::{self, Endpoint, MeshReport, MeshSettings, PairReport, PartStatus};
+use cluster::{Cluster, ClusterFaults};
+
+use crate::cli::{MeshArgs, MeshEndpoint};
+use crate::output::{print, Outcome};
+use crate::progress;
+use crate::render::Style;
+
+/// Runs `hostping mesh`.
+pub fn run(args: MeshArgs) -> Result<Outcome> {
+    let cluster = Cluster::resolve(&args.sim_cluster)?;
+    let faults = ClusterFaults::parse(&args.inject, &cluster)?;
+    let settings = MeshSettings {
+        nodes: args.nodes.map(|n| n.0),
+        endpoint: match args.endpoint {
+            MeshEndpoint::Gpu => Endpoint::Gpu,
+            MeshEndpoint::Memory => Endpoint::Memory,
+        },
+        duration_s: args.duration,
+        rate_same_leaf: args.rate_same_leaf,
+        rate_cross_leaf: args.rate_cross_leaf,
+        seed: args.seed,
+        noise: args.noise,
+        ..MeshSettings::default()
+    };
+    let bar = progress::counted(0, "mesh", "pairs simulated");
+    let report = mesh::run(&cluster, &faults, &settings, &|done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    print(args.format, &report, |r| table(r, Style::for_stdout()))?;
+    Ok(match report.exit_code() {
+        0 => Outcome::Healthy,
+        3 => Outcome::Inconclusive,
+        _ => Outcome::Findings,
+    })
+}
+
+/// The mesh for people: a summary, the pairs that are not normal with why, then every pair.
+fn table(report: &MeshReport, style: Style) -> String {
+    let mut out = String::new();
+    let count = |s: PartStatus| report.pairs.iter().filter(|p| p.status == s).count();
+    let (abnormal, failed, uncertain) = (
+        count(PartStatus::Abnormal),
+        count(PartStatus::Failed),
+        count(PartStatus::Uncertain),
+    );
+    let _ = writeln!(
+        out,
+        "{} {} hosts, {} pairs over {} cables (SIMULATED){}",
+        style.bold(&format!("mesh of {}:", report.cluster)),
+        report.hosts.len(),
+        report.pairs.len(),
+        report.coverage.cables,
+        if report.faults.is_empty() {
+            String::new()
+        } else {
+            format!(", injected: {}", report.faults.join(" "))
+        }
+    );
+    let verdict = if abnormal + failed > 0 {
+        style.red(&format!("{abnormal} abnormal, {failed} failed"))
+    } else if uncertain > 0 {
+        style.yellow(&format!("{uncertain} not judged"))
+    } else {
+        style.green("every pair normal")
+    };
+    let _ = writeln!(out, "{verdict}");
+    let by_part = |part: fn(&PairReport) -> PartStatus| {
+        report
+            .pairs
+            .iter()
+            .filter(|p| part(p) == PartStatus::Abnormal)
+            .count()
+    };
+    if abnormal > 0 {
+        let _ = writeln!(
+            out,
+            "abnormal parts: network in {} pairs, a host's own path in {} pairs",
+            by_part(|p| p.network_status),
+            report
+                .pairs
+                .iter()
+                .filter(|p| p.host_a_status == PartStatus::Abnormal
+                    || p.host_b_status == PartStatus::Abnormal)
+                .count()
+        );
+    }
+    for host in report.hosts.iter().filter(|h| !h.healthy) {
+        let causes = if host.causes.is_empty() {
+            "not judged".to_string()
+        } else {
+            host.causes.join(", ")
+        };
+        let _ = writeln!(out, "  host {}: {}", host.host, causes);
+    }
+    for group in &report.coverage.not_identifiable {
+        let _ = writeln!(
+            out,
+            "  {} cables crossed by the same pairs, a bad one not identifiable: {}",
+            group.len(),
+            group.join(" ")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "budget: {} latency probes and {:.1} MB over {} s ({}/s same-leaf, {}/s cross-leaf per target)",
+        report.budget.latency_probes,
+        report.budget.bytes as f64 / 1e6,
+        report.budget.duration_s,
+        report.budget.rate_same_leaf,
+        report.budget.rate_cross_leaf,
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{:<20} {:<20} {:>8} {:>7} {:>8} {:>7} {:>7}  {:<9} why",
+        "A", "B", "lat us", "host A", "network", "host B", "Gb/s", "status"
+    );
+    let mut pairs: Vec<&PairReport> = report.pairs.iter().collect();
+    // Pairs that are not normal first, then in host order.
+    pairs.sort_by_key(|p| p.status == PartStatus::Normal);
+    for p in pairs {
+        let cell = |v: Option<f64>, part: PartStatus, digits: usize| {
+            let text = v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+            match part {
+                PartStatus::Abnormal => style.red(&format!("{text:>7}")),
+                _ => format!("{text:>7}"),
+            }
+        };
+        let status = match p.status {
+            PartStatus::Normal => style.green("normal   "),
+            PartStatus::Abnormal => style.red("abnormal "),
+            PartStatus::Uncertain => style.yellow("uncertain"),
+            PartStatus::Failed => style.red("failed   "),
+        };
+        let (a, b) = (
+            format!("{}/{}", p.a.host, p.a.rnic),
+            format!("{}/{}", p.b.host, p.b.rnic),
+        );
+        let _ = writeln!(
+            out,
+            "{a:<20} {b:<20} {:>8} {}  {} {} {:>7}  {} {}",
+            p.latency_us.map_or("-".to_string(), |v| format!("{v:.2}")),
+            cell(p.host_a_us, p.host_a_status, 2),
+            cell(p.network_us, p.network_status, 2),
+            cell(p.host_b_us, p.host_b_status, 2),
+            p.bandwidth_gbps
+                .map_or("-".to_string(), |v| format!("{v:.1}")),
+            status,
+            style.gray(p.reason.as_deref().unwrap_or("")),
+        );
+    }
+    out
+}
