@@ -20,6 +20,7 @@
 
 pub use model::pair::PartStatus;
 use model::pair::{HostPart, NetworkPart};
+use model::switch_port::SwitchPortCounters;
 use model::{BaselineKind, ComponentClass, ComponentId, PathStatus, Report, Thresholds};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -188,6 +189,16 @@ pub struct Budget {
     pub bytes: u64,
 }
 
+/// One switch port's counters over the mesh (DESIGN 4.4's names), as a sampler on the
+/// simulated fabric would read their deltas across it.
+#[derive(Clone, Debug, Serialize)]
+pub struct PortReport {
+    /// `leaf2/9`.
+    pub port: String,
+    /// The counters.
+    pub counters: SwitchPortCounters,
+}
+
 /// `hostping mesh --format json` (DESIGN 4.6).
 #[derive(Clone, Debug, Serialize)]
 pub struct MeshReport {
@@ -207,6 +218,10 @@ pub struct MeshReport {
     pub coverage: Coverage,
     /// The budget.
     pub budget: Budget,
+    /// Every switch port that counted something over the mesh: the probes' and the other
+    /// jobs' traffic, symbol and receive errors on corrupting cables, a down cable's
+    /// LinkDowned.
+    pub ports: Vec<PortReport>,
 }
 
 impl MeshReport {
@@ -297,6 +312,7 @@ pub fn run(
         })
         .collect();
     let measured = measure_all(cluster, &fabric, &jobs, settings.threads, progress);
+    let ports = port_counters(cluster, &faults.fabric, &measured, settings.duration_s);
     let mut network_baselines: Vec<(usize, NetworkMeasurement)> = Vec::new();
     let thresholds = Thresholds::default();
     let index_of = |host: usize| {
@@ -384,7 +400,63 @@ pub fn run(
                 + total as u64 * 2 * stream_bytes,
         },
         pairs,
+        ports,
     })
+}
+
+/// The switch ports' counters over the mesh: what the probes' runs counted, plus what the
+/// simulator does not model: a corrupting cable's symbol errors (its rate over the mesh) and
+/// the packets it lost (receive errors), and a down cable's LinkDowned.
+fn port_counters(
+    cluster: &Cluster,
+    faults: &[crate::FabricFault],
+    measured: &[Result<NetworkMeasurement, Unreachable>],
+    duration_s: f64,
+) -> Vec<PortReport> {
+    let topology = &cluster.fabric.topology;
+    let mut ports = vec![SwitchPortCounters::default(); topology.num_ports()];
+    for m in measured.iter().flatten() {
+        for (sum, c) in ports.iter_mut().zip(&m.ports) {
+            for (total, value) in [
+                (&mut sum.xmit_data_bytes, c.xmit_data_bytes),
+                (&mut sum.rcv_data_bytes, c.rcv_data_bytes),
+                (&mut sum.xmit_pkts, c.xmit_pkts),
+                (&mut sum.rcv_pkts, c.rcv_pkts),
+                (&mut sum.xmit_wait, c.xmit_wait),
+            ] {
+                *total += value;
+            }
+        }
+        for &(cable, lost) in &m.lost_on {
+            for port in cluster.cable_ports(cable) {
+                ports[port as usize].rcv_errors += lost;
+            }
+        }
+    }
+    for fault in faults {
+        match *fault {
+            crate::FabricFault::Errors { cable, per_second } => {
+                for port in cluster.cable_ports(cable) {
+                    ports[port as usize].symbol_errors += (per_second * duration_s).round() as u64;
+                }
+            }
+            crate::FabricFault::Down { cable } => {
+                for port in cluster.cable_ports(cable) {
+                    ports[port as usize].link_downed += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    ports
+        .into_iter()
+        .enumerate()
+        .filter(|(_, c)| c.values().iter().any(|&v| v > 0))
+        .map(|(i, counters)| PortReport {
+            port: cluster.port_label(topology.port_ref(i as u32)),
+            counters,
+        })
+        .collect()
 }
 
 /// The hosts to probe, by index, in cluster order.

@@ -11,10 +11,11 @@
 //! a stream packet by go-back-N (the receiver's NAK a round trip later, then the message
 //! sent again). docs/cluster.md gives the whole model.
 
-use fabric::sim::{SimConfig, Simulation};
+use fabric::sim::{CounterSnapshot, SimConfig, Simulation};
 use fabric::telemetry::{TelemetryConfig, TelemetryKind};
 use fabric::topology::{NodeId, Peer, Topology};
 use fabric::traffic::{Job, Op, Program, Uniform, Workload};
+use model::switch_port::SwitchPortCounters;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -46,6 +47,11 @@ pub struct NetworkMeasurement {
     pub bandwidth_gbps: f64,
     /// Packets lost on corrupting cables and sent again (latency and stream probes).
     pub retransmitted_packets: u64,
+    /// Packets lost on each corrupting cable the probes crossed.
+    pub lost_on: Vec<(Cable, u64)>,
+    /// Every switch port's counters over both runs (the probes and the other jobs' traffic),
+    /// by `PortIndex`, as a sampler would read their deltas.
+    pub ports: Vec<SwitchPortCounters>,
 }
 
 /// The fabric as the faults leave it, ready to simulate probes on.
@@ -96,7 +102,7 @@ impl FaultedFabric {
                     FabricFault::Flap { cable, fraction } if with_flaps => (cable, fraction),
                     _ => continue,
                 };
-                for port in both_directions(topology, cable) {
+                for port in cluster.cable_ports(cable) {
                     rates[port as usize] = fabric.link_gbps * fraction;
                 }
             }
@@ -167,20 +173,37 @@ impl FaultedFabric {
             )));
         }
         let round_trips = round_trips.clamp(1, MAX_SIMULATED_ROUND_TRIPS);
-        let ping = self.run(topology, src, dst, Probe::PingPong { round_trips }, seed);
+        let mut ports = vec![SwitchPortCounters::default(); topology.num_ports()];
+        let ping = self.run(
+            topology,
+            src,
+            dst,
+            Probe::PingPong { round_trips },
+            seed,
+            &mut ports,
+        );
         let one_way_ns = ping / (2.0 * f64::from(round_trips));
-        let stream_ns = self.run(topology, src, dst, Probe::Stream, seed ^ 0x5eed);
+        let stream_ns = self.run(topology, src, dst, Probe::Stream, seed ^ 0x5eed, &mut ports);
         let stream_bytes = STREAM_MESSAGE_BYTES * u64::from(STREAM_MESSAGES);
         let mut stream_ns = stream_ns;
         let mut latency_ns = vec![one_way_ns; round_trips as usize];
         let mut retransmitted = 0;
-        let loss = self.loss_probability(topology, &cables);
-        if loss > 0.0 {
+        let losses = self.loss_probabilities(topology, &cables);
+        let mut lost_on: Vec<(Cable, u64)> = losses.iter().map(|&(c, _)| (c, 0)).collect();
+        if !losses.is_empty() {
             let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x1055);
+            // Whether one packet is lost, and on which cable.
+            let mut lost = |rng: &mut ChaCha8Rng| {
+                let hit = losses.iter().position(|&(_, p)| rng.gen_bool(p));
+                if let Some(i) = hit {
+                    lost_on[i].1 += 1;
+                }
+                hit.is_some()
+            };
             for sample in &mut latency_ns {
                 // A round trip crosses the cable twice, one packet each way.
                 for _ in 0..2 {
-                    if rng.gen_bool(loss) {
+                    if lost(&mut rng) {
                         *sample += ACK_TIMEOUT_NS / 2.0;
                         retransmitted += 1;
                     }
@@ -192,7 +215,7 @@ impl FaultedFabric {
             let mut extra_ns = [0.0f64; 2];
             for extra in &mut extra_ns {
                 for _ in 0..packets {
-                    if rng.gen_bool(loss) {
+                    if lost(&mut rng) {
                         // Go-back-N: the NAK comes a round trip later, then the message again.
                         *extra += 2.0 * one_way_ns + message_ns;
                         retransmitted += 1;
@@ -205,6 +228,8 @@ impl FaultedFabric {
             latency_ns,
             bandwidth_gbps: stream_bytes as f64 * 8.0 / stream_ns,
             retransmitted_packets: retransmitted,
+            lost_on,
+            ports,
         })
     }
 
@@ -228,26 +253,33 @@ impl FaultedFabric {
         cables
     }
 
-    /// The chance that one packet is lost on the way: a symbol error on a cable hits the
-    /// packet on its wire then, so `per_second` x the packet's time on that cable.
-    fn loss_probability(&self, topology: &Topology, cables: &[Cable]) -> f64 {
+    /// The chance that one packet is lost on each corrupting cable among `cables`: a symbol
+    /// error hits the packet on the wire then, so `per_second` x the packet's time on it.
+    fn loss_probabilities(&self, topology: &Topology, cables: &[Cable]) -> Vec<(Cable, f64)> {
         let packet_bits = f64::from(self.config.packet_bytes) * 8.0;
-        let survive: f64 = self
-            .errors
+        self.errors
             .iter()
             .filter(|(cable, _)| cables.contains(cable))
             .map(|&(cable, per_second)| {
                 let gbps = topology
                     .link_rates()
                     .map_or(self.config.link_gbps, |r| r[cable.0 as usize]);
-                1.0 - (per_second * packet_bits / (gbps * 1e9)).min(1.0)
+                (cable, (per_second * packet_bits / (gbps * 1e9)).min(1.0))
             })
-            .product();
-        1.0 - survive
+            .collect()
     }
 
-    /// Simulated time of one probe, ns from its first send to its end.
-    fn run(&self, topology: &Topology, src: NodeId, dst: NodeId, probe: Probe, seed: u64) -> f64 {
+    /// Simulated time of one probe, ns from its first send to its end; the run's port
+    /// counters are added to `ports`.
+    fn run(
+        &self,
+        topology: &Topology,
+        src: NodeId,
+        dst: NodeId,
+        probe: Probe,
+        seed: u64,
+        ports: &mut [SwitchPortCounters],
+    ) -> f64 {
         let start_ps = if self.background.is_some() {
             BACKGROUND_WARMUP_PS
         } else {
@@ -283,29 +315,29 @@ impl FaultedFabric {
                 });
             }
         }
+        // One snapshot, at the end of the run: the counters' totals. (The periodic one, a
+        // simulated second away, is never due: a probe's run lasts microseconds.)
         let config = SimConfig {
             seed,
+            counter_interval_ps: Some(1_000_000_000_000),
             ..self.config.clone()
         };
         let result = Simulation::new(topology, config, jobs)
             .expect("a probe between two nodes of the tree is a valid run")
             .run(&mut |_| {});
+        let tick_ps = CounterSnapshot::tick_ps(self.config.link_gbps, self.config.flow_unit_bytes);
+        if let Some(end) = result.counters.last() {
+            for (sum, c) in ports.iter_mut().zip(&end.ports) {
+                sum.xmit_data_bytes += c.xmit_bytes;
+                sum.rcv_data_bytes += c.rcv_bytes;
+                sum.xmit_pkts += c.xmit_packets;
+                sum.rcv_pkts += c.rcv_packets;
+                sum.xmit_wait += c.xmit_wait_ticks(tick_ps);
+            }
+        }
         let probe = &result.jobs[0];
         assert!(probe.finished, "a probe on a routable fabric finishes");
         (probe.completion_ps - start_ps) as f64 / 1000.0
-    }
-}
-
-/// Both output ports of a cable (one for a host's cable: the node's link into the leaf runs
-/// at the leaf port's rate).
-fn both_directions(topology: &Topology, cable: Cable) -> Vec<u32> {
-    let port = topology.port_ref(cable.0);
-    match topology.peer(port) {
-        Peer::Node(_) => vec![cable.0],
-        Peer::Switch { switch, port: back } => vec![
-            cable.0,
-            topology.port_index(fabric::topology::PortRef { switch, port: back }),
-        ],
     }
 }
 

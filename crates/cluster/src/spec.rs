@@ -191,6 +191,18 @@ impl Cluster {
         }
     }
 
+    /// The switch output ports of a cable: both ends of a switch-to-switch cable, the leaf's
+    /// port of a host's (the host's side is no switch port).
+    pub fn cable_ports(&self, cable: Cable) -> Vec<PortIndex> {
+        let topology = &self.fabric.topology;
+        match topology.peer(topology.port_ref(cable.0)) {
+            Peer::Node(_) => vec![cable.0],
+            Peer::Switch { switch, port } => {
+                vec![cable.0, topology.port_index(PortRef { switch, port })]
+            }
+        }
+    }
+
     /// The cables a packet from `a` to `b` crosses, host cables included.
     pub fn cables_between(&self, a: RnicPort, b: RnicPort) -> Vec<Cable> {
         let topology = &self.fabric.topology;

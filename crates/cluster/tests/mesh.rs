@@ -77,6 +77,22 @@ fn a_healthy_pod_is_all_normal_and_labelled_simulated() {
         })
         .collect();
     assert_eq!(probed.len(), 128);
+    // The simulated switch ports counted the probes' bytes, and no error.
+    assert!(report.ports.len() > 200, "{}", report.ports.len());
+    assert!(report
+        .ports
+        .iter()
+        .all(|p| p.counters.symbol_errors + p.counters.rcv_errors + p.counters.link_downed == 0));
+    let bytes: u64 = report
+        .ports
+        .iter()
+        .map(|p| p.counters.xmit_data_bytes)
+        .sum();
+    assert!(
+        bytes >= report.budget.bytes,
+        "{bytes} < {}",
+        report.budget.bytes
+    );
 }
 
 #[test]
@@ -185,8 +201,18 @@ fn a_down_host_cable_fails_its_pairs_and_a_down_uplink_is_routed_around() {
             assert!(p.reason.as_deref().unwrap().contains("leaf2/1"), "{p:?}");
         }
     }
-    // The subnet manager routes around a down uplink: no pair's route uses it, none fails.
+    // The subnet manager routes around a down uplink: no pair's route uses it, none fails;
+    // both its ports count the link going down and carry nothing.
     let report = mesh(&pod, &["fabric:down:leaf2/9"]);
+    let downed: Vec<_> = report
+        .ports
+        .iter()
+        .filter(|p| p.counters.link_downed > 0)
+        .collect();
+    assert_eq!(downed.len(), 2, "{downed:?}");
+    assert!(downed
+        .iter()
+        .all(|p| (p.port == "leaf2/9" || p.port == "spine1/2") && p.counters.xmit_pkts == 0));
     assert!(report.pairs.iter().all(|p| p.status == PartStatus::Normal));
     assert!(report
         .pairs
@@ -206,6 +232,21 @@ fn corrupting_flapping_and_busy_fabrics_show_in_the_network_part_only() {
         assert!(crossed(&pod, p).contains(&cable), "{p:?}");
         assert!(p.retransmitted_packets > 0, "{p:?}");
         assert_eq!(p.network_status, PartStatus::Abnormal);
+    }
+    // Its two ports count the symbol errors (2e5 a second over the 10 s mesh) and the
+    // packets lost; no other port counts any.
+    let lost: u64 = errors.pairs.iter().map(|p| p.retransmitted_packets).sum();
+    for port in &errors.ports {
+        let c = &port.counters;
+        if port.port == "leaf3/10" || port.port == "spine2/3" {
+            assert_eq!(
+                (c.symbol_errors, c.rcv_errors),
+                (2_000_000, lost),
+                "{port:?}"
+            );
+        } else {
+            assert_eq!(c.symbol_errors + c.rcv_errors, 0, "{port:?}");
+        }
     }
 
     // A flapping cable: the pairs across it probed in its degraded phase, and only those.

@@ -101,6 +101,16 @@ fn table(report: &MeshReport, style: Style) -> String {
         };
         let _ = writeln!(out, "  host {}: {}", host.host, causes);
     }
+    for port in &report.ports {
+        let c = &port.counters;
+        if c.symbol_errors + c.rcv_errors + c.link_downed > 0 {
+            let _ = writeln!(
+                out,
+                "  switch port {}: {} symbol errors, {} receive errors, link downed {} times",
+                port.port, c.symbol_errors, c.rcv_errors, c.link_downed
+            );
+        }
+    }
     for group in &report.coverage.not_identifiable {
         let _ = writeln!(
             out,
