@@ -194,7 +194,15 @@ impl ClusterFaults {
 
 /// One fabric fault, the text after `fabric:`.
 fn parse_fabric(text: &str, cluster: &Cluster) -> Result<FabricFault, String> {
-    let fields: Vec<&str> = text.split(':').collect();
+    // A real switch's description may hold ':' (`MF0;ib1:SX6036/U1/9`): the kind is the
+    // first field, a setting the last, and the port whatever lies between.
+    let (kind, rest) = text.split_once(':').unwrap_or((text, ""));
+    let with_setting = rest.rsplit_once(':');
+    let fields: Vec<&str> = match (kind, with_setting) {
+        ("degrade" | "flap" | "errors", Some((port, setting))) => vec![kind, port, setting],
+        ("down" | "background", _) => vec![kind, rest],
+        _ => vec![kind],
+    };
     let cable = |label: &str| -> Result<PortRef, String> { cluster.parse_port(label) };
     let share = |what: &str, value: &str, upper_open: bool| -> Result<f64, String> {
         let v: f64 = value

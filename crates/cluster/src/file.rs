@@ -12,12 +12,20 @@
 //! radix = 16                # a rail-optimised two-level fat tree of 16-port switches
 //! link_gbps = 200           # optional: the first host's RNIC line rate by default
 //! ```
+//!
+//! or a real fabric as cabled, from its ibnetdiscover file (relative to this file); each
+//! host's RNICs are the CAs whose description starts with its name:
+//!
+//! ```toml
+//! [fabric]
+//! topology = "fabric.ibnetdiscover"
+//! ```
 
 use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::spec::{self, Cluster, ClusterHost};
+use crate::spec::{self, CabledFabric, Cluster, ClusterHost};
 use crate::ClusterError;
 
 #[derive(Deserialize)]
@@ -38,13 +46,19 @@ struct HostGroup {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FabricSpec {
-    radix: u16,
+    radix: Option<u16>,
     link_gbps: Option<f64>,
+    topology: Option<String>,
 }
 
+/// Reads a real fabric's ibnetdiscover file (`[fabric] topology`); the reader lives with
+/// the other readers of topology files (hostping's `fabric_cmd::cabled`).
+pub type FabricReader<'a> = &'a dyn Fn(&Path) -> Result<CabledFabric, String>;
+
 impl Cluster {
-    /// A built-in cluster by name, or a cluster file.
-    pub fn resolve(name_or_path: &str) -> Result<Cluster, ClusterError> {
+    /// A built-in cluster by name, or a cluster file (whose `topology`, if it has one,
+    /// `read_fabric` reads).
+    pub fn resolve(name_or_path: &str, read_fabric: FabricReader) -> Result<Cluster, ClusterError> {
         if let Some(builtin) = Cluster::builtin(name_or_path) {
             return builtin;
         }
@@ -54,11 +68,15 @@ impl Cluster {
             reason: e.to_string(),
             builtins: spec::BUILTIN_NAMES.join(", "),
         })?;
-        Cluster::parse(path, &text)
+        Cluster::parse(path, &text, read_fabric)
     }
 
     /// A cluster file's text; `path` names it in errors and anchors relative model files.
-    pub fn parse(path: &Path, text: &str) -> Result<Cluster, ClusterError> {
+    pub fn parse(
+        path: &Path,
+        text: &str,
+        read_fabric: FabricReader,
+    ) -> Result<Cluster, ClusterError> {
         let bad = |reason: String| ClusterError::File {
             path: path.display().to_string(),
             reason,
@@ -85,26 +103,42 @@ impl Cluster {
                 hosts.push(ClusterHost::new(name, model.clone()));
             }
         }
-        let link_gbps = match file.fabric.link_gbps {
-            Some(rate) if rate.is_finite() && rate > 0.0 => rate,
-            Some(rate) => {
-                return Err(bad(format!(
-                    "fabric.link_gbps {rate} is not a positive rate"
-                )))
-            }
-            None => first_line_rate(&hosts[0]).ok_or_else(|| {
-                bad(format!(
-                    "host `{}` has no RNIC to take the link rate from",
-                    hosts[0].name
-                ))
-            })?,
-        };
         let name = file.name.unwrap_or_else(|| {
             path.file_stem()
                 .map_or("cluster".to_string(), |s| s.to_string_lossy().into_owned())
         });
-        spec::rail_optimised(&name, hosts, file.fabric.radix, link_gbps)
-            .map_err(|e| bad(e.to_string()))
+        let built = match (file.fabric.radix, &file.fabric.topology) {
+            (Some(radix), None) => {
+                let link_gbps = match file.fabric.link_gbps {
+                    Some(rate) if rate.is_finite() && rate > 0.0 => rate,
+                    Some(rate) => {
+                        return Err(bad(format!("fabric.link_gbps {rate} is not a positive rate")))
+                    }
+                    None => first_line_rate(&hosts[0]).ok_or_else(|| {
+                        bad(format!("host `{}` has no RNIC to take the link rate from", hosts[0].name))
+                    })?,
+                };
+                spec::rail_optimised(&name, hosts, radix, link_gbps)
+            }
+            (None, Some(topology)) => {
+                if file.fabric.link_gbps.is_some() {
+                    return Err(bad(
+                        "fabric.link_gbps goes with `radix`: a topology file gives its links' rates"
+                            .to_string(),
+                    ));
+                }
+                let topology = path.parent().map_or(Path::new(topology).to_path_buf(), |d| d.join(topology));
+                let fabric = read_fabric(&topology).map_err(|e| bad(format!("fabric.topology: {e}")))?;
+                spec::cabled(&name, hosts, fabric)
+            }
+            _ => {
+                return Err(bad(
+                    "[fabric] takes `radix` (a rail-optimised tree) or `topology` (an ibnetdiscover file), one of them"
+                        .to_string(),
+                ))
+            }
+        };
+        built.map_err(|e| bad(e.to_string()))
     }
 }
 
@@ -123,8 +157,12 @@ fn one_line(message: &str) -> String {
 mod tests {
     use super::*;
 
+    fn no_reader(_: &Path) -> Result<CabledFabric, String> {
+        Err("no reader".to_string())
+    }
+
     fn parse(text: &str) -> Result<Cluster, String> {
-        Cluster::parse(Path::new("lab.toml"), text).map_err(|e| e.to_string())
+        Cluster::parse(Path::new("lab.toml"), text, &no_reader).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -158,6 +196,9 @@ mod tests {
             ("[[hosts]]\nnames = \"n[1-40]\"\nmodel = \"dgx-a100\"\n[fabric]\nradix = 8\n", "at most"),
             ("[[hosts]]\nnames = \"n1\"\nmodel = \"dgx-a100\"\n[fabric]\nradix = 8\nspeed = 1\n", "unknown field"),
             ("[[hosts]]\nnames = \"n1\"\nmodel = \"dgx-a100\"\n[fabric]\nradix = 8\nlink_gbps = -1\n", "not a positive rate"),
+            ("[[hosts]]\nnames = \"n1\"\nmodel = \"dgx-a100\"\n[fabric]\n", "one of them"),
+            ("[[hosts]]\nnames = \"n1\"\nmodel = \"dgx-a100\"\n[fabric]\nradix = 8\ntopology = \"f\"\n", "one of them"),
+            ("[[hosts]]\nnames = \"n1\"\nmodel = \"dgx-a100\"\n[fabric]\ntopology = \"f.topo\"\n", "fabric.topology: no reader"),
         ] {
             let err = parse(text).unwrap_err();
             assert!(err.starts_with("lab.toml: "), "{err}");
@@ -168,7 +209,7 @@ mod tests {
 
     #[test]
     fn an_unknown_name_lists_the_built_in_clusters() {
-        let err = Cluster::resolve("/nonexistent/pod.toml")
+        let err = Cluster::resolve("/nonexistent/pod.toml", &no_reader)
             .unwrap_err()
             .to_string();
         assert!(err.contains("pod-32"), "{err}");

@@ -90,12 +90,23 @@ impl FaultedFabric {
                 }
             }
         }
+        // A real fabric's missing cables stay missing beside the down ones.
+        let mut absent: Vec<_> = topology
+            .absent_links()
+            .into_iter()
+            .map(|i| topology.port_ref(i))
+            .collect();
+        absent.extend(down_switch_ports);
         let routed = topology
             .clone()
-            .without_links(&down_switch_ports)
+            .without_links(&absent)
             .map_err(|e| format!("the down cables leave no route: {e}"))?;
         let rates = |with_flaps: bool| {
-            let mut rates = vec![fabric.link_gbps; topology.num_ports()];
+            // A real fabric's links keep their own rates.
+            let mut rates = topology.link_rates().map_or_else(
+                || vec![fabric.link_gbps; topology.num_ports()],
+                <[f64]>::to_vec,
+            );
             for fault in faults {
                 let (cable, fraction) = match *fault {
                     FabricFault::Degrade { cable, fraction } => (cable, fraction),
@@ -103,7 +114,7 @@ impl FaultedFabric {
                     _ => continue,
                 };
                 for port in cluster.cable_ports(cable) {
-                    rates[port as usize] = fabric.link_gbps * fraction;
+                    rates[port as usize] *= fraction;
                 }
             }
             rates

@@ -49,8 +49,27 @@ pub struct Fabric {
     attached: Vec<Option<RnicPort>>,
     /// The tree node of each RNIC port.
     node_of: HashMap<RnicPort, NodeId>,
-    /// Link rate, Gb/s, every link.
+    /// The rate most links run at, Gb/s (a real fabric's own rates are in the topology).
     pub link_gbps: f64,
+    /// A real fabric's port number of each switch output port, by `PortIndex`; `None` on a
+    /// built tree, whose ports are numbered from 1 in order.
+    port_numbers: Option<Vec<u16>>,
+}
+
+/// A real fabric as `fabric sim --topology FILE` reads it from an ibnetdiscover file,
+/// recognised as a tree (hostping's `fabric_cmd::cabled`), for a cluster file's `topology`.
+#[derive(Clone, Debug)]
+pub struct CabledFabric {
+    /// The tree, with the fabric's missing cables, free ports and link rates.
+    pub topology: Topology,
+    /// The rate most links run at, Gb/s.
+    pub link_gbps: f64,
+    /// Each switch's description, by `SwitchId`.
+    pub switch_names: Vec<String>,
+    /// The fabric's port number of each switch output port, by `PortIndex`.
+    pub port_numbers: Vec<u16>,
+    /// The CA description on each node (`node001 mlx5_0`), by `NodeId`.
+    pub node_cas: Vec<Option<String>>,
 }
 
 /// The cluster: hosts and fabric.
@@ -91,12 +110,13 @@ impl Cluster {
         self.hosts.iter().position(|h| h.name == name)
     }
 
-    /// Every RNIC port, host by host, rail by rail.
+    /// Every RNIC port cabled to the fabric, host by host, rail by rail.
     pub fn rnic_ports(&self) -> impl Iterator<Item = RnicPort> + '_ {
         self.hosts
             .iter()
             .enumerate()
             .flat_map(|(host, h)| (0..h.rnics.len()).map(move |rnic| RnicPort { host, rnic }))
+            .filter(|port| self.fabric.node_of.contains_key(port))
     }
 
     /// `node007/rnic2`.
@@ -115,20 +135,26 @@ impl Cluster {
         self.fabric.attached[node.0 as usize]
     }
 
-    /// `leaf2/9`: a switch port by its switch's name and its 1-based port number.
+    /// `leaf2/9`: a switch port by its switch's name and its port number (a real fabric's
+    /// own; from 1 on a built tree).
     pub fn port_label(&self, port: PortRef) -> String {
-        format!(
-            "{}/{}",
-            self.fabric.switch_names[port.switch.0 as usize],
-            port.port + 1
-        )
+        let name = &self.fabric.switch_names[port.switch.0 as usize];
+        format!("{name}/{}", self.port_number(port))
+    }
+
+    fn port_number(&self, port: PortRef) -> u16 {
+        match &self.fabric.port_numbers {
+            Some(numbers) => numbers[self.fabric.topology.port_index(port) as usize],
+            None => port.port + 1,
+        }
     }
 
     /// The switch output port a label names, or why it names none: `leaf2/9` (a switch
     /// port, 1-based) or `node007/rnic2` (a host's RNIC port: the leaf port it is cabled to).
     pub fn parse_port(&self, label: &str) -> Result<PortRef, String> {
+        // A real switch's description may hold '/' itself (`MF0;ib1:SX6036/U1`).
         let (device, port) = label
-            .split_once('/')
+            .rsplit_once('/')
             .ok_or_else(|| format!("`{label}` is not `<switch>/<port>` nor `<host>/<rnic>`"))?;
         if let Some(host) = self.host_index(device) {
             let rnics = &self.hosts[host].rnics;
@@ -142,8 +168,9 @@ impl Cluster {
                         names.join(", ")
                     )
                 })?;
-            let node = self.node_of(RnicPort { host, rnic });
-            return Ok(self.fabric.topology.node_port(node));
+            let node = self.fabric.node_of.get(&RnicPort { host, rnic });
+            let node = node.ok_or_else(|| format!("`{label}` is not cabled to the fabric"))?;
+            return Ok(self.fabric.topology.node_port(*node));
         }
         let switch = self
             .fabric
@@ -159,16 +186,28 @@ impl Cluster {
                 )
             })?;
         let switch = SwitchId(switch as u32);
-        let ports = self.fabric.topology.ports(switch);
-        let number: u16 = port
-            .parse()
-            .ok()
-            .filter(|n| (1..=ports).contains(n))
-            .ok_or_else(|| format!("`{device}` has ports 1..{ports}, not `{port}`"))?;
-        let port = PortRef {
-            switch,
-            port: number - 1,
-        };
+        let ports: Vec<PortRef> = (0..self.fabric.topology.ports(switch))
+            .map(|port| PortRef { switch, port })
+            .collect();
+        let wanted = port.parse::<u16>().ok();
+        let found = ports
+            .iter()
+            .copied()
+            .find(|&p| Some(self.port_number(p)) == wanted);
+        let port = found.ok_or_else(|| {
+            let mut numbers: Vec<u16> = ports.iter().map(|&p| self.port_number(p)).collect();
+            numbers.sort_unstable();
+            let cabled = match numbers.as_slice() {
+                [first, .., last] if usize::from(last - first) + 1 == numbers.len() => {
+                    format!("ports {first}..{last}")
+                }
+                _ => {
+                    let list: Vec<String> = numbers.iter().map(u16::to_string).collect();
+                    format!("cabled ports {}", list.join(","))
+                }
+            };
+            format!("`{device}` has {cabled}, not `{port}`")
+        })?;
         if let Peer::Node(node) = self.fabric.topology.peer(port) {
             if self.rnic_at(node).is_none() {
                 return Err(format!("no cable at `{label}`: the port is free"));
@@ -349,8 +388,85 @@ pub fn rail_optimised(
             attached,
             node_of,
             link_gbps,
+            port_numbers: None,
         },
     })
+}
+
+/// A cluster on a real fabric: each host's RNICs are the CAs whose description starts with
+/// its name (`node001 mlx5_0`, `node001 HCA-2`), in the natural order of the rest (HCA-2
+/// before HCA-11). A host with fewer CAs than RNICs has the others off this fabric; one
+/// with none, or with more CAs than RNICs, is refused. CAs of hosts not in the cluster
+/// carry no probe.
+pub fn cabled(
+    name: &str,
+    hosts: Vec<ClusterHost>,
+    fabric: CabledFabric,
+) -> Result<Cluster, ClusterError> {
+    let unfit = |reason: String| ClusterError::Fabric(format!("cluster `{name}`: {reason}"));
+    let mut cas: HashMap<&str, Vec<(&str, NodeId)>> = HashMap::new();
+    for (node, ca) in fabric.node_cas.iter().enumerate() {
+        if let Some(ca) = ca {
+            let (host, device) = ca.split_once(' ').unwrap_or((ca.as_str(), ""));
+            cas.entry(host)
+                .or_default()
+                .push((device, NodeId(node as u32)));
+        }
+    }
+    let mut attached = vec![None; fabric.topology.num_nodes() as usize];
+    let mut node_of = HashMap::new();
+    for (host, h) in hosts.iter().enumerate() {
+        let mut devices = cas.remove(h.name.as_str()).ok_or_else(|| {
+            unfit(format!(
+                "host `{}` has no CA on the fabric (a CA's description starts with its host's name)",
+                h.name
+            ))
+        })?;
+        if devices.len() > h.rnics.len() {
+            return Err(unfit(format!(
+                "host `{}` has {} CAs on the fabric but its model has {} RNICs",
+                h.name,
+                devices.len(),
+                h.rnics.len()
+            )));
+        }
+        devices.sort_by_key(|(device, _)| natural_key(device));
+        for (rnic, (_, node)) in devices.into_iter().enumerate() {
+            attached[node.0 as usize] = Some(RnicPort { host, rnic });
+            node_of.insert(RnicPort { host, rnic }, node);
+        }
+    }
+    Ok(Cluster {
+        name: name.to_string(),
+        hosts,
+        fabric: Fabric {
+            topology: fabric.topology,
+            switch_names: fabric.switch_names,
+            attached,
+            node_of,
+            link_gbps: fabric.link_gbps,
+            port_numbers: Some(fabric.port_numbers),
+        },
+    })
+}
+
+/// `HCA-11` after `HCA-2`: runs of digits compare as numbers.
+fn natural_key(text: &str) -> Vec<(String, u64)> {
+    let mut key = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let word_end = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let (word, tail) = rest.split_at(word_end);
+        let digits_end = tail
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(tail.len());
+        let (digits, tail) = tail.split_at(digits_end);
+        key.push((word.to_string(), digits.parse().unwrap_or(0)));
+        rest = tail;
+    }
+    key
 }
 
 #[cfg(test)]
@@ -415,6 +531,7 @@ mod tests {
             ("leaf17/1", "neither a switch nor a host"),
             ("leaf2/17", "ports 1..16"),
             ("leaf2/0", "ports 1..16"),
+            ("leaf2/x", "ports 1..16"),
             ("node007/rnic9", "has no RNIC `rnic9`"),
             ("leaf2", "not `<switch>/<port>`"),
         ] {

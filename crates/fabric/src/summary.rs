@@ -172,6 +172,10 @@ pub struct FabricOrigin {
     /// Fabric port of each tree switch output port, by port index.
     #[serde(skip)]
     pub ports: Vec<u16>,
+    /// The fabric's name of the host on each tree node (a CA's description, `node001
+    /// mlx5_0`), by node; `None` for a free leaf port.
+    #[serde(skip)]
+    pub hosts: Vec<Option<String>>,
 }
 
 impl FabricOrigin {
@@ -188,6 +192,11 @@ impl FabricOrigin {
                 .map(ToString::to_string)
                 .collect(),
             ports: recognized.fabric_ports.clone(),
+            hosts: recognized
+                .node_hosts
+                .iter()
+                .map(|h| h.as_ref().map(|(name, _)| name.clone()))
+                .collect(),
         }
     }
 }

@@ -5,16 +5,18 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 use cluster::mesh::{self, Endpoint, MeshReport, MeshSettings, PairReport, PartStatus};
+use cluster::spec::CabledFabric;
 use cluster::{Cluster, ClusterFaults};
 
 use crate::cli::{MeshArgs, MeshEndpoint};
+use crate::fabric_cmd::cabled::TreeInput;
 use crate::output::{print, Outcome};
 use crate::progress;
 use crate::render::Style;
 
 /// Runs `hostping mesh`.
 pub fn run(args: MeshArgs) -> Result<Outcome> {
-    let cluster = Cluster::resolve(&args.sim_cluster)?;
+    let cluster = Cluster::resolve(&args.sim_cluster, &read_fabric)?;
     let faults = ClusterFaults::parse(&args.inject, &cluster)?;
     let settings = MeshSettings {
         nodes: args.nodes.map(|n| n.0),
@@ -40,6 +42,29 @@ pub fn run(args: MeshArgs) -> Result<Outcome> {
         0 => Outcome::Healthy,
         3 => Outcome::Inconclusive,
         _ => Outcome::Findings,
+    })
+}
+
+/// A cluster file's `[fabric] topology`: an ibnetdiscover file read as `fabric sim
+/// --topology FILE` reads it, each link at the rate the file gives.
+fn read_fabric(path: &std::path::Path) -> Result<CabledFabric, String> {
+    let arg = path.to_string_lossy();
+    let input = TreeInput::resolve(&arg).map_err(|e| format!("{e:#}"))?;
+    for note in &input.notes {
+        eprintln!("hostping: {note}");
+    }
+    let Some(origin) = input.fabric.clone() else {
+        return Err(format!(
+            "{arg} is a tree's parameters, not a fabric's ibnetdiscover file"
+        ));
+    };
+    let (topology, link_gbps, _) = input.with_rates(None).map_err(|e| format!("{e:#}"))?;
+    Ok(CabledFabric {
+        topology,
+        link_gbps,
+        switch_names: origin.switches,
+        port_numbers: origin.ports,
+        node_cas: origin.hosts,
     })
 }
 

@@ -676,3 +676,94 @@ fn mesh_refuses_bad_input_in_one_line() {
         &["pod-64", "pod-32"],
     );
 }
+
+/// A cluster file on a real fabric as cabled (an SX6036 fat tree's ibnetdiscover capture,
+/// crates/fabric/testdata/ibnetdiscover/SOURCES.md): each host's RNIC is its CA, switch ports
+/// carry the fabric's own names and numbers, and a degraded cable is found on the pairs
+/// across it.
+#[test]
+fn mesh_runs_on_a_real_fabric_named_as_its_switches_name_themselves() {
+    let dir = temp_dir("mesh-real");
+    let capture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fabric/testdata/ibnetdiscover/loginoff-sx6036-fattree.topo");
+    let cluster = |names: &str| {
+        let file = dir.join(format!("{}.toml", names.len()));
+        let text = format!(
+            "[[hosts]]\nnames = \"{names}\"\nmodel = \"single-socket\"\n[fabric]\ntopology = \"{}\"\n",
+            capture.display()
+        );
+        std::fs::write(&file, text).unwrap();
+        file.to_str().unwrap().to_string()
+    };
+    let file = cluster("stage[1-135]");
+    let cable = "MF0;ib7:SX6036/U1/4";
+    let inject = format!("fabric:degrade:{cable}:0.4");
+    let o = hostping(&[
+        "mesh",
+        "--sim-cluster",
+        &file,
+        "--inject",
+        &inject,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "stderr: {}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let pairs = v["pairs"].as_array().unwrap();
+    assert!(pairs.len() > 100);
+    let hops = |p: &Value, k: &str| -> Vec<String> {
+        p[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h.as_str().unwrap().to_string())
+            .collect()
+    };
+    // The cable's far end, read off a route that crosses it.
+    let far = pairs
+        .iter()
+        .flat_map(|p| [hops(p, "route"), hops(p, "route_back")])
+        .find_map(|r| {
+            r.iter()
+                .position(|h| h == cable)
+                .map(|i| r[if i % 2 == 1 { i + 1 } else { i - 1 }].clone())
+        })
+        .expect("some route crosses the cable");
+    for p in pairs {
+        let crosses = ["route", "route_back"]
+            .iter()
+            .any(|k| hops(p, k).iter().any(|h| *h == cable || *h == far));
+        assert_eq!(p["status"] == "abnormal", crosses, "{p}");
+        // The cable (FDR10, 40 Gb/s) keeps 40 % of its rate, 16 Gb/s: the pairs across it
+        // get about half of what the healthy fabric gives them (the hosts' QDR links, 32
+        // Gb/s, bound it), the others at least 80 %.
+        let ratio =
+            p["bandwidth_gbps"].as_f64().unwrap() / p["baseline_network_gbps"].as_f64().unwrap();
+        assert!(
+            if crosses { ratio < 0.55 } else { ratio > 0.8 },
+            "{ratio}: {p}"
+        );
+    }
+    let o = hostping(&[
+        "mesh",
+        "--sim-cluster",
+        &file,
+        "--inject",
+        "fabric:down:MF0;ib7:SX6036/U1/12",
+    ]);
+    // After the reader's note on the hosts above the leaves, the error in one line.
+    let error_line = |o: &Output| {
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(o));
+        stderr(o).trim_end().lines().last().unwrap().to_string()
+    };
+    let line = error_line(&o);
+    assert!(
+        line.contains("`MF0;ib7:SX6036/U1` has cabled ports 1,2,3,4,5,6,7,8,17"),
+        "{line}"
+    );
+    let o = hostping(&["mesh", "--sim-cluster", &cluster("stage[1-136]")]);
+    let line = error_line(&o);
+    assert!(
+        line.contains("stage136") && line.contains("no CA on the fabric"),
+        "{line}"
+    );
+}
