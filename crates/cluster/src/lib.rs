@@ -14,8 +14,9 @@ host B's; the mesh measures all three and says which part of a slow pair is slow
 - `pairs`: which pairs to probe so that every cable is crossed and a single bad one is
   identifiable.
 - `network`: a pair's network part from the packet simulator, faults applied.
-- `mesh`: the run: each host's own check, the pairs' network parts, the split and the
-  judgement, and the JSON of DESIGN 4.6.
+- `mesh`: the run: each host's own check, the pairs' network parts, the split (judged by
+  `analyze::pair`), the switch ports' counters.
+- `report`: the JSON of DESIGN 4.6.
 
 Every number here is simulated and says so (`MeshReport::simulated`). docs/cluster.md gives
 the model and its parameters.
@@ -27,10 +28,12 @@ pub mod file;
 pub mod mesh;
 pub mod network;
 pub mod pairs;
+pub mod report;
 pub mod spec;
 
 pub use fault::{ClusterFaults, Expected, FabricFault};
-pub use mesh::{Endpoint, MeshReport, MeshSettings, PairReport, PartStatus};
+pub use mesh::{Endpoint, MeshSettings};
+pub use report::{MeshReport, PairReport, PartStatus};
 pub use spec::{Cable, Cluster, ClusterHost, RnicPort};
 
 /// Why a cluster, its faults or its mesh could not be set up. One line each, naming the input.

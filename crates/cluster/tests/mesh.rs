@@ -5,7 +5,8 @@
 
 use std::collections::BTreeSet;
 
-use cluster::mesh::{self, MeshReport, MeshSettings, PairReport, PartStatus};
+use cluster::mesh::{self, MeshSettings};
+use cluster::report::{MeshReport, PairEnd, PairReport, PartStatus};
 use cluster::{Cable, Cluster, ClusterFaults, RnicPort};
 
 fn pod() -> Cluster {
@@ -18,7 +19,7 @@ fn mesh(cluster: &Cluster, inject: &[&str]) -> MeshReport {
     mesh::run(cluster, &faults, &MeshSettings::default(), &|_, _| {}).unwrap()
 }
 
-fn port(cluster: &Cluster, end: &mesh::PairEnd) -> RnicPort {
+fn port(cluster: &Cluster, end: &PairEnd) -> RnicPort {
     let host = cluster.host_index(&end.host).unwrap();
     let rnic = cluster.hosts[host]
         .rnics
@@ -149,7 +150,7 @@ fn a_host_fault_flags_only_that_hosts_pairs_and_only_their_host_part() {
     let flagged = abnormal(&report);
     assert!(!flagged.is_empty());
     for (i, p) in report.pairs.iter().enumerate() {
-        let on_it = |e: &mesh::PairEnd| e.host == "node007" && e.rnic == "rnic2";
+        let on_it = |e: &PairEnd| e.host == "node007" && e.rnic == "rnic2";
         assert_eq!(flagged.contains(&i), on_it(&p.a) || on_it(&p.b), "{p:?}");
         if flagged.contains(&i) {
             assert_eq!(p.network_status, PartStatus::Normal, "{p:?}");

@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 
 use anyhow::Result;
-use cluster::mesh::{self, Endpoint, MeshReport, MeshSettings, PairReport, PartStatus};
+use cluster::mesh::{self, Endpoint, MeshSettings};
+use cluster::report::{MeshReport, PairReport, PartStatus};
 use cluster::spec::CabledFabric;
 use cluster::{Cluster, ClusterFaults};
 
