@@ -234,7 +234,7 @@ fi
 # the NIC behind the emulated PCIe switch. 9p/9pnet_virtio: the host root and the out folder.
 # udp_tunnel/ip6_udp_tunnel: rxe's UDP encapsulation (RoCE v2).
 modules=(crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe rdma_ucm
-         virtio_pci virtio_net 9pnet_virtio 9p)
+         virtio_pci virtio_net 9pnet_virtio 9p veth sch_netem)
 busybox=$(command -v busybox) || die "busybox not found"
 key=$( { echo "$kver $kpkg_version ${modules[*]}"; cat "$here/init.sh" "${BASH_SOURCE[0]}";
          stat -c '%s %Y' "$busybox"; } | sha256sum | cut -c1-16)
