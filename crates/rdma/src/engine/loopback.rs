@@ -6,6 +6,7 @@
 //! (QP, CQ, MRs, PD; then the memory), on success and on every error, so a path never
 //! leaks pinned memory into the next one. Every wait for a completion has a deadline.
 
+use super::clock::Ticks;
 use super::fault::FaultKind;
 use crate::memory::cuda::GpuUnavailable;
 use crate::memory::EndpointMemory;
@@ -15,7 +16,6 @@ use crate::verbs::{
 };
 use model::{Op, StreamResult};
 use probe::{LatencySamples, LatencySpec, ProbeError, StreamSpec};
-use super::clock::Ticks;
 use std::time::{Duration, Instant};
 
 /// An opened RNIC port and what a self-connection needs of it.

@@ -65,9 +65,13 @@ const MAX_INLINE: u32 = 220;
 /// How long the responder sleeps between looks for the done record while the bandwidth
 /// phase runs: it has nothing to time, and every wake-up is CPU taken from the transport.
 const BANDWIDTH_NAP: Duration = Duration::from_millis(20);
-/// How often a busy-polling wait reads the clock (every that many polls: a clock read is a
-/// system call where the kernel has no stable TSC clocksource).
-const CLOCK_EVERY: u32 = 1024;
+/// How often a busy-polling wait reads the clock: every that many polls. A clock read is a
+/// system call where the kernel has no stable TSC clocksource, and in a QEMU TCG guest an
+/// emulated HPET read that waits for QEMU's global lock: tens of microseconds. Read every
+/// 1024 polls (a few per round trip there) it made the probe's half round trip 10 % longer
+/// than perftest's, whose polling loop reads no clock. 65536 polls are ~0.1 ms on a real
+/// host and a few ms under TCG: deadlines of seconds stay exact enough.
+const CLOCK_EVERY: u32 = 1 << 16;
 
 /// What a pair probe does; the initiator's choice, carried to the responder in its offer.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -258,7 +262,7 @@ pub struct PairError {
     #[source]
     pub source: ProbeError,
     /// The half round trips measured before it stopped (ns).
-    pub kept: LatencySamples,
+    pub kept: Box<LatencySamples>,
 }
 
 /// An opened RNIC port to probe from.
@@ -299,10 +303,7 @@ impl PairPort {
     /// Whether the device stamps completions (`completion_timestamp_mask`); a failed query
     /// counts as no.
     pub fn completion_timestamps(&self) -> bool {
-        self.0
-            .ctx
-            .completion_clock()
-            .is_ok_and(|c| c.offered())
+        self.0.ctx.completion_clock().is_ok_and(|c| c.offered())
     }
 }
 
@@ -587,7 +588,9 @@ impl Link<'_> {
                 std::thread::sleep(nap);
             }
             spins = spins.wrapping_add(1);
-            if (nap.is_some() || spins % (CLOCK_EVERY / 16) == 0) && Instant::now() > deadline {
+            if (nap.is_some() || spins.is_multiple_of(CLOCK_EVERY / 64))
+                && Instant::now() > deadline
+            {
                 return Err(timed_out(what, started));
             }
         }
@@ -619,12 +622,12 @@ impl LazyDeadline {
 
     /// Whether the next [`LazyDeadline::check`] reads the clock.
     fn due(&self) -> bool {
-        self.spins.wrapping_add(1) % CLOCK_EVERY == 0
+        self.spins.wrapping_add(1).is_multiple_of(CLOCK_EVERY)
     }
 
     fn check(&mut self, what: &impl Fn() -> String) -> Result<(), ProbeError> {
         self.spins = self.spins.wrapping_add(1);
-        if self.spins % CLOCK_EVERY != 0 {
+        if !self.spins.is_multiple_of(CLOCK_EVERY) {
             return Ok(());
         }
         let now = Instant::now();
@@ -666,7 +669,8 @@ fn timed_out(what: &str, since: Instant) -> ProbeError {
 /// Pings per signalled one: the spec's, at most what a send queue of `max_send_wr` holds
 /// (the unsignaled stay in it until the signalled one completes).
 fn cq_mod_of(spec: &PairSpec, max_send_wr: u32) -> u32 {
-    spec.cq_mod.clamp(1, max_send_wr.saturating_sub(2).clamp(1, 4096))
+    spec.cq_mod
+        .clamp(1, max_send_wr.saturating_sub(2).clamp(1, 4096))
 }
 
 /// The probe's QP, taking the pings inline where the device allows (a device whose inline
@@ -760,7 +764,7 @@ pub fn initiate(
         Err(source) => Err(PairError {
             context,
             source,
-            kept,
+            kept: Box::new(kept),
         }),
     }
 }
@@ -790,15 +794,15 @@ fn initiate_inner(
     *context = format!("connecting {device} to {} QP {}", peer.device, peer.qp_num);
     if peer.spec != *spec {
         return Err(ProbeError::Unavailable {
-            reason: format!(
-                "the responder answered for another probe: {:?}",
-                peer.spec
-            ),
+            reason: format!("the responder answered for another probe: {:?}", peer.spec),
         });
     }
     if (peer.len as usize) < buf.area {
         return Err(ProbeError::Unavailable {
-            reason: format!("the responder's buffer ({} B) is smaller than ours", peer.len),
+            reason: format!(
+                "the responder's buffer ({} B) is smaller than ours",
+                peer.len
+            ),
         });
     }
     connect(port, &qp, &peer, psn)?;
@@ -826,7 +830,12 @@ fn initiate_inner(
         // for a deadline, no message formatted unless it is needed.
         let peer_device = peer.device.as_str();
         let what = |round: u64| {
-            move || format!("the pong of round {} of {rounds} from {peer_device}", round + 1)
+            move || {
+                format!(
+                    "the pong of round {} of {rounds} from {peer_device}",
+                    round + 1
+                )
+            }
         };
         for round in 0..rounds {
             let v = round_byte(round);
@@ -883,7 +892,9 @@ fn initiate_inner(
     }
     *context = format!("bandwidth from {device} to {}", peer.device);
     let len = spec.bw_bytes.max(1);
-    let pattern: Vec<u8> = (0..len as usize).map(|i| pattern_byte(spec.seed, i)).collect();
+    let pattern: Vec<u8> = (0..len as usize)
+        .map(|i| pattern_byte(spec.seed, i))
+        .collect();
     for (i, &b) in pattern.iter().enumerate() {
         buf.set_send_byte(i, b);
     }
@@ -942,7 +953,8 @@ fn initiate_inner(
     result.iterations = completed;
     result.bytes = completed * u64::from(len);
     result.duration_us = elapsed * 1e6;
-    result.bandwidth_gbps = Some(result.bytes as f64 * 8.0 / (elapsed * 1e9).max(f64::MIN_POSITIVE));
+    result.bandwidth_gbps =
+        Some(result.bytes as f64 * 8.0 / (elapsed * 1e9).max(f64::MIN_POSITIVE));
 
     // -- verification: the responder compares what arrived with the pattern -----------------
     *context = format!("verifying the data {device} wrote to {}", peer.device);
@@ -977,7 +989,7 @@ pub fn respond(
     respond_inner(port, offer, answer, serve_for, &mut context).map_err(|source| PairError {
         context,
         source,
-        kept: LatencySamples::default(),
+        kept: Box::default(),
     })
 }
 
@@ -1001,7 +1013,10 @@ fn respond_inner(
     let cq = p.ctx.create_cq(cqe).map_err(verbs_error)?;
     let (qp, inline) = make_qp(&pd, &cq, cqe, &spec)?;
     let psn = initial_psn();
-    *context = format!("connecting {device} to {} QP {}", offer.device, offer.qp_num);
+    *context = format!(
+        "connecting {device} to {} QP {}",
+        offer.device, offer.qp_num
+    );
     connect(port, &qp, offer, psn)?;
     let mine = offer_of(port, &qp, mr.rkey(), &buf, psn, &spec);
     *context = format!("answering {} from {device}", offer.device);
@@ -1057,7 +1072,10 @@ fn respond_inner(
         link.reap(&mut pending, || "the last pong".to_string())?;
     }
     if spec.has_bandwidth() {
-        *context = format!("awaiting the bandwidth phase from {} on {device}", offer.device);
+        *context = format!(
+            "awaiting the bandwidth phase from {} on {device}",
+            offer.device
+        );
         let [seed, messages, len, ..] = link.await_record(
             DONE_MAGIC,
             limit,
@@ -1196,7 +1214,10 @@ mod tests {
         use TimestampSource::*;
         assert_eq!(TimestampSource::of(false, false), CpuNoCompletionTimestamps);
         assert_eq!(TimestampSource::of(true, false), CpuNoCompletionTimestamps);
-        assert_eq!(TimestampSource::of(true, true), CpuCompletionTimestampsNotRead);
+        assert_eq!(
+            TimestampSource::of(true, true),
+            CpuCompletionTimestampsNotRead
+        );
         assert_eq!(
             serde_json::to_string(&CpuNoCompletionTimestamps).unwrap(),
             "\"cpu_no_completion_timestamps\""
