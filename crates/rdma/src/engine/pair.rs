@@ -789,7 +789,10 @@ fn initiate_inner(
     let pd = p.ctx.alloc_pd().map_err(verbs_error)?;
     // SAFETY: `buf` is declared before `pd`, so it outlives the MR.
     let mr = unsafe { pd.reg_mr(buf.recv(), 2 * buf.area) }.map_err(verbs_error)?;
-    let depth = spec.depth.clamp(1, p.caps.max_qp_wr.max(1));
+    // Two send-queue slots beyond the window: the done record, and slack.
+    let depth = spec
+        .depth
+        .clamp(1, p.caps.max_qp_wr.saturating_sub(2).max(1));
     let cq = p.ctx.create_cq(depth + 4).map_err(verbs_error)?;
     let (qp, inline) = make_qp(&pd, &cq, depth + 2, spec)?;
     let psn = initial_psn();
