@@ -232,9 +232,10 @@ fi
 # rdma_rxe/ib_uverbs/ib_core: the verbs device. rdma_ucm: the rdma_cm user interface
 # (/dev/infiniband/rdma_cm), for tools that connect through rdma_cm. virtio_pci/virtio_net:
 # the NIC behind the emulated PCIe switch. 9p/9pnet_virtio: the host root and the out folder.
-# udp_tunnel/ip6_udp_tunnel: rxe's UDP encapsulation (RoCE v2).
+# udp_tunnel/ip6_udp_tunnel: rxe's UDP encapsulation (RoCE v2). veth/sch_netem: the cable
+# between the two rxe devices of the pair probe's test, and its delay (pair-net.sh).
 modules=(crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe rdma_ucm
-         virtio_pci virtio_net 9pnet_virtio 9p)
+         virtio_pci virtio_net 9pnet_virtio 9p veth sch_netem)
 busybox=$(command -v busybox) || die "busybox not found"
 key=$( { echo "$kver $kpkg_version ${modules[*]}"; cat "$here/init.sh" "${BASH_SOURCE[0]}";
          stat -c '%s %Y' "$busybox"; } | sha256sum | cut -c1-16)

@@ -6,6 +6,7 @@
 //! (QP, CQ, MRs, PD; then the memory), on success and on every error, so a path never
 //! leaks pinned memory into the next one. Every wait for a completion has a deadline.
 
+use super::clock::Ticks;
 use super::fault::FaultKind;
 use crate::memory::cuda::GpuUnavailable;
 use crate::memory::EndpointMemory;
@@ -51,44 +52,10 @@ impl RnicPort {
                 RD_ATOMIC.min(self.caps.max_qp_init_rd_atom).max(1),
             ),
             ack_timeout,
+            // A QP talking to itself expects what it sends.
+            rq_psn: 0,
+            sq_psn: 0,
         }
-    }
-}
-
-/// Timestamps for the per-iteration samples: the TSC on x86_64, as perftest uses, turned
-/// into ns by calibrating against the monotonic clock over the whole test; the monotonic
-/// clock itself elsewhere. Why not `Instant` per iteration: where the kernel has no stable
-/// TSC clocksource (QEMU TCG guests use the HPET) `clock_gettime` is a system call costing
-/// microseconds, twice per iteration, which the samples would include.
-struct Ticks {
-    started: Instant,
-    first: u64,
-}
-
-impl Ticks {
-    fn start() -> Ticks {
-        Ticks {
-            started: Instant::now(),
-            first: Self::now(),
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    fn now() -> u64 {
-        // SAFETY: RDTSC has no preconditions on x86_64.
-        unsafe { core::arch::x86_64::_rdtsc() }
-    }
-
-    #[cfg(not(target_arch = "x86_64"))]
-    fn now() -> u64 {
-        static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-        EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
-    }
-
-    /// ns per tick, from the ticks and the monotonic time elapsed since `start`.
-    fn ns_per_tick(&self) -> f64 {
-        let ticks = Self::now().saturating_sub(self.first).max(1);
-        self.started.elapsed().as_nanos() as f64 / ticks as f64
     }
 }
 
@@ -102,7 +69,7 @@ pub(crate) struct Settings {
     pub endpoint: String,
 }
 
-fn verbs_error(e: VerbsError) -> ProbeError {
+pub(super) fn verbs_error(e: VerbsError) -> ProbeError {
     ProbeError::Verbs {
         detail: e.to_string(),
     }
@@ -199,7 +166,7 @@ fn self_connected<'q>(
 
 /// Waits for at least one completion ([`Cq::wait`]), returning how many arrived; fails on
 /// an error status or when no completion arrives within `timeout`.
-fn wait(
+pub(super) fn wait(
     cq: &Cq<'_>,
     wc: &mut [ibv_wc],
     timeout: Duration,

@@ -6,8 +6,10 @@
 //! registration refused, a timeout, a work completion in error) is an error for that path
 //! only; `probe::run` records it and goes on with the next path.
 
+mod clock;
 pub mod fault;
 mod loopback;
+pub mod pair;
 
 use crate::memory::cuda::{self, Cuda, GpuUnavailable};
 use crate::memory::host::{numa_supported, HostRegion, Pages};

@@ -87,15 +87,19 @@ pub struct ibv_odp_caps {
     pub ud_odp_caps: u32,
 }
 
-/// `struct ibv_device_attr_ex` (the capabilities between `odp_caps` and `xrc_odp_caps`
-/// are sized, not typed).
+/// `struct ibv_device_attr_ex` (the capabilities between `hca_core_clock` and
+/// `xrc_odp_caps` are sized, not typed).
 #[repr(C)]
 pub struct ibv_device_attr_ex {
     pub orig_attr: ibv_device_attr,
     pub comp_mask: u32,
     pub odp_caps: ibv_odp_caps,
-    /// `completion_timestamp_mask` .. `pci_atomic_caps`.
-    _between: [u64; 16],
+    /// Valid bits of a completion's hardware timestamp; 0: the device stamps none.
+    pub completion_timestamp_mask: u64,
+    /// The clock those timestamps count, in kHz.
+    pub hca_core_clock: u64,
+    /// `device_cap_flags_ex` .. `pci_atomic_caps`.
+    _between: [u64; 14],
     pub xrc_odp_caps: u32,
     pub phys_port_cnt_ex: u32,
 }
@@ -353,6 +357,8 @@ pub const IBV_LINK_LAYER_ETHERNET: u8 = 2;
 pub const IBV_WR_RDMA_WRITE: c_uint = 0;
 pub const IBV_WR_RDMA_READ: c_uint = 4;
 pub const IBV_SEND_SIGNALED: c_uint = 1 << 1;
+/// The payload is copied into the work request: no DMA read of the local buffer.
+pub const IBV_SEND_INLINE: c_uint = 1 << 3;
 pub const IBV_WC_SUCCESS: c_uint = 0;
 pub const IBV_ACCESS_LOCAL_WRITE: c_int = 1;
 pub const IBV_ACCESS_REMOTE_WRITE: c_int = 1 << 1;
@@ -422,6 +428,8 @@ pub fn layout() -> Vec<(&'static str, usize)> {
             offset_of!(ibv_device_attr_ex, odp_caps) + offset_of!(ibv_odp_caps, ud_odp_caps),
         ),
         ("sizeof ibv_odp_caps", size_of::<ibv_odp_caps>()),
+        off!(ibv_device_attr_ex.completion_timestamp_mask),
+        off!(ibv_device_attr_ex.hca_core_clock),
         off!(ibv_device_attr_ex.xrc_odp_caps),
         off!(ibv_device_attr_ex.phys_port_cnt_ex),
         ("sizeof ibv_device_attr_ex", size_of::<ibv_device_attr_ex>()),

@@ -307,6 +307,24 @@ pub struct DeviceCaps {
     pub max_qp_init_rd_atom: u8,
 }
 
+/// A device's own clock for completion timestamps, as `ibv_query_device_ex` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompletionClock {
+    /// Valid bits of a completion timestamp; 0 when the device stamps none.
+    pub timestamp_mask: u64,
+    /// The clock's rate in kHz (0 where unknown).
+    pub core_clock_khz: u64,
+    /// Which query answered: the legacy one knows nothing of timestamps.
+    pub source: CapsSource,
+}
+
+impl CompletionClock {
+    /// Whether completions can carry the device's timestamps.
+    pub fn offered(&self) -> bool {
+        self.timestamp_mask != 0 && self.core_clock_khz != 0
+    }
+}
+
 /// What the engine needs of a port.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PortInfo {
@@ -356,10 +374,34 @@ impl Context {
         })
     }
 
-    /// The ODP capabilities: `ibv_query_device_ex` (a `static inline` of verbs.h, mirrored:
-    /// the provider's `query_device_ex` through `struct verbs_context`, else the legacy
-    /// `ibv_query_device` with no ODP, exactly as the inline falls back).
+    /// The ODP capabilities: `ibv_query_device_ex` (see [`Context::device_attr_ex`]).
     pub fn odp_caps(&self) -> Result<OdpCaps, VerbsError> {
+        let (attr, source) = self.device_attr_ex()?;
+        Ok(OdpCaps::from_raw(
+            attr.odp_caps,
+            attr.xrc_odp_caps,
+            attr.orig_attr.max_mr_size,
+            source,
+        ))
+    }
+
+    /// Whether the device stamps completions with its own clock (`ibv_query_device_ex`'s
+    /// `completion_timestamp_mask` and `hca_core_clock`): what R-Pingmesh (SIGCOMM'24) takes
+    /// host processing out of a probe's time with. A device that reports no mask, or a
+    /// library without the extended query, offers none.
+    pub fn completion_clock(&self) -> Result<CompletionClock, VerbsError> {
+        let (attr, source) = self.device_attr_ex()?;
+        Ok(CompletionClock {
+            timestamp_mask: attr.completion_timestamp_mask,
+            core_clock_khz: attr.hca_core_clock,
+            source,
+        })
+    }
+
+    /// `ibv_query_device_ex` (a `static inline` of verbs.h, mirrored: the provider's
+    /// `query_device_ex` through `struct verbs_context`, else the legacy `ibv_query_device`
+    /// with every extended field zero, exactly as the inline falls back).
+    fn device_attr_ex(&self) -> Result<(ibv_device_attr_ex, CapsSource), VerbsError> {
         // SAFETY: plain data; zero is what the inline's fallback leaves too.
         let mut attr: ibv_device_attr_ex = unsafe { std::mem::zeroed() };
         // SAFETY: ctx is open; the op is only used when the context says it is extended.
@@ -399,12 +441,7 @@ impl Context {
                 ))
             }
         };
-        Ok(OdpCaps::from_raw(
-            attr.odp_caps,
-            attr.xrc_odp_caps,
-            attr.orig_attr.max_mr_size,
-            source,
-        ))
+        Ok((attr, source))
     }
 
     /// `ibv_query_port`.
@@ -584,6 +621,17 @@ impl<'c> Pd<'c> {
         cq: &'q Cq<'c>,
         max_send_wr: u32,
     ) -> Result<Qp<'q>, VerbsError> {
+        self.create_rc_qp_inline(cq, max_send_wr, 0)
+    }
+
+    /// As [`Pd::create_rc_qp`], taking payloads of up to `max_inline_data` bytes inline
+    /// ([`Post::inline`]).
+    pub fn create_rc_qp_inline<'q>(
+        &'q self,
+        cq: &'q Cq<'c>,
+        max_send_wr: u32,
+        max_inline_data: u32,
+    ) -> Result<Qp<'q>, VerbsError> {
         let mut init = ibv_qp_init_attr {
             qp_context: std::ptr::null_mut(),
             send_cq: cq.cq.as_ptr(),
@@ -594,7 +642,7 @@ impl<'c> Pd<'c> {
                 max_recv_wr: 1,
                 max_send_sge: 1,
                 max_recv_sge: 1,
-                max_inline_data: 0,
+                max_inline_data,
             },
             qp_type: IBV_QPT_RC,
             sq_sig_all: 0,
@@ -756,7 +804,7 @@ pub struct Qp<'q> {
     _cq: std::marker::PhantomData<&'q ()>,
 }
 
-/// Where a QP sends: its own address, for a loopback.
+/// Where a QP sends: its own address for a loopback, the peer's for a pair probe.
 #[derive(Debug, Clone, Copy)]
 pub struct Destination {
     /// Port number.
@@ -773,6 +821,10 @@ pub struct Destination {
     pub rd_atomic: (u8, u8),
     /// Local ACK timeout exponent: 4.096 us x 2^timeout per retry.
     pub ack_timeout: u8,
+    /// The first PSN the peer sends with (our receive PSN).
+    pub rq_psn: u32,
+    /// The first PSN we send with (what the peer was told as our PSN).
+    pub sq_psn: u32,
 }
 
 impl Qp<'_> {
@@ -828,7 +880,7 @@ impl Qp<'_> {
             qp_state: IBV_QPS_RTR,
             path_mtu: dest.mtu,
             dest_qp_num: dest.qp_num,
-            rq_psn: 0,
+            rq_psn: dest.rq_psn,
             max_dest_rd_atomic: dest.rd_atomic.0,
             min_rnr_timer: 12,
             ah_attr: ah,
@@ -850,7 +902,7 @@ impl Qp<'_> {
             timeout: dest.ack_timeout,
             retry_cnt: 7,
             rnr_retry: 7,
-            sq_psn: 0,
+            sq_psn: dest.sq_psn,
             max_rd_atomic: dest.rd_atomic.1,
             ..Default::default()
         };
@@ -879,6 +931,21 @@ impl Qp<'_> {
         len: u32,
         count: u32,
     ) -> Result<(), VerbsError> {
+        self.post_rdma_with(wr_id, op, local, remote, len, count, Post::default())
+    }
+
+    /// As [`Qp::post_rdma`], with the choices of [`Post`].
+    #[allow(clippy::too_many_arguments)] // the verb's own fields, one each
+    pub fn post_rdma_with(
+        &self,
+        wr_id: u64,
+        op: c_uint,
+        local: (u64, u32),
+        remote: (u64, u32),
+        len: u32,
+        count: u32,
+        how: Post,
+    ) -> Result<(), VerbsError> {
         let count = count.max(1) as usize;
         // One request, the latency test's case, stays on the stack: no allocation between
         // the two clock reads.
@@ -905,7 +972,13 @@ impl Qp<'_> {
             w.rdma.remote_addr = remote.0;
             w.rdma.rkey = remote.1;
         }
-        wrs[count - 1].send_flags = IBV_SEND_SIGNALED;
+        let inline = if how.inline { IBV_SEND_INLINE } else { 0 };
+        for w in wrs.iter_mut() {
+            w.send_flags = inline;
+        }
+        if !how.unsignaled {
+            wrs[count - 1].send_flags |= IBV_SEND_SIGNALED;
+        }
         for i in 1..count {
             let next: *mut ibv_send_wr = &mut wrs[i];
             wrs[i - 1].next = next;
@@ -924,6 +997,17 @@ impl Qp<'_> {
         }
         Ok(())
     }
+}
+
+/// How [`Qp::post_rdma_with`] posts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Post {
+    /// No request of the chain is signalled (perftest's CQ moderation: only every n-th
+    /// WRITE makes a completion).
+    pub unsignaled: bool,
+    /// The payload goes inside the work request (a QP made with enough
+    /// `max_inline_data`): what perftest does for small latency messages.
+    pub inline: bool,
 }
 
 /// The transport attributes a QP is in force with, as `ibv_query_qp` reads them back.
