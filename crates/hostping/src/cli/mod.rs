@@ -195,7 +195,7 @@ Examples:
     #[command(subcommand)]
     Fabric(fabric::FabricCommand),
     /// Probe RNIC to RNIC between hosts and split each pair's time into host A's own path,
-    /// host B's and the network between them (DESIGN 4.6).
+    /// host B's and the network between them.
     ///
     /// Each host's part is its own loopback measurement of the RNIC and the endpoint the
     /// data lives in (half the loopback latency: a write crosses each host's path once);
@@ -216,18 +216,19 @@ Examples:
 Examples:
   hostping mesh --sim-cluster pod-32
   hostping mesh --sim-cluster pod-32 --inject fabric:degrade:leaf2/9:0.5
-  hostping mesh --sim-cluster pod-32 --inject node007:degrade:rnic2--lsw4:0.5 --nodes 'node[001-016]'
-  hostping mesh --sim-cluster lab.toml --inject fabric:errors:spine3/4:1e5 --format json | \\
-      jq '.pairs[] | select(.status != \"normal\") | {a, b, network_status, reason}'
+  hostping mesh --sim-cluster pod-32 --nodes 'node[001-016]' \\
+      --inject node007:degrade:rnic2--lsw4:0.5
+  hostping mesh --sim-cluster lab.toml --format json | \\
+      jq '.pairs[] | select(.status != \"normal\") | {a, b, reason}'
 
-Fabric faults (--inject, besides <host>:<fault of `hostping check`>):
-  fabric:degrade:<port>:<fraction>   the cable at <port> keeps <fraction> of its rate
-  fabric:flap:<port>:<fraction>      it alternates between healthy and degraded (1 s halves)
-  fabric:errors:<port>:<per_second>  it corrupts packets (lost, then sent again by RC)
+Fabric faults (--inject), besides <host>:<fault of `hostping check`>:
+  fabric:degrade:<port>:<fraction>   the cable keeps <fraction> of its rate
+  fabric:flap:<port>:<fraction>      it alternates healthy / degraded (1 s each)
+  fabric:errors:<port>:<per_second>  it corrupts packets (RC sends them again)
   fabric:down:<port>                 the cable is down; routes go around it
   fabric:background:<load>           other jobs' traffic at that share of line rate
-A port is <switch>/<port> (leaf2/9, spine3/4) or <host>/<rnic> (node007/rnic2); either end
-names the cable.")]
+A port is <switch>/<port> (leaf2/9, spine3/4) or <host>/<rnic> (node007/rnic2);
+either end names the cable.")]
     Mesh(MeshArgs),
 }
 
