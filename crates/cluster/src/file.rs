@@ -19,6 +19,7 @@
 //! ```toml
 //! [fabric]
 //! topology = "fabric.ibnetdiscover"
+//! routes = "tables.json"    # optional: `hostping fabric route --dump -o tables.json`
 //! ```
 
 use std::path::Path;
@@ -49,11 +50,13 @@ struct FabricSpec {
     radix: Option<u16>,
     link_gbps: Option<f64>,
     topology: Option<String>,
+    routes: Option<String>,
 }
 
 /// Reads a real fabric's ibnetdiscover file (`[fabric] topology`); the reader lives with
 /// the other readers of topology files (hostping's `fabric_cmd::cabled`).
-pub type FabricReader<'a> = &'a dyn Fn(&Path) -> Result<CabledFabric, String>;
+/// With `[fabric] routes`, the subnet manager's tables to route it by.
+pub type FabricReader<'a> = &'a dyn Fn(&Path, Option<&Path>) -> Result<CabledFabric, String>;
 
 impl Cluster {
     /// A built-in cluster by name, or a cluster file (whose `topology`, if it has one,
@@ -108,6 +111,12 @@ impl Cluster {
                 .map_or("cluster".to_string(), |s| s.to_string_lossy().into_owned())
         });
         let built = match (file.fabric.radix, &file.fabric.topology) {
+            (Some(_), None) if file.fabric.routes.is_some() => {
+                return Err(bad(
+                    "fabric.routes goes with `topology`: a subnet manager's tables route a real fabric"
+                        .to_string(),
+                ))
+            }
             (Some(radix), None) => {
                 let link_gbps = match file.fabric.link_gbps {
                     Some(rate) if rate.is_finite() && rate > 0.0 => rate,
@@ -127,8 +136,11 @@ impl Cluster {
                             .to_string(),
                     ));
                 }
-                let topology = path.parent().map_or(Path::new(topology).to_path_buf(), |d| d.join(topology));
-                let fabric = read_fabric(&topology).map_err(|e| bad(format!("fabric.topology: {e}")))?;
+                // Files named in a cluster file are relative to it.
+                let anchored = |file: &str| path.parent().map_or(file.into(), |d| d.join(file));
+                let routes: Option<std::path::PathBuf> = file.fabric.routes.as_deref().map(anchored);
+                let fabric = read_fabric(&anchored(topology), routes.as_deref())
+                    .map_err(|e| bad(format!("fabric.topology: {e}")))?;
                 spec::cabled(&name, hosts, fabric)
             }
             _ => {
@@ -157,7 +169,7 @@ fn one_line(message: &str) -> String {
 mod tests {
     use super::*;
 
-    fn no_reader(_: &Path) -> Result<CabledFabric, String> {
+    fn no_reader(_: &Path, _: Option<&Path>) -> Result<CabledFabric, String> {
         Err("no reader".to_string())
     }
 
@@ -197,6 +209,7 @@ mod tests {
             ("[[hosts]]\nnames = \"n1\"\nmodel = \"dgx-a100\"\n[fabric]\nradix = 8\nspeed = 1\n", "unknown field"),
             ("[[hosts]]\nnames = \"n1\"\nmodel = \"dgx-a100\"\n[fabric]\nradix = 8\nlink_gbps = -1\n", "not a positive rate"),
             ("[[hosts]]\nnames = \"n1\"\nmodel = \"dgx-a100\"\n[fabric]\n", "one of them"),
+            ("[[hosts]]\nnames = \"n1\"\nmodel = \"dgx-a100\"\n[fabric]\nradix = 8\nroutes = \"r\"\n", "routes goes with `topology`"),
             ("[[hosts]]\nnames = \"n1\"\nmodel = \"dgx-a100\"\n[fabric]\nradix = 8\ntopology = \"f\"\n", "one of them"),
             ("[[hosts]]\nnames = \"n1\"\nmodel = \"dgx-a100\"\n[fabric]\ntopology = \"f.topo\"\n", "fabric.topology: no reader"),
         ] {

@@ -90,6 +90,14 @@ impl FaultedFabric {
                 }
             }
         }
+        if topology.has_forwarding() && !down_switch_ports.is_empty() {
+            return Err(
+                "fabric:down on a fabric routed by its subnet manager's tables: its tables once \
+                 the cable is down are not known (dump them with the cable down, `fabric route \
+                 --dump`)"
+                    .to_string(),
+            );
+        }
         // A real fabric's missing cables stay missing beside the down ones.
         let mut absent: Vec<_> = topology
             .absent_links()

@@ -47,10 +47,16 @@ pub fn run(args: MeshArgs) -> Result<Outcome> {
 }
 
 /// A cluster file's `[fabric] topology`: an ibnetdiscover file read as `fabric sim
-/// --topology FILE` reads it, each link at the rate the file gives.
-fn read_fabric(path: &std::path::Path) -> Result<CabledFabric, String> {
+/// --topology FILE [--routes DUMP]` reads it, each link at the rate the file gives.
+fn read_fabric(
+    path: &std::path::Path,
+    routes: Option<&std::path::Path>,
+) -> Result<CabledFabric, String> {
     let arg = path.to_string_lossy();
-    let input = TreeInput::resolve(&arg).map_err(|e| format!("{e:#}"))?;
+    let mut input = TreeInput::resolve(&arg).map_err(|e| format!("{e:#}"))?;
+    if let Some(routes) = routes {
+        input = input.with_routes(routes).map_err(|e| format!("{e:#}"))?;
+    }
     for note in &input.notes {
         eprintln!("hostping: {note}");
     }

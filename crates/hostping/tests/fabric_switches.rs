@@ -647,3 +647,173 @@ fn sim_refuses_a_fabric_that_is_not_a_fat_tree() {
     );
     assert!(!out.exists(), "nothing written");
 }
+
+/// Issue 27 sections 4 and 6: the subnet manager's tables, dumped with `fabric route --dump`,
+/// route the simulator as opensm routes the fabric. On radix8.net (three levels, 128 hosts),
+/// a mesh of a simulated cluster on the discovered fabric with `routes` = the dump takes, pair
+/// by pair and both ways, the route `fabric route` reads from the switches (which the test
+/// above holds equal to `ibtracert`).
+#[test]
+fn dumped_tables_route_the_simulator_as_the_subnet_manager_routes_the_fabric() {
+    if !have_ibsim() {
+        return;
+    }
+    // MADs wait 500 ms rather than 100: this test's 56 routes and its dump run beside the
+    // other ibsim tests, and a loaded machine answers slower.
+    let dir = temp_dir("fabric-routes-sim");
+    let o = on_net(
+        "radix8.net",
+        &[],
+        &format!(
+            "set -e; cd {d}; t='--timeout-ms 500'; \
+             \"$HOSTPING\" fabric discover $t --format ibnetdiscover > fabric.topo; \
+             \"$HOSTPING\" fabric discover $t > nodes.txt; \
+             \"$HOSTPING\" fabric discover $t --format json > nodes.json; \
+             cas=$(awk '$1 == \"ca\" {{ print $3 }}' nodes.txt | awk '(NR - 1) % 16 == 0'); \
+             for a in $cas; do for b in $cas; do [ $a = $b ] && continue; \
+               \"$HOSTPING\" fabric route $t --from $a --to $b --format json > route-$a-$b.json; \
+             done; done; \
+             \"$HOSTPING\" fabric route $t --dump -o tables.json",
+            d = dir.display()
+        ),
+    );
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let read =
+        |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+    let nodes: Value = serde_json::from_str(&read("nodes.json")).unwrap();
+    let lid_of: std::collections::HashMap<String, u64> = nodes["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["type"] == "ca")
+        .map(|n| {
+            (
+                n["description"].as_str().unwrap().to_string(),
+                n["lid"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // The hosts whose routes were read: every 16th CA by LID, as the script chose them
+    // (one per pod, as in the test above).
+    let routed: std::collections::HashSet<u64> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            let pair = name
+                .strip_prefix("route-")?
+                .strip_suffix(".json")?
+                .to_string();
+            pair.split_once('-').map(|(a, _)| a.parse().unwrap())
+        })
+        .collect();
+    let hosts: Vec<&String> = lid_of
+        .iter()
+        .filter(|(_, lid)| routed.contains(lid))
+        .map(|(h, _)| h)
+        .collect();
+    assert_eq!(hosts.len(), 8);
+    std::fs::write(
+        dir.join("cluster.toml"),
+        "[[hosts]]\nnames = \"node-[0-127]\"\nmodel = \"single-socket\"\n\
+         [fabric]\ntopology = \"fabric.topo\"\nroutes = \"tables.json\"\n",
+    )
+    .unwrap();
+    let nodes_list = hosts
+        .iter()
+        .map(|h| h.as_str())
+        .collect::<Vec<_>>()
+        .join(",");
+    let mesh = |extra: &[&str]| {
+        let mut args = vec![
+            "mesh",
+            "--sim-cluster",
+            "cluster.toml",
+            "--nodes",
+            &nodes_list,
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let o = Command::new(env!("CARGO_BIN_EXE_hostping"))
+            .current_dir(&dir)
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        serde_json::from_str::<Value>(&stdout(&o)).unwrap()
+    };
+    let report = mesh(&[]);
+    let labels = |route: &Value| -> Vec<String> {
+        route["hops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|h| {
+                let switch = h["description"].as_str().unwrap();
+                [
+                    format!("{switch}/{}", h["in_port"]),
+                    format!("{switch}/{}", h["out_port"]),
+                ]
+            })
+            .collect()
+    };
+    let pairs = report["pairs"].as_array().unwrap();
+    assert!(pairs.len() >= 4, "{}", pairs.len());
+    for p in pairs {
+        let (a, b) = (
+            p["a"]["host"].as_str().unwrap(),
+            p["b"]["host"].as_str().unwrap(),
+        );
+        for (from, to, key) in [(a, b, "route"), (b, a, "route_back")] {
+            let read_route: Value = serde_json::from_str(&read(&format!(
+                "route-{}-{}.json",
+                lid_of[from], lid_of[to]
+            )))
+            .unwrap();
+            let simulated: Vec<String> = p[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| h.as_str().unwrap().to_string())
+                .collect();
+            assert_eq!(simulated, labels(&read_route), "{from} -> {to}");
+        }
+    }
+    // `fabric sim` routes by the same tables.
+    let o = Command::new(env!("CARGO_BIN_EXE_hostping"))
+        .current_dir(&dir)
+        .args([
+            "fabric",
+            "sim",
+            "--topology",
+            "fabric.topo",
+            "--routes",
+            "tables.json",
+        ])
+        .args([
+            "--workload",
+            "uniform,load=0.3",
+            "--end",
+            "5us",
+            "--out-dir",
+            "sim",
+        ])
+        .output()
+        .unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 1 | 3)), "{}", stderr(&o));
+    let summary: Value = serde_json::from_str(&read("sim/summary.json")).unwrap();
+    assert_eq!(summary["nodes"], 128);
+    // A table the fabric does not have is refused, naming the file.
+    std::fs::write(dir.join("tables.json"), r#"{"switches": [], "errors": []}"#).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_hostping"))
+        .current_dir(&dir)
+        .args(["mesh", "--sim-cluster", "cluster.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("tables.json: no table for switch"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -69,9 +69,43 @@ pub fn guid_text(guid: u64) -> String {
     format!("0x{guid:016x}")
 }
 
+/// A GUID as DESIGN 4.4 writes it (what [`guid_text`] writes): `0x` and 16 hex digits,
+/// either case.
+pub fn parse_guid(text: &str) -> Option<u64> {
+    let hex = text.strip_prefix("0x")?;
+    (hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| u64::from_str_radix(hex, 16).ok())
+        .flatten()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn guids_are_0x_and_16_hex_digits() {
+        assert_eq!(
+            parse_guid("0x0002c90300000001"),
+            Some(0x0002_c903_0000_0001)
+        );
+        assert_eq!(parse_guid("0xFFFFFFFFFFFFFFFF"), Some(u64::MAX));
+        for bad in [
+            "",
+            "0x",
+            "0002c90300000001",
+            "0x0002c9030000001",
+            "0x+002c90300000001",
+        ] {
+            assert_eq!(parse_guid(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_guid_reads_back_as_written() {
+        for guid in [0, 1, 0x0002_c903_0000_0001, u64::MAX] {
+            assert_eq!(parse_guid(&guid_text(guid)), Some(guid));
+        }
+    }
 
     #[test]
     fn fields_follow_the_json_names() {

@@ -10,6 +10,7 @@ use rusqlite::{params, Row, TransactionBehavior};
 use serde::{Serialize, Serializer};
 use std::time::Duration;
 
+use model::switch_port::parse_guid;
 pub use model::switch_port::{guid_text, SwitchPortCounters};
 
 /// One switch port in one sweep.
@@ -64,12 +65,6 @@ pub struct StoredSweep {
 
 fn guid_json<S: Serializer>(guid: &u64, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&guid_text(*guid))
-}
-
-fn parse_guid(text: &str) -> Option<u64> {
-    text.strip_prefix("0x")
-        .filter(|hex| hex.len() == 16)
-        .and_then(|hex| u64::from_str_radix(hex, 16).ok())
 }
 
 /// Columns of `fabric_ports` read back, in [`port_from_row`]'s order.

@@ -2,8 +2,8 @@
 //! DESIGN 4.6 (`<switch>/<port>`, the switch by its description or its GUID), and the
 //! answer's JSON (docs/fleet.md, "Switch-port counters").
 
-use super::upload::parse_guid;
 use model::switch_port::guid_text;
+use model::switch_port::parse_guid;
 use model::switch_port::COUNTER_NAMES as NAMES;
 use serde::Serialize;
 use serde_json::{Map, Value};

@@ -131,7 +131,7 @@ impl Wiring {
             detours: HashMap::new(),
             up_lists: Vec::new(),
         };
-        if !topology.is_complete() {
+        if !topology.is_complete() || topology.has_forwarding() {
             wiring.add_detours(topology);
         }
         wiring
@@ -139,9 +139,11 @@ impl Wiring {
 
     /// Records every route of `topology` that the per-level tables do not give: down ports
     /// that avoid a missing link, and up port lists without the links that are missing or
-    /// lead nowhere. Up lists depend on the destination's leaf only and are shared.
+    /// lead nowhere. Up lists depend on the destination's leaf only and are shared; under a
+    /// subnet manager's forwarding tables, on the destination itself.
     fn add_detours(&mut self, topology: &Topology) {
         let mut lists: HashMap<(u32, u32), Route> = HashMap::new();
+        let per_destination = topology.has_forwarding();
         for s in 0..topology.num_switches() {
             let switch = SwitchId(s);
             let base = topology.port_base(switch);
@@ -150,7 +152,14 @@ impl Wiring {
                 let route = match topology.down_port(switch, dst) {
                     Some(port) => Route::Down(base + PortIndex::from(port)),
                     None => *lists
-                        .entry((s, topology.leaf_of(dst).0))
+                        .entry((
+                            s,
+                            if per_destination {
+                                d
+                            } else {
+                                topology.leaf_of(dst).0
+                            },
+                        ))
                         .or_insert_with(|| {
                             let ports: Vec<PortIndex> = topology
                                 .up_ports_towards(switch, dst)

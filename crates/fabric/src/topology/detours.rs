@@ -86,13 +86,22 @@ impl Topology {
     }
 
     /// The up ports of `switch` that lead towards `dst`: every up port in a complete tree;
-    /// without the absent links and those whose far switch no longer reaches `dst`'s leaf.
+    /// without the absent links and those whose far switch no longer reaches `dst`'s leaf;
+    /// the one the forwarding tables name, where they route the tree.
     pub fn up_ports_towards(
         &self,
         switch: SwitchId,
         dst: NodeId,
     ) -> impl Iterator<Item = u16> + '_ {
-        self.up_towards_leaf(switch, self.leaf_of(dst).0)
+        let forwarded = self.forwarded(switch, dst);
+        let by_rule = forwarded.is_none();
+        forwarded
+            .filter(|&port| self.is_up(PortRef { switch, port }))
+            .into_iter()
+            .chain(
+                self.up_towards_leaf(switch, self.leaf_of(dst).0)
+                    .filter(move |_| by_rule),
+            )
     }
 
     fn up_towards_leaf(&self, switch: SwitchId, leaf: u32) -> impl Iterator<Item = u16> + '_ {

@@ -31,7 +31,10 @@
 //! the destination pod; parallel leaf links are picked by `dst % links`).
 
 mod detours;
+mod forwarding;
 mod route;
+
+pub use forwarding::NO_ENTRY;
 
 use std::path::Path;
 
@@ -121,6 +124,14 @@ pub enum TopologyError {
         from: SwitchId,
         /// The leaf it cannot reach.
         to: SwitchId,
+    },
+    /// Forwarding tables that do not route the tree ([`Topology::with_forwarding`]).
+    #[error("tree '{tree}': forwarding tables: {reason}")]
+    Forwarding {
+        /// The tree's name.
+        tree: String,
+        /// What is wrong, naming the switch and destination.
+        reason: String,
     },
     /// Per-link rates that do not fit the tree.
     #[error("tree '{tree}': link rates: {reason}")]
@@ -292,6 +303,9 @@ pub struct Topology {
     /// Nodes with no host cabled in the real fabric the tree stands for (free leaf ports),
     /// ascending ([`Topology::with_free_nodes`]).
     free_nodes: Vec<u32>,
+    /// A subnet manager's forwarding tables, where they route the tree
+    /// ([`Topology::with_forwarding`]); `None`: the simulator's own routing.
+    forwarding: Option<Box<forwarding::Forwarding>>,
 }
 
 impl Topology {
@@ -426,6 +440,7 @@ impl Topology {
             detours: None,
             link_gbps: None,
             free_nodes: Vec::new(),
+            forwarding: None,
         };
         // Every count is bounded by the radix and node caps above, so the sum cannot
         // overflow; the port tables are only allocated once it is known to fit.
@@ -727,6 +742,9 @@ impl Topology {
     /// The deterministic down port towards `dst`, or `None` when the packet must go up (then
     /// any port of [`Self::up_ports_towards`] leads there: every up port of a complete tree).
     pub fn down_port(&self, switch: SwitchId, dst: NodeId) -> Option<u16> {
+        if let Some(port) = self.forwarded(switch, dst) {
+            return (!self.is_up(PortRef { switch, port })).then_some(port);
+        }
         let chosen = self.complete_down_port(switch, dst)?;
         match self.detours {
             None => Some(chosen),
@@ -771,7 +789,7 @@ impl Topology {
     /// path order; the set `D` that the 1-bit receiver (thesis algorithm 7 line 2, 5.2)
     /// restricts its updates to. Appended to `out`.
     pub fn candidate_ports(&self, src: NodeId, dst: NodeId, out: &mut Vec<PortIndex>) {
-        if self.detours.is_some() {
+        if self.detours.is_some() || self.forwarding.is_some() {
             return self.routed_ports(src, dst, out);
         }
         let src_leaf = self.leaf_of(src);

@@ -132,6 +132,31 @@ mod tests {
     }
 
     #[test]
+    fn the_route_follows_forwarding_tables_as_the_simulator_does() {
+        let tree = Topology::new(FatTreeParams::radix8()).unwrap();
+        // Tables that go up port `dst + 1 mod n`, not the simulator's `dst mod n`.
+        let nodes = tree.num_nodes();
+        let mut tables = Vec::new();
+        for s in 0..tree.num_switches() {
+            for d in 0..nodes {
+                let (switch, dst) = (crate::topology::SwitchId(s), NodeId(d));
+                let ups: Vec<u16> = tree.up_ports_towards(switch, dst).collect();
+                let port = tree
+                    .down_port(switch, dst)
+                    .unwrap_or_else(|| ups[(d as usize + 1) % ups.len()]);
+                tables.push(port);
+            }
+        }
+        let routed = tree.clone().with_forwarding(tables).unwrap();
+        check_every_pair(&routed);
+        let (src, dst) = (NodeId(0), NodeId(127));
+        assert_ne!(
+            routed.deterministic_route(src, dst),
+            tree.deterministic_route(src, dst)
+        );
+    }
+
+    #[test]
     fn the_route_goes_around_a_missing_link_as_the_simulator_does() {
         let tree = Topology::new(FatTreeParams::radix8()).unwrap();
         // Leaf 0's first up link and one aggregation-to-core link are missing.

@@ -398,6 +398,11 @@ pub struct NetArgs {
 pub struct SimArgs {
     #[command(flatten)]
     pub topology: TopologyArg,
+    /// Route as the subnet manager programmed the fabric: the forwarding tables of every
+    /// switch, as `hostping fabric route --dump -o FILE` wrote them (the --topology must be
+    /// that fabric's ibnetdiscover file). Routing is then deterministic.
+    #[arg(long, value_name = "FILE")]
+    pub routes: Option<PathBuf>,
     /// What the ranks send (see above), or a workload file.
     #[arg(long)]
     pub workload: String,

@@ -13,7 +13,8 @@ use anyhow::{bail, Context, Result};
 use fabric::cabling::{Cable, CableEnd, Cabling, Device, Recognized};
 use fabric::input::InputError;
 use fabric::summary::FabricOrigin;
-use fabric::topology::{FatTreeParams, Level, Topology};
+use fabric::topology::{FatTreeParams, Level, SwitchId, Topology, NO_ENTRY};
+use rdma::subnet::route::{Dump, SwitchTable};
 use rdma::subnet::topofile::{self, Format, Skipped};
 use rdma::subnet::{guid_text, NodeKind, Subnet};
 
@@ -27,6 +28,8 @@ pub struct TreeInput {
     pub notes: Vec<String>,
     /// A real fabric's link rates, when the file gives them.
     pub rates: Option<FabricRates>,
+    /// A real fabric's addresses, for its subnet manager's tables (`--routes`).
+    pub addresses: Option<TreeAddresses>,
 }
 
 /// The rates a real fabric's links were trained at, as the file gives them.
@@ -41,6 +44,61 @@ pub struct FabricRates {
 }
 
 impl TreeInput {
+    /// The tree routed by the subnet manager's tables in `file` (`fabric route --dump -o
+    /// FILE`) instead of the simulator's rules; it must be a real fabric's, read from its
+    /// ibnetdiscover file. A switch without a table, a destination without a route, a port
+    /// that is no link of the tree, or tables that do not route as a fat tree are refused,
+    /// naming the switch and the LID.
+    pub fn with_routes(mut self, file: &Path) -> Result<TreeInput> {
+        let shown = file.display().to_string();
+        let (Some(fabric), Some(addresses)) = (&self.fabric, &self.addresses) else {
+            bail!(
+                "--routes {shown}: a subnet manager's tables route a real fabric; give its \
+                 ibnetdiscover file as --topology"
+            );
+        };
+        let text = InputError::read(file)?;
+        let dump = Dump::from_json(&text, &shown).map_err(anyhow::Error::msg)?;
+        let tables: HashMap<u64, &SwitchTable> =
+            dump.switches.iter().map(|s| (s.guid, s)).collect();
+        let t = &self.topology;
+        let nodes = t.num_nodes() as usize;
+        let mut ports = vec![NO_ENTRY; t.num_switches() as usize * nodes];
+        for s in 0..t.num_switches() {
+            let switch = SwitchId(s);
+            let name = &fabric.switches[s as usize];
+            let guid = addresses.switch_guids[s as usize];
+            let table = tables.get(&guid).with_context(|| {
+                format!(
+                    "{shown}: no table for switch '{name}' ({})",
+                    guid_text(guid)
+                )
+            })?;
+            let base = t.port_base(switch) as usize;
+            for (n, lid) in addresses.node_lids.iter().enumerate() {
+                let Some(lid) = *lid else { continue };
+                let host = fabric.hosts[n].as_deref().unwrap_or("?");
+                let Some(&out) = table.routes.get(&lid) else {
+                    bail!("{shown}: switch '{name}' has no route to LID {lid} ({host})");
+                };
+                let port = (0..t.ports(switch))
+                    .find(|&p| fabric.ports[base + usize::from(p)] == u16::from(out))
+                    .with_context(|| {
+                        format!(
+                            "{shown}: switch '{name}' sends LID {lid} ({host}) out of port {out}, \
+                             which is no link of the tree"
+                        )
+                    })?;
+                ports[s as usize * nodes + n] = port;
+            }
+        }
+        self.topology = self
+            .topology
+            .with_forwarding(ports)
+            .with_context(|| format!("--routes {shown}"))?;
+        Ok(self)
+    }
+
     /// The tree to run and the one rate of the run, Gb/s: `--link-gbps` for every link when
     /// given; otherwise the rates the fabric's file gives (each link at its own); otherwise
     /// 100 Gb/s. A line for stderr says which.
@@ -124,6 +182,7 @@ impl TreeInput {
             fabric: None,
             notes: Vec::new(),
             rates: None,
+            addresses: None,
         })
     }
 
@@ -138,11 +197,13 @@ impl TreeInput {
         match recognize_real(&reading.subnet, &name, &mut notes) {
             Ok((recognized, rates)) => {
                 let fabric = Some(FabricOrigin::of(file, &recognized));
+                let addresses = Some(TreeAddresses::of(&reading.subnet, &recognized));
                 Ok(TreeInput {
                     topology: recognized.topology,
                     fabric,
                     notes,
                     rates: Some(rates),
+                    addresses,
                 })
             }
             Err(e) => {
@@ -256,6 +317,63 @@ fn lines(n: usize) -> String {
     format!("{n} line{}", if n == 1 { "" } else { "s" })
 }
 
+/// A node's name in the fabric's cabling: its description, with its GUID where two share one
+/// (as every unconfigured switch of a vendor does) or it has none.
+fn fabric_name(subnet: &Subnet, guid: u64, description: &str) -> String {
+    let shared = subnet
+        .nodes
+        .iter()
+        .filter(|n| n.description == description)
+        .count()
+        > 1;
+    if description.is_empty() || shared {
+        format!("{description} ({})", guid_text(guid))
+            .trim()
+            .to_string()
+    } else {
+        description.to_string()
+    }
+}
+
+/// What a subnet manager's tables are keyed by, for each part of the recognised tree: each
+/// switch's GUID, and the LID of each node's CA port (`None` on a free leaf port).
+pub struct TreeAddresses {
+    switch_guids: Vec<u64>,
+    node_lids: Vec<Option<u16>>,
+}
+
+impl TreeAddresses {
+    fn of(subnet: &Subnet, recognized: &Recognized) -> TreeAddresses {
+        let by_name: HashMap<String, &rdma::subnet::Node> = subnet
+            .nodes
+            .iter()
+            .map(|n| (fabric_name(subnet, n.guid, &n.description), n))
+            .collect();
+        let switch_guids = recognized
+            .switch_names
+            .iter()
+            .map(|name| by_name[name].guid)
+            .collect();
+        let node_lids = recognized
+            .node_hosts
+            .iter()
+            .map(|host| {
+                let (name, port) = host.as_ref()?;
+                let node = by_name.get(name)?;
+                let address = node
+                    .addressed_ports
+                    .iter()
+                    .find(|a| u16::from(a.port) == *port)?;
+                (address.lid != 0).then_some(address.lid)
+            })
+            .collect();
+        TreeAddresses {
+            switch_guids,
+            node_lids,
+        }
+    }
+}
+
 /// A real subnet as cables, without what is not part of the tree: SHARP Aggregation Nodes
 /// (CAs inside the switches, no ranks run on them) and loopback cables (a port cabled to
 /// another port of its own switch). Each cable keeps its rate, each switch its port count.
@@ -273,21 +391,7 @@ impl RealFabric {
     /// Switches and channel adapters named by node description (with the GUID where two
     /// share one, as every unconfigured switch of a vendor does).
     fn of(subnet: &Subnet) -> RealFabric {
-        let name = |guid: u64, description: &str| {
-            let shared = subnet
-                .nodes
-                .iter()
-                .filter(|n| n.description == description)
-                .count()
-                > 1;
-            if description.is_empty() || shared {
-                format!("{description} ({})", guid_text(guid))
-                    .trim()
-                    .to_string()
-            } else {
-                description.to_string()
-            }
-        };
+        let name = |guid: u64, description: &str| fabric_name(subnet, guid, description);
         let mut cabling = Cabling::default();
         let mut ports = Vec::new();
         // Device id and port count of each switch, by index.

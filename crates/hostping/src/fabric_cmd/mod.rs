@@ -102,6 +102,9 @@ fn sim_config(args: &SimArgs, link_gbps: f64) -> Result<SimConfig> {
 
 fn sim(args: &SimArgs) -> Result<Outcome> {
     let mut input = TreeInput::resolve(&args.topology.topology)?;
+    if let Some(routes) = &args.routes {
+        input = input.with_routes(routes)?;
+    }
     if let Some(line) = input.describe() {
         eprintln!("{line}");
     }

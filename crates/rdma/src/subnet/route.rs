@@ -543,6 +543,64 @@ impl Dump {
             .collect();
         json!({"switches": switches, "errors": self.errors})
     }
+
+    /// Reads what [`Dump::to_json`] writes (`fabric route --dump -o FILE`), naming `file`
+    /// and what is wrong in one line.
+    pub fn from_json(text: &str, file: &str) -> Result<Dump, String> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct DumpFile {
+            switches: Vec<SwitchFile>,
+            errors: Vec<String>,
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct SwitchFile {
+            guid: String,
+            description: String,
+            lid: Option<u16>,
+            linear_fdb_top: u16,
+            routes: Vec<RouteFile>,
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct RouteFile {
+            lid: u16,
+            port: u8,
+        }
+        let read: DumpFile = serde_json::from_str(text)
+            .map_err(|e| format!("{file}: not a dump of `fabric route --dump -o FILE`: {e}"))?;
+        let mut switches = Vec::with_capacity(read.switches.len());
+        for (i, s) in read.switches.into_iter().enumerate() {
+            let guid = model::switch_port::parse_guid(&s.guid).ok_or_else(|| {
+                format!(
+                    "{file}: switch {i}: guid `{}` is not 0x and 16 hex digits",
+                    s.guid
+                )
+            })?;
+            let mut routes = BTreeMap::new();
+            for r in s.routes {
+                if routes.insert(r.lid, r.port).is_some() {
+                    return Err(format!(
+                        "{file}: switch {} has two routes to LID {}",
+                        guid_text(guid),
+                        r.lid
+                    ));
+                }
+            }
+            switches.push(SwitchTable {
+                guid,
+                description: s.description,
+                lid: s.lid,
+                linear_fdb_top: s.linear_fdb_top,
+                routes,
+            });
+        }
+        Ok(Dump {
+            switches,
+            errors: read.errors,
+        })
+    }
 }
 
 /// Reads every switch's table: SwitchInfo of all switches in one exchange, then every
@@ -649,6 +707,40 @@ pub fn dump(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dump_reads_back_as_written_and_a_bad_one_is_named() {
+        let dump = Dump {
+            switches: vec![SwitchTable {
+                guid: 0x0002_c903_0000_0001,
+                description: "MF0;ib1:SX6036/U1".to_string(),
+                lid: Some(3),
+                linear_fdb_top: 9,
+                routes: BTreeMap::from([(1, 1), (3, 0), (9, 36)]),
+            }],
+            errors: vec!["switch 0x0002c90300000002: no answer".to_string()],
+        };
+        let text = dump.to_json().to_string();
+        assert_eq!(Dump::from_json(&text, "d.json"), Ok(dump));
+        for (text, says) in [
+            ("{", "d.json: not a dump"),
+            (r#"{"switches": [], "errors": [], "x": 1}"#, "unknown field"),
+            (
+                r#"{"switches": [{"guid": "2", "description": "", "lid": null, "linear_fdb_top": 0, "routes": []}], "errors": []}"#,
+                "switch 0: guid `2`",
+            ),
+            (
+                r#"{"switches": [{"guid": "0x0000000000000002", "description": "", "lid": null, "linear_fdb_top": 0, "routes": [{"lid": 1, "port": 1}, {"lid": 1, "port": 2}]}], "errors": []}"#,
+                "two routes to LID 1",
+            ),
+        ] {
+            let err = Dump::from_json(text, "d.json").unwrap_err();
+            assert!(
+                err.contains(says) && err.starts_with("d.json: "),
+                "{says}: {err}"
+            );
+        }
+    }
     use crate::subnet::{Link, PortAddress};
     use proptest::prelude::*;
 
