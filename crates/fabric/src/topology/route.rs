@@ -1,7 +1,8 @@
 //! The one route a packet takes without adaptive routing: what a subnet manager's
 //! destination-based tables give (opensm's min-hop and up/down engines on a fat tree spread
 //! destinations over the up ports, `dst mod up ports`), and what the simulator does with
-//! `SimConfig::adaptive` off. Probes between hosts report it, and the cables it crosses tell
+//! `SimConfig::adaptive` off; under a subnet manager's own tables
+//! ([`Topology::with_forwarding`]), the tables' route. Probes between hosts report it, and the cables it crosses tell
 //! which pairs a bad cable can reach.
 
 use super::{NodeId, Peer, PortRef, Topology};
