@@ -229,6 +229,22 @@ fn write_whole(path: &Path, text: &str) -> Result<(), String> {
     std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// The initiator's side of the offer exchange through `dir`: its offer written to
+/// `offer.json`, the responder's answer awaited (a minute at most) in `answer.json`.
+fn file_exchange(
+    dir: &Path,
+) -> impl FnOnce(&rdma::engine::pair::PairOffer) -> Result<rdma::engine::pair::PairOffer, String> + '_
+{
+    move |mine| {
+        write_whole(
+            &dir.join("offer.json"),
+            &serde_json::to_string(mine).map_err(|e| e.to_string())?,
+        )?;
+        let text = await_file(&dir.join("answer.json"), Duration::from_secs(60))?;
+        serde_json::from_str(&text).map_err(|e| e.to_string())
+    }
+}
+
 /// Waits (bounded) for `path` to exist and returns its text.
 fn await_file(path: &Path, within: Duration) -> Result<String, String> {
     let until = std::time::Instant::now() + within;
@@ -365,19 +381,11 @@ fn pair_probe(
     rdma::engine::pair::PairResult,
     rdma::engine::pair::PairServed,
 ) {
-    use rdma::engine::pair::{initiate, PairOffer, PairPort, PairServed};
+    use rdma::engine::pair::{initiate, PairPort, PairServed};
     let mut child = spawn_responder(net, dir);
     let verbs = Verbs::load().unwrap();
     let port = PairPort::open(&verbs, "rxe_a", 1, Some(net.gid_a)).unwrap();
-    let exchange = |mine: &PairOffer| {
-        write_whole(
-            &dir.join("offer.json"),
-            &serde_json::to_string(mine).map_err(|e| e.to_string())?,
-        )?;
-        let text = await_file(&dir.join("answer.json"), Duration::from_secs(60))?;
-        serde_json::from_str(&text).map_err(|e| e.to_string())
-    };
-    let result = initiate(&port, spec, exchange);
+    let result = initiate(&port, spec, file_exchange(dir));
     let status = child.wait().unwrap();
     let served = std::fs::read_to_string(dir.join("served.json"));
     let error = std::fs::read_to_string(dir.join("error.txt")).unwrap_or_default();
@@ -480,7 +488,7 @@ fn median_us(r: &rdma::engine::pair::PairResult) -> f64 {
 #[test]
 #[ignore = "runs inside the QEMU guest"]
 fn inside_the_guest_pair_probe() {
-    use rdma::engine::pair::{initiate, PairOffer, PairPort, PairSpec, TimestampSource};
+    use rdma::engine::pair::{initiate, PairPort, PairSpec, TimestampSource};
     if std::env::var_os("HOSTPING_GUEST").is_none() {
         eprintln!("not in the guest: nothing to do");
         return;
@@ -609,15 +617,7 @@ fn inside_the_guest_pair_probe() {
             // Verbs objects stay on the thread that made them.
             let verbs = Verbs::load().unwrap();
             let port_a = PairPort::open(&verbs, "rxe_a", 1, Some(net.gid_a)).unwrap();
-            let exchange = |mine: &PairOffer| {
-                write_whole(
-                    &dir.join("offer.json"),
-                    &serde_json::to_string(mine).map_err(|e| e.to_string())?,
-                )?;
-                let text = await_file(&dir.join("answer.json"), Duration::from_secs(60))?;
-                serde_json::from_str(&text).map_err(|e| e.to_string())
-            };
-            let r = initiate(&port_a, long, exchange);
+            let r = initiate(&port_a, long, file_exchange(dir));
             (r, std::time::Instant::now())
         });
         await_file(&dir.join("answer.json"), Duration::from_secs(60)).unwrap();
