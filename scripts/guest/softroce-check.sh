@@ -2,8 +2,10 @@
 # softroce-check.sh HOSTPING [PERFTEST_RUNS]: runs INSIDE the Soft-RoCE guest (scripts/guest/run.sh)
 # and exercises the real backends of hostping on rxe0: discovery, the loopback matrix with
 # WRITE and READ and a streaming test, the error paths (registration refused, a hung probe,
-# a work completion in error, a memlock limit), and perftest on the same device for the
-# comparison in BENCHMARKS.md. Every output lands in $HOSTPING_GUEST_OUT/softroce/; the
+# a work completion in error, a memlock limit), perftest on the same device for the
+# comparison in BENCHMARKS.md, and last `hostping pair serve|probe` between two more rxe
+# devices on a veth pair (pair-net.sh), healthy, with netem delay and with netem loss.
+# Every output lands in $HOSTPING_GUEST_OUT/softroce/; the
 # assertions are in crates/hostping/tests/softroce.rs, which reads them on the host.
 #
 # Each step records its exit status in <step>.status: a failing step does not stop the
@@ -80,4 +82,47 @@ dmesg | tail -20 >"$out/dmesg.txt" 2>/dev/null
 for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do
     echo "$(basename "$f") $(cat "$f")"
 done >"$out/hw_counters.txt" 2>/dev/null
+
+# `hostping pair` as a user runs it, last (it adds two rxe devices): `pair serve` on rxe_b,
+# `pair probe` from rxe_a over the veth pair of pair-net.sh, three probes each healthy, with
+# `tc netem delay 200us` on veth_a, then with `netem loss 2%` instead. The responder on
+# vCPU 0 and the initiator on vCPU 1, as the rdma guest test pins perftest and its own
+# probe (left to the scheduler, two busy-polling sides share one vCPU at times). The host
+# parts are rxe's local loopback, which never reaches the veth: netem must not move them.
+
+# pair_probe STEP LIMIT_US: one probe from rxe_a to the responder. A probe whose latency
+# is above LIMIT_US measured the host's scheduler, not the cable: when the host (2 cores
+# shared with other work) takes a vCPU from QEMU, a busy-polling side waits for its tick
+# (crates/rdma/tests/guest.rs, `unstarved`, has the figures). It is run again, four
+# attempts at most, the last one kept.
+pair_probe() {
+    local attempt lat
+    for attempt in 1 2 3 4; do
+        step "$1" taskset -c 1 timeout 300 "$hostping" pair probe --device rxe_a \
+            --peer "$pair_peer" --format json --bw-iterations 300 --depth 16
+        lat=$(sed -n 's/^  "latency_us": \([0-9.]*\),$/\1/p' "$out/$1.out")
+        awk -v l="${lat:-inf}" -v m="$2" 'BEGIN { exit !(l < m) }' && return
+        echo "pair: $1 (attempt $attempt) came out at ${lat:-no} us, a starved vCPU: again"
+    done
+}
+step pair-net bash "$here/pair-net.sh"
+if [ "$(cat "$out/pair-net.status")" = 0 ]; then
+    taskset -c 0 "$hostping" pair serve --device rxe_b --listen 192.168.77.2 --port 0 \
+        >"$out/pair-serve.out" 2>"$out/pair-serve.err" &
+    pair_serve=$!
+    for _ in $(seq 300); do
+        grep -q ' listening on ' "$out/pair-serve.out" 2>/dev/null && break
+        sleep 0.1
+    done
+    pair_peer=$(sed -n 's/.* listening on //p' "$out/pair-serve.out")
+    for i in 1 2 3; do pair_probe "pair-base-$i" 100; done
+    tc qdisc add dev veth_a root netem delay 200us
+    for i in 1 2 3; do pair_probe "pair-delay-$i" 600; done
+    tc qdisc change dev veth_a root netem loss 2%
+    for i in 1 2 3; do pair_probe "pair-loss-$i" 100; done
+    tc -s qdisc show dev veth_a >"$out/pair-netem.txt" 2>&1
+    tc qdisc del dev veth_a root
+    kill "$pair_serve"
+    wait "$pair_serve" 2>/dev/null
+fi
 exit 0

@@ -17,6 +17,7 @@ mod lint_cmd;
 mod mesh_cmd;
 mod odp_bench_cmd;
 mod output;
+mod pair_cmd;
 mod progress;
 mod render;
 mod topology_cmd;
@@ -40,6 +41,7 @@ fn main() -> ExitCode {
         Command::Bench(cmd) => bench_cmd::run(cmd),
         Command::Fabric(cmd) => fabric_cmd::run(cmd),
         Command::Mesh(args) => mesh_cmd::run(args),
+        Command::Pair(cmd) => pair_cmd::run(cmd),
     };
     match result {
         Ok(outcome) => ExitCode::from(outcome.exit_status()),

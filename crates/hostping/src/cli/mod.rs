@@ -3,6 +3,7 @@
 
 pub mod fabric;
 mod help;
+pub mod pair;
 
 pub use help::command;
 
@@ -230,6 +231,10 @@ Fabric faults (--inject), besides <host>:<fault of `hostping check`>:
 A port is <switch>/<port> (leaf2/9, spine3/4) or <host>/<rnic> (node007/rnic2);
 either end names the cable.")]
     Mesh(MeshArgs),
+    /// A real RNIC-to-RNIC probe between two hosts (`serve` on one, `probe` from the other),
+    /// its latency split into host A's own path, host B's and the network (DESIGN 4.6).
+    #[command(subcommand)]
+    Pair(pair::PairCommand),
 }
 
 /// `hostping mesh`.

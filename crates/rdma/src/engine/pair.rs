@@ -184,6 +184,16 @@ pub struct PairOffer {
     pub completion_timestamps: bool,
     /// What the probe does (the initiator's; the responder echoes it).
     pub spec: PairSpec,
+    /// The host this side runs on, for reports (set by whoever carries the offer; the
+    /// probe itself neither sets nor reads it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// This side's own share of the pair's latency, in us: half of its loopback latency
+    /// from this port to the endpoint its data lives in (docs/cluster.md, "The split").
+    /// Set by whoever carries the offer (`hostping pair`); the probe neither sets nor reads
+    /// it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_loopback_us: Option<f64>,
 }
 
 /// Where a probe's times come from.
@@ -722,6 +732,8 @@ fn offer_of(
         len: buf.area as u64,
         completion_timestamps: port.completion_timestamps(),
         spec: *spec,
+        host: None,
+        host_loopback_us: None,
     }
 }
 
@@ -1146,6 +1158,8 @@ mod tests {
             len: 65536 + 64,
             completion_timestamps: false,
             spec: PairSpec::default(),
+            host: None,
+            host_loopback_us: None,
         };
         assert_eq!(
             offer.gid.as_deref(),
@@ -1155,6 +1169,17 @@ mod tests {
         let back: PairOffer = serde_json::from_str(&json).unwrap();
         assert_eq!(back, offer);
         assert_eq!(parse_gid(back.gid.as_deref().unwrap()), Some(gid));
+        // The optional fields stay out of the JSON when unset, and an offer written before
+        // they existed still reads.
+        assert!(!json.contains("host"), "{json}");
+        let with = PairOffer {
+            host: Some("node-b".into()),
+            host_loopback_us: Some(7.25),
+            ..offer.clone()
+        };
+        let text = serde_json::to_string(&with).unwrap();
+        assert!(text.contains("\"host_loopback_us\":7.25"), "{text}");
+        assert_eq!(serde_json::from_str::<PairOffer>(&text).unwrap(), with);
     }
 
     #[test]
