@@ -767,3 +767,29 @@ fn mesh_runs_on_a_real_fabric_named_as_its_switches_name_themselves() {
         "{line}"
     );
 }
+
+/// `hostping pair` without the device it names: exit 2, one line naming the device, before
+/// any peer is contacted.
+#[test]
+fn pair_probe_names_a_missing_device_in_one_line() {
+    let o = hostping(&[
+        "pair",
+        "probe",
+        "--device",
+        "nosuch",
+        "--peer",
+        "127.0.0.1:1",
+    ]);
+    assert_input_error(&o, &["--device nosuch", "no RDMA device of that name"]);
+    let o = hostping(&[
+        "pair",
+        "serve",
+        "--device",
+        "nosuch",
+        "--listen",
+        "127.0.0.1",
+        "--port",
+        "0",
+    ]);
+    assert_input_error(&o, &["--device nosuch", "no RDMA device of that name"]);
+}

@@ -232,7 +232,7 @@ A port is <switch>/<port> (leaf2/9, spine3/4) or <host>/<rnic> (node007/rnic2);
 either end names the cable.")]
     Mesh(MeshArgs),
     /// A real RNIC-to-RNIC probe between two hosts (`serve` on one, `probe` from the other),
-    /// its latency split into host A's own path, host B's and the network (DESIGN 4.6).
+    /// its latency split into host A's own path, host B's and the network.
     #[command(subcommand)]
     Pair(pair::PairCommand),
 }

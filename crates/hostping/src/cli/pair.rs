@@ -27,8 +27,8 @@ pub enum PairCommand {
     /// and the next one is served.
     #[command(after_long_help = "\
 Examples:
-  hostping pair serve --device mlx5_0                 # on 0.0.0.0:9471
-  hostping pair serve --device rxe_b --port 0         # any free port, printed first
+  hostping pair serve --device mlx5_0           # on 0.0.0.0:9471
+  hostping pair serve --device rxe_b --port 0   # any free port, printed first
   hostping pair serve --device mlx5_1 --listen 10.0.0.2 --port 9500
 Then, on the other host: hostping pair probe --device mlx5_0 --peer HOST:9471")]
     Serve(PairServeArgs),
@@ -47,8 +47,10 @@ Then, on the other host: hostping pair probe --device mlx5_0 --peer HOST:9471")]
     #[command(after_long_help = "\
 Examples:
   hostping pair probe --device mlx5_0 --peer node009:9471
-  hostping pair probe --device rxe_a --peer 192.168.77.2:9471 --format json | jq .network_us
-  hostping pair probe --device mlx5_0 --peer node009:9471 --iterations 10000 --bw-iterations 0")]
+  hostping pair probe --device rxe_a --peer 192.168.77.2:9471 --format json | \\
+      jq .network_us
+  hostping pair probe --device mlx5_0 --peer node009:9471 --iterations 10000 \\
+      --bw-iterations 0")]
     Probe(PairProbeArgs),
 }
 
