@@ -490,7 +490,7 @@ fn judge_pair(
         host: cluster.hosts[p.host].name.clone(),
         rnic: cluster.hosts[p.host].rnics[p.rnic].to_string(),
     };
-    let baseline_us = median(&baseline.latency_ns) / 1000.0;
+    let baseline_us = median_us(&baseline.latency_ns);
     let mut report = PairReport {
         a: end(job.a),
         b: end(job.b),
@@ -527,7 +527,7 @@ fn judge_pair(
         }
     };
     let part = NetworkPart {
-        one_way_us: median(&network.latency_ns) / 1000.0,
+        one_way_us: median_us(&network.latency_ns),
         gbps: network.bandwidth_gbps,
         baseline_us,
         baseline_gbps: baseline.bandwidth_gbps,
@@ -565,8 +565,7 @@ fn judge_pair(
     report
 }
 
-fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    sorted[sorted.len() / 2]
+/// The median one-way latency of a pair's round trips, us (the simulator plays at least one).
+fn median_us(latency_ns: &[f64]) -> f64 {
+    analyze::robust::median(latency_ns.iter().copied()).expect("at least one round trip") / 1000.0
 }
