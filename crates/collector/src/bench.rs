@@ -301,10 +301,7 @@ pub fn run(
     let paths_per_run = variants[0]["paths"].as_array().map_or(0, Vec::len);
     let folder = tempfile::tempdir()?;
     let tokens = folder.path().join("tokens");
-    let lines: String = (0..settings.hosts)
-        .map(|h| format!("{} {}\n", host_name(h), token(h)))
-        .collect();
-    std::fs::write(&tokens, lines)?;
+    std::fs::write(&tokens, host_token_lines(settings.hosts))?;
     let collector = CollectorChild::start(&settings.database, &tokens)?;
 
     let cadence_ms = settings.cadence.as_millis().max(1) as i64;
@@ -370,51 +367,25 @@ fn ingest_day(
     let url = format!("http://{}/api/runs", collector.addr);
     let started = Instant::now();
     let clients = settings.clients.clamp(1, settings.hosts.max(1));
-    let texts: Vec<String> = variants.iter().map(|v| v.to_string()).collect();
-    let texts = &texts;
+    let texts = &FleetReports::new(variants);
+    let poster = RunPoster {
+        url,
+        day_start,
+        cadence_ms: settings.cadence.as_millis() as i64,
+    };
+    let poster = &poster;
     let outcome = std::thread::scope(|scope| {
         let senders: Vec<_> = (0..clients)
             .map(|c| {
-                let (stored, bytes, url) = (stored.clone(), bytes.clone(), url.clone());
+                let (stored, bytes) = (stored.clone(), bytes.clone());
                 scope.spawn(move || -> Result<(), BenchError> {
                     let client = http_client();
                     let mine: Vec<u32> = (c..settings.hosts).step_by(clients as usize).collect();
                     for k in 0..runs_per_day {
                         for &h in &mine {
-                            // The agent's body, with the report as ready text so the
-                            // senders do not serialise 20 kB per run beside the collector.
-                            let upload = RunUpload {
-                                host: host_name(h),
-                                id: k + 1,
-                                instance: INSTANCE.into(),
-                                rack: Some(rack_of(h)),
-                                trigger: "idle".into(),
-                                started_unix_ms: day_start
-                                    + k * settings.cadence.as_millis() as i64,
-                                report: RawValue::from_string(texts[variant_of(h)].clone())
-                                    .expect("a report serialises"),
-                            };
-                            let body = serde_json::to_vec(&upload).expect("a body serialises");
-                            let request =
-                                format!("POST /api/runs ({}, run {})", host_name(h), k + 1);
-                            let mut answer = client
-                                .post(&url)
-                                .header("Authorization", format!("Bearer {}", token(h)))
-                                .header("Content-Type", "application/json")
-                                .send(&body[..])
-                                .map_err(|e| BenchError::Request {
-                                    request: request.clone(),
-                                    reason: e.to_string(),
-                                })?;
-                            if answer.status().as_u16() != 201 {
-                                let text = answer.body_mut().read_to_string().unwrap_or_default();
-                                return Err(BenchError::Request {
-                                    request,
-                                    reason: format!("{} {text}", answer.status()),
-                                });
-                            }
+                            let sent = poster.post(&client, h, k, texts.of_host(h))?;
                             stored.fetch_add(1, Ordering::Relaxed);
-                            bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+                            bytes.fetch_add(sent as u64, Ordering::Relaxed);
                         }
                     }
                     Ok(())
@@ -440,6 +411,88 @@ fn ingest_day(
         seconds,
         runs_per_s: runs as f64 / seconds,
     })
+}
+
+/// Posts simulated hosts' runs as their agents do.
+pub(crate) struct RunPoster {
+    /// `http://ADDR/api/runs`.
+    pub url: String,
+    /// Unix ms of run 0 of every host.
+    pub day_start: i64,
+    /// Time between two runs of one host, ms.
+    pub cadence_ms: i64,
+}
+
+impl RunPoster {
+    /// Posts run `k` of host `h` (its report as ready `text`); the bytes sent.
+    pub fn post(
+        &self,
+        client: &ureq::Agent,
+        h: u32,
+        k: i64,
+        text: &str,
+    ) -> Result<usize, BenchError> {
+        // The agent's body, with the report as ready text so the senders do not serialise
+        // 20 kB per run beside the collector.
+        let upload = RunUpload {
+            host: host_name(h),
+            id: k + 1,
+            instance: INSTANCE.into(),
+            rack: Some(rack_of(h)),
+            trigger: "idle".into(),
+            started_unix_ms: self.day_start + k * self.cadence_ms,
+            report: RawValue::from_string(text.to_string()).expect("a report serialises"),
+        };
+        let body = serde_json::to_vec(&upload).expect("a body serialises");
+        let request = format!("POST /api/runs ({}, run {})", host_name(h), k + 1);
+        let mut answer = client
+            .post(&self.url)
+            .header("Authorization", format!("Bearer {}", token(h)))
+            .header("Content-Type", "application/json")
+            .send(&body[..])
+            .map_err(|e| BenchError::Request {
+                request: request.clone(),
+                reason: e.to_string(),
+            })?;
+        if answer.status().as_u16() != 201 {
+            let text = answer.body_mut().read_to_string().unwrap_or_default();
+            return Err(BenchError::Request {
+                request,
+                reason: format!("{} {text}", answer.status()),
+            });
+        }
+        Ok(body.len())
+    }
+}
+
+/// The report texts simulated hosts send, and which one host `h` sends.
+pub(crate) struct FleetReports {
+    texts: Vec<String>,
+}
+
+impl FleetReports {
+    /// Reports of the virtual host `model`.
+    pub fn of(model: &HostTopology) -> FleetReports {
+        FleetReports::new(&reports(model))
+    }
+
+    fn new(variants: &[serde_json::Value]) -> FleetReports {
+        FleetReports {
+            texts: variants.iter().map(|v| v.to_string()).collect(),
+        }
+    }
+
+    /// Host `h`'s report.
+    pub fn of_host(&self, h: u32) -> &str {
+        &self.texts[variant_of(h)]
+    }
+}
+
+/// The `"HOST TOKEN"` lines of `hosts` simulated hosts, for the collector's tokens file.
+pub(crate) fn host_token_lines(hosts: u32) -> String {
+    (0..hosts)
+        .map(|h| format!("{} {}\n", host_name(h), token(h)))
+        .collect()
 }
 
 /// A read request's path for one host of the fleet (by its index).

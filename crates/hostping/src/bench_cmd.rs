@@ -71,6 +71,9 @@ pub fn run(cmd: BenchCommand) -> Result<Outcome> {
             samplers,
             ports,
             duration,
+            run_clients,
+            run_hosts,
+            sim,
             format,
         } => {
             let settings = collector::fabric::bench::SweepBenchSettings {
@@ -78,6 +81,9 @@ pub fn run(cmd: BenchCommand) -> Result<Outcome> {
                 samplers,
                 ports,
                 duration,
+                run_clients,
+                run_hosts,
+                model: check::sim::load_host(&sim)?,
             };
             let result = collector::fabric::bench::run(&settings)?;
             print(format, &result, collector::fabric::bench::table)?;

@@ -494,6 +494,10 @@ fn the_sweep_bench_stores_what_it_reports() {
         "72",
         "--duration",
         "2s",
+        "--run-clients",
+        "2",
+        "--run-hosts",
+        "5",
         "--format",
         "json",
     ];
@@ -517,6 +521,13 @@ fn the_sweep_bench_stores_what_it_reports() {
     assert_eq!(deltas, 36 * (sweeps - 2));
     assert_eq!(b["delta_rows"].as_u64(), Some(deltas));
     assert_eq!(b["queries"][0]["work"], "12 ports");
+    // The run load: alone, then beside the paced sweeps; every run it counts is stored.
+    let loads = b["run_load"].as_array().unwrap();
+    let names: Vec<&str> = loads.iter().map(|l| l["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["alone", "with paced sweeps"], "{b}");
+    let runs: u64 = loads.iter().map(|l| l["runs"].as_u64().unwrap()).sum();
+    assert!(loads.iter().all(|l| l["runs"].as_u64() > Some(0)), "{b}");
+    assert_eq!(pg.count("runs") as u64, runs, "{b}");
     // A database holding sweeps is refused.
     let again = common::hostping(&args);
     assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));

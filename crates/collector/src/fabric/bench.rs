@@ -4,12 +4,23 @@
 //! `--duration`, timed per request; then the same senders as fast as the collector answers,
 //! for the headroom; then the window query a job's verdict makes, over what was stored.
 //!
+//! The collector's other load, the agents' runs, is measured beside it: `--run-clients`
+//! senders post simulated hosts' runs back to back (the issue 14 fleet bench's body) for
+//! `--duration` alone, then again while the samplers post their paced sweeps. The run
+//! ingest rate in both, and the sweeps' post latency under the run load, say whether the
+//! collector takes the fabric's sweeps while holding its run ingest rate (issue 27
+//! section 7).
+//!
 //! The sweeps are synthetic (counters that grow by a fixed amount per port and second,
 //! labelled `simulated`): the bench measures the collector and PostgreSQL, not a fabric.
 
 use super::upload::{PortUpload, SweepUpload};
-use crate::bench::{http_client, percentile, BenchError, CollectorChild, Database, Latency};
+use crate::bench::{
+    host_token_lines, http_client, percentile, BenchError, CollectorChild, Database, FleetReports,
+    Latency, RunPoster,
+};
 use model::switch_port::SwitchPortCounters;
+use model::HostTopology;
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
@@ -24,6 +35,27 @@ pub struct SweepBenchSettings {
     pub ports: u32,
     /// How long each phase lasts.
     pub duration: Duration,
+    /// Concurrent run senders (0: no run load).
+    pub run_clients: u32,
+    /// Simulated hosts whose runs they post.
+    pub run_hosts: u32,
+    /// The virtual host model of those runs.
+    pub model: HostTopology,
+}
+
+/// The run load's figures in one phase.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunLoad {
+    /// `alone` or `with paced sweeps`.
+    pub name: String,
+    /// Runs posted and stored.
+    pub runs: u64,
+    /// Wall seconds.
+    pub seconds: f64,
+    /// Runs stored per second.
+    pub runs_per_s: f64,
+    /// One post's latency, ms.
+    pub post: Latency,
 }
 
 /// One phase's figures.
@@ -56,6 +88,10 @@ pub struct SweepBench {
     pub ports: u32,
     /// The phases.
     pub phases: Vec<Phase>,
+    /// The run ingest rate alone and under the paced sweeps (empty without run senders).
+    pub run_load: Vec<RunLoad>,
+    /// Paths in each run of the run load.
+    pub run_paths: usize,
     /// Delta rows stored in the end.
     pub delta_rows: i64,
     /// `pg_database_size` at the end.
@@ -221,6 +257,75 @@ fn phase(
     ))
 }
 
+/// Run senders posting back to back for the phase's duration, from round `first` on, each
+/// its own stripe of hosts in round order; the figures and the next round to post.
+fn run_load(
+    settings: &SweepBenchSettings,
+    poster: &RunPoster,
+    reports: &FleetReports,
+    first: i64,
+    name: &str,
+) -> Result<(RunLoad, i64), BenchError> {
+    let started = Instant::now();
+    let clients = settings.run_clients.clamp(1, settings.run_hosts.max(1));
+    let results: Vec<Result<(Vec<f64>, i64), BenchError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..clients)
+            .map(|c| {
+                scope.spawn(move || {
+                    let client = http_client();
+                    let mine: Vec<u32> =
+                        (c..settings.run_hosts).step_by(clients as usize).collect();
+                    let mut latencies_ms = Vec::new();
+                    let mut round = first;
+                    'rounds: loop {
+                        for &h in &mine {
+                            if started.elapsed() >= settings.duration {
+                                break 'rounds;
+                            }
+                            let t = Instant::now();
+                            poster.post(&client, h, round, reports.of_host(h))?;
+                            latencies_ms.push(t.elapsed().as_secs_f64() * 1e3);
+                        }
+                        round += 1;
+                    }
+                    Ok((latencies_ms, round + 1))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a run sender thread"))
+            .collect()
+    });
+    let seconds = started.elapsed().as_secs_f64();
+    let mut ms = Vec::new();
+    let mut next = first;
+    for r in results {
+        let (latencies, reached) = r?;
+        ms.extend(latencies);
+        next = next.max(reached);
+    }
+    let runs = ms.len() as u64;
+    let post = Latency {
+        request: "POST /api/runs".into(),
+        requests: ms.len(),
+        p50_ms: percentile(&mut ms, 0.5),
+        p95_ms: percentile(&mut ms, 0.95),
+        max_ms: percentile(&mut ms, 1.0),
+        work: "one run".into(),
+    };
+    Ok((
+        RunLoad {
+            name: name.into(),
+            runs,
+            seconds,
+            runs_per_s: runs as f64 / seconds,
+            post,
+        },
+        next,
+    ))
+}
+
 /// Times `GET path` `times` times.
 fn query(
     collector: &CollectorChild,
@@ -268,17 +373,43 @@ fn query(
 pub fn run(settings: &SweepBenchSettings) -> Result<SweepBench, BenchError> {
     let folder = tempfile::tempdir()?;
     let tokens = folder.path().join("tokens");
-    let lines: String = (0..settings.samplers)
+    let mut lines: String = (0..settings.samplers)
         .map(|s| format!("{} {}\n", sampler_name(s), token(s)))
         .collect();
+    lines += &host_token_lines(settings.run_hosts);
     std::fs::write(&tokens, lines)?;
     let collector = CollectorChild::start(&settings.database, &tokens)?;
     let db = Database::connect(&settings.database)?;
     if db.count("fabric_sweeps")? > 0 {
         return Err(BenchError::NotEmpty(db.url.redacted()));
     }
+    let reports = FleetReports::of(&settings.model);
+    let poster = RunPoster {
+        url: format!("http://{}/api/runs", collector.addr),
+        day_start: model::time::unix_ms(std::time::SystemTime::now()),
+        cadence_ms: 1_000,
+    };
+    let mut run_loads = Vec::new();
+    let mut round = 0;
+    if settings.run_clients > 0 {
+        let (alone, next) = run_load(settings, &poster, &reports, round, "alone")?;
+        run_loads.push(alone);
+        round = next;
+    }
     let since_ms = model::time::unix_ms(std::time::SystemTime::now());
-    let (paced, next) = phase(settings, &collector, true, 1)?;
+    let (mut paced, next) = std::thread::scope(|scope| -> Result<_, BenchError> {
+        let runs = (settings.run_clients > 0).then(|| {
+            scope.spawn(|| run_load(settings, &poster, &reports, round, "with paced sweeps"))
+        });
+        let paced = phase(settings, &collector, true, 1);
+        if let Some(runs) = runs {
+            run_loads.push(runs.join().expect("the run load thread")?.0);
+        }
+        paced
+    })?;
+    if settings.run_clients > 0 {
+        paced.name += ", with the run load";
+    }
     let (unpaced, _) = phase(settings, &collector, false, next)?;
     let until_ms = model::time::unix_ms(std::time::SystemTime::now()) + 1;
     // A job's window: the ports of its route (here 12, on switches across the fabric),
@@ -307,6 +438,11 @@ pub fn run(settings: &SweepBenchSettings) -> Result<SweepBench, BenchError> {
         samplers: settings.samplers,
         ports: settings.ports,
         phases: vec![paced, unpaced],
+        run_load: run_loads,
+        run_paths: serde_json::from_str::<serde_json::Value>(reports.of_host(2))
+            .ok()
+            .and_then(|r| r["paths"].as_array().map(Vec::len))
+            .unwrap_or(0),
         delta_rows: db.count("fabric_port_deltas")?,
         database_bytes: db.size()?,
         queries,
@@ -325,7 +461,7 @@ pub fn table(b: &SweepBench) -> String {
     );
     for p in &b.phases {
         out += &format!(
-            "  {:<30} {:>6} sweeps in {:>5.1} s = {:>7.1} sweeps/s, {:>8} deltas, {:>6.1} MB; \
+            "  {:<44} {:>6} sweeps in {:>5.1} s = {:>7.1} sweeps/s, {:>8} deltas, {:>6.1} MB; \
              post p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms\n",
             p.name,
             p.sweeps,
@@ -336,6 +472,21 @@ pub fn table(b: &SweepBench) -> String {
             p.post.p50_ms,
             p.post.p95_ms,
             p.post.max_ms
+        );
+    }
+    for r in &b.run_load {
+        out +=
+            &format!(
+            "  runs ({} paths each), {:<23} {:>6} runs in {:>5.1} s = {:>7.1} runs/s; post p50 \
+             {:.1} ms, p95 {:.1} ms, max {:.1} ms\n",
+            b.run_paths, r.name, r.runs, r.seconds, r.runs_per_s, r.post.p50_ms, r.post.p95_ms,
+            r.post.max_ms
+        );
+    }
+    if let [alone, loaded] = &b.run_load[..] {
+        out += &format!(
+            "  run ingest with the sweeps: {:.2} of its rate alone\n",
+            loaded.runs_per_s / alone.runs_per_s
         );
     }
     for q in &b.queries {
@@ -364,6 +515,9 @@ mod tests {
             samplers: 4,
             ports: 3888,
             duration: Duration::ZERO,
+            run_clients: 0,
+            run_hosts: 0,
+            model: check::sim::load_host("dgx-a100").unwrap(),
         };
         let mut seen = std::collections::HashSet::new();
         for s in 0..4 {

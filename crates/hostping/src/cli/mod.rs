@@ -812,10 +812,12 @@ Example (1000 hosts x 7 days at a 5-minute cadence: 2 M runs):
     /// The fleet collector ingesting switch-port sweeps: --samplers senders, each with its
     /// share of a --ports-port fabric, post one sweep a second each for --duration (post
     /// latency: does the collector keep up?), then as fast as it answers (the headroom);
-    /// then a job's window query over what was stored. Needs an empty PostgreSQL database
-    /// it may fill; the counters are synthetic.
+    /// then a job's window query over what was stored. Beside it, --run-clients senders
+    /// post simulated hosts' runs back to back, alone and during the paced sweeps: does
+    /// the collector hold its run ingest rate? Needs an empty PostgreSQL database it may
+    /// fill; the counters and runs are synthetic.
     #[command(after_long_help = "\
-Example (4 samplers of a 3,888-port fabric, a minute a phase):
+Example (4 samplers of a 3,888-port fabric, 4 run senders, a minute a phase):
   createdb hostping_bench
   hostping bench sweeps --database postgres://$USER@localhost/hostping_bench")]
     Sweeps {
@@ -831,6 +833,15 @@ Example (4 samplers of a 3,888-port fabric, a minute a phase):
         /// How long each phase lasts.
         #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
         duration: std::time::Duration,
+        /// Concurrent senders of agents' runs (0: sweeps only).
+        #[arg(long, default_value_t = 4, value_parser = capped_u32("bench run clients", 0, limits::BENCH_CLIENTS))]
+        run_clients: u32,
+        /// Simulated hosts whose runs they post.
+        #[arg(long, default_value_t = 1000, value_parser = capped_u32("bench hosts", 1, limits::BENCH_HOSTS))]
+        run_hosts: u32,
+        /// Host model of the simulated runs.
+        #[arg(long, default_value = "dgx-a100")]
+        sim: String,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
