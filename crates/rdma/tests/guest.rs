@@ -530,6 +530,17 @@ fn inside_the_guest_pair_probe() {
             if clock.offered() { "offered" } else { "not offered" }
         );
         assert!(!clock.offered(), "{dev}: {clock:?}");
+        // Nor can they be had some other way: rxe's provider refuses a stamped CQ and has
+        // no clock to read.
+        let ctx = verbs.open(dev).unwrap();
+        let cq = ctx.create_stamped_cq(16).err().map(|e| e.to_string());
+        let raw = ctx.raw_clock().err().map(|e| e.to_string());
+        println!("pair timestamps: {dev} stamped CQ: {cq:?}; device clock: {raw:?}");
+        assert!(cq.is_some_and(|e| e.contains("ibv_create_cq_ex")), "{dev}");
+        assert!(
+            raw.is_some_and(|e| e.contains("ibv_query_rt_values_ex")),
+            "{dev}"
+        );
     }
 
     // -- latency and bandwidth, hostping and perftest interleaved ----------------------------
@@ -565,6 +576,7 @@ fn inside_the_guest_pair_probe() {
         assert_eq!(r.latency.verified_bytes, Some(65536));
         // rxe stamps no completions: the CPU's clock, and the result says so.
         assert_eq!(r.timestamps, TimestampSource::CpuNoCompletionTimestamps);
+        assert!(r.nic_round_trip_ns.is_empty() && r.timestamps_note.is_none());
         hp_lat.push(median_us(&r));
         hp_bw.push(r.bandwidth_gbps.unwrap());
         pt_bw.push(perftest(

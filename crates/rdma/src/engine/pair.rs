@@ -32,19 +32,25 @@
 //! round, which keeps the latency samples already taken.
 //!
 //! # Timestamps
-//! R-Pingmesh (SIGCOMM'24) takes host processing out of a probe's time with the RNIC's own
-//! completion timestamps. Reading them needs an extended CQ (`ibv_create_cq_ex` with
-//! `IBV_WC_EX_WITH_COMPLETION_TIMESTAMP`), which is not wired here yet: both sides report
-//! whether their device offers them (`completion_timestamp_mask`, [`TimestampSource`]),
-//! and the samples come from the CPU's clock (the TSC, as perftest's). rdma_rxe offers none.
+//! The ping-pong's samples come from the CPU's clock (the TSC, as perftest's), so both
+//! hosts' processing (posting, polling, the responder's turn-around) is in them. R-Pingmesh
+//! (SIGCOMM'24, section 4) takes host processing out with the RNIC's own completion
+//! timestamps. Where the initiator's device stamps completions (`completion_timestamp_mask`
+//! and `hca_core_clock` non-zero, and `ibv_create_cq_ex` accepts
+//! `IBV_WC_EX_WITH_COMPLETION_TIMESTAMP`), a second phase follows the ping-pong: each round
+//! reads the device's clock (`ibv_query_rt_values_ex`), posts one signalled WRITE and takes
+//! its completion's timestamp. An RC WRITE completes when the responder's RNIC acknowledges
+//! it, without the responder's software, so that interval is the network's round trip as
+//! the RNICs see it ([`PairResult::nic_round_trip_ns`]). rdma_rxe offers no timestamps:
+//! there only the CPU's samples exist, and [`TimestampSource`] says so.
 
 use super::clock::Ticks;
 use super::loopback::{pattern_byte, verbs_error, wait, RnicPort};
 use super::{open_port, OpenPortError};
 use crate::memory::host::{HostRegion, Pages};
 use crate::sysfs::{LinkLayer, RnicBinding};
-use crate::verbs::ffi::{ibv_wc, IBV_WR_RDMA_WRITE};
-use crate::verbs::{Cq, CqWaitError, Destination, Pd, Post, Qp, Verbs};
+use crate::verbs::ffi::{ibv_wc, IBV_WC_SUCCESS, IBV_WR_RDMA_WRITE};
+use crate::verbs::{CompletionClock, Context, Cq, CqWaitError, Destination, Pd, Post, Qp, Verbs};
 use probe::{LatencySamples, ProbeError};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -200,22 +206,25 @@ pub struct PairOffer {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TimestampSource {
-    /// The CPU's clock around post and poll; the devices offer no completion timestamps
-    /// (rdma_rxe), so host processing stays in the samples.
+    /// The CPU's clock around post and poll only; the initiator's device offers no
+    /// completion timestamps (rdma_rxe), so host processing stays in the samples.
     CpuNoCompletionTimestamps,
-    /// The CPU's clock, although both devices stamp completions: reading those stamps
-    /// (an extended CQ) is not wired yet.
-    CpuCompletionTimestampsNotRead,
+    /// The CPU's clock only: the device offers completion timestamps but they could not be
+    /// used ([`PairResult::timestamps_note`] says why).
+    CpuCompletionTimestampsUnusable,
+    /// The CPU's clock for the ping-pong, and the device's completion timestamps for
+    /// [`PairResult::nic_round_trip_ns`].
+    CompletionTimestamps,
 }
 
-impl TimestampSource {
-    fn of(local: bool, peer: bool) -> TimestampSource {
-        if local && peer {
-            TimestampSource::CpuCompletionTimestampsNotRead
-        } else {
-            TimestampSource::CpuNoCompletionTimestamps
-        }
-    }
+/// The initiator's completion timestamps, as far as they go.
+enum Stamps {
+    /// The device offers none.
+    NotOffered,
+    /// Offered, but not usable: why.
+    Unusable(String),
+    /// The CQ stamps completions with this clock.
+    Ready(CompletionClock),
 }
 
 /// What the initiator measured.
@@ -244,6 +253,14 @@ pub struct PairResult {
     pub checksum: Option<u64>,
     /// Where the times come from.
     pub timestamps: TimestampSource,
+    /// Why the device's completion timestamps, offered, were not used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timestamps_note: Option<String>,
+    /// Round trips from the post of a WRITE to its completion (the responder's RNIC
+    /// acknowledged it) by the initiator's device clock, ns: the network without either
+    /// host's software. Empty unless [`TimestampSource::CompletionTimestamps`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nic_round_trip_ns: Vec<f64>,
     /// The responder's answer.
     pub peer: PairOffer,
 }
@@ -320,7 +337,11 @@ impl PairPort {
     /// Whether the device stamps completions (`completion_timestamp_mask`); a failed query
     /// counts as no.
     pub fn completion_timestamps(&self) -> bool {
-        self.0.ctx.completion_clock().is_ok_and(|c| c.offered())
+        self.offered_clock().is_some()
+    }
+
+    fn offered_clock(&self) -> Option<CompletionClock> {
+        self.0.ctx.completion_clock().ok().filter(|c| c.offered())
     }
 }
 
@@ -515,6 +536,60 @@ impl Link<'_> {
             }
             clock.check(&what)?;
         }
+    }
+
+    /// R-Pingmesh's round trips without host processing (module docs, "Timestamps"):
+    /// `rounds` signalled WRITEs of `len` bytes, each timed by the device's clock from just
+    /// before its post to its completion. `Ok(Err(why))` where the clock cannot be read or
+    /// its readings cannot be right (longer than the CPU's own interval around them, which
+    /// holds the device's).
+    fn nic_round_trips(
+        &self,
+        ctx: &Context,
+        clock: CompletionClock,
+        rounds: u64,
+        len: u32,
+    ) -> Result<Result<Vec<f64>, String>, ProbeError> {
+        let mut out = Vec::with_capacity(rounds as usize);
+        for round in 0..rounds {
+            let what = || format!("the completion of stamped WRITE {} of {rounds}", round + 1);
+            let cpu = Instant::now();
+            let posted = match ctx.raw_clock() {
+                Ok(c) => c,
+                Err(e) => return Ok(Err(e.to_string())),
+            };
+            self.write_data(round, len, 1, true)?;
+            let mut deadline = LazyDeadline::new(self.timeout, far_future());
+            let done = loop {
+                match self.cq.poll_stamped() {
+                    Ok(Some(done)) => break done,
+                    Ok(None) => deadline.check(&what)?,
+                    Err(e) => return Ok(Err(e.to_string())),
+                }
+            };
+            if done.status != IBV_WC_SUCCESS {
+                let failed = CqWaitError::Failed {
+                    text: ctx.verbs().wc_status(done.status),
+                    status: done.status,
+                    vendor_err: 0,
+                    wr_id: done.wr_id,
+                };
+                return Err(cq_error(failed, &what()));
+            }
+            let cpu_ns = cpu.elapsed().as_nanos() as f64;
+            let ns = clock.elapsed_ns(posted, done.timestamp);
+            if !(ns > 0.0 && ns <= cpu_ns) {
+                return Ok(Err(format!(
+                    "stamped WRITE {}: {ns:.0} ns by the device's clock from post to \
+                     completion, {cpu_ns:.0} ns by the CPU's around them: the completions are \
+                     not stamped by the clock ibv_query_rt_values_ex reads (a device in \
+                     real-time clock mode?)",
+                    round + 1
+                )));
+            }
+            out.push(ns);
+        }
+        Ok(Ok(out))
     }
 
     /// Writes the send area's control record into the peer's and waits for it to complete.
@@ -805,7 +880,17 @@ fn initiate_inner(
     let depth = spec
         .depth
         .clamp(1, p.caps.max_qp_wr.saturating_sub(2).max(1));
-    let cq = p.ctx.create_cq(depth + 4).map_err(verbs_error)?;
+    let (cq, stamps) = match port.offered_clock() {
+        None => (p.ctx.create_cq(depth + 4), Stamps::NotOffered),
+        Some(clock) => match p.ctx.create_stamped_cq(depth + 4) {
+            Ok(cq) => (Ok(cq), Stamps::Ready(clock)),
+            Err(e) => (
+                p.ctx.create_cq(depth + 4),
+                Stamps::Unusable(format!("the device stamps completions, but {e}")),
+            ),
+        },
+    };
+    let cq = cq.map_err(verbs_error)?;
     let (qp, inline) = make_qp(&pd, &cq, depth + 2, spec)?;
     let psn = initial_psn();
     let mine = offer_of(port, &qp, mr.rkey(), &buf, psn, spec);
@@ -895,6 +980,28 @@ fn initiate_inner(
         kept.small_ns = ticks.iter().map(|&t| t as f64 * k / 2.0).collect();
     }
 
+    // -- the network's round trip by the device's clock (R-Pingmesh) ------------------------
+    let (timestamps, timestamps_note, nic_round_trip_ns) = match stamps {
+        Stamps::NotOffered => (TimestampSource::CpuNoCompletionTimestamps, None, Vec::new()),
+        Stamps::Unusable(why) => (
+            TimestampSource::CpuCompletionTimestampsUnusable,
+            Some(why),
+            Vec::new(),
+        ),
+        Stamps::Ready(clock) => {
+            *context = format!("stamped WRITEs from {device} to {}", peer.device);
+            let rounds = u64::from(spec.latency_iterations);
+            match link.nic_round_trips(&p.ctx, clock, rounds, lat_len)? {
+                Ok(rtts) => (TimestampSource::CompletionTimestamps, None, rtts),
+                Err(why) => (
+                    TimestampSource::CpuCompletionTimestampsUnusable,
+                    Some(why),
+                    Vec::new(),
+                ),
+            }
+        }
+    };
+
     // -- bandwidth: ib_write_bw's window of WRITEs ---------------------------------------------
     let mut result = PairResult {
         latency: kept.clone(),
@@ -906,7 +1013,9 @@ fn initiate_inner(
         duration_us: 0.0,
         verified: !spec.has_bandwidth(),
         checksum: None,
-        timestamps: TimestampSource::of(mine.completion_timestamps, peer.completion_timestamps),
+        timestamps,
+        timestamps_note,
+        nic_round_trip_ns,
         peer: peer.clone(),
     };
     if !spec.has_bandwidth() {
@@ -1245,17 +1354,23 @@ mod tests {
     }
 
     #[test]
-    fn timestamps_are_the_cpus_unless_both_devices_stamp() {
+    fn timestamp_sources_serialise_as_the_reports_name_them() {
         use TimestampSource::*;
-        assert_eq!(TimestampSource::of(false, false), CpuNoCompletionTimestamps);
-        assert_eq!(TimestampSource::of(true, false), CpuNoCompletionTimestamps);
+        let names: Vec<String> = [
+            CpuNoCompletionTimestamps,
+            CpuCompletionTimestampsUnusable,
+            CompletionTimestamps,
+        ]
+        .iter()
+        .map(|s| serde_json::to_string(s).unwrap())
+        .collect();
         assert_eq!(
-            TimestampSource::of(true, true),
-            CpuCompletionTimestampsNotRead
-        );
-        assert_eq!(
-            serde_json::to_string(&CpuNoCompletionTimestamps).unwrap(),
-            "\"cpu_no_completion_timestamps\""
+            names,
+            [
+                "\"cpu_no_completion_timestamps\"",
+                "\"cpu_completion_timestamps_unusable\"",
+                "\"completion_timestamps\""
+            ]
         );
     }
 }

@@ -7,7 +7,7 @@
 //! `ibv_context.ops`, so that table is mirrored too. So is `ibv_query_device_ex`, which
 //! calls through the provider's `struct verbs_context`: that struct grows at its front (new
 //! members go first, `context` stays last), so only its tail from `query_device_ex` to
-//! `context` is mirrored ([`verbs_context_tail`]), found from the context by its distance. `tests/verbs_layout.rs` compiles a C
+//! `context` is mirrored from `query_rt_values` on ([`verbs_context_tail`]), found from the context by its distance. `tests/verbs_layout.rs` compiles a C
 //! program against the real header and compares every offset and size in [`layout`].
 #![allow(non_camel_case_types, missing_docs)]
 
@@ -64,11 +64,23 @@ pub const VERBS_ABI_IS_EXTENDED: usize = usize::MAX;
 pub type QueryDeviceEx =
     unsafe extern "C" fn(*mut ibv_context, *const c_void, *mut ibv_device_attr_ex, usize) -> c_int;
 
-/// The tail of `struct verbs_context`, from `query_device_ex` to the end (`context` is
-/// last, `sz` just before it). Members before `query_device_ex` are newer and never
-/// touched; those between are placeholders of their size.
+/// The provider's `query_rt_values(context, values)` (`ibv_query_rt_values_ex`).
+pub type QueryRtValues = unsafe extern "C" fn(*mut ibv_context, *mut ibv_values_ex) -> c_int;
+
+/// The provider's `create_cq_ex(context, attr)` (`ibv_create_cq_ex`).
+pub type CreateCqEx =
+    unsafe extern "C" fn(*mut ibv_context, *mut ibv_cq_init_attr_ex) -> *mut ibv_cq_ex;
+
+/// The tail of `struct verbs_context`, from `query_rt_values` to the end (`context` is
+/// last, `sz` just before it). Members before `query_rt_values` are newer and never
+/// touched; those between are placeholders of their size. A provider built against an
+/// older header has a shorter struct: a member is there only if `sz` reaches it.
 #[repr(C)]
 pub struct verbs_context_tail {
+    pub query_rt_values: Option<QueryRtValues>,
+    pub create_cq_ex: Option<CreateCqEx>,
+    /// `struct verbs_ex_private *priv`.
+    _priv: *mut c_void,
     pub query_device_ex: Option<QueryDeviceEx>,
     /// `ibv_destroy_flow` .. `close_xrcd` (10 pointers) and `_ABI_placeholder3` (u64).
     _between: [*mut c_void; 11],
@@ -327,6 +339,66 @@ impl Default for ibv_send_wr {
     }
 }
 
+/// `struct ibv_values_ex`: the device's clock now.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_values_ex {
+    pub comp_mask: u32,
+    /// With `IBV_VALUES_MASK_RAW_CLOCK`: the device's free-running clock, in its cycles, in
+    /// `tv_nsec` (`tv_sec` 0), as mlx4 and mlx5 fill it.
+    pub raw_clock: libc::timespec,
+}
+
+/// `struct ibv_cq_init_attr_ex`.
+#[repr(C)]
+pub struct ibv_cq_init_attr_ex {
+    pub cqe: u32,
+    pub cq_context: *mut c_void,
+    pub channel: *mut ibv_comp_channel,
+    pub comp_vector: u32,
+    /// `IBV_WC_EX_WITH_*`: what each completion carries.
+    pub wc_flags: u64,
+    pub comp_mask: u32,
+    pub flags: u32,
+    pub parent_domain: *mut ibv_pd,
+}
+
+/// `struct ibv_poll_cq_attr`.
+#[repr(C)]
+#[derive(Default)]
+pub struct ibv_poll_cq_attr {
+    pub comp_mask: u32,
+}
+
+/// `struct ibv_cq_ex`, up to `read_completion_ts`: an `ibv_cq` (its prefix) that is polled
+/// through its own functions, one completion at a time, each field read by a call.
+#[repr(C)]
+pub struct ibv_cq_ex {
+    pub context: *mut ibv_context,
+    pub channel: *mut ibv_comp_channel,
+    pub cq_context: *mut c_void,
+    pub handle: u32,
+    pub cqe: c_int,
+    pub mutex: libc::pthread_mutex_t,
+    pub cond: libc::pthread_cond_t,
+    pub comp_events_completed: u32,
+    pub async_events_completed: u32,
+    pub comp_mask: u32,
+    /// The current completion's status.
+    pub status: c_uint,
+    /// The current completion's work request id.
+    pub wr_id: u64,
+    /// ENOENT: no completion.
+    pub start_poll: Option<unsafe extern "C" fn(*mut ibv_cq_ex, *mut ibv_poll_cq_attr) -> c_int>,
+    /// ENOENT: no more.
+    pub next_poll: Option<unsafe extern "C" fn(*mut ibv_cq_ex) -> c_int>,
+    pub end_poll: Option<unsafe extern "C" fn(*mut ibv_cq_ex)>,
+    /// `read_opcode` .. `read_dlid_path_bits` (10 functions).
+    _readers: [*mut c_void; 10],
+    /// The current completion's timestamp, in the device's cycles.
+    pub read_completion_ts: Option<unsafe extern "C" fn(*mut ibv_cq_ex) -> u64>,
+}
+
 /// `struct ibv_wc`.
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug)]
@@ -360,6 +432,10 @@ pub const IBV_SEND_SIGNALED: c_uint = 1 << 1;
 /// The payload is copied into the work request: no DMA read of the local buffer.
 pub const IBV_SEND_INLINE: c_uint = 1 << 3;
 pub const IBV_WC_SUCCESS: c_uint = 0;
+/// `ibv_values_ex.raw_clock` is wanted (and, answered, valid).
+pub const IBV_VALUES_MASK_RAW_CLOCK: u32 = 1;
+/// Each completion carries the device's timestamp (`read_completion_ts`).
+pub const IBV_WC_EX_WITH_COMPLETION_TIMESTAMP: u64 = 1 << 7;
 pub const IBV_ACCESS_LOCAL_WRITE: c_int = 1;
 pub const IBV_ACCESS_REMOTE_WRITE: c_int = 1 << 1;
 pub const IBV_ACCESS_REMOTE_READ: c_int = 1 << 2;
@@ -401,17 +477,39 @@ pub fn layout() -> Vec<(&'static str, usize)> {
         off!(ibv_context.abi_compat),
         ("sizeof ibv_context", size_of::<ibv_context>()),
         (
-            "verbs_context.sz - verbs_context.query_device_ex",
+            "verbs_context.create_cq_ex - verbs_context.query_rt_values",
+            offset_of!(verbs_context_tail, create_cq_ex),
+        ),
+        (
+            "verbs_context.query_device_ex - verbs_context.query_rt_values",
+            offset_of!(verbs_context_tail, query_device_ex),
+        ),
+        (
+            "verbs_context.sz - verbs_context.query_rt_values",
             offset_of!(verbs_context_tail, sz),
         ),
         (
-            "verbs_context.context - verbs_context.query_device_ex",
+            "verbs_context.context - verbs_context.query_rt_values",
             offset_of!(verbs_context_tail, context),
         ),
         (
-            "sizeof verbs_context - verbs_context.query_device_ex",
+            "sizeof verbs_context - verbs_context.query_rt_values",
             size_of::<verbs_context_tail>(),
         ),
+        off!(ibv_values_ex.raw_clock),
+        ("sizeof ibv_values_ex", size_of::<ibv_values_ex>()),
+        off!(ibv_cq_init_attr_ex.wc_flags),
+        off!(ibv_cq_init_attr_ex.comp_mask),
+        off!(ibv_cq_init_attr_ex.parent_domain),
+        (
+            "sizeof ibv_cq_init_attr_ex",
+            size_of::<ibv_cq_init_attr_ex>(),
+        ),
+        off!(ibv_cq_ex.status),
+        off!(ibv_cq_ex.wr_id),
+        off!(ibv_cq_ex.start_poll),
+        off!(ibv_cq_ex.end_poll),
+        off!(ibv_cq_ex.read_completion_ts),
         off!(ibv_device_attr.max_mr_size),
         off!(ibv_device_attr_ex.comp_mask),
         off!(ibv_device_attr_ex.odp_caps),

@@ -9,6 +9,7 @@
 
 pub mod ffi;
 pub mod odp;
+mod timestamps;
 
 use ffi::*;
 pub use odp::{CapsSource, OdpCaps, TransportOdp};
@@ -16,6 +17,7 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::Instant;
+pub use timestamps::StampedCompletion;
 
 /// libibverbs or one of its symbols is missing: no verbs on this machine.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -501,7 +503,11 @@ impl Context {
             )
         };
         NonNull::new(cq)
-            .map(|cq| Cq { ctx: self, cq })
+            .map(|cq| Cq {
+                ctx: self,
+                cq,
+                stamped: false,
+            })
             .ok_or_else(|| VerbsError::last(format!("ibv_create_cq({entries} entries)")))
     }
 }
@@ -513,29 +519,52 @@ impl Drop for Context {
     }
 }
 
-/// `verbs_get_ctx_op(ctx, query_device_ex)` of verbs.h: the provider's `query_device_ex`
-/// when the context is embedded in a `struct verbs_context` (`abi_compat` all ones) that is
-/// large enough to have the member and has it set.
+/// `verbs_get_ctx_op(ctx, op)` of verbs.h: the member at `offset` in
+/// [`verbs_context_tail`] (`offset_of!(verbs_context_tail, query_device_ex)`, ...), when
+/// the context is embedded in a `struct verbs_context` (`abi_compat` all ones) large enough
+/// to have the member. The caller reads it as the member's type (an `Option` of a function
+/// pointer: `None` where the provider left it unset).
 ///
 /// # Safety
-/// `ctx` must be an open context.
-unsafe fn query_device_ex_op(ctx: *mut ibv_context) -> Option<QueryDeviceEx> {
+/// `ctx` must be an open context; `offset` the offset of a member of pointer size.
+unsafe fn ctx_op(ctx: *mut ibv_context, offset: usize) -> Option<*const c_void> {
     // SAFETY: ctx is valid (caller).
     if unsafe { (*ctx).abi_compat } as usize != VERBS_ABI_IS_EXTENDED {
         return None;
     }
-    // SAFETY: an extended context is the last member of the provider's verbs_context, so
-    // the tail lies right before it in the same allocation (container_of, as the inline).
-    let tail = unsafe {
-        &*ctx
-            .cast::<u8>()
-            .sub(std::mem::offset_of!(verbs_context_tail, context))
-            .cast::<verbs_context_tail>()
+    // An extended context is the last member of the provider's verbs_context, so the tail
+    // lies right before it in the same allocation (container_of, as the inline). Only the
+    // bytes the provider's struct has (`sz`, counted back from its end) may be read.
+    let context_at = std::mem::offset_of!(verbs_context_tail, context);
+    // SAFETY: as above; `sz` sits right before `context` in every version of the struct.
+    let tail = unsafe { ctx.cast::<u8>().sub(context_at) };
+    // SAFETY: see above.
+    let sz = unsafe {
+        tail.add(std::mem::offset_of!(verbs_context_tail, sz))
+            .cast::<usize>()
+            .read_unaligned()
     };
-    if tail.sz < std::mem::size_of::<verbs_context_tail>() {
+    if sz < std::mem::size_of::<verbs_context_tail>() - offset {
         return None;
     }
-    tail.query_device_ex
+    // SAFETY: the provider's struct reaches the member (checked just above).
+    let op = unsafe { tail.add(offset).cast::<*const c_void>().read_unaligned() };
+    (!op.is_null()).then_some(op)
+}
+
+/// The provider's `query_device_ex` ([`ctx_op`]).
+///
+/// # Safety
+/// `ctx` must be an open context.
+unsafe fn query_device_ex_op(ctx: *mut ibv_context) -> Option<QueryDeviceEx> {
+    // SAFETY: the member is the provider's query_device_ex (ctx_op's contract).
+    unsafe {
+        ctx_op(
+            ctx,
+            std::mem::offset_of!(verbs_context_tail, query_device_ex),
+        )
+        .map(|op| std::mem::transmute::<*const c_void, QueryDeviceEx>(op))
+    }
 }
 
 /// A protection domain.
@@ -698,6 +727,9 @@ impl Drop for Mr<'_> {
 pub struct Cq<'c> {
     ctx: &'c Context,
     cq: NonNull<ibv_cq>,
+    /// Made by `ibv_create_cq_ex` with completion timestamps ([`Context::create_stamped_cq`]):
+    /// the `ibv_cq` is the prefix of an `ibv_cq_ex`, which [`Cq::poll_stamped`] polls.
+    stamped: bool,
 }
 
 impl Cq<'_> {
