@@ -78,6 +78,8 @@ fn real_kernel_netlink_odp_and_iommu_in_the_guest() {
         "pair figures: netem",
         "pair kill:",
         "pair timestamps:",
+        "pair budget: one same-leaf target",
+        "pair budget: one cross-leaf target",
     ] {
         assert!(log.contains(line), "no `{line}` in:\n{log}");
     }
@@ -705,4 +707,151 @@ fn inside_the_guest_pair_probe() {
         (hp_rise - pt_rise).abs() <= 0.25 * pt_rise,
         "hostping rose by {hp_rise:.2} us, perftest by {pt_rise:.2} us"
     );
+
+    // -- the probe budget's cost: paced pings, as a mesh sends them to one target ------------
+    // R-Pingmesh's rates (10 a second to a same-leaf target, 1 to a cross-leaf one), latency
+    // only: what one target of the budget costs both hosts and the wire. A probe of one ping
+    // first: the set-up both sides pay once a probe (the responder's process start, opening
+    // the device, QPs, the exchange), taken off the paced probes' CPU.
+    let one = PairSpec {
+        warmup: 0,
+        latency_iterations: 1,
+        bw_iterations: 0,
+        ..PairSpec::default()
+    };
+    let before = BudgetMeter::read();
+    pair_probe(&net, &one, &dir);
+    let setup = BudgetMeter::read().since(&before);
+    println!(
+        "pair budget: set-up of one probe (one ping): prober CPU {:.1} ms, responder process \
+         {:.1} ms, {:.2} s",
+        setup.prober_cpu_ms, setup.responder_cpu_ms, setup.wall_s
+    );
+    for (target, per_s, seconds) in [("same-leaf", 10u32, 6u32), ("cross-leaf", 1, 6)] {
+        let spec = PairSpec {
+            warmup: 1,
+            latency_iterations: per_s * seconds - 1,
+            bw_iterations: 0,
+            latency_interval_us: 1_000_000 / u64::from(per_s),
+            ..PairSpec::default()
+        };
+        let before = BudgetMeter::read();
+        let (r, served) = pair_probe(&net, &spec, &dir);
+        let mut cost = BudgetMeter::read().since(&before);
+        cost.prober_cpu_ms = (cost.prober_cpu_ms - setup.prober_cpu_ms).max(0.0);
+        cost.responder_cpu_ms = (cost.responder_cpu_ms - setup.responder_cpu_ms).max(0.0);
+        let pings = u64::from(per_s * seconds);
+        println!(
+            "pair budget: one {target} target at {per_s}/s for {:.1} s ({pings} pings, median \
+             half RTT {:.2} us, {} late wake-ups): beyond the set-up, prober CPU {:.1} ms \
+             ({:.2} % of a core), responder CPU {:.1} ms ({:.2} %); whole guest busy {:.1} % of its 2 vCPUs (rxe's \
+             transport included); wire (veth) {} packets, {} bytes = {:.1} packets, {:.0} \
+             bytes a ping",
+            cost.wall_s,
+            median_us(&r),
+            served.late_wakeups,
+            cost.prober_cpu_ms,
+            cost.prober_cpu_ms / 10.0 / cost.wall_s,
+            cost.responder_cpu_ms,
+            cost.responder_cpu_ms / 10.0 / cost.wall_s,
+            cost.guest_busy_pct,
+            cost.packets,
+            cost.bytes,
+            cost.packets as f64 / pings as f64,
+            cost.bytes as f64 / pings as f64,
+        );
+        assert_eq!(served.rounds, pings, "{target}");
+        // Paced, not a burst: the schedule took its time.
+        assert!(
+            cost.wall_s >= f64::from(seconds - 1) - 0.1,
+            "{target}: {cost:?}"
+        );
+        // Neither side busy-polls between pings (a busy responder would be near 100 %).
+        assert!(
+            cost.responder_cpu_ms / 10.0 / cost.wall_s < 25.0,
+            "{target}: {cost:?}"
+        );
+        assert!(
+            cost.prober_cpu_ms / 10.0 / cost.wall_s < 25.0,
+            "{target}: {cost:?}"
+        );
+        // A ping and its pong, with their acknowledgements: a few small packets.
+        let per_ping = cost.packets as f64 / pings as f64;
+        assert!((2.0..=8.0).contains(&per_ping), "{target}: {cost:?}");
+    }
+}
+
+/// What a paced probe cost: the prober's CPU (this thread), the responder's (the child
+/// process waited for in between), the whole guest's busy share (rxe moves packets in
+/// softirqs no process is charged for), and the packets and bytes on the veth pair.
+#[derive(Debug)]
+struct BudgetMeter {
+    at: std::time::Instant,
+    thread_cpu_ms: f64,
+    children_cpu_ms: f64,
+    /// (busy, total) jiffies of /proc/stat's `cpu` line.
+    jiffies: (u64, u64),
+    packets: u64,
+    bytes: u64,
+}
+
+#[derive(Debug)]
+struct BudgetCost {
+    wall_s: f64,
+    prober_cpu_ms: f64,
+    responder_cpu_ms: f64,
+    guest_busy_pct: f64,
+    packets: u64,
+    bytes: u64,
+}
+
+impl BudgetMeter {
+    fn read() -> BudgetMeter {
+        let rusage = |who| {
+            // SAFETY: getrusage fills the struct it is given.
+            let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+            assert_eq!(unsafe { libc::getrusage(who, &mut u) }, 0);
+            let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+            ms(u.ru_utime) + ms(u.ru_stime)
+        };
+        let stat = std::fs::read_to_string("/proc/stat").unwrap();
+        let cpu: Vec<u64> = stat.lines().next().unwrap()[3..]
+            .split_whitespace()
+            .map(|v| v.parse().unwrap())
+            .collect();
+        // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
+        let total: u64 = cpu.iter().take(8).sum();
+        let busy = total - cpu[3] - cpu[4];
+        let counter = |dev: &str, name: &str| -> u64 {
+            std::fs::read_to_string(format!("/sys/class/net/{dev}/statistics/{name}"))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap()
+        };
+        BudgetMeter {
+            at: std::time::Instant::now(),
+            thread_cpu_ms: rusage(libc::RUSAGE_THREAD),
+            children_cpu_ms: rusage(libc::RUSAGE_CHILDREN),
+            jiffies: (busy, total),
+            // Both directions cross the pair once: what veth_a sends and receives.
+            packets: counter("veth_a", "tx_packets") + counter("veth_a", "rx_packets"),
+            bytes: counter("veth_a", "tx_bytes") + counter("veth_a", "rx_bytes"),
+        }
+    }
+
+    fn since(&self, before: &BudgetMeter) -> BudgetCost {
+        let (busy, total) = (
+            self.jiffies.0 - before.jiffies.0,
+            self.jiffies.1 - before.jiffies.1,
+        );
+        BudgetCost {
+            wall_s: self.at.duration_since(before.at).as_secs_f64(),
+            prober_cpu_ms: self.thread_cpu_ms - before.thread_cpu_ms,
+            responder_cpu_ms: self.children_cpu_ms - before.children_cpu_ms,
+            guest_busy_pct: 100.0 * busy as f64 / total.max(1) as f64,
+            packets: self.packets - before.packets,
+            bytes: self.bytes - before.bytes,
+        }
+    }
 }

@@ -17,6 +17,15 @@
 //! writes the same back; the initiator polls the last byte of its own buffer. One sample is
 //! half of the round trip, as perftest reports (`t_typical` is the median of such halves).
 //!
+//! # Pacing
+//! A probe budget sends a few pings a second, not a burst ([`PairSpec::latency_interval_us`]).
+//! The initiator posts ping `r` at `start + r x interval`. The responder, which has no
+//! completion to sleep on (a WRITE makes none at its target), sleeps after each pong until
+//! [`PACE_MARGIN`] before the next ping is due by its own clock (the last ping's arrival
+//! plus the interval), then busy-polls: its CPU is busy for about the margin per ping
+//! instead of the whole interval. A ping already there when it wakes is counted
+//! ([`PairServed::late_wakeups`]): that round's sample holds the responder's lateness.
+//!
 //! # Bandwidth (`ib_write_bw`)
 //! The initiator keeps `depth` WRITEs of `bw_bytes` outstanding, posted one at a time or in
 //! chains of `post_list` with only the last signalled (perftest's `--post_list`), for an
@@ -80,6 +89,10 @@ const BANDWIDTH_NAP: Duration = Duration::from_millis(20);
 /// than perftest's, whose polling loop reads no clock. 65536 polls are ~0.1 ms on a real
 /// host and a few ms under TCG: deadlines of seconds stay exact enough.
 const CLOCK_EVERY: u32 = 1 << 16;
+/// How long before a paced ping is due the responder starts polling for it: most of a
+/// real kernel's timer slack (tens of us) and a guest's scheduler tick (1 to 4 ms) are
+/// covered, and at 10 pings a second it is 2 % of a core.
+const PACE_MARGIN: Duration = Duration::from_millis(2);
 
 /// What a pair probe does; the initiator's choice, carried to the responder in its offer.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -114,6 +127,12 @@ pub struct PairSpec {
     pub timeout_ms: u64,
     /// Seed of the bandwidth phase's data pattern.
     pub seed: u8,
+    /// Time from one ping to the next, us; 0: back to back, as `ib_write_lat`. A probe
+    /// budget's pings are paced (R-Pingmesh's 10 a second to a same-leaf target is
+    /// 100,000 us): the initiator posts each on a fixed schedule and the responder sleeps
+    /// between them (module docs, "Pacing").
+    #[serde(default)]
+    pub latency_interval_us: u64,
 }
 
 impl Default for PairSpec {
@@ -130,6 +149,7 @@ impl Default for PairSpec {
             post_list: 1,
             timeout_ms: 2000,
             seed: 0x5a,
+            latency_interval_us: 0,
         }
     }
 }
@@ -282,6 +302,10 @@ pub struct PairServed {
     pub verified: bool,
     /// FNV-1a of the received bytes.
     pub checksum: Option<u64>,
+    /// Paced rounds whose ping had already arrived when the responder woke for it (module
+    /// docs, "Pacing"): their samples hold the responder's lateness.
+    #[serde(default)]
+    pub late_wakeups: u64,
     /// The first byte that did not match, if one did not.
     pub first_mismatch: Option<u64>,
 }
@@ -944,10 +968,16 @@ fn initiate_inner(
                 )
             }
         };
+        let interval = Duration::from_micros(spec.latency_interval_us);
+        let paced_from = Instant::now();
         for round in 0..rounds {
             let v = round_byte(round);
             let signaled = (round + 1) % u64::from(cq_mod) == 0 || round + 1 == rounds;
             buf.set_send_byte(last, v);
+            if !interval.is_zero() {
+                let due = paced_from + interval * round as u32;
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            }
             let t0 = Ticks::now();
             let t1 = link
                 .write_data(round, lat_len, 1, signaled)
@@ -1170,6 +1200,7 @@ fn respond_inner(
         verified: false,
         checksum: None,
         first_mismatch: None,
+        late_wakeups: 0,
     };
     if spec.latency_iterations > 0 {
         let lat_len = spec.latency_bytes.max(1);
@@ -1179,15 +1210,21 @@ fn respond_inner(
         let peer_device = offer.device.as_str();
         let what =
             |round: u64| move || format!("the ping of round {} from {peer_device}", round + 1);
+        let interval = Duration::from_micros(spec.latency_interval_us);
         for round in 0..rounds {
             let v = round_byte(round);
             let signaled = (round + 1) % u64::from(cq_mod) == 0 || round + 1 == rounds;
+            if round > 0 && buf.recv_byte(last) == v && !interval.is_zero() {
+                served.late_wakeups += 1;
+            }
             // The first ping waits for the initiator to connect: the same bound.
             let answered = link
                 .await_byte(last, v, limit, &mut pending, what(round))
                 .and_then(|_| {
+                    let arrived = Instant::now();
                     buf.set_send_byte(last, v);
-                    link.write_data(round, lat_len, 1, signaled)
+                    link.write_data(round, lat_len, 1, signaled)?;
+                    Ok(arrived)
                 });
             if let Err(e) = answered {
                 *context = format!("answering round {} of {rounds} on {device}", round + 1);
@@ -1199,6 +1236,12 @@ fn respond_inner(
                 link.reap(&mut pending, what(round))?;
             }
             served.rounds += 1;
+            if let (Ok(arrived), false) = (answered, interval.is_zero()) {
+                let wake = (arrived + interval).checked_sub(PACE_MARGIN);
+                if let Some(wake) = wake.filter(|&w| w > Instant::now()) {
+                    std::thread::sleep(wake - Instant::now());
+                }
+            }
         }
         link.reap(&mut pending, || "the last pong".to_string())?;
     }
