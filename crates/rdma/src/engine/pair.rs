@@ -21,10 +21,15 @@
 //! A probe budget sends a few pings a second, not a burst ([`PairSpec::latency_interval_us`]).
 //! The initiator posts ping `r` at `start + r x interval`. The responder, which has no
 //! completion to sleep on (a WRITE makes none at its target), sleeps after each pong until
-//! [`PACE_MARGIN`] before the next ping is due by its own clock (the last ping's arrival
-//! plus the interval), then busy-polls: its CPU is busy for about the margin per ping
-//! instead of the whole interval. A ping already there when it wakes is counted
-//! ([`PairServed::late_wakeups`]): that round's sample holds the responder's lateness.
+//! a margin before the next ping is due by its own clock (the first ping's arrival plus `r`
+//! intervals: no ping comes earlier, since the initiator's sleeps only ever make it later),
+//! then busy-polls: its CPU is busy for about the margin per ping instead of the
+//! whole interval. A ping already there when it wakes is counted
+//! ([`PairServed::late_wakeups`]: that round's sample holds the responder's lateness) and
+//! doubles the margin, from [`PACE_MARGIN`] up to half the interval: a host whose sleeps
+//! overshoot (a loaded guest's do by tens of milliseconds) costs more CPU, not wrong samples
+//! for the rest of the probe. A wake-up that leaves most of the margin to poll halves it,
+//! down to [`PACE_MARGIN_MIN`]: a host whose sleeps are exact pays little.
 //!
 //! # Bandwidth (`ib_write_bw`)
 //! The initiator keeps `depth` WRITEs of `bw_bytes` outstanding, posted one at a time or in
@@ -89,10 +94,13 @@ const BANDWIDTH_NAP: Duration = Duration::from_millis(20);
 /// than perftest's, whose polling loop reads no clock. 65536 polls are ~0.1 ms on a real
 /// host and a few ms under TCG: deadlines of seconds stay exact enough.
 const CLOCK_EVERY: u32 = 1 << 16;
-/// How long before a paced ping is due the responder starts polling for it: most of a
-/// real kernel's timer slack (tens of us) and a guest's scheduler tick (1 to 4 ms) are
-/// covered, and at 10 pings a second it is 2 % of a core.
+/// How long before a paced ping is due the responder starts polling for it, at first: most
+/// of a real kernel's timer slack (tens of us) and a guest's scheduler tick (1 to 4 ms) are
+/// covered, and at 10 pings a second it is 2 % of a core. Doubled on each late wake-up,
+/// halved (down to [`PACE_MARGIN_MIN`]) while the responder wakes in good time.
 const PACE_MARGIN: Duration = Duration::from_millis(2);
+/// The least margin: a real kernel's timer slack (50 us by default) and a wake-up.
+const PACE_MARGIN_MIN: Duration = Duration::from_micros(100);
 
 /// What a pair probe does; the initiator's choice, carried to the responder in its offer.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -306,6 +314,9 @@ pub struct PairServed {
     /// docs, "Pacing"): their samples hold the responder's lateness.
     #[serde(default)]
     pub late_wakeups: u64,
+    /// How long before each paced ping the responder was polling for it in the end, us.
+    #[serde(default)]
+    pub pace_margin_us: u64,
     /// The first byte that did not match, if one did not.
     pub first_mismatch: Option<u64>,
 }
@@ -971,13 +982,13 @@ fn initiate_inner(
         let interval = Duration::from_micros(spec.latency_interval_us);
         let paced_from = Instant::now();
         for round in 0..rounds {
-            let v = round_byte(round);
-            let signaled = (round + 1) % u64::from(cq_mod) == 0 || round + 1 == rounds;
-            buf.set_send_byte(last, v);
             if !interval.is_zero() {
                 let due = paced_from + interval * round as u32;
                 std::thread::sleep(due.saturating_duration_since(Instant::now()));
             }
+            let v = round_byte(round);
+            let signaled = (round + 1) % u64::from(cq_mod) == 0 || round + 1 == rounds;
+            buf.set_send_byte(last, v);
             let t0 = Ticks::now();
             let t1 = link
                 .write_data(round, lat_len, 1, signaled)
@@ -1201,6 +1212,7 @@ fn respond_inner(
         checksum: None,
         first_mismatch: None,
         late_wakeups: 0,
+        pace_margin_us: 0,
     };
     if spec.latency_iterations > 0 {
         let lat_len = spec.latency_bytes.max(1);
@@ -1211,20 +1223,35 @@ fn respond_inner(
         let what =
             |round: u64| move || format!("the ping of round {} from {peer_device}", round + 1);
         let interval = Duration::from_micros(spec.latency_interval_us);
+        let mut margin = PACE_MARGIN.min(interval / 2);
+        let mut first_ping = None;
+        // When the responder woke for this round, paced.
+        let mut woke: Option<Instant> = None;
         for round in 0..rounds {
             let v = round_byte(round);
             let signaled = (round + 1) % u64::from(cq_mod) == 0 || round + 1 == rounds;
-            if round > 0 && buf.recv_byte(last) == v && !interval.is_zero() {
+            if !interval.is_zero() && round > 0 && buf.recv_byte(last) == v {
                 served.late_wakeups += 1;
+                margin = (margin * 2).min(interval / 2);
+                woke = None;
             }
             // The first ping waits for the initiator to connect: the same bound.
             let answered = link
                 .await_byte(last, v, limit, &mut pending, what(round))
                 .and_then(|_| {
-                    let arrived = Instant::now();
+                    // Unpaced, no clock is read between the ping and the pong: under
+                    // emulation a clock read costs microseconds (CLOCK_EVERY).
+                    if !interval.is_zero() {
+                        let now = Instant::now();
+                        first_ping.get_or_insert(now);
+                        // Woke in good time, most of the margin spent polling: the sleeps
+                        // are more exact than the margin allows for.
+                        if woke.is_some_and(|w| now - w > margin * 3 / 4) {
+                            margin = (margin / 2).max(PACE_MARGIN_MIN);
+                        }
+                    }
                     buf.set_send_byte(last, v);
-                    link.write_data(round, lat_len, 1, signaled)?;
-                    Ok(arrived)
+                    link.write_data(round, lat_len, 1, signaled)
                 });
             if let Err(e) = answered {
                 *context = format!("answering round {} of {rounds} on {device}", round + 1);
@@ -1236,14 +1263,19 @@ fn respond_inner(
                 link.reap(&mut pending, what(round))?;
             }
             served.rounds += 1;
-            if let (Ok(arrived), false) = (answered, interval.is_zero()) {
-                let wake = (arrived + interval).checked_sub(PACE_MARGIN);
-                if let Some(wake) = wake.filter(|&w| w > Instant::now()) {
+            if let Some(first) = first_ping {
+                let due = first + interval * (round + 1) as u32;
+                let wake = due.checked_sub(margin).filter(|&w| w > Instant::now());
+                if let Some(wake) = wake {
                     std::thread::sleep(wake - Instant::now());
                 }
+                woke = Some(Instant::now());
             }
         }
         link.reap(&mut pending, || "the last pong".to_string())?;
+        if !interval.is_zero() {
+            served.pace_margin_us = margin.as_micros() as u64;
+        }
     }
     if spec.has_bandwidth() {
         *context = format!(
