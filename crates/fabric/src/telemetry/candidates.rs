@@ -7,6 +7,13 @@
 //! a pod or neither. So D is cached as two halves, per (source leaf, reach) and per
 //! (destination, reach): a few MiB on the largest trees, whatever the traffic pattern, where
 //! whole sets per (leaf, destination) pair would take gigabytes for an all-to-all.
+//!
+//! Where routes depend on the destination itself (a graph simulated as cabled, a subnet
+//! manager's tables, a tree with missing cables), the halves would mix the paths of
+//! different destinations: D is then cached whole per (source leaf, destination) pair that
+//! occurs, the one path its routing gives.
+
+use std::collections::HashMap;
 
 use super::hash::port_key;
 use crate::topology::{NodeId, PortIndex, Topology};
@@ -35,7 +42,13 @@ pub(crate) struct CandidateSets {
     /// Down half by `destination * REACHES + reach`.
     down: Vec<Option<Box<[Candidate]>>>,
     scratch: Vec<PortIndex>,
+    /// Whole sets by (source leaf, destination), with the index where the down half starts,
+    /// where routes depend on the destination; `None` on a tree routed by its own rules.
+    exact: Option<HashMap<(u32, u32), SplitSet>>,
 }
+
+/// A whole candidate set, and the index where its down half starts.
+type SplitSet = (Box<[Candidate]>, usize);
 
 impl CandidateSets {
     pub(crate) fn new(topology: &Topology) -> Self {
@@ -43,7 +56,26 @@ impl CandidateSets {
             up: vec![None; topology.num_leaves() as usize * REACHES],
             down: vec![None; topology.num_nodes() as usize * REACHES],
             scratch: Vec::new(),
+            exact: (topology.is_graph() || topology.has_forwarding() || !topology.is_complete())
+                .then(HashMap::new),
         }
+    }
+
+    /// The ports of `scratch` as candidates, and where the down half starts (the first port
+    /// that does not lead up).
+    fn split(topology: &Topology, scratch: &[PortIndex]) -> SplitSet {
+        let set = scratch
+            .iter()
+            .map(|&index| Candidate {
+                index,
+                key: port_key(topology.port_ref(index)),
+            })
+            .collect();
+        let split = scratch
+            .iter()
+            .position(|&index| !topology.is_up(topology.port_ref(index)))
+            .unwrap_or(scratch.len());
+        (set, split)
     }
 
     /// D for a packet from `src` to `dst`, as its up half and its down half (path order).
@@ -54,6 +86,15 @@ impl CandidateSets {
         dst: NodeId,
     ) -> (&[Candidate], &[Candidate]) {
         let (src_leaf, dst_leaf) = (topology.leaf_of(src), topology.leaf_of(dst));
+        if let Some(exact) = &mut self.exact {
+            let scratch = &mut self.scratch;
+            let (set, split) = exact.entry((src_leaf.0, dst.0)).or_insert_with(|| {
+                scratch.clear();
+                topology.candidate_ports(src, dst, scratch);
+                Self::split(topology, scratch)
+            });
+            return (&set[..*split], &set[*split..]);
+        }
         let reach = if src_leaf == dst_leaf {
             Reach::SameLeaf
         } else if topology.pod_of(src_leaf) == topology.pod_of(dst_leaf) {
@@ -66,17 +107,9 @@ impl CandidateSets {
         if self.up[up].is_none() || self.down[down].is_none() {
             self.scratch.clear();
             topology.candidate_ports(src, dst, &mut self.scratch);
-            let with_key = |&index: &PortIndex| Candidate {
-                index,
-                key: port_key(topology.port_ref(index)),
-            };
-            let split = self
-                .scratch
-                .iter()
-                .position(|&index| !topology.is_up(topology.port_ref(index)))
-                .unwrap_or(self.scratch.len());
-            self.up[up] = Some(self.scratch[..split].iter().map(with_key).collect());
-            self.down[down] = Some(self.scratch[split..].iter().map(with_key).collect());
+            let (set, split) = Self::split(topology, &self.scratch);
+            self.up[up] = Some(set[..split].into());
+            self.down[down] = Some(set[split..].into());
         }
         let up = self.up[up].as_deref().expect("filled above");
         let down = self.down[down].as_deref().expect("filled above");
