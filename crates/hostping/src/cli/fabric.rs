@@ -366,6 +366,15 @@ pub enum TelemetryChoice {
     Off,
 }
 
+/// A subnet manager's routing engine, as opensm names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RoutingChoice {
+    /// A shortest path to every destination (opensm -R minhop).
+    Minhop,
+    /// Up to a root, then down; deadlock free on any cabling (opensm -R updn).
+    Updn,
+}
+
 /// Which directions the congested-fraction plot shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PlotDirections {
@@ -378,8 +387,8 @@ pub enum PlotDirections {
 #[derive(Debug, Args)]
 pub struct TopologyArg {
     /// Fat tree: full, tapered, radix8, a TOML file of tree parameters, or a real fabric's
-    /// ibnetdiscover topology file (recognised as the fat tree it is, or refused with the
-    /// cable that does not fit).
+    /// ibnetdiscover topology file (recognised as the fat tree it is; a fabric that is none,
+    /// a ring or a mesh, is simulated as cabled).
     #[arg(long, default_value = "tapered")]
     pub topology: String,
 }
@@ -403,6 +412,10 @@ pub struct SimArgs {
     /// that fabric's ibnetdiscover file). Routing is then deterministic.
     #[arg(long, value_name = "FILE")]
     pub routes: Option<PathBuf>,
+    /// Route as opensm's engine would and simulate the fabric as cabled. Without it fat
+    /// trees route adaptively, and real fabrics that are no fat tree route updn.
+    #[arg(long, value_enum, value_name = "ENGINE", conflicts_with = "routes")]
+    pub routing: Option<RoutingChoice>,
     /// What the ranks send (see above), or a workload file.
     #[arg(long)]
     pub workload: String,
