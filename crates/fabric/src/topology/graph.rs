@@ -41,15 +41,6 @@ impl FromStr for Engine {
     }
 }
 
-impl fmt::Display for Engine {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Engine::MinHop => "minhop",
-            Engine::UpDown => "updn",
-        })
-    }
-}
-
 /// How a graph is routed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GraphRouting {
@@ -399,11 +390,6 @@ impl Topology {
     /// How a graph topology is routed; `None` for a fat tree.
     pub fn graph_routing(&self) -> Option<&GraphRouting> {
         self.graph.as_ref().map(|g| &g.routing)
-    }
-
-    /// A graph's switch names, by [`SwitchId`].
-    pub fn graph_switch_names(&self) -> Option<&[String]> {
-        self.graph.as_ref().map(|g| g.names.as_slice())
     }
 
     pub(super) fn graph_ports(&self, switch: SwitchId) -> Option<u16> {
