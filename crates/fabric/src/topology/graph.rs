@@ -62,9 +62,12 @@ impl fmt::Display for GraphRouting {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             GraphRouting::MinHop => f.write_str("routed minhop"),
-            GraphRouting::UpDown { roots } => {
-                write!(f, "routed updn from {} roots", roots.len())
-            }
+            GraphRouting::UpDown { roots } => write!(
+                f,
+                "routed updn from {} root{}",
+                roots.len(),
+                if roots.len() == 1 { "" } else { "s" }
+            ),
             GraphRouting::MinHopWithoutRoots => f.write_str(
                 "routed minhop: updn found no root (no switch has 90 % of the hosts at one \
                  distance), and opensm then routes minhop",
@@ -728,6 +731,43 @@ pub(crate) mod tests {
                 "{s} -> {d}"
             );
         }
+    }
+
+    /// A tree's cables as a graph number switches, nodes and ports as the tree does, and
+    /// take tables that route the long way round, which the tree refuses.
+    #[test]
+    fn a_trees_cables_as_a_graph_keep_its_numbering_and_take_any_loop_free_tables() {
+        let tree = Topology::new(FatTreeParams::radix8()).unwrap();
+        let cabling = Cabling::of_tree(&tree);
+        let ids: Vec<u64> = (1..=cabling.switches.len() as u64).collect();
+        let (spec, _) = cabling.graph_spec("radix8", &ids).unwrap();
+        let (graph, _) = Topology::graph(&spec, Engine::MinHop).unwrap();
+        assert_eq!(graph.num_ports(), tree.num_ports());
+        for index in 0..tree.num_ports() as PortIndex {
+            let port = tree.port_ref(index);
+            assert_eq!(graph.port_ref(index), port);
+            assert_eq!(graph.peer(port), tree.peer(port), "{port:?}");
+        }
+        let nodes = tree.num_nodes();
+        let mut tables: Vec<u16> = (0..tree.num_switches())
+            .flat_map(|s| (0..nodes).map(move |d| (SwitchId(s), NodeId(d))))
+            .map(|(s, d)| {
+                tree.down_port(s, d).unwrap_or_else(|| {
+                    let ups: Vec<u16> = tree.up_ports_towards(s, d).collect();
+                    ups[d.0 as usize % ups.len()]
+                })
+            })
+            .collect();
+        // Leaf 0 sends node 5 (on leaf 1) to the pod's first aggregation switch, which sends
+        // it down to leaf 2, which sends it up to the second, which takes it to leaf 1.
+        let first_agg = tree.num_leaves();
+        tables[5] = tree.up_ports(SwitchId(0)).start;
+        tables[(first_agg * nodes + 5) as usize] = 2;
+        let err = tree.clone().with_forwarding(tables.clone()).unwrap_err();
+        assert!(err.to_string().contains("shortest"), "{err}");
+        let routed = graph.with_forwarding(tables).unwrap();
+        assert_eq!(routed.hops(NodeId(0), NodeId(5)), 5);
+        check_routes(&routed);
     }
 
     #[test]

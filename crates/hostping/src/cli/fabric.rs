@@ -28,7 +28,9 @@ pub enum FabricCommand {
     ///
     /// Topologies: full (3564 nodes, radix 36), tapered (4608 nodes, radix 48, 2:1 taper),
     /// radix8 (128 nodes), or a TOML file with radix, nodes_per_leaf, leaves, leaves_per_pod,
-    /// aggs_per_pod.
+    /// aggs_per_pod, or a real fabric's ibnetdiscover file. A fabric that is no fat tree (a
+    /// ring, a mesh, switches of several radixes) is simulated as cabled and routed as
+    /// opensm's updn engine routes it; --routing routes any topology so.
     ///
     /// Workloads: stencil[:WxH][,bytes=128KiB][,rounds=N]; reduction:naive|tree[,ranks=1024,
     /// arrays=50,bytes=4KiB,root=0]; ring[,bytes=128KiB,rounds=N]; ring+background[,rounds=3,

@@ -52,8 +52,9 @@ impl TreeInput {
     /// The tree routed by the subnet manager's tables in `file` (`fabric route --dump -o
     /// FILE`) instead of the simulator's rules; it must be a real fabric's, read from its
     /// ibnetdiscover file. A switch without a table, a destination without a route, a port
-    /// that is no link of the tree, or tables that do not route as a fat tree are refused,
-    /// naming the switch and the LID.
+    /// that is no link of the tree, a loop or a route that leads nowhere are refused, naming
+    /// the switch and the LID. Tables that route a fat tree otherwise than as one (a longer
+    /// way round) route its cables as a graph, as they run.
     pub fn with_routes(mut self, file: &Path) -> Result<TreeInput> {
         let shown = file.display().to_string();
         let (Some(fabric), Some(addresses)) = (&self.fabric, &self.addresses) else {
@@ -97,10 +98,23 @@ impl TreeInput {
                 ports[s as usize * nodes + n] = port;
             }
         }
-        self.topology = self
-            .topology
+        let not_as_a_tree = match self.topology.clone().with_forwarding(ports.clone()) {
+            Ok(routed) => {
+                self.topology = routed;
+                return Ok(self);
+            }
+            Err(e) if !self.topology.is_graph() => e,
+            Err(e) => return Err(anyhow::Error::new(e).context(format!("--routes {shown}"))),
+        };
+        // The tree's cables as a graph number switches, nodes and ports as the tree does.
+        let free = self.topology.free_nodes().to_vec();
+        let graph = tree_as_graph(&self.topology, Engine::MinHop)?.with_free_nodes(free);
+        self.topology = graph
             .with_forwarding(ports)
             .with_context(|| format!("--routes {shown}"))?;
+        self.not_a_tree = Some(format!(
+            "its subnet manager's tables do not route it as one: {not_as_a_tree}"
+        ));
         Ok(self)
     }
 
