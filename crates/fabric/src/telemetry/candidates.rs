@@ -123,18 +123,44 @@ mod tests {
     use crate::topology::FatTreeParams;
 
     /// The halves, filled by whichever pair came first, always rebuild the exact set D of the
-    /// pair asked for: every pair of the radix-8 tree, and a sample of the big trees.
+    /// pair asked for: every pair of the radix-8 tree, of the tree without two of its cables,
+    /// and of a ring simulated as cabled (whose D, one path, depends on the destination), and
+    /// a sample of the big trees.
     #[test]
     fn halves_rebuild_every_candidate_set() {
         let small = Topology::new(FatTreeParams::radix8()).unwrap();
-        let all_pairs = (0..small.num_nodes())
-            .flat_map(|s| (0..small.num_nodes()).map(move |d| (s, d)))
-            .collect::<Vec<_>>();
+        let pairs_of = |t: &Topology| {
+            let nodes = t.num_nodes();
+            (0..nodes)
+                .flat_map(|s| (0..nodes).map(move |d| (s, d)))
+                .collect::<Vec<_>>()
+        };
+        let all_pairs = pairs_of(&small);
+        let agg = crate::topology::SwitchId(small.num_leaves());
+        let missing = [
+            crate::topology::PortRef {
+                switch: crate::topology::SwitchId(0),
+                port: 4,
+            },
+            crate::topology::PortRef {
+                switch: agg,
+                port: small.up_ports(agg).start,
+            },
+        ];
+        let cut = small.clone().without_links(&missing).unwrap();
+        let ring = crate::topology::graph::tests::ring(5, 2);
+        let (ring, _) = Topology::graph(&ring, crate::topology::Engine::MinHop).unwrap();
+        let (cut_pairs, ring_pairs) = (pairs_of(&cut), pairs_of(&ring));
         let full = Topology::full();
         let sample = (0..4000u32)
             .map(|i| ((i * 7919) % 3564, (i * 104_729 + 13) % 3564))
             .collect::<Vec<_>>();
-        for (topology, pairs) in [(&small, all_pairs), (&full, sample)] {
+        for (topology, pairs) in [
+            (&small, all_pairs),
+            (&cut, cut_pairs),
+            (&ring, ring_pairs),
+            (&full, sample),
+        ] {
             let mut sets = CandidateSets::new(topology);
             let mut expected = Vec::new();
             for (src, dst) in pairs {

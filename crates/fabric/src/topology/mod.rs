@@ -33,7 +33,7 @@
 mod detours;
 mod engines;
 mod forwarding;
-mod graph;
+pub(crate) mod graph;
 mod route;
 
 pub use forwarding::NO_ENTRY;
