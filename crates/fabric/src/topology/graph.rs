@@ -193,6 +193,23 @@ impl Topology {
             )));
         }
         let nodes = nodes as u32;
+        if count as u64 > u64::from(limits::MAX_GRAPH_SWITCHES) {
+            return Err(refuse(limits::above_cap(
+                "the fabric's switch count",
+                count,
+                limits::MAX_GRAPH_SWITCHES,
+                "switches",
+            )));
+        }
+        let entries = count as u64 * u64::from(nodes);
+        if entries > limits::MAX_ROUTE_ENTRIES {
+            return Err(refuse(limits::above_cap(
+                "the forwarding tables' size (switches x nodes)",
+                entries,
+                limits::MAX_ROUTE_ENTRIES,
+                "entries",
+            )));
+        }
         // Each switch's cables to other switches, by its port: (port, far switch, cable).
         let mut cables: Vec<Vec<(u16, u32, usize)>> = vec![Vec::new(); count];
         for (c, [a, b]) in spec.links.iter().enumerate() {
@@ -788,6 +805,8 @@ pub(crate) mod tests {
         );
         let no_hosts = spec("bare", &[0, 0], &[(0, 1)]);
         assert!(refused(&no_hosts).contains("no switch has a host"));
+        let big = spec("big", &[1; 9000], &[]);
+        assert!(refused(&big).contains("switch count 9000 is above the cap of 8192 switches"));
         let mut looped = ring(3, 1);
         looped.links.push([(1, 9), (1, 10)]);
         assert!(refused(&looped).contains("'sw1' has a cable from its port 9 to its own port 10"));
