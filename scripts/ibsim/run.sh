@@ -9,16 +9,19 @@
 #   --console CMD  an ibsim console command sent after opensm and before COMMAND, e.g.
 #                  'PerformanceSet "leaf-a"[7] PortCounters.SymbolErrorCounter=7' or
 #                  'Error "leaf-b" 100' (every MAD to leaf-b lost); repeatable
+#   --routing ENGINE  opensm's routing engine (opensm -R: minhop, updn, ...; default minhop)
 # Exit status: COMMAND's; 125 when ibsim or opensm could not be started.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 net=$here/nets/two-switches.net
 console=()
+routing=minhop
 while [ $# -gt 0 ]; do
     case "$1" in
     --net) net=${2:?--net needs a file}; shift 2 ;;
     --console) console+=("${2:?--console needs a command}"); shift 2 ;;
+    --routing) routing=${2:?--routing needs an engine}; shift 2 ;;
     --) shift; break ;;
     *) echo "ibsim-run: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
     esac
@@ -51,7 +54,7 @@ exec 7>"$work/console"
 for _ in $(seq 100); do grep -q 'sim>' "$work/ibsim.log" && break; sleep 0.1; done
 grep -q 'sim>' "$work/ibsim.log" || { echo "ibsim-run: ibsim did not start:" >&2; tail -5 "$work/ibsim.log" >&2; exit 125; }
 if ! OSM_TMP_DIR=$work OSM_CACHE_DIR=$work LD_PRELOAD=$preload \
-    timeout 60 opensm -o -f "$work/opensm.log" >/dev/null 2>&1; then
+    timeout 60 opensm -o -R "$routing" -f "$work/opensm.log" >/dev/null 2>&1; then
     echo "ibsim-run: opensm did not bring the fabric up:" >&2
     tail -5 "$work/opensm.log" >&2
     exit 125

@@ -19,7 +19,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::topology::{FatTreeParams, Level, Peer, PortRef, SwitchId, Topology, TopologyError};
+use crate::topology::{
+    FatTreeParams, GraphSpec, GraphSwitch, Level, Peer, PortRef, SwitchId, Topology, TopologyError,
+};
 
 /// A device a cable ends on.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -339,6 +341,52 @@ impl Cabling {
             hosts,
             cables,
         }
+    }
+
+    /// The cabling as a graph to simulate as it is cabled ([`Topology::graph`]), with `ids`
+    /// the switches' GUIDs (by [`Cabling::switches`] index), and the host end of each of the
+    /// graph's hosts (a host cabled twice is two). Refuses a cable between two hosts.
+    pub fn graph_spec(
+        &self,
+        name: &str,
+        ids: &[u64],
+    ) -> Result<(GraphSpec, Vec<CableEnd>), NotAFatTree> {
+        let mut spec = GraphSpec {
+            name: name.to_string(),
+            switches: self
+                .switches
+                .iter()
+                .zip(ids)
+                .map(|(name, &id)| GraphSwitch {
+                    name: name.clone(),
+                    id,
+                })
+                .collect(),
+            ..GraphSpec::default()
+        };
+        let mut host_ends = Vec::new();
+        for cable in &self.cables {
+            match (cable.a.device, cable.b.device) {
+                (Device::Switch(a), Device::Switch(b)) => {
+                    spec.links.push([(a, cable.a.port), (b, cable.b.port)])
+                }
+                (Device::Switch(s), Device::Host(_)) => {
+                    spec.hosts.push((s, cable.a.port));
+                    host_ends.push(cable.b);
+                }
+                (Device::Host(_), Device::Switch(s)) => {
+                    spec.hosts.push((s, cable.b.port));
+                    host_ends.push(cable.a);
+                }
+                (Device::Host(a), Device::Host(b)) => {
+                    return Err(NotAFatTree::HostToHost {
+                        host: self.hosts[a].clone(),
+                        other: self.hosts[b].clone(),
+                    })
+                }
+            }
+        }
+        Ok((spec, host_ends))
     }
 
     /// The cabling as an ibsim net file (`ibsim -s FILE`): a `Switch <ports> "name"` or

@@ -23,6 +23,16 @@ pub const MAX_NODES: u32 = 49_151;
 /// per port (and telemetry per port, job and window), so this bounds its memory.
 pub const MAX_SWITCH_PORTS: u64 = 1 << 18;
 
+/// Switches of a fabric simulated as cabled (`Topology::graph`): routing it keeps the hops
+/// between every pair of switches, so this bounds that table to 128 MiB. The largest
+/// InfiniBand fabrics built have a few thousand switch ASICs (a 3-level fat tree of radix 40
+/// and 16 000 hosts has 2 000).
+pub const MAX_GRAPH_SWITCHES: u32 = 8_192;
+
+/// (switch, destination) entries of a graph's forwarding tables: 128 MiB of ports, far above a
+/// few thousand switches routing a few thousand hosts each.
+pub const MAX_ROUTE_ENTRIES: u64 = 1 << 26;
+
 /// Ranks of a workload, and the largest rank or node number a traffic or mapping file may
 /// name: one rank per compute node, so never more than [`MAX_NODES`].
 pub const MAX_RANKS: u32 = MAX_NODES;

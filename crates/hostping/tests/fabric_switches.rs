@@ -621,10 +621,11 @@ fn the_simulators_trees_on_ibsim_come_back_as_themselves() {
     }
 }
 
-/// A fabric that is not a fat tree is refused by `fabric sim`, naming the file and the
-/// cable; nothing is simulated.
+/// A fabric that is not a fat tree (two leaves cabled to each other) is simulated as cabled,
+/// saying why it is no tree and how it is routed: opensm's up/down finds no root in it (each
+/// switch has half the hosts at 0 hops and half at 1), so min-hop.
 #[test]
-fn sim_refuses_a_fabric_that_is_not_a_fat_tree() {
+fn sim_runs_a_fabric_that_is_not_a_fat_tree_as_cabled() {
     let out = temp_dir("fabric-not-a-tree").join("out");
     let o = hostping(&[
         "fabric",
@@ -636,16 +637,71 @@ fn sim_refuses_a_fabric_that_is_not_a_fat_tree() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
         stderr(&o).contains(
-            "two-switches.topo: not a fat tree the simulator models: leaf switches 'leaf-b' and \
-             'leaf-a' are cabled to each other"
+            "two-switches.topo: not a fat tree (leaf switches 'leaf-b' and 'leaf-a' are cabled \
+             to each other; a fat tree joins leaves only through the switches above them): \
+             simulated as cabled, routed minhop: updn found no root"
         ),
         "{}",
         stderr(&o)
     );
-    assert!(!out.exists(), "nothing written");
+    // Two of the four ring messages stay on their leaf (1 hop), two cross (2).
+    assert!(
+        stdout(&o).contains("average path 1.500 hops"),
+        "{}",
+        stdout(&o)
+    );
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    // The switches in the file's order.
+    assert_eq!(
+        summary["fabric"]["switches"],
+        serde_json::json!(["leaf-b", "leaf-a"])
+    );
+}
+
+/// `--routing` routes a fat tree as cabled too: up/down takes radix8's 16 cores as roots and
+/// keeps the tree's path lengths; it cannot be given with `--routes`.
+#[test]
+fn routing_updn_routes_a_tree_from_its_cores_and_excludes_routes() {
+    let dir = temp_dir("fabric-routing-updn");
+    let run = |extra: &[&str]| {
+        let out = dir.join("out");
+        let mut args = vec![
+            "fabric",
+            "sim",
+            "--topology",
+            "radix8",
+            "--workload",
+            "ring",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        hostping(&args)
+    };
+    let o = run(&["--routing", "updn"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "radix8: simulated as cabled, routed updn from 16 roots; 80 switches (8 ports \
+             each, node slots counted), 128 hosts, paths of up to 5 hops"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    let adaptive = run(&[]);
+    let path = |o: &Output| {
+        let text = stdout(o);
+        let at = text.find("average path").unwrap();
+        text[at..at + 24].to_string()
+    };
+    assert_eq!(path(&o), path(&adaptive));
+    let o = run(&["--routing", "minhop", "--routes", "tables.json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
 }
 
 /// Issue 27 sections 4 and 6: the subnet manager's tables, dumped with `fabric route --dump`,
@@ -816,4 +872,211 @@ fn dumped_tables_route_the_simulator_as_the_subnet_manager_routes_the_fabric() {
         "{}",
         stderr(&o)
     );
+}
+
+/// The fabric that `net` is under opensm's routing engine `routing`: as `fabric discover`
+/// reads it, the tables `fabric route --dump` reads, and the topology file; `sim` is run on
+/// that file with those tables (`fabric sim --routes`), its output returned.
+fn opensm_routed(net: &str, routing: &str) -> (Subnet, rdma::subnet::route::Dump, Output) {
+    let dir = temp_dir(&format!("fabric-{net}-{routing}"));
+    let o = Command::new(ibsim::RUN)
+        .args(["--net", &format!("{NETS}/{net}"), "--routing", routing, "--"])
+        .env("HOSTPING", env!("CARGO_BIN_EXE_hostping"))
+        .env("NO_COLOR", "1")
+        .args([
+            "bash",
+            "-c",
+            &format!(
+                "set -e; cd {d}; \"$HOSTPING\" fabric discover --format ibnetdiscover > fabric.topo; \
+                 \"$HOSTPING\" fabric route --dump -o dump.json",
+                d = dir.display()
+            ),
+        ])
+        .output()
+        .expect("scripts/ibsim/run.sh runs");
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    let subnet = topofile::read(&read("fabric.topo"), "fabric.topo")
+        .unwrap()
+        .subnet;
+    let dump = rdma::subnet::route::Dump::from_json(&read("dump.json"), "dump.json").unwrap();
+    let topo = dir.join("fabric.topo");
+    let sim = hostping(&[
+        "fabric",
+        "sim",
+        "--topology",
+        topo.to_str().unwrap(),
+        "--routes",
+        dir.join("dump.json").to_str().unwrap(),
+        "--workload",
+        "ring,bytes=64KiB,rounds=2",
+        "--out-dir",
+        dir.join("sim").to_str().unwrap(),
+    ]);
+    (subnet, dump, sim)
+}
+
+/// The subnet as a graph for `Topology::graph`, and the LID of each of its hosts.
+fn graph_of(subnet: &Subnet) -> (fabric::topology::GraphSpec, Vec<u16>) {
+    use fabric::topology::{GraphSpec, GraphSwitch};
+    use rdma::subnet::NodeKind;
+    let switches: Vec<&rdma::subnet::Node> = subnet
+        .nodes
+        .iter()
+        .filter(|n| n.kind == NodeKind::Switch)
+        .collect();
+    let index = |guid: u64| switches.iter().position(|s| s.guid == guid);
+    let mut spec = GraphSpec {
+        name: "opensm".into(),
+        switches: switches
+            .iter()
+            .map(|s| GraphSwitch {
+                name: s.description.clone(),
+                id: s.guid,
+            })
+            .collect(),
+        ..GraphSpec::default()
+    };
+    let mut lids = Vec::new();
+    for link in &subnet.links {
+        match (index(link.a.guid), index(link.b.guid)) {
+            (Some(a), Some(b)) => spec
+                .links
+                .push([(a, u16::from(link.a.port)), (b, u16::from(link.b.port))]),
+            (Some(s), None) | (None, Some(s)) => {
+                let (switch_end, ca_end) = if index(link.a.guid).is_some() {
+                    (link.a, link.b)
+                } else {
+                    (link.b, link.a)
+                };
+                spec.hosts.push((s, u16::from(switch_end.port)));
+                let ca = subnet.node(ca_end.guid).unwrap();
+                let address = ca.addressed_ports.iter().find(|a| a.port == ca_end.port);
+                lids.push(address.unwrap().lid);
+            }
+            (None, None) => panic!("a cable between two CAs"),
+        }
+    }
+    (spec, lids)
+}
+
+/// The route opensm's tables give from the CA with LID `from` to LID `to`: (switch GUID,
+/// output port) per switch crossed.
+fn tables_route(
+    subnet: &Subnet,
+    dump: &rdma::subnet::route::Dump,
+    from: u16,
+    to: u16,
+) -> Vec<(u64, u16)> {
+    let ca = |lid: u16| {
+        subnet
+            .nodes
+            .iter()
+            .flat_map(|n| n.addressed_ports.iter().map(move |a| (n, a)))
+            .find(|(n, a)| a.lid == lid && n.kind != rdma::subnet::NodeKind::Switch)
+            .map(|(n, a)| rdma::subnet::End {
+                guid: n.guid,
+                port: a.port,
+            })
+            .unwrap()
+    };
+    let (_, mut at) = subnet.peer(ca(from)).unwrap();
+    let mut route = Vec::new();
+    loop {
+        let table = dump.switches.iter().find(|s| s.guid == at.guid).unwrap();
+        let out = table.routes[&to];
+        route.push((at.guid, u16::from(out)));
+        assert!(route.len() <= dump.switches.len(), "a loop: {route:?}");
+        let (_, far) = subnet
+            .peer(rdma::subnet::End {
+                guid: at.guid,
+                port: out,
+            })
+            .unwrap();
+        if dump.switches.iter().all(|s| s.guid != far.guid) {
+            return route;
+        }
+        at = far;
+    }
+}
+
+/// A ring of four switches (no fat tree), and the ring with a spine: opensm routes them with
+/// its min-hop and up/down engines; hostping's own engines on the same graph give every pair
+/// of hosts routes of the same length as opensm's (the port chosen among equal ways may
+/// differ: opensm also counts its switches' own LIDs when it balances), and the simulator
+/// routed by the dumped tables follows opensm's routes exactly.
+#[test]
+fn a_ring_is_routed_as_opensm_routes_it() {
+    use fabric::topology::{Engine, GraphRouting, NodeId, SwitchId, Topology};
+    if !have_ibsim() {
+        return;
+    }
+    for (net, routing, roots) in [
+        ("ring4.net", "updn", None),
+        ("ring4.net", "minhop", None),
+        ("ring4-spine.net", "updn", Some(1)),
+        ("ring4-spine.net", "minhop", None),
+    ] {
+        let (subnet, dump, sim) = opensm_routed(net, routing);
+        let case = format!("{net} -R {routing}");
+        assert_eq!(dump.errors, Vec::<String>::new(), "{case}");
+        let (spec, lids) = graph_of(&subnet);
+        let engine: Engine = routing.parse().unwrap();
+        let (t, layout) = Topology::graph(&spec, engine).unwrap();
+        match (t.graph_routing().unwrap(), roots) {
+            (GraphRouting::UpDown { roots }, Some(n)) => assert_eq!(roots.len(), n, "{case}"),
+            (GraphRouting::MinHopWithoutRoots, None) => assert_eq!(routing, "updn"),
+            (GraphRouting::MinHop, None) => assert_eq!(routing, "minhop"),
+            (other, _) => panic!("{case}: {other:?}"),
+        }
+        let node_of = |h: usize| {
+            NodeId(
+                (0..t.num_nodes())
+                    .find(|&n| layout.node_hosts[n as usize] == Some(h))
+                    .unwrap(),
+            )
+        };
+        // The dumped tables, as the topology's ports.
+        let nodes = t.num_nodes() as usize;
+        let mut ports = vec![fabric::topology::NO_ENTRY; t.num_switches() as usize * nodes];
+        for s in 0..t.num_switches() {
+            let guid = spec.switches[layout.switches[s as usize]].id;
+            let table = dump.switches.iter().find(|d| d.guid == guid).unwrap();
+            let base = t.port_base(SwitchId(s)) as usize;
+            for (h, &lid) in lids.iter().enumerate() {
+                let out = u16::from(table.routes[&lid]);
+                let port = (0..t.ports(SwitchId(s)))
+                    .find(|&p| layout.fabric_ports[base + usize::from(p)] == out)
+                    .unwrap();
+                ports[s as usize * nodes + node_of(h).0 as usize] = port;
+            }
+        }
+        let routed = t.clone().with_forwarding(ports).unwrap();
+        let mut pairs = 0;
+        for a in 0..lids.len() {
+            for b in (0..lids.len()).filter(|&b| b != a) {
+                let theirs = tables_route(&subnet, &dump, lids[a], lids[b]);
+                let (na, nb) = (node_of(a), node_of(b));
+                assert_eq!(t.hops(na, nb) as usize, theirs.len(), "{case}: {a} -> {b}");
+                let ours: Vec<(u64, u16)> = routed
+                    .deterministic_route(na, nb)
+                    .iter()
+                    .map(|p| {
+                        let switch = spec.switches[layout.switches[p.switch.0 as usize]].id;
+                        (switch, layout.fabric_ports[routed.port_index(*p) as usize])
+                    })
+                    .collect();
+                assert_eq!(ours, theirs, "{case}: {a} -> {b}");
+                pairs += 1;
+            }
+        }
+        assert_eq!(pairs, 8 * 7, "{case}");
+        // The command line simulates the ring by the same tables.
+        assert_ne!(sim.status.code(), Some(2), "{case}: {}", stderr(&sim));
+        assert!(
+            stderr(&sim).contains("simulated as cabled, routed by the subnet manager's tables"),
+            "{case}: {}",
+            stderr(&sim)
+        );
+    }
 }

@@ -7,7 +7,8 @@
 //!
 //! A tree with missing links ([`Topology::without_links`]) routes some (switch, destination)
 //! pairs otherwise; those are kept apart as detours, looked up only at the switches that
-//! have any, so that a complete tree's hot path is unchanged.
+//! have any, so that a complete tree's hot path is unchanged. A graph ([`Topology::graph`])
+//! is routed that way at every switch, and its path lengths come from a table of its own.
 
 use std::collections::HashMap;
 
@@ -59,6 +60,9 @@ pub(crate) struct Wiring {
     detours: HashMap<(u32, u32), Route>,
     /// The up ports of [`Route::UpAmong`] routes, back to back.
     up_lists: Vec<PortIndex>,
+    /// A graph's path lengths, at `leaf * nodes + dst` ([`Topology::hops`]); empty for a
+    /// tree, whose lengths follow from leaves and pods.
+    graph_hops: Vec<u16>,
 }
 
 /// The next hop out of a switch towards a destination.
@@ -130,9 +134,19 @@ impl Wiring {
             port_refs,
             detours: HashMap::new(),
             up_lists: Vec::new(),
+            graph_hops: Vec::new(),
         };
-        if !topology.is_complete() || topology.has_forwarding() {
+        if !topology.is_complete() || topology.has_forwarding() || topology.is_graph() {
             wiring.add_detours(topology);
+        }
+        if topology.is_graph() {
+            let nodes = topology.num_nodes();
+            wiring.graph_hops = (0..topology.num_leaves())
+                .flat_map(|leaf| {
+                    let src = NodeId(leaf * topology.nodes_per_leaf());
+                    (0..nodes).map(move |d| topology.hops(src, NodeId(d)) as u16)
+                })
+                .collect();
         }
         wiring
     }
@@ -202,9 +216,14 @@ impl Wiring {
                 let dst = NodeId(n);
                 let leaf = topology.leaf_of(dst);
                 let pod = topology.pod_of(leaf).expect("leaf pod");
+                // A graph's free slot may have no entry: no packet goes there, and a graph
+                // routes every switch by its detours anyway.
                 let down = |switch: Option<SwitchId>| {
                     switch.map_or(0, |s| {
-                        topology.complete_down_port(s, dst).expect("routes down")
+                        topology.complete_down_port(s, dst).unwrap_or_else(|| {
+                            assert!(topology.is_graph(), "a tree routes down");
+                            0
+                        })
                     })
                 };
                 DestRoute {
@@ -248,6 +267,10 @@ impl Wiring {
     #[inline]
     pub fn hops(&self, src: u32, dst: u32) -> u32 {
         let (s, d) = (self.dests[src as usize], self.dests[dst as usize]);
+        if !self.graph_hops.is_empty() {
+            let nodes = self.dests.len() as u32;
+            return u32::from(self.graph_hops[(s.leaf * nodes + dst) as usize]);
+        }
         if s.leaf == d.leaf {
             1
         } else if s.pod == d.pod {

@@ -94,7 +94,8 @@ impl Topology {
         dst: NodeId,
     ) -> impl Iterator<Item = u16> + '_ {
         let forwarded = self.forwarded(switch, dst);
-        let by_rule = forwarded.is_none();
+        // A graph's routing gives one port ([`Topology::down_port`]), never a choice up.
+        let by_rule = forwarded.is_none() && !self.is_graph();
         forwarded
             .filter(|&port| self.is_up(PortRef { switch, port }))
             .into_iter()

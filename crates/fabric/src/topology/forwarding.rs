@@ -6,6 +6,8 @@
 //! up then down, over the tree's shortest paths (1, 3 or 5 hops). opensm's min-hop and
 //! up/down engines do on a fat tree; tables that do not (a loop, a detour longer than the
 //! tree's paths, a port that leads nowhere) are refused, naming the switch and destination.
+//! A graph ([`Topology::graph`]) takes any tables whose routes reach their destinations:
+//! only a loop, a missing entry on the way or a port that leads nowhere is refused.
 
 use super::{NodeId, Peer, PortRef, SwitchId, Topology, TopologyError};
 
@@ -25,7 +27,8 @@ impl Topology {
     /// The tree routed by `ports` (at `switch * num_nodes + dst`: the output port, or
     /// [`NO_ENTRY`] for a destination the tables do not address). Refuses tables of another
     /// size, a port the switch lacks or whose link is absent, and any route from a leaf
-    /// that does not reach its destination over the tree's shortest path.
+    /// that does not reach its destination over the tree's shortest path (on a graph: that
+    /// does not reach it at all).
     pub fn with_forwarding(mut self, ports: Vec<u16>) -> Result<Topology, TopologyError> {
         let nodes = self.num_nodes() as usize;
         let refuse = |reason: String| TopologyError::Forwarding {
@@ -38,6 +41,12 @@ impl Topology {
                 ports.len(),
                 self.num_switches()
             )));
+        }
+        if self.is_graph() {
+            let tree = self.params.name.clone();
+            return self
+                .graph_with_tables(ports)
+                .map_err(|reason| TopologyError::Forwarding { tree, reason });
         }
         for (i, &port) in ports.iter().enumerate().filter(|(_, &p)| p != NONE) {
             let switch = SwitchId((i / nodes) as u32);

@@ -31,10 +31,13 @@
 //! the destination pod; parallel leaf links are picked by `dst % links`).
 
 mod detours;
+mod engines;
 mod forwarding;
+pub(crate) mod graph;
 mod route;
 
 pub use forwarding::NO_ENTRY;
+pub use graph::{Engine, GraphLayout, GraphRouting, GraphSpec, GraphSwitch};
 
 use std::path::Path;
 
@@ -148,6 +151,14 @@ pub enum TopologyError {
         tree: String,
         /// The node at the far end.
         node: u32,
+    },
+    /// A cabled fabric that cannot be simulated as a graph ([`Topology::graph`]).
+    #[error("fabric '{tree}': {reason}")]
+    Graph {
+        /// The fabric's name.
+        tree: String,
+        /// What is wrong, naming the switch and port.
+        reason: String,
     },
     /// A core has one port per pod at least: more pods than the radix cannot all be reached.
     #[error("tree '{tree}': {pods} pods exceed radix {radix}: a core cannot reach them all")]
@@ -306,6 +317,10 @@ pub struct Topology {
     /// A subnet manager's forwarding tables, where they route the tree
     /// ([`Topology::with_forwarding`]); `None`: the simulator's own routing.
     forwarding: Option<Box<forwarding::Forwarding>>,
+    /// A fabric that is no fat tree, as cabled, with its routing ([`Topology::graph`]); the
+    /// tree's fields then describe it as one pod of leaves (the switches with hosts) and
+    /// other switches.
+    graph: Option<Box<graph::Graph>>,
 }
 
 impl Topology {
@@ -441,6 +456,7 @@ impl Topology {
             link_gbps: None,
             free_nodes: Vec::new(),
             forwarding: None,
+            graph: None,
         };
         // Every count is bounded by the radix and node caps above, so the sum cannot
         // overflow; the port tables are only allocated once it is known to fit.
@@ -458,12 +474,7 @@ impl Topology {
                 ),
             });
         }
-        let mut base = 0;
-        for s in 0..topology.num_switches() {
-            topology.port_base.push(base);
-            base += u32::from(topology.ports(SwitchId(s)));
-        }
-        topology.port_base.push(base);
+        topology.number_ports();
         Ok(topology)
     }
 
@@ -524,6 +535,9 @@ impl Topology {
 
     /// The longest path in hops (thesis 3.3 footnote: the node-to-leaf link is not counted).
     pub fn diameter(&self) -> u32 {
+        if let Some(d) = self.graph_diameter() {
+            return d;
+        }
         match (self.pods, self.params.leaves) {
             (_, 1) => 1,
             (1, _) => 3,
@@ -591,6 +605,9 @@ impl Topology {
 
     /// Ports in use on a switch (down then up).
     pub fn ports(&self, switch: SwitchId) -> u16 {
+        if let Some(ports) = self.graph_ports(switch) {
+            return ports;
+        }
         let n = match self.level(switch) {
             Level::Leaf => self.nodes_per_leaf() + self.leaf_up,
             Level::Aggregation => self.agg_down + self.agg_up,
@@ -601,6 +618,9 @@ impl Topology {
 
     /// The up ports of a switch (empty for a core, or for aggregation switches of a one-pod tree).
     pub fn up_ports(&self, switch: SwitchId) -> std::ops::Range<u16> {
+        if let Some(up) = self.graph_up_ports(switch) {
+            return up;
+        }
         match self.level(switch) {
             Level::Leaf => {
                 self.params.nodes_per_leaf..self.params.nodes_per_leaf + self.leaf_up as u16
@@ -686,6 +706,9 @@ impl Topology {
 
     /// Where an output port's link arrives.
     pub fn peer(&self, port: PortRef) -> Peer {
+        if let Some(peer) = self.graph_peer(port) {
+            return peer;
+        }
         let s = port.switch.0;
         let p = u32::from(port.port);
         let lpp = self.params.leaves_per_pod;
@@ -741,7 +764,11 @@ impl Topology {
 
     /// The deterministic down port towards `dst`, or `None` when the packet must go up (then
     /// any port of [`Self::up_ports_towards`] leads there: every up port of a complete tree).
+    /// On a graph, the one port its routing gives, up or down (`None` without one).
     pub fn down_port(&self, switch: SwitchId, dst: NodeId) -> Option<u16> {
+        if let Some(port) = self.graph_port(switch, dst) {
+            return port;
+        }
         if let Some(port) = self.forwarded(switch, dst) {
             return (!self.is_up(PortRef { switch, port })).then_some(port);
         }
@@ -754,6 +781,9 @@ impl Topology {
 
     /// [`Topology::down_port`] of the complete tree.
     pub(crate) fn complete_down_port(&self, switch: SwitchId, dst: NodeId) -> Option<u16> {
+        if let Some(port) = self.graph_port(switch, dst) {
+            return port;
+        }
         let s = switch.0;
         match self.level(switch) {
             Level::Leaf => {
@@ -776,6 +806,9 @@ impl Topology {
     /// Path length in hops between two nodes, counting the last switch-to-node link but not
     /// the first node-to-switch link (thesis 3.3 footnote).
     pub fn hops(&self, src: NodeId, dst: NodeId) -> u32 {
+        if let Some(hops) = self.graph_hops(src, dst) {
+            return hops;
+        }
         if self.leaf_of(src) == self.leaf_of(dst) {
             1
         } else if self.node_pod(src) == self.node_pod(dst) {
@@ -789,7 +822,7 @@ impl Topology {
     /// path order; the set `D` that the 1-bit receiver (thesis algorithm 7 line 2, 5.2)
     /// restricts its updates to. Appended to `out`.
     pub fn candidate_ports(&self, src: NodeId, dst: NodeId, out: &mut Vec<PortIndex>) {
-        if self.detours.is_some() || self.forwarding.is_some() {
+        if self.detours.is_some() || self.forwarding.is_some() || self.graph.is_some() {
             return self.routed_ports(src, dst, out);
         }
         let src_leaf = self.leaf_of(src);

@@ -28,7 +28,9 @@ pub enum FabricCommand {
     ///
     /// Topologies: full (3564 nodes, radix 36), tapered (4608 nodes, radix 48, 2:1 taper),
     /// radix8 (128 nodes), or a TOML file with radix, nodes_per_leaf, leaves, leaves_per_pod,
-    /// aggs_per_pod.
+    /// aggs_per_pod, or a real fabric's ibnetdiscover file. A fabric that is no fat tree (a
+    /// ring, a mesh, switches of several radixes) is simulated as cabled and routed as
+    /// opensm's updn engine routes it; --routing routes any topology so.
     ///
     /// Workloads: stencil[:WxH][,bytes=128KiB][,rounds=N]; reduction:naive|tree[,ranks=1024,
     /// arrays=50,bytes=4KiB,root=0]; ring[,bytes=128KiB,rounds=N]; ring+background[,rounds=3,
@@ -366,6 +368,15 @@ pub enum TelemetryChoice {
     Off,
 }
 
+/// A subnet manager's routing engine, as opensm names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RoutingChoice {
+    /// A shortest path to every destination (opensm -R minhop).
+    Minhop,
+    /// Up to a root, then down; deadlock free on any cabling (opensm -R updn).
+    Updn,
+}
+
 /// Which directions the congested-fraction plot shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PlotDirections {
@@ -378,8 +389,8 @@ pub enum PlotDirections {
 #[derive(Debug, Args)]
 pub struct TopologyArg {
     /// Fat tree: full, tapered, radix8, a TOML file of tree parameters, or a real fabric's
-    /// ibnetdiscover topology file (recognised as the fat tree it is, or refused with the
-    /// cable that does not fit).
+    /// ibnetdiscover topology file (recognised as the fat tree it is; a fabric that is none,
+    /// a ring or a mesh, is simulated as cabled).
     #[arg(long, default_value = "tapered")]
     pub topology: String,
 }
@@ -403,6 +414,10 @@ pub struct SimArgs {
     /// that fabric's ibnetdiscover file). Routing is then deterministic.
     #[arg(long, value_name = "FILE")]
     pub routes: Option<PathBuf>,
+    /// Route as opensm's engine would and simulate the fabric as cabled. Without it fat
+    /// trees route adaptively, and real fabrics that are no fat tree route updn.
+    #[arg(long, value_enum, value_name = "ENGINE", conflicts_with = "routes")]
+    pub routing: Option<RoutingChoice>,
     /// What the ranks send (see above), or a workload file.
     #[arg(long)]
     pub workload: String,

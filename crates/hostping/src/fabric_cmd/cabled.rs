@@ -1,8 +1,11 @@
 //! `--topology` of the simulator's commands: a built-in tree, a TOML file of tree
 //! parameters, or a real fabric's ibnetdiscover topology file (from `ibnetdiscover` or
 //! `hostping fabric discover --format ibnetdiscover`), which is recognised as the fat tree it
-//! is (`fabric::cabling`) so that a real fabric can be simulated; and `hostping fabric net`,
-//! which writes a tree as an ibsim net file so that the simulator's trees run on ibsim.
+//! is (`fabric::cabling`) so that a real fabric can be simulated, or, when it is none (a ring,
+//! a mesh, switches of several radixes), simulated as it is cabled
+//! ([`fabric::topology::Topology::graph`]) and routed as opensm's up/down engine routes it;
+//! `--routing minhop|updn` routes any of them so; and `hostping fabric net`, which writes a
+//! tree as an ibsim net file so that the simulator's trees run on ibsim.
 
 use std::io::Write;
 use std::path::Path;
@@ -13,7 +16,7 @@ use anyhow::{bail, Context, Result};
 use fabric::cabling::{Cable, CableEnd, Cabling, Device, Recognized};
 use fabric::input::InputError;
 use fabric::summary::FabricOrigin;
-use fabric::topology::{FatTreeParams, Level, SwitchId, Topology, NO_ENTRY};
+use fabric::topology::{Engine, FatTreeParams, GraphLayout, Level, SwitchId, Topology, NO_ENTRY};
 use rdma::subnet::route::{Dump, SwitchTable};
 use rdma::subnet::topofile::{self, Format, Skipped};
 use rdma::subnet::{guid_text, NodeKind, Subnet};
@@ -30,6 +33,8 @@ pub struct TreeInput {
     pub rates: Option<FabricRates>,
     /// A real fabric's addresses, for its subnet manager's tables (`--routes`).
     pub addresses: Option<TreeAddresses>,
+    /// Why a real fabric is simulated as cabled rather than as a fat tree, when it is not one.
+    pub not_a_tree: Option<String>,
 }
 
 /// The rates a real fabric's links were trained at, as the file gives them.
@@ -47,8 +52,9 @@ impl TreeInput {
     /// The tree routed by the subnet manager's tables in `file` (`fabric route --dump -o
     /// FILE`) instead of the simulator's rules; it must be a real fabric's, read from its
     /// ibnetdiscover file. A switch without a table, a destination without a route, a port
-    /// that is no link of the tree, or tables that do not route as a fat tree are refused,
-    /// naming the switch and the LID.
+    /// that is no link of the tree, a loop or a route that leads nowhere are refused, naming
+    /// the switch and the LID. Tables that route a fat tree otherwise than as one (a longer
+    /// way round) route its cables as a graph, as they run.
     pub fn with_routes(mut self, file: &Path) -> Result<TreeInput> {
         let shown = file.display().to_string();
         let (Some(fabric), Some(addresses)) = (&self.fabric, &self.addresses) else {
@@ -92,10 +98,23 @@ impl TreeInput {
                 ports[s as usize * nodes + n] = port;
             }
         }
-        self.topology = self
-            .topology
+        let not_as_a_tree = match self.topology.clone().with_forwarding(ports.clone()) {
+            Ok(routed) => {
+                self.topology = routed;
+                return Ok(self);
+            }
+            Err(e) if !self.topology.is_graph() => e,
+            Err(e) => return Err(anyhow::Error::new(e).context(format!("--routes {shown}"))),
+        };
+        // The tree's cables as a graph number switches, nodes and ports as the tree does.
+        let free = self.topology.free_nodes().to_vec();
+        let graph = tree_as_graph(&self.topology, Engine::MinHop)?.with_free_nodes(free);
+        self.topology = graph
             .with_forwarding(ports)
             .with_context(|| format!("--routes {shown}"))?;
+        self.not_a_tree = Some(format!(
+            "its subnet manager's tables do not route it as one: {not_as_a_tree}"
+        ));
         Ok(self)
     }
 
@@ -151,14 +170,21 @@ const AGGREGATION_NODE: &str = "Mellanox Technologies Aggregation Node";
 
 impl TreeInput {
     /// A built-in name, a TOML file, or an ibnetdiscover file; a file of another kind (empty,
-    /// only comments, `ibnetdiscover -p`, `iblinkinfo`) is named for what it is.
+    /// only comments, `ibnetdiscover -p`, `iblinkinfo`) is named for what it is. A real
+    /// fabric that is no fat tree is simulated as cabled, routed up/down.
     pub fn resolve(arg: &str) -> Result<TreeInput> {
+        Self::resolve_routed(arg, None)
+    }
+
+    /// [`TreeInput::resolve`], simulated as cabled and routed by `engine` when one is given
+    /// (a fat tree too: its cables, routed as the subnet manager would).
+    pub fn resolve_routed(arg: &str, engine: Option<Engine>) -> Result<TreeInput> {
         let topology = match FatTreeParams::builtin(arg) {
             Some(params) => Topology::new(params).expect("built-in tree is valid"),
             None => {
                 let text = InputError::read(Path::new(arg))?;
                 let what = match topofile::identify(&text) {
-                    Format::Topology => return Self::from_ibnetdiscover(arg, &text),
+                    Format::Topology => return Self::from_ibnetdiscover(arg, &text, engine),
                     Format::Other => None,
                     Format::Empty => Some("is empty"),
                     Format::CommentsOnly => Some(
@@ -177,16 +203,21 @@ impl TreeInput {
                 Topology::parse(Path::new(arg), &text)?
             }
         };
+        let topology = match engine {
+            None => topology,
+            Some(engine) => tree_as_graph(&topology, engine)?,
+        };
         Ok(TreeInput {
             topology,
             fabric: None,
             notes: Vec::new(),
             rates: None,
             addresses: None,
+            not_a_tree: None,
         })
     }
 
-    fn from_ibnetdiscover(file: &str, text: &str) -> Result<TreeInput> {
+    fn from_ibnetdiscover(file: &str, text: &str, engine: Option<Engine>) -> Result<TreeInput> {
         let reading = topofile::read(text, file)?;
         let mut notes = skipped_note(&reading.skipped)
             .into_iter()
@@ -194,33 +225,109 @@ impl TreeInput {
         let name = Path::new(file)
             .file_stem()
             .map_or_else(|| file.to_string(), |s| s.to_string_lossy().into_owned());
-        match recognize_real(&reading.subnet, &name, &mut notes) {
-            Ok((recognized, rates)) => {
-                let fabric = Some(FabricOrigin::of(file, &recognized));
-                let addresses = Some(TreeAddresses::of(&reading.subnet, &recognized));
-                Ok(TreeInput {
-                    topology: recognized.topology,
-                    fabric,
-                    notes,
-                    rates: Some(rates),
-                    addresses,
-                })
+        let fabric = RealFabric::of(&reading.subnet);
+        notes.extend(fabric.notes.iter().cloned());
+        let not_a_tree = match engine {
+            Some(_) => None,
+            None => match recognize_real(&fabric, &name, &mut notes) {
+                Ok((recognized, rates)) => {
+                    let origin = FabricOrigin::of(file, &recognized);
+                    let addresses = TreeAddresses::of(
+                        &reading.subnet,
+                        &recognized.switch_names,
+                        &recognized.node_hosts,
+                    );
+                    return Ok(TreeInput {
+                        topology: recognized.topology,
+                        fabric: Some(origin),
+                        notes,
+                        rates: Some(rates),
+                        addresses: Some(addresses),
+                        not_a_tree: None,
+                    });
+                }
+                Err(e) => Some(format!("{e:#}")),
+            },
+        };
+        let routed = Self::cabled(file, &name, &reading.subnet, &fabric, engine);
+        match routed {
+            Ok(mut input) => {
+                input.notes = notes;
+                input.not_a_tree = not_a_tree;
+                Ok(input)
             }
             Err(e) => {
                 // What was left out still says what the file holds.
                 for note in &notes {
                     eprintln!("{file}: note: {note}");
                 }
-                Err(e.context(format!("{file}: not a fat tree the simulator models")))
+                let e = match not_a_tree {
+                    Some(why) => e.context(format!("{file}: not a fat tree ({why})")),
+                    None => e,
+                };
+                Err(e.context(format!("{file}: cannot be simulated as cabled")))
             }
         }
+    }
+
+    /// A real fabric simulated as cabled: every switch, host and cable it has (but the
+    /// SHARP Aggregation Nodes and loopback cables), routed by `engine` (up/down unless
+    /// given), each link at its own rate.
+    fn cabled(
+        file: &str,
+        name: &str,
+        subnet: &Subnet,
+        fabric: &RealFabric,
+        engine: Option<Engine>,
+    ) -> Result<TreeInput> {
+        let (spec, host_ends) = fabric.cabling.graph_spec(name, &fabric.switch_guids)?;
+        let (topology, layout) = Topology::graph(&spec, engine.unwrap_or(Engine::UpDown))?;
+        let switch_names: Vec<String> = layout
+            .switches
+            .iter()
+            .map(|&s| fabric.cabling.switches[s].clone())
+            .collect();
+        let node_hosts: Vec<Option<(String, u16)>> = layout
+            .node_hosts
+            .iter()
+            .map(|h| {
+                h.map(|h| {
+                    let end = host_ends[h];
+                    (fabric.cabling.name(end.device).to_string(), end.port)
+                })
+            })
+            .collect();
+        let rates = fabric.rates_of(&fabric.cabling, &topology, &layout)?;
+        let origin = FabricOrigin {
+            file: file.to_string(),
+            switches: switch_names.clone(),
+            free_nodes: topology.free_nodes().to_vec(),
+            missing_cables: Vec::new(),
+            ports: layout.fabric_ports.clone(),
+            hosts: node_hosts
+                .iter()
+                .map(|h| h.as_ref().map(|(name, _)| name.clone()))
+                .collect(),
+        };
+        let addresses = TreeAddresses::of(subnet, &switch_names, &node_hosts);
+        Ok(TreeInput {
+            topology,
+            fabric: Some(origin),
+            notes: Vec::new(),
+            rates: Some(rates),
+            addresses: Some(addresses),
+            not_a_tree: None,
+        })
     }
 
     /// What was recognised and what was left out, for stderr; `None` for a tree given by
     /// parameters.
     pub fn describe(&self) -> Option<String> {
-        let fabric = self.fabric.as_ref()?;
         let t = &self.topology;
+        if let Some(routing) = t.graph_routing() {
+            return Some(self.describe_graph(routing));
+        }
+        let fabric = self.fabric.as_ref()?;
         let shape = if t.num_aggs() == 0 {
             format!(
                 "a one-level tree: one switch with {} node ports",
@@ -267,15 +374,46 @@ impl TreeInput {
     }
 }
 
+impl TreeInput {
+    /// A graph's line for stderr: why it is simulated as cabled, how it is routed, its size.
+    fn describe_graph(&self, routing: &fabric::topology::GraphRouting) -> String {
+        let t = &self.topology;
+        let what = self
+            .fabric
+            .as_ref()
+            .map_or_else(|| t.name().to_string(), |f| f.file.clone());
+        let why = match &self.not_a_tree {
+            Some(why) => format!("not a fat tree ({why}): "),
+            None => String::new(),
+        };
+        let ports = (0..t.num_switches()).map(|s| t.ports(SwitchId(s)));
+        let (least, most) = (ports.clone().min().unwrap_or(0), ports.max().unwrap_or(0));
+        let radix = if least == most {
+            format!("{most} ports each")
+        } else {
+            format!("{least} to {most} ports")
+        };
+        let mut line = format!(
+            "{what}: {why}simulated as cabled, {routing}; {} switches ({radix}, node slots \
+             counted), {} hosts, paths of up to {} hops",
+            t.num_switches(),
+            t.compute_nodes().len(),
+            t.diameter()
+        );
+        for note in &self.notes {
+            line += &format!("\n{what}: note: {note}");
+        }
+        line
+    }
+}
+
 /// The fat tree a real subnet is, once what is not part of it is left out (each left-out
 /// thing noted in `notes`), and its links' rates.
 fn recognize_real(
-    subnet: &Subnet,
+    fabric: &RealFabric,
     name: &str,
     notes: &mut Vec<String>,
 ) -> Result<(Recognized, FabricRates)> {
-    let fabric = RealFabric::of(subnet);
-    notes.extend(fabric.notes.iter().cloned());
     let (compute, above) = fabric.cabling.without_hosts_above_leaves();
     if !above.is_empty() {
         notes.push(format!(
@@ -287,7 +425,12 @@ fn recognize_real(
     }
     let radix = fabric.radix(&compute)?;
     let recognized = compute.recognize_with_radix(name, Some(radix))?;
-    let rates = fabric.rates_of(&compute, &recognized)?;
+    let layout = GraphLayout {
+        switches: recognized.fabric_switches.clone(),
+        node_hosts: Vec::new(),
+        fabric_ports: recognized.fabric_ports.clone(),
+    };
+    let rates = fabric.rates_of(&compute, &recognized.topology, &layout)?;
     Ok((recognized, rates))
 }
 
@@ -343,19 +486,19 @@ pub struct TreeAddresses {
 }
 
 impl TreeAddresses {
-    fn of(subnet: &Subnet, recognized: &Recognized) -> TreeAddresses {
+    /// The GUIDs of `switch_names` and the LIDs of `node_hosts` (name and port) in `subnet`.
+    fn of(
+        subnet: &Subnet,
+        switch_names: &[String],
+        node_hosts: &[Option<(String, u16)>],
+    ) -> TreeAddresses {
         let by_name: HashMap<String, &rdma::subnet::Node> = subnet
             .nodes
             .iter()
             .map(|n| (fabric_name(subnet, n.guid, &n.description), n))
             .collect();
-        let switch_guids = recognized
-            .switch_names
-            .iter()
-            .map(|name| by_name[name].guid)
-            .collect();
-        let node_lids = recognized
-            .node_hosts
+        let switch_guids = switch_names.iter().map(|name| by_name[name].guid).collect();
+        let node_lids = node_hosts
             .iter()
             .map(|host| {
                 let (name, port) = host.as_ref()?;
@@ -379,6 +522,8 @@ impl TreeAddresses {
 /// another port of its own switch). Each cable keeps its rate, each switch its port count.
 struct RealFabric {
     cabling: Cabling,
+    /// GUID of each switch, by [`Cabling::switches`] index.
+    switch_guids: Vec<u64>,
     /// Rate of each cable as the file names it (`4xEDR`) and its data rate in Gb/s when
     /// known, by either end.
     rates: HashMap<CableEnd, (String, Option<f64>)>,
@@ -393,6 +538,7 @@ impl RealFabric {
     fn of(subnet: &Subnet) -> RealFabric {
         let name = |guid: u64, description: &str| fabric_name(subnet, guid, description);
         let mut cabling = Cabling::default();
+        let mut switch_guids = Vec::new();
         let mut ports = Vec::new();
         // Device id and port count of each switch, by index.
         let mut models = Vec::new();
@@ -403,6 +549,7 @@ impl RealFabric {
             let d = match node.kind {
                 NodeKind::Switch => {
                     cabling.switches.push(named);
+                    switch_guids.push(node.guid);
                     ports.push(u16::from(node.ports));
                     models.push((node.device_id, node.ports));
                     Device::Switch(cabling.switches.len() - 1)
@@ -504,17 +651,24 @@ impl RealFabric {
         }
         RealFabric {
             cabling,
+            switch_guids,
             rates,
             ports,
             notes,
         }
     }
 
-    /// The rates of the tree's links from the cables they stand for: the most common rate,
-    /// and each port's own where some cable runs at another (a 4xDDR link in an EDR fabric).
+    /// The rates of the topology's links from the cables they stand for (`layout`: the
+    /// fabric switch and port of each of its switches and ports): the most common rate, and
+    /// each port's own where some cable runs at another (a 4xDDR link in an EDR fabric).
     /// Free node ports and absent links take the common rate; they carry nothing. Refuses a
     /// rate the rate table does not know, naming the link.
-    fn rates_of(&self, compute: &Cabling, recognized: &Recognized) -> Result<FabricRates> {
+    fn rates_of(
+        &self,
+        compute: &Cabling,
+        t: &Topology,
+        layout: &GraphLayout,
+    ) -> Result<FabricRates> {
         // Cables per rate, with its data rate.
         let mut counts: HashMap<&str, (usize, Option<f64>)> = HashMap::new();
         for cable in &compute.cables {
@@ -546,13 +700,12 @@ impl RealFabric {
             .map(|&(rate, n, _)| (rate.to_string(), n))
             .collect();
         let per_port = (seen.len() > 1).then(|| {
-            let t = &recognized.topology;
             (0..t.num_ports() as u32)
                 .map(|index| {
                     let port = t.port_ref(index);
                     let end = CableEnd {
-                        device: Device::Switch(recognized.fabric_switches[port.switch.0 as usize]),
-                        port: recognized.fabric_ports[index as usize],
+                        device: Device::Switch(layout.switches[port.switch.0 as usize]),
+                        port: layout.fabric_ports[index as usize],
                     };
                     self.rates
                         .get(&end)
@@ -597,6 +750,14 @@ impl RealFabric {
         }
         Ok(self.ports[first])
     }
+}
+
+/// A tree's cables as a graph routed by `engine` (switch GUIDs: their numbers, from 1).
+fn tree_as_graph(tree: &Topology, engine: Engine) -> Result<Topology> {
+    let cabling = Cabling::of_tree(tree);
+    let ids: Vec<u64> = (1..=cabling.switches.len() as u64).collect();
+    let (spec, _) = cabling.graph_spec(tree.name(), &ids)?;
+    Ok(Topology::graph(&spec, engine)?.0)
 }
 
 /// `hostping fabric net`: a tree as an ibsim net file.

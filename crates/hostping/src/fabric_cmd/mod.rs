@@ -25,10 +25,12 @@ use fabric::analysis::{
 };
 use fabric::sim::{CongestionRule, SimConfig};
 use fabric::telemetry::{TelemetryConfig, TelemetryKind};
+use fabric::topology::Engine;
 use fabric::traffic::{self, MappingSpec, WorkloadSpec};
 
 use crate::cli::fabric::{
-    FabricCommand, MergeArgs, MergeFormat, PlotDirections, SimArgs, SuggestArgs, TelemetryChoice,
+    FabricCommand, MergeArgs, MergeFormat, PlotDirections, RoutingChoice, SimArgs, SuggestArgs,
+    TelemetryChoice,
 };
 use cabled::TreeInput;
 use fabric::summary::{ports_csv, RunSummary, DIAGNOSIS_FILE, PLOT_STEM, PORTS_FILE, SUMMARY_FILE};
@@ -101,7 +103,11 @@ fn sim_config(args: &SimArgs, link_gbps: f64) -> Result<SimConfig> {
 }
 
 fn sim(args: &SimArgs) -> Result<Outcome> {
-    let mut input = TreeInput::resolve(&args.topology.topology)?;
+    let engine = args.routing.map(|choice| match choice {
+        RoutingChoice::Minhop => Engine::MinHop,
+        RoutingChoice::Updn => Engine::UpDown,
+    });
+    let mut input = TreeInput::resolve_routed(&args.topology.topology, engine)?;
     if let Some(routes) = &args.routes {
         input = input.with_routes(routes)?;
     }
