@@ -131,6 +131,21 @@ fn agents_register_and_a_mesh_reports_a_down_agent_on_its_pairs_and_keeps_the_ot
         assert_eq!(entry["rnics"], json!(["rnic0", "rnic1", "rnic2", "rnic3"]));
     }
 
+    // The hosts the collector lists (those that sent runs) carry their agent's URL.
+    let node01 = || {
+        get(c.addr, "/api/hosts")
+            .1
+            .as_array()
+            .and_then(|hosts| hosts.iter().find(|h| h["host"] == "node01").cloned())
+    };
+    wait_until("node01's first run", Duration::from_secs(60), || {
+        node01().is_some()
+    });
+    assert_eq!(
+        node01().unwrap()["agent_url"],
+        format!("http://{}", a1.addr)
+    );
+
     // The mesh is for probe-token holders only; a host's token is not one.
     let nodes = ["node01", "node02", "node03"];
     assert_eq!(mesh(c.addr, None, &nodes).0, 401);
