@@ -125,4 +125,5 @@ if [ "$(cat "$out/pair-net.status")" = 0 ]; then
     kill "$pair_serve"
     wait "$pair_serve" 2>/dev/null
 fi
+[ "$(cat "$out/pair-net.status")" = 0 ] && step mesh bash "$here/mesh-agents.sh" "$hostping"
 exit 0

@@ -16,6 +16,8 @@
 //! | `/api/hosts/{host}/runs?limit=N` | as the collector's: the 4.3 report + id, trigger, started_unix_ms, newest first |
 //! | `/api/hosts/{host}/timeline?rnic=R&endpoint=E[&since_unix_ms=T][&limit=N]` | one path over runs, oldest first, as the collector's |
 //! | `POST /api/probe` | one run now (trigger `manual`), for a holder of a probe token (`Authorization: Bearer TOKEN`) |
+//! | `POST /api/pair/probe` | a pair probe from this host's RNIC to a peer agent's, answered with the pair's report, for a holder of a probe token ([`pair`]) |
+//! | `POST /api/pair/accept` | the responder's side of a peer agent's pair probe, for a holder of a probe token ([`pair`]) |
 //!
 //! The `/api/hosts` family is the collector's read API (DESIGN 4.5), served by the one
 //! implementation both use (`fleet_api::read::routes`) over this agent's database
@@ -27,6 +29,7 @@
 //! file (issue 14 part 5: anything that triggers probing needs a token with that right);
 //! without such a file probing on request is off.
 
+pub mod pair;
 mod reads;
 
 use crate::{Control, ProbeRequest, Status};
@@ -51,6 +54,8 @@ struct Shared {
     name: String,
     /// Probing on request: who may ask, and where to ask.
     probe: ProbeAccess,
+    /// Pair probes: the devices, and the one pair at a time.
+    pair: pair::PairAccess,
 }
 
 /// Who may ask for a probe (`None`: nobody, probing on request is off), and the loop's
@@ -73,6 +78,8 @@ pub struct ServeOptions {
     pub name: String,
     /// Probing on request.
     pub probe: ProbeAccess,
+    /// Pair probes (for the same token holders as probing on request).
+    pub pair: pair::PairAccess,
 }
 
 /// A running server: its address, and the thread to join after [`Server::shutdown`].
@@ -111,10 +118,13 @@ pub fn serve(
         database: options.database,
         name: options.name,
         probe: options.probe,
+        pair: options.pair,
     };
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
+        // The pair responder's wait for its answer (http/pair.rs).
+        .enable_time()
         .build()?;
     let thread = std::thread::Builder::new()
         .name("hostping-http".into())
@@ -156,10 +166,12 @@ fn router(shared: Shared) -> Router {
         .route("/api/runs/{id}", get(run))
         .route("/api/fabric/sweeps", get(sweeps))
         .route("/api/probe", post(probe))
+        .route("/api/pair/probe", post(pair::probe))
+        .route("/api/pair/accept", post(pair::accept))
         .with_state(shared)
 }
 
-const INDEX: &str = "hostping agent\n  /                    this host's page (web UI, in a browser)\n  /metrics             Prometheus exposition\n  /api/status          agent status (JSON)\n  /api/runs            runs, newest first (?limit=N&before=ID&trigger=idle|pfc|drops|transport|manual)\n  /api/runs/{id}       one run with its report\n  /api/fabric/sweeps   switch-port sweeps, newest first (?limit=N&before=ID)\n  /api/hosts           this host, as the fleet collector lists hosts\n  /api/hosts/{host}/runs?limit=N                    runs with reports, newest first\n  /api/hosts/{host}/timeline?rnic=R&endpoint=E     one path over runs, oldest first\n  POST /api/probe      one run now (Authorization: Bearer TOKEN of the probe-tokens file)\n";
+const INDEX: &str = "hostping agent\n  /                    this host's page (web UI, in a browser)\n  /metrics             Prometheus exposition\n  /api/status          agent status (JSON)\n  /api/runs            runs, newest first (?limit=N&before=ID&trigger=idle|pfc|drops|transport|manual)\n  /api/runs/{id}       one run with its report\n  /api/fabric/sweeps   switch-port sweeps, newest first (?limit=N&before=ID)\n  /api/hosts           this host, as the fleet collector lists hosts\n  /api/hosts/{host}/runs?limit=N                    runs with reports, newest first\n  /api/hosts/{host}/timeline?rnic=R&endpoint=E     one path over runs, oldest first\n  POST /api/probe      one run now (Authorization: Bearer TOKEN of the probe-tokens file)\n  POST /api/pair/probe   {\"rnic\", \"peer\", \"peer_rnic\"}: a pair probe to a peer agent (same token)\n  POST /api/pair/accept  {\"rnic\", \"offer\"}: the responder's side of a pair probe (same token)\n";
 
 async fn index() -> &'static str {
     INDEX
@@ -195,9 +207,15 @@ struct RunsQuery {
     trigger: Option<String>,
 }
 
-/// A refusal, in the fleet API's error body.
+/// A refusal, in the fleet API's error body (`WWW-Authenticate: Bearer` with a 401).
 fn error(code: StatusCode, message: String) -> Response {
-    (code, Json(ErrorBody { error: message })).into_response()
+    let mut response = (code, Json(ErrorBody { error: message })).into_response();
+    if code == StatusCode::UNAUTHORIZED {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, "Bearer".parse().expect("static"));
+    }
+    response
 }
 
 /// Answers from a read-only connection of its own (WAL lets it read beside the writer).
@@ -254,29 +272,11 @@ async fn sweeps(State(s): State<Shared>, Query(q): Query<SweepsQuery>) -> Respon
 /// probing on request is off (no probe-tokens file), 401 without a valid token, 503 when the
 /// host cannot be probed; else 202, queued or joining the request already pending.
 async fn probe(State(s): State<Shared>, headers: HeaderMap) -> Response {
-    let Some(tokens) = &s.probe.tokens else {
-        return error(
-            StatusCode::FORBIDDEN,
-            "probing on request is off: start the agent with --probe-tokens FILE (or [agent] probe_tokens)"
-                .into(),
-        );
+    let by = match probe_holder(&s, &headers) {
+        Ok((by, _)) => by,
+        Err((code, why)) => return error(code, why),
     };
-    let presented = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    let Some(by) = presented.and_then(|t| tokens.host_of(t.trim())) else {
-        eprintln!("hostping agent: probe request refused: no valid probe token");
-        let mut refused = error(
-            StatusCode::UNAUTHORIZED,
-            "a probe needs Authorization: Bearer TOKEN with a token of the agent's probe-tokens file"
-                .into(),
-        );
-        refused
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, "Bearer".parse().expect("static"));
-        return refused;
-    };
+    let by = by.as_str();
     if let Some(why) = s.status.lock().expect("status").probing_disabled.clone() {
         return error(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -294,4 +294,32 @@ async fn probe(State(s): State<Shared>, headers: HeaderMap) -> Response {
         }
     };
     (StatusCode::ACCEPTED, Json(body)).into_response()
+}
+
+/// The holder of the presented probe token and the token itself, or the refusal: 403 when
+/// probing on request is off (no probe-tokens file), 401 without a valid token.
+fn probe_holder(s: &Shared, headers: &HeaderMap) -> Result<(String, String), (StatusCode, String)> {
+    let Some(tokens) = &s.probe.tokens else {
+        return Err((
+            StatusCode::FORBIDDEN,
+            "probing on request is off: start the agent with --probe-tokens FILE (or [agent] probe_tokens)"
+                .into(),
+        ));
+    };
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    match presented.and_then(|t| Some((tokens.host_of(t)?, t))) {
+        Some((by, token)) => Ok((by.to_string(), token.to_string())),
+        None => {
+            eprintln!("hostping agent: probe request refused: no valid probe token");
+            Err((
+                StatusCode::UNAUTHORIZED,
+                "a probe needs Authorization: Bearer TOKEN with a token of the agent's probe-tokens file"
+                    .into(),
+            ))
+        }
+    }
 }

@@ -47,6 +47,8 @@ pub mod cost;
 pub mod duty;
 pub mod http;
 pub mod lock;
+pub mod pair;
+pub mod register;
 pub mod sender;
 pub mod state_log;
 pub mod switch_sampler;

@@ -5,6 +5,8 @@
 //! | `POST /api/runs` | an agent's run (`Authorization: Bearer TOKEN`): 201 stored, 200 stored before | here |
 //! | `POST /api/fabric/sweeps` | a sampler's sweep (`Authorization: Bearer TOKEN`): 201 stored, 200 stored before | here, over [`crate::fabric`] |
 //! | `GET /api/fabric/ports?since=MS&until=MS&ports=a,b` | per switch port, the deltas summed over the window and their rates | here, over [`crate::fabric`] |
+//! | `PUT /api/hosts/{host}/agent`, `GET /api/agents` | where each agent listens, for pair probes | [`crate::agents`] |
+//! | `POST /api/mesh` | a real mesh through the agents, for holders of a probe token | [`crate::mesh`], merged by [`crate::run`] |
 //! | `GET /api/health` | 200 with the schema version when the database answers, else 503 (for probes) | here |
 //! | `GET /api/hosts`, `/api/hosts/{host}/runs?limit=N`, `/api/hosts/{host}/timeline?rnic=R&endpoint=E` | hosts, runs, one path over runs: the read API the agents serve too | `fleet_api::read::routes` over [`crate::reads`] |
 //! | `GET /api/hosts/{host}/baseline`, `/api/kinds/{kind}/baseline`, `/api/fleet/...` | fleet baselines, slow hosts, status and causes | [`crate::fleet`] |
@@ -138,10 +140,11 @@ pub fn router(
     max_body: usize,
     keep_sweeps: Duration,
 ) -> Router {
+    let tokens = Arc::new(tokens);
     let shared = Shared {
         pool: pool.clone(),
         writer,
-        tokens: Arc::new(tokens),
+        tokens: tokens.clone(),
         keep_sweeps,
     };
     Router::new()
@@ -159,6 +162,7 @@ pub fn router(
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(shared)
         .merge(fleet_api::read::routes().with_state(PgReads::new(pool.clone())))
+        .merge(crate::agents::routes(pool.clone(), tokens))
         .merge(crate::fleet::routes().with_state(pool))
         // The web UI (fleet_api::ui).
         .merge(fleet_api::ui::collector_routes())

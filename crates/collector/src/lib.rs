@@ -9,6 +9,7 @@
 
 #![deny(missing_docs)]
 
+pub mod agents;
 pub mod api;
 pub mod batch;
 pub mod bench;
@@ -16,6 +17,7 @@ mod database;
 pub mod database_url;
 pub mod fabric;
 pub mod fleet;
+pub mod mesh;
 pub mod reads;
 pub mod refresh;
 pub mod schema;
@@ -47,6 +49,9 @@ pub struct CollectorConfig {
     pub listen: SocketAddr,
     /// The agents' tokens; without a file every run is refused.
     pub tokens: Option<PathBuf>,
+    /// Who may ask for a mesh (`POST /api/mesh`), the agents' probe-tokens format; without a
+    /// file mesh is off.
+    pub probe_tokens: Option<PathBuf>,
     /// The most a pushed run may weigh, bytes.
     pub max_body: usize,
     /// Serve HTTPS with this certificate and key; plain HTTP without.
@@ -127,6 +132,11 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
         Some(file) => Tokens::load(file)?,
         None => Tokens::default(),
     };
+    let probe_tokens = config
+        .probe_tokens
+        .as_deref()
+        .map(Tokens::load)
+        .transpose()?;
     let tls = config.tls.as_ref().map(tls::server_config).transpose()?;
     let db = &config.database;
     let pg: tokio_postgres::Config =
@@ -174,7 +184,9 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
         listener.set_nonblocking(true).map_err(listen_error)?;
         ready(listener.local_addr().map_err(listen_error)?);
         let writer = writer::Writer::start(pool.clone(), WRITERS);
-        let app = api::router(pool, writer, tokens, config.max_body, config.keep_sweeps);
+        let mesh = mesh::routes(pool.clone(), probe_tokens);
+        let app =
+            api::router(pool, writer, tokens, config.max_body, config.keep_sweeps).merge(mesh);
         match tls {
             Some(tls) => {
                 let tls = axum_server::tls_rustls::RustlsConfig::from_config(tls);

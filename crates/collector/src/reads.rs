@@ -46,8 +46,8 @@ impl ReadStore for PgReads {
         let rows = client
             .query(
                 "SELECT name, kind, kind_known, latest_healthy, latest_started_unix_ms, runs,
-                        latest_causes, rack, latest_inconclusive
-                 FROM hosts ORDER BY name",
+                        latest_causes, rack, latest_inconclusive, a.url
+                 FROM hosts LEFT JOIN agents a ON a.host = hosts.name ORDER BY name",
                 &[],
             )
             .await
@@ -60,6 +60,7 @@ impl ReadStore for PgReads {
                 let last_run_unix_ms: Option<i64> = r.get(4);
                 let inconclusive: bool = r.get(8);
                 HostSummary {
+                    agent_url: r.get(9),
                     causes: r.get(6),
                     health: health(healthy, inconclusive, last_run_unix_ms, now),
                     healthy,

@@ -261,6 +261,8 @@ const MIGRATIONS: &[(i32, &str)] = &[
     ),
     // Switch-port counters posted by samplers (crate::fabric::store).
     (7, crate::fabric::store::MIGRATION),
+    // Where each agent listens and its RNIC ids, for pair probes (crate::agents).
+    (8, crate::agents::MIGRATION),
 ];
 
 /// Applies the migrations not yet applied. An advisory lock makes two collectors starting

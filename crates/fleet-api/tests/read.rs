@@ -146,6 +146,7 @@ fn the_agents_answers_are_the_same_types() {
     assert_eq!(
         hosts,
         [HostSummary {
+            agent_url: None,
             causes: vec!["link_failure".into()],
             health: None,
             healthy: Some(false),
@@ -254,6 +255,7 @@ impl ReadStore for Fake {
     async fn hosts(&self) -> Result<Vec<HostSummary>, ReadError> {
         self.check("hosts".into())?;
         Ok(vec![HostSummary {
+            agent_url: None,
             causes: vec![],
             health: None,
             healthy: None,

@@ -6,7 +6,7 @@
 use crate::cli::AgentArgs;
 use crate::output::Outcome;
 use agent::config::AgentConfig;
-use agent::{http, sender, switch_sampler, Agent, Control, Status};
+use agent::{http, register, sender, switch_sampler, Agent, Control, Status};
 use anyhow::{bail, Context, Result};
 use check::host::{Host, HostOptions, ProbeOptions};
 use fleet_api::tokens::Tokens;
@@ -29,6 +29,7 @@ pub fn run(args: AgentArgs) -> Result<Outcome> {
         },
     )?;
     let provenance = host.provenance().as_str();
+    let rnics = pair_rnics(&host, args.devices.as_deref())?;
     let latency = LatencySpec {
         op: config.probe.op,
         iterations: config.probe.iterations,
@@ -87,6 +88,10 @@ pub fn run(args: AgentArgs) -> Result<Outcome> {
                 tokens: probe_tokens.map(|f| load_probe_tokens(f)).transpose()?,
                 control: control.clone(),
             },
+            pair: http::pair::PairAccess::new(
+                args.devices.clone(),
+                args.host.sim.is_none() && args.host.sysfs_root.is_none(),
+            ),
         },
         metrics.clone(),
         status.clone(),
@@ -107,14 +112,32 @@ pub fn run(args: AgentArgs) -> Result<Outcome> {
         )?),
         None => None,
     };
+    let mut registering = None;
     let sender = match (&args.collector, token) {
         (Some(url), Some(token)) => {
             eprintln!("hostping agent: sending runs to {url} as {name}");
+            let tls = fleet_api::tls::client_config(args.collector_ca.as_deref())?;
+            let hostname = agent::hostname().unwrap_or_else(|_| name.clone());
+            registering = Some(register::start(
+                register::Registration {
+                    collector: url.clone(),
+                    token: token.clone(),
+                    host: name.clone(),
+                    url: args
+                        .advertise
+                        .clone()
+                        .unwrap_or_else(|| register::default_url(server.addr, &hostname)),
+                    rnics,
+                    tls: tls.clone(),
+                },
+                control.clone(),
+                log,
+            ));
             let target = sender::CollectorTarget {
                 url: url.clone(),
                 token,
                 host: name.clone(),
-                tls: fleet_api::tls::client_config(args.collector_ca.as_deref())?,
+                tls,
                 // An empty rack in the file is no rack (the collector refuses "").
                 rack: args
                     .rack
@@ -142,6 +165,10 @@ pub fn run(args: AgentArgs) -> Result<Outcome> {
     }
     if let Some(sender) = sender {
         sender.finish();
+    }
+    if let Some(registering) = registering {
+        control.stop();
+        let _ = registering.join();
     }
     server.shutdown();
     signals.close();
@@ -221,4 +248,41 @@ fn load_probe_tokens(file: &Path) -> Result<Arc<Tokens>> {
         ));
     }
     Ok(Arc::new(tokens))
+}
+
+/// The RNIC ids this agent offers pair probes from (registered with the collector): the
+/// model's RNICs on a simulated host; on a real one those of `--devices`, each of which
+/// must exist, numbered in the order given, or every RNIC with an ACTIVE port.
+fn pair_rnics(host: &Host, devices: Option<&[String]>) -> Result<Vec<String>> {
+    if let (Some(devices), Some(discovery)) = (devices, host.discovery()) {
+        for device in devices {
+            if !discovery.rdma_ports.iter().any(|p| &p.device == device) {
+                let mut found: Vec<&str> = discovery
+                    .rdma_ports
+                    .iter()
+                    .map(|p| p.device.as_str())
+                    .collect();
+                found.dedup();
+                bail!(
+                    "--devices {}: no RDMA device {device} on this host (it has {})",
+                    devices.join(","),
+                    if found.is_empty() {
+                        "none".to_string()
+                    } else {
+                        found.join(", ")
+                    }
+                );
+            }
+        }
+    }
+    Ok(match host.discovery() {
+        Some(_) => agent::pair::rnics(host, devices)
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect(),
+        None => host
+            .model()
+            .map(|m| m.rnics().map(|c| c.id.to_string()).collect())
+            .unwrap_or_default(),
+    })
 }

@@ -15,6 +15,7 @@ pub fn run(args: CollectorArgs) -> Result<Outcome> {
         database,
         listen: args.listen,
         tokens: args.tokens,
+        probe_tokens: args.probe_tokens,
         max_body: args.max_body,
         keep_sweeps: args.keep_sweeps,
         tls: args

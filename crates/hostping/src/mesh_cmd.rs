@@ -1,5 +1,9 @@
 //! `hostping mesh`: RNIC-to-RNIC probes between hosts, each pair's time split into its two
-//! hosts' own paths and the network (DESIGN 4.6); the work is in the `cluster` crate.
+//! hosts' own paths and the network (DESIGN 4.6). On a simulated cluster the work is in the
+//! `cluster` crate; on real hosts (`--collector`) the collector's (`POST /api/mesh`, which
+//! asks the agents), and this module only asks and prints ([`real`]).
+
+mod real;
 
 use std::fmt::Write as _;
 
@@ -17,7 +21,10 @@ use crate::render::Style;
 
 /// Runs `hostping mesh`.
 pub fn run(args: MeshArgs) -> Result<Outcome> {
-    let cluster = Cluster::resolve(&args.sim_cluster, &read_fabric)?;
+    let Some(sim_cluster) = &args.sim_cluster else {
+        return real::run(&args);
+    };
+    let cluster = Cluster::resolve(sim_cluster, &read_fabric)?;
     let faults = ClusterFaults::parse(&args.inject, &cluster)?;
     let settings = MeshSettings {
         nodes: args.nodes.map(|n| n.0),

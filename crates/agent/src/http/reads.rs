@@ -90,6 +90,7 @@ impl ReadStore for Shared {
         };
         let now = ::model::time::unix_ms(std::time::SystemTime::now());
         Ok(vec![HostSummary {
+            agent_url: None,
             causes,
             health: latest.as_ref().and_then(|r| {
                 analyze::fleet::health(

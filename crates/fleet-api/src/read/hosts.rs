@@ -14,6 +14,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// many runs are stored. An agent lists its own host only.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostSummary {
+    /// Where its agent's API listens, as the agent registered it (collector only, for pair
+    /// probes; absent when no agent registered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_url: Option<String>,
     /// The causes of its latest run, each once, sorted by name.
     pub causes: Vec<String>,
     /// Its health in one word (`analyze::fleet::health`): `healthy`, `unhealthy`,

@@ -211,8 +211,10 @@ Examples:
     ///
     /// On a simulated cluster (--sim-cluster) each host is a virtual host and the fabric is
     /// the packet simulator; every number is labelled simulated. docs/cluster.md has the
-    /// model. Exit status: 0 every pair normal, 1 some pair abnormal or failed, 2 error, 3
-    /// some pair not judged.
+    /// model. On real hosts (--collector), the collector asks each pair's agent to probe
+    /// (agents with --probe-tokens, registered with the collector); without the cabling it
+    /// pairs the same RNIC across hosts (per rail only). Exit status: 0 every pair normal,
+    /// 1 some pair abnormal, failed or unreachable, 2 error, 3 some pair not judged.
     #[command(after_long_help = "\
 Examples:
   hostping mesh --sim-cluster pod-32
@@ -221,6 +223,8 @@ Examples:
       --inject node007:degrade:rnic2--lsw4:0.5
   hostping mesh --sim-cluster lab.toml --format json | \\
       jq '.pairs[] | select(.status != \"normal\") | {a, b, reason}'
+  hostping mesh --nodes 'node[01-04]' --collector http://fleet:9470 \\
+      --token-file /etc/hostping/probe-token
 
 Fabric faults (--inject), besides <host>:<fault of `hostping check`>:
   fabric:degrade:<port>:<fraction>   the cable keeps <fraction> of its rate
@@ -242,11 +246,34 @@ either end names the cable.")]
 pub struct MeshArgs {
     /// The simulated cluster: `pod-32` (32 dgx-a100 hosts on a rail-optimised two-level
     /// tree of 16-port switches) or a cluster TOML file (docs/cluster.md).
-    #[arg(long, value_name = "NAME|FILE")]
-    pub sim_cluster: String,
+    #[arg(long, value_name = "NAME|FILE", required_unless_present = "collector")]
+    pub sim_cluster: Option<String>,
+    /// Probe real hosts through this fleet collector (it asks their agents), with --nodes.
+    #[arg(long, value_name = "URL", conflicts_with = "sim_cluster", requires = "nodes",
+          value_parser = agent::sender::collector_url)]
+    pub collector: Option<String>,
+    /// A token of the collector's probe-tokens file. Visible in `ps`: prefer --token-file.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        requires = "collector",
+        conflicts_with = "token_file"
+    )]
+    pub token: Option<String>,
+    /// A file holding that token alone on one line.
+    #[arg(long, value_name = "FILE", requires = "collector")]
+    pub token_file: Option<PathBuf>,
+    /// WRITEs of each real pair's bandwidth phase (ib_write_bw -n); 0: none.
+    #[arg(long, value_name = "N", default_value_t = 1000, requires = "collector",
+          value_parser = capped_u64("bandwidth iterations", 0, limits::ITERATIONS))]
+    pub bw_iterations: u64,
+    /// WRITEs outstanding in each real pair's bandwidth phase (ib_write_bw -t).
+    #[arg(long, value_name = "N", default_value_t = 128, requires = "collector",
+          value_parser = capped_u32("depth", 1, limits::STREAM_DEPTH))]
+    pub depth: u32,
     /// A fault (repeatable): `<host>:<fault>` with a fault of `hostping check`, or a fabric
     /// fault (listed below).
-    #[arg(long, value_name = "FAULT")]
+    #[arg(long, value_name = "FAULT", conflicts_with = "collector")]
     pub inject: Vec<String>,
     /// Hosts to probe between, Slurm hostlist syntax (`node[001-016,020]`); all by default.
     #[arg(long, value_name = "LIST", value_parser = parse_hostlist)]
@@ -384,6 +411,20 @@ pub struct AgentArgs {
     /// (they stay in the database), counted in hostping_outbox_dropped_total.
     #[arg(long, value_name = "RUNS", default_value_t = 10_000)]
     pub outbox_cap: u32,
+    /// Pair probes (POST /api/pair/probe) only from these RDMA devices, numbered rnic0..
+    /// in the order given (two agents in one host each own one). Default: every RNIC, as
+    /// `hostping check` names them.
+    #[arg(
+        long,
+        value_name = "DEV,..",
+        value_delimiter = ',',
+        conflicts_with = "sim"
+    )]
+    pub devices: Option<Vec<String>>,
+    /// Where the collector reaches this agent's API for pair probes, registered with it
+    /// at start. Default: http://HOSTNAME:PORT of --listen.
+    #[arg(long, value_name = "URL", requires = "collector", value_parser = agent::sender::collector_url)]
+    pub advertise: Option<String>,
 }
 
 /// `hostping collector`.
@@ -405,6 +446,10 @@ pub struct CollectorArgs {
     /// digests are kept. Without it every run is refused.
     #[arg(long, value_name = "FILE")]
     pub tokens: Option<PathBuf>,
+    /// Who may ask for a mesh through the agents (POST /api/mesh): a file of "NAME TOKEN"
+    /// lines, as the agents' --probe-tokens. Without one, mesh is off (403).
+    #[arg(long, value_name = "FILE")]
+    pub probe_tokens: Option<PathBuf>,
     /// The most a pushed run or sweep may weigh, in bytes (413 above it).
     #[arg(long, value_name = "BYTES", default_value_t = collector::DEFAULT_MAX_BODY)]
     pub max_body: usize,

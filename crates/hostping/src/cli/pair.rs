@@ -10,9 +10,7 @@ use model::limits;
 /// 9470).
 pub const DEFAULT_PORT: u16 = 9471;
 
-/// Most bytes of one bandwidth message (perftest's `-s` goes to 8 MiB; the responder refuses
-/// offers above this too).
-pub const MAX_BW_BYTES: u64 = 1 << 24;
+use agent::pair::MAX_BW_BYTES;
 
 /// `hostping pair ...`.
 #[derive(Debug, Subcommand)]

@@ -1,0 +1,619 @@
+//! One host's side of a real RNIC-to-RNIC pair probe (`rdma::engine::pair`), whoever carries
+//! the two offers: `hostping pair serve|probe` over a TCP socket, or the agents' HTTP API
+//! (`POST /api/pair/probe` and `/api/pair/accept`, [`crate::http`]). It owns the local side
+//! (the device's port and the host's own part, measured as a loopback), what a responder
+//! accepts, the split of the pair's latency into host A, host B and the network
+//! (docs/cluster.md, "The split") and the pair's report (DESIGN 4.6's pair object).
+//!
+//! Each side measures its loopback before the probe runs (the initiator before it sends its
+//! offer, the responder before it answers), so neither loopback shares the CPU or the
+//! device with the pair probe. Nothing is judged: a single pair has no baseline, so a
+//! finished probe is `uncertain` with its reason, and `failed` when the data the responder
+//! received did not verify or the probe stopped.
+
+use check::host::{Host, HostOptions, HostSpec, ProbeOptions};
+use model::{ComponentClass, ComponentId, HostTopology, LatencyStats};
+use probe::{latency_stats, LatencySpec, ProbeEngine};
+use rdma::engine::pair::{initiate, respond, PairError, PairOffer, PairPort, PairResult, PairSpec};
+use rdma::verbs::Verbs;
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::time::Duration;
+
+/// Most bytes of one bandwidth message (perftest's `-s` goes to 8 MiB; a responder refuses
+/// offers above this too).
+pub const MAX_BW_BYTES: u64 = 1 << 24;
+/// Longest wait for the responder's answer: it measures its own loopback (a few hundred
+/// milliseconds on a real host, seconds under emulation) and connects its QP first.
+pub const ANSWER_WAIT: Duration = Duration::from_secs(60);
+/// How long a responder serves one probe at most; a vanished initiator ends it sooner, at
+/// the probe's own per-wait deadline.
+pub const SERVE_LIMIT: Duration = Duration::from_secs(600);
+
+/// How the local side measures its own part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocalOptions {
+    /// Timed iterations of the loopback (the small message of `hostping check`).
+    pub loopback_iterations: u32,
+    /// Longest wait for one work completion, ms.
+    pub timeout_ms: u64,
+}
+
+/// Opens this host (a real one: sysfs and libibverbs), or says why it cannot be.
+pub fn open_host() -> Result<Host, String> {
+    Host::open(&HostSpec::default(), HostOptions::default())
+        .map_err(|e| format!("discovering this host: {e}"))
+}
+
+/// The RNICs this host offers for pair probes, as `(id, device)`: with `devices`, those
+/// devices numbered `rnic0`.. in the order given (an agent restricted to them, `--devices`);
+/// without, every RNIC with an ACTIVE port under the id `hostping check` gives it.
+pub fn rnics(host: &Host, devices: Option<&[String]>) -> Vec<(String, String)> {
+    match devices {
+        Some(devices) => devices
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (format!("rnic{i}"), d.clone()))
+            .collect(),
+        None => host
+            .discovery()
+            .map(|d| {
+                d.bindings
+                    .rnics
+                    .iter()
+                    .map(|(id, b)| (id.to_string(), b.device.clone()))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// This host's side of a pair: its device's port, and what its loopback needs.
+pub struct Local {
+    host: Host,
+    /// The host's name in reports.
+    pub name: String,
+    /// The RDMA device (`mlx5_0`, `rxe_a`).
+    pub device: String,
+    /// The RNIC's id in the host model (`rnic1`), whose loopback is the host's part.
+    pub rnic: ComponentId,
+    /// The memory node the host part's loopback writes to.
+    pub endpoint: ComponentId,
+    /// The opened port.
+    pub port: PairPort,
+    probe: ProbeOptions,
+    loopback: LatencySpec,
+}
+
+impl Local {
+    /// Opens `device`'s first ACTIVE port on `host`, named `name` in reports. The error
+    /// says why without naming the device (the caller names it as its input).
+    pub fn open(
+        host: Host,
+        device: &str,
+        name: String,
+        options: &LocalOptions,
+    ) -> Result<Local, String> {
+        let discovery = host.discovery().ok_or("not a real host")?;
+        let ports: Vec<_> = discovery
+            .rdma_ports
+            .iter()
+            .filter(|p| p.device == device)
+            .collect();
+        if ports.is_empty() {
+            let mut names: Vec<&str> = discovery
+                .rdma_ports
+                .iter()
+                .map(|p| p.device.as_str())
+                .collect();
+            names.dedup();
+            let found = if names.is_empty() {
+                "this host has none".to_string()
+            } else {
+                format!("this host has {}", names.join(", "))
+            };
+            return Err(format!("no RDMA device of that name ({found})"));
+        }
+        let Some((rnic, binding)) = discovery
+            .bindings
+            .rnics
+            .iter()
+            .find(|(_, b)| b.device == device)
+        else {
+            let states: Vec<String> = ports
+                .iter()
+                .map(|p| format!("port {} {:?}", p.port, p.state))
+                .collect();
+            return Err(format!("no ACTIVE port ({})", states.join(", ")));
+        };
+        let model = host.model().ok_or("no host model was built")?;
+        let endpoint =
+            nearest_memory(model, rnic).ok_or_else(|| format!("{rnic} reaches no memory node"))?;
+        let verbs =
+            Verbs::load().map_err(|e| format!("libibverbs cannot be used: {}", e.reason))?;
+        let port = PairPort::from_binding(&verbs, binding).map_err(|e| e.to_string())?;
+        Ok(Local {
+            name,
+            device: device.to_string(),
+            rnic: rnic.clone(),
+            endpoint,
+            port,
+            probe: ProbeOptions {
+                timeout_ms: options.timeout_ms,
+                verbs_faults: Vec::new(),
+            },
+            loopback: LatencySpec {
+                iterations: options.loopback_iterations,
+                ..LatencySpec::default()
+            },
+            host,
+        })
+    }
+
+    /// The longest wait for one completion or one message.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.probe.timeout_ms)
+    }
+
+    /// This host's part: half the p50 loopback latency of `rnic -> endpoint`, in us.
+    pub fn host_part(&mut self) -> Result<f64, String> {
+        let what = format!(
+            "the loopback {} -> {} on {}",
+            self.rnic, self.endpoint, self.device
+        );
+        let path = self
+            .host
+            .model()
+            .and_then(|m| m.path(&self.rnic, &self.endpoint))
+            .cloned()
+            .ok_or_else(|| format!("{what}: no such path in the host model"))?;
+        let engine = self
+            .host
+            .verbs_engine(&self.probe)
+            .map_err(|e| format!("{what}: {e}"))?
+            .ok_or_else(|| format!("{what}: not a real host"))?;
+        let samples = engine
+            .latency(&path, &self.loopback)
+            .map_err(|e| format!("{what}: {e}"))?;
+        let stats =
+            latency_stats(&samples.small_ns).ok_or_else(|| format!("{what}: no samples"))?;
+        Ok(stats.p50_us / 2.0)
+    }
+
+    /// `offer` as this side sends it: with its host name and its own part.
+    fn carried(&self, offer: &PairOffer, part: &Result<f64, String>) -> PairOffer {
+        PairOffer {
+            host: Some(self.name.clone()),
+            host_loopback_us: part.as_ref().ok().copied(),
+            ..offer.clone()
+        }
+    }
+}
+
+/// The memory node `rnic` reaches over the fewest links, at line rate where one is (the
+/// mesh's `--endpoint memory`).
+fn nearest_memory(model: &HostTopology, rnic: &ComponentId) -> Option<ComponentId> {
+    let memory = |affinitive_only: bool| {
+        model
+            .paths_of(rnic)
+            .filter(|p| p.affinitive || !affinitive_only)
+            .filter(|p| {
+                model
+                    .component(&p.endpoint)
+                    .is_some_and(|c| c.class() == ComponentClass::Memory)
+            })
+            .min_by_key(|p| p.links.len())
+            .map(|p| p.endpoint.clone())
+    };
+    memory(true).or_else(|| memory(false))
+}
+
+/// The responder's answer to an offer: its own offer (with its `host` and
+/// `host_loopback_us`), or why it refuses.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    /// The responder's offer; `None` when it refused.
+    #[serde(default)]
+    pub offer: Option<PairOffer>,
+    /// Why the responder's own part is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_loopback_error: Option<String>,
+    /// Why the responder refused the probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Answer {
+    /// A refusal, saying why.
+    pub fn refusal(why: String) -> Answer {
+        Answer {
+            offer: None,
+            host_loopback_error: None,
+            error: Some(why),
+        }
+    }
+}
+
+/// Whether a responder takes an initiator's probe: within `hostping pair probe`'s own caps.
+pub fn acceptable(spec: &PairSpec) -> Result<(), String> {
+    use model::limits;
+    let checks = [
+        ("latency_bytes", u64::from(spec.latency_bytes), 4096),
+        ("bw_bytes", u64::from(spec.bw_bytes), MAX_BW_BYTES),
+        (
+            "latency_iterations",
+            u64::from(spec.latency_iterations),
+            limits::ITERATIONS,
+        ),
+        ("bw_iterations", spec.bw_iterations, limits::ITERATIONS),
+        ("bw_duration_ms", spec.bw_duration_ms, 60_000),
+        ("depth", u64::from(spec.depth), limits::STREAM_DEPTH),
+        ("timeout_ms", spec.timeout_ms, limits::TIMEOUT_MS),
+    ];
+    match checks.iter().find(|(_, v, cap)| v > cap) {
+        Some((what, v, cap)) => Err(format!("{what} {v} is above this responder's cap of {cap}")),
+        None => Ok(()),
+    }
+}
+
+/// Serves one initiator's `offer` as the responder: refuses it above the caps, measures this
+/// side's part, connects, hands the answer to `deliver`, then serves the probe until done
+/// or [`SERVE_LIMIT`]. An error before the answer was delivered is delivered as a refusal
+/// (the initiator is still waiting for it). Returns what was served, in words.
+pub fn serve_offer(
+    local: &mut Local,
+    offer: &PairOffer,
+    deliver: impl FnOnce(&Answer) -> Result<(), String>,
+) -> Result<String, String> {
+    let deliver = RefCell::new(Some(deliver));
+    let send = |answer: &Answer| match deliver.borrow_mut().take() {
+        Some(deliver) => deliver(answer),
+        None => Ok(()),
+    };
+    if let Err(why) = acceptable(&offer.spec) {
+        send(&Answer::refusal(why.clone()))?;
+        return Err(format!("refused {}'s probe: {why}", offer.device));
+    }
+    let part = local.host_part();
+    let answer = |mine: &PairOffer| {
+        send(&Answer {
+            offer: Some(local.carried(mine, &part)),
+            host_loopback_error: part.as_ref().err().cloned(),
+            error: None,
+        })
+        .map_err(|e| format!("sending the answer: {e}"))
+    };
+    match respond(&local.port, offer, answer, SERVE_LIMIT) {
+        Ok(served) => Ok(format!(
+            "served {} from {}: {} rounds, {} messages, data {}",
+            local.device,
+            offer.device,
+            served.rounds,
+            served.messages,
+            if served.verified {
+                "verified"
+            } else {
+                "NOT verified"
+            }
+        )),
+        Err(e) => {
+            // Delivered only when the answer was not (the initiator still waits for one).
+            let _ = send(&Answer::refusal(e.to_string()));
+            Err(e.to_string())
+        }
+    }
+}
+
+/// Why the initiator got no answer from its peer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PeerFailure {
+    /// The peer could not be reached (no connection, no answer in time).
+    Unreachable(String),
+    /// The peer answered something else than an offer.
+    Other(String),
+}
+
+/// One side of the pair in the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct End {
+    /// The host's name.
+    pub host: String,
+    /// The RNIC: its id (`rnic0`) where an agent probed, the device where `hostping pair`
+    /// did.
+    pub rnic: String,
+    /// The RDMA device, where `rnic` is an id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+}
+
+/// DESIGN 4.6's pair object, measured (`hostping pair probe --format json`, and each pair of
+/// a real `hostping mesh`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairReport {
+    /// The initiator.
+    pub a: End,
+    /// The responder.
+    pub b: End,
+    /// p50 of the half round trips, us (ib_write_lat's t_typical).
+    pub latency_us: Option<f64>,
+    /// The bandwidth phase's rate, Gb/s.
+    pub bandwidth_gbps: Option<f64>,
+    /// Half host A's loopback latency to `endpoint_a`, us.
+    pub host_a_us: Option<f64>,
+    /// The same, measured by the peer.
+    pub host_b_us: Option<f64>,
+    /// latency - host A - host B.
+    pub network_us: Option<f64>,
+    /// The switches crossed: not traced by the probe.
+    pub route: Vec<String>,
+    /// Where `route` comes from: `none`.
+    pub route_source: &'static str,
+    /// `uncertain` (measured, not judged: no baseline), `failed` (the data did not verify,
+    /// the peer refused, or the probe stopped), `unreachable` (the peer could not be
+    /// reached).
+    pub status: &'static str,
+    /// Why `status`, in words.
+    pub reason: String,
+    /// Always false: a real probe.
+    pub simulated: bool,
+    /// The memory node of host A's part.
+    pub endpoint_a: String,
+    /// Percentiles of the half round trips.
+    pub latency: Option<LatencyStats>,
+    /// Bytes of a ping.
+    pub latency_bytes: u32,
+    /// Bytes of a bandwidth message.
+    pub bw_bytes: u32,
+    /// Messages the bandwidth phase moved.
+    pub bw_iterations: u64,
+    /// The responder found the data the initiator wrote.
+    pub verified: bool,
+    /// Why host A's part is missing.
+    pub host_a_error: Option<String>,
+    /// Why host B's part is missing.
+    pub host_b_error: Option<String>,
+    /// The peer as given (HOST:PORT, or its agent's URL).
+    pub peer: String,
+    /// Where the stop happened, when the probe stopped.
+    pub error: Option<String>,
+}
+
+/// The network's part: the latency less both hosts' parts (`None` unless all three are
+/// known). May come out negative where a host's loopback costs more than its share of the
+/// pair's path (a software RNIC, whose loopback never leaves the host's CPU).
+pub fn network_part(
+    latency_us: Option<f64>,
+    host_a: Option<f64>,
+    host_b: Option<f64>,
+) -> Option<f64> {
+    Some(latency_us? - host_a? - host_b?)
+}
+
+/// A probe as the initiator ran it: its report, and the error when it stopped.
+pub struct Probed {
+    /// The report (with what was kept when the probe stopped).
+    pub report: PairReport,
+    /// Why the probe stopped, if it did.
+    pub error: Option<String>,
+}
+
+/// Runs the probe as the initiator: measures this side's part, hands its offer to
+/// `exchange` (which delivers it to `peer` and returns the answer) and reports. `a_rnic`
+/// and `b_rnic` name the ends in the report (the agents' RNIC ids); `None` names each by
+/// its device.
+pub fn initiate_probe(
+    local: &mut Local,
+    spec: &PairSpec,
+    peer: &str,
+    ends: (Option<&str>, Option<&str>),
+    exchange: impl FnOnce(&PairOffer) -> Result<Answer, PeerFailure>,
+) -> Probed {
+    let part_a = local.host_part();
+    let answer: RefCell<Option<Answer>> = RefCell::new(None);
+    let unreachable = RefCell::new(false);
+    let outcome = initiate(&local.port, spec, |mine: &PairOffer| {
+        let got = exchange(&local.carried(mine, &part_a)).map_err(|e| match e {
+            PeerFailure::Unreachable(why) => {
+                *unreachable.borrow_mut() = true;
+                why
+            }
+            PeerFailure::Other(why) => why,
+        })?;
+        *answer.borrow_mut() = Some(got.clone());
+        match (got.offer, got.error) {
+            (_, Some(why)) => Err(format!("{peer} refused the probe: {why}")),
+            (Some(offer), None) => Ok(offer),
+            (None, None) => Err(format!("{peer} answered without an offer")),
+        }
+    });
+    let answer = answer.into_inner();
+    let peer_offer = answer.as_ref().and_then(|a| a.offer.as_ref());
+    let end = |host: String, id: Option<&str>, device: String| match id {
+        Some(id) => End {
+            host,
+            rnic: id.to_string(),
+            device: Some(device),
+        },
+        None => End {
+            host,
+            rnic: device,
+            device: None,
+        },
+    };
+    let mut report = PairReport {
+        a: end(local.name.clone(), ends.0, local.device.clone()),
+        b: end(
+            peer_offer
+                .and_then(|o| o.host.clone())
+                .unwrap_or_else(|| peer.to_string()),
+            ends.1,
+            peer_offer.map_or_else(String::new, |o| o.device.clone()),
+        ),
+        latency_us: None,
+        bandwidth_gbps: None,
+        host_a_us: part_a.as_ref().ok().copied(),
+        host_b_us: peer_offer.and_then(|o| o.host_loopback_us),
+        network_us: None,
+        route: Vec::new(),
+        route_source: "none",
+        status: "failed",
+        reason: String::new(),
+        simulated: false,
+        endpoint_a: local.endpoint.to_string(),
+        latency: None,
+        latency_bytes: spec.latency_bytes,
+        bw_bytes: spec.bw_bytes,
+        bw_iterations: 0,
+        verified: false,
+        host_a_error: part_a.as_ref().err().cloned(),
+        host_b_error: answer.as_ref().and_then(|a| a.host_loopback_error.clone()),
+        peer: peer.to_string(),
+        error: None,
+    };
+    match outcome {
+        Ok(result) => {
+            fill(&mut report, &result);
+            Probed {
+                report,
+                error: None,
+            }
+        }
+        Err(e) => {
+            stopped(&mut report, &e, unreachable.into_inner());
+            Probed {
+                error: Some(e.to_string()),
+                report,
+            }
+        }
+    }
+}
+
+/// The report's figures from a finished probe.
+fn fill(report: &mut PairReport, result: &PairResult) {
+    report.latency = latency_stats(&result.latency.small_ns);
+    report.latency_us = report.latency.map(|l| l.p50_us);
+    report.bandwidth_gbps = result.bandwidth_gbps;
+    report.bw_iterations = result.iterations;
+    report.verified = result.verified;
+    report.network_us = network_part(report.latency_us, report.host_a_us, report.host_b_us);
+    (report.status, report.reason) = if result.verified {
+        (
+            "uncertain",
+            "measured, not judged: a single pair has no baseline".to_string(),
+        )
+    } else {
+        (
+            "failed",
+            format!(
+                "the data {} received did not match what {} wrote",
+                report.b.rnic, report.a.rnic
+            ),
+        )
+    };
+}
+
+/// The report of a probe that stopped: what was kept, and why.
+fn stopped(report: &mut PairReport, e: &PairError, unreachable: bool) {
+    report.latency = latency_stats(&e.kept.small_ns);
+    report.latency_us = report.latency.map(|l| l.p50_us);
+    report.error = Some(e.to_string());
+    (report.status, report.reason) = if unreachable {
+        ("unreachable", "the peer could not be reached".to_string())
+    } else {
+        ("failed", "the probe stopped".to_string())
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offer() -> PairOffer {
+        PairOffer {
+            device: "rxe_b".into(),
+            port: 1,
+            lid: 0,
+            gid: Some("0000:0000:0000:0000:0000:ffff:c0a8:4d02".into()),
+            gid_index: Some(1),
+            qp_num: 17,
+            psn: 0x12345,
+            mtu: 3,
+            rkey: 0x99,
+            addr: 0x7f00_0000_0000,
+            len: 65536 + 64,
+            completion_timestamps: false,
+            spec: PairSpec::default(),
+            host: Some("node-b".into()),
+            host_loopback_us: Some(9.5),
+        }
+    }
+
+    #[test]
+    fn an_offer_and_an_answer_round_trip_through_json() {
+        let mine = offer();
+        let line = serde_json::to_string(&mine).unwrap();
+        assert!(!line.contains('\n'));
+        assert_eq!(serde_json::from_str::<PairOffer>(&line).unwrap(), mine);
+
+        let answer = Answer {
+            offer: Some(mine.clone()),
+            host_loopback_error: None,
+            error: None,
+        };
+        let text = serde_json::to_string(&answer).unwrap();
+        let back: Answer = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, answer);
+        assert_eq!(back.offer.unwrap().host_loopback_us, Some(9.5));
+        // A refusal is an error and no offer.
+        let refusal: Answer = serde_json::from_str(r#"{"error": "bw_bytes too big"}"#).unwrap();
+        assert_eq!(refusal, Answer::refusal("bw_bytes too big".into()));
+    }
+
+    #[test]
+    fn the_network_part_is_the_latency_less_both_hosts_parts() {
+        let net = network_part(Some(25.0), Some(8.5), Some(9.0)).unwrap();
+        assert!((net - 7.5).abs() < 1e-9, "{net}");
+        // 200 us more on the cable: all of it is the network's.
+        let slow = network_part(Some(225.0), Some(8.5), Some(9.0)).unwrap();
+        assert!((slow - net - 200.0).abs() < 1e-9);
+        // A software RNIC's loopback may cost more than its share: negative, not hidden.
+        assert!(network_part(Some(10.0), Some(6.0), Some(6.0)).unwrap() < 0.0);
+        // A part not measured leaves the network's unknown.
+        assert_eq!(network_part(Some(25.0), None, Some(9.0)), None);
+        assert_eq!(network_part(None, Some(8.5), Some(9.0)), None);
+    }
+
+    #[test]
+    fn a_responder_refuses_a_probe_above_the_caps() {
+        assert_eq!(acceptable(&PairSpec::default()), Ok(()));
+        let huge = PairSpec {
+            bw_bytes: 1 << 30,
+            ..PairSpec::default()
+        };
+        assert!(acceptable(&huge)
+            .unwrap_err()
+            .starts_with("bw_bytes 1073741824 is above"));
+    }
+
+    #[test]
+    fn an_agent_restricted_to_devices_numbers_them_in_the_order_given() {
+        // A simulated host has no discovery: without --devices it offers no RNIC.
+        let host = Host::open(
+            &HostSpec {
+                sim: Some("dgx-a100".into()),
+                ..HostSpec::default()
+            },
+            HostOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(rnics(&host, None), Vec::<(String, String)>::new());
+        let devices = ["rxe_b".to_string(), "rxe_a".to_string()];
+        assert_eq!(
+            rnics(&host, Some(&devices)),
+            vec![
+                ("rnic0".to_string(), "rxe_b".to_string()),
+                ("rnic1".to_string(), "rxe_a".to_string())
+            ]
+        );
+    }
+}

@@ -1,0 +1,233 @@
+//! Where each agent listens, and which RNICs it probes from, so that the collector can ask
+//! agents for pair probes ([`crate::mesh`]).
+//!
+//! | path | what |
+//! |---|---|
+//! | `PUT /api/hosts/{host}/agent {"url", "rnics"}` | an agent registers (its host's token, DESIGN 4.5's rules: 401, 403 for another host's token, 400 a body outside this) |
+//! | `GET /api/agents` | `[{"host", "agent_url", "rnics", "registered_unix_ms"}]`, by host |
+//!
+//! A registration replaces the host's previous one; it is stored in the `agents` table,
+//! keyed by the host's fleet name (an agent registers at start, before any run of it).
+
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, put};
+use axum::{Json, Router};
+use deadpool_postgres::Pool;
+use fleet_api::read::ErrorBody;
+use fleet_api::tokens::Tokens;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// The `agents` table (schema version 8).
+pub const MIGRATION: &str = "CREATE TABLE agents (
+        host TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        rnics TEXT[] NOT NULL,
+        registered_unix_ms BIGINT NOT NULL
+    );";
+
+/// The most RNICs one agent may register.
+const MAX_RNICS: usize = 64;
+
+/// One agent as registered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentEntry {
+    /// The host's fleet name.
+    pub host: String,
+    /// Its agent's API.
+    pub agent_url: String,
+    /// Its RNIC ids (`rnic0`..).
+    pub rnics: Vec<String>,
+    /// When it registered, ms since the Unix epoch.
+    pub registered_unix_ms: i64,
+}
+
+/// `PUT /api/hosts/{host}/agent`'s body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Registration {
+    url: String,
+    rnics: Vec<String>,
+}
+
+/// Whether `id` is an RNIC id (`rnic` and a number).
+pub fn is_rnic_id(id: &str) -> bool {
+    id.strip_prefix("rnic")
+        .is_some_and(|n| !n.is_empty() && n.len() <= 4 && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Checks a registration: an http(s) URL with a host, RNIC ids, each once. Returns why not.
+fn check(r: &Registration) -> Result<(), String> {
+    let uri: axum::http::Uri = r
+        .url
+        .parse()
+        .map_err(|e| format!("url `{}` is not a URL ({e})", r.url))?;
+    if !matches!(uri.scheme_str(), Some("http" | "https"))
+        || uri.host().unwrap_or_default().is_empty()
+    {
+        return Err(format!(
+            "url `{}`: expected http://HOST:PORT or https://HOST:PORT",
+            r.url
+        ));
+    }
+    if r.rnics.len() > MAX_RNICS {
+        return Err(format!("rnics: {} is more than {MAX_RNICS}", r.rnics.len()));
+    }
+    if let Some(bad) = r.rnics.iter().find(|id| !is_rnic_id(id)) {
+        return Err(format!(
+            "rnics: `{bad}` is not an RNIC id (rnic0, rnic1, ..)"
+        ));
+    }
+    let mut seen = r.rnics.clone();
+    seen.sort();
+    seen.dedup();
+    if seen.len() != r.rnics.len() {
+        return Err("rnics: an RNIC id is given twice".into());
+    }
+    Ok(())
+}
+
+/// The routes, over the database and the hosts' tokens.
+pub fn routes(pool: Pool, tokens: Arc<Tokens>) -> Router {
+    Router::new()
+        .route("/api/hosts/{host}/agent", put(register))
+        .route("/api/agents", get(list))
+        .with_state((pool, tokens))
+}
+
+/// A refusal in the fleet API's error body (`WWW-Authenticate: Bearer` with a 401).
+pub(crate) fn refuse(code: StatusCode, error: String) -> Response {
+    let mut response = (code, Json(ErrorBody { error })).into_response();
+    if code == StatusCode::UNAUTHORIZED {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, "Bearer".parse().expect("static"));
+    }
+    response
+}
+
+/// The token presented as `Authorization: Bearer TOKEN`.
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+async fn register(
+    State((pool, tokens)): State<(Pool, Arc<Tokens>)>,
+    UrlPath(host): UrlPath<String>,
+    headers: HeaderMap,
+    body: Result<Json<Registration>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let Some(token_host) = bearer(&headers).and_then(|t| tokens.host_of(t)) else {
+        return refuse(StatusCode::UNAUTHORIZED, "no valid bearer token".into());
+    };
+    if token_host != host {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            format!("the token belongs to host {token_host}, not {host}"),
+        );
+    }
+    let registration = match body {
+        Ok(Json(r)) => r,
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, e.body_text()),
+    };
+    if let Err(why) = check(&registration) {
+        return refuse(StatusCode::BAD_REQUEST, why);
+    }
+    let now = model::time::unix_ms(std::time::SystemTime::now());
+    let stored = async {
+        let client = pool.get().await.map_err(|e| e.to_string())?;
+        client
+            .execute(
+                "INSERT INTO agents (host, url, rnics, registered_unix_ms) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (host) DO UPDATE
+                 SET url = EXCLUDED.url, rnics = EXCLUDED.rnics,
+                     registered_unix_ms = EXCLUDED.registered_unix_ms",
+                &[&host, &registration.url, &registration.rnics, &now],
+            )
+            .await
+            .map_err(|e| crate::server_words(&e))
+    }
+    .await;
+    match stored {
+        Ok(_) => Json(AgentEntry {
+            host,
+            agent_url: registration.url,
+            rnics: registration.rnics,
+            registered_unix_ms: now,
+        })
+        .into_response(),
+        Err(e) => refuse(StatusCode::SERVICE_UNAVAILABLE, format!("database: {e}")),
+    }
+}
+
+async fn list(State((pool, _)): State<(Pool, Arc<Tokens>)>) -> Response {
+    match load(&pool, None).await {
+        Ok(agents) => Json(agents).into_response(),
+        Err(e) => refuse(StatusCode::SERVICE_UNAVAILABLE, format!("database: {e}")),
+    }
+}
+
+/// The registered agents, of `hosts` only when given, by host.
+pub async fn load(pool: &Pool, hosts: Option<&[String]>) -> Result<Vec<AgentEntry>, String> {
+    let client = pool.get().await.map_err(|e| e.to_string())?;
+    let rows = client
+        .query(
+            "SELECT host, url, rnics, registered_unix_ms FROM agents
+             WHERE $1::text[] IS NULL OR host = ANY($1) ORDER BY host",
+            &[&hosts],
+        )
+        .await
+        .map_err(|e| crate::server_words(&e))?;
+    Ok(rows
+        .iter()
+        .map(|r| AgentEntry {
+            host: r.get(0),
+            agent_url: r.get(1),
+            rnics: r.get(2),
+            registered_unix_ms: r.get(3),
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registration(url: &str, rnics: &[&str]) -> Registration {
+        Registration {
+            url: url.into(),
+            rnics: rnics.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_registration_needs_an_http_url_and_rnic_ids_each_once() {
+        assert_eq!(
+            check(&registration("http://node01:9469", &["rnic0", "rnic1"])),
+            Ok(())
+        );
+        assert_eq!(check(&registration("https://10.0.0.1:9469/", &[])), Ok(()));
+        let e = check(&registration("ftp://node01", &["rnic0"])).unwrap_err();
+        assert!(e.starts_with("url `ftp://node01`: expected http"), "{e}");
+        let e = check(&registration("node01:9469", &["rnic0"])).unwrap_err();
+        assert!(e.starts_with("url `node01:9469`"), "{e}");
+        let e = check(&registration("http://n:1", &["rnic0", "mlx5_0"])).unwrap_err();
+        assert_eq!(e, "rnics: `mlx5_0` is not an RNIC id (rnic0, rnic1, ..)");
+        let e = check(&registration("http://n:1", &["rnic0", "rnic0"])).unwrap_err();
+        assert_eq!(e, "rnics: an RNIC id is given twice");
+    }
+
+    #[test]
+    fn rnic_ids_are_rnic_and_a_number() {
+        for ok in ["rnic0", "rnic7", "rnic15"] {
+            assert!(is_rnic_id(ok), "{ok}");
+        }
+        for bad in ["rnic", "rnicx", "gpu0", "rnic-1", "rnic123456", ""] {
+            assert!(!is_rnic_id(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# mesh-agents.sh HOSTPING: runs INSIDE the Soft-RoCE guest, after the pair steps of
+# softroce-check.sh (rxe_a and rxe_b joined by the veth pair of pair-net.sh, no netem left):
+# a real `hostping mesh` through the collector. PostgreSQL (the host's binaries, over 9p) in
+# /tmp, the collector with probe tokens, agent node01 on rxe_a and node02 on rxe_b (each
+# restricted to its device, registered with the collector), and node03 registered by an
+# agent that then stopped; `hostping mesh --nodes node[01-03]` must measure the
+# node01-node02 pair and report node03's pairs unreachable. Outputs in
+# $HOSTPING_GUEST_OUT/softroce/mesh-*; assertions in crates/hostping/tests/softroce.rs
+# (`mesh_through_the_collector_on_soft_roce`). The script's own time is in mesh-time.txt.
+set -uo pipefail
+
+hostping=${1:?usage: mesh-agents.sh HOSTPING}
+out="${HOSTPING_GUEST_OUT:?run inside scripts/guest/run.sh}/softroce"
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=scripts/guest/step.sh
+. "$here/step.sh"
+started=$(date +%s.%N)
+
+pg=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+dir=/tmp/mesh
+mkdir -p "$dir" && chmod 777 "$dir"
+collector=http://127.0.0.1:9470
+ops=mesh-ops-0123456789abcdef
+printf 'node01 tok-node01-0123456789\nnode02 tok-node02-0123456789\nnode03 tok-node03-0123456789\n' \
+    >"$dir/tokens"
+printf 'ops %s\n' "$ops" >"$dir/probe.tokens"
+# Each agent checks the host once at start (short: 20 iterations), then only the pair
+# requests probe.
+printf '[probe]\niterations = 20\n[triggers]\nhost_status_every = "100h"\nsymptoms_every = "100h"\n' \
+    >"$dir/agent.toml"
+
+# PostgreSQL refuses to run as root: as nobody, small (the guest has little memory).
+as_nobody() { runuser -u nobody -- "$@"; }
+step mesh-initdb as_nobody "$pg/initdb" --auth=trust --username=hostping --encoding=UTF8 \
+    --no-sync -D "$dir/pgdata"
+step mesh-postgres as_nobody "$pg/pg_ctl" -D "$dir/pgdata" -l "$dir/postgres.log" -w -o \
+    "-c port=5433 -c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir -c fsync=off -c shared_buffers=16MB -c max_connections=40" \
+    start
+
+"$hostping" collector --database postgres://hostping@127.0.0.1:5433/postgres \
+    --listen 127.0.0.1:9470 --tokens "$dir/tokens" --probe-tokens "$dir/probe.tokens" \
+    2>"$out/mesh-collector.err" &
+collector_pid=$!
+for _ in $(seq 600); do
+    grep -q 'serving' "$out/mesh-collector.err" 2>/dev/null && break
+    sleep 0.1
+done
+
+# agent NAME DEVICE PORT CPU: one agent, its API on 127.0.0.1:PORT, pinned to vCPU CPU
+# (the responder and the initiator on different vCPUs, as the pair steps run them).
+agent() {
+    taskset -c "$4" "$hostping" agent --config "$dir/agent.toml" --db "/tmp/$1.db" \
+        --listen "127.0.0.1:$3" --name "$1" --devices "$2" --collector "$collector" \
+        --token "tok-$1-0123456789" --probe-tokens "$dir/probe.tokens" \
+        2>"$out/mesh-$1.err" &
+}
+agent node01 rxe_a 9601 1
+node01=$!
+agent node02 rxe_b 9602 0
+node02=$!
+# node03 registers (as a simulated dgx-a100: rnic0..rnic3) and stops: its agent is down.
+"$hostping" agent --sim dgx-a100 --db /tmp/node03.db --listen 127.0.0.1:9603 --name node03 \
+    --collector "$collector" --token tok-node03-0123456789 --run-for 3s \
+    2>"$out/mesh-node03.err"
+for _ in $(seq 600); do
+    [ "$(curl -s "$collector/api/agents" | grep -o '"host"' | wc -l)" = 3 ] && break
+    sleep 0.1
+done
+curl -s "$collector/api/agents" >"$out/mesh-registered.json"
+# The agents' first checks done, so that they do not share the vCPUs with the pairs.
+for port in 9601 9602; do
+    for _ in $(seq 1200); do
+        curl -s "http://127.0.0.1:$port/api/runs?limit=1" | grep -q '"id"' && break
+        sleep 0.1
+    done
+done
+
+# 1000 pings a pair (100/s over 10 s), 300 WRITEs at depth 16: as the pair steps probe.
+mesh_started=$(date +%s.%N)
+step mesh-agents "$hostping" mesh --nodes 'node[01-03]' --collector "$collector" \
+    --token "$ops" --duration 10 --rate-cross-leaf 100 --bw-iterations 300 --depth 16 \
+    --format json
+mesh_ended=$(date +%s.%N)
+
+kill "$node01" "$node02" "$collector_pid"
+wait "$node01" "$node02" "$collector_pid" 2>/dev/null
+as_nobody "$pg/pg_ctl" -D "$dir/pgdata" -m fast stop >/dev/null
+awk -v s="$started" -v m="$mesh_started" -v e="$mesh_ended" -v n="$(date +%s.%N)" \
+    'BEGIN { printf "script %.1f s, mesh %.1f s\n", n - s, e - m }' >"$out/mesh-time.txt"
+exit 0
