@@ -14,7 +14,9 @@
 use check::host::{Host, HostOptions, HostSpec, ProbeOptions};
 use model::{ComponentClass, ComponentId, HostTopology, LatencyStats};
 use probe::{latency_stats, LatencySpec, ProbeEngine};
-use rdma::engine::pair::{initiate, respond, PairError, PairOffer, PairPort, PairResult, PairSpec};
+use rdma::engine::pair::{
+    initiate, respond, PairError, PairOffer, PairPort, PairResult, PairSpec, TimestampSource,
+};
 use rdma::verbs::Verbs;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -342,8 +344,16 @@ pub struct PairReport {
     pub host_a_us: Option<f64>,
     /// The same, measured by the peer.
     pub host_b_us: Option<f64>,
-    /// latency - host A - host B.
+    /// The network's part, us: half the median round trip by host A's RNIC clock where
+    /// its completions are stamped, else latency - host A - host B (`network_from`).
     pub network_us: Option<f64>,
+    /// `completion_timestamps` or `latency_less_host_parts`.
+    pub network_from: &'static str,
+    /// Where the probe's times came from (`cpu_no_completion_timestamps` on rxe).
+    pub timestamps: Option<TimestampSource>,
+    /// Why offered completion timestamps were not used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timestamps_note: Option<String>,
     /// The switches crossed: not traced by the probe.
     pub route: Vec<String>,
     /// Where `route` comes from: `none`.
@@ -387,6 +397,25 @@ pub fn network_part(
     host_b: Option<f64>,
 ) -> Option<f64> {
     Some(latency_us? - host_a? - host_b?)
+}
+
+/// The network's part and where it comes from: half the median of the round trips host A's
+/// RNIC timed (`nic_round_trip_ns`, no host software in them: R-Pingmesh, SIGCOMM'24,
+/// section 4) where there are any, else [`network_part`].
+pub fn network_split(
+    latency_us: Option<f64>,
+    host_a: Option<f64>,
+    host_b: Option<f64>,
+    nic_round_trip_ns: &[f64],
+) -> (Option<f64>, &'static str) {
+    if nic_round_trip_ns.is_empty() {
+        return (
+            network_part(latency_us, host_a, host_b),
+            "latency_less_host_parts",
+        );
+    }
+    let rtt_ns = analyze::robust::median(nic_round_trip_ns.iter().copied());
+    (rtt_ns.map(|ns| ns / 2.0 / 1e3), "completion_timestamps")
 }
 
 /// A probe as the initiator ran it: its report, and the error when it stopped.
@@ -454,6 +483,9 @@ pub fn initiate_probe(
         host_a_us: part_a.as_ref().ok().copied(),
         host_b_us: peer_offer.and_then(|o| o.host_loopback_us),
         network_us: None,
+        network_from: "latency_less_host_parts",
+        timestamps: None,
+        timestamps_note: None,
         route: Vec::new(),
         route_source: "none",
         status: "failed",
@@ -495,7 +527,14 @@ fn fill(report: &mut PairReport, result: &PairResult) {
     report.bandwidth_gbps = result.bandwidth_gbps;
     report.bw_iterations = result.iterations;
     report.verified = result.verified;
-    report.network_us = network_part(report.latency_us, report.host_a_us, report.host_b_us);
+    (report.network_us, report.network_from) = network_split(
+        report.latency_us,
+        report.host_a_us,
+        report.host_b_us,
+        &result.nic_round_trip_ns,
+    );
+    report.timestamps = Some(result.timestamps);
+    report.timestamps_note = result.timestamps_note.clone();
     (report.status, report.reason) = if result.verified {
         (
             "uncertain",
@@ -581,6 +620,18 @@ mod tests {
         // A part not measured leaves the network's unknown.
         assert_eq!(network_part(Some(25.0), None, Some(9.0)), None);
         assert_eq!(network_part(None, Some(8.5), Some(9.0)), None);
+    }
+
+    #[test]
+    fn the_rnics_own_round_trips_replace_the_subtraction_where_there_are_any() {
+        // No timestamps (rxe): the latency less both parts.
+        let (net, from) = network_split(Some(25.0), Some(8.5), Some(9.0), &[]);
+        assert_eq!((net, from), (Some(7.5), "latency_less_host_parts"));
+        // Stamped round trips of 4.0, 4.4 and 9.0 us: half the median, whatever the CPU's
+        // latency and the host parts say.
+        let (net, from) = network_split(Some(25.0), None, Some(9.0), &[4_000.0, 9_000.0, 4_400.0]);
+        assert_eq!(from, "completion_timestamps");
+        assert!((net.unwrap() - 2.2).abs() < 1e-9, "{net:?}");
     }
 
     #[test]
