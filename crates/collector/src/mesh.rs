@@ -412,28 +412,11 @@ async fn ask(
     let url = probe_url.clone();
     let posted = tokio::task::spawn_blocking(move || {
         let client = fleet_api::post::client(ureq::tls::TlsConfig::default());
-        let mut answer = client
-            .post(&url)
-            .config()
-            .timeout_global(Some(PAIR_WAIT))
-            .build()
-            .header("Authorization", format!("Bearer {token}"))
-            .header("Content-Type", "application/json")
-            .send(body.to_string().as_bytes())
-            .map_err(|e| e.to_string())?;
-        let status = answer.status().as_u16();
-        let text = answer
-            .body_mut()
-            .with_config()
-            .limit(4 << 20)
-            .read_to_string()
-            .map_err(|e| format!("reading the answer: {e}"))?;
-        Ok::<_, String>((status, text))
+        fleet_api::post::ask(&client, &url, &token, &body, PAIR_WAIT, 4 << 20)
     })
     .await
     .unwrap_or_else(|e| Err(format!("the request failed: {e}")));
-    let (status, text) =
-        posted.map_err(|e| (0, format!("{}'s agent at {probe_url}: {e}", a.host)))?;
+    let (status, text) = posted.map_err(|e| (0, format!("{}'s agent: {e}", a.host)))?;
     let parsed: Option<Value> = serde_json::from_str(&text).ok();
     match (status, parsed) {
         (200, Some(mut report)) if report.is_object() => {

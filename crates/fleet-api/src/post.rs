@@ -78,3 +78,35 @@ fn collector_message(text: &str) -> String {
         .and_then(|v| v.get("error")?.as_str().map(str::to_owned))
         .unwrap_or_else(|| text.trim().to_owned())
 }
+
+/// Posts the JSON `body` to `url` with `token` and waits at most `wait` for the whole
+/// answer, read up to `limit` bytes: its status and text, whatever the status (a request
+/// that is answered, unlike [`post`]'s deliveries, is not retried). The error names `url`.
+/// What the mesh's requests share: the CLI asking the collector, the collector asking an
+/// agent, an agent asking its peer.
+pub fn ask(
+    client: &ureq::Agent,
+    url: &str,
+    token: &str,
+    body: &serde_json::Value,
+    wait: Duration,
+    limit: u64,
+) -> Result<(u16, String), String> {
+    let mut answer = client
+        .post(url)
+        .config()
+        .timeout_global(Some(wait))
+        .build()
+        .header("Authorization", format!("Bearer {token}"))
+        .header("Content-Type", "application/json")
+        .send(body.to_string().as_bytes())
+        .map_err(|e| format!("{url}: {e}"))?;
+    let status = answer.status().as_u16();
+    let text = answer
+        .body_mut()
+        .with_config()
+        .limit(limit)
+        .read_to_string()
+        .map_err(|e| format!("{url}: reading the answer: {e}"))?;
+    Ok((status, text))
+}

@@ -249,23 +249,7 @@ fn post_json(
     body: &serde_json::Value,
     wait: Duration,
 ) -> Result<(u16, String), String> {
-    let mut answer = client
-        .post(url)
-        .config()
-        .timeout_global(Some(wait))
-        .build()
-        .header("Authorization", format!("Bearer {token}"))
-        .header("Content-Type", "application/json")
-        .send(body.to_string().as_bytes())
-        .map_err(|e| format!("{url}: {e}"))?;
-    let status = answer.status().as_u16();
-    let text = answer
-        .body_mut()
-        .with_config()
-        .limit(1 << 20)
-        .read_to_string()
-        .map_err(|e| format!("{url}: reading the answer: {e}"))?;
-    Ok((status, text))
+    fleet_api::post::ask(client, url, token, body, wait, 1 << 20)
 }
 
 /// The `error` of a JSON error body, or the text as it came.

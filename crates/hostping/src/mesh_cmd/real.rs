@@ -54,22 +54,8 @@ pub fn run(args: &MeshArgs) -> Result<Outcome> {
 /// why (its own words for a refusal).
 fn ask(url: &str, token: &str, body: &Value, wait: Duration) -> Result<Value> {
     let client = fleet_api::post::client(ureq::tls::TlsConfig::default());
-    let mut answer = client
-        .post(url)
-        .config()
-        .timeout_global(Some(wait))
-        .build()
-        .header("Authorization", format!("Bearer {token}"))
-        .header("Content-Type", "application/json")
-        .send(body.to_string().as_bytes())
-        .map_err(|e| anyhow!("--collector: {url}: {e}"))?;
-    let status = answer.status().as_u16();
-    let text = answer
-        .body_mut()
-        .with_config()
-        .limit(64 << 20)
-        .read_to_string()
-        .with_context(|| format!("--collector: reading the answer of {url}"))?;
+    let (status, text) = fleet_api::post::ask(&client, url, token, body, wait, 64 << 20)
+        .map_err(|e| anyhow!("--collector: {e}"))?;
     let parsed: Option<Value> = serde_json::from_str(&text).ok();
     if status != 200 {
         let words = parsed
