@@ -90,7 +90,8 @@ done >"$out/hw_counters.txt" 2>/dev/null
 # probe (left to the scheduler, two busy-polling sides share one vCPU at times). The host
 # parts are rxe's local loopback, which never reaches the veth: netem must not move them.
 
-# pair_probe STEP LIMIT_US: one probe from rxe_a to the responder. A probe whose latency
+# pair_probe STEP LIMIT_US [ARGS..]: one probe from rxe_a to the responder (ARGS added to
+# `pair probe`). A probe whose latency
 # is above LIMIT_US measured the host's scheduler, not the cable: when the host (2 cores
 # shared with other work) takes a vCPU from QEMU, a busy-polling side waits for its tick
 # (crates/rdma/tests/guest.rs, `unstarved`, has the figures). It is run again, four
@@ -99,7 +100,7 @@ pair_probe() {
     local attempt lat
     for attempt in 1 2 3 4; do
         step "$1" taskset -c 1 timeout 300 "$hostping" pair probe --device rxe_a \
-            --peer "$pair_peer" --format json --bw-iterations 300 --depth 16
+            --peer "$pair_peer" --format json --bw-iterations 300 --depth 16 "${@:3}"
         lat=$(sed -n 's/^  "latency_us": \([0-9.]*\),$/\1/p' "$out/$1.out")
         awk -v l="${lat:-inf}" -v m="$2" 'BEGIN { exit !(l < m) }' && return
         echo "pair: $1 (attempt $attempt) came out at ${lat:-no} us, a starved vCPU: again"
@@ -116,10 +117,13 @@ if [ "$(cat "$out/pair-net.status")" = 0 ]; then
     done
     pair_peer=$(sed -n 's/.* listening on //p' "$out/pair-serve.out")
     for i in 1 2 3; do pair_probe "pair-base-$i" 100; done
+    # The healthy probes' last one is the baseline the others are judged against.
+    cp "$out/pair-base-3.out" "$out/pair-baseline.json"
+    judge=(--baseline "$out/pair-baseline.json")
     tc qdisc add dev veth_a root netem delay 200us
-    for i in 1 2 3; do pair_probe "pair-delay-$i" 600; done
+    for i in 1 2 3; do pair_probe "pair-delay-$i" 600 "${judge[@]}"; done
     tc qdisc change dev veth_a root netem loss 2%
-    for i in 1 2 3; do pair_probe "pair-loss-$i" 100; done
+    for i in 1 2 3; do pair_probe "pair-loss-$i" 100 "${judge[@]}"; done
     tc -s qdisc show dev veth_a >"$out/pair-netem.txt" 2>&1
     tc qdisc del dev veth_a root
     kill "$pair_serve"

@@ -316,7 +316,7 @@ pub enum PeerFailure {
 }
 
 /// One side of the pair in the report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct End {
     /// The host's name.
     pub host: String,
@@ -364,6 +364,16 @@ pub struct PairReport {
     pub status: &'static str,
     /// Why `status`, in words.
     pub reason: String,
+    /// Each part against a baseline of the same pair (`hostping pair probe --baseline`):
+    /// `normal`, `abnormal` or `uncertain` (not measured here or there); absent unjudged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_a_status: Option<&'static str>,
+    /// See `host_a_status`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_b_status: Option<&'static str>,
+    /// See `host_a_status`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_status: Option<&'static str>,
     /// Always false: a real probe.
     pub simulated: bool,
     /// The memory node of host A's part.
@@ -490,6 +500,9 @@ pub fn initiate_probe(
         route_source: "none",
         status: "failed",
         reason: String::new(),
+        host_a_status: None,
+        host_b_status: None,
+        network_status: None,
         simulated: false,
         endpoint_a: local.endpoint.to_string(),
         latency: None,
@@ -548,6 +561,119 @@ fn fill(report: &mut PairReport, result: &PairResult) {
                 report.b.rnic, report.a.rnic
             ),
         )
+    };
+}
+
+/// A healthy probe of the same pair to judge another against: the `hostping pair probe
+/// --format json` of a run the operator trusts (the fields it needs; the rest is ignored).
+#[derive(Debug, Clone, Deserialize)]
+pub struct PairBaseline {
+    /// The initiator (must be the judged probe's).
+    pub a: End,
+    /// The responder (must be the judged probe's).
+    pub b: End,
+    /// Its latency, us.
+    pub latency_us: f64,
+    /// Its host parts, us.
+    pub host_a_us: Option<f64>,
+    /// See `host_a_us`.
+    pub host_b_us: Option<f64>,
+    /// Its network part, us.
+    pub network_us: Option<f64>,
+    /// Its bandwidth, Gb/s.
+    pub bandwidth_gbps: Option<f64>,
+    /// Its percentiles (the tail).
+    pub latency: Option<LatencyStats>,
+}
+
+/// How far a probe's tail (p99 half round trip) may grow over the baseline's before the
+/// network part is abnormal for it: a lost packet waits for the transport's ACK timeout
+/// (67 ms here, `rdma::engine::pair`), thousands of times a half round trip, while a busy
+/// host moves the tail by tens of percent.
+pub const TAIL_FACTOR: f64 = 2.0;
+
+/// Judges a finished, verified probe against `baseline`, part by part, at Abnormal_th
+/// (Hostping 5: 20 %, `th`):
+/// - a host part is abnormal when its loopback share grew past `th`;
+/// - the network part is abnormal when it grew by more than `th` of the pair's baseline
+///   latency (not of its own value: on a software RNIC it is the small difference of large
+///   loopbacks, and its noise is that of the whole pair), when the tail grew past
+///   [`TAIL_FACTOR`], or when the bandwidth fell below `1 - th` of the baseline's.
+///
+/// The pair is abnormal when a part is; its reason names the parts and figures.
+pub fn judge_against(report: &mut PairReport, baseline: &PairBaseline, th: f64) {
+    if report.status != "uncertain" {
+        return; // failed or unreachable: nothing measured to judge
+    }
+    let host = |now: Option<f64>, then: Option<f64>, name: &str, why: &mut Vec<String>| match (
+        now, then,
+    ) {
+        (Some(now), Some(then)) if now > (1.0 + th) * then => {
+            why.push(format!("{name} {now:.2} us vs {then:.2} us"));
+            "abnormal"
+        }
+        (Some(_), Some(_)) => "normal",
+        _ => "uncertain",
+    };
+    let mut reasons = Vec::new();
+    report.host_a_status = Some(host(
+        report.host_a_us,
+        baseline.host_a_us,
+        &format!("host A ({})", report.a.host),
+        &mut reasons,
+    ));
+    report.host_b_status = Some(host(
+        report.host_b_us,
+        baseline.host_b_us,
+        &format!("host B ({})", report.b.host),
+        &mut reasons,
+    ));
+    let mut network = Vec::new();
+    let network_known = report.network_us.zip(baseline.network_us);
+    if let Some((now, then)) = network_known {
+        if now - then > th * baseline.latency_us {
+            network.push(format!(
+                "network part {now:.2} us vs {then:.2} us (+{:.2} us, over {:.0} % of the \
+                 pair's {:.2} us)",
+                now - then,
+                th * 100.0,
+                baseline.latency_us
+            ));
+        }
+    }
+    if let Some((now, then)) = report.latency.zip(baseline.latency) {
+        if now.p99_us > TAIL_FACTOR * then.p99_us {
+            network.push(format!(
+                "p99 half round trip {:.2} us vs {:.2} us",
+                now.p99_us, then.p99_us
+            ));
+        }
+    }
+    if let Some((now, then)) = report.bandwidth_gbps.zip(baseline.bandwidth_gbps) {
+        if now < (1.0 - th) * then {
+            network.push(format!("bandwidth {now:.3} Gb/s vs {then:.3} Gb/s"));
+        }
+    }
+    report.network_status = Some(match (network.is_empty(), network_known) {
+        (false, _) => "abnormal",
+        (true, Some(_)) => "normal",
+        (true, None) => "uncertain",
+    });
+    reasons.extend(network);
+    let parts = [
+        report.host_a_status,
+        report.host_b_status,
+        report.network_status,
+    ];
+    (report.status, report.reason) = if parts.contains(&Some("abnormal")) {
+        ("abnormal", reasons.join("; "))
+    } else if parts.contains(&Some("uncertain")) {
+        (
+            "uncertain",
+            "a part was not measured here or in the baseline".to_string(),
+        )
+    } else {
+        ("normal", "every part within the baseline's".to_string())
     };
 }
 
@@ -632,6 +758,106 @@ mod tests {
         let (net, from) = network_split(Some(25.0), None, Some(9.0), &[4_000.0, 9_000.0, 4_400.0]);
         assert_eq!(from, "completion_timestamps");
         assert!((net.unwrap() - 2.2).abs() < 1e-9, "{net:?}");
+    }
+
+    fn judged(
+        (lat, a, b, net, bw, p99): (f64, f64, f64, f64, f64, f64),
+    ) -> (PairReport, PairBaseline) {
+        let end = |rnic: &str| End {
+            host: "g".into(),
+            rnic: rnic.into(),
+            device: None,
+        };
+        let stats = |p99_us: f64| LatencyStats {
+            samples: 1000,
+            min_us: 20.0,
+            p50_us: 25.0,
+            p90_us: 30.0,
+            p99_us,
+            max_us: p99_us,
+        };
+        let baseline = PairBaseline {
+            a: end("rxe_a"),
+            b: end("rxe_b"),
+            latency_us: 25.0,
+            host_a_us: Some(10.0),
+            host_b_us: Some(10.0),
+            network_us: Some(5.0),
+            bandwidth_gbps: Some(0.2),
+            latency: Some(stats(40.0)),
+        };
+        let mut report = PairReport {
+            a: end("rxe_a"),
+            b: end("rxe_b"),
+            latency_us: Some(lat),
+            bandwidth_gbps: Some(bw),
+            host_a_us: Some(a),
+            host_b_us: Some(b),
+            network_us: Some(net),
+            network_from: "latency_less_host_parts",
+            timestamps: None,
+            timestamps_note: None,
+            route: Vec::new(),
+            route_source: "none",
+            status: "uncertain",
+            reason: String::new(),
+            host_a_status: None,
+            host_b_status: None,
+            network_status: None,
+            simulated: false,
+            endpoint_a: "mem0".into(),
+            latency: Some(stats(p99)),
+            latency_bytes: 2,
+            bw_bytes: 65536,
+            bw_iterations: 300,
+            verified: true,
+            host_a_error: None,
+            host_b_error: None,
+            peer: "p".into(),
+            error: None,
+        };
+        judge_against(&mut report, &baseline, 0.2);
+        (report, baseline)
+    }
+
+    #[test]
+    fn a_pair_is_judged_part_by_part_against_its_baseline() {
+        // Within the thresholds: the network 4 us more (under 20 % of the pair's 25 us),
+        // the hosts 15 % more, the tail 1.5x, the bandwidth 15 % less.
+        let (r, _) = judged((34.0, 11.5, 11.5, 9.0, 0.17, 60.0));
+        assert_eq!(r.status, "normal", "{}", r.reason);
+        // A longer cable: only the network part is abnormal, and says by how much.
+        let (r, _) = judged((225.0, 10.0, 10.0, 205.0, 0.2, 240.0));
+        assert_eq!(r.status, "abnormal");
+        assert_eq!(
+            (r.host_a_status, r.host_b_status, r.network_status),
+            (Some("normal"), Some("normal"), Some("abnormal"))
+        );
+        assert!(
+            r.reason.starts_with("network part 205.00 us vs 5.00 us"),
+            "{}",
+            r.reason
+        );
+        // Loss: the median holds, the tail and the bandwidth do not.
+        let (r, _) = judged((26.0, 10.0, 10.0, 6.0, 0.012, 67_000.0));
+        assert_eq!(r.network_status, Some("abnormal"));
+        assert!(
+            r.reason
+                .contains("p99 half round trip 67000.00 us vs 40.00 us"),
+            "{}",
+            r.reason
+        );
+        assert!(
+            r.reason.contains("bandwidth 0.012 Gb/s vs 0.200 Gb/s"),
+            "{}",
+            r.reason
+        );
+        // A slow host: its part, not the network.
+        let (r, _) = judged((40.0, 25.0, 10.0, 5.0, 0.2, 50.0));
+        assert_eq!(
+            (r.host_a_status, r.network_status, r.status),
+            (Some("abnormal"), Some("normal"), "abnormal")
+        );
     }
 
     #[test]

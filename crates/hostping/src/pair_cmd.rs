@@ -161,7 +161,20 @@ fn serve_one(local: &mut Local, stream: &TcpStream) -> Result<String> {
 
 // -- probe ----------------------------------------------------------------------------------
 
+/// `--baseline`: a healthy probe's JSON, read before anything is probed.
+fn read_baseline(file: &std::path::Path) -> Result<pair::PairBaseline> {
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("--baseline {}: cannot read", file.display()))?;
+    serde_json::from_str(&text).with_context(|| {
+        format!(
+            "--baseline {}: not the JSON of `hostping pair probe --format json`",
+            file.display()
+        )
+    })
+}
+
 fn probe(args: &PairProbeArgs) -> Result<Outcome> {
+    let baseline = args.baseline.as_deref().map(read_baseline).transpose()?;
     let mut local = open_local(&args.local)?;
     let timeout = local.timeout();
     let spec = PairSpec {
@@ -186,11 +199,28 @@ fn probe(args: &PairProbeArgs) -> Result<Outcome> {
         })
     };
     let probed = pair::initiate_probe(&mut local, &spec, peer, (None, None), exchange);
-    let report = probed.report;
+    let mut report = probed.report;
     match probed.error {
         None => {
+            if let (Some(baseline), Some(file)) = (&baseline, &args.baseline) {
+                let ends = |e: &pair::End| format!("{} on {}", e.rnic, e.host);
+                if (ends(&baseline.a), ends(&baseline.b)) != (ends(&report.a), ends(&report.b)) {
+                    bail!(
+                        "--baseline {}: a probe of {} -> {}, not of this pair ({} -> {})",
+                        file.display(),
+                        ends(&baseline.a),
+                        ends(&baseline.b),
+                        ends(&report.a),
+                        ends(&report.b)
+                    );
+                }
+                let th = model::Thresholds::default().abnormal_th;
+                pair::judge_against(&mut report, baseline, th);
+            }
             print(args.format, &report)?;
-            Ok(Outcome::found(!report.verified))
+            Ok(Outcome::found(
+                !report.verified || report.status == "abnormal",
+            ))
         }
         Some(e) => {
             if report.latency.is_some() {
@@ -236,21 +266,30 @@ fn table(r: &PairReport) -> String {
     );
     out += &format!("  bandwidth  {bw}\n");
     let why = |e: &Option<String>| e.as_ref().map_or_else(String::new, |e| format!(" ({e})"));
+    let judged = |s: Option<&str>| s.map_or_else(String::new, |s| format!(" [{s}]"));
     out += &format!(
-        "  host A     {} (half the loopback of {} to {}){}\n",
+        "  host A     {}{} (half the loopback of {} to {}){}\n",
         us(r.host_a_us),
+        judged(r.host_a_status),
         r.a.rnic,
         r.endpoint_a,
         why(&r.host_a_error)
     );
     out += &format!(
-        "  host B     {} (the peer's own, measured the same way){}\n",
+        "  host B     {}{} (the peer's own, measured the same way){}\n",
         us(r.host_b_us),
+        judged(r.host_b_status),
         why(&r.host_b_error)
     );
+    let from = if r.network_from == "completion_timestamps" {
+        "half the round trip by the RNIC's clock"
+    } else {
+        "latency - host A - host B"
+    };
     out += &format!(
-        "  network    {} (latency - host A - host B)\n",
-        us(r.network_us)
+        "  network    {}{} ({from})\n",
+        us(r.network_us),
+        judged(r.network_status)
     );
     out += "  route      not traced\n";
     out += &format!("  status     {}: {}\n", r.status, r.reason);

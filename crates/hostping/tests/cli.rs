@@ -793,3 +793,37 @@ fn pair_probe_names_a_missing_device_in_one_line() {
     ]);
     assert_input_error(&o, &["--device nosuch", "no RDMA device of that name"]);
 }
+
+/// `pair probe --baseline` reads its file before anything is probed: a missing file, or one
+/// that is not a pair probe's JSON, is named in one line (exit 2), whatever the device.
+#[test]
+fn pair_probe_reads_its_baseline_before_probing() {
+    let dir = temp_dir("pair-baseline");
+    let missing = dir.join("missing.json");
+    let probe = |baseline: &std::path::Path| {
+        hostping(&[
+            "pair",
+            "probe",
+            "--device",
+            "nosuch",
+            "--peer",
+            "127.0.0.1:1",
+            "--baseline",
+            baseline.to_str().unwrap(),
+        ])
+    };
+    let o = probe(&missing);
+    assert_input_error(&o, &["--baseline", "missing.json", "cannot read"]);
+    // A report of another kind (a mesh's) is not a pair probe's.
+    let other = dir.join("mesh.json");
+    std::fs::write(&other, r#"{"pairs": [], "simulated": true}"#).unwrap();
+    let o = probe(&other);
+    assert_input_error(
+        &o,
+        &[
+            "--baseline",
+            "mesh.json",
+            "not the JSON of `hostping pair probe",
+        ],
+    );
+}

@@ -523,12 +523,14 @@ status=$?
 /// The three `pair probe` reports of one condition (`pair-base`, `pair-delay`,
 /// `pair-loss`), each checked: finished, data verified, every part measured, DESIGN 4.6's
 /// fields.
-fn pair_runs(dir: &Path, condition: &str) -> Vec<Value> {
+/// The three probes of `condition`, each checked; `judged`: run with `--baseline` (the
+/// healthy probes' last), so the pair is abnormal (exit 1) for its network part.
+fn pair_runs(dir: &Path, condition: &str, judged: bool) -> Vec<Value> {
     (1..=3)
         .map(|i| {
             let step = format!("{condition}-{i}");
             let err = read(dir, &format!("{step}.err"));
-            assert_eq!(status(dir, &step), 0, "{step}: {err}");
+            assert_eq!(status(dir, &step), i32::from(judged), "{step}: {err}");
             let r = json(dir, &step);
             assert_eq!(r["simulated"], false, "{r:#}");
             assert_eq!(r["a"]["rnic"], "rxe_a", "{r:#}");
@@ -539,7 +541,21 @@ fn pair_runs(dir: &Path, condition: &str) -> Vec<Value> {
             );
             assert_eq!(r["a"]["host"], r["b"]["host"], "one guest: {r:#}");
             assert_eq!(r["verified"], true, "{r:#}");
-            assert_eq!(r["status"], "uncertain", "{r:#}");
+            if judged {
+                // What moved is the network: its part is abnormal and the reason says why
+                // (the host parts are checked for steadiness by the caller).
+                assert_eq!(r["status"], "abnormal", "{r:#}");
+                assert_eq!(r["network_status"], "abnormal", "{r:#}");
+                let reason = r["reason"].as_str().unwrap();
+                assert!(
+                    ["network part", "p99 half round trip", "bandwidth"]
+                        .iter()
+                        .any(|w| reason.contains(w)),
+                    "{r:#}"
+                );
+            } else {
+                assert_eq!(r["status"], "uncertain", "{r:#}");
+            }
             assert_eq!(r["route"], serde_json::json!([]), "{r:#}");
             assert_eq!(r["route_source"], "none", "{r:#}");
             for field in [
@@ -587,9 +603,16 @@ fn pair_serve_and_probe_on_soft_roce() {
         serve.starts_with("pair serve: rxe_b on ") && serve.contains(" listening on 192.168.77.2:"),
         "port 0 picks a port and prints it: {serve}"
     );
-    let base = pair_runs(&dir, "pair-base");
-    let delay = pair_runs(&dir, "pair-delay");
-    let loss = pair_runs(&dir, "pair-loss");
+    let base = pair_runs(&dir, "pair-base", false);
+    let delay = pair_runs(&dir, "pair-delay", true);
+    let loss = pair_runs(&dir, "pair-loss", true);
+    for r in &delay {
+        let reason = r["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("network part"),
+            "the delay is the network's: {r:#}"
+        );
+    }
     let figures = |runs: &[Value]| {
         [
             "latency_us",
@@ -746,7 +769,7 @@ fn mesh_through_the_collector_on_soft_roce() {
     // p50 wanders by 10-20 % from run to run, and a starved vCPU adds more (the pair steps
     // retry such a probe; the mesh does not): within half of the pair probes' median or
     // 15 us, whichever is larger.
-    let base_runs = pair_runs(&dir, "pair-base");
+    let base_runs = pair_runs(&dir, "pair-base", false);
     let base = median_field(&base_runs, "latency_us");
     println!(
         "mesh pair node01-node02: latency {lat:.2} us (pair probe median {base:.2} us), host A {a:.2}, host B {b:.2}, network {net:.2} us, bandwidth {:.3} Gb/s (pair probe median {:.3})",

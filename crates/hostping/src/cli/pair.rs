@@ -5,6 +5,7 @@
 use super::{capped_u32, capped_u64, Format};
 use clap::{Args, Subcommand, ValueEnum};
 use model::limits;
+use std::path::PathBuf;
 
 /// The port `pair serve` listens on by default (beside the agent's 9469 and the collector's
 /// 9470).
@@ -108,6 +109,11 @@ pub struct PairProbeArgs {
     /// WRITEs outstanding in the bandwidth phase (ib_write_bw -t).
     #[arg(long, value_name = "N", default_value_t = 128, value_parser = capped_u32("depth", 1, limits::STREAM_DEPTH))]
     pub depth: u32,
+    /// Judge the probe against a healthy one of the same pair: the JSON that
+    /// `pair probe --format json` wrote then. Each part (host A, host B, the network)
+    /// is normal or abnormal, and the pair abnormal (exit 1) when a part is.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
