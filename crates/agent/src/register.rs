@@ -1,8 +1,8 @@
-//! Tells the collector where this agent's API listens and which RNICs it probes from
-//! (`PUT /api/hosts/{host}/agent` with the host's token, DESIGN 4.5's rules), so that the
-//! collector can ask it for pair probes (`POST /api/mesh`). Done once at start on a thread of
-//! its own, tried again with a growing wait (as runs are) until the collector takes it or
-//! the agent stops.
+//! Tells the collector where this agent's API listens, which RNICs it probes from and their
+//! device names (`PUT /api/hosts/{host}/agent` with the host's token, DESIGN 4.5's rules),
+//! so that the collector can ask it for pair probes (`POST /api/mesh`). Done once at start
+//! on a thread of its own, tried again with a growing wait (as runs are) until the collector
+//! takes it or the agent stops.
 
 use crate::Control;
 use fleet_api::post::{FIRST_BACKOFF, MAX_BACKOFF};
@@ -20,6 +20,9 @@ pub struct Registration {
     pub url: String,
     /// The RNIC ids a pair probe may name (`rnic0`..).
     pub rnics: Vec<String>,
+    /// Their RDMA devices (`mlx5_0`), in the same order, by which a collector with the
+    /// fabric's cabling finds them on it; none on a simulated host.
+    pub devices: Vec<String>,
     /// What an https:// collector's certificate is checked against.
     pub tls: ureq::tls::TlsConfig,
 }
@@ -75,7 +78,7 @@ fn put(client: &ureq::Agent, r: &Registration) -> Result<(), String> {
         r.collector.trim_end_matches('/'),
         r.host
     );
-    let body = serde_json::json!({"url": r.url, "rnics": r.rnics});
+    let body = serde_json::json!({"url": r.url, "rnics": r.rnics, "devices": r.devices});
     let mut answer = client
         .put(&url)
         .header("Authorization", format!("Bearer {}", r.token))

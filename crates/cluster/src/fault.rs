@@ -155,7 +155,7 @@ impl ClusterFaults {
             }
         }
         for (host, texts) in host_texts {
-            let model = &cluster.hosts[host].model;
+            let model = cluster.hosts[host].model();
             let parsed =
                 check::sim::parse_faults(&texts, model).map_err(|e| ClusterError::Fault {
                     text: format!("{}:{}", cluster.hosts[host].name, texts.join(", ")),

@@ -157,7 +157,10 @@ impl Cluster {
 /// The line rate of a host's first RNIC, Gb/s.
 fn first_line_rate(host: &ClusterHost) -> Option<f64> {
     let rnic = host.rnics.first()?;
-    host.model.component(rnic)?.rnic().map(|r| r.line_rate_gbps)
+    host.model()
+        .component(rnic)?
+        .rnic()
+        .map(|r| r.line_rate_gbps)
 }
 
 /// TOML errors span lines (a caret under the span); one line names the place and the error.

@@ -97,7 +97,7 @@ pub fn run(
     let check_settings = check::pipeline::CheckSettings::default();
     let mut baselines: Vec<(String, model::Baseline)> = Vec::new();
     for &h in &hosts {
-        let model = &cluster.hosts[h].model;
+        let model = cluster.hosts[h].model();
         if !baselines.iter().any(|(name, _)| *name == model.name) {
             let runs = check::record::DEFAULT_RUNS;
             let recorded = check::record::simulated(
@@ -113,7 +113,7 @@ pub fn run(
     let checks: Vec<Report> = hosts
         .iter()
         .map(|&h| {
-            let model = &cluster.hosts[h].model;
+            let model = cluster.hosts[h].model();
             let baseline = &baselines
                 .iter()
                 .find(|(name, _)| *name == model.name)
@@ -340,7 +340,7 @@ fn check_host(
     check_settings: &check::pipeline::CheckSettings,
     settings: &MeshSettings,
 ) -> Report {
-    let model = &cluster.hosts[host].model;
+    let model = cluster.hosts[host].model();
     let host_seed = settings.seed.wrapping_add(host as u64 + 1);
     let config = VhostConfig {
         seed: host_seed,
@@ -421,7 +421,7 @@ impl HostEnd {
     fn of(cluster: &Cluster, port: RnicPort, report: &Report, endpoint: Endpoint) -> HostEnd {
         let host = &cluster.hosts[port.host];
         let rnic = &host.rnics[port.rnic];
-        let endpoint = nearest_endpoint(&host.model, rnic, endpoint);
+        let endpoint = nearest_endpoint(host.model(), rnic, endpoint);
         let path = report
             .paths
             .iter()

@@ -17,8 +17,9 @@ pub const BUILTIN_NAMES: [&str; 1] = ["pod-32"];
 pub struct ClusterHost {
     /// Its name (`node007`).
     pub name: String,
-    /// Its host model.
-    pub model: HostTopology,
+    /// Its host model; `None` for a real host known by its RNICs' device names only
+    /// ([`cabled_by_device`]), which is paired and routed but never simulated.
+    model: Option<HostTopology>,
     /// Its RNICs in model order (`rnic0`, `rnic1`, ...): rail `r` is `rnics[r]`.
     pub rnics: Vec<ComponentId>,
 }
@@ -92,7 +93,18 @@ impl ClusterHost {
             .filter(|c| c.class() == ComponentClass::Rnic)
             .map(|c| c.id.clone())
             .collect();
-        ClusterHost { name, model, rnics }
+        ClusterHost {
+            name,
+            model: Some(model),
+            rnics,
+        }
+    }
+
+    /// Its host model. Only a simulated cluster's hosts are simulated, and each has one.
+    pub fn model(&self) -> &HostTopology {
+        self.model
+            .as_ref()
+            .expect("a simulated cluster's hosts have models")
     }
 }
 
@@ -403,6 +415,83 @@ pub fn cabled(
     hosts: Vec<ClusterHost>,
     fabric: CabledFabric,
 ) -> Result<Cluster, ClusterError> {
+    place(name, hosts, fabric, &|_, h, mut devices| {
+        if devices.len() > h.rnics.len() {
+            return Err(format!(
+                "host `{}` has {} CAs on the fabric but its model has {} RNICs",
+                h.name,
+                devices.len(),
+                h.rnics.len()
+            ));
+        }
+        devices.sort_by_key(|(device, _)| natural_key(device));
+        Ok(devices
+            .into_iter()
+            .enumerate()
+            .map(|(rnic, (_, node))| (rnic, node))
+            .collect())
+    })
+}
+
+/// Real hosts on a real fabric, each given as its name and its RNICs' ids with their device
+/// names (a collector's registered agents): the CA `HOST DEVICE` is that host's RNIC of that
+/// device. A device not on the fabric, or a host's CA whose device is not given, is refused,
+/// naming it. The hosts have no model: they are paired and routed, never simulated.
+pub fn cabled_by_device(
+    name: &str,
+    hosts: &[(String, Vec<(String, String)>)],
+    fabric: CabledFabric,
+) -> Result<Cluster, ClusterError> {
+    let cluster_hosts = hosts
+        .iter()
+        .map(|(host, rnics)| ClusterHost {
+            name: host.clone(),
+            model: None,
+            rnics: rnics.iter().map(|(id, _)| ComponentId::new(id)).collect(),
+        })
+        .collect();
+    place(name, cluster_hosts, fabric, &|host, h, on_fabric| {
+        let given = &hosts[host].1;
+        if let Some((id, device)) = given
+            .iter()
+            .find(|(_, device)| !on_fabric.iter().any(|(d, _)| d == device))
+        {
+            return Err(format!(
+                "`{}/{id}` (device {device}) is not on the fabric: no CA is described `{} {device}`",
+                h.name, h.name
+            ));
+        }
+        on_fabric
+            .into_iter()
+            .map(|(device, node)| {
+                let rnic = given.iter().position(|(_, d)| d == device);
+                rnic.map(|rnic| (rnic, node)).ok_or_else(|| {
+                    let names: Vec<&str> = given.iter().map(|(_, d)| d.as_str()).collect();
+                    format!(
+                        "the CA `{} {device}` is on the fabric but host `{}` has no device {device} (it has {})",
+                        h.name,
+                        h.name,
+                        if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                    )
+                })
+            })
+            .collect()
+    })
+}
+
+/// Which RNIC of a host is on which node: the host's index, the host, and its CAs on the
+/// fabric (device, node); the RNIC index of each, or why the host does not fit.
+type Placement<'a> =
+    dyn Fn(usize, &ClusterHost, Vec<(&str, NodeId)>) -> Result<Vec<(usize, NodeId)>, String> + 'a;
+
+/// Cables `hosts` to a real fabric by their CAs (`HOST DEVICE`), `rnics_of` saying which
+/// RNIC each CA is. A host with no CA is refused.
+fn place(
+    name: &str,
+    hosts: Vec<ClusterHost>,
+    fabric: CabledFabric,
+    rnics_of: &Placement,
+) -> Result<Cluster, ClusterError> {
     let unfit = |reason: String| ClusterError::Fabric(format!("cluster `{name}`: {reason}"));
     let mut cas: HashMap<&str, Vec<(&str, NodeId)>> = HashMap::new();
     for (node, ca) in fabric.node_cas.iter().enumerate() {
@@ -416,22 +505,13 @@ pub fn cabled(
     let mut attached = vec![None; fabric.topology.num_nodes() as usize];
     let mut node_of = HashMap::new();
     for (host, h) in hosts.iter().enumerate() {
-        let mut devices = cas.remove(h.name.as_str()).ok_or_else(|| {
+        let devices = cas.remove(h.name.as_str()).ok_or_else(|| {
             unfit(format!(
                 "host `{}` has no CA on the fabric (a CA's description starts with its host's name)",
                 h.name
             ))
         })?;
-        if devices.len() > h.rnics.len() {
-            return Err(unfit(format!(
-                "host `{}` has {} CAs on the fabric but its model has {} RNICs",
-                h.name,
-                devices.len(),
-                h.rnics.len()
-            )));
-        }
-        devices.sort_by_key(|(device, _)| natural_key(device));
-        for (rnic, (_, node)) in devices.into_iter().enumerate() {
+        for (rnic, node) in rnics_of(host, h, devices).map_err(unfit)? {
             attached[node.0 as usize] = Some(RnicPort { host, rnic });
             node_of.insert(RnicPort { host, rnic }, node);
         }
@@ -537,6 +617,81 @@ mod tests {
         ] {
             let err = pod.parse_port(label).unwrap_err();
             assert!(err.contains(says), "{label}: {err}");
+        }
+    }
+
+    /// Two leaves of two nodes; the CAs described as given, by node.
+    fn small_fabric(cas: [Option<&str>; 4]) -> CabledFabric {
+        let topology = Topology::new(FatTreeParams {
+            name: "small".to_string(),
+            radix: 4,
+            nodes_per_leaf: 2,
+            leaves: 2,
+            leaves_per_pod: 2,
+            aggs_per_pod: 2,
+        })
+        .unwrap();
+        assert_eq!(topology.num_nodes(), 4);
+        CabledFabric {
+            port_numbers: (0..topology.num_ports() as u32)
+                .map(|i| topology.port_ref(i).port + 1)
+                .collect(),
+            switch_names: (0..topology.num_switches())
+                .map(|s| format!("sw{s}"))
+                .collect(),
+            node_cas: cas.iter().map(|c| c.map(str::to_string)).collect(),
+            link_gbps: 100.0,
+            topology,
+        }
+    }
+
+    fn registered(spec: &[(&str, &[(&str, &str)])]) -> Vec<(String, Vec<(String, String)>)> {
+        spec.iter()
+            .map(|(host, rnics)| {
+                let rnics = rnics
+                    .iter()
+                    .map(|(id, device)| (id.to_string(), device.to_string()))
+                    .collect();
+                (host.to_string(), rnics)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn registered_rnics_are_found_on_the_fabric_by_their_device_names() {
+        let fabric = small_fabric([Some("a mlx5_0"), Some("b mlx5_0"), Some("a mlx5_1"), None]);
+        // a's rnic0 is its mlx5_1, whatever the names' order.
+        let hosts = registered(&[
+            ("a", &[("rnic0", "mlx5_1"), ("rnic1", "mlx5_0")]),
+            ("b", &[("rnic0", "mlx5_0")]),
+        ]);
+        let cluster = cabled_by_device("lab", &hosts, fabric.clone()).unwrap();
+        let node = |host, rnic| cluster.node_of(RnicPort { host, rnic }).0;
+        assert_eq!((node(0, 0), node(0, 1), node(1, 0)), (2, 0, 1));
+        assert_eq!(cluster.rnic_label(RnicPort { host: 0, rnic: 0 }), "a/rnic0");
+        assert_eq!(cluster.rnic_ports().count(), 3);
+        // The two RNICs of `a` on leaf 0 and leaf 1, `b` beside a's mlx5_0.
+        assert!(cluster.same_leaf(RnicPort { host: 0, rnic: 1 }, RnicPort { host: 1, rnic: 0 }));
+
+        for (spec, says) in [
+            (
+                registered(&[("a", &[("rnic0", "mlx5_0"), ("rnic1", "mlx5_1"), ("rnic2", "mlx5_2")]), ("b", &[("rnic0", "mlx5_0")])]),
+                "`a/rnic2` (device mlx5_2) is not on the fabric: no CA is described `a mlx5_2`",
+            ),
+            (
+                registered(&[("a", &[("rnic0", "mlx5_0")]), ("b", &[("rnic0", "mlx5_0")])]),
+                "the CA `a mlx5_1` is on the fabric but host `a` has no device mlx5_1 (it has mlx5_0)",
+            ),
+            (
+                registered(&[("a", &[("rnic0", "mlx5_0"), ("rnic1", "mlx5_1")]), ("c", &[("rnic0", "mlx5_0")])]),
+                "host `c` has no CA on the fabric",
+            ),
+        ] {
+            let err = cabled_by_device("lab", &spec, fabric.clone())
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with("cluster `lab`: "), "{err}");
+            assert!(err.contains(says), "{says}: {err}");
         }
     }
 

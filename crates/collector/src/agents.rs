@@ -3,8 +3,12 @@
 //!
 //! | path | what |
 //! |---|---|
-//! | `PUT /api/hosts/{host}/agent {"url", "rnics"}` | an agent registers (its host's token, DESIGN 4.5's rules: 401, 403 for another host's token, 400 a body outside this) |
-//! | `GET /api/agents` | `[{"host", "agent_url", "rnics", "registered_unix_ms"}]`, by host |
+//! | `PUT /api/hosts/{host}/agent {"url", "rnics"[, "devices"]}` | an agent registers (its host's token, DESIGN 4.5's rules: 401, 403 for another host's token, 400 a body outside this) |
+//! | `GET /api/agents` | `[{"host", "agent_url", "rnics", "devices", "registered_unix_ms"}]`, by host |
+//!
+//! `devices` are the RDMA devices' names (`mlx5_0`), one per RNIC id in the same order, or
+//! none (a simulated host has no device): with `--fabric` the collector finds each RNIC on
+//! the fabric by its device ([`crate::mesh`]).
 //!
 //! A registration replaces the host's previous one; it is stored in the `agents` table,
 //! keyed by the host's fleet name (an agent registers at start, before any run of it).
@@ -25,11 +29,14 @@ pub const MIGRATION: &str = "CREATE TABLE agents (
         host TEXT PRIMARY KEY,
         url TEXT NOT NULL,
         rnics TEXT[] NOT NULL,
+        devices TEXT[] NOT NULL,
         registered_unix_ms BIGINT NOT NULL
     );";
 
 /// The most RNICs one agent may register.
 const MAX_RNICS: usize = 64;
+/// The longest device name (the kernel's IB_DEVICE_NAME_MAX is 64 with its NUL).
+const MAX_DEVICE: usize = 63;
 
 /// One agent as registered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,6 +47,8 @@ pub struct AgentEntry {
     pub agent_url: String,
     /// Its RNIC ids (`rnic0`..).
     pub rnics: Vec<String>,
+    /// Their RDMA devices' names, in the same order; empty for a host without devices.
+    pub devices: Vec<String>,
     /// When it registered, ms since the Unix epoch.
     pub registered_unix_ms: i64,
 }
@@ -50,6 +59,8 @@ pub struct AgentEntry {
 struct Registration {
     url: String,
     rnics: Vec<String>,
+    #[serde(default)]
+    devices: Vec<String>,
 }
 
 /// Whether `id` is an RNIC id (`rnic` and a number).
@@ -85,6 +96,29 @@ fn check(r: &Registration) -> Result<(), String> {
     seen.dedup();
     if seen.len() != r.rnics.len() {
         return Err("rnics: an RNIC id is given twice".into());
+    }
+    if !r.devices.is_empty() && r.devices.len() != r.rnics.len() {
+        return Err(format!(
+            "devices: {} names for {} RNIC ids (one per RNIC id, in the same order, or none)",
+            r.devices.len(),
+            r.rnics.len()
+        ));
+    }
+    if let Some(bad) = r.devices.iter().find(|d| {
+        d.is_empty()
+            || d.len() > MAX_DEVICE
+            || d.chars().any(|c| c.is_whitespace() || c.is_control())
+    }) {
+        return Err(format!(
+            "devices: `{}` is not a device name (1 to {MAX_DEVICE} characters, no spaces)",
+            bad.escape_debug()
+        ));
+    }
+    let mut seen = r.devices.clone();
+    seen.sort();
+    seen.dedup();
+    if seen.len() != r.devices.len() {
+        return Err("devices: a device is given twice".into());
     }
     Ok(())
 }
@@ -142,11 +176,18 @@ async fn register(
         let client = pool.get().await.map_err(|e| e.to_string())?;
         client
             .execute(
-                "INSERT INTO agents (host, url, rnics, registered_unix_ms) VALUES ($1, $2, $3, $4)
+                "INSERT INTO agents (host, url, rnics, devices, registered_unix_ms)
+                 VALUES ($1, $2, $3, $4, $5)
                  ON CONFLICT (host) DO UPDATE
-                 SET url = EXCLUDED.url, rnics = EXCLUDED.rnics,
+                 SET url = EXCLUDED.url, rnics = EXCLUDED.rnics, devices = EXCLUDED.devices,
                      registered_unix_ms = EXCLUDED.registered_unix_ms",
-                &[&host, &registration.url, &registration.rnics, &now],
+                &[
+                    &host,
+                    &registration.url,
+                    &registration.rnics,
+                    &registration.devices,
+                    &now,
+                ],
             )
             .await
             .map_err(|e| crate::server_words(&e))
@@ -157,6 +198,7 @@ async fn register(
             host,
             agent_url: registration.url,
             rnics: registration.rnics,
+            devices: registration.devices,
             registered_unix_ms: now,
         })
         .into_response(),
@@ -176,7 +218,7 @@ pub async fn load(pool: &Pool, hosts: Option<&[String]>) -> Result<Vec<AgentEntr
     let client = pool.get().await.map_err(|e| e.to_string())?;
     let rows = client
         .query(
-            "SELECT host, url, rnics, registered_unix_ms FROM agents
+            "SELECT host, url, rnics, devices, registered_unix_ms FROM agents
              WHERE $1::text[] IS NULL OR host = ANY($1) ORDER BY host",
             &[&hosts],
         )
@@ -188,7 +230,8 @@ pub async fn load(pool: &Pool, hosts: Option<&[String]>) -> Result<Vec<AgentEntr
             host: r.get(0),
             agent_url: r.get(1),
             rnics: r.get(2),
-            registered_unix_ms: r.get(3),
+            devices: r.get(3),
+            registered_unix_ms: r.get(4),
         })
         .collect())
 }
@@ -201,7 +244,32 @@ mod tests {
         Registration {
             url: url.into(),
             rnics: rnics.iter().map(|s| s.to_string()).collect(),
+            devices: Vec::new(),
         }
+    }
+
+    #[test]
+    fn devices_are_one_per_rnic_id_each_once_or_none() {
+        let with = |devices: &[&str]| Registration {
+            devices: devices.iter().map(|s| s.to_string()).collect(),
+            ..registration("http://n:1", &["rnic0", "rnic1"])
+        };
+        assert_eq!(check(&with(&["mlx5_0", "mlx5_1"])), Ok(()));
+        assert_eq!(check(&with(&[])), Ok(()));
+        assert_eq!(
+            check(&with(&["mlx5_0"])).unwrap_err(),
+            "devices: 1 names for 2 RNIC ids (one per RNIC id, in the same order, or none)"
+        );
+        assert_eq!(
+            check(&with(&["mlx5_0", "mlx5_0"])).unwrap_err(),
+            "devices: a device is given twice"
+        );
+        for bad in ["", "mlx5 0", "a\nb"] {
+            let e = check(&with(&["mlx5_0", bad])).unwrap_err();
+            assert!(e.starts_with("devices: `"), "{e}");
+        }
+        let long = "d".repeat(64);
+        assert!(check(&with(&["mlx5_0", &long])).is_err());
     }
 
     #[test]

@@ -52,6 +52,9 @@ pub struct CollectorConfig {
     /// Who may ask for a mesh (`POST /api/mesh`), the agents' probe-tokens format; without a
     /// file mesh is off.
     pub probe_tokens: Option<PathBuf>,
+    /// The fabric the mesh chooses its pairs on and reads its routes from (`--fabric`,
+    /// `--routes`, read and checked before the collector starts); without one, per rail.
+    pub fabric: Option<mesh::MeshFabric>,
     /// The most a pushed run may weigh, bytes.
     pub max_body: usize,
     /// Serve HTTPS with this certificate and key; plain HTTP without.
@@ -184,7 +187,7 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
         listener.set_nonblocking(true).map_err(listen_error)?;
         ready(listener.local_addr().map_err(listen_error)?);
         let writer = writer::Writer::start(pool.clone(), WRITERS);
-        let mesh = mesh::routes(pool.clone(), probe_tokens);
+        let mesh = mesh::routes(pool.clone(), probe_tokens, config.fabric.clone());
         let app =
             api::router(pool, writer, tokens, config.max_body, config.keep_sweeps).merge(mesh);
         match tls {

@@ -1,4 +1,5 @@
-//! `POST /api/mesh {"nodes": [..][, "duration_s", "rate", "bw_iterations"]}`: a real
+//! `POST /api/mesh {"nodes": [..][, "duration_s", "rate", "rate_same_leaf", "bw_iterations",
+//! "depth"]}`: a real
 //! `hostping mesh` (DESIGN 4.6), for holders of a probe token (`--probe-tokens FILE`, the
 //! agents' file format; without one the endpoint answers 403, mesh is off).
 //!
@@ -9,8 +10,19 @@
 //! reached, or a peer that vanishes mid-probe is reported on its pairs (`unreachable` or
 //! `failed`, with the error); the pairs already measured are kept.
 //!
+//! # Which pairs, from the cabling
+//! With `--fabric FILE` (an ibnetdiscover file whose CAs are described `HOST DEVICE`) the
+//! collector finds each node's RNICs on the fabric by the device names its agent registered
+//! and picks the pairs as the simulated mesh does ([`cluster::pairs::select`]): a ring on
+//! every leaf, then cross-leaf pairs until every cable between the nodes is crossed and a
+//! single bad cable is identifiable (deTector, NetBouncer); `coverage` says what is not.
+//! Each pair carries its `route` and `route_back` ([`cluster::Cluster::route_labels`]): from
+//! the subnet manager's tables with `--routes` (`route_source: "tables"`), else the
+//! simulator's deterministic routing of the cabling, a reconstruction
+//! (`route_source: "cabling"`).
+//!
 //! # Which pairs, without the cabling
-//! The collector knows no fabric for these hosts, so it pairs the same RNIC index across
+//! Without `--fabric` the collector knows no fabric for these hosts, so it pairs the same RNIC index across
 //! hosts (the rail: in a rail-optimised fabric RNIC r of every host sits on rail r's
 //! leaves): per rail, a ring over the hosts that have that RNIC, in the order given, plus
 //! chords across it (host i with host i + n/2) for four hosts or more, so that a pair
@@ -22,9 +34,10 @@
 //!
 //! # The budget
 //! R-Pingmesh's open re-implementation sends 10 probes/s to a same-leaf target and 1/s to a
-//! cross-leaf one (reference/job-verdict-anchors.md); with no leaves known every target is
-//! taken as cross-leaf: `rate` (1/s) over `duration_s` (10 s) gives each pair
-//! `rate x duration_s` latency probes, and the pairs start `duration_s / pairs` apart.
+//! cross-leaf one (reference/job-verdict-anchors.md): a pair gets `rate_same_leaf` (10/s)
+//! or `rate` (the cross-leaf rate, 1/s) times `duration_s` (10 s) latency probes; with no
+//! fabric no leaf is known and every target is taken as cross-leaf. The pairs start
+//! `duration_s / pairs` apart.
 
 use crate::agents::{self, bearer, refuse};
 use axum::extract::rejection::JsonRejection;
@@ -33,6 +46,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
+use cluster::report::Coverage;
+use cluster::spec::CabledFabric;
 use deadpool_postgres::Pool;
 use fleet_api::tokens::Tokens;
 use serde::{Deserialize, Serialize};
@@ -48,24 +63,41 @@ pub const MAX_NODES: usize = 4096;
 const PAIR_WAIT: Duration = Duration::from_secs(300);
 /// Why a real pair has no route.
 pub const ROUTE_REASON: &str = "not traced: the collector knows no fabric for these hosts, and on RoCE there are no InfiniBand switch tables to read";
+/// What a route from the cabling is.
+pub const ROUTE_RECONSTRUCTED: &str = "reconstructed from the cabling: the simulator's deterministic routing of the fabric, as a subnet manager routes it; the tables programmed may differ (start the collector with --routes, a `fabric route --dump`)";
 /// What the pairs cover, without the cabling.
 pub const COVER: &str = "per rail only: without the cabling the collector pairs the same RNIC index across hosts (a ring per rail, plus chords for 4 hosts or more); which cables are crossed, and whether a bad one is identifiable, is not known";
 
-/// Who may ask for a mesh, and where the agents are.
+/// The fabric the collector was started with (`--fabric FILE [--routes FILE]`).
+#[derive(Clone, Debug)]
+pub struct MeshFabric {
+    /// The ibnetdiscover file, as given (it names the fabric in errors).
+    pub file: String,
+    /// Its cabling, CAs described `HOST DEVICE`.
+    pub cabling: CabledFabric,
+    /// Whether it is routed by the subnet manager's dumped tables (`--routes`) rather than
+    /// by the simulator's deterministic routing of the cabling.
+    pub from_tables: bool,
+}
+
+/// Who may ask for a mesh, where the agents are, and the fabric if one was given.
 #[derive(Clone)]
 struct Access {
     pool: Pool,
     /// The probe tokens; `None`: mesh is off.
     probe_tokens: Option<Arc<Tokens>>,
+    fabric: Option<Arc<MeshFabric>>,
 }
 
-/// The route, over the database and the probe tokens (`None`: mesh is off).
-pub fn routes(pool: Pool, probe_tokens: Option<Tokens>) -> Router {
+/// The route, over the database, the probe tokens (`None`: mesh is off) and the fabric
+/// (`None`: pairs per rail).
+pub fn routes(pool: Pool, probe_tokens: Option<Tokens>, fabric: Option<MeshFabric>) -> Router {
     Router::new()
         .route("/api/mesh", post(mesh))
         .with_state(Access {
             pool,
             probe_tokens: probe_tokens.map(Arc::new),
+            fabric: fabric.map(Arc::new),
         })
 }
 
@@ -75,7 +107,9 @@ pub fn routes(pool: Pool, probe_tokens: Option<Tokens>) -> Router {
 struct MeshRequest {
     nodes: Vec<String>,
     duration_s: Option<f64>,
+    /// Latency probes a second per cross-leaf target.
     rate: Option<f64>,
+    rate_same_leaf: Option<f64>,
     bw_iterations: Option<u64>,
     depth: Option<u32>,
 }
@@ -85,10 +119,16 @@ struct MeshRequest {
 struct Budget {
     /// Seconds the pairs are spread over.
     duration_s: f64,
-    /// Latency probes a second per target (every target taken as cross-leaf).
+    /// Latency probes a second per cross-leaf target (every target without a fabric).
     rate: f64,
-    /// Latency probes each pair sends.
+    /// Latency probes a second per same-leaf target.
+    rate_same_leaf: f64,
+    /// Latency probes a cross-leaf pair sends (every pair without a fabric).
     latency_probes_per_pair: u32,
+    /// Latency probes a same-leaf pair sends.
+    latency_probes_same_leaf_pair: u32,
+    /// Latency probes over the mesh, all pairs.
+    latency_probes: u64,
     /// Messages of each pair's bandwidth phase.
     bw_iterations: u64,
     /// Messages outstanding in it (the agent's default when not given).
@@ -101,11 +141,14 @@ impl MeshRequest {
     fn budget(&self) -> Result<Budget, String> {
         let duration_s = self.duration_s.unwrap_or(10.0);
         let rate = self.rate.unwrap_or(1.0);
+        let rate_same_leaf = self.rate_same_leaf.unwrap_or(10.0);
         if !(duration_s > 0.0 && duration_s <= 86_400.0) {
             return Err(format!("duration_s {duration_s} is not in (0, 86400]"));
         }
-        if !(rate > 0.0 && rate <= 10_000.0) {
-            return Err(format!("rate {rate} is not in (0, 10000]"));
+        for (name, rate) in [("rate", rate), ("rate_same_leaf", rate_same_leaf)] {
+            if !(rate > 0.0 && rate <= 10_000.0) {
+                return Err(format!("{name} {rate} is not in (0, 10000]"));
+            }
         }
         let bw_iterations = self.bw_iterations.unwrap_or(1000);
         if bw_iterations > model::limits::ITERATIONS {
@@ -114,17 +157,23 @@ impl MeshRequest {
                 model::limits::ITERATIONS
             ));
         }
-        let probes = (rate * duration_s).round().max(1.0);
-        if probes > model::limits::ITERATIONS as f64 {
-            return Err(format!(
-                "rate x duration_s is {probes} probes a pair, above {}",
-                model::limits::ITERATIONS
-            ));
-        }
+        let probes = |name: &str, rate: f64| {
+            let probes = (rate * duration_s).round().max(1.0);
+            if probes > model::limits::ITERATIONS as f64 {
+                return Err(format!(
+                    "{name} x duration_s is {probes} probes a pair, above {}",
+                    model::limits::ITERATIONS
+                ));
+            }
+            Ok(probes as u32)
+        };
         Ok(Budget {
             duration_s,
             rate,
-            latency_probes_per_pair: probes as u32,
+            rate_same_leaf,
+            latency_probes_per_pair: probes("rate", rate)?,
+            latency_probes_same_leaf_pair: probes("rate_same_leaf", rate_same_leaf)?,
+            latency_probes: 0,
             bw_iterations,
             depth: self.depth,
         })
@@ -185,6 +234,8 @@ struct Node {
     agent_url: Option<String>,
     /// Its RNIC ids: the agent's, or those of its latest run without one.
     rnics: Vec<String>,
+    /// Their devices, as its agent registered them (none without an agent).
+    devices: Vec<String>,
     /// Why its pairs could not run, when they could not.
     error: Option<String>,
 }
@@ -195,7 +246,11 @@ struct MeshAnswer {
     pairs: Vec<Value>,
     simulated: bool,
     nodes: Vec<Node>,
-    cover: &'static str,
+    cover: String,
+    /// With a fabric: the cables between the nodes and the groups a bad one among which
+    /// is not identifiable, as the simulated mesh reports them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    coverage: Option<Coverage>,
     budget: Budget,
     /// Seconds the mesh took.
     elapsed_s: f64,
@@ -223,7 +278,7 @@ async fn mesh(
         Ok(Json(r)) => r,
         Err(e) => return refuse(StatusCode::BAD_REQUEST, e.body_text()),
     };
-    let budget = match check_nodes(&request.nodes).and_then(|()| request.budget()) {
+    let mut budget = match check_nodes(&request.nodes).and_then(|()| request.budget()) {
         Ok(b) => b,
         Err(why) => return refuse(StatusCode::BAD_REQUEST, why),
     };
@@ -241,7 +296,169 @@ async fn mesh(
         }
         Err(e) => return refuse(StatusCode::SERVICE_UNAVAILABLE, format!("database: {e}")),
     };
-    Json(run(nodes, budget, token).await).into_response()
+    let plan = match &access.fabric {
+        Some(fabric) => match plan_on_fabric(fabric, &nodes) {
+            Ok(plan) => plan,
+            Err(why) => return refuse(StatusCode::BAD_REQUEST, why),
+        },
+        None => plan_per_rail(&nodes),
+    };
+    budget.latency_probes = plan
+        .pairs
+        .iter()
+        .map(|p| u64::from(p.probes(&budget)))
+        .sum();
+    Json(run(nodes, plan, budget, token).await).into_response()
+}
+
+/// One pair to probe, with what the fabric says of it.
+#[derive(Debug, Clone, PartialEq)]
+struct Planned {
+    a: End,
+    b: End,
+    /// Whether both ends hang off one leaf; `None` without a fabric.
+    same_leaf: Option<bool>,
+    /// Its route and route back, DESIGN 4.6's labels; `None` without a fabric.
+    routes: Option<(Vec<String>, Vec<String>)>,
+}
+
+/// The pairs and what they cover.
+#[derive(Debug)]
+struct Plan {
+    pairs: Vec<Planned>,
+    cover: String,
+    coverage: Option<Coverage>,
+    /// Where the routes come from (`tables`, `cabling`); `None` without a fabric.
+    route_source: Option<&'static str>,
+}
+
+impl Planned {
+    /// Its latency probes: the same-leaf rate's where both ends share a leaf, else the
+    /// cross-leaf rate's (R-Pingmesh).
+    fn probes(&self, budget: &Budget) -> u32 {
+        match self.same_leaf {
+            Some(true) => budget.latency_probes_same_leaf_pair,
+            _ => budget.latency_probes_per_pair,
+        }
+    }
+}
+
+/// Without a fabric: per rail ([`choose_pairs`]), no route.
+fn plan_per_rail(nodes: &[Node]) -> Plan {
+    let members: Vec<(String, Vec<String>)> = nodes
+        .iter()
+        .map(|n| (n.host.clone(), n.rnics.clone()))
+        .collect();
+    Plan {
+        pairs: choose_pairs(&members)
+            .into_iter()
+            .map(|(a, b)| Planned {
+                a,
+                b,
+                same_leaf: None,
+                routes: None,
+            })
+            .collect(),
+        cover: COVER.to_string(),
+        coverage: None,
+        route_source: None,
+    }
+}
+
+/// On the fabric: each node's RNICs found by their registered devices, the pairs chosen
+/// as the simulated mesh chooses them ([`cluster::pairs::select`]); or why the nodes cannot
+/// be placed on it (a node without an agent or device names, a node or device not on it).
+fn plan_on_fabric(fabric: &MeshFabric, nodes: &[Node]) -> Result<Plan, String> {
+    let mut hosts = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        if node.agent_url.is_none() {
+            return Err(format!(
+                "{} registered no agent: on the fabric its RNICs are found by the devices its agent registers",
+                node.host
+            ));
+        }
+        if node.devices.len() != node.rnics.len() || node.devices.is_empty() {
+            return Err(format!(
+                "{}'s agent registered no device names (a simulated host has none): on the fabric an RNIC is found by its device",
+                node.host
+            ));
+        }
+        let rnics = node.rnics.iter().cloned().zip(node.devices.iter().cloned());
+        hosts.push((node.host.clone(), rnics.collect()));
+    }
+    let placed = cluster::spec::cabled_by_device(&fabric.file, &hosts, fabric.cabling.clone())
+        .map_err(|e| e.to_string())?;
+    let all: Vec<usize> = (0..hosts.len()).collect();
+    let selection = cluster::pairs::select(&placed, &all);
+    let topology = &placed.fabric.topology;
+    let end = |p: cluster::RnicPort| End {
+        host: placed.hosts[p.host].name.clone(),
+        rnic: placed.hosts[p.host].rnics[p.rnic].to_string(),
+    };
+    let pairs = selection
+        .pairs
+        .iter()
+        .map(|&(a, b)| Planned {
+            a: end(a),
+            b: end(b),
+            same_leaf: Some(placed.same_leaf(a, b)),
+            routes: Some((
+                placed.route_labels(topology, a, b),
+                placed.route_labels(topology, b, a),
+            )),
+        })
+        .collect();
+    let groups = selection.not_identifiable.len();
+    let cover = format!(
+        "every cable between the nodes on {}: {} cables crossed; {}",
+        fabric.file,
+        selection.cables,
+        if groups == 0 {
+            "a single bad cable is identifiable".to_string()
+        } else {
+            format!("{groups} groups of cables crossed by the same pairs, a bad one among them not identifiable (coverage)")
+        }
+    );
+    Ok(Plan {
+        pairs,
+        cover,
+        coverage: Some(Coverage {
+            cables: selection.cables,
+            not_identifiable: selection
+                .not_identifiable
+                .iter()
+                .map(|g| g.iter().map(|&c| placed.cable_label(c)).collect())
+                .collect(),
+        }),
+        route_source: Some(if fabric.from_tables {
+            "tables"
+        } else {
+            "cabling"
+        }),
+    })
+}
+
+/// Sets what the plan knows of a pair on its report: its route (or why it has none), and
+/// with a fabric whether it is same-leaf; and the latency probes it was given.
+fn annotate(report: &mut Value, planned: &Planned, plan: &Plan, probes: u32) {
+    match (&planned.routes, plan.route_source) {
+        (Some((there, back)), Some(source)) => {
+            report["route"] = json!(there);
+            report["route_back"] = json!(back);
+            report["route_source"] = json!(source);
+            if source == "cabling" {
+                report["route_reason"] = json!(ROUTE_RECONSTRUCTED);
+            }
+        }
+        _ => {
+            report["route"] = Value::Null;
+            report["route_reason"] = json!(ROUTE_REASON);
+        }
+    }
+    if let Some(same_leaf) = planned.same_leaf {
+        report["same_leaf"] = json!(same_leaf);
+    }
+    report["probes"] = json!(probes);
 }
 
 /// The nodes: at least two, each once, at most [`MAX_NODES`].
@@ -275,6 +492,7 @@ async fn find_nodes(
                 host: name.clone(),
                 agent_url: Some(agent.agent_url.clone()),
                 rnics: agent.rnics.clone(),
+                devices: agent.devices.clone(),
                 error: None,
             });
             continue;
@@ -293,6 +511,7 @@ async fn find_nodes(
                 host: name.clone(),
                 agent_url: None,
                 rnics: row.get(0),
+                devices: Vec::new(),
                 error: Some(format!(
                     "{name} registered no agent URL (start its agent with --collector and --probe-tokens)"
                 )),
@@ -342,17 +561,14 @@ async fn reach(nodes: &mut [Node]) {
 }
 
 /// Runs the pairs one after the other, paced, and gathers the answer.
-async fn run(mut nodes: Vec<Node>, budget: Budget, token: String) -> MeshAnswer {
+async fn run(mut nodes: Vec<Node>, plan: Plan, budget: Budget, token: String) -> MeshAnswer {
     let started = Instant::now();
     reach(&mut nodes).await;
-    let members: Vec<(String, Vec<String>)> = nodes
-        .iter()
-        .map(|n| (n.host.clone(), n.rnics.clone()))
-        .collect();
-    let pairs = choose_pairs(&members);
-    let spacing = Duration::from_secs_f64(budget.duration_s / pairs.len().max(1) as f64);
-    let mut answers = Vec::with_capacity(pairs.len());
-    for (i, (a, b)) in pairs.iter().enumerate() {
+    let spacing = Duration::from_secs_f64(budget.duration_s / plan.pairs.len().max(1) as f64);
+    let mut answers = Vec::with_capacity(plan.pairs.len());
+    for (i, planned) in plan.pairs.iter().enumerate() {
+        let (a, b) = (&planned.a, &planned.b);
+        let probes = planned.probes(&budget);
         tokio::time::sleep_until((started + spacing * i as u32).into()).await;
         let node = |host: &str| nodes.iter().position(|n| n.host == host).expect("a node");
         let (ia, ib) = (node(&a.host), node(&b.host));
@@ -360,9 +576,9 @@ async fn run(mut nodes: Vec<Node>, budget: Budget, token: String) -> MeshAnswer 
             .iter()
             .find_map(|&k| nodes[k].error.clone().map(|why| (k, why)));
         let urls = (nodes[ia].agent_url.clone(), nodes[ib].agent_url.clone());
-        let answer = match (down, urls) {
+        let mut answer = match (down, urls) {
             (None, (Some(url_a), Some(url_b))) => {
-                match ask(&url_a, &url_b, a, b, &budget, &token).await {
+                match ask(&url_a, &url_b, a, b, probes, &budget, &token).await {
                     Ok(report) => report,
                     Err((end, why)) => {
                         nodes[if end == 0 { ia } else { ib }].error = Some(why.clone());
@@ -375,13 +591,15 @@ async fn run(mut nodes: Vec<Node>, budget: Budget, token: String) -> MeshAnswer 
                 not_run(a, b, "unreachable", why)
             }
         };
+        annotate(&mut answer, planned, &plan, probes);
         answers.push(answer);
     }
     MeshAnswer {
         pairs: answers,
         simulated: false,
         nodes,
-        cover: COVER,
+        cover: plan.cover,
+        coverage: plan.coverage,
         budget,
         elapsed_s: started.elapsed().as_secs_f64(),
     }
@@ -390,8 +608,7 @@ async fn run(mut nodes: Vec<Node>, budget: Budget, token: String) -> MeshAnswer 
 /// A pair that did not run, in the pair object's shape.
 fn not_run(a: &End, b: &End, status: &str, why: String) -> Value {
     json!({"a": a, "b": b, "latency_us": null, "bandwidth_gbps": null, "host_a_us": null,
-           "host_b_us": null, "network_us": null, "route": null, "route_reason": ROUTE_REASON,
-           "status": status, "reason": why, "error": why, "simulated": false})
+           "host_b_us": null, "network_us": null, "route": null, "status": status, "reason": why, "error": why, "simulated": false})
 }
 
 /// Asks `a`'s agent to probe `b`: the pair's report, or which end (0 `a`, 1 `b`) could not
@@ -401,12 +618,13 @@ async fn ask(
     url_b: &str,
     a: &End,
     b: &End,
+    probes: u32,
     budget: &Budget,
     token: &str,
 ) -> Result<Value, (usize, String)> {
     let probe_url = format!("{}/api/pair/probe", url_a.trim_end_matches('/'));
     let body = json!({"rnic": a.rnic, "peer": url_b, "peer_rnic": b.rnic,
-                      "iterations": budget.latency_probes_per_pair,
+                      "iterations": probes,
                       "bw_iterations": budget.bw_iterations, "depth": budget.depth});
     let token = token.to_string();
     let url = probe_url.clone();
@@ -419,7 +637,7 @@ async fn ask(
     let (status, text) = posted.map_err(|e| (0, format!("{}'s agent: {e}", a.host)))?;
     let parsed: Option<Value> = serde_json::from_str(&text).ok();
     match (status, parsed) {
-        (200, Some(mut report)) if report.is_object() => {
+        (200, Some(report)) if report.is_object() => {
             if report["status"] == "unreachable" {
                 let why = report["error"]
                     .as_str()
@@ -427,8 +645,6 @@ async fn ask(
                     .to_string();
                 return Err((1, format!("{}'s agent at {url_b}: {why}", b.host)));
             }
-            report["route"] = Value::Null;
-            report["route_reason"] = json!(ROUTE_REASON);
             Ok(report)
         }
         (status, parsed) => {
@@ -523,6 +739,7 @@ mod tests {
             nodes: vec![],
             duration_s: d,
             rate: r,
+            rate_same_leaf: None,
             bw_iterations: None,
             depth: None,
         };
@@ -543,6 +760,74 @@ mod tests {
             .budget()
             .unwrap_err()
             .starts_with("rate NaN"));
+    }
+
+    #[test]
+    fn a_pair_says_where_its_route_comes_from_and_gets_its_leafs_probes() {
+        let end = |host: &str| End {
+            host: host.into(),
+            rnic: "rnic0".into(),
+        };
+        let planned = |same_leaf, routes| Planned {
+            a: end("a"),
+            b: end("b"),
+            same_leaf,
+            routes,
+        };
+        let plan = |route_source| Plan {
+            pairs: vec![],
+            cover: String::new(),
+            coverage: None,
+            route_source,
+        };
+        let route = (
+            vec!["L1/1".to_string(), "L1/2".to_string()],
+            vec!["L1/2".to_string(), "L1/1".to_string()],
+        );
+        let budget = MeshRequest {
+            nodes: vec![],
+            duration_s: Some(2.0),
+            rate: None,
+            rate_same_leaf: None,
+            bw_iterations: None,
+            depth: None,
+        }
+        .budget()
+        .unwrap();
+        // R-Pingmesh: 10/s to a same-leaf target, 1/s across; no leaf known: across.
+        let near = planned(Some(true), Some(route.clone()));
+        let far = planned(Some(false), Some(route.clone()));
+        let unknown = planned(None, None);
+        assert_eq!(
+            [
+                near.probes(&budget),
+                far.probes(&budget),
+                unknown.probes(&budget)
+            ],
+            [20, 2, 2]
+        );
+
+        let mut report = json!({});
+        annotate(&mut report, &near, &plan(Some("tables")), 20);
+        assert_eq!(report["route"], json!(["L1/1", "L1/2"]));
+        assert_eq!(report["route_back"], json!(["L1/2", "L1/1"]));
+        assert_eq!(report["route_source"], "tables");
+        assert!(report.get("route_reason").is_none(), "{report}");
+        assert_eq!(
+            (report["same_leaf"].clone(), report["probes"].clone()),
+            (json!(true), json!(20))
+        );
+
+        let mut report = json!({});
+        annotate(&mut report, &far, &plan(Some("cabling")), 2);
+        assert_eq!(report["route_source"], "cabling");
+        assert_eq!(report["route_reason"], ROUTE_RECONSTRUCTED);
+
+        let mut report = json!({"route": ["kept?"]});
+        annotate(&mut report, &unknown, &plan(None), 2);
+        assert_eq!(report["route"], Value::Null);
+        assert_eq!(report["route_reason"], ROUTE_REASON);
+        assert!(report.get("same_leaf").is_none() && report.get("route_source").is_none());
     }
 
     proptest! {

@@ -29,7 +29,7 @@ pub fn run(args: AgentArgs) -> Result<Outcome> {
         },
     )?;
     let provenance = host.provenance().as_str();
-    let rnics = pair_rnics(&host, args.devices.as_deref())?;
+    let (rnics, devices) = pair_rnics(&host, args.devices.as_deref())?;
     let latency = LatencySpec {
         op: config.probe.op,
         iterations: config.probe.iterations,
@@ -128,6 +128,7 @@ pub fn run(args: AgentArgs) -> Result<Outcome> {
                         .clone()
                         .unwrap_or_else(|| register::default_url(server.addr, &hostname)),
                     rnics,
+                    devices,
                     tls: tls.clone(),
                 },
                 control.clone(),
@@ -250,10 +251,11 @@ fn load_probe_tokens(file: &Path) -> Result<Arc<Tokens>> {
     Ok(Arc::new(tokens))
 }
 
-/// The RNIC ids this agent offers pair probes from (registered with the collector): the
-/// model's RNICs on a simulated host; on a real one those of `--devices`, each of which
-/// must exist, numbered in the order given, or every RNIC with an ACTIVE port.
-fn pair_rnics(host: &Host, devices: Option<&[String]>) -> Result<Vec<String>> {
+/// The RNIC ids this agent offers pair probes from and their devices (registered with the
+/// collector): the model's RNICs, with no device, on a simulated host; on a real one those
+/// of `--devices`, each of which must exist, numbered in the order given, or every RNIC with
+/// an ACTIVE port.
+fn pair_rnics(host: &Host, devices: Option<&[String]>) -> Result<(Vec<String>, Vec<String>)> {
     if let (Some(devices), Some(discovery)) = (devices, host.discovery()) {
         for device in devices {
             if !discovery.rdma_ports.iter().any(|p| &p.device == device) {
@@ -276,13 +278,12 @@ fn pair_rnics(host: &Host, devices: Option<&[String]>) -> Result<Vec<String>> {
         }
     }
     Ok(match host.discovery() {
-        Some(_) => agent::pair::rnics(host, devices)
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect(),
-        None => host
-            .model()
-            .map(|m| m.rnics().map(|c| c.id.to_string()).collect())
-            .unwrap_or_default(),
+        Some(_) => agent::pair::rnics(host, devices).into_iter().unzip(),
+        None => (
+            host.model()
+                .map(|m| m.rnics().map(|c| c.id.to_string()).collect())
+                .unwrap_or_default(),
+            Vec::new(),
+        ),
     })
 }

@@ -2,9 +2,11 @@
 
 use crate::cli::CollectorArgs;
 use crate::output::Outcome;
-use anyhow::Result;
+use anyhow::{anyhow, Result};
+use collector::mesh::MeshFabric;
 use collector::CollectorConfig;
 use fleet_api::tls::TlsFiles;
+use std::path::Path;
 
 /// Runs `hostping collector`.
 pub fn run(args: CollectorArgs) -> Result<Outcome> {
@@ -16,6 +18,11 @@ pub fn run(args: CollectorArgs) -> Result<Outcome> {
         listen: args.listen,
         tokens: args.tokens,
         probe_tokens: args.probe_tokens,
+        fabric: args
+            .fabric
+            .as_deref()
+            .map(|file| read_fabric(file, args.routes.as_deref()))
+            .transpose()?,
         max_body: args.max_body,
         keep_sweeps: args.keep_sweeps,
         tls: args
@@ -32,4 +39,22 @@ pub fn run(args: CollectorArgs) -> Result<Outcome> {
         eprintln!("hostping collector: serving {scheme}://{addr}/api/runs and /api/hosts")
     })?;
     Ok(Outcome::Healthy)
+}
+
+/// `--fabric FILE [--routes FILE]`, read and checked as a cluster file's `[fabric]` is
+/// (crate::mesh_cmd::read_fabric): an error names the file and the line.
+fn read_fabric(file: &Path, routes: Option<&Path>) -> Result<MeshFabric> {
+    let cabling = crate::mesh_cmd::read_fabric(file, routes)
+        .map_err(|e| anyhow!("--fabric {}: {e}", file.display()))?;
+    if cabling.node_cas.iter().all(Option::is_none) {
+        return Err(anyhow!(
+            "--fabric {}: no CA of the fabric has a description (\"HOST DEVICE\") to find hosts by",
+            file.display()
+        ));
+    }
+    Ok(MeshFabric {
+        file: file.display().to_string(),
+        cabling,
+        from_tables: routes.is_some(),
+    })
 }

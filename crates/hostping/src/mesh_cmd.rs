@@ -55,7 +55,7 @@ pub fn run(args: MeshArgs) -> Result<Outcome> {
 
 /// A cluster file's `[fabric] topology`: an ibnetdiscover file read as `fabric sim
 /// --topology FILE [--routes DUMP]` reads it, each link at the rate the file gives.
-fn read_fabric(
+pub(crate) fn read_fabric(
     path: &std::path::Path,
     routes: Option<&std::path::Path>,
 ) -> Result<CabledFabric, String> {

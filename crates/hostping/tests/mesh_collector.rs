@@ -311,3 +311,230 @@ fn an_agent_serves_pair_probes_to_probe_token_holders_only() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+/// The hosts of the fabric test: two pairs of neighbours on one leaf, two hosts alone on
+/// theirs (the SX6036 capture's leaves hold stage1-24, 25-48, 49-72, 97-120).
+const ON_FABRIC: [&str; 6] = [
+    "stage1", "stage2", "stage30", "stage60", "stage100", "stage101",
+];
+
+/// The cables a route crosses, named by both of their ends (DESIGN 4.6's labels: each
+/// switch's input then output port; the first and last are host cables).
+fn cables_of(route: &Value, into: &mut std::collections::BTreeSet<(String, String)>) {
+    let labels: Vec<String> = route
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        labels.len() >= 2 && labels.len().is_multiple_of(2),
+        "{route}"
+    );
+    let host = |l: &String| (l.clone(), String::new());
+    into.insert(host(&labels[0]));
+    into.insert(host(&labels[labels.len() - 1]));
+    for hop in labels[1..labels.len() - 1].chunks(2) {
+        let (a, b) = (hop[0].clone(), hop[1].clone());
+        into.insert(if a < b { (a, b) } else { (b, a) });
+    }
+}
+
+/// With `--fabric` (an SX6036 fat tree's ibnetdiscover capture, its CAs `stageN mlx4_0`,
+/// crates/fabric/testdata/ibnetdiscover/SOURCES.md) the collector finds each node's RNIC on
+/// the fabric by the device its agent registered and picks the pairs as the simulated mesh
+/// picks them on that cabling (cluster::pairs::select): the same pairs, routes and coverage
+/// as `mesh --sim-cluster` on a cluster file of the same hosts and fabric; every cable
+/// between the nodes crossed, each pair's budget by its leaf, a node or device off the
+/// fabric refused naming it, a bad fabric file refused at start naming it.
+#[test]
+fn with_the_fabric_the_pairs_cross_every_cable_as_the_simulated_mesh_picks_them() {
+    let dir = temp_dir("mesh-collector-fabric");
+    let capture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fabric/testdata/ibnetdiscover/loginoff-sx6036-fattree.topo");
+
+    // A bad fabric file: exit 2 before the database is asked, naming the file.
+    let bad = dir.join("bad.topo");
+    std::fs::write(&bad, "Switch 36 \"S-1\"\n[1] nonsense\n").unwrap();
+    let out = hostping(&[
+        "collector",
+        "--database",
+        "postgres://nobody@127.0.0.1:1/none",
+        "--fabric",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("bad.topo"), "{}", stderr(&out));
+    let out = hostping(&["collector", "--routes", "tables.json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--fabric"), "{}", stderr(&out));
+
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let mut hosts: Vec<(String, String)> = ON_FABRIC
+        .iter()
+        .map(|h| (h.to_string(), format!("tok-{h}-0123456789abcdef")))
+        .collect();
+    for h in ["node99", "stage3", "stage4"] {
+        hosts.push((h.to_string(), format!("tok-{h}-0123456789abcdef")));
+    }
+    let pairs_of: Vec<(&str, &str)> = hosts
+        .iter()
+        .map(|(h, t)| (h.as_str(), t.as_str()))
+        .collect();
+    let tokens = tokens_file(&dir, &pairs_of);
+    let probe_tokens = dir.join("probe.tokens");
+    std::fs::write(&probe_tokens, format!("ops {OPS}\n")).unwrap();
+    let c = Collector::start(
+        &pg,
+        &tokens,
+        &[
+            "--probe-tokens",
+            probe_tokens.to_str().unwrap(),
+            "--fabric",
+            capture.to_str().unwrap(),
+        ],
+    );
+    // Every agent is down (nothing listens at its URL): the pairs are chosen and routed
+    // all the same, and reported unreachable.
+    let down = format!("http://127.0.0.1:{}", free_port());
+    let token_of = |h: &str| hosts.iter().find(|(n, _)| n == h).unwrap().1.clone();
+    let enrol = |h: &str, rnics: Value, devices: Value| {
+        let body = json!({"url": down, "rnics": rnics, "devices": devices});
+        let (code, answer) = register(c.addr, h, Some(&token_of(h)), &body);
+        assert_eq!(code, 200, "{answer}");
+    };
+    for h in ON_FABRIC.iter().chain(&["node99"]) {
+        enrol(h, json!(["rnic0"]), json!(["mlx4_0"]));
+    }
+    enrol(
+        "stage3",
+        json!(["rnic0", "rnic1"]),
+        json!(["mlx4_0", "mlx4_1"]),
+    );
+    enrol("stage4", json!(["rnic0"]), json!([]));
+    let listed = get(c.addr, "/api/agents").1;
+    let stage3 = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["host"] == "stage3")
+        .unwrap();
+    assert_eq!(stage3["devices"], json!(["mlx4_0", "mlx4_1"]));
+
+    // Nodes that cannot be placed on the fabric: 400, naming the node or the device.
+    for (nodes, says) in [
+        (
+            ["stage1", "node99"],
+            "host `node99` has no CA on the fabric",
+        ),
+        (
+            ["stage1", "stage3"],
+            "`stage3/rnic1` (device mlx4_1) is not on the fabric",
+        ),
+        (
+            ["stage1", "stage4"],
+            "stage4's agent registered no device names",
+        ),
+    ] {
+        let (code, body) = mesh(c.addr, Some(OPS), &nodes);
+        assert_eq!(code, 400, "{body}");
+        assert!(
+            body["error"].as_str().unwrap().contains(says),
+            "{says}: {body}"
+        );
+    }
+
+    // The mesh through the collector.
+    let list = ON_FABRIC.join(",");
+    let out = hostping(&[
+        "mesh",
+        "--nodes",
+        &list,
+        "--collector",
+        &format!("http://{}", c.addr),
+        "--token",
+        OPS,
+        "--duration",
+        "0.2",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let real: Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    // The simulated mesh on the same hosts and cabling picks with cluster::pairs::select.
+    let cluster = dir.join("cluster.toml");
+    std::fs::write(
+        &cluster,
+        format!(
+            "[[hosts]]\nnames = \"{list}\"\nmodel = \"single-socket\"\n[fabric]\ntopology = \"{}\"\n",
+            capture.display()
+        ),
+    )
+    .unwrap();
+    let out = hostping(&[
+        "mesh",
+        "--sim-cluster",
+        cluster.to_str().unwrap(),
+        "--duration",
+        "0.2",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.code().is_some_and(|c| c < 2), "{}", stderr(&out));
+    let simulated: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let shape = |report: &Value| -> Vec<Value> {
+        report["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                json!([
+                    p["a"]["host"],
+                    p["a"]["rnic"],
+                    p["b"]["host"],
+                    p["b"]["rnic"],
+                    p["route"],
+                    p["route_back"],
+                    p["same_leaf"]
+                ])
+            })
+            .collect()
+    };
+    assert_eq!(shape(&real), shape(&simulated));
+    assert_eq!(real["coverage"], simulated["coverage"]);
+
+    // Every cable between the nodes is crossed, and the pairs say how they were routed.
+    let pairs = real["pairs"].as_array().unwrap();
+    let mut crossed = std::collections::BTreeSet::new();
+    let mut probes = 0;
+    for p in pairs {
+        assert_ne!(p["a"]["host"], p["b"]["host"], "{p}");
+        assert_eq!(p["status"], "unreachable", "{p}");
+        assert_eq!(p["route_source"], "cabling", "{p}");
+        assert!(p["route_reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("reconstructed from the cabling"));
+        cables_of(&p["route"], &mut crossed);
+        cables_of(&p["route_back"], &mut crossed);
+        // R-Pingmesh's rates over 0.2 s: 10/s a same-leaf target, 1/s (at least one) across.
+        let want = if p["same_leaf"] == true { 2 } else { 1 };
+        assert_eq!(p["probes"], want, "{p}");
+        probes += want;
+    }
+    assert!(pairs.iter().any(|p| p["same_leaf"] == true));
+    assert!(pairs.iter().any(|p| p["same_leaf"] == false));
+    assert_eq!(
+        crossed.len() as u64,
+        real["coverage"]["cables"].as_u64().unwrap()
+    );
+    assert_eq!(real["budget"]["latency_probes"], probes);
+    let cover = real["cover"].as_str().unwrap();
+    assert!(
+        cover.starts_with("every cable between the nodes on "),
+        "{cover}"
+    );
+}

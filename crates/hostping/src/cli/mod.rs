@@ -450,6 +450,15 @@ pub struct CollectorArgs {
     /// lines, as the agents' --probe-tokens. Without one, mesh is off (403).
     #[arg(long, value_name = "FILE")]
     pub probe_tokens: Option<PathBuf>,
+    /// The fabric's ibnetdiscover file, each CA described "HOST DEVICE": a mesh then
+    /// picks pairs that cross every cable between its nodes, each with its route.
+    /// Without it, pairs are per rail and carry no route.
+    #[arg(long, value_name = "FILE")]
+    pub fabric: Option<PathBuf>,
+    /// The subnet manager's tables for --fabric (`hostping fabric route --dump`): the
+    /// routes the switches hold. Without it, routes are reconstructed from the cabling.
+    #[arg(long, value_name = "FILE", requires = "fabric")]
+    pub routes: Option<PathBuf>,
     /// The most a pushed run or sweep may weigh, in bytes (413 above it).
     #[arg(long, value_name = "BYTES", default_value_t = collector::DEFAULT_MAX_BODY)]
     pub max_body: usize,

@@ -30,6 +30,7 @@ pub fn run(args: &MeshArgs) -> Result<Outcome> {
     };
     let url = format!("{}/api/mesh", collector.trim_end_matches('/'));
     let body = json!({"nodes": nodes, "duration_s": args.duration, "rate": args.rate_cross_leaf,
+                      "rate_same_leaf": args.rate_same_leaf,
                       "bw_iterations": args.bw_iterations, "depth": args.depth});
     let bar = progress::spinner("mesh");
     bar.set_message(format!(
