@@ -56,11 +56,16 @@ for tool in munged mungekey slurmctld slurmd scontrol; do
     command -v "$tool" >/dev/null 2>&1 || die "$tool not found: install Debian's slurm-wlm and munge"
 done
 
-# free_port: a TCP port on 127.0.0.1 that nothing accepts on (bash's /dev/tcp, no extra tool).
+# free_port: a TCP port on 127.0.0.1 that nothing accepts on (bash's /dev/tcp, no extra tool),
+# below the kernel's ephemeral range: a port of that range can be the local end of some
+# client's connection, which nothing accepts on but which slurmctld then cannot bind
+# ("Address already in use", seen once in a test run).
 free_port() {
-    local port i
+    local port i first
+    read -r first _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || first=32768
+    [ "$first" -gt 11000 ] || die "the ephemeral port range starts at $first: no room below it"
     for ((i = 0; i < 50; i++)); do
-        port=$((20000 + RANDOM % 30000))
+        port=$((10000 + RANDOM % (first - 10000)))
         (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return 0; }
     done
     die "no free TCP port found"
