@@ -763,9 +763,12 @@ fn inside_the_guest_pair_probe() {
         );
         assert_eq!(served.rounds, pings, "{target}");
         // The responder's lateness is learnt, not paid on every ping: the margin doubles on
-        // each late wake-up, so a handful of them at most (8 take it from 2 ms to half of
-        // 100 ms and beyond).
-        assert!(served.late_wakeups <= 8, "{target}: {served:?}");
+        // each late wake-up (8 take it from 2 ms past half of 100 ms) and is halved only
+        // after 16 early ones in a row, so a late wake-up is rare.
+        assert!(
+            served.late_wakeups <= 8.max(pings / 4),
+            "{target}: {served:?}"
+        );
         // Paced, not a burst: the schedule took its time.
         assert!(
             cost.wall_s >= f64::from(seconds - 1) - 0.1,

@@ -28,8 +28,9 @@
 //! ([`PairServed::late_wakeups`]: that round's sample holds the responder's lateness) and
 //! doubles the margin, from [`PACE_MARGIN`] up to half the interval: a host whose sleeps
 //! overshoot (a loaded guest's do by tens of milliseconds) costs more CPU, not wrong samples
-//! for the rest of the probe. A wake-up that leaves most of the margin to poll halves it,
-//! down to [`PACE_MARGIN_MIN`]: a host whose sleeps are exact pays little.
+//! for the rest of the probe. [`PACE_EARLY_ROUNDS`] wake-ups in a row that leave most of
+//! the margin to poll halve it, down to [`PACE_MARGIN_MIN`]: a host whose sleeps are exact
+//! pays little.
 //!
 //! # Bandwidth (`ib_write_bw`)
 //! The initiator keeps `depth` WRITEs of `bw_bytes` outstanding, posted one at a time or in
@@ -101,6 +102,10 @@ const CLOCK_EVERY: u32 = 1 << 16;
 const PACE_MARGIN: Duration = Duration::from_millis(2);
 /// The least margin: a real kernel's timer slack (50 us by default) and a wake-up.
 const PACE_MARGIN_MIN: Duration = Duration::from_micros(100);
+/// Rounds in a row the responder must wake with most of its margin to spare before the
+/// margin is halved: a late wake-up (a sample holding the responder's lateness) then comes
+/// at most once in that many rounds, where the sleeps' overshoot sits between two margins.
+const PACE_EARLY_ROUNDS: u32 = 16;
 
 /// What a pair probe does; the initiator's choice, carried to the responder in its offer.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -1225,8 +1230,10 @@ fn respond_inner(
         let interval = Duration::from_micros(spec.latency_interval_us);
         let mut margin = PACE_MARGIN.min(interval / 2);
         let mut first_ping = None;
-        // When the responder woke for this round, paced.
+        // When the responder woke for this round, paced; and how many rounds in a row it
+        // woke with most of its margin to spare.
         let mut woke: Option<Instant> = None;
+        let mut early = 0u32;
         for round in 0..rounds {
             let v = round_byte(round);
             let signaled = (round + 1) % u64::from(cq_mod) == 0 || round + 1 == rounds;
@@ -1234,6 +1241,7 @@ fn respond_inner(
                 served.late_wakeups += 1;
                 margin = (margin * 2).min(interval / 2);
                 woke = None;
+                early = 0;
             }
             // The first ping waits for the initiator to connect: the same bound.
             let answered = link
@@ -1244,10 +1252,14 @@ fn respond_inner(
                     if !interval.is_zero() {
                         let now = Instant::now();
                         first_ping.get_or_insert(now);
-                        // Woke in good time, most of the margin spent polling: the sleeps
-                        // are more exact than the margin allows for.
+                        // Woke in good time, most of the margin spent polling, round after
+                        // round: the sleeps are more exact than the margin allows for.
                         if woke.is_some_and(|w| now - w > margin * 3 / 4) {
-                            margin = (margin / 2).max(PACE_MARGIN_MIN);
+                            early += 1;
+                            if early == PACE_EARLY_ROUNDS {
+                                margin = (margin / 2).max(PACE_MARGIN_MIN);
+                                early = 0;
+                            }
                         }
                     }
                     buf.set_send_byte(last, v);
