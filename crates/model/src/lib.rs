@@ -24,6 +24,7 @@ pub mod hostfile;
 pub mod hostlist;
 pub mod ids;
 pub mod iommu;
+pub mod job;
 pub mod limits;
 pub mod measure;
 pub mod odp_bench;

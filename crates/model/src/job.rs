@@ -1,0 +1,330 @@
+//! The job verdict (DESIGN 4.7): what the analyzer is given about a job's hosts, the pairs
+//! probed between them, the switch ports on its routes and the simulator's what-if, and what
+//! it answers: `host`, `network`, `both`, `neither` or `inconclusive`, with culprits ranked.
+//!
+//! Every producer (the simulated cluster, the collector's PostgreSQL) fills the same
+//! [`JobEvidence`]; `analyze::job` judges it without I/O; [`JobReport`] is the JSON of
+//! DESIGN 4.7 (`hostping job --format json`, `GET /api/jobs/verdict`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::pair::PartStatus;
+use crate::report::Report;
+use crate::switch_port::SwitchPortCounters;
+use crate::LinkId;
+
+/// DESIGN 4.7's verdict.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// A host's intra-host network, its RNIC or its settings.
+    Host,
+    /// Cables, switch ports, congestion in the fabric.
+    Network,
+    /// Both of the above.
+    Both,
+    /// The infrastructure is healthy: a slow job comes from its own pattern or placement.
+    Neither,
+    /// Not enough was measured to judge (`not_judged` says what).
+    Inconclusive,
+}
+
+impl Verdict {
+    /// DESIGN 4.7's exit status: 0 neither, 1 host / network / both, 3 inconclusive.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Verdict::Neither => 0,
+            Verdict::Host | Verdict::Network | Verdict::Both => 1,
+            Verdict::Inconclusive => 3,
+        }
+    }
+
+    /// The name in JSON and words.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Host => "host",
+            Verdict::Network => "network",
+            Verdict::Both => "both",
+            Verdict::Neither => "neither",
+            Verdict::Inconclusive => "inconclusive",
+        }
+    }
+
+    /// Whether the infrastructure is at fault (host, network or both).
+    pub fn infrastructure_at_fault(self) -> bool {
+        matches!(self, Verdict::Host | Verdict::Network | Verdict::Both)
+    }
+}
+
+/// Where a culprit lies (DESIGN 4.7's `layer`; `job` is an addition: the job's own pattern
+/// or mapping, named when the infrastructure is healthy).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// A host's intra-host network (a PCIe link, a memory channel, the IOMMU).
+    Host,
+    /// A host's RNIC or its settings.
+    Rnic,
+    /// A cable, a switch port, the fabric's traffic.
+    Fabric,
+    /// The job's own communication pattern or placement.
+    Job,
+}
+
+/// One ranked culprit (DESIGN 4.7's `culprits[]`; fields after `evidence` are additions).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Culprit {
+    /// Where it lies.
+    pub layer: Layer,
+    /// The host, for a host's or an RNIC's culprit.
+    pub host: Option<String>,
+    /// The element: a host's link id (`gpu4--lsw4`) or RNIC (`rnic2`), a cable named by a
+    /// port (`leaf2/9`); `None` when the evidence leaves several (`candidates`) or names none
+    /// (background traffic, a pattern).
+    pub component: Option<String>,
+    /// A cause of DESIGN 4.3 for a host; `link_degraded`, `link_flapping`, `link_errors`,
+    /// `link_down`, `background_traffic` for the fabric; `pattern` or `mapping` for the job.
+    pub cause: String,
+    /// How strongly the evidence points at it, 0 to 1; culprits are ranked by it.
+    pub score: f64,
+    /// The evidence, in words a reader can check against the pairs, ports and hosts.
+    pub evidence: String,
+    /// The elements the evidence cannot tell apart, when it does not prove one (the
+    /// culprit is one of them); empty when `component` is proven.
+    #[serde(default)]
+    pub candidates: Vec<String>,
+    /// What to do about it (drain the host, reseat or replace the cable, ...).
+    pub action: String,
+}
+
+/// Something the verdict could not judge, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotJudgedItem {
+    /// What: a host, a pair (`node001/rnic0<->node009/rnic0`), a port, a cable.
+    pub what: String,
+    /// Why, in words.
+    pub why: String,
+}
+
+/// One RNIC's path on a job's host: from the RNIC to the endpoint the job's data lives in.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobPath {
+    /// The RNIC (`rnic0`).
+    pub rnic: String,
+    /// The endpoint (`gpu0`, `mem0`).
+    pub endpoint: String,
+    /// The links the path crosses, when the host's model is known (empty otherwise: then
+    /// every diagnosis of the host that names the RNIC or no RNIC is taken to touch it).
+    #[serde(default)]
+    pub links: Vec<LinkId>,
+}
+
+/// One of the job's hosts, as the verdict sees it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobHost {
+    /// Host name.
+    pub host: String,
+    /// Its own check in the window (DESIGN 4.3), judged against its kind's baseline; `None`
+    /// when it has none there (then the host is not judged).
+    pub report: Option<Report>,
+    /// The paths the job's traffic crosses on it.
+    pub job_paths: Vec<JobPath>,
+}
+
+/// One end of a probed pair.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobPairEnd {
+    /// Host name.
+    pub host: String,
+    /// RNIC id.
+    pub rnic: String,
+}
+
+/// One RNIC-to-RNIC pair probed between two of the job's hosts, split into its parts (the
+/// fields of DESIGN 4.6's `pairs[]`, and what the verdict needs beside them).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobPair {
+    /// The initiating RNIC.
+    pub a: JobPairEnd,
+    /// The responding RNIC.
+    pub b: JobPairEnd,
+    /// One-way latency, us.
+    pub latency_us: Option<f64>,
+    /// Stream bandwidth, Gb/s.
+    pub bandwidth_gbps: Option<f64>,
+    /// Host A's part, us.
+    pub host_a_us: Option<f64>,
+    /// Host B's part, us.
+    pub host_b_us: Option<f64>,
+    /// The network's part, us.
+    pub network_us: Option<f64>,
+    /// Switch ports from A to B, each switch's input then output port.
+    pub route: Vec<String>,
+    /// The pair as a whole.
+    pub status: PartStatus,
+    /// Host A's part judged.
+    pub host_a_status: PartStatus,
+    /// Host B's part judged.
+    pub host_b_status: PartStatus,
+    /// The network's part judged.
+    pub network_status: PartStatus,
+    /// The endpoint on host A.
+    pub endpoint_a: String,
+    /// The endpoint on host B.
+    pub endpoint_b: String,
+    /// The cables the probes crossed, both ways, each named by one end (`leaf2/9`),
+    /// including the two RNICs' own cables; empty when the route is unknown.
+    pub cables: Vec<String>,
+    /// Packets lost on the way and sent again.
+    pub retransmitted_packets: u64,
+    /// Why the pair is not normal, in words.
+    pub reason: Option<String>,
+}
+
+/// One switch port's counters over the job's window, and outside it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobPort {
+    /// The port (`leaf2/9`).
+    pub port: String,
+    /// The cable it ends, named as pairs' `cables` name it.
+    pub cable: String,
+    /// Whether a route between two of the job's RNICs crosses it.
+    pub on_job_route: bool,
+    /// Counter deltas over the window.
+    pub during: SwitchPortCounters,
+    /// Seconds the window's deltas span.
+    pub during_s: f64,
+    /// The same port's deltas outside the window, when they were read.
+    pub before: Option<SwitchPortCounters>,
+    /// Seconds those deltas span.
+    pub before_s: f64,
+}
+
+/// What replaying the job's traffic on the simulated fabric says (issue 28's what-if).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WhatIf {
+    /// The traffic replayed (`ring all-reduce of 64 MiB over 16 ranks`).
+    pub traffic: String,
+    /// Each scenario's simulated time, best first as listed by the producer.
+    pub scenarios: Vec<WhatIfScenario>,
+    /// What explains the time observed: `pattern`, `mapping`, `background_traffic`,
+    /// `element` (a degraded element of the infrastructure), `none` (the job ran as it
+    /// would on a healthy fabric with a good mapping).
+    pub explains: String,
+    /// The element, when `explains` is `element`.
+    pub element: Option<String>,
+    /// A mapping that does better, when `explains` is `mapping`: host names in rank order.
+    #[serde(default)]
+    pub suggested_mapping: Vec<String>,
+    /// The comparison in words.
+    pub evidence: String,
+    /// Always true: every number came from the packet simulator.
+    pub simulated: bool,
+}
+
+/// One replay of the job's traffic.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WhatIfScenario {
+    /// `observed`, `healthy`, `background_only`, `elements_only`, `suggested_mapping`, ...
+    pub name: String,
+    /// What the scenario sets, in words.
+    pub setting: String,
+    /// The job's simulated time, us.
+    pub time_us: f64,
+    /// Packets the simulator moved (the work done beside the time).
+    pub packets: u64,
+}
+
+/// Everything the verdict is given about one job over one window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobEvidence {
+    /// The job's id (a Slurm job id), when it has one.
+    pub job: Option<String>,
+    /// Its hosts, in rank order.
+    pub nodes: Vec<String>,
+    /// Each host's own check.
+    pub hosts: Vec<JobHost>,
+    /// The pairs probed between its hosts.
+    pub pairs: Vec<JobPair>,
+    /// Switch ports: those on the job's routes and, for comparison, others.
+    pub ports: Vec<JobPort>,
+    /// Cables between the job's RNICs that its routes cross, named as `cables` name them:
+    /// what a verdict of `neither` must have seen judged.
+    pub job_cables: Vec<String>,
+    /// The simulator's what-if, when it ran.
+    pub what_if: Option<WhatIf>,
+    /// Whether the measurements came from the simulators.
+    pub simulated: bool,
+}
+
+/// `hostping job --format json` and `GET /api/jobs/verdict` (DESIGN 4.7; fields after
+/// `simulated` are additions).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobReport {
+    /// The job's id.
+    pub job: Option<String>,
+    /// Its hosts.
+    pub nodes: Vec<String>,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The culprits, best first.
+    pub culprits: Vec<Culprit>,
+    /// The pairs probed.
+    pub pairs: Vec<JobPair>,
+    /// What could not be judged.
+    pub not_judged: Vec<NotJudgedItem>,
+    /// Whether the measurements came from the simulators.
+    pub simulated: bool,
+    /// The verdict in words for people, one sentence.
+    pub summary: String,
+    /// Faults found that are not the job's: on hosts it does not use, on cables or ports
+    /// off its routes, on host paths it does not cross.
+    pub not_the_jobs: Vec<Culprit>,
+    /// Each host's health as its check judged it.
+    pub hosts: Vec<JobHostSummary>,
+    /// The switch ports whose counters the verdict used, with what it found.
+    pub ports: Vec<JobPortSummary>,
+    /// The what-if, when it ran.
+    pub what_if: Option<WhatIf>,
+    /// Follow-up measurements run (`--probe`) and why.
+    pub follow_ups: Vec<FollowUp>,
+}
+
+/// A host in the report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobHostSummary {
+    /// Host name.
+    pub host: String,
+    /// Its check's verdict; `None` when it was not judged.
+    pub healthy: Option<bool>,
+    /// Causes its check found.
+    pub causes: Vec<String>,
+}
+
+/// A switch port in the report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobPortSummary {
+    /// The port.
+    pub port: String,
+    /// Whether the job's routes cross it.
+    pub on_job_route: bool,
+    /// `normal`, `errors`, `down`, `congested`.
+    pub state: String,
+    /// Error counts a second over the window (symbol, receive errors, discards).
+    pub errors_per_s: f64,
+    /// XmitWait ticks a second over the window (the tick is the switch's own).
+    pub xmit_wait_per_s: f64,
+}
+
+/// A follow-up measurement (`--probe`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FollowUp {
+    /// `loopback`, `pair`, `ports`.
+    pub kind: String,
+    /// What was measured (`node003 loopback`, `node001/rnic0<->node017/rnic0`).
+    pub target: String,
+    /// The hypotheses it separates.
+    pub why: String,
+    /// What it found.
+    pub outcome: String,
+}
