@@ -13,6 +13,7 @@ mod collector_cmd;
 mod counters_cmd;
 mod fabric_cmd;
 mod fleet_cmd;
+mod job_cmd;
 mod lint_cmd;
 mod mesh_cmd;
 mod odp_bench_cmd;
@@ -42,6 +43,7 @@ fn main() -> ExitCode {
         Command::Fabric(cmd) => fabric_cmd::run(cmd),
         Command::Mesh(args) => mesh_cmd::run(args),
         Command::Pair(cmd) => pair_cmd::run(cmd),
+        Command::Job(args) => job_cmd::run(args),
     };
     match result {
         Ok(outcome) => ExitCode::from(outcome.exit_status()),

@@ -3,6 +3,7 @@
 
 pub mod fabric;
 mod help;
+pub mod job;
 pub mod pair;
 
 pub use help::command;
@@ -239,6 +240,30 @@ either end names the cable.")]
     /// its latency split into host A's own path, host B's and the network.
     #[command(subcommand)]
     Pair(pair::PairCommand),
+    /// My job is slow: is it a host or the network, and which part? A verdict for the
+    /// job's hosts over its window, with the culprits ranked.
+    ///
+    /// It joins each host's own check (its intra-host paths against its kind's baseline),
+    /// RNIC-to-RNIC pairs between the job's hosts with each host's own path taken out, the
+    /// switch ports on the job's routes (errors, link downs and waits during the window,
+    /// against the same ports before it and against ports off its routes) and, with
+    /// --what-if, a replay of the job's traffic on the simulated fabric. One tomography
+    /// over every pair's whole path names a host's link, a cable or both; a fault on a
+    /// host or cable the job does not use is listed apart, never blamed.
+    ///
+    /// Verdicts: host, network, both, neither (the infrastructure is healthy: a slow job
+    /// then comes from its pattern or its mapping), inconclusive (too little was
+    /// measured; `not_judged` says what). Exit status: 0 neither, 1 host, network or
+    /// both, 2 usage or input error, 3 inconclusive.
+    #[command(after_long_help = "\
+Examples:
+  hostping job --sim-cluster pod-32 --nodes 'node[001-016]'
+  hostping job --sim-cluster pod-32 --nodes 'node[001-016]' \\
+      --inject fabric:errors:leaf2/9:1e5 --format json | jq .culprits
+  hostping job --slurm 12345 --collector http://fleet:9470
+  hostping job --nodes 'node[01-04]' --collector http://fleet:9470 \\
+      --since 2026-11-27T10:00:00Z --probe --token-file /etc/hostping/probe-token")]
+    Job(job::JobArgs),
 }
 
 /// `hostping mesh`.

@@ -1,0 +1,80 @@
+//! `hostping job`: the job verdict's flags (DESIGN 4.7).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{capped_f64, parse_hostlist, Above, Format, HostNames};
+use model::limits;
+
+/// `hostping job`.
+#[derive(Debug, Args)]
+pub struct JobArgs {
+    /// The simulated cluster: `pod-32` or a cluster TOML file (docs/cluster.md).
+    #[arg(long, value_name = "NAME|FILE", required_unless_present = "collector")]
+    pub sim_cluster: Option<String>,
+    /// The fleet collector holding the hosts' runs and the switch ports' counters.
+    #[arg(long, value_name = "URL", conflicts_with = "sim_cluster",
+          value_parser = agent::sender::collector_url)]
+    pub collector: Option<String>,
+    /// The job's hosts, Slurm hostlist syntax (`node[001-016,020]`), in rank order; on a
+    /// simulated cluster all of them by default.
+    #[arg(long, value_name = "LIST", value_parser = parse_hostlist,
+          required_unless_present_any = ["slurm", "sim_cluster"])]
+    pub nodes: Option<HostNames>,
+    /// A Slurm job: its hosts and its window from `scontrol show job` (or `sacct` once it
+    /// has ended).
+    #[arg(
+        long,
+        value_name = "JOBID",
+        conflicts_with = "nodes",
+        requires = "collector"
+    )]
+    pub slurm: Option<String>,
+    /// Start of the window judged (Unix seconds or RFC 3339); the job's start with
+    /// --slurm, else an hour before --until.
+    #[arg(long, value_name = "TIME", requires = "collector")]
+    pub since: Option<String>,
+    /// End of the window (Unix seconds or RFC 3339); the job's end, else now.
+    #[arg(long, value_name = "TIME", requires = "collector")]
+    pub until: Option<String>,
+    /// Run follow-up measurements when the evidence leaves several hypotheses (pair probes
+    /// through the agents need a probe token: --token or --token-file).
+    #[arg(long)]
+    pub probe: bool,
+    /// A token of the collector's probe-tokens file. Visible in `ps`: prefer --token-file.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        requires = "collector",
+        conflicts_with = "token_file"
+    )]
+    pub token: Option<String>,
+    /// A file holding that token alone on one line.
+    #[arg(long, value_name = "FILE", requires = "collector")]
+    pub token_file: Option<PathBuf>,
+    /// Replay the job's traffic on the simulated fabric and compare (pattern, mapping,
+    /// other jobs' traffic, a degraded element).
+    #[arg(long)]
+    pub what_if: bool,
+    /// The job's traffic for --what-if: `ring` or `tree` all-reduce, or a workload file
+    /// (`hostping fabric sim` format).
+    #[arg(long, value_name = "ring|tree|FILE", default_value = "ring")]
+    pub traffic: String,
+    /// Bytes each rank reduces in the --what-if all-reduce.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
+    pub bytes: u64,
+    /// A fault on the simulated cluster (repeatable), as for `hostping mesh`.
+    #[arg(long, value_name = "FAULT", conflicts_with = "collector")]
+    pub inject: Vec<String>,
+    /// Seed of every random choice on the simulated cluster.
+    #[arg(long, default_value_t = 1, conflicts_with = "collector")]
+    pub seed: u64,
+    /// Relative noise of the virtual hosts' measurements (standard deviation).
+    #[arg(long, default_value_t = 0.02, conflicts_with = "collector",
+          value_parser = capped_f64("noise", Above::OrAtZero, limits::NOISE))]
+    pub noise: f64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
