@@ -17,6 +17,7 @@ host B's; the mesh measures all three and says which part of a slow pair is slow
 - `mesh`: the run: each host's own check, the pairs' network parts, the split (judged by
   `analyze::pair`), the switch ports' counters.
 - `report`: the JSON of DESIGN 4.6.
+- `job`: a job's evidence for the verdict of DESIGN 4.7 (`analyze::job` judges it).
 
 Every number here is simulated and says so (`MeshReport::simulated`). docs/cluster.md gives
 the model and its parameters.
@@ -25,6 +26,7 @@ the model and its parameters.
 
 pub mod fault;
 pub mod file;
+pub mod job;
 pub mod mesh;
 pub mod network;
 pub mod pairs;
