@@ -28,8 +28,13 @@ pub use culprits::{BACKGROUND_MIN_PORTS, SCORE_CANDIDATES, SCORE_COUNTERS, SCORE
 /// Judges a job.
 pub fn judge(evidence: &JobEvidence) -> JobReport {
     let hosts = hosts::read(&evidence.hosts);
-    let tomography = paths::run(&hosts.segments, &evidence.pairs);
     let ports = ports::judge(&evidence.ports);
+    let accused = ports
+        .iter()
+        .filter(|p| matches!(p.state, ports::PortState::Errors | ports::PortState::Down))
+        .map(|p| p.port.cable.clone())
+        .collect();
+    let tomography = paths::run(&hosts.segments, &evidence.pairs, &accused);
     let judged = culprits::Judged::new(evidence, &hosts, &tomography, &ports);
     let (culprits, not_the_jobs) = judged.culprits();
     let mut not_judged = hosts.not_judged.clone();
@@ -67,5 +72,166 @@ pub fn judge(evidence: &JobEvidence) -> JobReport {
             .collect(),
         what_if: evidence.what_if.clone(),
         follow_ups: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::job::{JobHost, JobPair, JobPairEnd, JobPath, JobPort, Verdict};
+    use model::pair::PartStatus;
+    use model::switch_port::SwitchPortCounters;
+    use model::{PathReport, PathStatus, Report};
+
+    fn report(host: &str, status: PathStatus) -> Report {
+        Report {
+            host: host.into(),
+            mode: model::Mode::Idle,
+            healthy: status == PathStatus::Normal,
+            inconclusive: false,
+            not_judged: Vec::new(),
+            provenance: model::Provenance::Simulated,
+            run: 0,
+            paths: vec![PathReport {
+                rnic: "rnic0".into(),
+                endpoint: "gpu0".into(),
+                latency_us: Some(2.5),
+                bandwidth_gbps: Some(200.0),
+                baseline_latency_us: Some(2.5),
+                baseline_bandwidth_gbps: Some(200.0),
+                status,
+                latency_abnormal: false,
+                affinitive: true,
+                error: None,
+                unavailable: false,
+                stream: None,
+                verified_bytes: None,
+                reprobes: Vec::new(),
+            }],
+            links: vec![],
+            diagnoses: vec![],
+            baseline: None,
+            thresholds: None,
+        }
+    }
+
+    fn host(name: &str, report: Option<Report>) -> JobHost {
+        JobHost {
+            host: name.into(),
+            report,
+            job_paths: vec![JobPath {
+                rnic: "rnic0".into(),
+                endpoint: "gpu0".into(),
+                links: vec![],
+            }],
+        }
+    }
+
+    fn pair(network: PartStatus) -> JobPair {
+        JobPair {
+            a: JobPairEnd {
+                host: "n1".into(),
+                rnic: "rnic0".into(),
+            },
+            b: JobPairEnd {
+                host: "n2".into(),
+                rnic: "rnic0".into(),
+            },
+            latency_us: Some(3.0),
+            bandwidth_gbps: Some(190.0),
+            host_a_us: Some(1.25),
+            host_b_us: Some(1.25),
+            network_us: Some(0.5),
+            route: vec![],
+            status: network,
+            host_a_status: PartStatus::Normal,
+            host_b_status: PartStatus::Normal,
+            network_status: network,
+            endpoint_a: "gpu0".into(),
+            endpoint_b: "gpu0".into(),
+            cables: vec!["leaf1/1".into(), "leaf1/2".into()],
+            retransmitted_packets: 0,
+            reason: None,
+        }
+    }
+
+    fn evidence(hosts: Vec<JobHost>, pairs: Vec<JobPair>) -> JobEvidence {
+        JobEvidence {
+            nodes: hosts.iter().map(|h| h.host.clone()).collect(),
+            hosts,
+            pairs,
+            job_cables: vec!["leaf1/1".into(), "leaf1/2".into()],
+            ..JobEvidence::default()
+        }
+    }
+
+    #[test]
+    fn healthy_hosts_and_pairs_are_neither() {
+        let e = evidence(
+            vec![
+                host("n1", Some(report("n1", PathStatus::Normal))),
+                host("n2", Some(report("n2", PathStatus::Normal))),
+            ],
+            vec![pair(PartStatus::Normal)],
+        );
+        let r = judge(&e);
+        assert_eq!(r.verdict, Verdict::Neither, "{}", r.summary);
+        assert_eq!(r.verdict.exit_code(), 0);
+    }
+
+    #[test]
+    fn what_was_not_measured_is_never_called_healthy() {
+        // No pair probed: the cables were not judged.
+        let no_pairs = evidence(
+            vec![
+                host("n1", Some(report("n1", PathStatus::Normal))),
+                host("n2", Some(report("n2", PathStatus::Normal))),
+            ],
+            vec![],
+        );
+        let r = judge(&no_pairs);
+        assert_eq!(r.verdict, Verdict::Inconclusive, "{}", r.summary);
+        assert_eq!(r.verdict.exit_code(), 3);
+        // A host without a run in the window.
+        let no_run = evidence(
+            vec![
+                host("n1", Some(report("n1", PathStatus::Normal))),
+                host("n2", None),
+            ],
+            vec![pair(PartStatus::Normal)],
+        );
+        let r = judge(&no_run);
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert_eq!(r.not_judged[0].what, "n2");
+    }
+
+    #[test]
+    fn counters_alone_name_a_corrupting_port_on_the_jobs_routes_only() {
+        let port = |name: &str, on: bool| JobPort {
+            port: name.into(),
+            cable: name.into(),
+            on_job_route: on,
+            during: SwitchPortCounters {
+                symbol_errors: 500,
+                ..Default::default()
+            },
+            during_s: 60.0,
+            before: Some(SwitchPortCounters::default()),
+            before_s: 60.0,
+        };
+        let mut e = evidence(
+            vec![
+                host("n1", Some(report("n1", PathStatus::Normal))),
+                host("n2", Some(report("n2", PathStatus::Normal))),
+            ],
+            vec![pair(PartStatus::Normal)],
+        );
+        e.ports = vec![port("leaf1/2", true), port("leaf7/3", false)];
+        let r = judge(&e);
+        assert_eq!(r.verdict, Verdict::Network, "{}", r.summary);
+        assert_eq!(r.culprits.len(), 1);
+        assert_eq!(r.culprits[0].component.as_deref(), Some("leaf1/2"));
+        assert_eq!(r.culprits[0].cause, "link_errors");
+        assert_eq!(r.not_the_jobs[0].component.as_deref(), Some("leaf7/3"));
     }
 }

@@ -71,8 +71,11 @@ pub fn pair_name(pair: &JobPair) -> String {
     )
 }
 
-/// Runs the tomography over the hosts' segments and the pairs' network parts.
-pub fn run(segments: &[Segment], pairs: &[JobPair]) -> Tomography {
+/// Runs the tomography over the hosts' segments and the pairs' network parts. A cable in
+/// `accused` (its own port counters count errors or a link down) is never cleared by a pair
+/// that crossed it unharmed: corruption hits some packets, not every one, while Algorithm 1's
+/// rule that a normal path clears its links assumes a fault harms every path over it.
+pub fn run(segments: &[Segment], pairs: &[JobPair], accused: &BTreeSet<String>) -> Tomography {
     let mut out = Tomography::default();
     for s in segments {
         out.observations.push(Observation {
@@ -112,9 +115,15 @@ pub fn run(segments: &[Segment], pairs: &[JobPair]) -> Tomography {
                 PathStatus::Uncertain
             }
         };
+        let elements = pair
+            .cables
+            .iter()
+            .filter(|c| status != PathStatus::Normal || !accused.contains(*c))
+            .cloned()
+            .collect();
         out.observations.push(Observation {
             what: format!("network {}", pair_name(pair)),
-            elements: pair.cables.clone(),
+            elements,
             status,
             pair: Some(i),
         });
@@ -303,7 +312,7 @@ mod tests {
             pair("n1", "n3", &["c1", "c3", "x"], Abnormal),
             pair("n2", "n3", &["c2", "c3"], Normal),
         ];
-        let t = run(&[], &pairs);
+        let t = run(&[], &pairs, &BTreeSet::new());
         assert_eq!(t.findings.len(), 1);
         // c1 and x lie on the same two pairs: tomography cannot tell them apart.
         assert_eq!(t.findings[0].elements, ["c1", "x"]);
@@ -331,7 +340,7 @@ mod tests {
             pair("n2", "n4", &["c2", "c4"], Normal),
             pair("n3", "n4", &["c3", "c4"], Normal),
         ];
-        let t = run(&segments, &pairs);
+        let t = run(&segments, &pairs, &BTreeSet::new());
         let found: Vec<&[String]> = t.findings.iter().map(|f| f.elements.as_slice()).collect();
         assert_eq!(found.len(), 2);
         assert!(found.contains(&&["n1:rnic0->gpu0".to_string()][..]));
@@ -339,10 +348,32 @@ mod tests {
     }
 
     #[test]
+    fn a_cable_whose_counters_count_errors_is_not_cleared_by_a_lucky_pair() {
+        use PartStatus::*;
+        let pairs = [
+            pair("n1", "n2", &["c1", "bad", "c2"], Abnormal),
+            pair("n3", "n4", &["c3", "bad", "c4"], Normal),
+            pair("n1", "n3", &["c1", "c3"], Normal),
+            pair("n2", "n4", &["c2", "c4"], Normal),
+        ];
+        let cleared = run(&[], &pairs, &BTreeSet::new());
+        assert!(
+            cleared.findings.iter().all(|f| f.gray),
+            "{:?}",
+            cleared.findings
+        );
+        let accused = BTreeSet::from(["bad".to_string()]);
+        let t = run(&[], &pairs, &accused);
+        assert_eq!(t.findings.len(), 1);
+        assert_eq!(t.findings[0].elements, ["bad"]);
+        assert!(!t.findings[0].gray);
+    }
+
+    #[test]
     fn host_noise_sets_a_network_verdict_aside() {
         let mut noisy = pair("n1", "n2", &["c1", "c2"], PartStatus::Abnormal);
         noisy.host_a_status = PartStatus::Abnormal;
-        let t = run(&[], &[noisy]);
+        let t = run(&[], &[noisy], &BTreeSet::new());
         assert!(t.findings.is_empty());
         assert_eq!(t.host_noise, [0]);
     }
@@ -356,7 +387,7 @@ mod tests {
             pair("n1", "n5", &["c1", "c5"], Normal),
             pair("n1", "n6", &["c1", "c6"], Normal),
         ];
-        let t = run(&[], &pairs);
+        let t = run(&[], &pairs, &BTreeSet::new());
         assert_eq!(t.findings.len(), 1);
         assert!(t.findings[0].gray);
         assert_eq!(t.findings[0].elements, ["c1", "f"]);
