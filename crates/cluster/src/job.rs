@@ -75,16 +75,21 @@ pub fn evidence(
 /// Rounds of the mesh a job's evidence takes.
 pub const ROUNDS: u32 = 2;
 
-/// Gathers the evidence and judges it.
+/// Gathers the evidence and judges it; with `probe`, runs the follow-up probes that split
+/// what the evidence could not (`follow_up`) and judges again.
 pub fn run(
     cluster: &Cluster,
     faults: &ClusterFaults,
     settings: &MeshSettings,
+    probe: bool,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<JobReport, ClusterError> {
-    Ok(analyze::job::judge(&evidence(
-        cluster, faults, settings, progress,
-    )?))
+    let mut evidence = evidence(cluster, faults, settings, progress)?;
+    let report = analyze::job::judge(&evidence);
+    if !probe {
+        return Ok(report);
+    }
+    crate::follow_up::run(cluster, faults, settings, &mut evidence, report)
 }
 
 /// The cables the job's routes cross on the healthy fabric: between every two of its hosts'
@@ -178,7 +183,7 @@ pub fn job_paths(
 }
 
 /// A mesh pair as the verdict reads it: with the cables it crossed both ways.
-fn job_pair(cluster: &Cluster, p: &PairReport) -> JobPair {
+pub(crate) fn job_pair(cluster: &Cluster, p: &PairReport) -> JobPair {
     let port_of = |host: &str, rnic: &str| {
         let h = cluster.host_index(host)?;
         let r = cluster.hosts[h]

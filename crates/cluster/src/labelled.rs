@@ -178,7 +178,12 @@ fn case(cluster: &Cluster, class: &'static str, rng: &mut ChaCha8Rng) -> Case {
         ),
         "host_setting" => {
             let setting = match rng.gen_range(0..4) {
-                0 => format!("acs:lsw{}", 2 * rnic + rng.gen_range(0..2)),
+                // ACS redirects what turns at that switch: RNIC r's traffic to GPU 2r turns
+                // at lsw(2r), to GPU 2r+1 at usw(r) (lsw(2r+1) turns nothing).
+                0 => [format!("acs:lsw{}", 2 * rnic), format!("acs:usw{rnic}")]
+                    .choose(rng)
+                    .expect("switches")
+                    .clone(),
                 1 => format!("ats-off:rnic{rnic}"),
                 2 => format!("slow-start:rnic{rnic}"),
                 _ => format!("tx-window:rnic{rnic}:4096"),
@@ -303,8 +308,11 @@ pub struct Outcome {
     pub top1: bool,
     /// Every culprit called for is among the first three (none given when none is).
     pub top3: bool,
-    /// Seconds from nothing to the verdict: the simulated mesh and the judgement.
+    /// Seconds from nothing to the verdict: the simulated mesh, the judgement, the
+    /// follow-up probes and the judgement again.
     pub seconds: f64,
+    /// Follow-up probes run.
+    pub follow_ups: usize,
     /// Seconds of the judgement alone, from the collected evidence.
     pub judge_seconds: f64,
     /// Pairs probed (the work done).
@@ -322,15 +330,16 @@ pub fn run(cluster: &Cluster, case: &Case) -> Result<Outcome, ClusterError> {
         ..MeshSettings::default()
     };
     let start = Instant::now();
-    let evidence = crate::job::evidence(cluster, &faults, &settings, &|_, _| {})?;
+    let mut evidence = crate::job::evidence(cluster, &faults, &settings, &|_, _| {})?;
     let judged = Instant::now();
     let report = analyze::job::judge(&evidence);
-    let end = Instant::now();
+    let judge_seconds = judged.elapsed().as_secs_f64();
+    let report = crate::follow_up::run(cluster, &faults, &settings, &mut evidence, report)?;
     Ok(score(
         case,
         &report,
-        (end - start).as_secs_f64(),
-        (end - judged).as_secs_f64(),
+        start.elapsed().as_secs_f64(),
+        judge_seconds,
     ))
 }
 
@@ -383,6 +392,7 @@ fn score(case: &Case, report: &JobReport, seconds: f64, judge_seconds: f64) -> O
         top3,
         seconds,
         judge_seconds,
+        follow_ups: report.follow_ups.len(),
         pairs: report.pairs.len(),
     }
 }

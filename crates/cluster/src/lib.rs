@@ -18,6 +18,7 @@ host B's; the mesh measures all three and says which part of a slow pair is slow
   `analyze::pair`), the switch ports' counters.
 - `report`: the JSON of DESIGN 4.6.
 - `job`: a job's evidence for the verdict of DESIGN 4.7 (`analyze::job` judges it).
+- `follow_up`: the probes that split a group of cables a verdict cannot tell apart.
 - `labelled`: `bench job`'s labelled jobs and their scores.
 
 Every number here is simulated and says so (`MeshReport::simulated`). docs/cluster.md gives
@@ -27,6 +28,7 @@ the model and its parameters.
 
 pub mod fault;
 pub mod file;
+pub mod follow_up;
 pub mod job;
 pub mod labelled;
 pub mod mesh;

@@ -62,6 +62,9 @@ pub struct MeshSettings {
     /// When the first pair is probed, seconds into the run: a later round of the same pairs
     /// meets a flapping cable in another phase.
     pub start_s: f64,
+    /// Pairs to probe in place of the cover's choice (a job verdict's follow-up probes);
+    /// their hosts must be among `nodes`.
+    pub pairs: Option<Vec<(RnicPort, RnicPort)>>,
     /// Seed of every random choice (host noise, background, losses, flap phase).
     pub seed: u64,
     /// Relative noise of the virtual hosts' measurements.
@@ -79,6 +82,7 @@ impl Default for MeshSettings {
             rate_same_leaf: 10.0,
             rate_cross_leaf: 1.0,
             start_s: 0.0,
+            pairs: None,
             seed: 1,
             noise: VhostConfig::default().noise,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -126,7 +130,14 @@ pub fn run(
             check_host(cluster, faults, h, baseline, &check_settings, settings)
         })
         .collect();
-    let selection = pairs::select(cluster, &hosts);
+    let selection = match &settings.pairs {
+        Some(chosen) => pairs::Selection {
+            pairs: chosen.clone(),
+            cables: 0,
+            not_identifiable: Vec::new(),
+        },
+        None => pairs::select(cluster, &hosts),
+    };
     let fabric = FaultedFabric::new(cluster, &faults.fabric).map_err(ClusterError::Fabric)?;
     let healthy = FaultedFabric::healthy(cluster);
     let flap_offset_s = ChaCha8Rng::seed_from_u64(settings.seed ^ 0xf1a9).gen_range(0.0..2.0)

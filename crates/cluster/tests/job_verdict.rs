@@ -19,7 +19,7 @@ fn job(inject: &[&str]) -> JobReport {
         nodes: Some(model::hostlist::expand("node[001-016]").unwrap()),
         ..MeshSettings::default()
     };
-    cluster::job::run(&cluster, &faults, &settings, &|_, _| {}).unwrap()
+    cluster::job::run(&cluster, &faults, &settings, false, &|_, _| {}).unwrap()
 }
 
 #[test]

@@ -33,7 +33,7 @@ pub fn run(args: JobArgs) -> Result<Outcome> {
         ..MeshSettings::default()
     };
     let bar = progress::counted(0, "job", "pairs simulated");
-    let report = cluster::job::run(&cluster, &faults, &settings, &|done, total| {
+    let report = cluster::job::run(&cluster, &faults, &settings, args.probe, &|done, total| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     })?;

@@ -1,0 +1,161 @@
+//! Follow-up probes of a simulated job's verdict (issue 28 section 2): when the evidence
+//! leaves a group of cables it cannot split, probe, for each member, a pair whose route
+//! crosses it and no other member, and judge again. A member the new pairs find abnormal is
+//! the culprit; one they find normal is cleared. A flapping group's pairs are probed in both
+//! phases of the flap, as the job's own rounds were.
+
+use std::collections::BTreeSet;
+
+use model::job::{FollowUp, JobEvidence, JobReport};
+use model::pair::PartStatus;
+
+use crate::fault::ClusterFaults;
+use crate::mesh::{self, MeshSettings};
+use crate::spec::{Cable, Cluster, RnicPort};
+use crate::ClusterError;
+
+/// Most groups followed up in one verdict: each costs a mesh of a few pairs.
+pub const MAX_GROUPS: usize = 8;
+
+/// Probes what separates the candidates of `report`'s culprits, adds the pairs to
+/// `evidence`, and judges again. Returns the new report, with what was run and why.
+pub fn run(
+    cluster: &Cluster,
+    faults: &ClusterFaults,
+    settings: &MeshSettings,
+    evidence: &mut JobEvidence,
+    report: JobReport,
+) -> Result<JobReport, ClusterError> {
+    let groups: Vec<Vec<String>> = report
+        .culprits
+        .iter()
+        .filter(|c| c.candidates.len() > 1)
+        .map(|c| c.candidates.clone())
+        .take(MAX_GROUPS)
+        .collect();
+    if groups.is_empty() {
+        return Ok(report);
+    }
+    let mut planned: Vec<(RnicPort, RnicPort, String)> = Vec::new();
+    let mut follow_ups: Vec<FollowUp> = Vec::new();
+    for group in &groups {
+        let members: Vec<Cable> = group
+            .iter()
+            .filter_map(|label| cluster.parse_port(label).ok())
+            .map(|p| cluster.cable_at(p))
+            .collect();
+        for (i, &member) in members.iter().enumerate() {
+            let others: Vec<Cable> = members
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .map(|(_, &c)| c)
+                .collect();
+            let why = format!(
+                "crosses {} and not {}",
+                group[i],
+                others
+                    .iter()
+                    .map(|&c| cluster.cable_label(c))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            match separating_pair(cluster, member, &others, &evidence.nodes) {
+                Some((a, b)) => planned.push((a, b, why)),
+                None => follow_ups.push(FollowUp {
+                    kind: "pair".to_string(),
+                    target: group[i].clone(),
+                    why: format!("to tell {} from the others", group[i]),
+                    outcome: "no pair of the cluster crosses it without the others".to_string(),
+                }),
+            }
+        }
+    }
+    if planned.is_empty() {
+        let mut report = report;
+        report.follow_ups = follow_ups;
+        return Ok(report);
+    }
+    let hosts: BTreeSet<usize> = planned
+        .iter()
+        .flat_map(|(a, b, _)| [a.host, b.host])
+        .collect();
+    let probe = MeshSettings {
+        nodes: Some(
+            hosts
+                .iter()
+                .map(|&h| cluster.hosts[h].name.clone())
+                .collect(),
+        ),
+        pairs: Some(planned.iter().map(|(a, b, _)| (*a, *b)).collect()),
+        ..settings.clone()
+    };
+    // Two phases, as the job's own rounds: a flapping member shows in one of them.
+    let mut measured = mesh::run(cluster, faults, &probe, &|_, _| {})?.pairs;
+    let later = MeshSettings {
+        start_s: settings.start_s + settings.duration_s + mesh::FABRIC_FLAP_HALF_PERIOD_S,
+        ..probe
+    };
+    measured.extend(mesh::run(cluster, faults, &later, &|_, _| {})?.pairs);
+    for (k, pair) in measured.iter().enumerate() {
+        let (_, _, why) = &planned[k % planned.len()];
+        follow_ups.push(FollowUp {
+            kind: "pair".to_string(),
+            target: format!(
+                "{}/{}<->{}/{}",
+                pair.a.host, pair.a.rnic, pair.b.host, pair.b.rnic
+            ),
+            why: why.clone(),
+            outcome: match (pair.network_status, &pair.reason) {
+                (PartStatus::Normal, _) => "network part normal".to_string(),
+                (_, Some(reason)) => format!("{}: {reason}", status_word(pair.network_status)),
+                (status, None) => status_word(status).to_string(),
+            },
+        });
+    }
+    evidence
+        .pairs
+        .extend(measured.iter().map(|p| crate::job::job_pair(cluster, p)));
+    let mut again = analyze::job::judge(evidence);
+    again.follow_ups = follow_ups;
+    Ok(again)
+}
+
+fn status_word(status: PartStatus) -> &'static str {
+    match status {
+        PartStatus::Normal => "normal",
+        PartStatus::Abnormal => "network part abnormal",
+        PartStatus::Uncertain => "not judged",
+        PartStatus::Failed => "failed",
+    }
+}
+
+/// A pair whose route (both ways) crosses `member` and none of `others`: one end on a job
+/// host when one serves, the shortest such route first.
+fn separating_pair(
+    cluster: &Cluster,
+    member: Cable,
+    others: &[Cable],
+    job: &[String],
+) -> Option<(RnicPort, RnicPort)> {
+    let ports: Vec<RnicPort> = cluster.rnic_ports().collect();
+    let on_job = |p: RnicPort| job.contains(&cluster.hosts[p.host].name);
+    let mut best: Option<(usize, (RnicPort, RnicPort))> = None;
+    for (i, &a) in ports.iter().enumerate() {
+        for &b in &ports[i + 1..] {
+            if a.host == b.host || !(on_job(a) || on_job(b)) {
+                continue;
+            }
+            let mut cables = cluster.cables_between(a, b);
+            cables.extend(cluster.cables_between(b, a));
+            if !cables.contains(&member) || others.iter().any(|o| cables.contains(o)) {
+                continue;
+            }
+            let len = cables.len();
+            if best.is_none_or(|(l, _)| len < l) {
+                best = Some((len, (a, b)));
+            }
+        }
+    }
+    best.map(|(_, pair)| pair)
+}
