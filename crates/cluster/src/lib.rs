@@ -17,6 +17,8 @@ host B's; the mesh measures all three and says which part of a slow pair is slow
 - `mesh`: the run: each host's own check, the pairs' network parts, the split (judged by
   `analyze::pair`), the switch ports' counters.
 - `report`: the JSON of DESIGN 4.6.
+- `whatif`: a job's traffic replayed on the fabric with its placement and link states, and
+  what explains its time (issue 28's what-if).
 
 Every number here is simulated and says so (`MeshReport::simulated`). docs/cluster.md gives
 the model and its parameters.
@@ -30,6 +32,7 @@ pub mod network;
 pub mod pairs;
 pub mod report;
 pub mod spec;
+pub mod whatif;
 
 pub use fault::{ClusterFaults, Expected, FabricFault};
 pub use mesh::{Endpoint, MeshSettings};
