@@ -82,7 +82,11 @@ fn a_ring_in_rack_order_on_a_healthy_fabric_is_none() {
     );
     // Rack order is the suggested order: nothing to compare with.
     assert!(w.scenarios.iter().all(|s| s.name != "suggested_mapping"));
-    assert!(w.scenarios.iter().all(|s| s.packets > 0));
+    // The true states are the healthy ones: one run, the observed scenario points at it.
+    let observed = &w.scenarios[0];
+    assert_eq!((observed.name.as_str(), observed.packets), ("observed", 0));
+    assert!(observed.setting.ends_with("(the same run as `healthy`)"));
+    assert!(scenario(&w, "healthy") == observed.time_us);
 }
 
 #[test]
