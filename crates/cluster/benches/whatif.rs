@@ -2,6 +2,8 @@
 //! under 30 s): a 64 MiB all-reduce over node001..node256 of `full-891` (1,024 RNICs, one
 //! ring or tree per rail), one case per answer. `cargo bench -p cluster --bench whatif --
 //! [CASE]`; prints the work done (scenarios, packets the simulator moved) beside the time.
+//! `background*` is the background case with the load measured at 0.5 where it was 0.6, so
+//! that the observed replay and the measured background are two runs, not one.
 
 use std::time::Instant;
 
@@ -33,35 +35,56 @@ fn main() {
     joined.shuffle(&mut ChaCha8Rng::seed_from_u64(1));
     let ring = JobTraffic::RingAllReduce { bytes: BYTES };
     let tree = JobTraffic::TreeAllReduce { bytes: BYTES };
-    let cases: [(&str, &[usize], &JobTraffic, &[&str]); 5] = [
-        ("healthy", &rack, &ring, &[]),
+    // Each case: the true faults, and the states the verdict measured when they differ
+    // (then the observed replay and the measured ones are separate runs).
+    type Case<'a> = (
+        &'a str,
+        &'a [usize],
+        &'a JobTraffic,
+        &'a [&'a str],
+        Option<&'a [&'a str]>,
+    );
+    let cases: [Case; 6] = [
+        ("healthy", &rack, &ring, &[], None),
         (
             "element",
             &rack,
             &ring,
             &["fabric:degrade:node040/rnic2:0.5"],
+            None,
         ),
-        ("mapping", &joined, &ring, &[]),
-        ("pattern", &rack, &tree, &[]),
-        ("background", &rack, &ring, &["fabric:background:0.6"]),
+        ("mapping", &joined, &ring, &[], None),
+        ("pattern", &rack, &tree, &[], None),
+        ("background", &rack, &ring, &["fabric:background:0.6"], None),
+        (
+            "background*",
+            &rack,
+            &ring,
+            &["fabric:background:0.6"],
+            Some(&["fabric:background:0.5"]),
+        ),
     ];
     println!(
         "{:<11} {:<19} {:>9} {:>12} {:>11} {:>8}",
         "case", "explains", "scenarios", "packets", "observed_us", "wall_s"
     );
-    for (name, placement, traffic, faults) in cases {
+    let states = |texts: &[&str]| {
+        let texts: Vec<String> = texts.iter().map(|s| s.to_string()).collect();
+        LinkStates::from_faults(&ClusterFaults::parse(&texts, &full).unwrap().fabric)
+    };
+    for (name, placement, traffic, faults, measured) in cases {
         if only.as_deref().is_some_and(|o| o != name) {
             continue;
         }
-        let texts: Vec<String> = faults.iter().map(|s| s.to_string()).collect();
-        let truth = LinkStates::from_faults(&ClusterFaults::parse(&texts, &full).unwrap().fabric);
+        let truth = states(faults);
+        let measured = measured.map_or(truth.clone(), states);
         let start = Instant::now();
         let answer = what_if(
             &full,
             placement,
             traffic,
-            Observed::Replay(truth.clone()),
-            &truth,
+            Observed::Replay(truth),
+            &measured,
             &WhatIfSettings::default(),
         )
         .expect("the what-if runs");
