@@ -20,6 +20,8 @@ host B's; the mesh measures all three and says which part of a slow pair is slow
 - `job`: a job's evidence for the verdict of DESIGN 4.7 (`analyze::job` judges it).
 - `follow_up`: the probes that split a group of cables a verdict cannot tell apart.
 - `labelled`: `bench job`'s labelled jobs and their scores.
+- `whatif`: a job's traffic replayed on the fabric with its placement and link states, and
+  what explains its time (issue 28's what-if).
 
 Every number here is simulated and says so (`MeshReport::simulated`). docs/cluster.md gives
 the model and its parameters.
@@ -36,6 +38,7 @@ pub mod network;
 pub mod pairs;
 pub mod report;
 pub mod spec;
+pub mod whatif;
 
 pub use fault::{ClusterFaults, Expected, FabricFault};
 pub use mesh::{Endpoint, MeshSettings};

@@ -4,13 +4,15 @@
 
 use std::collections::HashMap;
 
-use fabric::topology::{FatTreeParams, NodeId, Peer, PortIndex, PortRef, SwitchId, Topology};
+use fabric::topology::{
+    FatTreeParams, Level, NodeId, Peer, PortIndex, PortRef, SwitchId, Topology,
+};
 use model::{ComponentClass, ComponentId, HostTopology};
 
 use crate::ClusterError;
 
 /// The built-in clusters by name.
-pub const BUILTIN_NAMES: [&str; 1] = ["pod-32"];
+pub const BUILTIN_NAMES: [&str; 2] = ["pod-32", "full-891"];
 
 /// One host of the cluster.
 #[derive(Clone, Debug)]
@@ -113,6 +115,7 @@ impl Cluster {
     pub fn builtin(name: &str) -> Option<Result<Cluster, ClusterError>> {
         match name {
             "pod-32" => Some(pod_32()),
+            "full-891" => Some(full_891()),
             _ => None,
         }
     }
@@ -315,6 +318,84 @@ fn pod_32() -> Result<Cluster, ClusterError> {
         .map(|n| ClusterHost::new(format!("node{n:03}"), model.clone()))
         .collect();
     rail_optimised("pod-32", hosts, 16, 200.0)
+}
+
+/// `full-891`: 891 `dgx-a100` hosts `node001`..`node891` filling every one of the 3,564 node
+/// ports of the thesis's `full` three-level tree (Table 3.1: radix 36, 18 nodes per leaf,
+/// 198 leaves, 198 aggregation and 108 core switches), rail-major ([`rail_major`]).
+fn full_891() -> Result<Cluster, ClusterError> {
+    let model = model::builtin::load("dgx-a100")
+        .expect("dgx-a100 is built in")
+        .map_err(|e| ClusterError::Host(e.to_string()))?;
+    let hosts = (1..=891)
+        .map(|n| ClusterHost::new(format!("node{n:03}"), model.clone()))
+        .collect();
+    rail_major("full-891", hosts, FatTreeParams::full(), 200.0)
+}
+
+/// `hosts` on the three-level tree `params` builds, rail-major: rail `r` (RNIC index) of
+/// host `n` (from 0) on tree node `r * hosts + n`, so that each rail is one run of
+/// consecutive leaves and consecutive hosts share a leaf on every rail, as on a
+/// rail-optimised two-level tree. Leaves are `leaf1`.., aggregation switches `spine1`..,
+/// cores `core1`.. (in the tree's order); ports are numbered from 1, down ports first.
+/// Nodes beyond the hosts' RNICs are free.
+pub fn rail_major(
+    name: &str,
+    hosts: Vec<ClusterHost>,
+    params: FatTreeParams,
+    link_gbps: f64,
+) -> Result<Cluster, ClusterError> {
+    let unfit = |reason: String| ClusterError::Fabric(format!("cluster `{name}`: {reason}"));
+    let rails = hosts.first().map_or(0, |h| h.rnics.len());
+    if let Some(h) = hosts.iter().find(|h| h.rnics.len() != rails || rails == 0) {
+        return Err(unfit(format!(
+            "rail-major cabling needs as many RNICs, at least one, on every host: `{}` has {}",
+            h.name,
+            h.rnics.len()
+        )));
+    }
+    let tree = Topology::new(params).map_err(|e| unfit(e.to_string()))?;
+    let needed = rails * hosts.len();
+    if needed > tree.num_nodes() as usize {
+        return Err(unfit(format!(
+            "{} hosts of {rails} RNICs need {needed} node ports; the tree has {}",
+            hosts.len(),
+            tree.num_nodes()
+        )));
+    }
+    let mut attached = vec![None; tree.num_nodes() as usize];
+    let mut node_of = HashMap::new();
+    for host in 0..hosts.len() {
+        for rnic in 0..rails {
+            let node = NodeId((rnic * hosts.len() + host) as u32);
+            attached[node.0 as usize] = Some(RnicPort { host, rnic });
+            node_of.insert(RnicPort { host, rnic }, node);
+        }
+    }
+    let free = (needed as u32..tree.num_nodes()).collect();
+    let topology = tree.with_free_nodes(free);
+    let switch_names = (0..topology.num_switches())
+        .map(|s| {
+            let (prefix, first) = match topology.level(SwitchId(s)) {
+                Level::Leaf => ("leaf", topology.switches_at(Level::Leaf).start),
+                Level::Aggregation => ("spine", topology.switches_at(Level::Aggregation).start),
+                Level::Core => ("core", topology.switches_at(Level::Core).start),
+            };
+            format!("{prefix}{}", s - first + 1)
+        })
+        .collect();
+    Ok(Cluster {
+        name: name.to_string(),
+        hosts,
+        fabric: Fabric {
+            topology,
+            switch_names,
+            attached,
+            node_of,
+            link_gbps,
+            port_numbers: None,
+        },
+    })
 }
 
 /// A rail-optimised two-level fat tree of `radix`-port switches for `hosts` (DESIGN 4.6):
@@ -693,6 +774,44 @@ mod tests {
             assert!(err.starts_with("cluster `lab`: "), "{err}");
             assert!(err.contains(says), "{says}: {err}");
         }
+    }
+
+    #[test]
+    fn full_891_fills_the_full_tree_rail_major() {
+        let full = Cluster::builtin("full-891").unwrap().unwrap();
+        assert_eq!(full.hosts.len(), 891);
+        assert_eq!(full.rnic_ports().count(), 3564);
+        assert_eq!(full.fabric.topology.compute_nodes().len(), 3564);
+        assert_eq!(full.fabric.switch_names.len(), 504);
+        let names = &full.fabric.switch_names;
+        assert_eq!(
+            [
+                &names[0],
+                &names[197],
+                &names[198],
+                &names[395],
+                &names[396],
+                &names[503]
+            ],
+            ["leaf1", "leaf198", "spine1", "spine198", "core1", "core108"]
+        );
+        // node001's rail 0 on leaf1 port 1; node019 on leaf2; rail 1 starts at node 891,
+        // leaf50 port 10 (891 = 49 x 18 + 9).
+        for (label, port) in [
+            ("node001/rnic0", "leaf1/1"),
+            ("node019/rnic0", "leaf2/1"),
+            ("node891/rnic0", "leaf50/9"),
+            ("node001/rnic1", "leaf50/10"),
+            ("node891/rnic3", "leaf198/18"),
+        ] {
+            let at = full.parse_port(label).unwrap();
+            assert_eq!(full.port_label(at), port, "{label}");
+        }
+        // Three levels: a route across pods climbs to a core.
+        let a = RnicPort { host: 0, rnic: 0 };
+        let b = RnicPort { host: 0, rnic: 3 };
+        let route = full.route_labels(&full.fabric.topology, a, b);
+        assert!(route.iter().any(|p| p.starts_with("core")), "{route:?}");
     }
 
     #[test]
