@@ -14,7 +14,9 @@
 
 use std::collections::BTreeSet;
 
-use model::job::{JobEvidence, JobHost, JobPair, JobPairEnd, JobPath, JobPort, JobReport};
+use model::job::{
+    JobEvidence, JobHost, JobPair, JobPairEnd, JobPath, JobPort, JobReport, NotJudgedItem,
+};
 use model::switch_port::SwitchPortCounters;
 use model::{ComponentClass, ComponentId};
 
@@ -22,6 +24,7 @@ use crate::fault::ClusterFaults;
 use crate::mesh::{self, Endpoint, MeshSettings};
 use crate::report::{MeshReport, PairReport};
 use crate::spec::{Cable, Cluster, RnicPort};
+use crate::whatif::{self, JobTraffic, LinkStates, Observed, WhatIfSettings};
 use crate::ClusterError;
 
 /// Gathers a job's evidence on a simulated cluster: the mesh over its hosts, their checks,
@@ -75,21 +78,74 @@ pub fn evidence(
 /// Rounds of the mesh a job's evidence takes.
 pub const ROUNDS: u32 = 2;
 
-/// Gathers the evidence and judges it; with `probe`, runs the follow-up probes that split
-/// what the evidence could not (`follow_up`) and judges again.
+/// What a simulated job's verdict runs beside the evidence.
+#[derive(Clone, Debug, Default)]
+pub struct JobOptions {
+    /// Follow-up probes that split what the evidence could not (`follow_up`).
+    pub probe: bool,
+    /// Replay this traffic on the fabric and say what explains the job's time (`whatif`).
+    pub what_if: Option<JobTraffic>,
+}
+
+/// A simulated job judged, with the evidence its verdict was drawn from.
+pub struct JobRun {
+    /// The verdict.
+    pub report: JobReport,
+    /// The evidence, follow-ups' pairs and the what-if included.
+    pub evidence: JobEvidence,
+}
+
+/// Gathers the evidence and judges it; then runs the follow-ups and the what-if that
+/// `options` ask for, and judges again with what they found.
 pub fn run(
     cluster: &Cluster,
     faults: &ClusterFaults,
     settings: &MeshSettings,
-    probe: bool,
+    options: &JobOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
-) -> Result<JobReport, ClusterError> {
+) -> Result<JobRun, ClusterError> {
     let mut evidence = evidence(cluster, faults, settings, progress)?;
-    let report = analyze::job::judge(&evidence);
-    if !probe {
-        return Ok(report);
+    let mut report = analyze::job::judge(&evidence);
+    if options.probe {
+        report = crate::follow_up::run(cluster, faults, settings, &mut evidence, report)?;
     }
-    crate::follow_up::run(cluster, faults, settings, &mut evidence, report)
+    let Some(traffic) = &options.what_if else {
+        return Ok(JobRun { report, evidence });
+    };
+    let placement: Vec<usize> = evidence
+        .nodes
+        .iter()
+        .filter_map(|n| cluster.host_index(n))
+        .collect();
+    // The job really ran under the injected faults: that replay is what was observed. The
+    // measured states are what the verdict found.
+    let observed = Observed::Replay(LinkStates::from_faults(&faults.fabric));
+    let what_if =
+        LinkStates::from_culprits(cluster, &report.culprits, &evidence).and_then(|measured| {
+            whatif::what_if(
+                cluster,
+                &placement,
+                traffic,
+                observed,
+                &measured,
+                &WhatIfSettings {
+                    seed: settings.seed,
+                },
+            )
+        });
+    let follow_ups = std::mem::take(&mut report.follow_ups);
+    match what_if {
+        Ok(w) => {
+            evidence.what_if = Some(w);
+            report = analyze::job::judge(&evidence);
+        }
+        Err(e) => report.not_judged.push(NotJudgedItem {
+            what: "what-if".to_string(),
+            why: e.to_string(),
+        }),
+    }
+    report.follow_ups = follow_ups;
+    Ok(JobRun { report, evidence })
 }
 
 /// The cables the job's routes cross on the healthy fabric: between every two of its hosts'

@@ -12,7 +12,12 @@
 //!   other jobs' traffic -> `network`, `background_traffic`; a fault on a cable off the
 //!   job's routes -> `neither`;
 //! - a host fault and a fabric fault at once -> `both`;
-//! - a healthy cluster with measurement noise -> `neither` with no culprit.
+//! - a healthy cluster with measurement noise -> `neither` with no culprit;
+//! - a healthy cluster, the job's ranks in a random order (a dynamic rendezvous) ->
+//!   `neither`, culprit `mapping`; a binomial-tree all-reduce -> `neither`, `pattern`.
+//!
+//! Every case runs as `hostping job --probe --what-if` does: the follow-up probes, then the
+//! what-if of its traffic.
 
 use std::time::Instant;
 
@@ -23,8 +28,10 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::fault::ClusterFaults;
+use crate::job::JobOptions;
 use crate::mesh::{Endpoint, MeshSettings};
 use crate::spec::Cluster;
+use crate::whatif::JobTraffic;
 use crate::ClusterError;
 
 /// What a case's verdict should name.
@@ -51,6 +58,8 @@ pub struct Case {
     pub nodes: Vec<String>,
     /// The faults, as `--inject` takes them.
     pub inject: Vec<String>,
+    /// The job's traffic for the what-if: `ring` or `tree` all-reduce.
+    pub traffic: &'static str,
     /// Seed of the simulation.
     pub seed: u64,
     /// Relative noise of the hosts' measurements.
@@ -60,6 +69,10 @@ pub struct Case {
     /// The culprits it calls for (none for `neither` without a pattern or mapping).
     pub culprits: Vec<ExpectedCulprit>,
 }
+
+/// Bytes each rank reduces in a case's what-if: NCCL's default all-reduce test size range
+/// tops out in the tens of MiB; 64 MiB keeps the replay under a second on pod-32.
+pub const WHAT_IF_BYTES: u64 = 64 << 20;
 
 /// How many cases of each class.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -80,7 +93,7 @@ impl Suite {
 }
 
 /// The classes, in the order the table lists them.
-pub const CLASSES: [&str; 14] = [
+pub const CLASSES: [&str; 16] = [
     "healthy",
     "host_link",
     "host_flap",
@@ -95,6 +108,8 @@ pub const CLASSES: [&str; 14] = [
     "fabric_off_route",
     "background",
     "both",
+    "mapping",
+    "pattern",
 ];
 
 /// Links of a dgx-a100 job's GPU paths, by RNIC r: its own PCIe link, its GPUs', and the
@@ -108,21 +123,52 @@ fn gpu_path_links(r: usize) -> [String; 4] {
     ]
 }
 
-/// The labelled cases of `suite` on the built-in `pod-32`, from `seed`.
-pub fn cases(cluster: &Cluster, suite: Suite, seed: u64) -> Vec<Case> {
+/// The classes also run on the larger three-level cluster (`full-891`): each host and
+/// fabric fault kind once, off the job's routes, both, and healthy; other jobs' traffic,
+/// mappings and patterns are replayed on pod-32 only (a what-if of other jobs' traffic on
+/// 891 hosts takes tens of seconds).
+pub const LARGE_CLASSES: [&str; 8] = [
+    "healthy",
+    "host_link",
+    "host_setting",
+    "fabric_degrade",
+    "fabric_errors",
+    "fabric_down",
+    "fabric_off_route",
+    "both",
+];
+
+/// Jobs of each class on the larger cluster, per suite: none in the fast suite.
+fn large_per_class(suite: Suite) -> usize {
+    match suite {
+        Suite::Fast => 0,
+        Suite::Full => 5,
+    }
+}
+
+/// The labelled cases of `suite` from `seed`: every class on `pod` (jobs of 8 to 24
+/// hosts), [`LARGE_CLASSES`] on `large` when given (jobs of 16 to 64 hosts).
+pub fn cases(pod: &Cluster, large: Option<&Cluster>, suite: Suite, seed: u64) -> Vec<Case> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut out = Vec::new();
     for class in CLASSES {
         for _ in 0..suite.per_class() {
-            out.push(case(cluster, class, &mut rng));
+            out.push(case(pod, class, &[8, 12, 16, 24], &mut rng));
+        }
+    }
+    if let Some(large) = large {
+        for class in LARGE_CLASSES {
+            for _ in 0..large_per_class(suite) {
+                out.push(case(large, class, &[16, 32, 64], &mut rng));
+            }
         }
     }
     out
 }
 
-fn case(cluster: &Cluster, class: &'static str, rng: &mut ChaCha8Rng) -> Case {
+fn case(cluster: &Cluster, class: &'static str, sizes: &[usize], rng: &mut ChaCha8Rng) -> Case {
     let names: Vec<String> = cluster.hosts.iter().map(|h| h.name.clone()).collect();
-    let size = *[8usize, 12, 16, 24].choose(rng).expect("sizes");
+    let size = *sizes.choose(rng).expect("sizes");
     let mut shuffled = names.clone();
     shuffled.shuffle(rng);
     let mut nodes: Vec<String> = shuffled[..size.min(names.len())].to_vec();
@@ -164,6 +210,13 @@ fn case(cluster: &Cluster, class: &'static str, rng: &mut ChaCha8Rng) -> Case {
         component: Some(cable.to_string()),
         cause: None,
     };
+    let job_culprit = |cause: &'static str| ExpectedCulprit {
+        layer: "job",
+        host: None,
+        component: None,
+        cause: Some(cause),
+    };
+    let mut traffic = "ring";
     let (inject, verdict, culprits): (Vec<String>, Verdict, Vec<ExpectedCulprit>) = match class {
         "healthy" => (vec![], Verdict::Neither, vec![]),
         "host_link" => (
@@ -275,6 +328,19 @@ fn case(cluster: &Cluster, class: &'static str, rng: &mut ChaCha8Rng) -> Case {
             Verdict::Both,
             vec![host_culprit(&host), cable_culprit(&cable)],
         ),
+        "mapping" => {
+            // Ranks in the order a dynamic rendezvous hands them out: every ring step
+            // leaves its leaf, and the static routes collide on the uplinks.
+            nodes = names.clone();
+            nodes.shuffle(rng);
+            (vec![], Verdict::Neither, vec![job_culprit("mapping")])
+        }
+        "pattern" => {
+            // A binomial-tree all-reduce funnels log2(n) buffers through its root's link
+            // (thesis Theorem 4.1): slow on any placement.
+            traffic = "tree";
+            (vec![], Verdict::Neither, vec![job_culprit("pattern")])
+        }
         other => unreachable!("class {other}"),
     };
     Case {
@@ -282,6 +348,7 @@ fn case(cluster: &Cluster, class: &'static str, rng: &mut ChaCha8Rng) -> Case {
         cluster: cluster.name.clone(),
         nodes,
         inject,
+        traffic,
         seed: rng.gen(),
         noise: if class == "healthy" {
             [0.02, 0.04].choose(rng).copied().expect("noises")
@@ -329,23 +396,35 @@ pub fn run(cluster: &Cluster, case: &Case) -> Result<Outcome, ClusterError> {
         noise: case.noise,
         ..MeshSettings::default()
     };
+    let options = JobOptions {
+        probe: true,
+        what_if: Some(match case.traffic {
+            "tree" => JobTraffic::TreeAllReduce {
+                bytes: WHAT_IF_BYTES,
+            },
+            _ => JobTraffic::RingAllReduce {
+                bytes: WHAT_IF_BYTES,
+            },
+        }),
+    };
     let start = Instant::now();
-    let mut evidence = crate::job::evidence(cluster, &faults, &settings, &|_, _| {})?;
-    let judged = Instant::now();
-    let report = analyze::job::judge(&evidence);
-    let judge_seconds = judged.elapsed().as_secs_f64();
-    let report = crate::follow_up::run(cluster, &faults, &settings, &mut evidence, report)?;
+    let run = crate::job::run(cluster, &faults, &settings, &options, &|_, _| {})?;
+    let seconds = start.elapsed().as_secs_f64();
+    // The judgement alone, from the evidence collected (what the collector does).
+    let judging = Instant::now();
+    let _ = analyze::job::judge(&run.evidence);
     Ok(score(
         case,
-        &report,
-        start.elapsed().as_secs_f64(),
-        judge_seconds,
+        &run.report,
+        seconds,
+        judging.elapsed().as_secs_f64(),
     ))
 }
 
 fn matches(expected: &ExpectedCulprit, got: &model::job::Culprit) -> bool {
     match expected.layer {
         "host" => matches!(got.layer, Layer::Host | Layer::Rnic) && got.host == expected.host,
+        "job" => got.layer == Layer::Job && expected.cause.is_none_or(|c| got.cause == c),
         _ => {
             got.layer == Layer::Fabric
                 && expected
@@ -359,7 +438,7 @@ fn matches(expected: &ExpectedCulprit, got: &model::job::Culprit) -> bool {
 
 fn score(case: &Case, report: &JobReport, seconds: f64, judge_seconds: f64) -> Outcome {
     let (top1, top3) = if case.culprits.is_empty() {
-        let none = report.culprits.iter().all(|c| c.layer == Layer::Job);
+        let none = report.culprits.is_empty();
         (none, none)
     } else {
         let first = report
@@ -400,6 +479,8 @@ fn score(case: &Case, report: &JobReport, seconds: f64, judge_seconds: f64) -> O
 /// One class's scores.
 #[derive(Clone, Debug, Serialize)]
 pub struct ClassScore {
+    /// The cluster.
+    pub cluster: String,
     /// The class.
     pub class: String,
     /// Cases.
@@ -482,11 +563,23 @@ pub fn scores(outcomes: &[Outcome]) -> Scores {
         judge_seconds_median: quantile(judge.clone(), 0.5),
         judge_seconds_p95: quantile(judge, 0.95),
         pairs: outcomes.iter().map(|o| o.pairs).sum(),
-        classes: CLASSES
+        classes: outcomes
             .iter()
-            .filter_map(|&class| {
-                let of: Vec<&Outcome> = outcomes.iter().filter(|o| o.case.class == class).collect();
+            .map(|o| (o.case.cluster.as_str(), o.case.class))
+            .fold(Vec::new(), |mut seen, key| {
+                if !seen.contains(&key) {
+                    seen.push(key);
+                }
+                seen
+            })
+            .into_iter()
+            .filter_map(|(cluster, class)| {
+                let of: Vec<&Outcome> = outcomes
+                    .iter()
+                    .filter(|o| o.case.class == class && o.case.cluster == cluster)
+                    .collect();
                 (!of.is_empty()).then(|| ClassScore {
+                    cluster: cluster.to_string(),
                     class: class.to_string(),
                     cases: of.len(),
                     verdict_accuracy: share(

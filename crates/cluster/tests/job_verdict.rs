@@ -19,7 +19,15 @@ fn job(inject: &[&str]) -> JobReport {
         nodes: Some(model::hostlist::expand("node[001-016]").unwrap()),
         ..MeshSettings::default()
     };
-    cluster::job::run(&cluster, &faults, &settings, false, &|_, _| {}).unwrap()
+    cluster::job::run(
+        &cluster,
+        &faults,
+        &settings,
+        &Default::default(),
+        &|_, _| {},
+    )
+    .unwrap()
+    .report
 }
 
 #[test]
@@ -105,7 +113,7 @@ fn a_flapping_cable_is_caught_across_rounds_and_a_down_one_by_its_counters() {
 #[test]
 fn the_fast_labelled_suite_meets_the_targets() {
     let cluster = pod();
-    let cases = labelled::cases(&cluster, Suite::Fast, 1);
+    let cases = labelled::cases(&cluster, None, Suite::Fast, 1);
     assert_eq!(cases.len(), 2 * labelled::CLASSES.len());
     let outcomes: Vec<_> = cases
         .iter()

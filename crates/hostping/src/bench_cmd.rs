@@ -205,16 +205,23 @@ fn scenarios(
 /// pairs on every core), and their scores.
 fn job(suite: JobSuite, seed: u64, show_failures: bool, format: Format) -> Result<Outcome> {
     use cluster::labelled;
-    let cluster = cluster::Cluster::builtin("pod-32").expect("pod-32 is built in")?;
+    let pod = cluster::Cluster::builtin("pod-32").expect("pod-32 is built in")?;
+    let large = cluster::Cluster::builtin("full-891").expect("full-891 is built in")?;
     let suite = match suite {
         JobSuite::Fast => labelled::Suite::Fast,
         JobSuite::Full => labelled::Suite::Full,
     };
-    let cases = labelled::cases(&cluster, suite, seed);
+    let cases = labelled::cases(&pod, Some(&large), suite, seed);
     let bar = counted(cases.len() as u64, "bench job", "jobs judged");
     let mut outcomes = Vec::with_capacity(cases.len());
     for case in &cases {
-        outcomes.push(labelled::run(&cluster, case)?);
+        let cluster = if case.cluster == large.name {
+            &large
+        } else {
+            &pod
+        };
+        bar.set_message(format!("{} on {}", case.class, case.cluster));
+        outcomes.push(labelled::run(cluster, case)?);
         bar.inc(1);
     }
     bar.finish_and_clear();

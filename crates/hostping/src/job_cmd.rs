@@ -9,6 +9,7 @@ pub mod words;
 
 use anyhow::Result;
 use cluster::mesh::{Endpoint, MeshSettings};
+use cluster::whatif::JobTraffic;
 use cluster::{Cluster, ClusterFaults};
 use model::job::JobReport;
 
@@ -33,10 +34,19 @@ pub fn run(args: JobArgs) -> Result<Outcome> {
         ..MeshSettings::default()
     };
     let bar = progress::counted(0, "job", "pairs simulated");
-    let report = cluster::job::run(&cluster, &faults, &settings, args.probe, &|done, total| {
+    let options = cluster::job::JobOptions {
+        probe: args.probe,
+        what_if: if args.what_if {
+            Some(traffic(&args.traffic, args.bytes)?)
+        } else {
+            None
+        },
+    };
+    let report = cluster::job::run(&cluster, &faults, &settings, &options, &|done, total| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
-    })?;
+    })?
+    .report;
     bar.finish_and_clear();
     print(args.format, &report, |r| {
         words::render(r, Style::for_stdout())
@@ -52,4 +62,15 @@ pub fn outcome(report: &JobReport) -> Outcome {
         3 => Outcome::Inconclusive,
         _ => Outcome::Findings,
     }
+}
+
+/// `--traffic ring|tree|FILE`.
+fn traffic(text: &str, bytes: u64) -> Result<JobTraffic> {
+    Ok(match text {
+        "ring" => JobTraffic::RingAllReduce { bytes },
+        "tree" => JobTraffic::TreeAllReduce { bytes },
+        path => JobTraffic::File(fabric::traffic::WorkloadFile::load(std::path::Path::new(
+            path,
+        ))?),
+    })
 }

@@ -209,7 +209,8 @@ pub struct WhatIf {
     pub scenarios: Vec<WhatIfScenario>,
     /// What explains the time observed: `pattern`, `mapping`, `background_traffic`,
     /// `element` (a degraded element of the infrastructure), `none` (the job ran as it
-    /// would on a healthy fabric with a good mapping).
+    /// would on a healthy fabric with a good mapping), `unexplained` (slower than healthy,
+    /// and no measured state of the fabric reproduces it: a host, or a state not measured).
     pub explains: String,
     /// The element, when `explains` is `element`.
     pub element: Option<String>,

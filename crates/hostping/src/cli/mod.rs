@@ -818,13 +818,15 @@ pub struct TopologyArgs {
 /// `hostping bench ...`.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
-    /// The job verdict on labelled jobs of the simulated pod-32 (each host and fabric fault
-    /// class, both at once, faults off the job's hosts or routes, healthy clusters with
-    /// noise, other jobs' traffic): precision and recall of "the infrastructure is at
-    /// fault", verdict accuracy, top-1 and top-3 culprit accuracy per class, time to
-    /// verdict. Seeded and reproducible.
+    /// The job verdict on labelled simulated jobs (each host and fabric fault class, both
+    /// at once, faults off the job's hosts or routes, healthy clusters with noise, other
+    /// jobs' traffic, bad mappings and patterns) on pod-32 and on full-891's three-level
+    /// tree, each run as `job --probe --what-if`: precision and recall of "the
+    /// infrastructure is at fault", verdict accuracy, top-1 and top-3 culprit accuracy per
+    /// class, time to verdict. Seeded and reproducible.
     Job {
-        /// `full`: 25 jobs a class; `fast`: 2 a class (what the test suite runs).
+        /// `full`: 25 jobs a class on pod-32, 5 a class on full-891; `fast`: 2 a class on
+        /// pod-32 (what the test suite runs).
         #[arg(long, value_enum, default_value_t = JobSuite::Full)]
         suite: JobSuite,
         /// Seed of the cases (hosts, faults, noise).

@@ -10,7 +10,7 @@ pub fn scores_table(s: &cluster::labelled::Scores) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "job verdicts on {} labelled simulated jobs of pod-32 ({} pairs probed, SIMULATED)",
+        "job verdicts on {} labelled simulated jobs ({} pairs probed, SIMULATED)",
         s.cases, s.pairs
     );
     let _ = writeln!(out, "{:<36} {:>9}  target (published best)", "", "measured");
@@ -41,10 +41,10 @@ pub fn scores_table(s: &cluster::labelled::Scores) -> String {
         (
             "time to verdict, median / p95",
             format!("{:.2} / {:.2} s", s.seconds_median, s.seconds_p95),
-            "<= 30 s (simulated mesh included)",
+            "<= 2 min with follow-ups (mesh, follow-ups, what-if)",
         ),
         (
-            "judgement from evidence, median / p95",
+            "verdict from collected evidence",
             format!(
                 "{:.1} / {:.1} ms",
                 1e3 * s.judge_seconds_median,
@@ -58,13 +58,14 @@ pub fn scores_table(s: &cluster::labelled::Scores) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "{:<18} {:>5} {:>9} {:>7} {:>7}",
-        "class", "jobs", "verdict", "top-1", "top-3"
+        "{:<9} {:<18} {:>5} {:>9} {:>7} {:>7}",
+        "cluster", "class", "jobs", "verdict", "top-1", "top-3"
     );
     for c in &s.classes {
         let _ = writeln!(
             out,
-            "{:<18} {:>5} {:>9} {:>7} {:>7}",
+            "{:<9} {:<18} {:>5} {:>9} {:>7} {:>7}",
+            c.cluster,
             c.class,
             c.cases,
             pct(c.verdict_accuracy),
