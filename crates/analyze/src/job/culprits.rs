@@ -119,6 +119,10 @@ impl<'a> Judged<'a> {
 
     /// The cables of the job's routes that no judged observation crossed.
     pub fn unjudged_cables(&self) -> Vec<NotJudgedItem> {
+        // A job on one host crosses no cable.
+        if self.evidence.nodes.len() < 2 {
+            return Vec::new();
+        }
         if self.evidence.pairs.is_empty() {
             return vec![NotJudgedItem {
                 what: "the job's cables".to_string(),

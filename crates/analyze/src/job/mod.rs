@@ -206,6 +206,23 @@ mod tests {
     }
 
     #[test]
+    fn a_job_on_one_healthy_host_crosses_no_cable_and_is_neither() {
+        let mut e = evidence(
+            vec![host("n1", Some(report("n1", PathStatus::Normal)))],
+            vec![],
+        );
+        e.job_cables.clear();
+        assert_eq!(judge(&e).verdict, Verdict::Neither);
+        let abnormal = evidence(
+            vec![host("n1", Some(report("n1", PathStatus::Abnormal)))],
+            vec![],
+        );
+        let r = judge(&abnormal);
+        assert_eq!(r.verdict, Verdict::Host, "{}", r.summary);
+        assert_eq!(r.culprits[0].host.as_deref(), Some("n1"));
+    }
+
+    #[test]
     fn counters_alone_name_a_corrupting_port_on_the_jobs_routes_only() {
         let port = |name: &str, on: bool| JobPort {
             port: name.into(),
