@@ -95,6 +95,7 @@ pub mod history;
 pub mod host_baseline;
 mod iommu;
 pub mod iotlb_knee;
+pub mod job;
 mod judged;
 pub mod lint;
 mod localize;

@@ -17,6 +17,8 @@ host B's; the mesh measures all three and says which part of a slow pair is slow
 - `mesh`: the run: each host's own check, the pairs' network parts, the split (judged by
   `analyze::pair`), the switch ports' counters.
 - `report`: the JSON of DESIGN 4.6.
+- `job`: a job's evidence for the verdict of DESIGN 4.7 (`analyze::job` judges it).
+- `labelled`: `bench job`'s labelled jobs and their scores.
 
 Every number here is simulated and says so (`MeshReport::simulated`). docs/cluster.md gives
 the model and its parameters.
@@ -25,6 +27,8 @@ the model and its parameters.
 
 pub mod fault;
 pub mod file;
+pub mod job;
+pub mod labelled;
 pub mod mesh;
 pub mod network;
 pub mod pairs;

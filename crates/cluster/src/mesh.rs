@@ -59,6 +59,9 @@ pub struct MeshSettings {
     pub rate_same_leaf: f64,
     /// Latency probes a second to each cross-leaf target (R-Pingmesh: 1).
     pub rate_cross_leaf: f64,
+    /// When the first pair is probed, seconds into the run: a later round of the same pairs
+    /// meets a flapping cable in another phase.
+    pub start_s: f64,
     /// Seed of every random choice (host noise, background, losses, flap phase).
     pub seed: u64,
     /// Relative noise of the virtual hosts' measurements.
@@ -75,6 +78,7 @@ impl Default for MeshSettings {
             duration_s: 10.0,
             rate_same_leaf: 10.0,
             rate_cross_leaf: 1.0,
+            start_s: 0.0,
             seed: 1,
             noise: VhostConfig::default().noise,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -141,7 +145,7 @@ pub fn run(
             } else {
                 settings.rate_cross_leaf
             };
-            let at_s = i as f64 * spacing_s;
+            let at_s = settings.start_s + i as f64 * spacing_s;
             PairJob {
                 a,
                 b,
@@ -448,7 +452,7 @@ impl HostEnd {
 
 /// The endpoint of `class` an RNIC reaches at line rate over the fewest links; the nearest
 /// memory node when the host has no such GPU.
-fn nearest_endpoint(
+pub(crate) fn nearest_endpoint(
     model: &model::HostTopology,
     rnic: &ComponentId,
     endpoint: Endpoint,

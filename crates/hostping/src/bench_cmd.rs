@@ -2,7 +2,7 @@
 //! own cost, the time of a counter snapshot, and the collector at scale. The measuring is
 //! in the library crates; this module gives each a progress bar and prints its result.
 
-use crate::cli::{BenchCommand, Format};
+use crate::cli::{BenchCommand, Format, JobSuite};
 use crate::output::{print, write_stdout, Outcome};
 use crate::progress::{counted, progress_bar};
 use crate::render::{self, Style};
@@ -17,6 +17,12 @@ use std::sync::Mutex;
 /// Runs `hostping bench ...`.
 pub fn run(cmd: BenchCommand) -> Result<Outcome> {
     match cmd {
+        BenchCommand::Job {
+            suite,
+            seed,
+            show_failures,
+            format,
+        } => return job(suite, seed, show_failures, format),
         BenchCommand::Agent {
             sim,
             seconds,
@@ -193,4 +199,48 @@ fn scenarios(
     }
     write_stdout(&out)?;
     Ok(Outcome::found(!result.ok()))
+}
+
+/// `hostping bench job`: the labelled jobs, run one after another (each mesh simulates its
+/// pairs on every core), and their scores.
+fn job(suite: JobSuite, seed: u64, show_failures: bool, format: Format) -> Result<Outcome> {
+    use cluster::labelled;
+    let cluster = cluster::Cluster::builtin("pod-32").expect("pod-32 is built in")?;
+    let suite = match suite {
+        JobSuite::Fast => labelled::Suite::Fast,
+        JobSuite::Full => labelled::Suite::Full,
+    };
+    let cases = labelled::cases(&cluster, suite, seed);
+    let bar = counted(cases.len() as u64, "bench job", "jobs judged");
+    let mut outcomes = Vec::with_capacity(cases.len());
+    for case in &cases {
+        outcomes.push(labelled::run(&cluster, case)?);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let scores = labelled::scores(&outcomes);
+    #[derive(serde::Serialize)]
+    struct Bench<'a> {
+        simulated: bool,
+        scores: &'a labelled::Scores,
+        cases: &'a [labelled::Outcome],
+    }
+    let text = match format {
+        Format::Json => {
+            serde_json::to_string_pretty(&Bench {
+                simulated: true,
+                scores: &scores,
+                cases: &outcomes,
+            })? + "\n"
+        }
+        Format::Table => {
+            let mut out = crate::job_cmd::bench::scores_table(&scores);
+            if show_failures {
+                out.push_str(&crate::job_cmd::bench::failures(&outcomes));
+            }
+            out
+        }
+    };
+    write_stdout(&text)?;
+    Ok(Outcome::Healthy)
 }

@@ -1,18 +1,55 @@
 //! `hostping job`: the job verdict (DESIGN 4.7). On a simulated cluster the evidence comes
 //! from the `cluster` crate; on real hosts (`--collector`) from the collector
-//! (`GET /api/jobs/verdict`, [`real`]). `analyze::job` judges both the same way.
+//! (`GET /api/jobs/verdict`, [`real`]). `analyze::job` judges both the same way, and
+//! [`words`] prints both for people.
 
+pub mod bench;
 mod real;
+pub mod words;
 
 use anyhow::Result;
+use cluster::mesh::{Endpoint, MeshSettings};
+use cluster::{Cluster, ClusterFaults};
+use model::job::JobReport;
 
 use crate::cli::job::JobArgs;
-use crate::output::Outcome;
+use crate::mesh_cmd::read_fabric;
+use crate::output::{print, Outcome};
+use crate::progress;
+use crate::render::Style;
 
 /// Runs `hostping job`.
 pub fn run(args: JobArgs) -> Result<Outcome> {
-    let Some(_sim_cluster) = &args.sim_cluster else {
+    let Some(sim_cluster) = &args.sim_cluster else {
         return real::run(&args);
     };
-    anyhow::bail!("job --sim-cluster: being built")
+    let cluster = Cluster::resolve(sim_cluster, &read_fabric)?;
+    let faults = ClusterFaults::parse(&args.inject, &cluster)?;
+    let settings = MeshSettings {
+        nodes: args.nodes.map(|n| n.0),
+        endpoint: Endpoint::Gpu,
+        seed: args.seed,
+        noise: args.noise,
+        ..MeshSettings::default()
+    };
+    let bar = progress::counted(0, "job", "pairs simulated");
+    let report = cluster::job::run(&cluster, &faults, &settings, &|done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    print(args.format, &report, |r| {
+        words::render(r, Style::for_stdout())
+    })?;
+    Ok(outcome(&report))
+}
+
+/// DESIGN 4.7's exit status as an outcome: 0 neither, 1 host / network / both, 3
+/// inconclusive.
+pub fn outcome(report: &JobReport) -> Outcome {
+    match report.verdict.exit_code() {
+        0 => Outcome::Healthy,
+        3 => Outcome::Inconclusive,
+        _ => Outcome::Findings,
+    }
 }

@@ -64,6 +64,25 @@ impl SwitchPortCounters {
     }
 }
 
+/// Deltas over two windows add up (saturating: a counter never wraps into a small number).
+impl std::ops::AddAssign for SwitchPortCounters {
+    fn add_assign(&mut self, other: Self) {
+        for (total, value) in [
+            (&mut self.xmit_data_bytes, other.xmit_data_bytes),
+            (&mut self.rcv_data_bytes, other.rcv_data_bytes),
+            (&mut self.xmit_pkts, other.xmit_pkts),
+            (&mut self.rcv_pkts, other.rcv_pkts),
+            (&mut self.xmit_wait, other.xmit_wait),
+            (&mut self.symbol_errors, other.symbol_errors),
+            (&mut self.link_downed, other.link_downed),
+            (&mut self.rcv_errors, other.rcv_errors),
+            (&mut self.xmit_discards, other.xmit_discards),
+        ] {
+            *total = total.saturating_add(value);
+        }
+    }
+}
+
 /// A GUID as DESIGN 4.4 writes it: `0x` and 16 lower-case hex digits.
 pub fn guid_text(guid: u64) -> String {
     format!("0x{guid:016x}")

@@ -262,7 +262,8 @@ Examples:
       --inject fabric:errors:leaf2/9:1e5 --format json | jq .culprits
   hostping job --slurm 12345 --collector http://fleet:9470
   hostping job --nodes 'node[01-04]' --collector http://fleet:9470 \\
-      --since 2026-11-27T10:00:00Z --probe --token-file /etc/hostping/probe-token")]
+      --since 2026-11-27T10:00:00Z --probe \\
+      --token-file /etc/hostping/probe-token")]
     Job(job::JobArgs),
 }
 
@@ -328,6 +329,15 @@ pub struct MeshArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+}
+
+/// `hostping bench job --suite`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum JobSuite {
+    /// Two jobs a class.
+    Fast,
+    /// Twenty-five jobs a class.
+    Full,
 }
 
 /// `hostping mesh --endpoint`.
@@ -808,6 +818,25 @@ pub struct TopologyArgs {
 /// `hostping bench ...`.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
+    /// The job verdict on labelled jobs of the simulated pod-32 (each host and fabric fault
+    /// class, both at once, faults off the job's hosts or routes, healthy clusters with
+    /// noise, other jobs' traffic): precision and recall of "the infrastructure is at
+    /// fault", verdict accuracy, top-1 and top-3 culprit accuracy per class, time to
+    /// verdict. Seeded and reproducible.
+    Job {
+        /// `full`: 25 jobs a class; `fast`: 2 a class (what the test suite runs).
+        #[arg(long, value_enum, default_value_t = JobSuite::Full)]
+        suite: JobSuite,
+        /// Seed of the cases (hosts, faults, noise).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// List every case whose verdict or first culprit is wrong.
+        #[arg(long)]
+        show_failures: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
     /// Run every scenario (case / expected / got / pass), the accuracy, and the false-alarm
     /// rate over healthy noisy runs of each built-in model.
     Scenarios {

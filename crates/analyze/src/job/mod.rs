@@ -1,0 +1,237 @@
+//! The job verdict (DESIGN 4.7, issue 28): "my job is slow: is it a host or the network, and
+//! which part?", judged from a [`JobEvidence`] with no I/O.
+//!
+//! 1. The hosts ([`hosts`]): each host's own check says which of the job's paths (RNIC to
+//!    the endpoint its data lives in) are abnormal and why; a diagnosis on a path the job
+//!    does not cross is a fault, but not the job's.
+//! 2. One tomography ([`paths`]) over the hosts' paths and the pairs' network parts names the
+//!    elements that explain every abnormal observation: a host's path or a cable. A network
+//!    part measured beside an abnormal or unjudged host part is set aside (host noise makes a
+//!    probe look like the network's fault: R-Pingmesh's stated weakness).
+//! 3. The switch ports ([`ports`]): errors and link downs on the job's routes name their
+//!    cable on their own; waits far above the same ports before the window and the ports off
+//!    the routes on many ports are other jobs' traffic, not a fault.
+//! 4. The what-if, when given, says whether the job's own pattern or mapping explains a
+//!    healthy infrastructure's time.
+//! 5. The verdict ([`culprits`]): host, network, both; neither only when every host and
+//!    every cable of the job's routes was judged; inconclusive otherwise.
+
+mod culprits;
+pub mod hosts;
+pub mod paths;
+pub mod ports;
+
+use model::job::{JobEvidence, JobHostSummary, JobReport};
+
+pub use culprits::{BACKGROUND_MIN_PORTS, SCORE_CANDIDATES, SCORE_COUNTERS, SCORE_PROVEN};
+
+/// Judges a job.
+pub fn judge(evidence: &JobEvidence) -> JobReport {
+    let hosts = hosts::read(&evidence.hosts);
+    let ports = ports::judge(&evidence.ports);
+    let accused = ports
+        .iter()
+        .filter(|p| matches!(p.state, ports::PortState::Errors | ports::PortState::Down))
+        .map(|p| p.port.cable.clone())
+        .collect();
+    let tomography = paths::run(&hosts.segments, &evidence.pairs, &accused);
+    let judged = culprits::Judged::new(evidence, &hosts, &tomography, &ports);
+    let (culprits, not_the_jobs) = judged.culprits();
+    let mut not_judged = hosts.not_judged.clone();
+    not_judged.extend(tomography.not_judged.iter().cloned());
+    not_judged.extend(judged.unjudged_cables());
+    let verdict = culprits::verdict(&culprits, &not_judged);
+    JobReport {
+        job: evidence.job.clone(),
+        nodes: evidence.nodes.clone(),
+        verdict,
+        summary: culprits::summary(verdict, &culprits, &not_judged),
+        culprits,
+        pairs: evidence.pairs.clone(),
+        not_judged,
+        simulated: evidence.simulated,
+        not_the_jobs,
+        hosts: evidence
+            .hosts
+            .iter()
+            .map(|h| JobHostSummary {
+                host: h.host.clone(),
+                healthy: h.report.as_ref().map(|r| r.healthy),
+                causes: h.report.as_ref().map_or(Vec::new(), |r| {
+                    r.diagnoses
+                        .iter()
+                        .map(|d| d.cause.as_str().to_string())
+                        .collect()
+                }),
+            })
+            .collect(),
+        ports: ports
+            .iter()
+            .filter(|p| p.port.on_job_route || p.state != ports::PortState::Normal)
+            .map(|p| p.summary())
+            .collect(),
+        what_if: evidence.what_if.clone(),
+        follow_ups: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::job::{JobHost, JobPair, JobPairEnd, JobPath, JobPort, Verdict};
+    use model::pair::PartStatus;
+    use model::switch_port::SwitchPortCounters;
+    use model::{PathReport, PathStatus, Report};
+
+    fn report(host: &str, status: PathStatus) -> Report {
+        Report {
+            host: host.into(),
+            mode: model::Mode::Idle,
+            healthy: status == PathStatus::Normal,
+            inconclusive: false,
+            not_judged: Vec::new(),
+            provenance: model::Provenance::Simulated,
+            run: 0,
+            paths: vec![PathReport {
+                rnic: "rnic0".into(),
+                endpoint: "gpu0".into(),
+                latency_us: Some(2.5),
+                bandwidth_gbps: Some(200.0),
+                baseline_latency_us: Some(2.5),
+                baseline_bandwidth_gbps: Some(200.0),
+                status,
+                latency_abnormal: false,
+                affinitive: true,
+                error: None,
+                unavailable: false,
+                stream: None,
+                verified_bytes: None,
+                reprobes: Vec::new(),
+            }],
+            links: vec![],
+            diagnoses: vec![],
+            baseline: None,
+            thresholds: None,
+        }
+    }
+
+    fn host(name: &str, report: Option<Report>) -> JobHost {
+        JobHost {
+            host: name.into(),
+            report,
+            job_paths: vec![JobPath {
+                rnic: "rnic0".into(),
+                endpoint: "gpu0".into(),
+                links: vec![],
+            }],
+        }
+    }
+
+    fn pair(network: PartStatus) -> JobPair {
+        JobPair {
+            a: JobPairEnd {
+                host: "n1".into(),
+                rnic: "rnic0".into(),
+            },
+            b: JobPairEnd {
+                host: "n2".into(),
+                rnic: "rnic0".into(),
+            },
+            latency_us: Some(3.0),
+            bandwidth_gbps: Some(190.0),
+            host_a_us: Some(1.25),
+            host_b_us: Some(1.25),
+            network_us: Some(0.5),
+            route: vec![],
+            status: network,
+            host_a_status: PartStatus::Normal,
+            host_b_status: PartStatus::Normal,
+            network_status: network,
+            endpoint_a: "gpu0".into(),
+            endpoint_b: "gpu0".into(),
+            cables: vec!["leaf1/1".into(), "leaf1/2".into()],
+            retransmitted_packets: 0,
+            reason: None,
+        }
+    }
+
+    fn evidence(hosts: Vec<JobHost>, pairs: Vec<JobPair>) -> JobEvidence {
+        JobEvidence {
+            nodes: hosts.iter().map(|h| h.host.clone()).collect(),
+            hosts,
+            pairs,
+            job_cables: vec!["leaf1/1".into(), "leaf1/2".into()],
+            ..JobEvidence::default()
+        }
+    }
+
+    #[test]
+    fn healthy_hosts_and_pairs_are_neither() {
+        let e = evidence(
+            vec![
+                host("n1", Some(report("n1", PathStatus::Normal))),
+                host("n2", Some(report("n2", PathStatus::Normal))),
+            ],
+            vec![pair(PartStatus::Normal)],
+        );
+        let r = judge(&e);
+        assert_eq!(r.verdict, Verdict::Neither, "{}", r.summary);
+        assert_eq!(r.verdict.exit_code(), 0);
+    }
+
+    #[test]
+    fn what_was_not_measured_is_never_called_healthy() {
+        // No pair probed: the cables were not judged.
+        let no_pairs = evidence(
+            vec![
+                host("n1", Some(report("n1", PathStatus::Normal))),
+                host("n2", Some(report("n2", PathStatus::Normal))),
+            ],
+            vec![],
+        );
+        let r = judge(&no_pairs);
+        assert_eq!(r.verdict, Verdict::Inconclusive, "{}", r.summary);
+        assert_eq!(r.verdict.exit_code(), 3);
+        // A host without a run in the window.
+        let no_run = evidence(
+            vec![
+                host("n1", Some(report("n1", PathStatus::Normal))),
+                host("n2", None),
+            ],
+            vec![pair(PartStatus::Normal)],
+        );
+        let r = judge(&no_run);
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert_eq!(r.not_judged[0].what, "n2");
+    }
+
+    #[test]
+    fn counters_alone_name_a_corrupting_port_on_the_jobs_routes_only() {
+        let port = |name: &str, on: bool| JobPort {
+            port: name.into(),
+            cable: name.into(),
+            on_job_route: on,
+            during: SwitchPortCounters {
+                symbol_errors: 500,
+                ..Default::default()
+            },
+            during_s: 60.0,
+            before: Some(SwitchPortCounters::default()),
+            before_s: 60.0,
+        };
+        let mut e = evidence(
+            vec![
+                host("n1", Some(report("n1", PathStatus::Normal))),
+                host("n2", Some(report("n2", PathStatus::Normal))),
+            ],
+            vec![pair(PartStatus::Normal)],
+        );
+        e.ports = vec![port("leaf1/2", true), port("leaf7/3", false)];
+        let r = judge(&e);
+        assert_eq!(r.verdict, Verdict::Network, "{}", r.summary);
+        assert_eq!(r.culprits.len(), 1);
+        assert_eq!(r.culprits[0].component.as_deref(), Some("leaf1/2"));
+        assert_eq!(r.culprits[0].cause, "link_errors");
+        assert_eq!(r.not_the_jobs[0].component.as_deref(), Some("leaf7/3"));
+    }
+}

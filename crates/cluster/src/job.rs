@@ -1,0 +1,263 @@
+//! `hostping job --sim-cluster` (DESIGN 4.7): a job's evidence on a simulated cluster, judged
+//! by `analyze::job` as a real job's is.
+//!
+//! The job is its hosts in rank order. Its traffic runs rail by rail, as NCCL runs a
+//! rail-optimised cluster's collectives: RNIC r of each host talks to RNIC r of the others,
+//! so the job's routes are the routes between its hosts' RNICs of one rail, and its cables
+//! those they cross. On each host, each GPU's data goes through its nearest RNIC (the job's
+//! paths; the nearest memory node on a host without GPUs).
+//!
+//! The evidence is what the mesh measures over the job's hosts (`mesh::run`): each host's own
+//! check, the pairs' parts, the switch ports' counters over the probes' window (the probes'
+//! and other jobs' traffic, a corrupting cable's errors, a down cable's LinkDowned). Every
+//! number is simulated and the report says so.
+
+use std::collections::BTreeSet;
+
+use model::job::{JobEvidence, JobHost, JobPair, JobPairEnd, JobPath, JobPort, JobReport};
+use model::switch_port::SwitchPortCounters;
+use model::{ComponentClass, ComponentId};
+
+use crate::fault::ClusterFaults;
+use crate::mesh::{self, Endpoint, MeshSettings};
+use crate::report::{MeshReport, PairReport};
+use crate::spec::{Cable, Cluster, RnicPort};
+use crate::ClusterError;
+
+/// Gathers a job's evidence on a simulated cluster: the mesh over its hosts, their checks,
+/// the ports' counters. `settings.nodes` are the job's hosts in rank order (all by default).
+pub fn evidence(
+    cluster: &Cluster,
+    faults: &ClusterFaults,
+    settings: &MeshSettings,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<JobEvidence, ClusterError> {
+    // Two rounds of the mesh, the second a window and half a flap period after the first,
+    // as a continuous mesh meets a flapping cable in both its phases.
+    let mut report = mesh::run(cluster, faults, settings, progress)?;
+    let second = MeshSettings {
+        start_s: settings.start_s + settings.duration_s + mesh::FABRIC_FLAP_HALF_PERIOD_S,
+        ..settings.clone()
+    };
+    let again = mesh::run(cluster, faults, &second, progress)?;
+    report.pairs.extend(again.pairs);
+    for port in again.ports {
+        match report.ports.iter_mut().find(|p| p.port == port.port) {
+            Some(p) => p.counters += port.counters,
+            None => report.ports.push(port),
+        }
+    }
+    let nodes: Vec<String> = match &settings.nodes {
+        Some(nodes) => nodes.clone(),
+        None => cluster.hosts.iter().map(|h| h.name.clone()).collect(),
+    };
+    let hosts: Vec<usize> = nodes.iter().filter_map(|n| cluster.host_index(n)).collect();
+    let job_cables = job_cables(cluster, &hosts);
+    let job_cable_names: BTreeSet<String> =
+        job_cables.iter().map(|&c| cluster.cable_label(c)).collect();
+    Ok(JobEvidence {
+        job: None,
+        hosts: job_hosts(cluster, &hosts, &report, settings.endpoint),
+        pairs: report.pairs.iter().map(|p| job_pair(cluster, p)).collect(),
+        ports: job_ports(
+            cluster,
+            &report,
+            &job_cables,
+            ROUNDS as f64 * settings.duration_s,
+        ),
+        job_cables: job_cable_names.into_iter().collect(),
+        nodes,
+        what_if: None,
+        simulated: true,
+    })
+}
+
+/// Rounds of the mesh a job's evidence takes.
+pub const ROUNDS: u32 = 2;
+
+/// Gathers the evidence and judges it.
+pub fn run(
+    cluster: &Cluster,
+    faults: &ClusterFaults,
+    settings: &MeshSettings,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<JobReport, ClusterError> {
+    Ok(analyze::job::judge(&evidence(
+        cluster, faults, settings, progress,
+    )?))
+}
+
+/// The cables the job's routes cross on the healthy fabric: between every two of its hosts'
+/// RNICs of one rail, both ways, with the RNICs' own cables.
+pub fn job_cables(cluster: &Cluster, hosts: &[usize]) -> BTreeSet<Cable> {
+    let cabled: std::collections::HashSet<RnicPort> = cluster.rnic_ports().collect();
+    let mut cables = BTreeSet::new();
+    for (i, &a) in hosts.iter().enumerate() {
+        for &b in &hosts[i + 1..] {
+            let rails = cluster.hosts[a]
+                .rnics
+                .len()
+                .min(cluster.hosts[b].rnics.len());
+            for rnic in 0..rails {
+                let (pa, pb) = (RnicPort { host: a, rnic }, RnicPort { host: b, rnic });
+                if cabled.contains(&pa) && cabled.contains(&pb) {
+                    cables.extend(cluster.cables_between(pa, pb));
+                    cables.extend(cluster.cables_between(pb, pa));
+                }
+            }
+        }
+    }
+    cables
+}
+
+/// Each job host's check and the paths the job's data crosses on it.
+fn job_hosts(
+    cluster: &Cluster,
+    hosts: &[usize],
+    report: &MeshReport,
+    endpoint: Endpoint,
+) -> Vec<JobHost> {
+    hosts
+        .iter()
+        .map(|&h| {
+            let host = &cluster.hosts[h];
+            JobHost {
+                host: host.name.clone(),
+                report: report
+                    .hosts
+                    .iter()
+                    .find(|s| s.host == host.name)
+                    .map(|s| s.report.clone()),
+                job_paths: job_paths(host.model(), &host.rnics, endpoint),
+            }
+        })
+        .collect()
+}
+
+/// On a host with GPUs, each GPU's data goes through the RNIC with the shortest path to it
+/// (as NCCL picks a GPU's NIC by PCIe distance); otherwise each RNIC's data lives in its
+/// nearest memory node.
+pub fn job_paths(
+    model: &model::HostTopology,
+    rnics: &[ComponentId],
+    endpoint: Endpoint,
+) -> Vec<JobPath> {
+    let gpus: Vec<&ComponentId> = model
+        .components()
+        .iter()
+        .filter(|c| c.class() == ComponentClass::Gpu)
+        .map(|c| &c.id)
+        .collect();
+    let path = |rnic: &ComponentId, to: &ComponentId| {
+        model
+            .paths_of(rnic)
+            .find(|p| &p.endpoint == to)
+            .map(|p| JobPath {
+                rnic: rnic.to_string(),
+                endpoint: to.to_string(),
+                links: p.links.clone(),
+            })
+    };
+    if endpoint == Endpoint::Gpu && !gpus.is_empty() {
+        let mut out: Vec<JobPath> = gpus
+            .iter()
+            .filter_map(|&gpu| {
+                rnics
+                    .iter()
+                    .filter_map(|r| path(r, gpu))
+                    .min_by_key(|p| p.links.len())
+            })
+            .collect();
+        out.sort_by(|a, b| (&a.rnic, &a.endpoint).cmp(&(&b.rnic, &b.endpoint)));
+        return out;
+    }
+    rnics
+        .iter()
+        .filter_map(|r| path(r, &mesh::nearest_endpoint(model, r, Endpoint::Memory)))
+        .collect()
+}
+
+/// A mesh pair as the verdict reads it: with the cables it crossed both ways.
+fn job_pair(cluster: &Cluster, p: &PairReport) -> JobPair {
+    let port_of = |host: &str, rnic: &str| {
+        let h = cluster.host_index(host)?;
+        let r = cluster.hosts[h]
+            .rnics
+            .iter()
+            .position(|x| x.as_str() == rnic)?;
+        Some(RnicPort { host: h, rnic: r })
+    };
+    let mut cables: BTreeSet<String> = BTreeSet::new();
+    if let (Some(a), Some(b)) = (port_of(&p.a.host, &p.a.rnic), port_of(&p.b.host, &p.b.rnic)) {
+        for (x, y) in [(a, b), (b, a)] {
+            cables.extend(
+                cluster
+                    .cables_between(x, y)
+                    .into_iter()
+                    .map(|c| cluster.cable_label(c)),
+            );
+        }
+    }
+    JobPair {
+        a: JobPairEnd {
+            host: p.a.host.clone(),
+            rnic: p.a.rnic.clone(),
+        },
+        b: JobPairEnd {
+            host: p.b.host.clone(),
+            rnic: p.b.rnic.clone(),
+        },
+        latency_us: p.latency_us,
+        bandwidth_gbps: p.bandwidth_gbps,
+        host_a_us: p.host_a_us,
+        host_b_us: p.host_b_us,
+        network_us: p.network_us,
+        route: p.route.clone(),
+        status: p.status,
+        host_a_status: p.host_a_status,
+        host_b_status: p.host_b_status,
+        network_status: p.network_status,
+        endpoint_a: p.endpoint_a.clone(),
+        endpoint_b: p.endpoint_b.clone(),
+        cables: cables.into_iter().collect(),
+        retransmitted_packets: p.retransmitted_packets,
+        reason: p.reason.clone(),
+    }
+}
+
+/// Every port of the job's cables, and every other port that counted something, with its
+/// counters over the mesh's window. A simulated run has no earlier window: `before` is
+/// `None`, and the ports off the job's routes are the only reference.
+fn job_ports(
+    cluster: &Cluster,
+    report: &MeshReport,
+    job_cables: &BTreeSet<Cable>,
+    duration_s: f64,
+) -> Vec<JobPort> {
+    let topology = &cluster.fabric.topology;
+    let mut counters = vec![None; topology.num_ports()];
+    for port in &report.ports {
+        if let Ok(p) = cluster.parse_port(&port.port) {
+            counters[topology.port_index(p) as usize] = Some(port.counters);
+        }
+    }
+    let on_route: BTreeSet<u32> = job_cables
+        .iter()
+        .flat_map(|&c| cluster.cable_ports(c))
+        .collect();
+    (0..topology.num_ports() as u32)
+        .filter(|i| on_route.contains(i) || counters[*i as usize].is_some())
+        .map(|i| {
+            let port = topology.port_ref(i);
+            JobPort {
+                port: cluster.port_label(port),
+                cable: cluster.cable_label(cluster.cable_at(port)),
+                on_job_route: on_route.contains(&i),
+                during: counters[i as usize].unwrap_or(SwitchPortCounters::default()),
+                during_s: duration_s,
+                before: None,
+                before_s: 0.0,
+            }
+        })
+        .collect()
+}

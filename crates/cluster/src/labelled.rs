@@ -1,0 +1,492 @@
+//! `hostping bench job` (issue 28 section 5): labelled jobs on simulated clusters, seeded and
+//! reproducible, each with the verdict and culprit its faults call for, and the scores of the
+//! verdicts `job` gives them: precision and recall of "the infrastructure is at fault", verdict
+//! accuracy, top-1 and top-3 culprit accuracy per class, and time to verdict.
+//!
+//! The labels come from the faults' meaning, never from the verdict's rules:
+//! - a host fault on a link of the job's GPU paths (RNIC, GPU or switch uplink PCIe), a PCIe
+//!   or RNIC setting, an RNIC stall -> `host`, culprit that host;
+//! - a host fault on a link the job's GPU traffic does not cross (a memory channel, a root
+//!   port), or on a host outside the job -> `neither`: a fault, but not the job's;
+//! - a fabric fault on a cable of the job's routes -> `network`, culprit that cable;
+//!   other jobs' traffic -> `network`, `background_traffic`; a fault on a cable off the
+//!   job's routes -> `neither`;
+//! - a host fault and a fabric fault at once -> `both`;
+//! - a healthy cluster with measurement noise -> `neither` with no culprit.
+
+use std::time::Instant;
+
+use model::job::{JobReport, Layer, Verdict};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use crate::fault::ClusterFaults;
+use crate::mesh::{Endpoint, MeshSettings};
+use crate::spec::Cluster;
+use crate::ClusterError;
+
+/// What a case's verdict should name.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ExpectedCulprit {
+    /// `host` (a host's path, RNIC or settings) or `fabric`.
+    pub layer: &'static str,
+    /// The host, for a host's fault.
+    pub host: Option<String>,
+    /// The element: a host's link or RNIC, a cable; `None` for background traffic.
+    pub component: Option<String>,
+    /// The fabric cause (`background_traffic`), when the element alone does not say it.
+    pub cause: Option<&'static str>,
+}
+
+/// One labelled job.
+#[derive(Clone, Debug, Serialize)]
+pub struct Case {
+    /// The class it belongs to (`host_link`, `fabric_errors`, ...).
+    pub class: &'static str,
+    /// The cluster, built-in name.
+    pub cluster: String,
+    /// The job's hosts in rank order.
+    pub nodes: Vec<String>,
+    /// The faults, as `--inject` takes them.
+    pub inject: Vec<String>,
+    /// Seed of the simulation.
+    pub seed: u64,
+    /// Relative noise of the hosts' measurements.
+    pub noise: f64,
+    /// The verdict it calls for.
+    pub verdict: Verdict,
+    /// The culprits it calls for (none for `neither` without a pattern or mapping).
+    pub culprits: Vec<ExpectedCulprit>,
+}
+
+/// How many cases of each class.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Suite {
+    /// Two of each class: what `./test.sh` runs.
+    Fast,
+    /// Twenty-five of each class: the benchmark.
+    Full,
+}
+
+impl Suite {
+    fn per_class(self) -> usize {
+        match self {
+            Suite::Fast => 2,
+            Suite::Full => 25,
+        }
+    }
+}
+
+/// The classes, in the order the table lists them.
+pub const CLASSES: [&str; 14] = [
+    "healthy",
+    "host_link",
+    "host_flap",
+    "host_setting",
+    "host_rnic",
+    "host_off_path",
+    "host_off_job",
+    "fabric_degrade",
+    "fabric_flap",
+    "fabric_errors",
+    "fabric_down",
+    "fabric_off_route",
+    "background",
+    "both",
+];
+
+/// Links of a dgx-a100 job's GPU paths, by RNIC r: its own PCIe link, its GPUs', and the
+/// uplink its second GPU's traffic crosses (DESIGN 4.1).
+fn gpu_path_links(r: usize) -> [String; 4] {
+    [
+        format!("rnic{r}--lsw{}", 2 * r),
+        format!("gpu{}--lsw{}", 2 * r, 2 * r),
+        format!("gpu{}--lsw{}", 2 * r + 1, 2 * r + 1),
+        format!("lsw{}--usw{r}", 2 * r + 1),
+    ]
+}
+
+/// The labelled cases of `suite` on the built-in `pod-32`, from `seed`.
+pub fn cases(cluster: &Cluster, suite: Suite, seed: u64) -> Vec<Case> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut out = Vec::new();
+    for class in CLASSES {
+        for _ in 0..suite.per_class() {
+            out.push(case(cluster, class, &mut rng));
+        }
+    }
+    out
+}
+
+fn case(cluster: &Cluster, class: &'static str, rng: &mut ChaCha8Rng) -> Case {
+    let names: Vec<String> = cluster.hosts.iter().map(|h| h.name.clone()).collect();
+    let size = *[8usize, 12, 16, 24].choose(rng).expect("sizes");
+    let mut shuffled = names.clone();
+    shuffled.shuffle(rng);
+    let mut nodes: Vec<String> = shuffled[..size.min(names.len())].to_vec();
+    nodes.sort();
+    let outside: Vec<String> = names
+        .iter()
+        .filter(|n| !nodes.contains(n))
+        .cloned()
+        .collect();
+    let job_hosts: Vec<usize> = nodes.iter().filter_map(|n| cluster.host_index(n)).collect();
+    let job_cables: Vec<String> = crate::job::job_cables(cluster, &job_hosts)
+        .into_iter()
+        .map(|c| cluster.cable_label(c))
+        .collect();
+    let topology = &cluster.fabric.topology;
+    let off_route: Vec<String> = (0..topology.num_ports() as u32)
+        .map(|i| cluster.cable_label(cluster.cable_at(topology.port_ref(i))))
+        .filter(|c| !job_cables.contains(c))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let host = nodes.choose(rng).expect("a job has hosts").clone();
+    let rnic = rng.gen_range(0..4usize);
+    let link = gpu_path_links(rnic).choose(rng).expect("links").clone();
+    let cable = job_cables
+        .choose(rng)
+        .expect("a job crosses cables")
+        .clone();
+    let fraction = |rng: &mut ChaCha8Rng| (rng.gen_range(25..=60) as f64) / 100.0;
+    let host_culprit = |host: &str| ExpectedCulprit {
+        layer: "host",
+        host: Some(host.to_string()),
+        component: None,
+        cause: None,
+    };
+    let cable_culprit = |cable: &str| ExpectedCulprit {
+        layer: "fabric",
+        host: None,
+        component: Some(cable.to_string()),
+        cause: None,
+    };
+    let (inject, verdict, culprits): (Vec<String>, Verdict, Vec<ExpectedCulprit>) = match class {
+        "healthy" => (vec![], Verdict::Neither, vec![]),
+        "host_link" => (
+            vec![format!("{host}:degrade:{link}:{}", fraction(rng))],
+            Verdict::Host,
+            vec![host_culprit(&host)],
+        ),
+        "host_flap" => (
+            vec![format!("{host}:flap:{link}:{}", fraction(rng))],
+            Verdict::Host,
+            vec![host_culprit(&host)],
+        ),
+        "host_setting" => {
+            let setting = match rng.gen_range(0..4) {
+                0 => format!("acs:lsw{}", 2 * rnic + rng.gen_range(0..2)),
+                1 => format!("ats-off:rnic{rnic}"),
+                2 => format!("slow-start:rnic{rnic}"),
+                _ => format!("tx-window:rnic{rnic}:4096"),
+            };
+            (
+                vec![format!("{host}:{setting}")],
+                Verdict::Host,
+                vec![host_culprit(&host)],
+            )
+        }
+        "host_rnic" => {
+            let stall = match rng.gen_range(0..3) {
+                0 => format!("odp:rnic{rnic}:damming"),
+                1 => format!("odp:rnic{rnic}:flood"),
+                _ => format!("iommu:rnic{rnic}:4096"),
+            };
+            (
+                vec![format!("{host}:{stall}")],
+                Verdict::Host,
+                vec![host_culprit(&host)],
+            )
+        }
+        "host_off_path" => {
+            let socket = rng.gen_range(0..2);
+            let fault = match rng.gen_range(0..2) {
+                0 => format!("membw:mem{socket}:0.9"),
+                _ => format!("degrade:usw{}--cpu{socket}:{}", 2 * socket, fraction(rng)),
+            };
+            (vec![format!("{host}:{fault}")], Verdict::Neither, vec![])
+        }
+        "host_off_job" => {
+            let other = outside.choose(rng).expect("a host outside the job");
+            (
+                vec![format!("{other}:degrade:{link}:{}", fraction(rng))],
+                Verdict::Neither,
+                vec![],
+            )
+        }
+        "fabric_degrade" => (
+            vec![format!("fabric:degrade:{cable}:{}", fraction(rng))],
+            Verdict::Network,
+            vec![cable_culprit(&cable)],
+        ),
+        "fabric_flap" => (
+            vec![format!("fabric:flap:{cable}:{}", fraction(rng))],
+            Verdict::Network,
+            vec![cable_culprit(&cable)],
+        ),
+        "fabric_errors" => (
+            vec![format!(
+                "fabric:errors:{cable}:{}",
+                [1e3, 1e4, 1e5].choose(rng).expect("rates")
+            )],
+            Verdict::Network,
+            vec![cable_culprit(&cable)],
+        ),
+        "fabric_down" => (
+            vec![format!("fabric:down:{cable}")],
+            Verdict::Network,
+            vec![cable_culprit(&cable)],
+        ),
+        "fabric_off_route" => {
+            let off = off_route.choose(rng).expect("a cable off the job's routes");
+            let fault = match rng.gen_range(0..3) {
+                0 => format!("fabric:degrade:{off}:{}", fraction(rng)),
+                1 => format!("fabric:errors:{off}:1e4"),
+                _ => format!("fabric:down:{off}"),
+            };
+            (vec![fault], Verdict::Neither, vec![])
+        }
+        "background" => (
+            vec![format!(
+                "fabric:background:{}",
+                (rng.gen_range(2..=6) as f64) / 10.0
+            )],
+            Verdict::Network,
+            vec![ExpectedCulprit {
+                layer: "fabric",
+                host: None,
+                component: None,
+                cause: Some("background_traffic"),
+            }],
+        ),
+        "both" => (
+            vec![
+                format!("{host}:degrade:{link}:{}", fraction(rng)),
+                format!("fabric:errors:{cable}:1e4"),
+            ],
+            Verdict::Both,
+            vec![host_culprit(&host), cable_culprit(&cable)],
+        ),
+        other => unreachable!("class {other}"),
+    };
+    Case {
+        class,
+        cluster: cluster.name.clone(),
+        nodes,
+        inject,
+        seed: rng.gen(),
+        noise: if class == "healthy" {
+            [0.02, 0.04].choose(rng).copied().expect("noises")
+        } else {
+            0.02
+        },
+        verdict,
+        culprits,
+    }
+}
+
+/// One case run and scored.
+#[derive(Clone, Debug, Serialize)]
+pub struct Outcome {
+    /// The case.
+    pub case: Case,
+    /// The verdict given.
+    pub verdict: Verdict,
+    /// The culprits given, best first, as `cause component@host`.
+    pub culprits: Vec<String>,
+    /// The verdict is the one called for.
+    pub verdict_right: bool,
+    /// The first culprit is one called for (for `neither` without any: no culprit at all).
+    pub top1: bool,
+    /// Every culprit called for is among the first three (none given when none is).
+    pub top3: bool,
+    /// Seconds from nothing to the verdict: the simulated mesh and the judgement.
+    pub seconds: f64,
+    /// Seconds of the judgement alone, from the collected evidence.
+    pub judge_seconds: f64,
+    /// Pairs probed (the work done).
+    pub pairs: usize,
+}
+
+/// Runs one case.
+pub fn run(cluster: &Cluster, case: &Case) -> Result<Outcome, ClusterError> {
+    let faults = ClusterFaults::parse(&case.inject, cluster)?;
+    let settings = MeshSettings {
+        nodes: Some(case.nodes.clone()),
+        endpoint: Endpoint::Gpu,
+        seed: case.seed,
+        noise: case.noise,
+        ..MeshSettings::default()
+    };
+    let start = Instant::now();
+    let evidence = crate::job::evidence(cluster, &faults, &settings, &|_, _| {})?;
+    let judged = Instant::now();
+    let report = analyze::job::judge(&evidence);
+    let end = Instant::now();
+    Ok(score(
+        case,
+        &report,
+        (end - start).as_secs_f64(),
+        (end - judged).as_secs_f64(),
+    ))
+}
+
+fn matches(expected: &ExpectedCulprit, got: &model::job::Culprit) -> bool {
+    match expected.layer {
+        "host" => matches!(got.layer, Layer::Host | Layer::Rnic) && got.host == expected.host,
+        _ => {
+            got.layer == Layer::Fabric
+                && expected
+                    .component
+                    .as_ref()
+                    .is_none_or(|c| got.component.as_ref() == Some(c))
+                && expected.cause.is_none_or(|c| got.cause == c)
+        }
+    }
+}
+
+fn score(case: &Case, report: &JobReport, seconds: f64, judge_seconds: f64) -> Outcome {
+    let (top1, top3) = if case.culprits.is_empty() {
+        let none = report.culprits.iter().all(|c| c.layer == Layer::Job);
+        (none, none)
+    } else {
+        let first = report
+            .culprits
+            .first()
+            .is_some_and(|c| case.culprits.iter().any(|e| matches(e, c)));
+        let three = case
+            .culprits
+            .iter()
+            .all(|e| report.culprits.iter().take(3).any(|c| matches(e, c)));
+        (first, three)
+    };
+    Outcome {
+        case: case.clone(),
+        verdict: report.verdict,
+        culprits: report
+            .culprits
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {}{}",
+                    c.cause,
+                    c.component.as_deref().unwrap_or("-"),
+                    c.host.as_ref().map_or(String::new(), |h| format!("@{h}"))
+                )
+            })
+            .collect(),
+        verdict_right: report.verdict == case.verdict,
+        top1,
+        top3,
+        seconds,
+        judge_seconds,
+        pairs: report.pairs.len(),
+    }
+}
+
+/// One class's scores.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClassScore {
+    /// The class.
+    pub class: String,
+    /// Cases.
+    pub cases: usize,
+    /// Share with the right verdict.
+    pub verdict_accuracy: f64,
+    /// Share whose first culprit is right.
+    pub top1: f64,
+    /// Share whose culprits are all in the first three.
+    pub top3: f64,
+}
+
+/// The whole benchmark's scores.
+#[derive(Clone, Debug, Serialize)]
+pub struct Scores {
+    /// Cases run.
+    pub cases: usize,
+    /// Of the verdicts "host, network or both", the share that is right about the
+    /// infrastructure being at fault.
+    pub precision: f64,
+    /// Of the cases whose infrastructure is at fault, the share called so.
+    pub recall: f64,
+    /// Share with exactly the right verdict.
+    pub verdict_accuracy: f64,
+    /// Share whose first culprit is right.
+    pub top1: f64,
+    /// Share whose culprits are all in the first three.
+    pub top3: f64,
+    /// Healthy or not-the-job's cases given a culprit.
+    pub false_culprits_on_healthy: usize,
+    /// Verdicts `inconclusive`.
+    pub inconclusive: usize,
+    /// Median seconds to a verdict, simulation included.
+    pub seconds_median: f64,
+    /// 95th percentile of the same.
+    pub seconds_p95: f64,
+    /// Median seconds of the judgement from collected evidence.
+    pub judge_seconds_median: f64,
+    /// 95th percentile of the same.
+    pub judge_seconds_p95: f64,
+    /// Pairs probed over all cases (the work done).
+    pub pairs: usize,
+    /// Per class.
+    pub classes: Vec<ClassScore>,
+}
+
+/// Scores the outcomes.
+pub fn scores(outcomes: &[Outcome]) -> Scores {
+    let share = |hits: usize, of: usize| {
+        if of == 0 {
+            1.0
+        } else {
+            hits as f64 / of as f64
+        }
+    };
+    let count = |f: &dyn Fn(&Outcome) -> bool| outcomes.iter().filter(|o| f(o)).count();
+    let predicted = count(&|o| o.verdict.infrastructure_at_fault());
+    let actual = count(&|o| o.case.verdict.infrastructure_at_fault());
+    let true_positive =
+        count(&|o| o.verdict.infrastructure_at_fault() && o.case.verdict.infrastructure_at_fault());
+    let quantile = |mut v: Vec<f64>, q: f64| {
+        v.sort_by(f64::total_cmp);
+        v.get(((v.len() as f64 - 1.0) * q).round() as usize)
+            .copied()
+            .unwrap_or(0.0)
+    };
+    let secs: Vec<f64> = outcomes.iter().map(|o| o.seconds).collect();
+    let judge: Vec<f64> = outcomes.iter().map(|o| o.judge_seconds).collect();
+    Scores {
+        cases: outcomes.len(),
+        precision: share(true_positive, predicted),
+        recall: share(true_positive, actual),
+        verdict_accuracy: share(count(&|o| o.verdict_right), outcomes.len()),
+        top1: share(count(&|o| o.top1), outcomes.len()),
+        top3: share(count(&|o| o.top3), outcomes.len()),
+        false_culprits_on_healthy: count(&|o| o.case.culprits.is_empty() && !o.top1),
+        inconclusive: count(&|o| o.verdict == Verdict::Inconclusive),
+        seconds_median: quantile(secs.clone(), 0.5),
+        seconds_p95: quantile(secs, 0.95),
+        judge_seconds_median: quantile(judge.clone(), 0.5),
+        judge_seconds_p95: quantile(judge, 0.95),
+        pairs: outcomes.iter().map(|o| o.pairs).sum(),
+        classes: CLASSES
+            .iter()
+            .filter_map(|&class| {
+                let of: Vec<&Outcome> = outcomes.iter().filter(|o| o.case.class == class).collect();
+                (!of.is_empty()).then(|| ClassScore {
+                    class: class.to_string(),
+                    cases: of.len(),
+                    verdict_accuracy: share(
+                        of.iter().filter(|o| o.verdict_right).count(),
+                        of.len(),
+                    ),
+                    top1: share(of.iter().filter(|o| o.top1).count(), of.len()),
+                    top3: share(of.iter().filter(|o| o.top3).count(), of.len()),
+                })
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,130 @@
+//! The job verdict on simulated jobs of pod-32 (issue 28): the rules it must respect, each on
+//! a job whose faults are known, and the fast subset of `hostping bench job` against the
+//! issue's targets.
+
+use cluster::labelled::{self, Suite};
+use cluster::mesh::MeshSettings;
+use cluster::{Cluster, ClusterFaults};
+use model::job::{JobReport, Layer, Verdict};
+
+fn pod() -> Cluster {
+    Cluster::builtin("pod-32").unwrap().unwrap()
+}
+
+fn job(inject: &[&str]) -> JobReport {
+    let cluster = pod();
+    let texts: Vec<String> = inject.iter().map(|s| s.to_string()).collect();
+    let faults = ClusterFaults::parse(&texts, &cluster).unwrap();
+    let settings = MeshSettings {
+        nodes: Some(model::hostlist::expand("node[001-016]").unwrap()),
+        ..MeshSettings::default()
+    };
+    cluster::job::run(&cluster, &faults, &settings, &|_, _| {}).unwrap()
+}
+
+#[test]
+fn a_healthy_job_is_neither_with_no_culprit_and_everything_judged() {
+    let r = job(&[]);
+    assert_eq!(r.verdict, Verdict::Neither, "{}", r.summary);
+    assert!(r.culprits.is_empty(), "{:?}", r.culprits);
+    assert!(r.not_judged.is_empty(), "{:?}", r.not_judged);
+    assert!(r.simulated);
+}
+
+#[test]
+fn a_half_width_pcie_link_and_a_corrupting_leaf_port_come_from_one_method() {
+    let host = job(&["node005:degrade:gpu2--lsw2:0.5"]);
+    assert_eq!(host.verdict, Verdict::Host, "{}", host.summary);
+    assert_eq!(host.culprits[0].host.as_deref(), Some("node005"));
+    assert_eq!(host.culprits[0].component.as_deref(), Some("gpu2--lsw2"));
+
+    let cable = job(&["fabric:errors:leaf2/9:1e5"]);
+    assert_eq!(cable.verdict, Verdict::Network, "{}", cable.summary);
+    assert_eq!(cable.culprits[0].component.as_deref(), Some("leaf2/9"));
+    assert_eq!(cable.culprits[0].cause, "link_errors");
+
+    let both = job(&[
+        "node005:degrade:gpu2--lsw2:0.5",
+        "fabric:errors:leaf2/9:1e5",
+    ]);
+    assert_eq!(both.verdict, Verdict::Both, "{}", both.summary);
+    let named: Vec<(Option<&str>, Option<&str>)> = both
+        .culprits
+        .iter()
+        .map(|c| (c.host.as_deref(), c.component.as_deref()))
+        .collect();
+    assert!(
+        named.contains(&(Some("node005"), Some("gpu2--lsw2"))),
+        "{named:?}"
+    );
+    assert!(named.contains(&(None, Some("leaf2/9"))), "{named:?}");
+}
+
+#[test]
+fn faults_the_job_does_not_use_are_listed_but_never_blamed() {
+    // node020 is not one of the job's hosts: its fault is not even seen.
+    let off_job = job(&["node020:degrade:gpu2--lsw2:0.5"]);
+    assert_eq!(off_job.verdict, Verdict::Neither, "{}", off_job.summary);
+    // A memory channel: the job's GPU traffic does not cross it.
+    let off_path = job(&["node005:membw:mem0:0.9"]);
+    assert_eq!(off_path.verdict, Verdict::Neither, "{}", off_path.summary);
+    assert!(off_path.culprits.is_empty());
+    assert_eq!(off_path.not_the_jobs[0].host.as_deref(), Some("node005"));
+    // leaf3 holds rnic0 of node017..node024: no route of the job crosses its uplinks.
+    let off_route = job(&["fabric:errors:leaf3/9:1e5"]);
+    assert_eq!(off_route.verdict, Verdict::Neither, "{}", off_route.summary);
+    assert_eq!(
+        off_route.not_the_jobs[0].component.as_deref(),
+        Some("leaf3/9")
+    );
+}
+
+#[test]
+fn other_jobs_traffic_is_network_with_its_cause_and_no_cable_blamed() {
+    let r = job(&["fabric:background:0.5"]);
+    assert_eq!(r.verdict, Verdict::Network, "{}", r.summary);
+    assert_eq!(r.culprits[0].cause, "background_traffic");
+    assert!(r
+        .culprits
+        .iter()
+        .all(|c| c.cause == "background_traffic" || c.layer != Layer::Fabric));
+}
+
+#[test]
+fn a_flapping_cable_is_caught_across_rounds_and_a_down_one_by_its_counters() {
+    let flap = job(&["fabric:flap:leaf2/9:0.25"]);
+    assert_eq!(flap.verdict, Verdict::Network, "{}", flap.summary);
+    assert_eq!(flap.culprits[0].cause, "link_flapping");
+    assert_eq!(flap.culprits[0].component.as_deref(), Some("leaf2/9"));
+    let down = job(&["fabric:down:leaf2/9"]);
+    assert_eq!(down.culprits[0].cause, "link_down");
+    assert_eq!(down.culprits[0].component.as_deref(), Some("leaf2/9"));
+}
+
+/// The fast subset of `hostping bench job`: the issue's targets hold on it.
+#[test]
+fn the_fast_labelled_suite_meets_the_targets() {
+    let cluster = pod();
+    let cases = labelled::cases(&cluster, Suite::Fast, 1);
+    assert_eq!(cases.len(), 2 * labelled::CLASSES.len());
+    let outcomes: Vec<_> = cases
+        .iter()
+        .map(|c| labelled::run(&cluster, c).unwrap())
+        .collect();
+    let s = labelled::scores(&outcomes);
+    let wrong: Vec<String> = outcomes
+        .iter()
+        .filter(|o| !o.verdict_right || !o.top1)
+        .map(|o| {
+            format!(
+                "{} {:?} -> {:?} {:?}",
+                o.case.class, o.case.inject, o.verdict, o.culprits
+            )
+        })
+        .collect();
+    assert!(s.precision >= 0.99, "precision {}: {wrong:?}", s.precision);
+    assert!(s.recall >= 0.995, "recall {}: {wrong:?}", s.recall);
+    assert!(s.top1 >= 0.95, "top-1 {}: {wrong:?}", s.top1);
+    assert_eq!(s.false_culprits_on_healthy, 0, "{wrong:?}");
+    assert!(s.seconds_p95 < 30.0);
+}

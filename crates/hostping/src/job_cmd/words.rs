@@ -1,0 +1,89 @@
+//! The job verdict for people: the verdict, each culprit with its evidence and the action it
+//! calls for, what was not judged, and the faults found that are not the job's.
+
+use std::fmt::Write as _;
+
+use model::job::{Culprit, JobReport, Verdict};
+
+use crate::render::Style;
+
+/// The report in words.
+pub fn render(report: &JobReport, style: Style) -> String {
+    let mut out = String::new();
+    let label = if report.simulated { " (SIMULATED)" } else { "" };
+    let who = match &report.job {
+        Some(job) => format!("job {job}"),
+        None => "the job".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "{} {} host(s), {} pair(s) probed{label}",
+        style.bold(&format!("{who}:")),
+        report.nodes.len(),
+        report.pairs.len(),
+    );
+    let verdict = match report.verdict {
+        Verdict::Neither => style.green(&report.summary),
+        Verdict::Inconclusive => style.yellow(&report.summary),
+        _ => style.red(&report.summary),
+    };
+    let _ = writeln!(out, "{verdict}");
+    for (i, c) in report.culprits.iter().enumerate() {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "{}. {}", i + 1, style.bold(&culprit_title(c)));
+        let _ = writeln!(out, "   evidence: {}", c.evidence);
+        if !c.candidates.is_empty() {
+            let _ = writeln!(out, "   one of: {}", c.candidates.join(", "));
+        }
+        let _ = writeln!(out, "   action: {}", c.action);
+    }
+    if !report.not_judged.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "{}", style.yellow("not judged:"));
+        for n in &report.not_judged {
+            let _ = writeln!(out, "  {}: {}", n.what, n.why);
+        }
+    }
+    if !report.not_the_jobs.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "{}",
+            style.gray("found, but not the job's (off its hosts' paths or its routes):")
+        );
+        for c in &report.not_the_jobs {
+            let _ = writeln!(out, "  {}: {}", culprit_title(c), c.evidence);
+        }
+    }
+    if let Some(w) = &report.what_if {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "what-if ({}, SIMULATED): explains {}",
+            w.traffic, w.explains
+        );
+        for s in &w.scenarios {
+            let _ = writeln!(
+                out,
+                "  {:<18} {:>12.1} us  {:>10} packets  {}",
+                s.name, s.time_us, s.packets, s.setting
+            );
+        }
+    }
+    out
+}
+
+/// `link_errors at leaf2/9 (fabric, score 0.95)`.
+fn culprit_title(c: &Culprit) -> String {
+    let what = match (&c.host, &c.component) {
+        (Some(h), Some(x)) => format!(" at {x} on {h}"),
+        (Some(h), None) => format!(" on {h}"),
+        (None, Some(x)) => format!(" at {x}"),
+        (None, None) => String::new(),
+    };
+    let layer = serde_json::to_value(c.layer)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    format!("{}{what} ({layer}, score {:.2})", c.cause, c.score)
+}
