@@ -71,7 +71,8 @@ done
 say "PostgreSQL, collector ($url) and Slurm up after $(elapsed) s"
 
 # -- a running job, and its verdict ----------------------------------------------------------
-job=$(sbatch --parsable --mem=64M --time=00:02:00 --wrap 'sleep 60') || fail "sbatch failed"
+job=$(sbatch --parsable --mem=64M --time=00:02:00 --chdir "$work" --output "$work/job-%j.log" \
+    --wrap 'sleep 60') || fail "sbatch failed"
 state=""
 for ((i = 0; i < 100; i++)); do # 10 s at most
     state=$(scontrol -o show job "$job" | sed -nE 's/.* JobState=([A-Z_]+).*/\1/p')

@@ -148,9 +148,7 @@ impl Access {
         };
         let plan = match &self.fabric {
             Some(fabric) => {
-                plan_on_fabric(fabric, &nodes)
-                    .map_err(|why| (StatusCode::BAD_REQUEST, why))?
-                    .0
+                plan_on_fabric(fabric, &nodes).map_err(|why| (StatusCode::BAD_REQUEST, why))?
             }
             None => plan_per_rail(&nodes),
         };
@@ -358,19 +356,19 @@ async fn mesh(
 
 /// One pair to probe, with what the fabric says of it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Planned {
+struct Planned {
     a: End,
     b: End,
     /// Whether both ends hang off one leaf; `None` without a fabric.
     same_leaf: Option<bool>,
     /// Its route and route back, DESIGN 4.6's labels; `None` without a fabric.
-    pub(crate) routes: Option<(Vec<String>, Vec<String>)>,
+    routes: Option<(Vec<String>, Vec<String>)>,
 }
 
 /// The pairs and what they cover.
 #[derive(Debug)]
-pub(crate) struct Plan {
-    pub(crate) pairs: Vec<Planned>,
+struct Plan {
+    pairs: Vec<Planned>,
     cover: String,
     coverage: Option<Coverage>,
     /// Where the routes come from (`tables`, `cabling`); `None` without a fabric.
@@ -410,14 +408,13 @@ fn plan_per_rail(nodes: &[Node]) -> Plan {
     }
 }
 
-/// On the fabric: each node's RNICs found by their registered devices, the pairs chosen
-/// as the simulated mesh chooses them ([`cluster::pairs::select`]), with the nodes placed
-/// on the fabric (which names its cables); or why the nodes cannot be placed on it (a node
-/// without an agent or device names, a node or device not on it).
-pub(crate) fn plan_on_fabric(
+/// The nodes placed on the fabric, each node's RNICs found by the devices its agent
+/// registered; or why they cannot be (a node without an agent or device names, a node or
+/// device not on it).
+pub(crate) fn place_on_fabric(
     fabric: &MeshFabric,
     nodes: &[Node],
-) -> Result<(Plan, cluster::Cluster), String> {
+) -> Result<cluster::Cluster, String> {
     let mut hosts = Vec::with_capacity(nodes.len());
     for node in nodes {
         if node.agent_url.is_none() {
@@ -435,9 +432,15 @@ pub(crate) fn plan_on_fabric(
         let rnics = node.rnics.iter().cloned().zip(node.devices.iter().cloned());
         hosts.push((node.host.clone(), rnics.collect()));
     }
-    let placed = cluster::spec::cabled_by_device(&fabric.file, &hosts, fabric.cabling.clone())
-        .map_err(|e| e.to_string())?;
-    let all: Vec<usize> = (0..hosts.len()).collect();
+    cluster::spec::cabled_by_device(&fabric.file, &hosts, fabric.cabling.clone())
+        .map_err(|e| e.to_string())
+}
+
+/// On the fabric: the nodes placed ([`place_on_fabric`]), the pairs chosen as the simulated
+/// mesh chooses them ([`cluster::pairs::select`]).
+fn plan_on_fabric(fabric: &MeshFabric, nodes: &[Node]) -> Result<Plan, String> {
+    let placed = place_on_fabric(fabric, nodes)?;
+    let all: Vec<usize> = (0..placed.hosts.len()).collect();
     let selection = cluster::pairs::select(&placed, &all);
     let topology = &placed.fabric.topology;
     let end = |p: cluster::RnicPort| End {
@@ -468,7 +471,7 @@ pub(crate) fn plan_on_fabric(
             format!("{groups} groups of cables crossed by the same pairs, a bad one among them not identifiable (coverage)")
         }
     );
-    let plan = Plan {
+    Ok(Plan {
         pairs,
         cover,
         coverage: Some(Coverage {
@@ -484,8 +487,7 @@ pub(crate) fn plan_on_fabric(
         } else {
             "cabling"
         }),
-    };
-    Ok((plan, placed))
+    })
 }
 
 /// Sets what the plan knows of a pair on its report: its route (or why it has none), and

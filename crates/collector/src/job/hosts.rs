@@ -1,12 +1,11 @@
 //! The job's hosts as the verdict sees them: each node's newest run that started in the
 //! window (the report as its agent sent it and the collector stored it), and the paths the
-//! job's traffic crosses on it: each RNIC to its nearest GPU, or its nearest memory node on
-//! a host without GPUs (where a training job's collectives put their data, as
-//! `hostping mesh --endpoint gpu` does).
+//! job's traffic crosses on it: each GPU through its nearest RNIC, or each RNIC to its
+//! nearest memory node on a host without GPUs, as the simulated job counts them.
 
 use super::query::Window;
 use model::job::{JobHost, JobPath, NotJudgedItem};
-use model::{ComponentClass, HostTopology, Report};
+use model::{ComponentId, HostTopology, Report};
 use std::collections::HashMap;
 use tokio_postgres::GenericClient;
 
@@ -67,33 +66,11 @@ pub fn job_paths(kind: &str, report: &Report) -> Vec<JobPath> {
     }
 }
 
-/// Each RNIC of `model` to the GPU it reaches at line rate over the fewest links, else the
-/// nearest such memory node, else its first path.
+/// The paths of a host of a built-in model, as the simulated job counts them
+/// ([`cluster::job::job_paths`]: each GPU through its nearest RNIC).
 fn paths_on_model(model: &HostTopology) -> Vec<JobPath> {
-    model
-        .rnics()
-        .filter_map(|rnic| {
-            let of_class = |class: ComponentClass| {
-                model
-                    .paths_of(&rnic.id)
-                    .filter(|p| p.affinitive)
-                    .filter(|p| {
-                        model
-                            .component(&p.endpoint)
-                            .is_some_and(|c| c.class() == class)
-                    })
-                    .min_by_key(|p| p.links.len())
-            };
-            let path = of_class(ComponentClass::Gpu)
-                .or_else(|| of_class(ComponentClass::Memory))
-                .or_else(|| model.paths_of(&rnic.id).next())?;
-            Some(JobPath {
-                rnic: rnic.id.to_string(),
-                endpoint: path.endpoint.to_string(),
-                links: path.links.clone(),
-            })
-        })
-        .collect()
+    let rnics: Vec<ComponentId> = model.rnics().map(|c| c.id.clone()).collect();
+    cluster::job::job_paths(model, &rnics, cluster::Endpoint::Gpu)
 }
 
 /// Each RNIC the report probed to a GPU it reaches at line rate (ids `gpu*`), else an
@@ -126,23 +103,23 @@ fn paths_in_report(report: &Report) -> Vec<JobPath> {
 mod tests {
     use super::*;
 
-    fn dgx() -> HostTopology {
-        model::builtin::load("dgx-a100").unwrap().unwrap()
-    }
-
     #[test]
-    fn on_the_dgx_each_rnic_goes_to_the_gpu_on_its_leaf_switch() {
-        // DESIGN 4.1: leaf switch 2r holds RNIC r and GPU 2r.
-        let paths = paths_on_model(&dgx());
+    fn a_built_in_kind_gives_each_gpu_through_its_nearest_rnic_with_links() {
+        // DESIGN 4.1: leaf switch 2r holds RNIC r and GPU 2r, leaf switch 2r+1 GPU 2r+1.
+        let report: Report = serde_json::from_value(serde_json::json!({
+            "host": "dgx-a100", "mode": "idle", "healthy": true, "provenance": "measured",
+            "run": 0, "links": [], "diagnoses": [], "paths": []}))
+        .unwrap();
+        let paths = job_paths("dgx-a100", &report);
         let got: Vec<(String, String)> = paths
             .iter()
             .map(|p| (p.rnic.clone(), p.endpoint.clone()))
             .collect();
-        let want: Vec<(String, String)> = (0..4)
-            .map(|r| (format!("rnic{r}"), format!("gpu{}", 2 * r)))
+        let want: Vec<(String, String)> = (0..8)
+            .map(|g| (format!("rnic{}", g / 2), format!("gpu{g}")))
             .collect();
         assert_eq!(got, want);
-        let links: Vec<&str> = paths[1].links.iter().map(|l| l.as_str()).collect();
+        let links: Vec<&str> = paths[2].links.iter().map(|l| l.as_str()).collect();
         assert_eq!(links, ["rnic1--lsw2", "gpu2--lsw2"]);
     }
 

@@ -1,7 +1,8 @@
 //! The job's routes on the fabric the collector was started with (`--fabric FILE
-//! [--routes FILE]`): its nodes placed by the devices their agents registered and its pairs
-//! chosen and routed as `POST /api/mesh` does ([`crate::mesh::plan_on_fabric`]: every
-//! cable between the nodes crossed), and the cables those routes cross, each named by its
+//! [--routes FILE]`): its nodes placed by the devices their agents registered, as
+//! `POST /api/mesh` places them ([`crate::mesh::place_on_fabric`]), and the cables the
+//! routes between their RNICs cross as the simulated job counts them
+//! ([`cluster::job::job_cables`]: every two RNICs of one rail, both ways), each named by its
 //! lower end as pairs name them (DESIGN 4.6).
 
 use crate::mesh::{self, Access};
@@ -30,17 +31,14 @@ pub async fn job_routes(access: &Access, nodes: &[String]) -> Result<JobRoutes, 
                 unknown.join(", ")
             )
         })?;
-    let (plan, cluster) = mesh::plan_on_fabric(fabric, &found)
+    let cluster = mesh::place_on_fabric(fabric, &found)
         .map_err(|why| format!("not placed on {}: {why}", fabric.file))?;
-    let mut routes = JobRoutes {
-        cluster,
-        cables: BTreeSet::new(),
-    };
-    for (there, back) in plan.pairs.iter().filter_map(|p| p.routes.as_ref()) {
-        let cables = routes.cables_along(there.iter().chain(back).map(String::as_str));
-        routes.cables.extend(cables);
-    }
-    Ok(routes)
+    let all: Vec<usize> = (0..cluster.hosts.len()).collect();
+    let cables = cluster::job::job_cables(&cluster, &all)
+        .into_iter()
+        .map(|c| cluster.cable_label(c))
+        .collect();
+    Ok(JobRoutes { cluster, cables })
 }
 
 impl JobRoutes {

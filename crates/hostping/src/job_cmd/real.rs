@@ -5,17 +5,16 @@
 
 mod slurm;
 mod time_arg;
-pub(crate) mod words;
 
 use std::time::{Duration, SystemTime};
 
 use anyhow::{anyhow, bail, Result};
-use model::job::{JobReport, Verdict};
+use model::job::JobReport;
 
+use super::{outcome, words};
 use crate::cli::job::JobArgs;
 use crate::output::{print, Outcome};
 use crate::render::Style;
-use words::words;
 
 /// The longest wait for the verdict without probes: the collector reads within 30 s.
 const READ_WAIT: Duration = Duration::from_secs(60);
@@ -53,15 +52,10 @@ pub fn run(args: &JobArgs) -> Result<Outcome> {
     let asked = asked(args, now_s)?;
     let url = format!("{}/api/jobs/verdict", collector.trim_end_matches('/'));
     let report = ask(&url, &asked, token.as_deref())?;
-    let source = format!("measured, judged by {collector}");
     print(args.format, &report, |r| {
-        words(r, &source, Style::for_stdout())
+        words::render(r, Style::for_stdout())
     })?;
-    Ok(match report.verdict {
-        Verdict::Neither => Outcome::Healthy,
-        Verdict::Host | Verdict::Network | Verdict::Both => Outcome::Findings,
-        Verdict::Inconclusive => Outcome::Inconclusive,
-    })
+    Ok(outcome(&report))
 }
 
 /// The job's nodes and window: from Slurm with `--slurm`, else `--nodes` and the hour
