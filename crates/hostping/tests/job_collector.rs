@@ -312,6 +312,36 @@ fn the_collector_judges_a_jobs_hosts_and_the_ports_on_its_routes() {
     }
     let (status, body) = get(c.addr, "/api/jobs/verdict?nodes=stage1,stage2&probe=1");
     assert_eq!(status, 401, "{body}");
+
+    // probe=1 with a probe token: the mesh's pairs on the job's routes, each with the
+    // cables it crosses (the agents are down here: each pair failed, with why).
+    let mut resp = client()
+        .get(format!(
+            "http://{}/api/jobs/verdict?nodes=stage1,stage2&since={since}&until={until}&probe=1",
+            c.addr
+        ))
+        .header("Authorization", format!("Bearer {OPS}"))
+        .call()
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let report: Value = serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap();
+    let pairs = report["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 1, "{report}");
+    assert_eq!(pairs[0]["status"], "failed", "{report}");
+    assert!(
+        pairs[0]["reason"].as_str().unwrap().contains("unreachable"),
+        "{report}"
+    );
+    assert_eq!(
+        pairs[0]["route"],
+        json!([ON_ROUTE, "MF0;ib1:SX6036/U1/16"]),
+        "{report}"
+    );
+    assert_eq!(
+        pairs[0]["cables"],
+        json!([ON_ROUTE, "MF0;ib1:SX6036/U1/16"]),
+        "{report}"
+    );
     // A job the fabric cannot place: its routes are not known, and the report says why
     // (no port can be said to be on them or off them, so none is judged).
     let report = verdict(c.addr, &format!("stage1,{OFF_FABRIC}"), since, until);
