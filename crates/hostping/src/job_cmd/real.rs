@@ -22,13 +22,14 @@ const READ_WAIT: Duration = Duration::from_secs(60);
 /// wait, not the probes.
 const PROBE_WAIT: Duration = Duration::from_secs(3600);
 
-/// What is asked: the job's id, nodes and window (Unix seconds).
+/// What is asked: the job's id, nodes and window (Unix seconds; the collector's default
+/// where not given: the hour before now).
 #[derive(Debug, PartialEq, Eq)]
 struct Asked {
     job: Option<String>,
     nodes: Vec<String>,
-    since_s: i64,
-    until_s: i64,
+    since_s: Option<i64>,
+    until_s: Option<i64>,
 }
 
 /// Asks the collector for the verdict and prints it.
@@ -58,56 +59,33 @@ pub fn run(args: &JobArgs) -> Result<Outcome> {
     Ok(outcome(&report))
 }
 
-/// The job's nodes and window: from Slurm with `--slurm`, else `--nodes` and the hour
-/// before `--until` (now by default); `--since`/`--until` override Slurm's times.
+/// The job's nodes and window: from Slurm with `--slurm` (`--since`/`--until` override
+/// its times), else `--nodes` and the times given.
 fn asked(args: &JobArgs, now_s: i64) -> Result<Asked> {
-    let since = args
-        .since
-        .as_deref()
-        .map(|t| time_arg::unix_seconds("--since", t))
-        .transpose()?;
-    let until = args
-        .until
-        .as_deref()
-        .map(|t| time_arg::unix_seconds("--until", t))
-        .transpose()?;
-    let (job, nodes, since_s, until_s) = match &args.slurm {
-        Some(id) => {
-            let job = slurm::job(id, now_s)?;
-            (
-                Some(id.clone()),
-                job.nodes,
-                since.unwrap_or(job.start_s),
-                until.unwrap_or(job.end_s),
-            )
-        }
-        None => {
-            let nodes = args
-                .nodes
-                .as_ref()
-                .expect("clap: --nodes or --slurm")
-                .0
-                .clone();
-            let until_s = until.unwrap_or(now_s);
-            (None, nodes, since.unwrap_or(until_s - 3600), until_s)
-        }
+    let time = |flag: &str, text: &Option<String>| {
+        text.as_deref()
+            .map(|t| time_arg::unix_seconds(flag, t))
+            .transpose()
     };
+    let (since, until) = (time("--since", &args.since)?, time("--until", &args.until)?);
+    let Some(id) = &args.slurm else {
+        let nodes = args.nodes.as_ref().expect("clap: --nodes or --slurm");
+        return Ok(Asked {
+            job: None,
+            nodes: nodes.0.clone(),
+            since_s: since,
+            until_s: until,
+        });
+    };
+    let job = slurm::job(id, now_s)?;
+    let since_s = since.unwrap_or(job.start_s);
     // A job that ran for less than a second still has a window to judge.
-    let until_s = if until_s == since_s {
-        until_s + 1
-    } else {
-        until_s
-    };
-    if until_s < since_s {
-        bail!(
-            "the window ends ({until_s}) before it starts ({since_s}): check --since and --until"
-        );
-    }
+    let until_s = until.unwrap_or(job.end_s.max(job.start_s + 1));
     Ok(Asked {
-        job,
-        nodes,
-        since_s,
-        until_s,
+        job: Some(id.clone()),
+        nodes: job.nodes,
+        since_s: Some(since_s),
+        until_s: Some(until_s),
     })
 }
 
@@ -115,11 +93,12 @@ fn asked(args: &JobArgs, now_s: i64) -> Result<Asked> {
 /// own words for a refusal).
 fn ask(url: &str, asked: &Asked, token: Option<&str>) -> Result<JobReport> {
     let client = fleet_api::post::client(ureq::tls::TlsConfig::default());
-    let mut request = client
-        .get(url)
-        .query("nodes", asked.nodes.join(","))
-        .query("since", asked.since_s.to_string())
-        .query("until", asked.until_s.to_string());
+    let mut request = client.get(url).query("nodes", asked.nodes.join(","));
+    for (key, value) in [("since", asked.since_s), ("until", asked.until_s)] {
+        if let Some(value) = value {
+            request = request.query(key, value.to_string());
+        }
+    }
     if let Some(job) = &asked.job {
         request = request.query("job", job);
     }
