@@ -3,7 +3,7 @@
 # one-node Slurm (one-node.sh), a throw-away PostgreSQL and `hostping collector` on it,
 # submits a `sleep` job, and asks `hostping job --slurm ID --collector URL --format json`:
 # the answer names the job and its node, and, with no run posted for the node, the verdict
-# is `inconclusive` (exit 3). Needs root, Debian's slurm-wlm, munge and postgresql
+# is `inconclusive` (exit 3); a pending job and an unknown one are input errors (exit 2). Needs root, Debian's slurm-wlm, munge and postgresql
 # (./test.sh installs them). About 10 s.
 # On failure it prints the jobs and the logs, and keeps its folder.
 set -euo pipefail
@@ -91,5 +91,16 @@ done
 # Not judged: the node, which posted no run.
 [[ "$flat" == *"\"healthy\":null"* ]] || fail "node $node is judged without a run: $flat"
 
+# A pending job (no nodes yet) and an unknown one: input errors in words, exit 2.
+pending=$(sbatch --parsable --mem=64M --begin=now+3600 --chdir "$work" --output /dev/null \
+    --wrap 'true') || fail "sbatch (pending) failed"
+for case in "$pending:has no nodes yet" "999999:scontrol does not know the job"; do
+    id=${case%%:*} want=${case#*:} rc=0
+    "$hostping" job --slurm "$id" --collector "$url" >/dev/null 2>"$work/job-$id.log" || rc=$?
+    [ "$rc" -eq 2 ] || fail "hostping job --slurm $id exited $rc, want 2"
+    grep -qF -- "$want" "$work/job-$id.log" || fail "job --slurm $id: want '$want': $(cat "$work/job-$id.log")"
+done
+scancel "$pending" || true
+
 ok=1
-say "passed in $(elapsed) s: job $job on $node read from scontrol; no run posted: inconclusive, exit 3"
+say "passed in $(elapsed) s: job $job on $node read from scontrol; no run posted: inconclusive, exit 3; pending and unknown jobs: exit 2"

@@ -388,3 +388,26 @@ fn the_collector_judges_a_jobs_hosts_and_the_ports_on_its_routes() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains(&gone), "{}", stderr(&out));
 }
+
+/// Without Slurm's tools, `--slurm` is an input error that says what is missing, before any
+/// collector is asked.
+#[test]
+fn without_slurm_the_slurm_flag_says_so() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hostping"))
+        .args([
+            "job",
+            "--slurm",
+            "12345",
+            "--collector",
+            "http://127.0.0.1:1",
+        ])
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--slurm: `scontrol` is not installed"),
+        "{}",
+        stderr(&out)
+    );
+}
