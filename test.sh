@@ -63,6 +63,9 @@ cargo test --workspace --locked
 # (`cargo test` built the binary for the integration tests.)
 hostping_bin=$(cd "${CARGO_TARGET_DIR:-target}/debug" && pwd -P)/hostping
 $sudo scripts/slurm/check-sweep.sh "$hostping_bin"
+# `hostping job --slurm`: a running job's node and window from the one-node Slurm's
+# scontrol, asked of a collector on a throw-away PostgreSQL (about 5 s).
+$sudo scripts/slurm/check-job.sh "$hostping_bin"
 # The tests below need real devices and are ignored in the run above. One cargo run builds
 # nothing new (the same workspace features), then runs:
 # - rdma's ibsim: MADs through the real libibumad to ibsim's fabric, LIDs from a real opensm

@@ -7,6 +7,7 @@
 //! | `GET /api/fabric/ports?since=MS&until=MS&ports=a,b` | per switch port, the deltas summed over the window and their rates | here, over [`crate::fabric`] |
 //! | `PUT /api/hosts/{host}/agent`, `GET /api/agents` | where each agent listens, for pair probes | [`crate::agents`] |
 //! | `POST /api/mesh` | a real mesh through the agents, for holders of a probe token | [`crate::mesh`], merged by [`crate::run`] |
+//! | `GET /api/jobs/verdict?nodes=LIST&since=T&until=T[&job=ID][&probe=1]` | the job verdict (DESIGN 4.7); `probe=1` for holders of a probe token | [`crate::job`], merged by [`crate::run`] |
 //! | `GET /api/health` | 200 with the schema version when the database answers, else 503 (for probes) | here |
 //! | `GET /api/hosts`, `/api/hosts/{host}/runs?limit=N`, `/api/hosts/{host}/timeline?rnic=R&endpoint=E` | hosts, runs, one path over runs: the read API the agents serve too | `fleet_api::read::routes` over [`crate::reads`] |
 //! | `GET /api/hosts/{host}/baseline`, `/api/kinds/{kind}/baseline`, `/api/fleet/...` | fleet baselines, slow hosts, status and causes | [`crate::fleet`] |

@@ -17,6 +17,7 @@ mod database;
 pub mod database_url;
 pub mod fabric;
 pub mod fleet;
+pub mod job;
 pub mod mesh;
 pub mod reads;
 pub mod refresh;
@@ -187,9 +188,10 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
         listener.set_nonblocking(true).map_err(listen_error)?;
         ready(listener.local_addr().map_err(listen_error)?);
         let writer = writer::Writer::start(pool.clone(), WRITERS);
-        let mesh = mesh::routes(pool.clone(), probe_tokens, config.fabric.clone());
-        let app =
-            api::router(pool, writer, tokens, config.max_body, config.keep_sweeps).merge(mesh);
+        let access = mesh::Access::new(pool.clone(), probe_tokens, config.fabric.clone());
+        let app = api::router(pool, writer, tokens, config.max_body, config.keep_sweeps)
+            .merge(mesh::routes(access.clone()))
+            .merge(job::routes(access));
         match tls {
             Some(tls) => {
                 let tls = axum_server::tls_rustls::RustlsConfig::from_config(tls);

@@ -80,32 +80,99 @@ pub struct MeshFabric {
     pub from_tables: bool,
 }
 
-/// Who may ask for a mesh, where the agents are, and the fabric if one was given.
+/// Who may ask for a mesh, where the agents are, and the fabric if one was given (the job
+/// verdict's probes and routes use them too: crate::job).
 #[derive(Clone)]
-struct Access {
-    pool: Pool,
+pub struct Access {
+    pub(crate) pool: Pool,
     /// The probe tokens; `None`: mesh is off.
     probe_tokens: Option<Arc<Tokens>>,
-    fabric: Option<Arc<MeshFabric>>,
+    pub(crate) fabric: Option<Arc<MeshFabric>>,
 }
 
-/// The route, over the database, the probe tokens (`None`: mesh is off) and the fabric
-/// (`None`: pairs per rail).
-pub fn routes(pool: Pool, probe_tokens: Option<Tokens>, fabric: Option<MeshFabric>) -> Router {
-    Router::new()
-        .route("/api/mesh", post(mesh))
-        .with_state(Access {
+/// A request refused: its status and why, for [`refuse`].
+pub(crate) type Refusal = (StatusCode, String);
+
+impl Access {
+    /// Over the database, the probe tokens (`None`: mesh is off) and the fabric (`None`:
+    /// pairs per rail).
+    pub fn new(pool: Pool, probe_tokens: Option<Tokens>, fabric: Option<MeshFabric>) -> Access {
+        Access {
             pool,
             probe_tokens: probe_tokens.map(Arc::new),
             fabric: fabric.map(Arc::new),
-        })
+        }
+    }
+
+    /// The caller's probe token, or the refusal: 403 when mesh is off, 401 without a token
+    /// of the probe-tokens file.
+    pub(crate) fn authorize(&self, headers: &HeaderMap) -> Result<String, Refusal> {
+        let Some(tokens) = &self.probe_tokens else {
+            return Err((
+                StatusCode::FORBIDDEN,
+                "mesh is off: start the collector with --probe-tokens FILE".into(),
+            ));
+        };
+        match bearer(headers).filter(|t| tokens.host_of(t).is_some()) {
+            Some(token) => Ok(token.to_string()),
+            None => Err((
+                StatusCode::UNAUTHORIZED,
+                "a mesh needs Authorization: Bearer TOKEN with a token of the collector's probe-tokens file".into(),
+            )),
+        }
+    }
+
+    /// Runs the mesh `request` asks for with `token`, or the refusal: 400 a request outside
+    /// the contract or nodes the fabric cannot place, 404 unknown nodes, 503 the database.
+    pub(crate) async fn measure(
+        &self,
+        request: &MeshRequest,
+        token: String,
+    ) -> Result<MeshAnswer, Refusal> {
+        let mut budget = check_nodes(&request.nodes)
+            .and_then(|()| request.budget())
+            .map_err(|why| (StatusCode::BAD_REQUEST, why))?;
+        let nodes = match find_nodes(&self.pool, &request.nodes).await {
+            Ok(Ok(nodes)) => nodes,
+            Ok(Err(unknown)) => {
+                return Err((
+                    StatusCode::NOT_FOUND,
+                    format!(
+                        "unknown node{}: {} (no agent registered it and it sent no run)",
+                        if unknown.len() > 1 { "s" } else { "" },
+                        unknown.join(", ")
+                    ),
+                ))
+            }
+            Err(e) => return Err((StatusCode::SERVICE_UNAVAILABLE, format!("database: {e}"))),
+        };
+        let plan = match &self.fabric {
+            Some(fabric) => {
+                plan_on_fabric(fabric, &nodes).map_err(|why| (StatusCode::BAD_REQUEST, why))?
+            }
+            None => plan_per_rail(&nodes),
+        };
+        budget.latency_probes = plan
+            .pairs
+            .iter()
+            .map(|p| u64::from(p.probes(&budget)))
+            .sum();
+        Ok(run(nodes, plan, budget, token).await)
+    }
+}
+
+/// The route, over [`Access`].
+pub fn routes(access: Access) -> Router {
+    Router::new()
+        .route("/api/mesh", post(mesh))
+        .with_state(access)
 }
 
 /// `POST /api/mesh`'s body.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct MeshRequest {
-    nodes: Vec<String>,
+pub(crate) struct MeshRequest {
+    pub(crate) nodes: Vec<String>,
     duration_s: Option<f64>,
     /// Latency probes a second per cross-leaf target.
     rate: Option<f64>,
@@ -137,6 +204,18 @@ struct Budget {
 }
 
 impl MeshRequest {
+    /// A mesh of `nodes` on the default budget.
+    pub(crate) fn of_nodes(nodes: Vec<String>) -> MeshRequest {
+        MeshRequest {
+            nodes,
+            duration_s: None,
+            rate: None,
+            rate_same_leaf: None,
+            bw_iterations: None,
+            depth: None,
+        }
+    }
+
     /// The budget, or why the request is outside the contract.
     fn budget(&self) -> Result<Budget, String> {
         let duration_s = self.duration_s.unwrap_or(10.0);
@@ -228,7 +307,7 @@ pub fn choose_pairs(hosts: &[(String, Vec<String>)]) -> Vec<(End, End)> {
 
 /// One node as the mesh found it.
 #[derive(Debug, Clone, Serialize)]
-struct Node {
+pub(crate) struct Node {
     host: String,
     /// Its agent's API; `None`: no agent registered.
     agent_url: Option<String>,
@@ -242,8 +321,8 @@ struct Node {
 
 /// The answer (DESIGN 4.6, with fields added after its own).
 #[derive(Debug, Serialize)]
-struct MeshAnswer {
-    pairs: Vec<Value>,
+pub(crate) struct MeshAnswer {
+    pub(crate) pairs: Vec<Value>,
     simulated: bool,
     nodes: Vec<Node>,
     cover: String,
@@ -261,54 +340,18 @@ async fn mesh(
     headers: HeaderMap,
     request: Result<Json<MeshRequest>, JsonRejection>,
 ) -> Response {
-    let Some(tokens) = &access.probe_tokens else {
-        return refuse(
-            StatusCode::FORBIDDEN,
-            "mesh is off: start the collector with --probe-tokens FILE".into(),
-        );
+    let token = match access.authorize(&headers) {
+        Ok(token) => token,
+        Err((code, why)) => return refuse(code, why),
     };
-    let Some(token) = bearer(&headers).filter(|t| tokens.host_of(t).is_some()) else {
-        return refuse(
-            StatusCode::UNAUTHORIZED,
-            "a mesh needs Authorization: Bearer TOKEN with a token of the collector's probe-tokens file".into(),
-        );
-    };
-    let token = token.to_string();
     let request = match request {
         Ok(Json(r)) => r,
         Err(e) => return refuse(StatusCode::BAD_REQUEST, e.body_text()),
     };
-    let mut budget = match check_nodes(&request.nodes).and_then(|()| request.budget()) {
-        Ok(b) => b,
-        Err(why) => return refuse(StatusCode::BAD_REQUEST, why),
-    };
-    let nodes = match find_nodes(&access.pool, &request.nodes).await {
-        Ok(Ok(nodes)) => nodes,
-        Ok(Err(unknown)) => {
-            return refuse(
-                StatusCode::NOT_FOUND,
-                format!(
-                    "unknown node{}: {} (no agent registered it and it sent no run)",
-                    if unknown.len() > 1 { "s" } else { "" },
-                    unknown.join(", ")
-                ),
-            )
-        }
-        Err(e) => return refuse(StatusCode::SERVICE_UNAVAILABLE, format!("database: {e}")),
-    };
-    let plan = match &access.fabric {
-        Some(fabric) => match plan_on_fabric(fabric, &nodes) {
-            Ok(plan) => plan,
-            Err(why) => return refuse(StatusCode::BAD_REQUEST, why),
-        },
-        None => plan_per_rail(&nodes),
-    };
-    budget.latency_probes = plan
-        .pairs
-        .iter()
-        .map(|p| u64::from(p.probes(&budget)))
-        .sum();
-    Json(run(nodes, plan, budget, token).await).into_response()
+    match access.measure(&request, token).await {
+        Ok(answer) => Json(answer).into_response(),
+        Err((code, why)) => refuse(code, why),
+    }
 }
 
 /// One pair to probe, with what the fabric says of it.
@@ -365,10 +408,13 @@ fn plan_per_rail(nodes: &[Node]) -> Plan {
     }
 }
 
-/// On the fabric: each node's RNICs found by their registered devices, the pairs chosen
-/// as the simulated mesh chooses them ([`cluster::pairs::select`]); or why the nodes cannot
-/// be placed on it (a node without an agent or device names, a node or device not on it).
-fn plan_on_fabric(fabric: &MeshFabric, nodes: &[Node]) -> Result<Plan, String> {
+/// The nodes placed on the fabric, each node's RNICs found by the devices its agent
+/// registered; or why they cannot be (a node without an agent or device names, a node or
+/// device not on it).
+pub(crate) fn place_on_fabric(
+    fabric: &MeshFabric,
+    nodes: &[Node],
+) -> Result<cluster::Cluster, String> {
     let mut hosts = Vec::with_capacity(nodes.len());
     for node in nodes {
         if node.agent_url.is_none() {
@@ -386,9 +432,15 @@ fn plan_on_fabric(fabric: &MeshFabric, nodes: &[Node]) -> Result<Plan, String> {
         let rnics = node.rnics.iter().cloned().zip(node.devices.iter().cloned());
         hosts.push((node.host.clone(), rnics.collect()));
     }
-    let placed = cluster::spec::cabled_by_device(&fabric.file, &hosts, fabric.cabling.clone())
-        .map_err(|e| e.to_string())?;
-    let all: Vec<usize> = (0..hosts.len()).collect();
+    cluster::spec::cabled_by_device(&fabric.file, &hosts, fabric.cabling.clone())
+        .map_err(|e| e.to_string())
+}
+
+/// On the fabric: the nodes placed ([`place_on_fabric`]), the pairs chosen as the simulated
+/// mesh chooses them ([`cluster::pairs::select`]).
+fn plan_on_fabric(fabric: &MeshFabric, nodes: &[Node]) -> Result<Plan, String> {
+    let placed = place_on_fabric(fabric, nodes)?;
+    let all: Vec<usize> = (0..placed.hosts.len()).collect();
     let selection = cluster::pairs::select(&placed, &all);
     let topology = &placed.fabric.topology;
     let end = |p: cluster::RnicPort| End {
@@ -478,7 +530,7 @@ fn check_nodes(nodes: &[String]) -> Result<(), String> {
 
 /// Each node's agent, or for a host without one the RNICs of its latest run; `Err` of the
 /// nodes the collector does not know at all.
-async fn find_nodes(
+pub(crate) async fn find_nodes(
     pool: &Pool,
     names: &[String],
 ) -> Result<Result<Vec<Node>, Vec<String>>, String> {
@@ -785,12 +837,8 @@ mod tests {
             vec!["L1/2".to_string(), "L1/1".to_string()],
         );
         let budget = MeshRequest {
-            nodes: vec![],
             duration_s: Some(2.0),
-            rate: None,
-            rate_same_leaf: None,
-            bw_iterations: None,
-            depth: None,
+            ..MeshRequest::of_nodes(vec![])
         }
         .budget()
         .unwrap();

@@ -1,0 +1,102 @@
+//! The verdict's evidence from what the collector holds: the hosts' runs in the window,
+//! the switch ports' counters in it and before it, the job's routes on the fabric, and,
+//! with `probe`, the pairs a real mesh measures through the agents.
+
+use super::hosts::hosts;
+use super::pairs::job_pair;
+use super::ports::ports;
+use super::query::VerdictQuery;
+use super::routes::job_routes;
+use crate::mesh::{Access, MeshRequest, Refusal};
+use axum::http::StatusCode;
+use model::job::{JobEvidence, NotJudgedItem};
+use std::time::Duration;
+
+/// The longest the reads of the database may take together: past it the request is
+/// answered 503 rather than left hanging. The pair probes (`probe`) have their own
+/// deadlines ([`crate::mesh`]).
+pub const READ_WAIT: Duration = Duration::from_secs(30);
+
+/// What the collector knows of a job, and what it could not find out.
+pub struct Gathered {
+    /// The evidence for the verdict.
+    pub evidence: JobEvidence,
+    /// What is missing from it beyond what the verdict sees itself (the routes unknown, a
+    /// run that does not read).
+    pub not_judged: Vec<NotJudgedItem>,
+}
+
+/// Gathers the evidence of `query`, probing with `probe_token` when given; or the refusal
+/// (503 the database, or the mesh's own refusals).
+pub async fn gather(
+    access: &Access,
+    query: &VerdictQuery,
+    probe_token: Option<String>,
+) -> Result<Gathered, Refusal> {
+    let mut not_judged = Vec::new();
+    let reads = async {
+        let routes = job_routes(access, &query.nodes).await;
+        let client = access.pool.get().await.map_err(|e| e.to_string())?;
+        let hosts = hosts(&**client, &query.nodes, query.window, &mut not_judged)
+            .await
+            .map_err(|e| crate::server_words(&e))?;
+        // Without the routes no port can be said to be on them or off them: none is read.
+        let ports = match &routes {
+            Ok(routes) => ports(&**client, query.window, routes)
+                .await
+                .map_err(|e| crate::server_words(&e))?,
+            Err(_) => Vec::new(),
+        };
+        Ok::<_, String>((routes, hosts, ports))
+    };
+    let (routes, hosts, ports) = match tokio::time::timeout(READ_WAIT, reads).await {
+        Ok(Ok(read)) => read,
+        Ok(Err(why)) => return Err(unavailable(format!("database: {why}"))),
+        Err(_) => {
+            return Err(unavailable(format!(
+                "database: the job's runs and ports were not read within {} s",
+                READ_WAIT.as_secs()
+            )))
+        }
+    };
+    let routes = match routes {
+        Ok(routes) => Some(routes),
+        Err(why) => {
+            not_judged.push(NotJudgedItem {
+                what: "the job's routes".to_string(),
+                why: format!(
+                    "{why}: which switch ports and cables the job uses is not known, so no switch port's counters were judged"
+                ),
+            });
+            None
+        }
+    };
+    let pairs = match probe_token {
+        None => Vec::new(),
+        Some(token) => {
+            let request = MeshRequest::of_nodes(query.nodes.clone());
+            let mesh = access.measure(&request, token).await?;
+            mesh.pairs
+                .iter()
+                .map(|p| job_pair(p, routes.as_ref()))
+                .collect()
+        }
+    };
+    Ok(Gathered {
+        evidence: JobEvidence {
+            job: query.job.clone(),
+            nodes: query.nodes.clone(),
+            hosts,
+            pairs,
+            ports,
+            job_cables: routes.as_ref().map_or_else(Vec::new, |r| r.cables()),
+            what_if: None,
+            simulated: false,
+        },
+        not_judged,
+    })
+}
+
+fn unavailable(why: String) -> Refusal {
+    (StatusCode::SERVICE_UNAVAILABLE, why)
+}

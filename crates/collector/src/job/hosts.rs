@@ -1,0 +1,152 @@
+//! The job's hosts as the verdict sees them: each node's newest run that started in the
+//! window (the report as its agent sent it and the collector stored it), and the paths the
+//! job's traffic crosses on it: each GPU through its nearest RNIC, or each RNIC to its
+//! nearest memory node on a host without GPUs, as the simulated job counts them.
+
+use super::query::Window;
+use model::job::{JobHost, JobPath, NotJudgedItem};
+use model::{ComponentId, HostTopology, Report};
+use std::collections::HashMap;
+use tokio_postgres::GenericClient;
+
+/// Each node's host, in the order given; what could not be read is said in `not_judged`.
+pub async fn hosts(
+    client: &impl GenericClient,
+    nodes: &[String],
+    window: Window,
+    not_judged: &mut Vec<NotJudgedItem>,
+) -> Result<Vec<JobHost>, tokio_postgres::Error> {
+    let rows = client
+        .query(
+            "SELECT DISTINCT ON (h.name) h.name, r.kind, r.report::text
+             FROM hosts h JOIN runs r ON r.host_id = h.id
+             WHERE h.name = ANY($1) AND r.started_unix_ms > $2 AND r.started_unix_ms <= $3
+             ORDER BY h.name, r.started_unix_ms DESC, r.id DESC",
+            &[&nodes, &(window.since_s * 1000), &(window.until_s * 1000)],
+        )
+        .await?;
+    let mut found: HashMap<String, (String, String)> = rows
+        .into_iter()
+        .map(|r| (r.get(0), (r.get(1), r.get(2))))
+        .collect();
+    let mut hosts = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        let report = match found.remove(node) {
+            None => None,
+            Some((kind, text)) => match serde_json::from_str::<Report>(&text) {
+                Ok(report) => Some((kind, report)),
+                Err(e) => {
+                    not_judged.push(NotJudgedItem {
+                        what: node.clone(),
+                        why: format!("its run in the window does not read as a check report: {e}"),
+                    });
+                    None
+                }
+            },
+        };
+        let job_paths = match &report {
+            Some((kind, report)) => job_paths(kind, report),
+            None => Vec::new(),
+        };
+        hosts.push(JobHost {
+            host: node.clone(),
+            report: report.map(|(_, r)| r),
+            job_paths,
+        });
+    }
+    Ok(hosts)
+}
+
+/// The paths of a host of `kind` whose check is `report`: with its links when the kind is
+/// a built-in model, else the RNIC/endpoint pairs the report probed (no links).
+pub fn job_paths(kind: &str, report: &Report) -> Vec<JobPath> {
+    match model::builtin::load(kind) {
+        Some(Ok(model)) => paths_on_model(&model),
+        _ => paths_in_report(report),
+    }
+}
+
+/// The paths of a host of a built-in model, as the simulated job counts them
+/// ([`cluster::job::job_paths`]: each GPU through its nearest RNIC).
+fn paths_on_model(model: &HostTopology) -> Vec<JobPath> {
+    let rnics: Vec<ComponentId> = model.rnics().map(|c| c.id.clone()).collect();
+    cluster::job::job_paths(model, &rnics, cluster::Endpoint::Gpu)
+}
+
+/// Each RNIC the report probed to a GPU it reaches at line rate (ids `gpu*`), else an
+/// endpoint it reaches at line rate, else the first it probed; in report order.
+fn paths_in_report(report: &Report) -> Vec<JobPath> {
+    let mut rnics: Vec<&str> = Vec::new();
+    for p in &report.paths {
+        if !rnics.contains(&p.rnic.as_str()) {
+            rnics.push(p.rnic.as_str());
+        }
+    }
+    rnics
+        .into_iter()
+        .filter_map(|rnic| {
+            let mine = || report.paths.iter().filter(move |p| p.rnic.as_str() == rnic);
+            let path = mine()
+                .find(|p| p.affinitive && p.endpoint.as_str().starts_with("gpu"))
+                .or_else(|| mine().find(|p| p.affinitive))
+                .or_else(|| mine().next())?;
+            Some(JobPath {
+                rnic: rnic.to_string(),
+                endpoint: path.endpoint.to_string(),
+                links: Vec::new(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_built_in_kind_gives_each_gpu_through_its_nearest_rnic_with_links() {
+        // DESIGN 4.1: leaf switch 2r holds RNIC r and GPU 2r, leaf switch 2r+1 GPU 2r+1.
+        let report: Report = serde_json::from_value(serde_json::json!({
+            "host": "dgx-a100", "mode": "idle", "healthy": true, "provenance": "measured",
+            "run": 0, "links": [], "diagnoses": [], "paths": []}))
+        .unwrap();
+        let paths = job_paths("dgx-a100", &report);
+        let got: Vec<(String, String)> = paths
+            .iter()
+            .map(|p| (p.rnic.clone(), p.endpoint.clone()))
+            .collect();
+        let want: Vec<(String, String)> = (0..8)
+            .map(|g| (format!("rnic{}", g / 2), format!("gpu{g}")))
+            .collect();
+        assert_eq!(got, want);
+        let links: Vec<&str> = paths[2].links.iter().map(|l| l.as_str()).collect();
+        assert_eq!(links, ["rnic1--lsw2", "gpu2--lsw2"]);
+    }
+
+    #[test]
+    fn without_a_model_the_reports_paths_are_used_without_links() {
+        let path = |rnic: &str, endpoint: &str, affinitive: bool| {
+            serde_json::json!({"rnic": rnic, "endpoint": endpoint, "latency_us": 2.0,
+                "bandwidth_gbps": 190.0, "baseline_latency_us": null,
+                "baseline_bandwidth_gbps": null, "status": "normal",
+                "latency_abnormal": false, "affinitive": affinitive})
+        };
+        // A host of its own kind: rnic0 reaches gpu0 through the CPU only, gpu1 at line
+        // rate; rnic1 reaches no GPU at line rate.
+        let mut report: Report = serde_json::from_value(serde_json::json!({
+            "host": "a-kind-of-its-own", "mode": "idle", "healthy": true,
+            "provenance": "measured", "run": 0, "links": [], "diagnoses": [],
+            "paths": [path("rnic0", "mem0", true), path("rnic0", "gpu0", false),
+                      path("rnic0", "gpu1", true), path("rnic1", "gpu1", false),
+                      path("rnic1", "mem0", true)]}))
+        .unwrap();
+        let paths = job_paths("a-kind-of-its-own", &report);
+        let got: Vec<(&str, &str, usize)> = paths
+            .iter()
+            .map(|p| (p.rnic.as_str(), p.endpoint.as_str(), p.links.len()))
+            .collect();
+        assert_eq!(got, [("rnic0", "gpu1", 0), ("rnic1", "mem0", 0)]);
+        report.paths.clear();
+        assert!(job_paths("a-kind-of-its-own", &report).is_empty());
+    }
+}

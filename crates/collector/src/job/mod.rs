@@ -1,0 +1,122 @@
+//! `GET /api/jobs/verdict?nodes=LIST&since=T&until=T[&job=ID][&probe=1]`: the job verdict
+//! on real hosts (DESIGN 4.7). The collector gathers a [`model::job::JobEvidence`] from what
+//! it holds and answers `analyze::job::judge`'s [`model::job::JobReport`] with
+//! `"simulated": false`.
+//!
+//! Reading is open, as the other GET endpoints are; `probe=1` runs pair probes through the
+//! agents as `POST /api/mesh` does and so needs a probe token (`Authorization: Bearer`;
+//! 403 with mesh off, 401 without a token of the probe-tokens file). 400 names the bad
+//! parameter; 503 when the database does not answer within [`evidence::READ_WAIT`].
+//!
+//! | module | job |
+//! |---|---|
+//! | [`query`] | the query string, checked |
+//! | [`hosts`] | each node's newest run in the window, and the paths the job crosses on it |
+//! | [`ports`] | switch-port deltas in the window and before it |
+//! | [`routes`] | the job's routes and cables on the collector's fabric |
+//! | [`pairs`] | a mesh's pair as the verdict's pair |
+//! | [`evidence`] | all of the above gathered, with a deadline |
+
+pub mod evidence;
+pub mod hosts;
+pub mod pairs;
+pub mod ports;
+pub mod query;
+pub mod routes;
+
+use crate::agents::refuse;
+use crate::mesh::Access;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use model::job::{JobReport, NotJudgedItem, Verdict};
+use query::{RawQuery, VerdictQuery};
+use std::time::SystemTime;
+
+/// The route, over [`Access`] (the database, the probe tokens, the fabric).
+pub fn routes(access: Access) -> Router {
+    Router::new()
+        .route("/api/jobs/verdict", get(verdict))
+        .with_state(access)
+}
+
+async fn verdict(
+    State(access): State<Access>,
+    headers: HeaderMap,
+    raw: Result<Query<RawQuery>, QueryRejection>,
+) -> Response {
+    let raw = match raw {
+        Ok(Query(raw)) => raw,
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, e.body_text()),
+    };
+    let now_s = model::time::unix_ms(SystemTime::now()) / 1000;
+    let query = match VerdictQuery::parse(&raw, now_s) {
+        Ok(q) => q,
+        Err(why) => return refuse(StatusCode::BAD_REQUEST, why),
+    };
+    let token = if query.probe {
+        match access.authorize(&headers) {
+            Ok(token) => Some(token),
+            Err((code, why)) => return refuse(code, why),
+        }
+    } else {
+        None
+    };
+    match evidence::gather(&access, &query, token).await {
+        Ok(gathered) => {
+            let mut report = analyze::job::judge(&gathered.evidence);
+            add_not_judged(&mut report, gathered.not_judged);
+            Json(report).into_response()
+        }
+        Err((code, why)) => refuse(code, why),
+    }
+}
+
+/// Adds what the collector could not find out (the job's routes) to the report: that was
+/// not judged, so the infrastructure cannot be called healthy.
+fn add_not_judged(report: &mut JobReport, items: Vec<NotJudgedItem>) {
+    if let (Some(first), Verdict::Neither) = (items.first(), report.verdict) {
+        report.verdict = Verdict::Inconclusive;
+        report.summary = format!(
+            "inconclusive: {}: {} (nothing else found wrong)",
+            first.what, first.why
+        );
+    }
+    report.not_judged.extend(items);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::job::JobEvidence;
+
+    #[test]
+    fn what_the_collector_could_not_find_out_keeps_a_job_from_neither() {
+        let gap = || NotJudgedItem {
+            what: "the job's routes".into(),
+            why: "the collector knows no fabric".into(),
+        };
+        let mut report = analyze::job::judge(&JobEvidence::default());
+        report.verdict = Verdict::Neither;
+        add_not_judged(&mut report, vec![gap()]);
+        assert_eq!(report.verdict, Verdict::Inconclusive);
+        assert!(
+            report.summary.contains("the collector knows no fabric"),
+            "{}",
+            report.summary
+        );
+        assert_eq!(report.not_judged.last(), Some(&gap()));
+        // A verdict that names a culprit keeps it.
+        report.verdict = Verdict::Network;
+        add_not_judged(&mut report, vec![gap()]);
+        assert_eq!(report.verdict, Verdict::Network);
+        // Nothing missing: nothing changes.
+        report.verdict = Verdict::Neither;
+        let before = report.clone();
+        add_not_judged(&mut report, vec![]);
+        assert_eq!(report, before);
+    }
+}

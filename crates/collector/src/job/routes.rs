@@ -1,0 +1,76 @@
+//! The job's routes on the fabric the collector was started with (`--fabric FILE
+//! [--routes FILE]`): its nodes placed by the devices their agents registered, as
+//! `POST /api/mesh` places them ([`crate::mesh::place_on_fabric`]), and the cables the
+//! routes between their RNICs cross as the simulated job counts them
+//! ([`cluster::job::job_cables`]: every two RNICs of one rail, both ways), each named by its
+//! lower end as pairs name them (DESIGN 4.6).
+
+use crate::mesh::{self, Access};
+use cluster::Cluster;
+use std::collections::BTreeSet;
+
+/// The cables of the routes between the job's RNICs, on the fabric placed.
+pub struct JobRoutes {
+    cluster: Cluster,
+    cables: BTreeSet<String>,
+}
+
+/// The job's routes, or why they are not known (no fabric, a node the collector or the
+/// fabric does not know, the database).
+pub async fn job_routes(access: &Access, nodes: &[String]) -> Result<JobRoutes, String> {
+    let fabric = access.fabric.as_ref().ok_or(
+        "the collector knows no fabric for these hosts (start it with --fabric FILE [--routes FILE])",
+    )?;
+    let found = mesh::find_nodes(&access.pool, nodes)
+        .await
+        .map_err(|e| format!("database: {e}"))?
+        .map_err(|unknown| {
+            format!(
+                "not placed on {}: the collector knows no agent nor run of {}",
+                fabric.file,
+                unknown.join(", ")
+            )
+        })?;
+    let cluster = mesh::place_on_fabric(fabric, &found)
+        .map_err(|why| format!("not placed on {}: {why}", fabric.file))?;
+    let all: Vec<usize> = (0..cluster.hosts.len()).collect();
+    let cables = cluster::job::job_cables(&cluster, &all)
+        .into_iter()
+        .map(|c| cluster.cable_label(c))
+        .collect();
+    Ok(JobRoutes { cluster, cables })
+}
+
+impl JobRoutes {
+    /// Whether a route between two of the job's RNICs crosses the cable at the switch port
+    /// `port` (either end of it).
+    pub fn on_route(&self, port: &str) -> bool {
+        self.cables.contains(&self.cable_of(port))
+    }
+
+    /// The cable at the switch port `port` (`leaf2/9`), named by its lower end; the port's
+    /// own name when the fabric has no cable there.
+    pub fn cable_of(&self, port: &str) -> String {
+        match self.cluster.parse_port(port) {
+            Ok(at) => self.cluster.cable_label(self.cluster.cable_at(at)),
+            Err(_) => port.to_string(),
+        }
+    }
+
+    /// The cables the ports of a route cross, each once, in route order.
+    pub fn cables_along<'a>(&self, route: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+        let mut cables: Vec<String> = Vec::new();
+        for port in route {
+            let cable = self.cable_of(port);
+            if !cables.contains(&cable) {
+                cables.push(cable);
+            }
+        }
+        cables
+    }
+
+    /// Every cable the job's routes cross, sorted.
+    pub fn cables(&self) -> Vec<String> {
+        self.cables.iter().cloned().collect()
+    }
+}

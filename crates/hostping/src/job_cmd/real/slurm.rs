@@ -1,0 +1,322 @@
+//! `hostping job --slurm JOBID`: the job's nodes and window from Slurm. `scontrol show job
+//! -o JOBID` while slurmctld remembers the job (`NodeList=`, `StartTime=`, `EndTime=`; a
+//! running job's EndTime is its time limit, so the window ends now), else
+//! `sacct -j JOBID -X -n -P -o NodeList,Start,End` from the accounting database. Both run
+//! with `SLURM_TIME_FORMAT=%s`, so that times come as Unix seconds rather than in the local
+//! time of whoever runs them, and within [`TOOL_WAIT`].
+
+use std::io::Read;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Result};
+
+/// The longest `scontrol` or `sacct` may take (slurmctld answers in milliseconds; a
+/// controller that does not answer makes them retry for about a minute).
+pub const TOOL_WAIT: Duration = Duration::from_secs(20);
+
+/// A Slurm job as the verdict needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlurmJob {
+    /// Its nodes, expanded from Slurm's hostlist.
+    pub nodes: Vec<String>,
+    /// When it started, Unix seconds.
+    pub start_s: i64,
+    /// When it ended, Unix seconds; now for a job still running.
+    pub end_s: i64,
+}
+
+/// Asks Slurm about `job` at `now_s`.
+pub fn job(job: &str, now_s: i64) -> Result<SlurmJob> {
+    if job.is_empty()
+        || !job
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_+.".contains(c))
+    {
+        bail!("--slurm {job:?}: not a Slurm job id (digits, or ARRAYID_TASK, HETID+N)");
+    }
+    let scontrol = run("scontrol", &["show", "job", "-o", job])?;
+    if scontrol.status.success() {
+        return parse_scontrol(job, &text(&scontrol.stdout), now_s);
+    }
+    let sacct = run(
+        "sacct",
+        &["-j", job, "-X", "-n", "-P", "-o", "NodeList,Start,End"],
+    )?;
+    let said = |o: &Output| text(&o.stderr).trim().to_string();
+    if !sacct.status.success() {
+        bail!(
+            "--slurm {job}: scontrol does not know the job ({}) and sacct failed ({})",
+            said(&scontrol),
+            said(&sacct)
+        );
+    }
+    parse_sacct(job, &text(&sacct.stdout), now_s)?.ok_or_else(|| {
+        anyhow!(
+            "--slurm {job}: no such job: scontrol does not know it ({}) and sacct lists nothing",
+            said(&scontrol)
+        )
+    })
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs a Slurm tool to its end within [`TOOL_WAIT`], its output read meanwhile.
+fn run(tool: &str, args: &[&str]) -> Result<Output> {
+    let mut child = Command::new(tool)
+        .args(args)
+        .env("SLURM_TIME_FORMAT", "%s")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => anyhow!(
+                "--slurm: `{tool}` is not installed (Slurm's client tools: Debian's slurm-client)"
+            ),
+            _ => anyhow!("--slurm: running `{tool}`: {e}"),
+        })?;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let deadline = Instant::now() + TOOL_WAIT;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!(
+                "--slurm: `{tool} {}` did not answer within {} s (is slurmctld reachable?)",
+                args.join(" "),
+                TOOL_WAIT.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Ok(Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
+}
+
+/// The value of `key=` among the whitespace-separated fields of a `scontrol -o` line (the
+/// key whole: `NodeList=`, not `ReqNodeList=`).
+fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    line.split_whitespace()
+        .find_map(|f| f.strip_prefix(key)?.strip_prefix('='))
+}
+
+/// The job in `scontrol show job -o` output (its first line: an array's first task).
+pub fn parse_scontrol(job: &str, out: &str, now_s: i64) -> Result<SlurmJob> {
+    let line = out
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .ok_or_else(|| anyhow!("--slurm {job}: scontrol printed nothing"))?;
+    let state = field(line, "JobState").unwrap_or("UNKNOWN");
+    let get = |key: &str| {
+        field(line, key)
+            .ok_or_else(|| anyhow!("--slurm {job}: scontrol's line has no {key}= field: {line}"))
+    };
+    let nodes = nodes(job, get("NodeList")?, state)?;
+    let start_s = seconds(job, "StartTime", get("StartTime")?)?
+        .ok_or_else(|| anyhow!("--slurm {job}: the job ({state}) has not started"))?;
+    let end_s = match seconds(job, "EndTime", get("EndTime")?)? {
+        Some(end) if !is_running(state) => end.min(now_s),
+        _ => now_s,
+    };
+    window(job, nodes, start_s, end_s)
+}
+
+/// The job in `sacct -X -n -P -o NodeList,Start,End` output; `None` when it lists nothing.
+pub fn parse_sacct(job: &str, out: &str, now_s: i64) -> Result<Option<SlurmJob>> {
+    let Some(line) = out.lines().find(|l| !l.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let fields: Vec<&str> = line.trim().split('|').collect();
+    let [list, start, end] = fields[..] else {
+        bail!("--slurm {job}: sacct's line is not NodeList|Start|End: {line}");
+    };
+    let nodes = nodes(job, list, "")?;
+    let start_s = seconds(job, "Start", start)?
+        .ok_or_else(|| anyhow!("--slurm {job}: the job has not started (sacct: Start={start})"))?;
+    let end_s = seconds(job, "End", end)?.unwrap_or(now_s).min(now_s);
+    window(job, nodes, start_s, end_s).map(Some)
+}
+
+/// Whether a job in this state still runs (its EndTime is a limit, not an end).
+fn is_running(state: &str) -> bool {
+    matches!(
+        state,
+        "RUNNING"
+            | "SUSPENDED"
+            | "CONFIGURING"
+            | "COMPLETING"
+            | "STAGE_OUT"
+            | "RESIZING"
+            | "SIGNALING"
+    )
+}
+
+/// The job's nodes from Slurm's hostlist; a clear error for a job without any yet.
+fn nodes(job: &str, list: &str, state: &str) -> Result<Vec<String>> {
+    let list = list.trim();
+    if list.is_empty() || list == "(null)" || list == "None assigned" {
+        let state = if state.is_empty() {
+            String::new()
+        } else {
+            format!(" is {state} and")
+        };
+        bail!("--slurm {job}: the job{state} has no nodes yet: nothing to judge");
+    }
+    model::hostlist::expand(list).map_err(|e| anyhow!("--slurm {job}: NodeList {list}: {e}"))
+}
+
+/// A Slurm time in Unix seconds; `None` for one not known yet (`Unknown`, `None`, `N/A`).
+fn seconds(job: &str, key: &str, value: &str) -> Result<Option<i64>> {
+    match value {
+        "Unknown" | "None" | "N/A" | "" => Ok(None),
+        v => v.parse::<i64>().map(Some).map_err(|_| {
+            anyhow!("--slurm {job}: {key}={v} is not Unix seconds (SLURM_TIME_FORMAT=%s is set)")
+        }),
+    }
+}
+
+fn window(job: &str, nodes: Vec<String>, start_s: i64, end_s: i64) -> Result<SlurmJob> {
+    if end_s < start_s {
+        bail!("--slurm {job}: it starts at {start_s}, after its end {end_s}");
+    }
+    Ok(SlurmJob {
+        nodes,
+        start_s,
+        end_s,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const NOW: i64 = 1_795_787_200;
+
+    fn fixture(name: &str) -> String {
+        let path = format!("{}/testdata/slurm/{name}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    #[test]
+    fn a_running_job_ends_now_and_a_completed_one_at_its_end() {
+        // The running job's EndTime (1795787465) is its 5-minute limit.
+        let running = parse_scontrol("1", &fixture("scontrol-running.txt"), NOW).unwrap();
+        assert_eq!(
+            running,
+            SlurmJob {
+                nodes: vec!["vm".into()],
+                start_s: 1_795_787_165,
+                end_s: NOW
+            }
+        );
+        let done = parse_scontrol("3", &fixture("scontrol-completed.txt"), NOW).unwrap();
+        assert_eq!(
+            (done.nodes, done.start_s, done.end_s),
+            (vec!["vm".into()], 1_795_787_165, 1_795_787_165)
+        );
+    }
+
+    #[test]
+    fn a_pending_job_has_no_nodes_to_judge() {
+        let e = parse_scontrol("2", &fixture("scontrol-pending.txt"), NOW).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--slurm 2: the job is PENDING and has no nodes yet: nothing to judge"
+        );
+        let e = parse_sacct("2", &fixture("sacct-pending.txt"), NOW).unwrap_err();
+        assert!(e.to_string().contains("has no nodes yet"), "{e}");
+    }
+
+    #[test]
+    fn sacct_gives_a_finished_jobs_nodes_and_window() {
+        let job = parse_sacct("7", &fixture("sacct-finished.txt"), 1_795_800_000)
+            .unwrap()
+            .unwrap();
+        assert_eq!(job.nodes, ["node001", "node002", "node017"]);
+        assert_eq!((job.start_s, job.end_s), (1_795_787_165, 1_795_790_765));
+        assert_eq!(parse_sacct("7", "", NOW).unwrap(), None);
+        assert!(parse_sacct("7", "a|b", NOW)
+            .unwrap_err()
+            .to_string()
+            .contains("NodeList|Start|End"));
+    }
+
+    #[test]
+    fn the_tools_own_refusals_are_real_output() {
+        // What the error messages quote: the captured stderr of each tool.
+        assert_eq!(
+            fixture("scontrol-unknown.stderr").trim(),
+            "slurm_load_jobs error: Invalid job id specified"
+        );
+        assert_eq!(
+            fixture("sacct-no-accounting.stderr").trim(),
+            "Slurm accounting storage is disabled"
+        );
+        assert!(job("12;rm", NOW)
+            .unwrap_err()
+            .to_string()
+            .contains("not a Slurm job id"));
+    }
+
+    proptest! {
+        /// Any scontrol line with a hostlist and two times reads back; the window never
+        /// ends after now and never before its start.
+        #[test]
+        fn scontrol_lines_read_back(
+            prefix in "[a-z]{1,6}", lo in 0u32..50, len in 0u32..20, start in 0i64..2_000_000_000,
+            dur in 0i64..100_000, running in any::<bool>(), noise in "X[a-z]{0,8}=[a-z0-9()]{0,8}"
+        ) {
+            let list = format!("{prefix}[{lo}-{}]", lo + len);
+            let state = if running { "RUNNING" } else { "COMPLETED" };
+            let line = format!(
+                "JobId=5 {noise} JobState={state} ReqNodeList=(null) StartTime={start} EndTime={} NodeList={list} Power= \n",
+                start + dur
+            );
+            let now = start + 50_000;
+            let job = parse_scontrol("5", &line, now).unwrap();
+            prop_assert_eq!(job.nodes.len() as u32, len + 1);
+            prop_assert!(job.start_s == start && job.end_s >= start && job.end_s <= now);
+            if running {
+                prop_assert_eq!(job.end_s, now);
+            } else {
+                prop_assert_eq!(job.end_s, (start + dur).min(now));
+            }
+        }
+
+        #[test]
+        fn arbitrary_output_never_panics(out in ".{0,200}") {
+            let _ = parse_scontrol("1", &out, NOW);
+            let _ = parse_sacct("1", &out, NOW);
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! The job verdict on real hosts (DESIGN 4.7, issue 28): `GET /api/jobs/verdict` of a real
+//! `hostping collector` on a real PostgreSQL, with runs posted for a few hosts (one with a
+//! fault diagnosed), switch sweeps posted, and the collector started with the cabling of a
+//! real fat tree (`--fabric`, an SX6036 capture whose CAs are `stageN mlx4_0`) so that it
+//! knows the job's routes. Then `hostping job --nodes ... --collector` on the same.
+//!
+//! Skipped (with a message) when PostgreSQL's server binaries are missing, unless
+//! `HOSTPING_REQUIRE_POSTGRES` is set, as `./test.sh` does.
+
+mod common;
+
+use common::postgres::{client, free_port, get, post_to, Collector, Postgres};
+use common::{hostping, sim_report, stderr, stdout, temp_dir, tokens_file};
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::path::Path;
+
+const OPS: &str = "tok-ops-0123456789abcdef";
+/// The job's hosts and one beside them (stage100), each with its RNIC `mlx4_0` on the
+/// fabric: stage1 and stage2 on the leaf `MF0;ib1:SX6036/U1` (ports 32 and 16), stage30,
+/// stage60 and stage100 on leaves of their own.
+const HOSTS: [&str; 5] = ["stage1", "stage2", "stage30", "stage60", "stage100"];
+/// A host whose agent registered a device the fabric does not have.
+const OFF_FABRIC: &str = "node99";
+/// stage1's cable, on every route of a job that holds stage1.
+const ON_ROUTE: &str = "MF0;ib1:SX6036/U1/32";
+const IB1: &str = "0xf452140300115da0";
+/// stage100's cable: off the routes of any job without stage100.
+const OFF_ROUTE: &str = "MF0;ib5:SX6036/U1/14";
+const IB5: &str = "0xf4521403001165a0";
+
+fn token(host: &str) -> String {
+    format!("tok-{host}-0123456789abcdef")
+}
+
+fn now_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// `PUT /api/hosts/{host}/agent`: an agent that registered its RNIC and device (nothing
+/// listens at its URL: the verdict without probes asks no agent).
+fn register(addr: SocketAddr, host: &str) {
+    let body = json!({"url": format!("http://127.0.0.1:{}", free_port()),
+                      "rnics": ["rnic0"], "devices": ["mlx4_0"]});
+    let mut resp = client()
+        .put(format!("http://{addr}/api/hosts/{host}/agent"))
+        .header("Authorization", format!("Bearer {}", token(host)))
+        .header("Content-Type", "application/json")
+        .send(body.to_string().as_bytes())
+        .unwrap();
+    assert_eq!(
+        resp.status().as_u16(),
+        200,
+        "{}",
+        resp.body_mut().read_to_string().unwrap()
+    );
+}
+
+/// Posts a run of `host` started at `started_s` with `report`.
+fn post_run(addr: SocketAddr, host: &str, id: i64, started_s: i64, report: &Value) {
+    let run = json!({"host": host, "id": id, "trigger": "idle",
+                     "started_unix_ms": started_s * 1000, "report": report});
+    let (status, answer) = post_to(
+        addr,
+        "/api/runs",
+        Some(&token(host)),
+        &serde_json::to_vec(&run).unwrap(),
+    );
+    assert_eq!(status, 201, "{answer}");
+}
+
+/// Posts sweep `n` of the sampler `s1` at `at_s`: the two ports' symbol error counters
+/// (the switches' totals).
+fn post_sweep(addr: SocketAddr, n: u64, at_s: i64, on_route: u64, off_route: u64) {
+    let at_ns = at_s as u64 * 1_000_000_000;
+    let port = |guid: &str, switch: &str, port: u64, symbol_errors: u64| {
+        json!({"guid": guid, "switch": switch, "lid": 1, "port": port, "at_unix_ns": at_ns,
+               "counters": {"xmit_data_bytes": 1000 * n, "rcv_data_bytes": 1000 * n,
+                            "xmit_pkts": 10 * n, "rcv_pkts": 10 * n, "xmit_wait": 0,
+                            "symbol_errors": symbol_errors, "link_downed": 0,
+                            "rcv_errors": 0, "xmit_discards": 0},
+               "error": null})
+    };
+    let sweep = json!({"sampler": "s1", "sweep": n, "start_unix_ns": at_ns, "spread_us": 10.0,
+        "ports": [port(IB1, "MF0;ib1:SX6036/U1", 32, on_route),
+                  port(IB5, "MF0;ib5:SX6036/U1", 14, off_route)]});
+    let (status, answer) = post_to(
+        addr,
+        "/api/fabric/sweeps",
+        Some(&token("s1")),
+        &serde_json::to_vec(&sweep).unwrap(),
+    );
+    assert_eq!(status, 201, "{answer}");
+}
+
+/// The verdict of `nodes` over the window.
+fn verdict(addr: SocketAddr, nodes: &str, since: i64, until: i64) -> Value {
+    let (status, report) = get(
+        addr,
+        &format!("/api/jobs/verdict?nodes={nodes}&since={since}&until={until}&job=77"),
+    );
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["simulated"], false, "{report}");
+    assert_eq!(report["job"], "77", "{report}");
+    report
+}
+
+fn port<'a>(report: &'a Value, name: &str) -> Option<&'a Value> {
+    report["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["port"] == name)
+}
+
+fn names(culprits: &Value) -> Vec<String> {
+    culprits
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{}:{}:{}",
+                c["host"].as_str().unwrap_or("-"),
+                c["component"].as_str().unwrap_or("-"),
+                c["cause"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_collector_judges_a_jobs_hosts_and_the_ports_on_its_routes() {
+    let dir = temp_dir("job-collector");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let capture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fabric/testdata/ibnetdiscover/loginoff-sx6036-fattree.topo");
+    let tokens: Vec<(String, String)> = HOSTS
+        .iter()
+        .chain(&["s1", OFF_FABRIC])
+        .map(|h| (h.to_string(), token(h)))
+        .collect();
+    let pairs: Vec<(&str, &str)> = tokens
+        .iter()
+        .map(|(h, t)| (h.as_str(), t.as_str()))
+        .collect();
+    let tokens = tokens_file(&dir, &pairs);
+    let probe_tokens = dir.join("probe.tokens");
+    std::fs::write(&probe_tokens, format!("ops {OPS}\n")).unwrap();
+    let c = Collector::start(
+        &pg,
+        &tokens,
+        &[
+            "--probe-tokens",
+            probe_tokens.to_str().unwrap(),
+            "--fabric",
+            capture.to_str().unwrap(),
+        ],
+    );
+    for h in HOSTS.iter().chain(&[OFF_FABRIC]) {
+        register(c.addr, h);
+    }
+    // The job's window is the last 10 minutes; the same length before it is `before`.
+    let now = now_s();
+    let (since, until) = (now - 600, now);
+    let healthy = sim_report(&[]);
+    let faulty = sim_report(&["degrade:gpu0--lsw0:0.5"]);
+    assert!(
+        !faulty["diagnoses"].as_array().unwrap().is_empty(),
+        "{faulty}"
+    );
+    post_run(c.addr, "stage1", 1, now - 300, &healthy);
+    post_run(c.addr, "stage2", 1, now - 300, &healthy);
+    post_run(c.addr, "stage60", 1, now - 200, &faulty);
+    post_run(c.addr, OFF_FABRIC, 1, now - 200, &healthy);
+    // stage30's only run is older than the window: it is not judged.
+    post_run(c.addr, "stage30", 1, now - 900, &healthy);
+    // Sweeps: a baseline before the window, steady counters through it so far.
+    post_sweep(c.addr, 1, now - 1100, 7, 7);
+    post_sweep(c.addr, 2, now - 700, 7, 7);
+    post_sweep(c.addr, 3, now - 400, 7, 7);
+
+    // A host with no run in the window: not judged, so the job is inconclusive.
+    let report = verdict(c.addr, "stage1,stage2,stage30", since, until);
+    assert_eq!(report["verdict"], "inconclusive", "{report}");
+    let stage30 = &report["hosts"].as_array().unwrap()[2];
+    assert_eq!(
+        (stage30["host"].as_str(), stage30["healthy"].as_bool()),
+        (Some("stage30"), None)
+    );
+    let said: Vec<&str> = report["not_judged"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["what"].as_str().unwrap())
+        .collect();
+    assert!(said.iter().any(|w| w.contains("stage30")), "{report}");
+    // Without probe=1 no pair was probed, and the verdict says so in words.
+    assert!(report["pairs"].as_array().unwrap().is_empty());
+    assert!(
+        report["not_judged"]
+            .to_string()
+            .contains("no RNIC-to-RNIC pair was probed"),
+        "{report}"
+    );
+
+    // A host whose run in the window diagnoses a fault on the job's path: a host culprit.
+    let report = verdict(c.addr, "stage1,stage60", since, until);
+    assert_eq!(report["verdict"], "host", "{report}");
+    let culprits = names(&report["culprits"]);
+    assert!(culprits[0].starts_with("stage60:"), "{culprits:?}");
+    assert!(culprits[0].contains("gpu0--lsw0"), "{culprits:?}");
+
+    // Symbol errors rising on a port off the job's routes: found, not the job's culprit.
+    post_sweep(c.addr, 4, now - 100, 7, 5007);
+    let report = verdict(c.addr, "stage1,stage2", since, until);
+    assert!(
+        names(&report["not_the_jobs"])
+            .iter()
+            .any(|c| c.contains(OFF_ROUTE)),
+        "{report}"
+    );
+    assert!(
+        !names(&report["culprits"])
+            .iter()
+            .any(|c| c.contains(OFF_ROUTE)),
+        "{report}"
+    );
+    assert_eq!(
+        port(&report, OFF_ROUTE).unwrap()["on_job_route"],
+        false,
+        "{report}"
+    );
+    assert_eq!(
+        port(&report, ON_ROUTE).unwrap()["on_job_route"],
+        true,
+        "{report}"
+    );
+    assert_ne!(report["verdict"], "network", "{report}");
+
+    // The same on stage1's cable, on the job's routes: a network culprit naming it.
+    post_sweep(c.addr, 5, now - 50, 5007, 5007);
+    let report = verdict(c.addr, "stage1,stage2", since, until);
+    assert_eq!(report["verdict"], "network", "{report}");
+    let culprits = names(&report["culprits"]);
+    assert!(culprits[0].contains(ON_ROUTE), "{culprits:?}");
+    assert!(
+        port(&report, ON_ROUTE).unwrap()["errors_per_s"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+
+    // `hostping job` asks the same and exits by the verdict: 1 for network.
+    let url = format!("http://{}", c.addr);
+    let window = [
+        "--since".to_string(),
+        since.to_string(),
+        "--until".to_string(),
+        until.to_string(),
+    ];
+    let job = |nodes: &str, extra: &[&str]| {
+        let mut args = vec!["job", "--nodes", nodes, "--collector", &url];
+        args.extend(window.iter().map(String::as_str));
+        args.extend(extra);
+        hostping(&args)
+    };
+    let out = job("stage1,stage2", &["--format", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed["verdict"], "network");
+    assert_eq!(printed["nodes"], json!(["stage1", "stage2"]));
+    let out = job("stage1,stage2", &[]);
+    let text = stdout(&out);
+    assert!(text.contains("\nnetwork: "), "{text}");
+    assert!(
+        text.contains(ON_ROUTE) && text.contains("action: "),
+        "{text}"
+    );
+    // Inconclusive (stage1's cable is not on stage2's and stage30's routes): exit 3, and
+    // the words say what was not judged.
+    let out = job("stage[2,30]", &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("not judged:\n") && text.contains("\n  stage30"),
+        "{text}"
+    );
+
+    // Refusals: 400 naming the parameter; probe=1 without a probe token 401.
+    for (query, says) in [
+        ("since=1&until=2", "nodes=LIST is required"),
+        ("nodes=stage[2-1]", "nodes=stage[2-1]"),
+        (
+            "nodes=stage1&since=9&until=3",
+            "since=9 is not before until=3",
+        ),
+        ("nodes=stage1&probe=maybe", "probe=maybe"),
+        ("nodes=stage1&colour=red", "colour"),
+    ] {
+        let (status, body) = get(c.addr, &format!("/api/jobs/verdict?{query}"));
+        assert_eq!(status, 400, "{query}: {body}");
+        assert!(
+            body["error"].as_str().unwrap().contains(says),
+            "{says}: {body}"
+        );
+    }
+    let (status, body) = get(c.addr, "/api/jobs/verdict?nodes=stage1,stage2&probe=1");
+    assert_eq!(status, 401, "{body}");
+
+    // probe=1 with a probe token: the mesh's pairs on the job's routes, each with the
+    // cables it crosses (the agents are down here: each pair failed, with why).
+    let mut resp = client()
+        .get(format!(
+            "http://{}/api/jobs/verdict?nodes=stage1,stage2&since={since}&until={until}&probe=1",
+            c.addr
+        ))
+        .header("Authorization", format!("Bearer {OPS}"))
+        .call()
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let report: Value = serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap();
+    let pairs = report["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 1, "{report}");
+    assert_eq!(pairs[0]["status"], "failed", "{report}");
+    assert!(
+        pairs[0]["reason"].as_str().unwrap().contains("unreachable"),
+        "{report}"
+    );
+    assert_eq!(
+        pairs[0]["route"],
+        json!([ON_ROUTE, "MF0;ib1:SX6036/U1/16"]),
+        "{report}"
+    );
+    assert_eq!(
+        pairs[0]["cables"],
+        json!([ON_ROUTE, "MF0;ib1:SX6036/U1/16"]),
+        "{report}"
+    );
+    // A job the fabric cannot place: its routes are not known, and the report says why
+    // (no port can be said to be on them or off them, so none is judged).
+    let report = verdict(c.addr, &format!("stage1,{OFF_FABRIC}"), since, until);
+    let routes = report["not_judged"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["what"] == "the job's routes")
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        routes["why"]
+            .as_str()
+            .unwrap()
+            .contains("host `node99` has no CA on the fabric"),
+        "{routes}"
+    );
+    assert!(report["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["on_job_route"] == false));
+    assert_ne!(report["verdict"], "neither", "{report}");
+
+    // The CLI: a refusal and an unreachable collector are input errors naming the URL.
+    let out = job("stage1", &["--probe"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--probe: the pair probes need a token"),
+        "{}",
+        stderr(&out)
+    );
+    let out = job(
+        "stage1,stage2",
+        &["--probe", "--token", "not-a-probe-token"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("401 from http://"),
+        "{}",
+        stderr(&out)
+    );
+    let gone = format!("http://127.0.0.1:{}", free_port());
+    let out = hostping(&["job", "--nodes", "stage1", "--collector", &gone]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains(&gone), "{}", stderr(&out));
+}
+
+/// Without Slurm's tools, `--slurm` is an input error that says what is missing, before any
+/// collector is asked.
+#[test]
+fn without_slurm_the_slurm_flag_says_so() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hostping"))
+        .args([
+            "job",
+            "--slurm",
+            "12345",
+            "--collector",
+            "http://127.0.0.1:1",
+        ])
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--slurm: `scontrol` is not installed"),
+        "{}",
+        stderr(&out)
+    );
+}

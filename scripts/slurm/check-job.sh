@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# check-job.sh HOSTPING: the test of `hostping job --slurm` (run by ./test.sh). Starts a
+# one-node Slurm (one-node.sh), a throw-away PostgreSQL and `hostping collector` on it,
+# submits a `sleep` job, and asks `hostping job --slurm ID --collector URL --format json`:
+# the answer names the job and its node, and, with no run posted for the node, the verdict
+# is `inconclusive` (exit 3); a pending job and an unknown one are input errors (exit 2). Needs root, Debian's slurm-wlm, munge and postgresql
+# (./test.sh installs them). About 10 s.
+# On failure it prints the jobs and the logs, and keeps its folder.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+hostping=${1:?usage: check-job.sh HOSTPING}
+start=$EPOCHREALTIME
+say() { echo "slurm-job-check: $*" >&2; }
+elapsed() { awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/hostping-slurm-job.XXXXXX")
+chmod 755 "$work" # munged wants every folder above its socket searchable by all
+cluster=$work/cluster
+pg=$work/pg
+mkdir -p "$pg"
+chmod 777 "$pg" # PostgreSQL runs as nobody: it refuses to run as root
+ok="" collector_pid="" job=""
+pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
+as_nobody() { runuser -u nobody -- "$@"; }
+cleanup() {
+    [ -z "$job" ] || scancel "$job" 2>/dev/null || true
+    [ -z "$collector_pid" ] || { kill "$collector_pid" 2>/dev/null; wait "$collector_pid" 2>/dev/null; } || true
+    [ ! -f "$pg/data/postmaster.pid" ] || as_nobody "$pg_bin/pg_ctl" -D "$pg/data" -m immediate -w stop >/dev/null 2>&1 || true
+    "$here/one-node.sh" stop "$cluster" || true
+    if [ -n "$ok" ]; then rm -rf "$work"; else say "kept $work for inspection"; fi
+}
+trap cleanup EXIT
+
+# fail MESSAGE: the reason, then everything that explains it.
+fail() {
+    say "FAILED: $*"
+    scontrol -o show job 2>&1 | sed 's/^/    /' >&2 || true
+    for f in "$work"/*.log "$pg"/*.log "$cluster"/log/*.log; do
+        [ -f "$f" ] || continue
+        say "== $f (last 30 lines)"
+        tail -n 30 "$f" | sed 's/^/    /' >&2
+    done
+    exit 1
+}
+
+[ -x "$pg_bin/initdb" ] || fail "no /usr/lib/postgresql/*/bin/initdb (apt-get install postgresql)"
+"$here/one-node.sh" start "$cluster" || fail "the one-node cluster did not start"
+export SLURM_CONF=$cluster/slurm.conf
+node=$(hostname -s)
+
+# -- a throw-away PostgreSQL and the collector on it --------------------------------------
+as_nobody "$pg_bin/initdb" --auth=trust --username=hostping --encoding=UTF8 --no-sync \
+    -D "$pg/data" >"$pg/initdb.log" 2>&1 || fail "initdb failed"
+read -r first _ </proc/sys/net/ipv4/ip_local_port_range
+port=$((10000 + RANDOM % (first - 10000)))
+as_nobody "$pg_bin/pg_ctl" -D "$pg/data" -l "$pg/postgres.log" -w -t 20 \
+    -o "-c port=$port -c listen_addresses=127.0.0.1 -c unix_socket_directories=$pg -c fsync=off" \
+    start >/dev/null || fail "PostgreSQL did not start"
+"$hostping" collector --database "postgres://hostping@127.0.0.1:$port/postgres" \
+    --listen 127.0.0.1:0 2>"$work/collector.log" &
+collector_pid=$!
+url=""
+for ((i = 0; i < 200; i++)); do # 20 s at most
+    url=$(sed -nE 's|.*serving (http://[^/]+)/api/runs.*|\1|p' "$work/collector.log")
+    [ -n "$url" ] && break
+    kill -0 "$collector_pid" 2>/dev/null || fail "the collector exited"
+    sleep 0.1
+done
+[ -n "$url" ] || fail "the collector did not say where it serves within 20 s"
+say "PostgreSQL, collector ($url) and Slurm up after $(elapsed) s"
+
+# -- a running job, and its verdict ----------------------------------------------------------
+job=$(sbatch --parsable --mem=64M --time=00:02:00 --chdir "$work" --output "$work/job-%j.log" \
+    --wrap 'sleep 60') || fail "sbatch failed"
+state=""
+for ((i = 0; i < 100; i++)); do # 10 s at most
+    state=$(scontrol -o show job "$job" | sed -nE 's/.* JobState=([A-Z_]+).*/\1/p')
+    [ "$state" = RUNNING ] && break
+    sleep 0.1
+done
+[ "$state" = RUNNING ] || fail "job $job is '$state', not RUNNING, after 10 s"
+rc=0
+"$hostping" job --slurm "$job" --collector "$url" --format json >"$work/verdict.json" \
+    2>"$work/job.log" || rc=$?
+[ "$rc" -eq 3 ] || fail "hostping job --slurm $job exited $rc, want 3 (inconclusive)"
+flat=$(tr -d ' \n' <"$work/verdict.json")
+for want in "\"job\":\"$job\"" "\"nodes\":[\"$node\"]" '"verdict":"inconclusive"' '"simulated":false'; do
+    [[ "$flat" == *"$want"* ]] || fail "the verdict has no $want: $(cat "$work/verdict.json")"
+done
+# Not judged: the node, which posted no run.
+[[ "$flat" == *"\"healthy\":null"* ]] || fail "node $node is judged without a run: $flat"
+
+# A pending job (no nodes yet) and an unknown one: input errors in words, exit 2.
+pending=$(sbatch --parsable --mem=64M --begin=now+3600 --chdir "$work" --output /dev/null \
+    --wrap 'true') || fail "sbatch (pending) failed"
+for case in "$pending:has no nodes yet" "999999:scontrol does not know the job"; do
+    id=${case%%:*} want=${case#*:} rc=0
+    "$hostping" job --slurm "$id" --collector "$url" >/dev/null 2>"$work/job-$id.log" || rc=$?
+    [ "$rc" -eq 2 ] || fail "hostping job --slurm $id exited $rc, want 2"
+    grep -qF -- "$want" "$work/job-$id.log" || fail "job --slurm $id: want '$want': $(cat "$work/job-$id.log")"
+done
+scancel "$pending" || true
+
+ok=1
+say "passed in $(elapsed) s: job $job on $node read from scontrol; no run posted: inconclusive, exit 3; pending and unknown jobs: exit 2"
