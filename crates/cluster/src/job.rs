@@ -72,6 +72,7 @@ pub fn evidence(
         nodes,
         what_if: None,
         simulated: true,
+        not_judged: Vec::new(),
     })
 }
 

@@ -256,6 +256,10 @@ pub struct JobEvidence {
     pub what_if: Option<WhatIf>,
     /// Whether the measurements came from the simulators.
     pub simulated: bool,
+    /// What the producer could not find out (the job's routes on an unknown fabric, a run
+    /// that does not read): not judged, so never called healthy.
+    #[serde(default)]
+    pub not_judged: Vec<NotJudgedItem>,
 }
 
 /// `hostping job --format json` and `GET /api/jobs/verdict` (DESIGN 4.7; fields after

@@ -37,7 +37,8 @@ pub fn judge(evidence: &JobEvidence) -> JobReport {
     let tomography = paths::run(&hosts.segments, &evidence.pairs, &accused);
     let judged = culprits::Judged::new(evidence, &hosts, &tomography, &ports);
     let (culprits, not_the_jobs) = judged.culprits();
-    let mut not_judged = hosts.not_judged.clone();
+    let mut not_judged = evidence.not_judged.clone();
+    not_judged.extend(hosts.not_judged.iter().cloned());
     not_judged.extend(tomography.not_judged.iter().cloned());
     not_judged.extend(judged.unjudged_cables());
     let verdict = culprits::verdict(&culprits, &not_judged);
@@ -203,6 +204,25 @@ mod tests {
         let r = judge(&no_run);
         assert_eq!(r.verdict, Verdict::Inconclusive);
         assert_eq!(r.not_judged[0].what, "n2");
+    }
+
+    #[test]
+    fn what_the_producer_could_not_find_out_keeps_a_job_from_neither() {
+        let mut e = evidence(
+            vec![
+                host("n1", Some(report("n1", PathStatus::Normal))),
+                host("n2", Some(report("n2", PathStatus::Normal))),
+            ],
+            vec![pair(PartStatus::Normal)],
+        );
+        assert_eq!(judge(&e).verdict, Verdict::Neither);
+        e.not_judged.push(model::job::NotJudgedItem {
+            what: "the job's routes".into(),
+            why: "the collector knows no fabric".into(),
+        });
+        let r = judge(&e);
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert_eq!(r.not_judged[0].why, "the collector knows no fabric");
     }
 
     #[test]

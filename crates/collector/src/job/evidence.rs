@@ -17,22 +17,14 @@ use std::time::Duration;
 /// deadlines ([`crate::mesh`]).
 pub const READ_WAIT: Duration = Duration::from_secs(30);
 
-/// What the collector knows of a job, and what it could not find out.
-pub struct Gathered {
-    /// The evidence for the verdict.
-    pub evidence: JobEvidence,
-    /// What is missing from it beyond what the verdict sees itself (the routes unknown, a
-    /// run that does not read).
-    pub not_judged: Vec<NotJudgedItem>,
-}
-
-/// Gathers the evidence of `query`, probing with `probe_token` when given; or the refusal
+/// Gathers the evidence of `query` (what the collector could not find out in its
+/// `not_judged`), probing with `probe_token` when given; or the refusal
 /// (503 the database, or the mesh's own refusals).
 pub async fn gather(
     access: &Access,
     query: &VerdictQuery,
     probe_token: Option<String>,
-) -> Result<Gathered, Refusal> {
+) -> Result<JobEvidence, Refusal> {
     let mut not_judged = Vec::new();
     let reads = async {
         let routes = job_routes(access, &query.nodes).await;
@@ -82,17 +74,15 @@ pub async fn gather(
                 .collect()
         }
     };
-    Ok(Gathered {
-        evidence: JobEvidence {
-            job: query.job.clone(),
-            nodes: query.nodes.clone(),
-            hosts,
-            pairs,
-            ports,
-            job_cables: routes.as_ref().map_or_else(Vec::new, |r| r.cables()),
-            what_if: None,
-            simulated: false,
-        },
+    Ok(JobEvidence {
+        job: query.job.clone(),
+        nodes: query.nodes.clone(),
+        hosts,
+        pairs,
+        ports,
+        job_cables: routes.as_ref().map_or_else(Vec::new, |r| r.cables()),
+        what_if: None,
+        simulated: false,
         not_judged,
     })
 }

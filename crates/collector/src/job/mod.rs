@@ -32,7 +32,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use model::job::{JobReport, NotJudgedItem, Verdict};
 use query::{RawQuery, VerdictQuery};
 use std::time::SystemTime;
 
@@ -66,57 +65,7 @@ async fn verdict(
         None
     };
     match evidence::gather(&access, &query, token).await {
-        Ok(gathered) => {
-            let mut report = analyze::job::judge(&gathered.evidence);
-            add_not_judged(&mut report, gathered.not_judged);
-            Json(report).into_response()
-        }
+        Ok(evidence) => Json(analyze::job::judge(&evidence)).into_response(),
         Err((code, why)) => refuse(code, why),
-    }
-}
-
-/// Adds what the collector could not find out (the job's routes) to the report: that was
-/// not judged, so the infrastructure cannot be called healthy.
-fn add_not_judged(report: &mut JobReport, items: Vec<NotJudgedItem>) {
-    if let (Some(first), Verdict::Neither) = (items.first(), report.verdict) {
-        report.verdict = Verdict::Inconclusive;
-        report.summary = format!(
-            "inconclusive: {}: {} (nothing else found wrong)",
-            first.what, first.why
-        );
-    }
-    report.not_judged.extend(items);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use model::job::JobEvidence;
-
-    #[test]
-    fn what_the_collector_could_not_find_out_keeps_a_job_from_neither() {
-        let gap = || NotJudgedItem {
-            what: "the job's routes".into(),
-            why: "the collector knows no fabric".into(),
-        };
-        let mut report = analyze::job::judge(&JobEvidence::default());
-        report.verdict = Verdict::Neither;
-        add_not_judged(&mut report, vec![gap()]);
-        assert_eq!(report.verdict, Verdict::Inconclusive);
-        assert!(
-            report.summary.contains("the collector knows no fabric"),
-            "{}",
-            report.summary
-        );
-        assert_eq!(report.not_judged.last(), Some(&gap()));
-        // A verdict that names a culprit keeps it.
-        report.verdict = Verdict::Network;
-        add_not_judged(&mut report, vec![gap()]);
-        assert_eq!(report.verdict, Verdict::Network);
-        // Nothing missing: nothing changes.
-        report.verdict = Verdict::Neither;
-        let before = report.clone();
-        add_not_judged(&mut report, vec![]);
-        assert_eq!(report, before);
     }
 }
