@@ -1,0 +1,390 @@
+//! The job verdict on real parts (DESIGN 4.7, issue 28 section 6, "ibsim"): a fabric run by
+//! ibsim with its routes programmed by a real opensm (scripts/ibsim/run.sh, the net
+//! scripts/ibsim/nets/job-tree.net whose CAs are described `HOST DEVICE`), discovered and
+//! its forwarding tables dumped by `hostping fabric`, a real `hostping collector` on a real
+//! PostgreSQL started with those files (`--fabric`, `--routes`), healthy runs posted for the
+//! job's hosts, and sweeps of a real sampler (`hostping fabric sample --collector`) before
+//! and during the job's window while ibsim raises a port's symbol error counter. Then
+//! `hostping job --nodes ... --collector`:
+//! - the error on a port off the job's routes (on the very spine its route crosses, and on
+//!   its leaf) is found and listed in `not_the_jobs`, never the job's culprit;
+//! - the same error on a port of the job's route, as the switches' tables say it runs, is
+//!   a `network` verdict naming that port's cable (exit 1).
+//!
+//! Skipped (with a message) when ibsim or PostgreSQL's server binaries are missing, unless
+//! `HOSTPING_REQUIRE_IBSIM` / `HOSTPING_REQUIRE_POSTGRES` are set, as `./test.sh` does.
+
+mod common;
+
+use common::ibsim::{self, have_ibsim};
+use common::postgres::{client, free_port, post_to, Collector, Postgres};
+use common::{hostping, sim_report, stderr, stdout, temp_dir, tokens_file};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The job: node1 on leaf-1, node3 on leaf-2; its route crosses one spine each way.
+const NODES: &str = "node[1,3]";
+/// The sampler's name at the collector.
+const SAMPLER: &str = "s1";
+/// Symbol errors ibsim sets on a port: ten times `ibqueryerrors`' threshold.
+const ERRORS: u64 = 100;
+
+fn token(name: &str) -> String {
+    format!("tok-{name}-0123456789abcdef")
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// The first whole second after now.
+fn next_second() -> i64 {
+    now_ms() / 1000 + 1
+}
+
+/// Sleeps until the clock has passed the second `s`.
+fn sleep_past(s: i64) {
+    let wait = (s + 1) * 1000 - now_ms();
+    if wait > 0 {
+        std::thread::sleep(Duration::from_millis(wait as u64));
+    }
+}
+
+/// A fabric running under scripts/ibsim/run.sh for the whole test, driven line by line:
+/// each command is bash run in `dir` against it (`$HOSTPING` the binary, ibsim's console
+/// on fd 7), so that the collector can start between discovering the fabric and sampling
+/// it, as it would on a real cluster.
+struct Fabric {
+    child: Child,
+    commands: Option<ChildStdin>,
+    done: Receiver<String>,
+    dir: PathBuf,
+}
+
+impl Fabric {
+    fn start(net: &str, dir: &Path) -> Fabric {
+        let driver = "while IFS= read -r line; do (eval \"$line\") >command.log 2>&1; \
+                      echo \"exit $?\"; done";
+        let mut child = ibsim::run_on(net, &[])
+            .args(["bash", "-c", driver])
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(dir.join("run.log")).unwrap())
+            .spawn()
+            .expect("scripts/ibsim/run.sh runs");
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let (tx, done) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in out.lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Fabric {
+            commands: child.stdin.take(),
+            child,
+            done,
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// Runs `command` on the fabric; panics with its output when it fails or takes over a
+    /// minute (each MAD has its own deadline, so only a broken fabric takes that long).
+    fn run(&mut self, command: &str) {
+        let commands = self.commands.as_mut().unwrap();
+        writeln!(commands, "{command}").unwrap();
+        commands.flush().unwrap();
+        let log = |dir: &Path| {
+            let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+            format!("{}{}", read("command.log"), read("run.log"))
+        };
+        match self.done.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) if line == "exit 0" => {}
+            Ok(line) => panic!("`{command}`: {line}\n{}", log(&self.dir)),
+            Err(e) => panic!("`{command}`: no answer ({e})\n{}", log(&self.dir)),
+        }
+    }
+
+    /// Sets a switch port's symbol error counter through ibsim's console.
+    fn set_symbol_errors(&mut self, switch: &str, port: u64, count: u64) {
+        self.run(&format!(
+            "echo 'PerformanceSet \"{switch}\"[{port}] PortCounters.SymbolErrorCounter={count}' >&7; \
+             sleep 0.3"
+        ));
+    }
+
+    fn read_json(&self, file: &str) -> Value {
+        let text = std::fs::read_to_string(self.dir.join(file)).unwrap();
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"))
+    }
+}
+
+impl Drop for Fabric {
+    /// End of input ends the driver; run.sh then stops ibsim.
+    fn drop(&mut self) {
+        self.commands.take();
+        let _ = self.child.wait();
+    }
+}
+
+/// `PUT /api/hosts/{host}/agent`: an agent that registered its RNIC `rnic0` as the device
+/// `mlx5_0` (nothing listens at its URL: the verdict without probes asks no agent).
+fn register(addr: SocketAddr, host: &str) {
+    let body = json!({"url": format!("http://127.0.0.1:{}", free_port()),
+                      "rnics": ["rnic0"], "devices": ["mlx5_0"]});
+    let mut resp = client()
+        .put(format!("http://{addr}/api/hosts/{host}/agent"))
+        .header("Authorization", format!("Bearer {}", token(host)))
+        .header("Content-Type", "application/json")
+        .send(body.to_string().as_bytes())
+        .unwrap();
+    let status = resp.status().as_u16();
+    assert_eq!(status, 200, "{}", resp.body_mut().read_to_string().unwrap());
+}
+
+/// Posts a healthy run of `host` started now.
+fn post_healthy_run(addr: SocketAddr, host: &str, report: &Value) {
+    let run = json!({"host": host, "id": 1, "trigger": "idle",
+                     "started_unix_ms": now_ms(), "report": report});
+    let body = serde_json::to_vec(&run).unwrap();
+    let (status, answer) = post_to(addr, "/api/runs", Some(&token(host)), &body);
+    assert_eq!(status, 201, "{answer}");
+}
+
+/// A hop of `fabric route --format json`: the switch, the port entered, the port left.
+fn hop(h: &Value) -> (String, u64, u64) {
+    (
+        h["description"].as_str().unwrap().to_string(),
+        h["in_port"].as_u64().unwrap(),
+        h["out_port"].as_u64().unwrap(),
+    )
+}
+
+/// `hostping job` over the window; its exit status and its JSON.
+fn job(url: &str, since: i64, until: i64) -> (Option<i32>, Value) {
+    let (since, until) = (since.to_string(), until.to_string());
+    let out = hostping(&[
+        "job",
+        "--nodes",
+        NODES,
+        "--collector",
+        url,
+        "--since",
+        &since,
+        "--until",
+        &until,
+        "--format",
+        "json",
+    ]);
+    let report = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
+    (out.status.code(), report)
+}
+
+/// The components culprits (or `not_the_jobs`) name.
+fn components(culprits: &Value) -> Vec<&str> {
+    culprits
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["component"].as_str())
+        .collect()
+}
+
+/// The report's summary of `port`.
+fn port<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["port"] == name)
+        .unwrap_or_else(|| panic!("no port {name} in {report}"))
+}
+
+#[test]
+fn an_error_on_the_jobs_route_is_the_network_and_one_off_it_is_not_the_jobs() {
+    if !have_ibsim() {
+        return;
+    }
+    let dir = temp_dir("job-ibsim");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let mut fabric = Fabric::start("job-tree.net", &dir);
+
+    // The fabric as the subnet manager brought it up: its cabling, its forwarding tables,
+    // and the job's route both ways as the switches forward it.
+    fabric.run(
+        "\"$HOSTPING\" fabric discover --format ibnetdiscover > fabric.topo && \
+         \"$HOSTPING\" fabric discover --format json > nodes.json && \
+         \"$HOSTPING\" fabric route --dump -o tables.json",
+    );
+    let nodes = fabric.read_json("nodes.json");
+    let lid = |ca: &str| -> u64 {
+        let node = nodes["nodes"].as_array().unwrap().iter();
+        let ca = node.clone().find(|n| n["description"] == ca);
+        ca.unwrap_or_else(|| panic!("no CA `{ca:?}` in {nodes}"))["lid"]
+            .as_u64()
+            .unwrap()
+    };
+    let (a, b) = (lid("node1 mlx5_0"), lid("node3 mlx5_0"));
+    fabric.run(&format!(
+        "\"$HOSTPING\" fabric route --from {a} --to {b} --format json > there.json && \
+         \"$HOSTPING\" fabric route --from {b} --to {a} --format json > back.json"
+    ));
+    let there: Vec<_> = fabric.read_json("there.json")["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(hop)
+        .collect();
+    let back: Vec<_> = fabric.read_json("back.json")["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(hop)
+        .collect();
+    // leaf-1, a spine, leaf-2.
+    assert_eq!(there.len(), 3, "{there:?}");
+    let (spine, spine_in, spine_out) = there[1].clone();
+    assert!(spine.starts_with("spine-"), "{there:?}");
+    let (leaf2, leaf2_in, _) = there[2].clone();
+    assert_eq!(leaf2, "leaf-2");
+    // The switch ports the job's route crosses, either way.
+    let on_route: Vec<String> = there
+        .iter()
+        .chain(&back)
+        .flat_map(|(s, i, o)| [format!("{s}/{i}"), format!("{s}/{o}")])
+        .collect();
+    // Off the route: node2's cable beside node1 on leaf-1, and the route's spine's port
+    // to leaf-3 (no route between leaf-1 and leaf-2 enters leaf-3).
+    let off_route = ["leaf-1/2".to_string(), format!("{spine}/3")];
+    assert!(
+        off_route.iter().all(|p| !on_route.contains(p)),
+        "{on_route:?}"
+    );
+
+    // The collector knows the fabric and the tables just read; the job's hosts registered
+    // their RNIC by its device, and each ran a healthy check.
+    let names = ["node1", "node3", SAMPLER];
+    let tokens: Vec<(String, String)> = names.iter().map(|n| (n.to_string(), token(n))).collect();
+    let pairs: Vec<(&str, &str)> = tokens
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_str()))
+        .collect();
+    let path = |f: &str| dir.join(f).to_str().unwrap().to_string();
+    let c = Collector::start(
+        &pg,
+        &tokens_file(&dir, &pairs),
+        &[
+            "--fabric",
+            &path("fabric.topo"),
+            "--routes",
+            &path("tables.json"),
+        ],
+    );
+    let url = format!("http://{}", c.addr);
+    for host in ["node1", "node3"] {
+        register(c.addr, host);
+    }
+    let sweep = format!(
+        "\"$HOSTPING\" fabric sample --once --format json --collector {url} --token {} \
+         --name {SAMPLER} >> sweeps.jsonl",
+        token(SAMPLER)
+    );
+
+    // Before the window: a baseline sweep, then a steady one.
+    fabric.run(&sweep);
+    std::thread::sleep(Duration::from_millis(1100));
+    fabric.run(&sweep);
+    let since = next_second();
+    sleep_past(since);
+    let report = sim_report(&[]);
+    for host in ["node1", "node3"] {
+        post_healthy_run(c.addr, host, &report);
+    }
+
+    // In the window, the error on the two ports off the job's route.
+    fabric.set_symbol_errors("leaf-1", 2, ERRORS);
+    fabric.set_symbol_errors(&spine, 3, ERRORS);
+    fabric.run(&sweep);
+    let until = next_second();
+    sleep_past(until);
+    let (status, report) = job(&url, since, until);
+    assert_eq!(report["nodes"], json!(["node1", "node3"]), "{report}");
+    assert!(components(&report["culprits"]).is_empty(), "{report}");
+    // Found, and not the job's: each named by its cable.
+    let found = components(&report["not_the_jobs"]);
+    let leaf3_cable = "leaf-3/".to_string() + if spine == "spine-1" { "7" } else { "8" };
+    for cable in ["leaf-1/2", leaf3_cable.as_str()] {
+        assert!(
+            found.contains(&cable),
+            "{cable} not in not_the_jobs: {report}"
+        );
+    }
+    for p in &off_route {
+        assert_eq!(port(&report, p)["on_job_route"], false, "{p}: {report}");
+        assert!(
+            port(&report, p)["errors_per_s"].as_f64().unwrap() > 0.0,
+            "{report}"
+        );
+    }
+    // The collector's routes are the switches' own: every port of the route read from
+    // them is on the job's route, with no error yet.
+    for p in &on_route {
+        assert_eq!(port(&report, p)["on_job_route"], true, "{p}: {report}");
+        assert_eq!(port(&report, p)["errors_per_s"], 0.0, "{p}: {report}");
+    }
+    // No pair was probed (no agent runs here): nothing faulty, not all judged.
+    assert_eq!(report["verdict"], "inconclusive", "{report}");
+    assert_eq!(status, Some(3), "{report}");
+    assert!(
+        report["not_judged"]
+            .to_string()
+            .contains("no RNIC-to-RNIC pair was probed"),
+        "{report}"
+    );
+
+    // The same error on the spine's port to leaf-2, on the job's route: the network,
+    // naming that port's cable by its lower end, leaf-2's port (DESIGN 4.6).
+    fabric.set_symbol_errors(&spine, spine_out, ERRORS);
+    fabric.run(&sweep);
+    let until = next_second();
+    sleep_past(until);
+    let (status, report) = job(&url, since, until);
+    assert_eq!(report["verdict"], "network", "{report}");
+    assert_eq!(status, Some(1), "{report}");
+    let culprit = &report["culprits"][0];
+    let cable = format!("{leaf2}/{leaf2_in}");
+    assert_eq!(culprit["component"], cable.as_str(), "{report}");
+    assert_eq!(
+        (culprit["layer"].as_str(), culprit["cause"].as_str()),
+        (Some("fabric"), Some("link_errors")),
+        "{report}"
+    );
+    assert!(
+        !components(&report["culprits"]).contains(&"leaf-1/2"),
+        "{report}"
+    );
+    assert!(
+        components(&report["not_the_jobs"]).contains(&"leaf-1/2"),
+        "{report}"
+    );
+    let raised = port(&report, &format!("{spine}/{spine_out}"));
+    assert_eq!(raised["on_job_route"], true, "{report}");
+    // The spine's port that route enters by is on it too, and clean.
+    assert_eq!(
+        port(&report, &format!("{spine}/{spine_in}"))["errors_per_s"],
+        0.0
+    );
+}
