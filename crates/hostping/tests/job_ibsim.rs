@@ -231,9 +231,9 @@ fn an_error_on_the_jobs_route_is_the_network_and_one_off_it_is_not_the_jobs() {
     );
     let nodes = fabric.read_json("nodes.json");
     let lid = |ca: &str| -> u64 {
-        let node = nodes["nodes"].as_array().unwrap().iter();
-        let ca = node.clone().find(|n| n["description"] == ca);
-        ca.unwrap_or_else(|| panic!("no CA `{ca:?}` in {nodes}"))["lid"]
+        let nodes = nodes["nodes"].as_array().unwrap();
+        let found = nodes.iter().find(|n| n["description"] == ca);
+        found.unwrap_or_else(|| panic!("no CA `{ca}` in {nodes:?}"))["lid"]
             .as_u64()
             .unwrap()
     };
@@ -242,18 +242,11 @@ fn an_error_on_the_jobs_route_is_the_network_and_one_off_it_is_not_the_jobs() {
         "\"$HOSTPING\" fabric route --from {a} --to {b} --format json > there.json && \
          \"$HOSTPING\" fabric route --from {b} --to {a} --format json > back.json"
     ));
-    let there: Vec<_> = fabric.read_json("there.json")["hops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(hop)
-        .collect();
-    let back: Vec<_> = fabric.read_json("back.json")["hops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(hop)
-        .collect();
+    let hops = |file: &str| -> Vec<(String, u64, u64)> {
+        let route = fabric.read_json(file);
+        route["hops"].as_array().unwrap().iter().map(hop).collect()
+    };
+    let (there, back) = (hops("there.json"), hops("back.json"));
     // leaf-1, a spine, leaf-2.
     assert_eq!(there.len(), 3, "{there:?}");
     let (spine, spine_in, spine_out) = there[1].clone();
