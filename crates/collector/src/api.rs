@@ -11,7 +11,7 @@
 //! | `GET /api/health` | 200 with the schema version when the database answers, else 503 (for probes) | here |
 //! | `GET /api/hosts`, `/api/hosts/{host}/runs?limit=N`, `/api/hosts/{host}/timeline?rnic=R&endpoint=E` | hosts, runs, one path over runs: the read API the agents serve too | `fleet_api::read::routes` over [`crate::reads`] |
 //! | `GET /api/hosts/{host}/baseline`, `/api/kinds/{kind}/baseline`, `/api/fleet/...` | fleet baselines, slow hosts, status and causes | [`crate::fleet`] |
-//! | `GET /`, `GET /hosts/{host}` | the web UI's fleet overview and host page | `fleet_api::ui` |
+//! | `GET /`, `GET /hosts/{host}`, `GET /job` | the web UI's fleet overview, host page and job page | `fleet_api::ui` |
 //!
 //! Each part gets the state it needs (the read routes the database, the run upload the
 //! writer and the tokens too), so no module of the collector imports this one.

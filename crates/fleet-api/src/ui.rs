@@ -1,12 +1,13 @@
-//! The web UI (issue 14 part 3): two pages, one stylesheet and one script, compiled into the
-//! binary (`crates/hostping/ui/`), so it works without internet and needs no files beside
-//! the binary. The pages are static; the script fills them from the read API, so the
-//! collector and the agent serve the same files:
+//! The web UI (issue 14 part 3, issue 28's job page): three pages, one stylesheet and one
+//! script, compiled into the binary (`crates/fleet-api/ui/`), so it works without internet
+//! and needs no files beside the binary. The pages are static; the script fills them from
+//! the read API, so the collector and the agent serve the same files:
 //!
 //! | page | collector | agent |
 //! |---|---|---|
 //! | fleet overview (`overview.html`) | `/` | |
 //! | host page (`host.html`) | `/hosts/{host}` | `/` (its own host) |
+//! | job page (`job.html`) | `/job?nodes=LIST&since=T&until=T[&job=ID]` | |
 //!
 //! The UI only reads. Every string from the API reaches the DOM through `textContent` or
 //! `setAttribute` (never `innerHTML`), and the Content-Security-Policy allows scripts and
@@ -19,6 +20,7 @@ use axum::Router;
 
 const OVERVIEW_HTML: &str = include_str!("../ui/overview.html");
 const HOST_HTML: &str = include_str!("../ui/host.html");
+const JOB_HTML: &str = include_str!("../ui/job.html");
 const APP_CSS: &str = include_str!("../ui/app.css");
 const APP_JS: &str = include_str!("../ui/app.js");
 
@@ -30,7 +32,13 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
 /// What the pages weigh, bytes (HTML + CSS + script, uncompressed): the number the docs
 /// quote.
 pub fn page_weight() -> usize {
-    OVERVIEW_HTML.len().max(HOST_HTML.len()) + APP_CSS.len() + APP_JS.len()
+    [OVERVIEW_HTML, HOST_HTML, JOB_HTML]
+        .iter()
+        .map(|page| page.len())
+        .max()
+        .unwrap_or(0)
+        + APP_CSS.len()
+        + APP_JS.len()
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
@@ -58,6 +66,12 @@ pub async fn host_page() -> Response {
     asset("text/html; charset=utf-8", HOST_HTML)
 }
 
+/// The job page: the script reads the nodes and window from the URL and asks
+/// `/api/jobs/verdict`; bare, it shows the form that fills them.
+pub async fn job_page() -> Response {
+    asset("text/html; charset=utf-8", JOB_HTML)
+}
+
 /// `/ui/app.css` and `/ui/app.js`, for any router state.
 pub fn asset_routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
@@ -71,11 +85,13 @@ pub fn asset_routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
         )
 }
 
-/// The collector's pages: the overview at `/`, a host at `/hosts/{host}`, and the assets.
+/// The collector's pages: the overview at `/`, a host at `/hosts/{host}`, a job at `/job`,
+/// and the assets.
 pub fn collector_routes() -> Router {
     asset_routes()
         .route("/", get(overview_page))
         .route("/hosts/{host}", get(host_page))
+        .route("/job", get(job_page))
 }
 
 #[cfg(test)]
@@ -89,6 +105,7 @@ mod tests {
         for (name, text) in [
             ("overview.html", OVERVIEW_HTML),
             ("host.html", HOST_HTML),
+            ("job.html", JOB_HTML),
             ("app.css", APP_CSS),
             ("app.js", APP_JS),
         ] {
@@ -98,8 +115,8 @@ mod tests {
             }
             assert!(!text.contains("innerHTML"), "{name} uses innerHTML");
         }
-        // Both pages load the one stylesheet and the one script.
-        for page in [OVERVIEW_HTML, HOST_HTML] {
+        // Every page loads the one stylesheet and the one script.
+        for page in [OVERVIEW_HTML, HOST_HTML, JOB_HTML] {
             assert!(page.contains(r#"<script src="/ui/app.js" defer></script>"#));
             assert!(page.contains(r#"<link rel="stylesheet" href="/ui/app.css">"#));
         }

@@ -1,5 +1,6 @@
-// hostping web UI: the fleet overview and the host page, filled from the read API. One script
-// for the collector (/ and /hosts/{host}) and the agent (/, its own host). It only reads.
+// hostping web UI: the fleet overview, the host page and the job page, filled from the read
+// API. One script for the collector (/, /hosts/{host}, /job) and the agent (/, its own host).
+// It only reads.
 // Every string from the API enters the DOM as a text node or an attribute value, never as
 // markup. Optional endpoints (baselines, slow hosts, racks) are used when they answer and
 // skipped quietly when they do not.
@@ -12,7 +13,7 @@
     for (const [k, v] of Object.entries(attrs || {})) {
       if (v !== null && v !== undefined && v !== false) e.setAttribute(k, String(v));
     }
-    for (const c of children.flat()) {
+    for (const c of children.flat(Infinity)) {
       if (c === null || c === undefined) continue;
       e.append(c instanceof Node ? c : document.createTextNode(String(c)));
     }
@@ -22,9 +23,20 @@
   const s = (tag, attrs, ...children) => fill(document.createElementNS(SVG_NS, tag), attrs, children);
   const $ = (id) => document.getElementById(id);
 
+  // The answer, or an error in words: the API's own refusal (`{"error": ...}`) when it
+  // gives one, or that the server did not answer.
   async function getJson(url) {
-    const r = await fetch(url, { headers: { Accept: "application/json" } });
-    if (!r.ok) throw new Error(url + ": HTTP " + r.status);
+    let r;
+    try {
+      r = await fetch(url, { headers: { Accept: "application/json" } });
+    } catch (e) {
+      throw new Error(url + ": the server did not answer (" + e.message + ")");
+    }
+    if (!r.ok) {
+      const body = await r.json().catch(() => null);
+      const why = body && typeof body.error === "string" ? ": " + body.error : "";
+      throw new Error(url + ": HTTP " + r.status + why);
+    }
     return r.json();
   }
   // An endpoint another part of the fleet may not have (404, or an older collector).
@@ -37,6 +49,10 @@
     link_overloaded: "Link overloaded", pcie_misconfiguration: "PCIe misconfiguration",
     rnic_misconfiguration: "RNIC misconfiguration", iommu_congestion: "IOMMU congestion",
     memory_bus_congestion: "Memory bus congestion", odp_stall: "ODP stall",
+    // The job verdict's fabric and job causes (DESIGN 4.7).
+    link_degraded: "Link degraded", link_errors: "Link errors", link_down: "Link down",
+    background_traffic: "Background traffic", pattern: "Communication pattern",
+    mapping: "Rank mapping",
   };
   const causeWords = (c) => CAUSES[c] || String(c);
   // Why part of a host was not judged (DESIGN 4.3 not_judged.reason).
@@ -83,6 +99,7 @@
   const distinct = (values) => [...new Set(values)].sort(naturalCompare);
   function fail(where, e) {
     where.textContent = "Could not load: " + e.message;
+    where.classList.add("error");
   }
 
   // ---- Fleet overview ------------------------------------------------------------------
@@ -464,8 +481,187 @@
       h("tbody", null, links.map((l) => h("tr", { "data-link": l.id, "data-status": l.status }, h("td", null, l.id), h("td", null, l.kind), h("td", null, l.status), h("td", null, l.abnormal_cnt), h("td", null, isNum(l.utilisation) ? fmt(100 * l.utilisation, 0) + " %" : "—")))));
   }
 
+  // ---- Job page ------------------------------------------------------------------------
+
+  // The job verdict (GET /api/jobs/verdict, DESIGN 4.7) for the nodes and window in the URL;
+  // bare, the form asks for them.
+  const JOB_FIELDS = ["nodes", "since", "until", "job"];
+  // A verdict's colour: the infrastructure at fault red, healthy green, not judged blue.
+  const VERDICT_HEALTH = {
+    host: "unhealthy", network: "unhealthy", both: "unhealthy", neither: "healthy",
+    inconclusive: "inconclusive",
+  };
+  const LAYERS = { host: "Host", rnic: "RNIC", fabric: "Fabric", job: "Job" };
+
+  async function jobPage() {
+    const params = new URLSearchParams(location.search);
+    const form = $("job-form");
+    for (const k of JOB_FIELDS) form.elements[k].value = params.get(k) || "";
+    // The CSP forbids submitting forms (form-action 'none'): the script navigates instead.
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const q = new URLSearchParams();
+      for (const k of JOB_FIELDS) {
+        const v = form.elements[k].value.trim();
+        if (v) q.set(k, v);
+      }
+      location.search = q.toString();
+    });
+    if (!params.has("nodes")) {
+      $("job-status").textContent = "Enter the job's nodes and window, then Judge.";
+      return;
+    }
+    const q = new URLSearchParams();
+    for (const k of JOB_FIELDS) if (params.get(k)) q.set(k, params.get(k));
+    $("job-status").textContent = "Judging…";
+    let report;
+    try {
+      report = await getJson("/api/jobs/verdict?" + q.toString());
+    } catch (e) {
+      return fail($("job-status"), e);
+    }
+    const name = report.job ? "Job " + report.job : "Job verdict";
+    $("job-title").textContent = name;
+    document.title = name + " · hostping";
+    const span = params.get("since") && params.get("until")
+      ? when(1000 * Number(params.get("since"))) + " to " + when(1000 * Number(params.get("until")))
+      : "the collector's default window";
+    $("job-status").textContent = report.nodes.length + " hosts, " + span +
+      (report.simulated ? " · simulated measurements" : "");
+    $("job-report").hidden = false;
+    const portStates = new Map((report.ports || []).map((p) => [p.port, p.state]));
+    const culpritHosts = new Set((report.culprits || []).map((c) => c.host).filter(Boolean));
+    $("verdict").replaceChildren(
+      h("span", { class: "badge " + (VERDICT_HEALTH[report.verdict] || ""), "data-verdict": report.verdict }, report.verdict),
+      " ", h("span", { id: "verdict-summary" }, report.summary));
+    $("culprits").replaceChildren(...(report.culprits || []).map(culpritItem));
+    listSection("job-not-judged", report.not_judged, (n) =>
+      h("li", { "data-what": n.what }, h("strong", null, n.what), ": " + n.why));
+    listSection("not-the-jobs", report.not_the_jobs, culpritItem);
+    jobHosts(report.hosts || [], culpritHosts);
+    switchPorts(report.ports || []);
+    jobPairs(report.pairs || [], portStates);
+    listSection("follow-ups", report.follow_ups, (f) =>
+      h("li", { "data-kind": f.kind }, h("strong", null, f.kind + " " + f.target), ": " + f.outcome,
+        h("span", { class: "evidence" }, "why: " + f.why)));
+    whatIf(report.what_if);
+  }
+
+  // A list section, hidden when the list is empty.
+  function listSection(id, items, item) {
+    const list = Array.isArray(items) ? items : [];
+    $(id + "-section").hidden = list.length === 0;
+    $(id).replaceChildren(...list.map(item));
+  }
+
+  // A culprit (or a fault that is not the job's): where, cause, score, evidence, action.
+  function culpritItem(c) {
+    const where = [];
+    if (c.host) where.push(h("a", { href: "/hosts/" + encodeURIComponent(c.host) }, c.host));
+    if (c.component) where.push(c.component);
+    return h("li", { class: "culprit", "data-layer": c.layer, "data-host": c.host, "data-component": c.component, "data-cause": c.cause },
+      h("strong", null, (LAYERS[c.layer] || c.layer) + ": " + causeWords(c.cause)),
+      where.length ? [" on ", where.flatMap((w, i) => (i ? [" ", w] : [w]))] : "",
+      isNum(c.score) ? " · score " + fmt(c.score, 2) : "",
+      h("span", { class: "evidence" }, c.evidence),
+      c.candidates && c.candidates.length ? h("span", { class: "evidence" }, "one of: " + c.candidates.join(", ")) : null,
+      c.action ? h("span", { class: "action" }, "Action: " + c.action) : null);
+  }
+
+  function jobHosts(hosts, culpritHosts) {
+    const head = h("tr", null, ["Host", "Health", "Causes", "In the verdict"].map((t) => h("th", { scope: "col" }, t)));
+    const rows = hosts.map((x) => {
+      const health = x.healthy === true ? "healthy" : x.healthy === false ? "unhealthy" : "not_judged";
+      const badge = health === "not_judged"
+        ? h("span", { class: "badge inconclusive", title: "no run in the window: not judged" }, "not judged")
+        : healthBadge(health);
+      return h("tr", { "data-host": x.host, "data-health": health },
+        h("td", null, h("a", { href: "/hosts/" + encodeURIComponent(x.host) }, x.host)),
+        h("td", null, badge),
+        h("td", null, (x.causes || []).map((c) => h("span", { class: "badge cause", "data-cause": c, title: c }, causeWords(c)))),
+        h("td", null, culpritHosts.has(x.host) ? h("span", { class: "badge unhealthy" }, "culprit") : ""));
+    });
+    $("job-hosts").replaceChildren(h("thead", null, head), h("tbody", null, rows));
+  }
+
+  // A port id is `<switch>/<port>`; a switch's name may hold '/' itself (`MF0;ib1:SX6036/U1`).
+  function splitPort(id) {
+    const i = id.lastIndexOf("/");
+    return i > 0 ? [id.slice(0, i), id.slice(i + 1)] : [id, ""];
+  }
+
+  function portText(p) {
+    return p.port + ": " + p.state + (p.on_job_route ? ", on the job's routes" : ", off the job's routes") +
+      "; errors " + fmt(p.errors_per_s, 3) + "/s, XmitWait " + fmt(p.xmit_wait_per_s, 1) + "/s";
+  }
+
+  // The ports the verdict read, one box per switch (those on the job's routes first), each
+  // port a cell coloured by its state, the job's route ports outlined.
+  function switchPorts(ports) {
+    const bySwitch = new Map();
+    for (const p of ports) {
+      const [sw, n] = splitPort(String(p.port));
+      if (!bySwitch.has(sw)) bySwitch.set(sw, []);
+      bySwitch.get(sw).push({ p, n });
+    }
+    const onRoute = (sw) => bySwitch.get(sw).some((x) => x.p.on_job_route);
+    const switches = [...bySwitch.keys()].sort((a, b) => (onRoute(b) - onRoute(a)) || naturalCompare(a, b));
+    const boxes = switches.map((sw) => {
+      const list = bySwitch.get(sw).sort((a, b) => naturalCompare(a.n, b.n));
+      const routed = list.filter((x) => x.p.on_job_route).length;
+      const bad = list.filter((x) => x.p.state !== "normal").length;
+      return h("div", { class: "switch", "data-switch": sw },
+        h("h3", null, sw, h("span", { class: "counts" }, list.length + (list.length === 1 ? " port, " : " ports, ") + routed + " on the job's routes, " + bad + " not normal")),
+        h("div", { class: "ports" }, list.map(({ p, n }) => h("span", {
+          class: "port " + p.state + (p.on_job_route ? " route" : ""), "data-port": p.port,
+          "data-state": p.state, "data-route": String(p.on_job_route), title: portText(p),
+          role: "img", "aria-label": portText(p) }, n || p.port))));
+    });
+    $("switches").replaceChildren(...(boxes.length ? boxes : [h("p", { class: "note" }, "No switch port was read for this job (see Not judged).")]));
+    $("ports").replaceChildren(
+      h("thead", null, h("tr", null, ["Port", "On the job's routes", "State", "Errors/s", "XmitWait/s"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", null, ports.map((p) => h("tr", { "data-port": p.port, "data-state": p.state },
+        h("td", null, p.port), h("td", null, p.on_job_route ? "yes" : "no"), h("td", null, p.state),
+        h("td", null, fmt(p.errors_per_s, 3)), h("td", null, fmt(p.xmit_wait_per_s, 1))))));
+  }
+
+  // The pairs probed, each with its parts and its route (ports coloured by their state when
+  // the verdict read them).
+  function jobPairs(pairs, portStates) {
+    $("pairs-note").textContent = pairs.length
+      ? pairs.length + " RNIC-to-RNIC pairs; route: switch ports from A to B."
+      : "No RNIC-to-RNIC pair was probed (hostping job --probe runs them).";
+    $("pairs").hidden = pairs.length === 0;
+    const end = (e, endpoint) => e.host + "/" + e.rnic + (endpoint ? " (" + endpoint + ")" : "");
+    const part = (us, status) => h("td", { class: "part " + status }, fmt(us, 2) + " · " + status);
+    $("pairs").replaceChildren(
+      h("thead", null, h("tr", null, ["A", "B", "Pair", "Latency (µs)", "Bandwidth (Gb/s)", "Host A (µs)", "Network (µs)", "Host B (µs)", "Route", "Why"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", null, pairs.map((p) => h("tr", { "data-pair": end(p.a) + "<->" + end(p.b), "data-status": p.status },
+        h("td", null, end(p.a, p.endpoint_a)), h("td", null, end(p.b, p.endpoint_b)),
+        h("td", { class: "part " + p.status }, p.status),
+        h("td", null, fmt(p.latency_us, 2)), h("td", null, fmt(p.bandwidth_gbps, 1)),
+        part(p.host_a_us, p.host_a_status), part(p.network_us, p.network_status), part(p.host_b_us, p.host_b_status),
+        h("td", null, (p.route || []).length
+          ? p.route.map((port) => h("span", { class: "chip " + (portStates.get(port) || "unread"), title: port + ": " + (portStates.get(port) || "counters not read") }, port))
+          : "unknown"),
+        h("td", null, p.reason || "")))));
+  }
+
+  function whatIf(w) {
+    $("what-if-section").hidden = !w;
+    if (!w) return;
+    $("what-if").textContent = "Replayed " + w.traffic + "; explains: " + w.explains +
+      (w.element ? " (" + w.element + ")" : "") + ". " + w.evidence +
+      (w.suggested_mapping && w.suggested_mapping.length ? " Suggested mapping: " + w.suggested_mapping.join(", ") + "." : "");
+    $("what-if-scenarios").replaceChildren(
+      h("thead", null, h("tr", null, ["Scenario", "Setting", "Time (µs)", "Packets"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", null, (w.scenarios || []).map((x) => h("tr", null, h("td", null, x.name), h("td", null, x.setting), h("td", null, fmt(x.time_us, 1)), h("td", null, x.packets)))));
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
-    if (document.body.dataset.page === "overview") overview();
+    const page = document.body.dataset.page;
+    if (page === "overview") overview();
+    else if (page === "job") jobPage();
     else hostPage();
   });
 })();

@@ -1,0 +1,443 @@
+//! The web UI's job page (issue 28 section 4) in a real headless Chromium: a collector on a
+//! real PostgreSQL with the cabling of a real fat tree (`--fabric`, the SX6036 capture
+//! `job_collector.rs` uses), runs posted for a job's three hosts (one with a PCIe link
+//! failure diagnosed) and a sampler's sweeps in which symbol errors rise on the cable of one
+//! of the job's hosts (on its routes) and on another host's cable (off them). The page,
+//! opened for the job, must show the verdict and summary the API answers, the host culprit
+//! and the cable culprit with their actions, the errored port red and marked as on the
+//! job's routes, the other one listed as not the job's, the hosts linking to their pages;
+//! opened bare, its form must lead to the same verdict; a bad `nodes` must show the API's
+//! refusal in words. Screenshots go to `target/test-artifacts/ui/` (`job.png`,
+//! `job-error.png`).
+//!
+//! Needs PostgreSQL's server binaries and chromium/chromedriver; skipped without them unless
+//! `HOSTPING_REQUIRE_POSTGRES` / `HOSTPING_REQUIRE_CHROMIUM` are set (as `./test.sh` does).
+
+mod common;
+
+use common::browser::{screenshot, wait_until, ChromeDriver};
+use common::postgres::{client, free_port, get, post_to, Collector, Postgres};
+use common::{sim_report, temp_dir, tokens_file};
+use fantoccini::{Client, Locator};
+use model::job::JobReport;
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::path::Path;
+
+/// The job's hosts (stage1 and stage2 on the leaf `MF0;ib1:SX6036/U1`, stage60 on a leaf of
+/// its own) and stage100, outside the job, each with its RNIC `mlx4_0` on the fabric.
+const JOB: [&str; 3] = ["stage1", "stage2", "stage60"];
+const OUTSIDE: &str = "stage100";
+/// The job's hosts as a Slurm hostlist.
+const NODES: &str = "stage[1-2],stage60";
+/// stage60's run diagnoses this link (on the job's path from its RNIC).
+const FAULT: &str = "degrade:gpu0--lsw0:0.5";
+const FAULTY_LINK: &str = "gpu0--lsw0";
+/// stage1's cable, on every route of the job.
+const ON_ROUTE: &str = "MF0;ib1:SX6036/U1/32";
+const IB1: &str = "0xf452140300115da0";
+/// stage100's cable: off the job's routes.
+const OFF_ROUTE: &str = "MF0;ib5:SX6036/U1/14";
+const IB5: &str = "0xf4521403001165a0";
+
+fn token(host: &str) -> String {
+    format!("tok-{host}-0123456789abcdef")
+}
+
+fn now_s() -> i64 {
+    model::time::unix_ms(std::time::SystemTime::now()) / 1000
+}
+
+/// `PUT /api/hosts/{host}/agent`: the host's RNIC and its device, so that the collector
+/// finds it on the fabric (nothing listens at the URL: the verdict without probes asks no
+/// agent).
+fn register(addr: SocketAddr, host: &str) {
+    let body = json!({"url": format!("http://127.0.0.1:{}", free_port()),
+                      "rnics": ["rnic0"], "devices": ["mlx4_0"]});
+    let status = client()
+        .put(format!("http://{addr}/api/hosts/{host}/agent"))
+        .header("Authorization", format!("Bearer {}", token(host)))
+        .header("Content-Type", "application/json")
+        .send(body.to_string().as_bytes())
+        .unwrap()
+        .status();
+    assert_eq!(status.as_u16(), 200, "{host}");
+}
+
+fn post_run(addr: SocketAddr, host: &str, started_s: i64, report: &Value) {
+    let run = json!({"host": host, "id": 1, "trigger": "idle",
+                     "started_unix_ms": started_s * 1000, "report": report});
+    let body = serde_json::to_vec(&run).unwrap();
+    let (status, answer) = post_to(addr, "/api/runs", Some(&token(host)), &body);
+    assert_eq!(status, 201, "{answer}");
+}
+
+/// Sweep `n` of the sampler `s1` at `at_s`: the symbol error totals of the two cables' ports.
+fn post_sweep(addr: SocketAddr, n: u64, at_s: i64, on_route: u64, off_route: u64) {
+    let at_ns = at_s as u64 * 1_000_000_000;
+    let port = |guid: &str, switch: &str, port: u64, symbol_errors: u64| {
+        json!({"guid": guid, "switch": switch, "lid": 1, "port": port, "at_unix_ns": at_ns,
+               "counters": {"xmit_data_bytes": 1000 * n, "rcv_data_bytes": 1000 * n,
+                            "xmit_pkts": 10 * n, "rcv_pkts": 10 * n, "xmit_wait": 0,
+                            "symbol_errors": symbol_errors, "link_downed": 0,
+                            "rcv_errors": 0, "xmit_discards": 0},
+               "error": null})
+    };
+    let sweep = json!({"sampler": "s1", "sweep": n, "start_unix_ns": at_ns, "spread_us": 10.0,
+        "ports": [port(IB1, "MF0;ib1:SX6036/U1", 32, on_route),
+                  port(IB5, "MF0;ib5:SX6036/U1", 14, off_route)]});
+    let body = serde_json::to_vec(&sweep).unwrap();
+    let (status, answer) = post_to(addr, "/api/fabric/sweeps", Some(&token("s1")), &body);
+    assert_eq!(status, 201, "{answer}");
+}
+
+async fn js(c: &Client, script: &str) -> Value {
+    c.execute(script, vec![]).await.expect("the script runs")
+}
+
+async fn text(c: &Client, css: &str) -> String {
+    let e = c
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"));
+    e.text().await.unwrap()
+}
+
+/// A computed colour `rgb(r, g, b)` or `rgba(r, g, b, a)` as its red, green and blue.
+fn rgb(css: &str) -> (u8, u8, u8) {
+    let inner = css
+        .trim_start_matches("rgba(")
+        .trim_start_matches("rgb(")
+        .trim_end_matches(')');
+    let n: Vec<u8> = inner
+        .split(',')
+        .take(3)
+        .map(|x| x.trim().parse().unwrap())
+        .collect();
+    (n[0], n[1], n[2])
+}
+
+fn is_red((r, g, b): (u8, u8, u8)) -> bool {
+    r > 180 && g < 90 && b < 90
+}
+
+/// The culprits drawn under `list`: (host, component, cause), in order.
+async fn drawn_culprits(c: &Client, list: &str) -> Vec<(String, String, String)> {
+    let v = js(
+        c,
+        &format!(
+            "return [...document.querySelectorAll('#{list} li')].map(l =>
+                [l.dataset.host || '', l.dataset.component || '', l.dataset.cause]);"
+        ),
+    )
+    .await;
+    serde_json::from_value(v).unwrap()
+}
+
+fn culprit_keys(culprits: &[model::job::Culprit]) -> Vec<(String, String, String)> {
+    culprits
+        .iter()
+        .map(|c| {
+            (
+                c.host.clone().unwrap_or_default(),
+                c.component.clone().unwrap_or_default(),
+                c.cause.clone(),
+            )
+        })
+        .collect()
+}
+
+/// Waits for the job page to show its verdict.
+async fn wait_for_verdict(c: &Client) {
+    wait_until(
+        c,
+        "the verdict",
+        "document.querySelector('#verdict [data-verdict]') !== null",
+    )
+    .await;
+}
+
+#[test]
+fn the_job_page_shows_the_verdict_the_culprits_and_the_ports() {
+    let Some(driver) = ChromeDriver::start() else {
+        return;
+    };
+    let dir = temp_dir("ui-job");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let capture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fabric/testdata/ibnetdiscover/loginoff-sx6036-fattree.topo");
+    let names: Vec<&str> = JOB.iter().copied().chain([OUTSIDE, "s1"]).collect();
+    let tokens: Vec<(String, String)> = names.iter().map(|h| (h.to_string(), token(h))).collect();
+    let pairs: Vec<(&str, &str)> = tokens
+        .iter()
+        .map(|(h, t)| (h.as_str(), t.as_str()))
+        .collect();
+    let collector = Collector::start(
+        &pg,
+        &tokens_file(&dir, &pairs),
+        &["--fabric", capture.to_str().unwrap()],
+    );
+    let addr = collector.addr;
+    let now = now_s();
+    let (since, until) = (now - 600, now);
+    let healthy = sim_report(&[]);
+    let faulty = sim_report(&[FAULT]);
+    for host in JOB.iter().chain([&OUTSIDE]) {
+        register(addr, host);
+        let report = if *host == "stage60" {
+            &faulty
+        } else {
+            &healthy
+        };
+        post_run(addr, host, now - 300, report);
+    }
+    // Steady counters before the window; both cables' symbol errors rise inside it.
+    post_sweep(addr, 1, now - 1100, 7, 7);
+    post_sweep(addr, 2, now - 700, 7, 7);
+    post_sweep(addr, 3, now - 400, 7, 7);
+    post_sweep(addr, 4, now - 50, 5007, 5007);
+
+    let query = format!("nodes={NODES}&since={since}&until={until}&job=77");
+    let (status, answer) = get(addr, &format!("/api/jobs/verdict?{query}"));
+    assert_eq!(status, 200, "{answer}");
+    let report: JobReport = serde_json::from_value(answer.clone()).unwrap();
+    // What the page must show: a host culprit on stage60's link and a cable culprit on
+    // stage1's, and stage100's cable not the job's.
+    assert!(report.verdict.infrastructure_at_fault(), "{answer}");
+    let culprits = culprit_keys(&report.culprits);
+    assert!(
+        culprits
+            .iter()
+            .any(|c| c.0 == "stage60" && c.1 == FAULTY_LINK),
+        "{culprits:?}"
+    );
+    assert!(culprits.iter().any(|c| c.1 == ON_ROUTE), "{culprits:?}");
+    assert!(
+        report
+            .not_the_jobs
+            .iter()
+            .any(|c| c.component.as_deref() == Some(OFF_ROUTE)),
+        "{answer}"
+    );
+    let port_state = |name: &str| {
+        let p = report.ports.iter().find(|p| p.port == name).unwrap();
+        (p.state.clone(), p.on_job_route)
+    };
+    assert_eq!(port_state(ON_ROUTE), ("errors".to_string(), true));
+    assert_eq!(port_state(OFF_ROUTE), ("errors".to_string(), false));
+    let bad_nodes = "stage[2-1]";
+    let (status, refusal) = get(addr, &format!("/api/jobs/verdict?nodes={bad_nodes}"));
+    assert_eq!(status, 400, "{refusal}");
+    let refusal = refusal["error"].as_str().unwrap().to_owned();
+
+    let url = format!("http://{addr}");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let c = driver.session(1280, 1800).await;
+
+        // Bare: the form, and the job judged from it.
+        c.goto(&format!("{url}/job")).await.unwrap();
+        wait_until(
+            &c,
+            "the form's prompt",
+            "document.getElementById('job-status').textContent.startsWith('Enter')",
+        )
+        .await;
+        assert_eq!(
+            js(&c, "return document.getElementById('job-report').hidden;").await,
+            true
+        );
+        for (id, value) in [
+            ("job-nodes", NODES.to_string()),
+            ("job-since", since.to_string()),
+            ("job-until", until.to_string()),
+            ("job-id", "77".to_string()),
+        ] {
+            c.find(Locator::Id(id))
+                .await
+                .unwrap()
+                .send_keys(&value)
+                .await
+                .unwrap();
+        }
+        c.find(Locator::Css("#job-form button[type=submit]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait_for_verdict(&c).await;
+        let address = c.current_url().await.unwrap();
+        let asked: Vec<(String, String)> = address
+            .query_pairs()
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        assert_eq!(
+            asked,
+            [
+                ("nodes", NODES.to_string()),
+                ("since", since.to_string()),
+                ("until", until.to_string()),
+                ("job", "77".to_string())
+            ]
+            .map(|(k, v)| (k.to_string(), v)),
+            "{address}"
+        );
+
+        // The verdict and its summary, as the API answers them, in the colour of a fault.
+        c.goto(&format!("{url}/job?{query}")).await.unwrap();
+        wait_for_verdict(&c).await;
+        assert_eq!(
+            text(&c, "#verdict [data-verdict]").await,
+            report.verdict.as_str()
+        );
+        assert_eq!(text(&c, "#verdict-summary").await, report.summary);
+        let badge = js(
+            &c,
+            "return getComputedStyle(document.querySelector('#verdict .badge')).backgroundColor;",
+        )
+        .await;
+        assert!(is_red(rgb(badge.as_str().unwrap())), "{badge}");
+        assert_eq!(text(&c, "#job-title").await, "Job 77");
+
+        // Each culprit ranked as the API ranks them, with its evidence and action in words.
+        assert_eq!(drawn_culprits(&c, "culprits").await, culprits);
+        let items = c.find_all(Locator::Css("#culprits li")).await.unwrap();
+        for (item, culprit) in items.iter().zip(&report.culprits) {
+            let words = item.text().await.unwrap();
+            assert!(words.contains(&culprit.evidence), "{words}");
+            assert!(
+                words.contains(&format!("Action: {}", culprit.action)),
+                "{words}"
+            );
+            assert!(
+                words.contains(&format!("score {:.2}", culprit.score)),
+                "{words}"
+            );
+        }
+        let host_culprit = text(
+            &c,
+            &format!("#culprits li[data-host='stage60'][data-component='{FAULTY_LINK}']"),
+        )
+        .await;
+        assert!(
+            host_culprit.contains(&format!(" on stage60 {FAULTY_LINK}")),
+            "{host_culprit}"
+        );
+        // The fault off the job's routes is listed apart, and what was not judged is said.
+        assert_eq!(
+            drawn_culprits(&c, "not-the-jobs").await,
+            culprit_keys(&report.not_the_jobs)
+        );
+        let unjudged = text(&c, "#job-not-judged").await;
+        for n in &report.not_judged {
+            assert!(
+                unjudged.contains(&format!("{}: {}", n.what, n.why)),
+                "{unjudged}"
+            );
+        }
+
+        // The hosts with their health, each linking to its page.
+        let rows: Vec<(String, String, String)> = serde_json::from_value(
+            js(
+                &c,
+                "return [...document.querySelectorAll('#job-hosts tbody tr')].map(r =>
+                [r.dataset.host, r.dataset.health, r.querySelector('a').getAttribute('href')]);",
+            )
+            .await,
+        )
+        .unwrap();
+        let expected: Vec<(String, String, String)> = report
+            .hosts
+            .iter()
+            .map(|x| {
+                let health = match x.healthy {
+                    Some(true) => "healthy",
+                    Some(false) => "unhealthy",
+                    None => "not_judged",
+                };
+                (
+                    x.host.clone(),
+                    health.to_string(),
+                    format!("/hosts/{}", x.host),
+                )
+            })
+            .collect();
+        assert_eq!(rows, expected);
+        assert!(
+            rows.iter().any(|r| r.0 == "stage60" && r.1 == "unhealthy"),
+            "{rows:?}"
+        );
+
+        // The ports, grouped by switch: the errored one on the job's routes red and outlined,
+        // the one off them red and not outlined.
+        let cell = |port: &str| format!("#switches .switch .port[data-port=\"{port}\"]");
+        for (port, route) in [(ON_ROUTE, "true"), (OFF_ROUTE, "false")] {
+            let e = c
+                .find(Locator::Css(&cell(port)))
+                .await
+                .unwrap_or_else(|e| panic!("{port}: {e}"));
+            assert_eq!(
+                e.attr("data-state").await.unwrap().as_deref(),
+                Some("errors")
+            );
+            assert_eq!(e.attr("data-route").await.unwrap().as_deref(), Some(route));
+            assert!(
+                is_red(rgb(&e.css_value("background-color").await.unwrap())),
+                "{port}"
+            );
+            let border = e.css_value("border-top-color").await.unwrap();
+            let outlined = rgb(&border) == (29, 35, 41) && !border.ends_with(", 0)");
+            assert_eq!(outlined, route == "true", "{port}");
+        }
+        assert_eq!(text(&c, &cell(ON_ROUTE)).await, "32");
+        let switch = js(
+            &c,
+            &format!(
+                "return document.querySelector('{}').closest('.switch').dataset.switch;",
+                cell(ON_ROUTE)
+            ),
+        )
+        .await;
+        assert_eq!(switch, "MF0;ib1:SX6036/U1");
+        let drawn = js(
+            &c,
+            "return document.querySelectorAll('#switches .port').length;",
+        )
+        .await;
+        assert_eq!(drawn, json!(report.ports.len()));
+        let pairs_note = text(&c, "#pairs-note").await;
+        assert!(
+            pairs_note.starts_with("No RNIC-to-RNIC pair was probed"),
+            "{pairs_note}"
+        );
+        screenshot(&c, "job").await;
+
+        // A bad hostlist: the API's refusal in words, no report.
+        c.goto(&format!("{url}/job?nodes={bad_nodes}"))
+            .await
+            .unwrap();
+        wait_until(
+            &c,
+            "the refusal",
+            "document.getElementById('job-status').classList.contains('error')",
+        )
+        .await;
+        let said = text(&c, "#job-status").await;
+        assert!(
+            said.contains("HTTP 400") && said.contains(&refusal),
+            "{said}"
+        );
+        assert_eq!(
+            js(&c, "return document.getElementById('job-report').hidden;").await,
+            true
+        );
+        screenshot(&c, "job-error").await;
+        c.close().await.unwrap();
+    });
+}
