@@ -9,7 +9,8 @@
 
 mod common;
 
-use common::postgres::{client, free_port, get, post_to, Collector, Postgres};
+use common::job::{now_s, post_run, post_sweep, register, token, OFF_ROUTE, ON_ROUTE};
+use common::postgres::{client, free_port, get, Collector, Postgres};
 use common::{hostping, sim_report, stderr, stdout, temp_dir, tokens_file};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
@@ -22,79 +23,8 @@ const OPS: &str = "tok-ops-0123456789abcdef";
 const HOSTS: [&str; 5] = ["stage1", "stage2", "stage30", "stage60", "stage100"];
 /// A host whose agent registered a device the fabric does not have.
 const OFF_FABRIC: &str = "node99";
-/// stage1's cable, on every route of a job that holds stage1.
-const ON_ROUTE: &str = "MF0;ib1:SX6036/U1/32";
-const IB1: &str = "0xf452140300115da0";
-/// stage100's cable: off the routes of any job without stage100.
-const OFF_ROUTE: &str = "MF0;ib5:SX6036/U1/14";
-const IB5: &str = "0xf4521403001165a0";
-
-fn token(host: &str) -> String {
-    format!("tok-{host}-0123456789abcdef")
-}
-
-fn now_s() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
-
-/// `PUT /api/hosts/{host}/agent`: an agent that registered its RNIC and device (nothing
-/// listens at its URL: the verdict without probes asks no agent).
-fn register(addr: SocketAddr, host: &str) {
-    let body = json!({"url": format!("http://127.0.0.1:{}", free_port()),
-                      "rnics": ["rnic0"], "devices": ["mlx4_0"]});
-    let mut resp = client()
-        .put(format!("http://{addr}/api/hosts/{host}/agent"))
-        .header("Authorization", format!("Bearer {}", token(host)))
-        .header("Content-Type", "application/json")
-        .send(body.to_string().as_bytes())
-        .unwrap();
-    assert_eq!(
-        resp.status().as_u16(),
-        200,
-        "{}",
-        resp.body_mut().read_to_string().unwrap()
-    );
-}
-
-/// Posts a run of `host` started at `started_s` with `report`.
-fn post_run(addr: SocketAddr, host: &str, id: i64, started_s: i64, report: &Value) {
-    let run = json!({"host": host, "id": id, "trigger": "idle",
-                     "started_unix_ms": started_s * 1000, "report": report});
-    let (status, answer) = post_to(
-        addr,
-        "/api/runs",
-        Some(&token(host)),
-        &serde_json::to_vec(&run).unwrap(),
-    );
-    assert_eq!(status, 201, "{answer}");
-}
-
-/// Posts sweep `n` of the sampler `s1` at `at_s`: the two ports' symbol error counters
-/// (the switches' totals).
-fn post_sweep(addr: SocketAddr, n: u64, at_s: i64, on_route: u64, off_route: u64) {
-    let at_ns = at_s as u64 * 1_000_000_000;
-    let port = |guid: &str, switch: &str, port: u64, symbol_errors: u64| {
-        json!({"guid": guid, "switch": switch, "lid": 1, "port": port, "at_unix_ns": at_ns,
-               "counters": {"xmit_data_bytes": 1000 * n, "rcv_data_bytes": 1000 * n,
-                            "xmit_pkts": 10 * n, "rcv_pkts": 10 * n, "xmit_wait": 0,
-                            "symbol_errors": symbol_errors, "link_downed": 0,
-                            "rcv_errors": 0, "xmit_discards": 0},
-               "error": null})
-    };
-    let sweep = json!({"sampler": "s1", "sweep": n, "start_unix_ns": at_ns, "spread_us": 10.0,
-        "ports": [port(IB1, "MF0;ib1:SX6036/U1", 32, on_route),
-                  port(IB5, "MF0;ib5:SX6036/U1", 14, off_route)]});
-    let (status, answer) = post_to(
-        addr,
-        "/api/fabric/sweeps",
-        Some(&token("s1")),
-        &serde_json::to_vec(&sweep).unwrap(),
-    );
-    assert_eq!(status, 201, "{answer}");
-}
+// `ON_ROUTE` (common::job) is stage1's cable, on every route of a job that holds stage1;
+// `OFF_ROUTE` is stage100's, off the routes of any job without stage100.
 
 /// The verdict of `nodes` over the window.
 fn verdict(addr: SocketAddr, nodes: &str, since: i64, until: i64) -> Value {
@@ -163,7 +93,7 @@ fn the_collector_judges_a_jobs_hosts_and_the_ports_on_its_routes() {
         ],
     );
     for h in HOSTS.iter().chain(&[OFF_FABRIC]) {
-        register(c.addr, h);
+        register(c.addr, h, "mlx4_0");
     }
     // The job's window is the last 10 minutes; the same length before it is `before`.
     let now = now_s();

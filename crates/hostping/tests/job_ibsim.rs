@@ -17,7 +17,8 @@
 mod common;
 
 use common::ibsim::{self, have_ibsim};
-use common::postgres::{client, free_port, post_to, Collector, Postgres};
+use common::job::{register, token};
+use common::postgres::{post_to, Collector, Postgres};
 use common::{hostping, sim_report, stderr, stdout, temp_dir, tokens_file};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -33,10 +34,6 @@ const NODES: &str = "node[1,3]";
 const SAMPLER: &str = "s1";
 /// Symbol errors ibsim sets on a port: ten times `ibqueryerrors`' threshold.
 const ERRORS: u64 = 100;
-
-fn token(name: &str) -> String {
-    format!("tok-{name}-0123456789abcdef")
-}
 
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -135,21 +132,6 @@ impl Drop for Fabric {
         self.commands.take();
         let _ = self.child.wait();
     }
-}
-
-/// `PUT /api/hosts/{host}/agent`: an agent that registered its RNIC `rnic0` as the device
-/// `mlx5_0` (nothing listens at its URL: the verdict without probes asks no agent).
-fn register(addr: SocketAddr, host: &str) {
-    let body = json!({"url": format!("http://127.0.0.1:{}", free_port()),
-                      "rnics": ["rnic0"], "devices": ["mlx5_0"]});
-    let mut resp = client()
-        .put(format!("http://{addr}/api/hosts/{host}/agent"))
-        .header("Authorization", format!("Bearer {}", token(host)))
-        .header("Content-Type", "application/json")
-        .send(body.to_string().as_bytes())
-        .unwrap();
-    let status = resp.status().as_u16();
-    assert_eq!(status, 200, "{}", resp.body_mut().read_to_string().unwrap());
 }
 
 /// Posts a healthy run of `host` started now.
@@ -288,7 +270,7 @@ fn an_error_on_the_jobs_route_is_the_network_and_one_off_it_is_not_the_jobs() {
     );
     let url = format!("http://{}", c.addr);
     for host in ["node1", "node3"] {
-        register(c.addr, host);
+        register(c.addr, host, "mlx5_0");
     }
     let sweep = format!(
         "\"$HOSTPING\" fabric sample --once --format json --collector {url} --token {} \

@@ -16,12 +16,12 @@
 mod common;
 
 use common::browser::{screenshot, wait_until, ChromeDriver};
-use common::postgres::{client, free_port, get, post_to, Collector, Postgres};
+use common::job::{now_s, post_run, post_sweep, register, token, OFF_ROUTE, ON_ROUTE};
+use common::postgres::{get, Collector, Postgres};
 use common::{sim_report, temp_dir, tokens_file};
 use fantoccini::{Client, Locator};
 use model::job::JobReport;
 use serde_json::{json, Value};
-use std::net::SocketAddr;
 use std::path::Path;
 
 /// The job's hosts (stage1 and stage2 on the leaf `MF0;ib1:SX6036/U1`, stage60 on a leaf of
@@ -33,63 +33,8 @@ const NODES: &str = "stage[1-2],stage60";
 /// stage60's run diagnoses this link (on the job's path from its RNIC).
 const FAULT: &str = "degrade:gpu0--lsw0:0.5";
 const FAULTY_LINK: &str = "gpu0--lsw0";
-/// stage1's cable, on every route of the job.
-const ON_ROUTE: &str = "MF0;ib1:SX6036/U1/32";
-const IB1: &str = "0xf452140300115da0";
-/// stage100's cable: off the job's routes.
-const OFF_ROUTE: &str = "MF0;ib5:SX6036/U1/14";
-const IB5: &str = "0xf4521403001165a0";
-
-fn token(host: &str) -> String {
-    format!("tok-{host}-0123456789abcdef")
-}
-
-fn now_s() -> i64 {
-    model::time::unix_ms(std::time::SystemTime::now()) / 1000
-}
-
-/// `PUT /api/hosts/{host}/agent`: the host's RNIC and its device, so that the collector
-/// finds it on the fabric (nothing listens at the URL: the verdict without probes asks no
-/// agent).
-fn register(addr: SocketAddr, host: &str) {
-    let body = json!({"url": format!("http://127.0.0.1:{}", free_port()),
-                      "rnics": ["rnic0"], "devices": ["mlx4_0"]});
-    let status = client()
-        .put(format!("http://{addr}/api/hosts/{host}/agent"))
-        .header("Authorization", format!("Bearer {}", token(host)))
-        .header("Content-Type", "application/json")
-        .send(body.to_string().as_bytes())
-        .unwrap()
-        .status();
-    assert_eq!(status.as_u16(), 200, "{host}");
-}
-
-fn post_run(addr: SocketAddr, host: &str, started_s: i64, report: &Value) {
-    let run = json!({"host": host, "id": 1, "trigger": "idle",
-                     "started_unix_ms": started_s * 1000, "report": report});
-    let body = serde_json::to_vec(&run).unwrap();
-    let (status, answer) = post_to(addr, "/api/runs", Some(&token(host)), &body);
-    assert_eq!(status, 201, "{answer}");
-}
-
-/// Sweep `n` of the sampler `s1` at `at_s`: the symbol error totals of the two cables' ports.
-fn post_sweep(addr: SocketAddr, n: u64, at_s: i64, on_route: u64, off_route: u64) {
-    let at_ns = at_s as u64 * 1_000_000_000;
-    let port = |guid: &str, switch: &str, port: u64, symbol_errors: u64| {
-        json!({"guid": guid, "switch": switch, "lid": 1, "port": port, "at_unix_ns": at_ns,
-               "counters": {"xmit_data_bytes": 1000 * n, "rcv_data_bytes": 1000 * n,
-                            "xmit_pkts": 10 * n, "rcv_pkts": 10 * n, "xmit_wait": 0,
-                            "symbol_errors": symbol_errors, "link_downed": 0,
-                            "rcv_errors": 0, "xmit_discards": 0},
-               "error": null})
-    };
-    let sweep = json!({"sampler": "s1", "sweep": n, "start_unix_ns": at_ns, "spread_us": 10.0,
-        "ports": [port(IB1, "MF0;ib1:SX6036/U1", 32, on_route),
-                  port(IB5, "MF0;ib5:SX6036/U1", 14, off_route)]});
-    let body = serde_json::to_vec(&sweep).unwrap();
-    let (status, answer) = post_to(addr, "/api/fabric/sweeps", Some(&token("s1")), &body);
-    assert_eq!(status, 201, "{answer}");
-}
+// `ON_ROUTE` (common::job) is stage1's cable, on every route of the job; `OFF_ROUTE` is
+// stage100's, off the job's routes.
 
 async fn js(c: &Client, script: &str) -> Value {
     c.execute(script, vec![]).await.expect("the script runs")
@@ -185,13 +130,13 @@ fn the_job_page_shows_the_verdict_the_culprits_and_the_ports() {
     let healthy = sim_report(&[]);
     let faulty = sim_report(&[FAULT]);
     for host in JOB.iter().chain([&OUTSIDE]) {
-        register(addr, host);
+        register(addr, host, "mlx4_0");
         let report = if *host == "stage60" {
             &faulty
         } else {
             &healthy
         };
-        post_run(addr, host, now - 300, report);
+        post_run(addr, host, 1, now - 300, report);
     }
     // Steady counters before the window; both cables' symbol errors rise inside it.
     post_sweep(addr, 1, now - 1100, 7, 7);

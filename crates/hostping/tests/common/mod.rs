@@ -13,6 +13,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 pub mod ibsim;
+pub mod job;
 pub mod postgres;
 pub mod prometheus;
 pub mod tls;
