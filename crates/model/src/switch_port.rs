@@ -57,6 +57,24 @@ impl SwitchPortCounters {
         ]
     }
 
+    /// The counters from their values in [`COUNTER_NAMES`]' order (the inverse of
+    /// [`SwitchPortCounters::values`]).
+    pub fn from_values(values: [u64; 9]) -> Self {
+        let [xmit_data_bytes, rcv_data_bytes, xmit_pkts, rcv_pkts, xmit_wait, symbol_errors, link_downed, rcv_errors, xmit_discards] =
+            values;
+        SwitchPortCounters {
+            xmit_data_bytes,
+            rcv_data_bytes,
+            xmit_pkts,
+            rcv_pkts,
+            xmit_wait,
+            symbol_errors,
+            link_downed,
+            rcv_errors,
+            xmit_discards,
+        }
+    }
+
     /// Each counter with its JSON (and database column) name, in DESIGN 4.4's order.
     pub fn fields(&self) -> [(&'static str, u64); 9] {
         let values = self.values();
@@ -67,19 +85,8 @@ impl SwitchPortCounters {
 /// Deltas over two windows add up (saturating: a counter never wraps into a small number).
 impl std::ops::AddAssign for SwitchPortCounters {
     fn add_assign(&mut self, other: Self) {
-        for (total, value) in [
-            (&mut self.xmit_data_bytes, other.xmit_data_bytes),
-            (&mut self.rcv_data_bytes, other.rcv_data_bytes),
-            (&mut self.xmit_pkts, other.xmit_pkts),
-            (&mut self.rcv_pkts, other.rcv_pkts),
-            (&mut self.xmit_wait, other.xmit_wait),
-            (&mut self.symbol_errors, other.symbol_errors),
-            (&mut self.link_downed, other.link_downed),
-            (&mut self.rcv_errors, other.rcv_errors),
-            (&mut self.xmit_discards, other.xmit_discards),
-        ] {
-            *total = total.saturating_add(value);
-        }
+        let (mine, theirs) = (self.values(), other.values());
+        *self = Self::from_values(std::array::from_fn(|i| mine[i].saturating_add(theirs[i])));
     }
 }
 

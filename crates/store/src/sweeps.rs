@@ -83,27 +83,17 @@ fn port_from_row(row: &Row<'_>) -> rusqlite::Result<SwitchPortSample> {
     for (i, v) in values.iter_mut().enumerate() {
         *v = row.get(4 + i)?;
     }
-    let counters = match values {
-        [None, None, None, None, None, None, None, None, None] => None,
-        [Some(xmit_data_bytes), Some(rcv_data_bytes), Some(xmit_pkts), Some(rcv_pkts), Some(xmit_wait), Some(symbol_errors), Some(link_downed), Some(rcv_errors), Some(xmit_discards)] => {
-            Some(SwitchPortCounters {
-                xmit_data_bytes,
-                rcv_data_bytes,
-                xmit_pkts,
-                rcv_pkts,
-                xmit_wait,
-                symbol_errors,
-                link_downed,
-                rcv_errors,
-                xmit_discards,
-            })
-        }
-        _ => {
-            return Err(bad_column(
-                4,
-                format!("port {text}: some counters are NULL and some are not"),
-            ))
-        }
+    let counters = if values.iter().all(Option::is_none) {
+        None
+    } else if values.iter().all(Option::is_some) {
+        Some(SwitchPortCounters::from_values(
+            values.map(Option::unwrap_or_default),
+        ))
+    } else {
+        return Err(bad_column(
+            4,
+            format!("port {text}: some counters are NULL and some are not"),
+        ));
     };
     Ok(SwitchPortSample {
         guid,

@@ -457,7 +457,7 @@ impl<'a> Judged<'a> {
                 let action = if w.explains == "mapping" {
                     format!(
                         "change the mapping: place the ranks on {}",
-                        listed_all(&w.suggested_mapping)
+                        w.suggested_mapping.join(", ")
                     )
                 } else {
                     "change the communication pattern (a ring or tree collective in place \
@@ -662,8 +662,4 @@ fn listed(names: impl Iterator<Item = impl AsRef<str>>) -> String {
         out.push_str(&format!(" and {} more", names.len() - LISTED));
     }
     out
-}
-
-fn listed_all(names: &[String]) -> String {
-    names.join(", ")
 }

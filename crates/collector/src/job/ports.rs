@@ -71,17 +71,5 @@ fn seconds(sums: &PortSums) -> f64 {
 }
 
 fn counters(sums: &PortSums) -> SwitchPortCounters {
-    let [xmit_data_bytes, rcv_data_bytes, xmit_pkts, rcv_pkts, xmit_wait, symbol_errors, link_downed, rcv_errors, xmit_discards] =
-        sums.deltas;
-    SwitchPortCounters {
-        xmit_data_bytes,
-        rcv_data_bytes,
-        xmit_pkts,
-        rcv_pkts,
-        xmit_wait,
-        symbol_errors,
-        link_downed,
-        rcv_errors,
-        xmit_discards,
-    }
+    SwitchPortCounters::from_values(sums.deltas)
 }
