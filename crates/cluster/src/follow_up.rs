@@ -88,15 +88,11 @@ pub fn run(
                 .collect(),
         ),
         pairs: Some(planned.iter().map(|(a, b, _)| (*a, *b)).collect()),
+        rounds: crate::job::ROUNDS,
         ..settings.clone()
     };
-    // Two phases, as the job's own rounds: a flapping member shows in one of them.
-    let mut measured = mesh::run(cluster, faults, &probe, &|_, _| {})?.pairs;
-    let later = MeshSettings {
-        start_s: settings.start_s + settings.duration_s + mesh::FABRIC_FLAP_HALF_PERIOD_S,
-        ..probe
-    };
-    measured.extend(mesh::run(cluster, faults, &later, &|_, _| {})?.pairs);
+    // Both phases, as the job's own rounds: a flapping member shows in one of them.
+    let measured = mesh::run(cluster, faults, &probe, &|_, _| {})?.pairs;
     for (k, pair) in measured.iter().enumerate() {
         let (_, _, why) = &planned[k % planned.len()];
         follow_ups.push(FollowUp {

@@ -62,8 +62,13 @@ pub struct MeshSettings {
     /// When the first pair is probed, seconds into the run: a later round of the same pairs
     /// meets a flapping cable in another phase.
     pub start_s: f64,
+    /// Rounds of the same pairs, each [`FABRIC_FLAP_HALF_PERIOD_S`] after the one before
+    /// ends, as a continuous mesh meets a flapping cable in both its phases. The hosts are
+    /// checked once; the ports count over every round.
+    pub rounds: u32,
     /// Pairs to probe in place of the cover's choice (a job verdict's follow-up probes);
-    /// their hosts must be among `nodes`.
+    /// their hosts must be among `nodes`. With pairs given, one host is a mesh too (a
+    /// one-host job: its check and no pair).
     pub pairs: Option<Vec<(RnicPort, RnicPort)>>,
     /// Seed of every random choice (host noise, background, losses, flap phase).
     pub seed: u64,
@@ -82,6 +87,7 @@ impl Default for MeshSettings {
             rate_same_leaf: 10.0,
             rate_cross_leaf: 1.0,
             start_s: 0.0,
+            rounds: 1,
             pairs: None,
             seed: 1,
             noise: VhostConfig::default().noise,
@@ -101,6 +107,9 @@ pub fn run(
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<MeshReport, ClusterError> {
     let hosts = chosen_hosts(cluster, settings.nodes.as_deref())?;
+    if hosts.len() < 2 && settings.pairs.is_none() {
+        return Err(ClusterError::TooFewHosts(hosts.len()));
+    }
     // One simulated baseline per host model, as `hostping check --sim MODEL` records it.
     let check_settings = check::pipeline::CheckSettings::default();
     let mut baselines: Vec<(String, model::Baseline)> = Vec::new();
@@ -143,20 +152,21 @@ pub fn run(
     let flap_offset_s = ChaCha8Rng::seed_from_u64(settings.seed ^ 0xf1a9).gen_range(0.0..2.0)
         * FABRIC_FLAP_HALF_PERIOD_S;
 
-    let total = selection.pairs.len();
-    let spacing_s = settings.duration_s / total.max(1) as f64;
-    let jobs: Vec<PairJob> = selection
-        .pairs
-        .iter()
+    let per_round = selection.pairs.len();
+    let spacing_s = settings.duration_s / per_round.max(1) as f64;
+    let round_s = settings.duration_s + FABRIC_FLAP_HALF_PERIOD_S;
+    let jobs: Vec<PairJob> = (0..settings.rounds.max(1))
+        .flat_map(|round| selection.pairs.iter().map(move |&pair| (round, pair)))
         .enumerate()
-        .map(|(i, &(a, b))| {
+        .map(|(i, (round, (a, b)))| {
             let same_leaf = cluster.same_leaf(a, b);
             let rate = if same_leaf {
                 settings.rate_same_leaf
             } else {
                 settings.rate_cross_leaf
             };
-            let at_s = settings.start_s + i as f64 * spacing_s;
+            let at_s =
+                settings.start_s + f64::from(round) * round_s + (i % per_round) as f64 * spacing_s;
             PairJob {
                 a,
                 b,
@@ -173,7 +183,12 @@ pub fn run(
         })
         .collect();
     let measured = measure_all(cluster, &fabric, &jobs, settings.threads, progress);
-    let ports = port_counters(cluster, &faults.fabric, &measured, settings.duration_s);
+    let ports = port_counters(
+        cluster,
+        &faults.fabric,
+        &measured,
+        f64::from(settings.rounds.max(1)) * settings.duration_s,
+    );
     let mut network_baselines: Vec<(usize, NetworkMeasurement)> = Vec::new();
     let thresholds = Thresholds::default();
     let index_of = |host: usize| {
@@ -258,7 +273,7 @@ pub fn run(
             rate_cross_leaf: settings.rate_cross_leaf,
             latency_probes,
             bytes: latency_probes * 2 * crate::network::PING_BYTES
-                + total as u64 * 2 * stream_bytes,
+                + jobs.len() as u64 * 2 * stream_bytes,
         },
         pairs,
         ports,
@@ -339,9 +354,6 @@ fn chosen_hosts(cluster: &Cluster, nodes: Option<&[String]>) -> Result<Vec<usize
     let mut hosts: Vec<usize> = nodes.iter().filter_map(|n| cluster.host_index(n)).collect();
     hosts.sort_unstable();
     hosts.dedup();
-    if hosts.len() < 2 {
-        return Err(ClusterError::TooFewHosts(hosts.len()));
-    }
     Ok(hosts)
 }
 

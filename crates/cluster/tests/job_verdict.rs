@@ -12,11 +12,15 @@ fn pod() -> Cluster {
 }
 
 fn job(inject: &[&str]) -> JobReport {
+    job_on("node[001-016]", inject)
+}
+
+fn job_on(nodes: &str, inject: &[&str]) -> JobReport {
     let cluster = pod();
     let texts: Vec<String> = inject.iter().map(|s| s.to_string()).collect();
     let faults = ClusterFaults::parse(&texts, &cluster).unwrap();
     let settings = MeshSettings {
-        nodes: Some(model::hostlist::expand("node[001-016]").unwrap()),
+        nodes: Some(model::hostlist::expand(nodes).unwrap()),
         ..MeshSettings::default()
     };
     cluster::job::run(
@@ -37,6 +41,18 @@ fn a_healthy_job_is_neither_with_no_culprit_and_everything_judged() {
     assert!(r.culprits.is_empty(), "{:?}", r.culprits);
     assert!(r.not_judged.is_empty(), "{:?}", r.not_judged);
     assert!(r.simulated);
+}
+
+#[test]
+fn a_one_host_job_is_judged_on_its_own_check_with_no_pair() {
+    let sick = job_on("node005", &["node005:degrade:gpu2--lsw2:0.5"]);
+    assert_eq!(sick.verdict, Verdict::Host, "{}", sick.summary);
+    assert_eq!(sick.culprits[0].host.as_deref(), Some("node005"));
+    assert!(sick.pairs.is_empty(), "{:?}", sick.pairs);
+    // The same fault on another host is not this job's.
+    let other = job_on("node006", &["node005:degrade:gpu2--lsw2:0.5"]);
+    assert_eq!(other.verdict, Verdict::Neither, "{}", other.summary);
+    assert!(other.culprits.is_empty(), "{:?}", other.culprits);
 }
 
 #[test]

@@ -296,4 +296,13 @@ fn nodes_restrict_the_mesh_to_those_hosts() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("node100"), "{err}");
+    // A mesh of one host has no pair to choose (a job of one host gives its pairs: none).
+    let one = MeshSettings {
+        nodes: Some(vec!["node001".into()]),
+        ..MeshSettings::default()
+    };
+    let err = mesh::run(&pod, &faults, &one, &|_, _| {})
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("at least two hosts"), "{err}");
 }
