@@ -10,11 +10,12 @@
 mod common;
 
 use common::job::{now_s, post_run, post_sweep, register, token, OFF_ROUTE, ON_ROUTE};
-use common::postgres::{client, free_port, get, Collector, Postgres};
-use common::{hostping, sim_report, stderr, stdout, temp_dir, tokens_file};
+use common::postgres::{free_port, get, get_with, Collector, Postgres};
+use common::{agent, hostping, sim_report, stderr, stdout, temp_dir, tokens_file, wait_until};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::path::Path;
+use std::time::Duration;
 
 const OPS: &str = "tok-ops-0123456789abcdef";
 /// The job's hosts and one beside them (stage100), each with its RNIC `mlx4_0` on the
@@ -245,16 +246,12 @@ fn the_collector_judges_a_jobs_hosts_and_the_ports_on_its_routes() {
 
     // probe=1 with a probe token: the mesh's pairs on the job's routes, each with the
     // cables it crosses (the agents are down here: each pair failed, with why).
-    let mut resp = client()
-        .get(format!(
-            "http://{}/api/jobs/verdict?nodes=stage1,stage2&since={since}&until={until}&probe=1",
-            c.addr
-        ))
-        .header("Authorization", format!("Bearer {OPS}"))
-        .call()
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 200);
-    let report: Value = serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap();
+    let (status, report) = get_with(
+        c.addr,
+        &format!("/api/jobs/verdict?nodes=stage1,stage2&since={since}&until={until}&probe=1"),
+        Some(OPS),
+    );
+    assert_eq!(status, 200, "{report}");
     let pairs = report["pairs"].as_array().unwrap();
     assert_eq!(pairs.len(), 1, "{report}");
     assert_eq!(pairs[0]["status"], "failed", "{report}");
@@ -317,6 +314,126 @@ fn the_collector_judges_a_jobs_hosts_and_the_ports_on_its_routes() {
     let out = hostping(&["job", "--nodes", "stage1", "--collector", &gone]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains(&gone), "{}", stderr(&out));
+}
+
+/// `--probe` on a job whose host has no check of its own in the window: the collector asks
+/// that host's agent (a simulated one, with a half-width GPU link) for a check, waits for the
+/// run, judges with it, and says what it ran and why, in JSON and in words.
+#[test]
+fn a_probe_checks_a_host_without_a_run_and_judges_it() {
+    let dir = temp_dir("job-follow-up");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let host = "node07";
+    let tokens = tokens_file(&dir, &[(host, &token(host))]);
+    let probe_tokens = dir.join("probe.tokens");
+    std::fs::write(&probe_tokens, format!("ops {OPS}\n")).unwrap();
+    let c = Collector::start(
+        &pg,
+        &tokens,
+        &["--probe-tokens", probe_tokens.to_str().unwrap()],
+    );
+    let url = format!("http://{}", c.addr);
+    // Its clock 600 times faster, so that its duty cycle lets the asked-for check run at
+    // once; no check of its own but the first.
+    let config = dir.join("agent.toml");
+    std::fs::write(
+        &config,
+        "[triggers]\nhost_status_every = \"100h\"\nsymptoms_every = \"100h\"\n",
+    )
+    .unwrap();
+    let _agent = agent(
+        &dir.join("node07.db"),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--time-scale",
+            "600",
+            "--name",
+            host,
+            "--collector",
+            &url,
+            "--token",
+            &token(host),
+            "--probe-tokens",
+            probe_tokens.to_str().unwrap(),
+            "--inject",
+            "degrade:gpu2--lsw2:0.5",
+        ],
+        &[],
+    );
+    // The agent's first check, at its start, has arrived: the one asked for comes after it.
+    wait_until("the agent's first run", Duration::from_secs(60), || {
+        pg.count("runs") >= 1
+    });
+    // The job ran an hour ago; the host's only run is from now.
+    let now = now_s();
+    let (since, until) = (now - 7200, now - 3600);
+    let window = format!("nodes={host}&since={since}&until={until}");
+    let unjudged = verdict(c.addr, host, since, until);
+    assert_eq!(unjudged["verdict"], "inconclusive", "{unjudged:#}");
+    assert!(unjudged["follow_ups"].as_array().unwrap().is_empty());
+
+    let (status, probed) = get_with(
+        c.addr,
+        &format!("/api/jobs/verdict?{window}&probe=1"),
+        Some(OPS),
+    );
+    assert_eq!(status, 200, "{probed}");
+    assert_eq!(probed["verdict"], "host", "{probed:#}");
+    assert_eq!(probed["culprits"][0]["host"], host, "{probed:#}");
+    let follow_ups = probed["follow_ups"].as_array().unwrap();
+    assert_eq!(follow_ups.len(), 1, "{probed:#}");
+    assert_eq!(follow_ups[0]["kind"], "loopback");
+    assert_eq!(follow_ups[0]["target"], "node07 loopback");
+    let outcome = follow_ups[0]["outcome"].as_str().unwrap();
+    assert!(
+        outcome.starts_with("checked (run ") && outcome.contains("gpu2--lsw2"),
+        "{outcome}"
+    );
+    assert_eq!(pg.count("runs"), 2, "one check asked for");
+
+    // The same through the command, in words: what was run, why, and what it found.
+    let since_arg = since.to_string();
+    let until_arg = until.to_string();
+    let out = hostping(&[
+        "job",
+        "--nodes",
+        host,
+        "--collector",
+        &url,
+        "--since",
+        &since_arg,
+        "--until",
+        &until_arg,
+        "--probe",
+        "--token",
+        OPS,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let words = stdout(&out);
+    assert!(words.contains("follow-ups run:"), "{words}");
+    assert!(
+        words.contains("loopback node07 loopback: checked (run "),
+        "{words}"
+    );
+    assert!(
+        words.contains("why: node07 has no check of its own in the window"),
+        "{words}"
+    );
+
+    // An agent that cannot be asked leaves the host unjudged and says why.
+    drop(_agent);
+    let (status, gone) = get_with(
+        c.addr,
+        &format!("/api/jobs/verdict?{window}&probe=1"),
+        Some(OPS),
+    );
+    assert_eq!(status, 200, "{gone}");
+    assert_eq!(gone["verdict"], "inconclusive", "{gone:#}");
+    let outcome = gone["follow_ups"][0]["outcome"].as_str().unwrap();
+    assert!(outcome.starts_with("not run: http://"), "{outcome}");
 }
 
 /// Without Slurm's tools, `--slurm` is an input error that says what is missing, before any

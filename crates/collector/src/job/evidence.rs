@@ -1,7 +1,9 @@
 //! The verdict's evidence from what the collector holds: the hosts' runs in the window,
 //! the switch ports' counters in it and before it, the job's routes on the fabric, and,
-//! with `probe`, the pairs a real mesh measures through the agents.
+//! with `probe`, a check of each host without one (`follow_up`) and the pairs a real mesh
+//! measures through the agents.
 
+use super::follow_up::check_unjudged;
 use super::hosts::hosts;
 use super::pairs::job_pair;
 use super::ports::ports;
@@ -9,7 +11,7 @@ use super::query::VerdictQuery;
 use super::routes::job_routes;
 use crate::mesh::{Access, MeshRequest, Refusal};
 use axum::http::StatusCode;
-use model::job::{JobEvidence, NotJudgedItem};
+use model::job::{FollowUp, JobEvidence, NotJudgedItem};
 use std::time::Duration;
 
 /// The longest the reads of the database may take together: past it the request is
@@ -18,13 +20,13 @@ use std::time::Duration;
 pub const READ_WAIT: Duration = Duration::from_secs(30);
 
 /// Gathers the evidence of `query` (what the collector could not find out in its
-/// `not_judged`), probing with `probe_token` when given; or the refusal
-/// (503 the database, or the mesh's own refusals).
+/// `not_judged`), probing with `probe_token` when given, with the follow-ups run; or the
+/// refusal (503 the database, or the mesh's own refusals).
 pub async fn gather(
     access: &Access,
     query: &VerdictQuery,
     probe_token: Option<String>,
-) -> Result<JobEvidence, Refusal> {
+) -> Result<(JobEvidence, Vec<FollowUp>), Refusal> {
     let mut not_judged = Vec::new();
     let reads = async {
         let routes = job_routes(access, &query.nodes).await;
@@ -41,7 +43,7 @@ pub async fn gather(
         };
         Ok::<_, String>((routes, hosts, ports))
     };
-    let (routes, hosts, ports) = match tokio::time::timeout(READ_WAIT, reads).await {
+    let (routes, mut hosts, ports) = match tokio::time::timeout(READ_WAIT, reads).await {
         Ok(Ok(read)) => read,
         Ok(Err(why)) => return Err(unavailable(format!("database: {why}"))),
         Err(_) => {
@@ -63,9 +65,13 @@ pub async fn gather(
             None
         }
     };
-    let pairs = match probe_token {
+    let follow_ups = match &probe_token {
+        Some(token) => check_unjudged(access, &mut hosts, token, &mut not_judged).await,
         None => Vec::new(),
-        Some(token) => {
+    };
+    let pairs = match probe_token {
+        // A one-node job has no pair to probe.
+        Some(token) if query.nodes.len() > 1 => {
             let request = MeshRequest::of_nodes(query.nodes.clone());
             let mesh = access.measure(&request, token).await?;
             mesh.pairs
@@ -73,8 +79,9 @@ pub async fn gather(
                 .map(|p| job_pair(p, routes.as_ref()))
                 .collect()
         }
+        _ => Vec::new(),
     };
-    Ok(JobEvidence {
+    let evidence = JobEvidence {
         job: query.job.clone(),
         nodes: query.nodes.clone(),
         hosts,
@@ -84,7 +91,8 @@ pub async fn gather(
         what_if: None,
         simulated: false,
         not_judged,
-    })
+    };
+    Ok((evidence, follow_ups))
 }
 
 fn unavailable(why: String) -> Refusal {

@@ -29,32 +29,38 @@ pub async fn hosts(
         .into_iter()
         .map(|r| (r.get(0), (r.get(1), r.get(2))))
         .collect();
-    let mut hosts = Vec::with_capacity(nodes.len());
-    for node in nodes {
-        let report = match found.remove(node) {
-            None => None,
-            Some((kind, text)) => match serde_json::from_str::<Report>(&text) {
-                Ok(report) => Some((kind, report)),
-                Err(e) => {
-                    not_judged.push(NotJudgedItem {
-                        what: node.clone(),
-                        why: format!("its run in the window does not read as a check report: {e}"),
-                    });
-                    None
-                }
-            },
-        };
-        let job_paths = match &report {
-            Some((kind, report)) => job_paths(kind, report),
-            None => Vec::new(),
-        };
-        hosts.push(JobHost {
-            host: node.clone(),
-            report: report.map(|(_, r)| r),
-            job_paths,
-        });
+    Ok(nodes
+        .iter()
+        .map(|node| job_host(node, found.remove(node), not_judged))
+        .collect())
+}
+
+/// `node` as the verdict sees it, from its run (`kind` and the report's text) when it has
+/// one; a run that does not read as a report is said in `not_judged`.
+pub fn job_host(
+    node: &str,
+    run: Option<(String, String)>,
+    not_judged: &mut Vec<NotJudgedItem>,
+) -> JobHost {
+    let report = run.and_then(|(kind, text)| match serde_json::from_str::<Report>(&text) {
+        Ok(report) => Some((kind, report)),
+        Err(e) => {
+            not_judged.push(NotJudgedItem {
+                what: node.to_string(),
+                why: format!("its run in the window does not read as a check report: {e}"),
+            });
+            None
+        }
+    });
+    let job_paths = match &report {
+        Some((kind, report)) => job_paths(kind, report),
+        None => Vec::new(),
+    };
+    JobHost {
+        host: node.to_string(),
+        report: report.map(|(_, r)| r),
+        job_paths,
     }
-    Ok(hosts)
 }
 
 /// The paths of a host of `kind` whose check is `report`: with its links when the kind is

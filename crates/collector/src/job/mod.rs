@@ -3,8 +3,9 @@
 //! it holds and answers `analyze::job::judge`'s [`model::job::JobReport`] with
 //! `"simulated": false`.
 //!
-//! Reading is open, as the other GET endpoints are; `probe=1` runs pair probes through the
-//! agents as `POST /api/mesh` does and so needs a probe token (`Authorization: Bearer`;
+//! Reading is open, as the other GET endpoints are; `probe=1` asks each node without a run
+//! in the window for a check and runs pair probes through the agents as `POST /api/mesh`
+//! does, and so needs a probe token (`Authorization: Bearer`;
 //! 403 with mesh off, 401 without a token of the probe-tokens file). 400 names the bad
 //! parameter; 503 when the database does not answer within [`evidence::READ_WAIT`].
 //!
@@ -15,9 +16,11 @@
 //! | [`ports`] | switch-port deltas in the window and before it |
 //! | [`routes`] | the job's routes and cables on the collector's fabric |
 //! | [`pairs`] | a mesh's pair as the verdict's pair |
+//! | [`follow_up`] | with `probe=1`, a check asked of each host without one in the window |
 //! | [`evidence`] | all of the above gathered, with a deadline |
 
 pub mod evidence;
+pub mod follow_up;
 pub mod hosts;
 pub mod pairs;
 pub mod ports;
@@ -65,7 +68,11 @@ async fn verdict(
         None
     };
     match evidence::gather(&access, &query, token).await {
-        Ok(evidence) => Json(analyze::job::judge(&evidence)).into_response(),
+        Ok((evidence, follow_ups)) => {
+            let mut report = analyze::job::judge(&evidence);
+            report.follow_ups = follow_ups;
+            Json(report).into_response()
+        }
         Err((code, why)) => refuse(code, why),
     }
 }

@@ -1,5 +1,6 @@
 //! The job verdict for people: the verdict, each culprit with its evidence and the action it
-//! calls for, what was not judged, and the faults found that are not the job's.
+//! calls for, the follow-ups run and why, what was not judged, and the faults found that are
+//! not the job's.
 
 use std::fmt::Write as _;
 
@@ -36,6 +37,14 @@ pub fn render(report: &JobReport, style: Style) -> String {
             let _ = writeln!(out, "   one of: {}", c.candidates.join(", "));
         }
         let _ = writeln!(out, "   action: {}", c.action);
+    }
+    if !report.follow_ups.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "{}", style.bold("follow-ups run:"));
+        for f in &report.follow_ups {
+            let _ = writeln!(out, "  {} {}: {}", f.kind, f.target, f.outcome);
+            let _ = writeln!(out, "    why: {}", f.why);
+        }
     }
     if !report.not_judged.is_empty() {
         let _ = writeln!(out);

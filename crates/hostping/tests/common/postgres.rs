@@ -336,7 +336,16 @@ pub fn post_to(addr: SocketAddr, path: &str, token: Option<&str>, body: &[u8]) -
 }
 
 pub fn get(addr: SocketAddr, path: &str) -> (u16, Value) {
-    let mut resp = client().get(format!("http://{addr}{path}")).call().unwrap();
+    get_with(addr, path, None)
+}
+
+/// GET `path`, with `Authorization: Bearer TOKEN` when given: the status and the JSON answer.
+pub fn get_with(addr: SocketAddr, path: &str, token: Option<&str>) -> (u16, Value) {
+    let mut req = client().get(format!("http://{addr}{path}"));
+    if let Some(t) = token {
+        req = req.header("Authorization", format!("Bearer {t}"));
+    }
+    let mut resp = req.call().unwrap();
     let status = resp.status().as_u16();
     let text = resp.body_mut().read_to_string().unwrap();
     (status, serde_json::from_str(&text).unwrap())

@@ -1,0 +1,207 @@
+//! Follow-up loopbacks of a real job's verdict (issue 28 section 2, `probe=1`). A job host
+//! with no check of its own in the window leaves its job paths unjudged: neither a fault of
+//! its own nor its share of a pair's time can be told, and the verdict stays inconclusive
+//! for it. The collector asks that host's agent for a check now (`POST /api/probe` with the
+//! caller's probe token, the agents' own endpoint), waits for the run to reach it, and
+//! judges with that run. Each request and what came of it is one of the report's
+//! `follow_ups`.
+
+use super::hosts::job_host;
+use crate::agents;
+use crate::mesh::Access;
+use model::job::{FollowUp, JobHost, NotJudgedItem};
+use model::Report;
+use std::time::{Duration, Instant};
+use tokio_postgres::GenericClient;
+
+/// The longest wait for a requested check to arrive: a real host's loopbacks take seconds
+/// (tens of seconds under emulation), and the agent sends the run as soon as it has it.
+pub const CHECK_WAIT: Duration = Duration::from_secs(180);
+/// The longest wait for an agent to accept the request.
+const ASK_WAIT: Duration = Duration::from_secs(10);
+/// How often the database is read while waiting.
+const POLL: Duration = Duration::from_millis(500);
+
+/// Asks every host of `hosts` without a run for a check, waits for the runs, and puts them
+/// in place; returns what was asked of whom and what came of it.
+pub async fn check_unjudged(
+    access: &Access,
+    hosts: &mut [JobHost],
+    token: &str,
+    not_judged: &mut Vec<NotJudgedItem>,
+) -> Vec<FollowUp> {
+    let missing: Vec<usize> = (0..hosts.len())
+        .filter(|&i| hosts[i].report.is_none())
+        .collect();
+    if missing.is_empty() {
+        return Vec::new();
+    }
+    let names: Vec<String> = missing.iter().map(|&i| hosts[i].host.clone()).collect();
+    let follow_up = |host: &str, outcome: String| FollowUp {
+        kind: "loopback".to_string(),
+        target: format!("{host} loopback"),
+        why: format!(
+            "{host} has no check of its own in the window: its job paths were not judged, so \
+             its part of a pair cannot be told from the network's"
+        ),
+        outcome,
+    };
+    let (agents, client) = match (
+        agents::load(&access.pool, Some(&names)).await,
+        access.pool.get().await,
+    ) {
+        (Ok(agents), Ok(client)) => (agents, client),
+        (Err(why), _) => return names.iter().map(|h| follow_up(h, not_run(&why))).collect(),
+        (_, Err(e)) => {
+            let why = format!("database: {e}");
+            return names.iter().map(|h| follow_up(h, not_run(&why))).collect();
+        }
+    };
+    // Each host's newest run before the request: the check asked for is the first after it.
+    let mut asked: Vec<(usize, i64)> = Vec::new();
+    let mut outcomes: Vec<(usize, String)> = Vec::new();
+    for &i in &missing {
+        let host = hosts[i].host.clone();
+        let Some(agent) = agents.iter().find(|a| a.host == host) else {
+            outcomes.push((i, not_run("no agent registered it")));
+            continue;
+        };
+        let last = match newest_run_id(&**client, &host).await {
+            Ok(id) => id,
+            Err(e) => {
+                outcomes.push((i, not_run(&crate::server_words(&e))));
+                continue;
+            }
+        };
+        match ask_for_check(&agent.agent_url, token).await {
+            Ok(()) => asked.push((i, last)),
+            Err(why) => outcomes.push((i, not_run(&why))),
+        }
+    }
+    let deadline = Instant::now() + CHECK_WAIT;
+    while !asked.is_empty() {
+        let mut waiting = Vec::new();
+        for (i, last) in asked {
+            match run_after(&**client, &hosts[i].host, last).await {
+                Ok(Some((id, kind, text))) => {
+                    outcomes.push((i, checked(id, &text)));
+                    hosts[i] = job_host(&hosts[i].host.clone(), Some((kind, text)), not_judged);
+                }
+                Ok(None) => waiting.push((i, last)),
+                Err(e) => outcomes.push((i, format!("asked; {}", crate::server_words(&e)))),
+            }
+        }
+        asked = waiting;
+        if asked.is_empty() {
+            break;
+        }
+        if Instant::now() >= deadline {
+            for (i, _) in asked {
+                outcomes.push((
+                    i,
+                    format!(
+                        "asked, but no run arrived within {} s: the host stays unjudged",
+                        CHECK_WAIT.as_secs()
+                    ),
+                ));
+            }
+            break;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    outcomes.sort_by_key(|(i, _)| *i);
+    outcomes
+        .into_iter()
+        .map(|(i, outcome)| follow_up(&hosts[i].host, outcome))
+        .collect()
+}
+
+fn not_run(why: &str) -> String {
+    format!("not run: {why}")
+}
+
+/// What a requested check found, in words.
+fn checked(id: i64, text: &str) -> String {
+    match serde_json::from_str::<Report>(text) {
+        Ok(r) if r.diagnoses.is_empty() => format!(
+            "checked (run {id}): {}",
+            if r.healthy { "healthy" } else { "not healthy" }
+        ),
+        Ok(r) => format!(
+            "checked (run {id}): {}",
+            r.diagnoses
+                .iter()
+                .map(|d| {
+                    let at: Vec<&str> = d.links.iter().map(|l| l.as_str()).collect();
+                    match at.is_empty() {
+                        true => d.cause.as_str().to_string(),
+                        false => format!("{} at {}", d.cause.as_str(), at.join(", ")),
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Err(e) => format!("checked (run {id}), but the run does not read as a report: {e}"),
+    }
+}
+
+/// `POST /api/probe` at the agent: accepted (202), or why not in the agent's words.
+async fn ask_for_check(agent_url: &str, token: &str) -> Result<(), String> {
+    let url = format!("{}/api/probe", agent_url.trim_end_matches('/'));
+    let token = token.to_string();
+    let asked = url.clone();
+    let answer = tokio::task::spawn_blocking(move || {
+        let client = fleet_api::post::client(ureq::tls::TlsConfig::default());
+        fleet_api::post::ask(
+            &client,
+            &asked,
+            &token,
+            &serde_json::json!({}),
+            ASK_WAIT,
+            1 << 16,
+        )
+    })
+    .await
+    .unwrap_or_else(|e| Err(format!("{url}: the request failed: {e}")))?;
+    match answer {
+        (202, _) => Ok(()),
+        (status, text) => {
+            let words = serde_json::from_str::<serde_json::Value>(&text)
+                .ok()
+                .and_then(|v| v["error"].as_str().map(str::to_owned))
+                .unwrap_or(text);
+            Err(format!("{url} answered {status}: {words}"))
+        }
+    }
+}
+
+/// The id of `host`'s newest run (0 for none).
+async fn newest_run_id(
+    client: &impl GenericClient,
+    host: &str,
+) -> Result<i64, tokio_postgres::Error> {
+    let row = client
+        .query_one(
+            "SELECT COALESCE(MAX(r.id), 0) FROM runs r JOIN hosts h ON r.host_id = h.id
+             WHERE h.name = $1",
+            &[&host],
+        )
+        .await?;
+    Ok(row.get(0))
+}
+
+/// `host`'s newest run after the run `after`: its id, kind and report.
+async fn run_after(
+    client: &impl GenericClient,
+    host: &str,
+    after: i64,
+) -> Result<Option<(i64, String, String)>, tokio_postgres::Error> {
+    let row = client
+        .query_opt(
+            "SELECT r.id, r.kind, r.report::text FROM runs r JOIN hosts h ON r.host_id = h.id
+             WHERE h.name = $1 AND r.id > $2 ORDER BY r.id DESC LIMIT 1",
+            &[&host, &after],
+        )
+        .await?;
+    Ok(row.map(|r| (r.get(0), r.get(1), r.get(2))))
+}
