@@ -185,6 +185,7 @@ fn job_hosts(
                     .find(|s| s.host == host.name)
                     .map(|s| s.report.clone()),
                 job_paths: job_paths(host.model(), &host.rnics, endpoint),
+                fleet_abnormal: Vec::new(),
             }
         })
         .collect()

@@ -436,6 +436,71 @@ fn a_probe_checks_a_host_without_a_run_and_judges_it() {
     assert!(outcome.starts_with("not run: http://"), "{outcome}");
 }
 
+/// A host whose own check had no baseline of its own (judged against line rate and its like
+/// paths) and passed a half-width GPU link: the collector judges its run again against its
+/// kind's fleet baseline, which names it, with the figures.
+#[test]
+fn a_host_its_own_check_passed_is_judged_against_its_kinds_fleet() {
+    let dir = temp_dir("job-fleet");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let peers = ["peer1", "peer2", "peer3"];
+    let all: Vec<(String, String)> = peers
+        .iter()
+        .chain(&["slow"])
+        .map(|h| (h.to_string(), token(h)))
+        .collect();
+    let pairs: Vec<(&str, &str)> = all.iter().map(|(h, t)| (h.as_str(), t.as_str())).collect();
+    let c = Collector::start(&pg, &tokens_file(&dir, &pairs), &[]);
+    // As a host without a baseline file sends its runs: judged relatively, no baseline
+    // figures of its own.
+    let relative = |mut report: Value| {
+        report["baseline"] = "relative".into();
+        for p in report["paths"].as_array_mut().unwrap() {
+            p["baseline_latency_us"] = Value::Null;
+            p["baseline_bandwidth_gbps"] = Value::Null;
+        }
+        report
+    };
+    let healthy = relative(sim_report(&[]));
+    // The slow host's own check, judging its paths among themselves, passed them all.
+    let mut passed = relative(sim_report(&["degrade:gpu0--lsw0:0.5"]));
+    passed["healthy"] = true.into();
+    passed["diagnoses"] = json!([]);
+    for p in passed["paths"].as_array_mut().unwrap() {
+        p["status"] = "normal".into();
+    }
+    for l in passed["links"].as_array_mut().unwrap() {
+        l["status"] = "normal".into();
+    }
+    let now = now_s();
+    for (i, host) in peers.iter().enumerate() {
+        post_run(c.addr, host, 1, now - 300 - i as i64, &healthy);
+    }
+    post_run(c.addr, "slow", 1, now - 300, &passed);
+    wait_until("the kind's fleet baseline", Duration::from_secs(30), || {
+        pg.count("fleet_baselines") > 0
+    });
+
+    let report = verdict(c.addr, "slow,peer1", now - 600, now);
+    assert_eq!(report["verdict"], "host", "{report:#}");
+    let culprit = &report["culprits"][0];
+    assert_eq!(culprit["host"], "slow", "{report:#}");
+    let evidence = culprit["evidence"].as_str().unwrap();
+    assert!(
+        evidence.contains("its kind's fleet baseline does not: rnic0->gpu0 at "),
+        "{evidence}"
+    );
+    assert!(evidence.contains("over 4 host(s)"), "{evidence}");
+    // Its peers, as fast as the fleet, are not named.
+    assert_eq!(
+        report["culprits"].as_array().unwrap().len(),
+        1,
+        "{report:#}"
+    );
+}
+
 /// Without Slurm's tools, `--slurm` is an input error that says what is missing, before any
 /// collector is asked.
 #[test]

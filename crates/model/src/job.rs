@@ -129,6 +129,21 @@ pub struct JobHost {
     pub report: Option<Report>,
     /// The paths the job's traffic crosses on it.
     pub job_paths: Vec<JobPath>,
+    /// Paths its own check did not find abnormal but its kind's fleet baseline does (a run
+    /// judged without a baseline of its own, judged again by the collector).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fleet_abnormal: Vec<FleetAbnormal>,
+}
+
+/// A host's path abnormal against its kind's fleet baseline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FleetAbnormal {
+    /// The RNIC.
+    pub rnic: String,
+    /// The endpoint.
+    pub endpoint: String,
+    /// The figures against the fleet's, in words.
+    pub evidence: String,
 }
 
 /// One end of a probed pair.

@@ -428,17 +428,36 @@ impl<'a> Judged<'a> {
                             .map(|l| l.id.to_string())
                             .collect()
                     });
+                // Paths only the kind's fleet baseline finds abnormal say so with figures.
+                let fleet: Vec<&str> = self
+                    .evidence
+                    .hosts
+                    .iter()
+                    .filter(|h| h.host == host)
+                    .flat_map(|h| &h.fleet_abnormal)
+                    .filter(|f| paths.contains(&format!("{}->{}", f.rnic, f.endpoint)))
+                    .map(|f| f.evidence.as_str())
+                    .collect();
+                let evidence = if fleet.len() == paths.len() {
+                    format!(
+                        "{host}'s own check passed the job's path(s), its kind's fleet baseline \
+                         does not: {}",
+                        fleet.join("; ")
+                    )
+                } else {
+                    format!(
+                        "{host}'s own check found the job's path(s) {} abnormal without naming \
+                         a cause",
+                        paths.join(", ")
+                    )
+                };
                 Culprit {
                     layer: Layer::Host,
                     host: Some(host.to_string()),
                     component: None,
                     cause: Cause::LinkFailure.as_str().to_string(),
                     score: SCORE_CANDIDATES,
-                    evidence: format!(
-                        "{host}'s own check found the job's path(s) {} abnormal without naming \
-                         a cause",
-                        paths.join(", ")
-                    ),
+                    evidence,
                     candidates: links,
                     action: host_action(Cause::LinkFailure, host),
                 }

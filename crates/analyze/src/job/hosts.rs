@@ -70,11 +70,20 @@ pub fn read(hosts: &[JobHost]) -> Hosts<'_> {
         };
         let mut unjudged: Vec<String> = Vec::new();
         for path in &host.job_paths {
+            let against_fleet = host
+                .fleet_abnormal
+                .iter()
+                .any(|f| f.rnic == path.rnic && f.endpoint == path.endpoint);
             let status = report
                 .paths
                 .iter()
                 .find(|p| p.rnic.as_str() == path.rnic && p.endpoint.as_str() == path.endpoint)
                 .map_or(PathStatus::Uncertain, |p| p.status);
+            let status = if against_fleet {
+                PathStatus::Abnormal
+            } else {
+                status
+            };
             if status == PathStatus::Uncertain {
                 unjudged.push(format!("{}->{}", path.rnic, path.endpoint));
             }
@@ -192,6 +201,7 @@ mod tests {
             host: "node001".into(),
             report: None,
             job_paths: vec![path("rnic0", "gpu0", &[])],
+            fleet_abnormal: Vec::new(),
         }];
         let read = read(&hosts);
         assert_eq!(read.not_judged.len(), 1);

@@ -125,6 +125,7 @@ mod tests {
                 endpoint: "gpu0".into(),
                 links: vec![],
             }],
+            fleet_abnormal: Vec::new(),
         }
     }
 

@@ -30,10 +30,10 @@ pub async fn gather(
     let mut not_judged = Vec::new();
     let reads = async {
         let routes = job_routes(access, &query.nodes).await;
-        let client = access.pool.get().await.map_err(|e| e.to_string())?;
-        let hosts = hosts(&**client, &query.nodes, query.window, &mut not_judged)
+        let mut client = access.pool.get().await.map_err(|e| e.to_string())?;
+        let hosts = hosts(&mut client, &query.nodes, query.window, &mut not_judged)
             .await
-            .map_err(|e| crate::server_words(&e))?;
+            .map_err(|e| e.to_string())?;
         // Without the routes no port can be said to be on them or off them: none is read.
         let ports = match &routes {
             Ok(routes) => ports(&**client, query.window, routes)

@@ -6,7 +6,7 @@
 //! judges with that run. Each request and what came of it is one of the report's
 //! `follow_ups`.
 
-use super::hosts::job_host;
+use super::hosts::{judged_host, Fleets};
 use crate::agents;
 use crate::mesh::Access;
 use model::job::{FollowUp, JobHost, NotJudgedItem};
@@ -46,7 +46,7 @@ pub async fn check_unjudged(
         ),
         outcome,
     };
-    let (agents, client) = match (
+    let (agents, mut client) = match (
         agents::load(&access.pool, Some(&names)).await,
         access.pool.get().await,
     ) {
@@ -79,13 +79,22 @@ pub async fn check_unjudged(
         }
     }
     let deadline = Instant::now() + CHECK_WAIT;
+    let mut fleets = Fleets::new();
     while !asked.is_empty() {
         let mut waiting = Vec::new();
         for (i, last) in asked {
             match run_after(&**client, &hosts[i].host, last).await {
                 Ok(Some((id, kind, text))) => {
                     outcomes.push((i, checked(id, &text)));
-                    hosts[i] = job_host(&hosts[i].host.clone(), Some((kind, text)), not_judged);
+                    let node = hosts[i].host.clone();
+                    let run = Some((kind, text));
+                    match judged_host(&mut client, &node, run, &mut fleets, not_judged).await {
+                        Ok(host) => hosts[i] = host,
+                        Err(e) => not_judged.push(NotJudgedItem {
+                            what: node,
+                            why: format!("its kind's fleet baseline could not be read: {e}"),
+                        }),
+                    }
                 }
                 Ok(None) => waiting.push((i, last)),
                 Err(e) => outcomes.push((i, format!("asked; {}", crate::server_words(&e)))),

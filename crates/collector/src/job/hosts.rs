@@ -2,20 +2,31 @@
 //! window (the report as its agent sent it and the collector stored it), and the paths the
 //! job's traffic crosses on it: each GPU through its nearest RNIC, or each RNIC to its
 //! nearest memory node on a host without GPUs, as the simulated job counts them.
+//!
+//! A run its host judged without a baseline of its own (line rate and like paths only) is
+//! judged again against its kind's fleet baseline, as `GET /api/hosts/{host}/baseline` does
+//! (`analyze::fleet::judge`, Hostping 5's Abnormal_th): a host as slow on every path as its
+//! peers in the same run passes its own check, not its fleet's.
 
 use super::query::Window;
-use model::job::{JobHost, JobPath, NotJudgedItem};
-use model::{ComponentId, HostTopology, Report};
-use std::collections::HashMap;
-use tokio_postgres::GenericClient;
+use crate::refresh;
+use analyze::fleet::baseline::FleetPath;
+use analyze::fleet::judge::{has_own_baseline, judge, Verdict};
+use model::job::{FleetAbnormal, JobHost, JobPath, NotJudgedItem};
+use model::{ComponentId, HostTopology, Mode, PathStatus, Report};
+use std::collections::{BTreeMap, HashMap};
+use tokio_postgres::Client;
+
+/// A kind's fleet baseline per path (`(rnic, endpoint)`).
+type Fleet = BTreeMap<(String, String), FleetPath>;
 
 /// Each node's host, in the order given; what could not be read is said in `not_judged`.
 pub async fn hosts(
-    client: &impl GenericClient,
+    client: &mut Client,
     nodes: &[String],
     window: Window,
     not_judged: &mut Vec<NotJudgedItem>,
-) -> Result<Vec<JobHost>, tokio_postgres::Error> {
+) -> Result<Vec<JobHost>, refresh::RefreshError> {
     let rows = client
         .query(
             "SELECT DISTINCT ON (h.name) h.name, r.kind, r.report::text
@@ -29,15 +40,80 @@ pub async fn hosts(
         .into_iter()
         .map(|r| (r.get(0), (r.get(1), r.get(2))))
         .collect();
-    Ok(nodes
-        .iter()
-        .map(|node| job_host(node, found.remove(node), not_judged))
-        .collect())
+    let mut hosts = Vec::with_capacity(nodes.len());
+    let mut fleets = Fleets::new();
+    for node in nodes {
+        let run = found.remove(node);
+        hosts.push(judged_host(client, node, run, &mut fleets, not_judged).await?);
+    }
+    Ok(hosts)
 }
 
-/// `node` as the verdict sees it, from its run (`kind` and the report's text) when it has
+/// The fleet baselines read so far, by kind.
+pub type Fleets = HashMap<String, Fleet>;
+
+/// `node` from its run (`kind` and the report's text) as [`job_host`] reads it, judged
+/// against its kind's fleet baseline when its check had no baseline of its own.
+pub async fn judged_host(
+    client: &mut Client,
+    node: &str,
+    run: Option<(String, String)>,
+    fleets: &mut Fleets,
+    not_judged: &mut Vec<NotJudgedItem>,
+) -> Result<JobHost, refresh::RefreshError> {
+    let mut host = job_host(node, run.clone(), not_judged);
+    if let (Some(report), Some((kind, _))) = (&host.report, run) {
+        if !has_own_baseline(report) {
+            if !fleets.contains_key(&kind) {
+                refresh::ensure_fresh(client, &kind).await?;
+                fleets.insert(kind.clone(), refresh::load(client, &kind).await?);
+            }
+            host.fleet_abnormal = against_fleet(report, &fleets[&kind]);
+        }
+    }
+    Ok(host)
+}
+
+/// The paths of `report` its kind's fleet baseline finds abnormal where the host's own
+/// check did not, with the figures.
+fn against_fleet(report: &Report, fleet: &Fleet) -> Vec<FleetAbnormal> {
+    let th = report.judged_with();
+    let busy = report.mode == Mode::Busy;
+    report
+        .paths
+        .iter()
+        .filter(|p| p.status != PathStatus::Abnormal)
+        .filter_map(|path| {
+            let key = (path.rnic.to_string(), path.endpoint.to_string());
+            let fleet_path = fleet.get(&key)?;
+            let judged = judge(path, false, Some(fleet_path), busy, &th);
+            (judged.verdict == Verdict::Abnormal).then(|| FleetAbnormal {
+                rnic: key.0,
+                endpoint: key.1,
+                evidence: format!(
+                    "{}->{} at {} vs the fleet's {} over {} host(s) (Abnormal_th {:.0} %)",
+                    path.rnic,
+                    path.endpoint,
+                    figures(path.bandwidth_gbps, path.latency_us),
+                    figures(judged.bandwidth_gbps, judged.latency_us),
+                    judged.hosts.unwrap_or(0),
+                    th.abnormal_th * 100.0
+                ),
+            })
+        })
+        .collect()
+}
+
+fn figures(gbps: Option<f64>, us: Option<f64>) -> String {
+    let part = |v: Option<f64>, unit: &str, digits: usize| {
+        v.map_or(format!("no {unit}"), |v| format!("{v:.digits$} {unit}"))
+    };
+    format!("{} and {}", part(gbps, "Gb/s", 0), part(us, "us", 2))
+}
+
+/// `node` as its own check saw it, from its run (`kind` and the report's text) when it has
 /// one; a run that does not read as a report is said in `not_judged`.
-pub fn job_host(
+fn job_host(
     node: &str,
     run: Option<(String, String)>,
     not_judged: &mut Vec<NotJudgedItem>,
@@ -60,6 +136,7 @@ pub fn job_host(
         host: node.to_string(),
         report: report.map(|(_, r)| r),
         job_paths,
+        fleet_abnormal: Vec::new(),
     }
 }
 
