@@ -17,28 +17,29 @@ use crate::ClusterError;
 /// Most groups followed up in one verdict: each costs a mesh of a few pairs.
 pub const MAX_GROUPS: usize = 8;
 
-/// Probes what separates the candidates of `report`'s culprits, adds the pairs to
-/// `evidence`, and judges again. Returns the new report, with what was run and why.
-pub fn run(
-    cluster: &Cluster,
-    faults: &ClusterFaults,
-    settings: &MeshSettings,
-    evidence: &mut JobEvidence,
-    report: JobReport,
-) -> Result<JobReport, ClusterError> {
-    let groups: Vec<Vec<String>> = report
+/// The pairs that separate the candidates of a verdict's culprits, and the members no pair
+/// could separate.
+#[derive(Debug, Default)]
+pub struct Plan {
+    /// Each pair to probe, with the hypotheses it separates in words.
+    pub pairs: Vec<(RnicPort, RnicPort, String)>,
+    /// The members for which no pair was found, said as follow-ups not run.
+    pub not_planned: Vec<FollowUp>,
+}
+
+/// For each culprit of `report` whose candidates are cables (at most [`MAX_GROUPS`]), and
+/// for each member, a pair whose route crosses it and none of the others, one end on a host
+/// of `nodes` (the job's). The simulated job and the collector plan alike.
+pub fn plan(cluster: &Cluster, report: &JobReport, nodes: &[String]) -> Plan {
+    let groups: Vec<&Vec<String>> = report
         .culprits
         .iter()
         .filter(|c| c.candidates.len() > 1)
-        .map(|c| c.candidates.clone())
+        .map(|c| &c.candidates)
         .take(MAX_GROUPS)
         .collect();
-    if groups.is_empty() {
-        return Ok(report);
-    }
-    let mut planned: Vec<(RnicPort, RnicPort, String)> = Vec::new();
-    let mut follow_ups: Vec<FollowUp> = Vec::new();
-    for group in &groups {
+    let mut plan = Plan::default();
+    for group in groups {
         let members: Vec<Cable> = group
             .iter()
             .filter_map(|label| cluster.parse_port(label).ok())
@@ -60,9 +61,9 @@ pub fn run(
                     .collect::<Vec<_>>()
                     .join(", ")
             );
-            match separating_pair(cluster, member, &others, &evidence.nodes) {
-                Some((a, b)) => planned.push((a, b, why)),
-                None => follow_ups.push(FollowUp {
+            match separating_pair(cluster, member, &others, nodes) {
+                Some((a, b)) => plan.pairs.push((a, b, why)),
+                None => plan.not_planned.push(FollowUp {
                     kind: "pair".to_string(),
                     target: group[i].clone(),
                     why: format!("to tell {} from the others", group[i]),
@@ -71,6 +72,31 @@ pub fn run(
             }
         }
     }
+    plan
+}
+
+/// A follow-up pair's outcome in words, from its network part's status and reason.
+pub fn outcome(network: PartStatus, reason: Option<&str>) -> String {
+    match (network, reason) {
+        (PartStatus::Normal, _) => "network part normal".to_string(),
+        (status, Some(reason)) => format!("{}: {reason}", status_word(status)),
+        (status, None) => status_word(status).to_string(),
+    }
+}
+
+/// Probes what separates the candidates of `report`'s culprits, adds the pairs to
+/// `evidence`, and judges again. Returns the new report, with what was run and why.
+pub fn run(
+    cluster: &Cluster,
+    faults: &ClusterFaults,
+    settings: &MeshSettings,
+    evidence: &mut JobEvidence,
+    report: JobReport,
+) -> Result<JobReport, ClusterError> {
+    let Plan {
+        pairs: planned,
+        not_planned: mut follow_ups,
+    } = plan(cluster, &report, &evidence.nodes);
     if planned.is_empty() {
         let mut report = report;
         report.follow_ups = follow_ups;
@@ -102,11 +128,7 @@ pub fn run(
                 pair.a.host, pair.a.rnic, pair.b.host, pair.b.rnic
             ),
             why: why.clone(),
-            outcome: match (pair.network_status, &pair.reason) {
-                (PartStatus::Normal, _) => "network part normal".to_string(),
-                (_, Some(reason)) => format!("{}: {reason}", status_word(pair.network_status)),
-                (status, None) => status_word(status).to_string(),
-            },
+            outcome: outcome(pair.network_status, pair.reason.as_deref()),
         });
     }
     evidence
@@ -165,4 +187,50 @@ fn separating_pair(
         }
     }
     best.map(|(_, pair)| pair)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A verdict whose one culprit is a group of cables the job's pairs could not split.
+    fn report_with_candidates(nodes: &[String], candidates: &[String]) -> JobReport {
+        serde_json::from_value(serde_json::json!({
+            "job": null, "nodes": nodes, "verdict": "network", "pairs": [], "not_judged": [],
+            "simulated": true, "summary": "", "not_the_jobs": [], "hosts": [], "ports": [],
+            "what_if": null, "follow_ups": [],
+            "culprits": [{"layer": "fabric", "host": null, "component": null,
+                          "cause": "link_degraded", "score": 0.5, "evidence": "",
+                          "candidates": candidates, "action": ""}]}))
+        .unwrap()
+    }
+
+    #[test]
+    fn each_member_of_a_group_gets_a_pair_that_crosses_it_and_no_other() {
+        let pod = Cluster::builtin("pod-32").unwrap().unwrap();
+        let nodes: Vec<String> = model::hostlist::expand("node[001-016]").unwrap();
+        let port = |host: &str, rnic: usize| RnicPort {
+            host: pod.host_index(host).unwrap(),
+            rnic,
+        };
+        // The cables of one cross-leaf route: the two hosts' own and the leaves' up links.
+        let group: Vec<Cable> = pod.cables_between(port("node001", 0), port("node009", 0));
+        assert!(group.len() >= 3, "{group:?}");
+        let labels: Vec<String> = group.iter().map(|&c| pod.cable_label(c)).collect();
+        let plan = plan(&pod, &report_with_candidates(&nodes, &labels), &nodes);
+        assert!(plan.not_planned.is_empty(), "{:?}", plan.not_planned);
+        assert_eq!(plan.pairs.len(), group.len());
+        for (member, (a, b, why)) in group.iter().zip(&plan.pairs) {
+            let mut crossed = pod.cables_between(*a, *b);
+            crossed.extend(pod.cables_between(*b, *a));
+            assert!(crossed.contains(member), "{why}");
+            let others = group.iter().filter(|c| *c != member);
+            assert!(others.into_iter().all(|o| !crossed.contains(o)), "{why}");
+            let job_end = [a, b]
+                .iter()
+                .any(|p| nodes.contains(&pod.hosts[p.host].name));
+            assert!(job_end, "{why}");
+            assert!(why.starts_with(&format!("crosses {} and not ", pod.cable_label(*member))));
+        }
+    }
 }

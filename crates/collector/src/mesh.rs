@@ -159,6 +159,55 @@ impl Access {
             .sum();
         Ok(run(nodes, plan, budget, token).await)
     }
+
+    /// Runs the chosen `pairs` of nodes placed on the collector's fabric (`placed`, a job
+    /// verdict's follow-up pairs: [`cluster::follow_up::plan`]) on the default budget, with
+    /// `token`; or the refusal, as [`Access::measure`].
+    pub(crate) async fn measure_pairs(
+        &self,
+        placed: &cluster::Cluster,
+        pairs: &[(cluster::RnicPort, cluster::RnicPort)],
+        token: String,
+    ) -> Result<MeshAnswer, Refusal> {
+        let mut names: Vec<String> = Vec::new();
+        for &(a, b) in pairs {
+            for p in [a, b] {
+                let name = &placed.hosts[p.host].name;
+                if !names.contains(name) {
+                    names.push(name.clone());
+                }
+            }
+        }
+        let mut budget = MeshRequest::of_nodes(names.clone())
+            .budget()
+            .map_err(|why| (StatusCode::BAD_REQUEST, why))?;
+        let nodes = match find_nodes(&self.pool, &names).await {
+            Ok(Ok(nodes)) => nodes,
+            Ok(Err(unknown)) => {
+                return Err((
+                    StatusCode::NOT_FOUND,
+                    format!("unknown nodes: {}", unknown.join(", ")),
+                ))
+            }
+            Err(e) => return Err((StatusCode::SERVICE_UNAVAILABLE, format!("database: {e}"))),
+        };
+        let from_tables = self.fabric.as_ref().is_some_and(|f| f.from_tables);
+        let plan = Plan {
+            pairs: pairs
+                .iter()
+                .map(|&(a, b)| planned_on(placed, a, b))
+                .collect(),
+            cover: "follow-up pairs: each crosses one candidate cable and not the others".into(),
+            coverage: None,
+            route_source: Some(if from_tables { "tables" } else { "cabling" }),
+        };
+        budget.latency_probes = plan
+            .pairs
+            .iter()
+            .map(|p| u64::from(p.probes(&budget)))
+            .sum();
+        Ok(run(nodes, plan, budget, token).await)
+    }
 }
 
 /// The route, over [`Access`].
@@ -442,23 +491,10 @@ fn plan_on_fabric(fabric: &MeshFabric, nodes: &[Node]) -> Result<Plan, String> {
     let placed = place_on_fabric(fabric, nodes)?;
     let all: Vec<usize> = (0..placed.hosts.len()).collect();
     let selection = cluster::pairs::select(&placed, &all);
-    let topology = &placed.fabric.topology;
-    let end = |p: cluster::RnicPort| End {
-        host: placed.hosts[p.host].name.clone(),
-        rnic: placed.hosts[p.host].rnics[p.rnic].to_string(),
-    };
     let pairs = selection
         .pairs
         .iter()
-        .map(|&(a, b)| Planned {
-            a: end(a),
-            b: end(b),
-            same_leaf: Some(placed.same_leaf(a, b)),
-            routes: Some((
-                placed.route_labels(topology, a, b),
-                placed.route_labels(topology, b, a),
-            )),
-        })
+        .map(|&(a, b)| planned_on(&placed, a, b))
         .collect();
     let groups = selection.not_identifiable.len();
     let cover = format!(
@@ -488,6 +524,24 @@ fn plan_on_fabric(fabric: &MeshFabric, nodes: &[Node]) -> Result<Plan, String> {
             "cabling"
         }),
     })
+}
+
+/// The pair `a`-`b` of the nodes placed on the fabric, with its routes both ways.
+fn planned_on(placed: &cluster::Cluster, a: cluster::RnicPort, b: cluster::RnicPort) -> Planned {
+    let topology = &placed.fabric.topology;
+    let end = |p: cluster::RnicPort| End {
+        host: placed.hosts[p.host].name.clone(),
+        rnic: placed.hosts[p.host].rnics[p.rnic].to_string(),
+    };
+    Planned {
+        a: end(a),
+        b: end(b),
+        same_leaf: Some(placed.same_leaf(a, b)),
+        routes: Some((
+            placed.route_labels(topology, a, b),
+            placed.route_labels(topology, b, a),
+        )),
+    }
 }
 
 /// Sets what the plan knows of a pair on its report: its route (or why it has none), and

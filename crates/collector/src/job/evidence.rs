@@ -8,7 +8,7 @@ use super::hosts::hosts;
 use super::pairs::job_pair;
 use super::ports::ports;
 use super::query::VerdictQuery;
-use super::routes::job_routes;
+use super::routes::{job_routes, JobRoutes};
 use crate::mesh::{Access, MeshRequest, Refusal};
 use axum::http::StatusCode;
 use model::job::{FollowUp, JobEvidence, NotJudgedItem};
@@ -19,6 +19,16 @@ use std::time::Duration;
 /// deadlines ([`crate::mesh`]).
 pub const READ_WAIT: Duration = Duration::from_secs(30);
 
+/// What [`gather`] found.
+pub struct Gathered {
+    /// The evidence.
+    pub evidence: JobEvidence,
+    /// The checks asked of hosts without one, and what came of them.
+    pub follow_ups: Vec<FollowUp>,
+    /// The job's routes, when the fabric placed it.
+    pub routes: Option<JobRoutes>,
+}
+
 /// Gathers the evidence of `query` (what the collector could not find out in its
 /// `not_judged`), probing with `probe_token` when given, with the follow-ups run; or the
 /// refusal (503 the database, or the mesh's own refusals).
@@ -26,7 +36,7 @@ pub async fn gather(
     access: &Access,
     query: &VerdictQuery,
     probe_token: Option<String>,
-) -> Result<(JobEvidence, Vec<FollowUp>), Refusal> {
+) -> Result<Gathered, Refusal> {
     let mut not_judged = Vec::new();
     let reads = async {
         let routes = job_routes(access, &query.nodes).await;
@@ -92,7 +102,11 @@ pub async fn gather(
         simulated: false,
         not_judged,
     };
-    Ok((evidence, follow_ups))
+    Ok(Gathered {
+        evidence,
+        follow_ups,
+        routes,
+    })
 }
 
 fn unavailable(why: String) -> Refusal {

@@ -1,15 +1,21 @@
-//! Follow-up loopbacks of a real job's verdict (issue 28 section 2, `probe=1`). A job host
-//! with no check of its own in the window leaves its job paths unjudged: neither a fault of
-//! its own nor its share of a pair's time can be told, and the verdict stays inconclusive
-//! for it. The collector asks that host's agent for a check now (`POST /api/probe` with the
-//! caller's probe token, the agents' own endpoint), waits for the run to reach it, and
-//! judges with that run. Each request and what came of it is one of the report's
-//! `follow_ups`.
+//! Follow-up measurements of a real job's verdict (issue 28 section 2, `probe=1`), each
+//! request and what came of it one of the report's `follow_ups`:
+//! - **Loopbacks.** A job host with no check of its own in the window leaves its job paths
+//!   unjudged: neither a fault of its own nor its share of a pair's time can be told. The
+//!   collector asks that host's agent for a check now (`POST /api/probe` with the caller's
+//!   probe token, the agents' own endpoint), waits for the run to reach it, and judges with
+//!   that run.
+//! - **Separating pairs.** A culprit whose candidates are several cables the job's pairs
+//!   cannot tell apart: for each member, a pair of the job's RNICs whose route crosses it
+//!   and none of the others, planned as the simulated job plans them
+//!   ([`cluster::follow_up::plan`]) and run through the agents (`crate::mesh`).
 
 use super::hosts::{judged_host, Fleets};
+use super::pairs::job_pair;
+use super::routes::JobRoutes;
 use crate::agents;
 use crate::mesh::Access;
-use model::job::{FollowUp, JobHost, NotJudgedItem};
+use model::job::{FollowUp, JobEvidence, JobHost, JobReport, NotJudgedItem};
 use model::Report;
 use std::time::{Duration, Instant};
 use tokio_postgres::GenericClient;
@@ -213,4 +219,55 @@ async fn run_after(
         )
         .await?;
     Ok(row.map(|r| (r.get(0), r.get(1), r.get(2))))
+}
+
+/// Plans the pairs that split `report`'s candidate cables on the job's placed fabric, runs
+/// them with `token`, and adds them to `evidence`; returns what was run (or could not be)
+/// and why. Nothing when no culprit has several candidate cables.
+pub async fn separate(
+    access: &Access,
+    routes: &JobRoutes,
+    report: &JobReport,
+    evidence: &mut JobEvidence,
+    token: String,
+) -> Vec<FollowUp> {
+    let plan = cluster::follow_up::plan(routes.placed(), report, &evidence.nodes);
+    let mut follow_ups = plan.not_planned;
+    if plan.pairs.is_empty() {
+        return follow_ups;
+    }
+    let pairs: Vec<_> = plan.pairs.iter().map(|&(a, b, _)| (a, b)).collect();
+    match access.measure_pairs(routes.placed(), &pairs, token).await {
+        Ok(answer) => {
+            for (measured, (_, _, why)) in answer.pairs.iter().zip(&plan.pairs) {
+                let pair = job_pair(measured, Some(routes));
+                follow_ups.push(FollowUp {
+                    kind: "pair".to_string(),
+                    target: analyze::job::paths::pair_name(&pair),
+                    why: why.clone(),
+                    outcome: cluster::follow_up::outcome(
+                        pair.network_status,
+                        pair.reason.as_deref(),
+                    ),
+                });
+                evidence.pairs.push(pair);
+            }
+        }
+        Err((_, refused)) => {
+            let placed = routes.placed();
+            let name = |p: cluster::RnicPort| {
+                format!(
+                    "{}/{}",
+                    placed.hosts[p.host].name, placed.hosts[p.host].rnics[p.rnic]
+                )
+            };
+            follow_ups.extend(plan.pairs.iter().map(|&(a, b, ref why)| FollowUp {
+                kind: "pair".to_string(),
+                target: format!("{}<->{}", name(a), name(b)),
+                why: why.clone(),
+                outcome: not_run(&refused),
+            }));
+        }
+    }
+    follow_ups
 }

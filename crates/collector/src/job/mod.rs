@@ -16,7 +16,7 @@
 //! | [`ports`] | switch-port deltas in the window and before it |
 //! | [`routes`] | the job's routes and cables on the collector's fabric |
 //! | [`pairs`] | a mesh's pair as the verdict's pair |
-//! | [`follow_up`] | with `probe=1`, a check asked of each host without one in the window |
+//! | [`follow_up`] | with `probe=1`, a check asked of each host without one in the window, and pairs that split a culprit's candidate cables |
 //! | [`evidence`] | all of the above gathered, with a deadline |
 
 pub mod evidence;
@@ -35,6 +35,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use evidence::Gathered;
 use query::{RawQuery, VerdictQuery};
 use std::time::SystemTime;
 
@@ -67,12 +68,23 @@ async fn verdict(
     } else {
         None
     };
-    match evidence::gather(&access, &query, token).await {
-        Ok((evidence, follow_ups)) => {
-            let mut report = analyze::job::judge(&evidence);
-            report.follow_ups = follow_ups;
-            Json(report).into_response()
+    let gathered = match evidence::gather(&access, &query, token.clone()).await {
+        Ok(gathered) => gathered,
+        Err((code, why)) => return refuse(code, why),
+    };
+    let Gathered {
+        mut evidence,
+        mut follow_ups,
+        routes,
+    } = gathered;
+    let mut report = analyze::job::judge(&evidence);
+    if let (Some(token), Some(routes)) = (token, &routes) {
+        let separating = follow_up::separate(&access, routes, &report, &mut evidence, token).await;
+        if !separating.is_empty() {
+            follow_ups.extend(separating);
+            report = analyze::job::judge(&evidence);
         }
-        Err((code, why)) => refuse(code, why),
     }
+    report.follow_ups = follow_ups;
+    Json(report).into_response()
 }

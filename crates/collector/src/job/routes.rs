@@ -69,6 +69,11 @@ impl JobRoutes {
         cables
     }
 
+    /// The job's nodes placed on the fabric.
+    pub fn placed(&self) -> &Cluster {
+        &self.cluster
+    }
+
     /// Every cable the job's routes cross, sorted.
     pub fn cables(&self) -> Vec<String> {
         self.cables.iter().cloned().collect()
