@@ -370,13 +370,15 @@ impl Engine {
         self.queue_mad(port, packet);
     }
 
-    /// The port an answer for `node` leaves `switch` by: the data routing, up ports chosen
-    /// by the node number.
+    /// The port an answer for `node` leaves `switch` by: the data routing, deterministic
+    /// (D-mod-K) on the way up.
     fn answer_port(&self, switch: u32, node: u32) -> u32 {
         match self.wiring.route(switch, node) {
             Route::Down(port) => port,
-            Route::Up { start, count } => start + node % count,
-            Route::UpAmong { at, count } => self.wiring.up_among(at, node % count),
+            Route::Up { start, count } => start + self.wiring.deterministic_up(switch, node, count),
+            Route::UpAmong { at, count } => self
+                .wiring
+                .up_among(at, self.wiring.deterministic_up(switch, node, count)),
         }
     }
 
