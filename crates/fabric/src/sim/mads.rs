@@ -17,8 +17,8 @@
 //!   leaves by the port towards the sampler.
 //! - **Routing**: queries go to a switch by the shortest path over the switch graph (a
 //!   table per target switch, built once by breadth-first search); answers go to the node
-//!   by the data routing, up ports chosen `node mod up ports` (deterministic, like a LID
-//!   route).
+//!   by the data routing, up ports chosen by D-mod-K on the node number (deterministic,
+//!   like a LID route; [`crate::topology::Topology::deterministic_route`]).
 //! - **Samplers** ([`super::SamplerSpec`]): a sampler queries its ports one after the other
 //!   (the next query when the previous answer has arrived, as LDMS `ibnet` does), a sweep
 //!   every period. A sweep's **spread** is the start of its first query to the arrival of
@@ -370,13 +370,15 @@ impl Engine {
         self.queue_mad(port, packet);
     }
 
-    /// The port an answer for `node` leaves `switch` by: the data routing, up ports chosen
-    /// by the node number.
+    /// The port an answer for `node` leaves `switch` by: the data routing, deterministic
+    /// (D-mod-K) on the way up.
     fn answer_port(&self, switch: u32, node: u32) -> u32 {
         match self.wiring.route(switch, node) {
             Route::Down(port) => port,
-            Route::Up { start, count } => start + node % count,
-            Route::UpAmong { at, count } => self.wiring.up_among(at, node % count),
+            Route::Up { start, count } => start + self.wiring.deterministic_up(switch, node, count),
+            Route::UpAmong { at, count } => self
+                .wiring
+                .up_among(at, self.wiring.deterministic_up(switch, node, count)),
         }
     }
 

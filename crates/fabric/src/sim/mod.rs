@@ -26,7 +26,8 @@
 //!   port, `buffer_bytes` each, as codes-peer.md's one buffer per port. The head of an input
 //!   buffer is routed `switch_latency_ns` after it arrived: down deterministically
 //!   ([`Topology::down_port`]), up adaptively to the least loaded port (queue plus
-//!   uncredited bytes, ties at random; codes-peer.md) or to `dst mod up ports`. A full output
+//!   uncredited bytes, ties at random; codes-peer.md) or by D-mod-K
+//!   ([`Topology::deterministic_route`]). A full output
 //!   queue blocks the whole input buffer (head of line), which is what spreads congestion
 //!   trees. An output port is **congested** by [`CongestionRule`], judged when a packet
 //!   enters its queue (thesis 3.2: the queue, this packet included, exceeds the available
@@ -157,7 +158,8 @@ pub struct SimConfig {
     /// The seed of the run's one random number generator (routing ties, workloads, telemetry):
     /// the same seed gives the same run.
     pub seed: u64,
-    /// Adaptive (least-loaded up port) or deterministic (`dst mod up ports`) up routing.
+    /// Adaptive (least-loaded up port) or deterministic (D-mod-K,
+    /// [`crate::topology::Topology::deterministic_route`]) up routing.
     pub adaptive: bool,
     /// When an output port counts as congested.
     pub congestion: CongestionRule,

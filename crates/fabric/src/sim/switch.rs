@@ -3,8 +3,9 @@
 //!
 //! The packet at the head of an input buffer is routed once it has been there for the switch
 //! latency: down by the topology's deterministic rule, up to the least loaded up port (queue
-//! bytes plus credits not yet returned by the next buffer, ties broken at random), or to
-//! `dst mod up ports` without adaptive routing. It moves into that output queue when the queue
+//! bytes plus credits not yet returned by the next buffer, ties broken at random), or by D-mod-K
+//! without adaptive routing (the up port [`crate::topology::Topology::deterministic_route`]
+//! reports). It moves into that output queue when the queue
 //! has room; otherwise it blocks its whole input buffer (head-of-line blocking, which is how
 //! congestion trees spread) and waits in the port's FIFO of blocked inputs until the port
 //! sends a packet. Leaving the input buffer sends its credits back upstream. Entering the
@@ -112,7 +113,9 @@ impl Engine {
     fn choose_port(&mut self, switch: u32, dst: u32) -> u32 {
         match self.wiring.route(switch, dst) {
             Route::Down(port) => port,
-            Route::Up { start, count } if !self.config.adaptive => start + dst % count,
+            Route::Up { start, count } if !self.config.adaptive => {
+                start + self.wiring.deterministic_up(switch, dst, count)
+            }
             Route::Up { start, count } => {
                 let now = self.now;
                 let (best, ties) = self.links.loads_into(
@@ -124,7 +127,7 @@ impl Engine {
                 );
                 start + least_loaded(&self.loads, best, ties, &mut self.routing_rng)
             }
-            Route::UpAmong { at, count } => self.choose_among(at, count, dst),
+            Route::UpAmong { at, count } => self.choose_among(switch, at, count, dst),
         }
     }
 
@@ -132,9 +135,10 @@ impl Engine {
     /// only), out of line.
     #[cold]
     #[inline(never)]
-    fn choose_among(&mut self, at: u32, count: u32, dst: u32) -> u32 {
+    fn choose_among(&mut self, switch: u32, at: u32, count: u32, dst: u32) -> u32 {
         if !self.config.adaptive {
-            return self.wiring.up_among(at, dst % count);
+            let k = self.wiring.deterministic_up(switch, dst, count);
+            return self.wiring.up_among(at, k);
         }
         let ports = self.wiring.up_list(at, count);
         let now = self.now;

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use crate::topology::{Level, NodeId, Peer, PortIndex, PortRef, SwitchId, Topology};
+use crate::topology::{dmodk, Level, NodeId, Peer, PortIndex, PortRef, SwitchId, Topology};
 
 /// What is at the receiving end of a link.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -31,6 +31,8 @@ struct SwitchRoute {
     base: PortIndex,
     up_start: PortIndex,
     up_count: u32,
+    /// The base of the switch's D-mod-K digit ([`Topology::up_digit_divisor`]).
+    up_divisor: u32,
     /// Some destinations are routed otherwise from here ([`Wiring::detours`]).
     detoured: bool,
 }
@@ -121,6 +123,7 @@ impl Wiring {
                     base,
                     up_start: base + PortIndex::from(up.start),
                     up_count: u32::from(up.end - up.start),
+                    up_divisor: topology.up_digit_divisor(switch),
                     detoured: false,
                 }
             })
@@ -297,6 +300,13 @@ impl Wiring {
             Some(&route) => route,
             None => self.table_route(switch, dst),
         }
+    }
+
+    /// Which of the `count` up ports of a [`Route::Up`] or [`Route::UpAmong`] at `switch`
+    /// deterministic routing takes towards `dst` (D-mod-K, as [`Topology::deterministic_port`]).
+    #[inline]
+    pub fn deterministic_up(&self, switch: u32, dst: u32, count: u32) -> u32 {
+        dmodk(dst, self.switches[switch as usize].up_divisor, count)
     }
 
     /// The `k`-th port of an [`Route::UpAmong`] list starting `at`.

@@ -125,11 +125,8 @@ mod tests {
         for s in 0..t.num_switches() {
             for d in 0..t.num_nodes() {
                 let (switch, dst) = (SwitchId(s), NodeId(d));
-                let port = t.down_port(switch, dst).or_else(|| {
-                    let ups: Vec<u16> = t.up_ports_towards(switch, dst).collect();
-                    Some(ups[d as usize % ups.len()])
-                });
-                ports[(s * t.num_nodes() + d) as usize] = port.unwrap();
+                ports[(s * t.num_nodes() + d) as usize] =
+                    t.deterministic_port(switch, dst).expect("a tree routes");
             }
         }
         ports

@@ -768,12 +768,7 @@ pub(crate) mod tests {
         let nodes = tree.num_nodes();
         let mut tables: Vec<u16> = (0..tree.num_switches())
             .flat_map(|s| (0..nodes).map(move |d| (SwitchId(s), NodeId(d))))
-            .map(|(s, d)| {
-                tree.down_port(s, d).unwrap_or_else(|| {
-                    let ups: Vec<u16> = tree.up_ports_towards(s, d).collect();
-                    ups[d.0 as usize % ups.len()]
-                })
-            })
+            .map(|(s, d)| tree.deterministic_port(s, d).expect("a tree routes"))
             .collect();
         // Leaf 0 sends node 5 (on leaf 1) to the pod's first aggregation switch, which sends
         // it down to leaf 2, which sends it up to the second, which takes it to leaf 1.

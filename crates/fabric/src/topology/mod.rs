@@ -28,7 +28,8 @@
 //! Routing (thesis 3.5, codes-peer.md): adaptive on the way up (any up port of a leaf or an
 //! aggregation switch leads to the destination; the simulator picks the least loaded),
 //! deterministic on the way down (a core picks the aggregation switch `dst % m` of its group in
-//! the destination pod; parallel leaf links are picked by `dst % links`).
+//! the destination pod; parallel leaf links are picked by `dst % links`). Without adaptive
+//! routing the way up is deterministic too: D-mod-K (`route`).
 
 mod detours;
 mod engines;
@@ -38,6 +39,7 @@ mod route;
 
 pub use forwarding::NO_ENTRY;
 pub use graph::{Engine, GraphLayout, GraphRouting, GraphSpec, GraphSwitch};
+pub(crate) use route::dmodk;
 
 use std::path::Path;
 
