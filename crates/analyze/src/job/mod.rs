@@ -6,8 +6,11 @@
 //!    does not cross is a fault, but not the job's.
 //! 2. One tomography ([`paths`]) over the hosts' paths and the pairs' network parts names the
 //!    elements that explain every abnormal observation: a host's path or a cable. A network
-//!    part measured beside an abnormal or unjudged host part is set aside (host noise makes a
-//!    probe look like the network's fault: R-Pingmesh's stated weakness).
+//!    part measured beside an abnormal or unjudged host part, or from a host whose own check
+//!    found a job path abnormal, is set aside (host noise makes a probe look like the
+//!    network's fault: R-Pingmesh's stated weakness), unless the pair lost packets. Where a
+//!    group of cables cannot be split, a real pair's RNIC counters may say which way it lost
+//!    packets ([`direction`]): the sending end's cable is named first.
 //! 3. The switch ports ([`ports`]): errors and link downs on the job's routes name their
 //!    cable on their own; waits far above the same ports before the window and the ports off
 //!    the routes on many ports are other jobs' traffic, not a fault.

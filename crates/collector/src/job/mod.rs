@@ -13,8 +13,8 @@
 //! | [`query`] | the query string, checked |
 //! | [`hosts`] | each node's newest run in the window, and the paths the job crosses on it |
 //! | [`ports`] | switch-port deltas in the window and before it |
-//! | [`routes`] | the job's routes and cables on the collector's fabric |
-//! | [`pairs`] | a mesh's pair as the verdict's pair |
+//! | [`routes`] | the job's routes and cables on the collector's fabric, or each RNIC's own cable without one |
+//! | [`pairs`] | a mesh's pair (judged against its recorded baseline, `crate::pair_baselines`) as the verdict's pair |
 //! | [`evidence`] | all of the above gathered, with a deadline |
 
 pub mod evidence;
