@@ -413,7 +413,7 @@ mod tests {
         // The pair's own host parts look normal (a starved CPU leaves a loopback's median
         // alone), its bandwidth does not: n1's own check says why.
         let slow = pair("n1", "n2", &["n1/rxe_a", "n2/rxe_b"], PartStatus::Abnormal);
-        let t = run(&segments, &[slow.clone()], &BTreeSet::new());
+        let t = run(&segments, std::slice::from_ref(&slow), &BTreeSet::new());
         assert_eq!(t.host_noise, [0]);
         let found: Vec<&[String]> = t.findings.iter().map(|f| f.elements.as_slice()).collect();
         assert_eq!(found, [&["n1:rnic0->gpu0".to_string()][..]]);
