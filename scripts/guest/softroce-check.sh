@@ -4,7 +4,8 @@
 # WRITE and READ and a streaming test, the error paths (registration refused, a hung probe,
 # a work completion in error, a memlock limit), perftest on the same device for the
 # comparison in BENCHMARKS.md, and last `hostping pair serve|probe` between two more rxe
-# devices on a veth pair (pair-net.sh), healthy, with netem delay and with netem loss.
+# devices on a veth pair (pair-net.sh), healthy, with netem delay and with netem loss, then
+# a real mesh (mesh-agents.sh) and the job verdict (job-agents.sh) over the same pair.
 # Every output lands in $HOSTPING_GUEST_OUT/softroce/; the
 # assertions are in crates/hostping/tests/softroce.rs, which reads them on the host.
 #
@@ -129,5 +130,10 @@ if [ "$(cat "$out/pair-net.status")" = 0 ]; then
     kill "$pair_serve"
     wait "$pair_serve" 2>/dev/null
 fi
-[ "$(cat "$out/pair-net.status")" = 0 ] && step mesh bash "$here/mesh-agents.sh" "$hostping"
+if [ "$(cat "$out/pair-net.status")" = 0 ]; then
+    step mesh bash "$here/mesh-agents.sh" "$hostping"
+    # The job verdict on the same pair as a two-node job (healthy, netem loss, a starved
+    # host).
+    step job bash "$here/job-agents.sh" "$hostping"
+fi
 exit 0

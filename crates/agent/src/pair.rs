@@ -12,11 +12,15 @@
 //! received did not verify or the probe stopped.
 
 use check::host::{Host, HostOptions, HostSpec, ProbeOptions};
+use model::odp_bench::TransportDelta;
+use model::pair::PairFigures;
 use model::{ComponentClass, ComponentId, HostTopology, LatencyStats};
 use probe::{latency_stats, LatencySpec, ProbeEngine};
 use rdma::engine::pair::{
     initiate, respond, PairError, PairOffer, PairPort, PairResult, PairSpec, TimestampSource,
 };
+use rdma::odp_bench::counters::{read_port, transport, PortReading};
+use rdma::sysfs::SysRoot;
 use rdma::verbs::Verbs;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -83,6 +87,8 @@ pub struct Local {
     pub endpoint: ComponentId,
     /// The opened port.
     pub port: PairPort,
+    /// Its number on the device, for its counters.
+    port_number: u8,
     probe: ProbeOptions,
     loopback: LatencySpec,
 }
@@ -140,6 +146,7 @@ impl Local {
             rnic: rnic.clone(),
             endpoint,
             port,
+            port_number: binding.port,
             probe: ProbeOptions {
                 timeout_ms: options.timeout_ms,
                 verbs_faults: Vec::new(),
@@ -180,6 +187,11 @@ impl Local {
         let stats =
             latency_stats(&samples.small_ns).ok_or_else(|| format!("{what}: no samples"))?;
         Ok(stats.p50_us / 2.0)
+    }
+
+    /// Its port's counters now (`hw_counters`, read after the driver's cache time).
+    fn counters(&self) -> PortReading {
+        read_port(&SysRoot::system(), &self.device, self.port_number)
     }
 
     /// `offer` as this side sends it: with its host name and its own part.
@@ -316,17 +328,7 @@ pub enum PeerFailure {
 }
 
 /// One side of the pair in the report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct End {
-    /// The host's name.
-    pub host: String,
-    /// The RNIC: its id (`rnic0`) where an agent probed, the device where `hostping pair`
-    /// did.
-    pub rnic: String,
-    /// The RDMA device, where `rnic` is an id.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub device: Option<String>,
-}
+pub use model::pair::PairEnd as End;
 
 /// DESIGN 4.6's pair object, measured (`hostping pair probe --format json`, and each pair of
 /// a real `hostping mesh`).
@@ -396,6 +398,12 @@ pub struct PairReport {
     pub peer: String,
     /// Where the stop happened, when the probe stopped.
     pub error: Option<String>,
+    /// Host A's RNIC's transport counters over the probe (its port's `hw_counters` before
+    /// and after, rxe's named as mlx5's: `rdma::odp_bench::counters::transport`): which
+    /// way packets were lost. The counters are the device's, so traffic of others on it
+    /// at the same time counts too. Absent where none could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counters_a: Option<TransportDelta>,
 }
 
 /// The network's part: the latency less both hosts' parts (`None` unless all three are
@@ -448,6 +456,7 @@ pub fn initiate_probe(
     exchange: impl FnOnce(&PairOffer) -> Result<Answer, PeerFailure>,
 ) -> Probed {
     let part_a = local.host_part();
+    let before = local.counters();
     let answer: RefCell<Option<Answer>> = RefCell::new(None);
     let unreachable = RefCell::new(false);
     let outcome = initiate(&local.port, spec, |mine: &PairOffer| {
@@ -465,6 +474,7 @@ pub fn initiate_probe(
             (None, None) => Err(format!("{peer} answered without an offer")),
         }
     });
+    let delta = transport(&before, &local.counters());
     let answer = answer.into_inner();
     let peer_offer = answer.as_ref().and_then(|a| a.offer.as_ref());
     let end = |host: String, id: Option<&str>, device: String| match id {
@@ -514,6 +524,7 @@ pub fn initiate_probe(
         host_b_error: answer.as_ref().and_then(|a| a.host_loopback_error.clone()),
         peer: peer.to_string(),
         error: None,
+        counters_a: (delta != TransportDelta::default()).then_some(delta),
     };
     match outcome {
         Ok(result) => {
@@ -566,115 +577,38 @@ fn fill(report: &mut PairReport, result: &PairResult) {
 
 /// A healthy probe of the same pair to judge another against: the `hostping pair probe
 /// --format json` of a run the operator trusts (the fields it needs; the rest is ignored).
-#[derive(Debug, Clone, Deserialize)]
-pub struct PairBaseline {
-    /// The initiator (must be the judged probe's).
-    pub a: End,
-    /// The responder (must be the judged probe's).
-    pub b: End,
-    /// Its latency, us.
-    pub latency_us: f64,
-    /// Its host parts, us.
-    pub host_a_us: Option<f64>,
-    /// See `host_a_us`.
-    pub host_b_us: Option<f64>,
-    /// Its network part, us.
-    pub network_us: Option<f64>,
-    /// Its bandwidth, Gb/s.
-    pub bandwidth_gbps: Option<f64>,
-    /// Its percentiles (the tail).
-    pub latency: Option<LatencyStats>,
+pub type PairBaseline = PairFigures;
+
+impl PairReport {
+    /// What judging reads of this report.
+    pub fn figures(&self) -> PairFigures {
+        PairFigures {
+            a: self.a.clone(),
+            b: self.b.clone(),
+            latency_us: self.latency_us,
+            host_a_us: self.host_a_us,
+            host_b_us: self.host_b_us,
+            network_us: self.network_us,
+            bandwidth_gbps: self.bandwidth_gbps,
+            latency: self.latency,
+        }
+    }
 }
 
-/// How far a probe's tail (p99 half round trip) may grow over the baseline's before the
-/// network part is abnormal for it: a lost packet waits for the transport's ACK timeout
-/// (67 ms here, `rdma::engine::pair`), thousands of times a half round trip, while a busy
-/// host moves the tail by tens of percent.
-pub const TAIL_FACTOR: f64 = 2.0;
-
 /// Judges a finished, verified probe against `baseline`, part by part, at Abnormal_th
-/// (Hostping 5: 20 %, `th`):
-/// - a host part is abnormal when its loopback share grew past `th`;
-/// - the network part is abnormal when it grew by more than `th` of the pair's baseline
-///   latency (not of its own value: on a software RNIC it is the small difference of large
-///   loopbacks, and its noise is that of the whole pair), when the tail grew past
-///   [`TAIL_FACTOR`], or when the bandwidth fell below `1 - th` of the baseline's.
-///
-/// The pair is abnormal when a part is; its reason names the parts and figures.
+/// (`analyze::pair_baseline::judge_against`, the rule the collector's recorded pair
+/// baselines use too). The pair is abnormal when a part is; its reason names the parts and
+/// figures. A failed or unreachable probe measured nothing to judge and is left as it is.
 pub fn judge_against(report: &mut PairReport, baseline: &PairBaseline, th: f64) {
     if report.status != "uncertain" {
-        return; // failed or unreachable: nothing measured to judge
+        return;
     }
-    let host = |now: Option<f64>, then: Option<f64>, name: &str, why: &mut Vec<String>| match (
-        now, then,
-    ) {
-        (Some(now), Some(then)) if now > (1.0 + th) * then => {
-            why.push(format!("{name} {now:.2} us vs {then:.2} us"));
-            "abnormal"
-        }
-        (Some(_), Some(_)) => "normal",
-        _ => "uncertain",
-    };
-    let mut reasons = Vec::new();
-    report.host_a_status = Some(host(
-        report.host_a_us,
-        baseline.host_a_us,
-        &format!("host A ({})", report.a.host),
-        &mut reasons,
-    ));
-    report.host_b_status = Some(host(
-        report.host_b_us,
-        baseline.host_b_us,
-        &format!("host B ({})", report.b.host),
-        &mut reasons,
-    ));
-    let mut network = Vec::new();
-    let network_known = report.network_us.zip(baseline.network_us);
-    if let Some((now, then)) = network_known {
-        if now - then > th * baseline.latency_us {
-            network.push(format!(
-                "network part {now:.2} us vs {then:.2} us (+{:.2} us, over {:.0} % of the \
-                 pair's {:.2} us)",
-                now - then,
-                th * 100.0,
-                baseline.latency_us
-            ));
-        }
-    }
-    if let Some((now, then)) = report.latency.zip(baseline.latency) {
-        if now.p99_us > TAIL_FACTOR * then.p99_us {
-            network.push(format!(
-                "p99 half round trip {:.2} us vs {:.2} us",
-                now.p99_us, then.p99_us
-            ));
-        }
-    }
-    if let Some((now, then)) = report.bandwidth_gbps.zip(baseline.bandwidth_gbps) {
-        if now < (1.0 - th) * then {
-            network.push(format!("bandwidth {now:.3} Gb/s vs {then:.3} Gb/s"));
-        }
-    }
-    report.network_status = Some(match (network.is_empty(), network_known) {
-        (false, _) => "abnormal",
-        (true, Some(_)) => "normal",
-        (true, None) => "uncertain",
-    });
-    reasons.extend(network);
-    let parts = [
-        report.host_a_status,
-        report.host_b_status,
-        report.network_status,
-    ];
-    (report.status, report.reason) = if parts.contains(&Some("abnormal")) {
-        ("abnormal", reasons.join("; "))
-    } else if parts.contains(&Some("uncertain")) {
-        (
-            "uncertain",
-            "a part was not measured here or in the baseline".to_string(),
-        )
-    } else {
-        ("normal", "every part within the baseline's".to_string())
-    };
+    let judged = analyze::pair_baseline::judge_against(&report.figures(), baseline, th);
+    report.host_a_status = Some(judged.host_a.as_str());
+    report.host_b_status = Some(judged.host_b.as_str());
+    report.network_status = Some(judged.network.as_str());
+    report.status = judged.status.as_str();
+    report.reason = judged.reason;
 }
 
 /// The report of a probe that stopped: what was kept, and why.
@@ -779,7 +713,7 @@ mod tests {
         let baseline = PairBaseline {
             a: end("rxe_a"),
             b: end("rxe_b"),
-            latency_us: 25.0,
+            latency_us: Some(25.0),
             host_a_us: Some(10.0),
             host_b_us: Some(10.0),
             network_us: Some(5.0),
@@ -815,6 +749,7 @@ mod tests {
             host_b_error: None,
             peer: "p".into(),
             error: None,
+            counters_a: None,
         };
         judge_against(&mut report, &baseline, 0.2);
         (report, baseline)

@@ -104,6 +104,7 @@ mod misconfig;
 pub mod mode;
 pub mod odp;
 pub mod pair;
+pub mod pair_baseline;
 pub mod relative;
 mod reprobe;
 pub mod robust;

@@ -279,6 +279,7 @@ pub(crate) fn job_pair(cluster: &Cluster, p: &PairReport) -> JobPair {
         cables: cables.into_iter().collect(),
         retransmitted_packets: p.retransmitted_packets,
         reason: p.reason.clone(),
+        counters_a: None,
     }
 }
 

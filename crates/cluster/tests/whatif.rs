@@ -358,6 +358,7 @@ fn pair(a: &str, b: &str, gbps: f64, cables: &[&str]) -> JobPair {
         cables: cables.iter().map(|c| c.to_string()).collect(),
         retransmitted_packets: 0,
         reason: None,
+        counters_a: None,
     }
 }
 

@@ -19,6 +19,7 @@ pub mod fabric;
 pub mod fleet;
 pub mod job;
 pub mod mesh;
+pub mod pair_baselines;
 pub mod reads;
 pub mod refresh;
 pub mod schema;

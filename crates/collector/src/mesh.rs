@@ -1,6 +1,5 @@
 //! `POST /api/mesh {"nodes": [..][, "duration_s", "rate", "rate_same_leaf", "bw_iterations",
-//! "depth"]}`: a real
-//! `hostping mesh` (DESIGN 4.6), for holders of a probe token (`--probe-tokens FILE`, the
+//! "depth", "record_baseline"]}`: a real `hostping mesh` (DESIGN 4.6), for holders of a probe token (`--probe-tokens FILE`, the
 //! agents' file format; without one the endpoint answers 403, mesh is off).
 //!
 //! The collector picks the pairs, asks the initiating agent of each to run it
@@ -9,6 +8,9 @@
 //! with `"simulated": false`. A host without a registered agent, an agent that cannot be
 //! reached, or a peer that vanishes mid-probe is reported on its pairs (`unreachable` or
 //! `failed`, with the error); the pairs already measured are kept.
+//!
+//! Each measured pair is judged against its recorded baseline, or stored as it with
+//! `record_baseline` ([`crate::pair_baselines`]); without one it stays `uncertain`.
 //!
 //! # Which pairs, from the cabling
 //! With `--fabric FILE` (an ibnetdiscover file whose CAs are described `HOST DEVICE`) the
@@ -40,6 +42,7 @@
 //! `duration_s / pairs` apart.
 
 use crate::agents::{self, bearer, refuse};
+use crate::pair_baselines;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -157,7 +160,46 @@ impl Access {
             .iter()
             .map(|p| u64::from(p.probes(&budget)))
             .sum();
-        Ok(run(nodes, plan, budget, token).await)
+        let mut answer = run(nodes, plan, budget, token).await;
+        if request.record_baseline == Some(true) {
+            let budget = answer.budget.as_request();
+            let now = model::time::unix_ms(std::time::SystemTime::now());
+            let stored = pair_baselines::record(&self.pool, &mut answer.pairs, &budget, now)
+                .await
+                .map_err(database)?;
+            answer.baselines_recorded = Some(stored);
+        } else {
+            self.judge_recorded(&request.nodes, &mut answer)
+                .await
+                .map_err(database)?;
+        }
+        Ok(answer)
+    }
+
+    /// Judges each pair of `answer` against its recorded baseline (`crate::pair_baselines`)
+    /// at the Abnormal_th of its hosts' agents; a pair without one says how to record one.
+    async fn judge_recorded(
+        &self,
+        nodes: &[String],
+        answer: &mut MeshAnswer,
+    ) -> Result<(), String> {
+        let keys: Vec<pair_baselines::Key> = answer
+            .pairs
+            .iter()
+            .filter_map(pair_baselines::key)
+            .collect();
+        let baselines = pair_baselines::load(&self.pool, &keys).await?;
+        let by_host = pair_baselines::abnormal_th(&self.pool, nodes).await?;
+        for pair in &mut answer.pairs {
+            match pair_baselines::key(pair).map(|k| (baselines.get(&k), k)) {
+                Some((Some(baseline), (a, b))) => {
+                    let th = pair_baselines::pair_th(&by_host, &a.host, &b.host);
+                    pair_baselines::judge(pair, baseline, th);
+                }
+                _ => pair_baselines::not_judged(pair),
+            }
+        }
+        Ok(())
     }
 
     /// Runs the chosen `pairs` of nodes placed on the collector's fabric (`placed`, a job
@@ -206,8 +248,17 @@ impl Access {
             .iter()
             .map(|p| u64::from(p.probes(&budget)))
             .sum();
-        Ok(run(nodes, plan, budget, token).await)
+        let mut answer = run(nodes, plan, budget, token).await;
+        self.judge_recorded(&names, &mut answer)
+            .await
+            .map_err(database)?;
+        Ok(answer)
     }
+}
+
+/// The database did not answer: 503.
+fn database(why: String) -> Refusal {
+    (StatusCode::SERVICE_UNAVAILABLE, format!("database: {why}"))
 }
 
 /// The route, over [`Access`].
@@ -228,6 +279,9 @@ pub(crate) struct MeshRequest {
     rate_same_leaf: Option<f64>,
     bw_iterations: Option<u64>,
     depth: Option<u32>,
+    /// Store each measured pair as its ends' baseline instead of judging it
+    /// ([`crate::pair_baselines`]).
+    record_baseline: Option<bool>,
 }
 
 /// The budget, as asked and as spent.
@@ -252,6 +306,15 @@ struct Budget {
     depth: Option<u32>,
 }
 
+impl Budget {
+    /// The budget as a request asks for it (the fields of [`MeshRequest`] but `nodes`).
+    fn as_request(&self) -> Value {
+        json!({"duration_s": self.duration_s, "rate": self.rate,
+               "rate_same_leaf": self.rate_same_leaf, "bw_iterations": self.bw_iterations,
+               "depth": self.depth})
+    }
+}
+
 impl MeshRequest {
     /// A mesh of `nodes` on the default budget.
     pub(crate) fn of_nodes(nodes: Vec<String>) -> MeshRequest {
@@ -262,7 +325,16 @@ impl MeshRequest {
             rate_same_leaf: None,
             bw_iterations: None,
             depth: None,
+            record_baseline: None,
         }
+    }
+
+    /// A mesh of `nodes` on `budget` as [`Budget::as_request`] gives it (a recorded
+    /// baseline's), or why it does not read as one.
+    pub(crate) fn with_budget(nodes: Vec<String>, budget: &Value) -> Result<MeshRequest, String> {
+        let mut request = budget.clone();
+        request["nodes"] = json!(nodes);
+        serde_json::from_value(request).map_err(|e| format!("a recorded budget {budget}: {e}"))
     }
 
     /// The budget, or why the request is outside the contract.
@@ -368,6 +440,21 @@ pub(crate) struct Node {
     error: Option<String>,
 }
 
+impl Node {
+    /// Its RNICs' own cables, each named by its host end
+    /// ([`crate::job::pairs::rnic_cable`]): by device where its agent registered them.
+    pub(crate) fn rnic_cables(&self) -> Vec<String> {
+        self.rnics
+            .iter()
+            .enumerate()
+            .map(|(i, rnic)| {
+                let name = self.devices.get(i).unwrap_or(rnic);
+                crate::job::pairs::rnic_cable(&self.host, name)
+            })
+            .collect()
+    }
+}
+
 /// The answer (DESIGN 4.6, with fields added after its own).
 #[derive(Debug, Serialize)]
 pub(crate) struct MeshAnswer {
@@ -382,6 +469,9 @@ pub(crate) struct MeshAnswer {
     budget: Budget,
     /// Seconds the mesh took.
     elapsed_s: f64,
+    /// With `record_baseline`: how many pairs were stored as their ends' baselines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baselines_recorded: Option<usize>,
 }
 
 async fn mesh(
@@ -708,6 +798,7 @@ async fn run(mut nodes: Vec<Node>, plan: Plan, budget: Budget, token: String) ->
         coverage: plan.coverage,
         budget,
         elapsed_s: started.elapsed().as_secs_f64(),
+        baselines_recorded: None,
     }
 }
 
@@ -826,6 +917,23 @@ mod tests {
     }
 
     #[test]
+    fn without_a_fabric_each_rnic_is_its_own_cable_named_by_its_host_end() {
+        let node = |devices: &[&str]| Node {
+            host: "node01".into(),
+            agent_url: None,
+            rnics: vec!["rnic0".into(), "rnic1".into()],
+            devices: devices.iter().map(|d| d.to_string()).collect(),
+            error: None,
+        };
+        assert_eq!(
+            node(&["rxe_a", "rxe_b"]).rnic_cables(),
+            ["node01/rxe_a", "node01/rxe_b"]
+        );
+        // No device registered (a simulated host, a host without an agent): its RNIC id.
+        assert_eq!(node(&[]).rnic_cables(), ["node01/rnic0", "node01/rnic1"]);
+    }
+
+    #[test]
     fn nodes_must_be_two_or_more_each_once() {
         let list = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert!(check_nodes(&list(&["a", "b"])).is_ok());
@@ -848,6 +956,7 @@ mod tests {
             rate_same_leaf: None,
             bw_iterations: None,
             depth: None,
+            record_baseline: None,
         };
         let b = request(None, None).budget().unwrap();
         assert_eq!((b.latency_probes_per_pair, b.bw_iterations), (10, 1000));

@@ -263,6 +263,9 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (7, crate::fabric::store::MIGRATION),
     // Where each agent listens and its RNIC ids, for pair probes (crate::agents).
     (8, crate::agents::MIGRATION),
+    // Each pair's recorded baseline, for real meshes and the job verdict's probes
+    // (crate::pair_baselines).
+    (9, crate::pair_baselines::MIGRATION),
 ];
 
 /// Applies the migrations not yet applied. An advisory lock makes two collectors starting

@@ -165,12 +165,19 @@ fn serve_one(local: &mut Local, stream: &TcpStream) -> Result<String> {
 fn read_baseline(file: &std::path::Path) -> Result<pair::PairBaseline> {
     let text = std::fs::read_to_string(file)
         .with_context(|| format!("--baseline {}: cannot read", file.display()))?;
-    serde_json::from_str(&text).with_context(|| {
+    let baseline: pair::PairBaseline = serde_json::from_str(&text).with_context(|| {
         format!(
             "--baseline {}: not the JSON of `hostping pair probe --format json`",
             file.display()
         )
-    })
+    })?;
+    if baseline.latency_us.is_none() {
+        bail!(
+            "--baseline {}: no latency_us (a probe that stopped is no baseline)",
+            file.display()
+        );
+    }
+    Ok(baseline)
 }
 
 fn probe(args: &PairProbeArgs) -> Result<Outcome> {

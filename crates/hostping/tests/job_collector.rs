@@ -10,7 +10,7 @@
 mod common;
 
 use common::job::{now_s, post_run, post_sweep, register, token, OFF_ROUTE, ON_ROUTE};
-use common::postgres::{free_port, get, get_with, Collector, Postgres};
+use common::postgres::{client, free_port, get, get_with, Collector, Postgres};
 use common::{agent, hostping, sim_report, stderr, stdout, temp_dir, tokens_file, wait_until};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
@@ -522,4 +522,210 @@ fn without_slurm_the_slurm_flag_says_so() {
         "{}",
         stderr(&out)
     );
+}
+
+/// A stand-in agent: answers `GET /api/status` and each `POST /api/pair/probe` with the
+/// next of its reports (the last again once they run out), keeping each probe's request.
+struct FakeAgent {
+    url: String,
+    probes: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+fn fake_agent(reports: Vec<Value>) -> FakeAgent {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let probes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = probes.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let (mut first, mut length) = (String::new(), 0);
+            reader.read_line(&mut first).unwrap();
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap() == 0 || header == "\r\n" {
+                    break;
+                }
+                if let Some(v) = header.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let answer = if first.starts_with("POST /api/pair/probe") {
+                let mut probes = kept.lock().unwrap();
+                probes.push(serde_json::from_slice(&body).unwrap());
+                reports[(probes.len() - 1).min(reports.len() - 1)].clone()
+            } else {
+                json!({})
+            };
+            let text = answer.to_string();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            );
+        }
+    });
+    FakeAgent { url, probes }
+}
+
+/// A pair as node01's agent reports it (agent::pair::PairReport's JSON): `bandwidth` Gb/s,
+/// a p99 of `p99` us, and what rxe_a's counters counted over it (sequence-error NAKs).
+fn agent_pair(bandwidth: f64, p99: f64, naks: u64) -> Value {
+    json!({"a": {"host": "node01", "rnic": "rnic0", "device": "rxe_a"},
+           "b": {"host": "node02", "rnic": "rnic0", "device": "rxe_b"},
+           "latency_us": 17.0, "bandwidth_gbps": bandwidth, "host_a_us": 8.5,
+           "host_b_us": 8.6, "network_us": -0.1, "network_from": "latency_less_host_parts",
+           "latency": {"samples": 20, "min_us": 15.0, "p50_us": 17.0, "p90_us": 20.0,
+                       "p99_us": p99, "max_us": p99},
+           "status": "uncertain", "reason": "measured, not judged: a single pair has no baseline",
+           "verified": true, "simulated": false, "endpoint_a": "mem1", "peer": "node02",
+           "counters_a": {"local_ack_timeout_err": null, "packet_seq_err": naks,
+                          "out_of_sequence": 0, "duplicate_request": 0}})
+}
+
+/// Recorded pair baselines without a fabric: `hostping mesh --record-baseline` stores the
+/// healthy pair; `job --probe` then probes it on the same budget and judges it against it:
+/// `neither` while it holds, `network` naming node01's own cable once rxe_a counts NAKs.
+#[test]
+fn a_recorded_pair_baseline_judges_the_jobs_probes_without_a_fabric() {
+    let dir = temp_dir("job-pair-baselines");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let tokens = tokens_file(
+        &dir,
+        &[("node01", &token("node01")), ("node02", &token("node02"))],
+    );
+    let probe_tokens = dir.join("probe.tokens");
+    std::fs::write(&probe_tokens, format!("ops {OPS}\n")).unwrap();
+    let c = Collector::start(
+        &pg,
+        &tokens,
+        &["--probe-tokens", probe_tokens.to_str().unwrap()],
+    );
+    let healthy = agent_pair(0.23, 40.0, 0);
+    let agent = fake_agent(vec![
+        healthy.clone(),
+        healthy,
+        agent_pair(0.004, 38_000.0, 901),
+    ]);
+    for (host, device) in [("node01", "rxe_a"), ("node02", "rxe_b")] {
+        let body = json!({"url": agent.url, "rnics": ["rnic0"], "devices": [device]});
+        let mut resp = client()
+            .put(format!("http://{}/api/hosts/{host}/agent", c.addr))
+            .header("Authorization", format!("Bearer {}", token(host)))
+            .header("Content-Type", "application/json")
+            .send(body.to_string().as_bytes())
+            .unwrap();
+        assert_eq!(
+            resp.status().as_u16(),
+            200,
+            "{}",
+            resp.body_mut().read_to_string().unwrap()
+        );
+    }
+    let now = now_s();
+    for host in ["node01", "node02"] {
+        post_run(c.addr, host, 1, now - 60, &sim_report(&[]));
+    }
+    let url = format!("http://{}", c.addr);
+    let token_file = dir.join("ops.token");
+    std::fs::write(&token_file, format!("{OPS}\n")).unwrap();
+
+    // Recorded: 40 pings a second for half a second, 77 WRITEs.
+    let out = hostping(&[
+        "mesh",
+        "--nodes",
+        "node01,node02",
+        "--collector",
+        &url,
+        "--token-file",
+        token_file.to_str().unwrap(),
+        "--record-baseline",
+        "--duration",
+        "0.5",
+        "--rate-cross-leaf",
+        "40",
+        "--bw-iterations",
+        "77",
+        "--format",
+        "json",
+    ]);
+    let recorded: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "recorded, not judged: {recorded:#}"
+    );
+    assert_eq!(recorded["baselines_recorded"], 1, "{recorded:#}");
+    assert_eq!(recorded["pairs"][0]["baseline"], "recorded", "{recorded:#}");
+    assert_eq!(
+        pg.scalar(
+            "SELECT host_a || '/' || rnic_a || '->' || host_b || '/' || rnic_b FROM pair_baselines"
+        ),
+        "node01/rnic0->node02/rnic0"
+    );
+
+    let verdict = || {
+        let out = hostping(&[
+            "job",
+            "--nodes",
+            "node01,node02",
+            "--collector",
+            &url,
+            "--probe",
+            "--token-file",
+            token_file.to_str().unwrap(),
+            "--since",
+            &(now - 120).to_string(),
+            "--format",
+            "json",
+        ]);
+        let report: Value =
+            serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+        (out.status.code(), report)
+    };
+    // Healthy: the pair within its baseline, both RNICs' own cables judged.
+    let (code, healthy) = verdict();
+    assert_eq!(healthy["verdict"], "neither", "{healthy:#}");
+    assert_eq!(code, Some(0), "{healthy:#}");
+    let pair = &healthy["pairs"][0];
+    assert_eq!(pair["status"], "normal", "{healthy:#}");
+    assert_eq!(
+        pair["cables"],
+        json!(["node01/rxe_a", "node02/rxe_b"]),
+        "{healthy:#}"
+    );
+    // The verdict's probe ran on the recorded budget.
+    let probes = agent.probes.lock().unwrap().clone();
+    assert_eq!(probes.len(), 2, "{probes:?}");
+    assert_eq!(
+        (&probes[1]["iterations"], &probes[1]["bw_iterations"]),
+        (&json!(20), &json!(77))
+    );
+
+    // Lossy: the bandwidth and the tail gone, and rxe_a counted NAKs: node01's cable first.
+    let (code, lossy) = verdict();
+    assert_eq!(lossy["verdict"], "network", "{lossy:#}");
+    assert_eq!(code, Some(1), "{lossy:#}");
+    let top = &lossy["culprits"][0];
+    assert_eq!(top["component"], "node01/rxe_a", "{lossy:#}");
+    assert_eq!(
+        top["candidates"],
+        json!(["node01/rxe_a", "node02/rxe_b"]),
+        "{lossy:#}"
+    );
+    assert_eq!(top["cause"], "link_errors", "{lossy:#}");
+    assert!(
+        top["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("901 sequence-error NAK(s)"),
+        "{lossy:#}"
+    );
+    assert_eq!(lossy["pairs"][0]["network_status"], "abnormal", "{lossy:#}");
 }

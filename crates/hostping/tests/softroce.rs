@@ -3,7 +3,9 @@
 //! matrix, the error paths, perftest), and asserts on what came back.
 //!
 //! `pair_serve_and_probe_on_soft_roce` reads the same boot's `hostping pair serve|probe`
-//! between two more rxe devices joined by a veth pair, healthy, with netem delay and loss.
+//! between two more rxe devices joined by a veth pair, healthy, with netem delay and loss;
+//! `mesh_through_the_collector_on_soft_roce` a real mesh over that pair, and
+//! `job_verdict_on_soft_roce` the job verdict on it as a two-node job.
 //!
 //! A second test boots the guest from a `git clone` of this repository under /tmp, which
 //! the guest covers with its own /tmp: it must see the checkout through its own mount point.
@@ -29,7 +31,8 @@ fn guest_results() -> PathBuf {
     static RESULTS: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     RESULTS
         .get_or_init(|| {
-            guest_run("default", 900, "scripts/guest/softroce-check.sh", &["3"]).join("softroce")
+            // The job verdict's three windows (job-agents.sh) add two to four minutes.
+            guest_run("default", 1200, "scripts/guest/softroce-check.sh", &["3"]).join("softroce")
         })
         .clone()
 }
@@ -789,4 +792,104 @@ fn mesh_through_the_collector_on_soft_roce() {
         );
         assert!(p["latency_us"].is_null(), "{p:#}");
     }
+}
+
+/// The job verdict on the same boot's two-node "job" (scripts/guest/job-agents.sh): node01's
+/// agent on rxe_a, node02's on rxe_b, each judging its checks against its own host baseline,
+/// the pair judged against the baseline the collector recorded, and `hostping job --probe`
+/// asked in three windows: healthy, `netem loss` on veth_a (node01's end), and node01's
+/// agent starved in a CPU cgroup.
+#[test]
+#[ignore = "boots a QEMU guest (a minute or two); ./test.sh runs it"]
+fn job_verdict_on_soft_roce() {
+    let dir = guest_results();
+    assert_eq!(status(&dir, "mesh"), 0, "{}", read(&dir, "mesh.err"));
+    assert_eq!(status(&dir, "job"), 0, "{}", read(&dir, "job.err"));
+    println!("job time: {}", read(&dir, "job-time.txt").trim());
+    for node in ["node01", "node02"] {
+        let step = format!("job-baseline-{node}");
+        assert_eq!(
+            status(&dir, &step),
+            0,
+            "{}",
+            read(&dir, &format!("{step}.err"))
+        );
+    }
+    // The healthy pair recorded as its own baseline: measured, not judged (exit 3).
+    let recorded = json(&dir, "job-record");
+    assert_eq!(status(&dir, "job-record"), 3, "{recorded:#}");
+    assert_eq!(recorded["baselines_recorded"], 1, "{recorded:#}");
+    assert_eq!(recorded["pairs"][0]["baseline"], "recorded", "{recorded:#}");
+
+    let window = |name: &str, exit: i32, verdict: &str| -> Value {
+        let step = format!("job-{name}");
+        let report = json(&dir, &step);
+        let pair = &report["pairs"][0];
+        println!(
+            "job {name}: {} ({}); pair {} latency {} us, host A {} us, host B {} us, \
+             network {} us, {} Gb/s: {}",
+            report["verdict"],
+            report["summary"],
+            pair["status"],
+            pair["latency_us"],
+            pair["host_a_us"],
+            pair["host_b_us"],
+            pair["network_us"],
+            pair["bandwidth_gbps"],
+            pair["reason"]
+        );
+        assert_eq!(report["simulated"], false, "{report:#}");
+        assert_eq!(report["verdict"], verdict, "{step}: {report:#}");
+        assert_eq!(
+            status(&dir, &step),
+            exit,
+            "{step}: {}\n{report:#}",
+            read(&dir, &format!("{step}.err"))
+        );
+        // Without a fabric the pair crosses its RNICs' own cables, named by their hosts.
+        assert_eq!(
+            pair["cables"],
+            serde_json::json!(["node01/rxe_a", "node02/rxe_b"]),
+            "{report:#}"
+        );
+        report
+    };
+
+    // Healthy: both hosts and the pair within their baselines.
+    let healthy = window("healthy", 0, "neither");
+    assert_eq!(healthy["pairs"][0]["status"], "normal", "{healthy:#}");
+    assert!(
+        healthy["culprits"].as_array().unwrap().is_empty(),
+        "{healthy:#}"
+    );
+    assert!(
+        healthy["not_judged"].as_array().unwrap().is_empty(),
+        "{healthy:#}"
+    );
+
+    // Loss on veth_a: the network, node01's cable first; node02's stays a candidate.
+    let loss = window("loss", 1, "network");
+    let top = &loss["culprits"][0];
+    assert_eq!(top["layer"], "fabric", "{loss:#}");
+    assert_eq!(top["component"], "node01/rxe_a", "{loss:#}");
+    assert_eq!(
+        top["candidates"],
+        serde_json::json!(["node01/rxe_a", "node02/rxe_b"]),
+        "{loss:#}"
+    );
+    assert!(
+        top["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("packets from node01 to node02 were lost"),
+        "{loss:#}"
+    );
+    assert_eq!(loss["pairs"][0]["network_status"], "abnormal", "{loss:#}");
+
+    // node01 starved: the host, named; the pair's slowness is its noise, not the network's.
+    let host = window("host", 1, "host");
+    let culprits = host["culprits"].as_array().unwrap();
+    assert_eq!(culprits[0]["host"], "node01", "{host:#}");
+    assert!(culprits.iter().all(|c| c["layer"] != "fabric"), "{host:#}");
+    assert!(culprits.iter().all(|c| c["host"] != "node02"), "{host:#}");
 }

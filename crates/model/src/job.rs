@@ -188,12 +188,17 @@ pub struct JobPair {
     /// The endpoint on host B.
     pub endpoint_b: String,
     /// The cables the probes crossed, both ways, each named by one end (`leaf2/9`),
-    /// including the two RNICs' own cables; empty when the route is unknown.
+    /// including the two RNICs' own cables; a real pair's in route order from A (A's own
+    /// cable first, B's last), and without a known route just those two (`node01/rxe_a`).
     pub cables: Vec<String>,
     /// Packets lost on the way and sent again.
     pub retransmitted_packets: u64,
     /// Why the pair is not normal, in words.
     pub reason: Option<String>,
+    /// Host A's RNIC's transport counters over a real probe (which way packets were
+    /// lost); `None` where not read (a simulated pair, a port that could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters_a: Option<crate::odp_bench::TransportDelta>,
 }
 
 /// One switch port's counters over the job's window, and outside it.

@@ -17,6 +17,60 @@ pub enum PartStatus {
     Failed,
 }
 
+impl PartStatus {
+    /// The name in JSON (`normal`, `abnormal`, `uncertain`, `failed`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PartStatus::Normal => "normal",
+            PartStatus::Abnormal => "abnormal",
+            PartStatus::Uncertain => "uncertain",
+            PartStatus::Failed => "failed",
+        }
+    }
+}
+
+/// One end of a real pair probe (DESIGN 4.6's `a` and `b`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PairEnd {
+    /// The host's name.
+    pub host: String,
+    /// The RNIC: its id (`rnic0`) where an agent probed, the device where `hostping pair`
+    /// did.
+    pub rnic: String,
+    /// The RDMA device, where `rnic` is an id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+}
+
+/// What judging a real pair against a baseline of the same pair reads of each of the two
+/// probes (the fields of DESIGN 4.6's pair object; the rest of the JSON is ignored): a
+/// healthy probe recorded as the baseline (`hostping pair probe --baseline FILE`, or the
+/// collector's recorded pair baselines) and the probe judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairFigures {
+    /// The initiator.
+    pub a: PairEnd,
+    /// The responder.
+    pub b: PairEnd,
+    /// p50 of the half round trips, us.
+    pub latency_us: Option<f64>,
+    /// Half host A's loopback latency, us.
+    #[serde(default)]
+    pub host_a_us: Option<f64>,
+    /// The same on host B.
+    #[serde(default)]
+    pub host_b_us: Option<f64>,
+    /// The network's part, us.
+    #[serde(default)]
+    pub network_us: Option<f64>,
+    /// The bandwidth phase's rate, Gb/s.
+    #[serde(default)]
+    pub bandwidth_gbps: Option<f64>,
+    /// Percentiles of the half round trips (the tail).
+    #[serde(default)]
+    pub latency: Option<crate::LatencyStats>,
+}
+
 /// One host's part of a pair: its loopback path from the RNIC to the endpoint the data lives
 /// in, as its own check measured and judged it.
 #[derive(Copy, Clone, Debug, PartialEq)]

@@ -7,6 +7,7 @@ use model::job::{Culprit, JobEvidence, Layer, NotJudgedItem, Verdict};
 use model::pair::PartStatus;
 use model::{Cause, LinkStatus};
 
+use crate::job::direction;
 use crate::job::hosts::{self, HostFinding, Hosts};
 use crate::job::paths::{Finding, Tomography};
 use crate::job::ports::{JudgedPort, PortState};
@@ -234,17 +235,31 @@ impl<'a> Judged<'a> {
             (_, [one]) => Some(*one),
             _ => None,
         };
-        // A gray group's likeliest member is named, with the group as the candidates.
-        let likeliest = match (proven, finding.likeliest.as_slice()) {
-            (None, [one]) => Some(one),
-            _ => None,
-        };
         let pairs: Vec<&model::job::JobPair> = finding
             .explains
             .iter()
             .filter_map(|&i| self.tomography.observations[i].pair)
             .map(|p| &self.evidence.pairs[p])
             .collect();
+        // The pairs' RNIC counters may say which way packets were lost: the sending end's
+        // cable, when every pair that says one says the same member of the group.
+        let directed: Vec<(&str, String)> = pairs
+            .iter()
+            .filter_map(|p| direction::lossy_from(p))
+            .filter(|(cable, _)| finding.elements.iter().any(|e| e == cable))
+            .collect();
+        let sending = match directed.as_slice() {
+            [(first, _), rest @ ..] if rest.iter().all(|(c, _)| c == first) => {
+                finding.elements.iter().find(|e| e == first)
+            }
+            _ => None,
+        };
+        // Else a gray group's likeliest member is named; the group stays the candidates.
+        let likeliest = match (proven, sending, finding.likeliest.as_slice()) {
+            (None, Some(cable), _) => Some(cable),
+            (None, None, [one]) => Some(one),
+            _ => None,
+        };
         let counters: Vec<&JudgedPort> = match proven {
             Some(cable) => ports_of(cable),
             None => finding.elements.iter().flat_map(|e| ports_of(e)).collect(),
@@ -255,7 +270,8 @@ impl<'a> Judged<'a> {
         let down = counters.iter().any(|p| p.state == PortState::Down)
             || pairs.iter().any(|p| p.network_status == PartStatus::Failed);
         let errors = counters.iter().any(|p| p.state == PortState::Errors)
-            || pairs.iter().any(|p| p.retransmitted_packets > 0);
+            || pairs.iter().any(|p| p.retransmitted_packets > 0)
+            || !directed.is_empty();
         let cause = if down {
             "link_down"
         } else if errors {
@@ -286,10 +302,15 @@ impl<'a> Judged<'a> {
             evidence.push_str("; ");
             evidence.push_str(&p.words());
         }
-        if let Some(one) = likeliest {
-            evidence.push_str(&format!(
+        match (likeliest, directed.first()) {
+            (Some(one), Some((_, words))) if sending == Some(one) => {
+                evidence.push_str("; ");
+                evidence.push_str(words);
+            }
+            (Some(one), _) => evidence.push_str(&format!(
                 "; {one} is the likeliest: the fewest normal pairs cross it"
-            ));
+            )),
+            (None, _) => {}
         }
         let score = match (proven, likeliest) {
             (Some(_), _) if finding.gray && !corroborated => SCORE_CANDIDATES + 0.1,
@@ -311,10 +332,14 @@ impl<'a> Judged<'a> {
             cause: cause.to_string(),
             score,
             evidence,
-            candidates: if proven.is_some() {
-                Vec::new()
-            } else {
-                finding.elements.clone()
+            candidates: match (proven, likeliest) {
+                (Some(_), _) => Vec::new(),
+                // The likeliest first, the others after it.
+                (None, Some(one)) => std::iter::once(one)
+                    .chain(finding.elements.iter().filter(|e| *e != one))
+                    .cloned()
+                    .collect(),
+                (None, None) => finding.elements.clone(),
             },
             action: fabric_action(cause, proven.or(likeliest).map(String::as_str)),
         };

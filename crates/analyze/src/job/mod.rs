@@ -6,8 +6,11 @@
 //!    does not cross is a fault, but not the job's.
 //! 2. One tomography ([`paths`]) over the hosts' paths and the pairs' network parts names the
 //!    elements that explain every abnormal observation: a host's path or a cable. A network
-//!    part measured beside an abnormal or unjudged host part is set aside (host noise makes a
-//!    probe look like the network's fault: R-Pingmesh's stated weakness).
+//!    part measured beside an abnormal or unjudged host part, or from a host whose own check
+//!    found a job path abnormal, is set aside (host noise makes a probe look like the
+//!    network's fault: R-Pingmesh's stated weakness), unless the pair lost packets. Where a
+//!    group of cables cannot be split, a real pair's RNIC counters may say which way it lost
+//!    packets ([`direction`]): the sending end's cable is named first.
 //! 3. The switch ports ([`ports`]): errors and link downs on the job's routes name their
 //!    cable on their own; waits far above the same ports before the window and the ports off
 //!    the routes on many ports are other jobs' traffic, not a fault.
@@ -17,6 +20,7 @@
 //!    every cable of the job's routes was judged; inconclusive otherwise.
 
 mod culprits;
+pub mod direction;
 pub mod hosts;
 pub mod paths;
 pub mod ports;
@@ -154,6 +158,7 @@ mod tests {
             cables: vec!["leaf1/1".into(), "leaf1/2".into()],
             retransmitted_packets: 0,
             reason: None,
+            counters_a: None,
         }
     }
 
@@ -241,6 +246,49 @@ mod tests {
         let r = judge(&abnormal);
         assert_eq!(r.verdict, Verdict::Host, "{}", r.summary);
         assert_eq!(r.culprits[0].host.as_deref(), Some("n1"));
+    }
+
+    #[test]
+    fn a_single_pairs_rnic_counters_name_the_cable_at_the_sending_end_first() {
+        let hosts = || {
+            vec![
+                host("n1", Some(report("n1", PathStatus::Normal))),
+                host("n2", Some(report("n2", PathStatus::Normal))),
+            ]
+        };
+        // Without a fabric: the two RNICs' own cables, crossed by the one observation.
+        let mut lossy = pair(PartStatus::Abnormal);
+        lossy.cables = vec!["n1/rxe_a".into(), "n2/rxe_b".into()];
+        let mut e = evidence(hosts(), vec![lossy.clone()]);
+        e.job_cables = lossy.cables.clone();
+        let r = judge(&e);
+        assert_eq!(r.verdict, Verdict::Network, "{}", r.summary);
+        assert_eq!(r.culprits[0].component, None, "both are candidates");
+        assert_eq!(r.culprits[0].candidates, ["n1/rxe_a", "n2/rxe_b"]);
+        // n1's RNIC counted out-of-sequence requests: n2's packets to n1 were lost.
+        lossy.counters_a = Some(model::odp_bench::TransportDelta {
+            packet_seq_err: Some(0),
+            out_of_sequence: Some(9),
+            duplicate_request: Some(0),
+            local_ack_timeout_err: None,
+        });
+        e.pairs = vec![lossy];
+        let r = judge(&e);
+        let top = &r.culprits[0];
+        assert_eq!(r.verdict, Verdict::Network, "{}", r.summary);
+        assert_eq!(
+            top.component.as_deref(),
+            Some("n2/rxe_b"),
+            "{}",
+            top.evidence
+        );
+        assert_eq!(top.candidates, ["n2/rxe_b", "n1/rxe_a"]);
+        assert_eq!(top.cause, "link_errors");
+        assert!(
+            top.evidence.contains("9 out-of-sequence"),
+            "{}",
+            top.evidence
+        );
     }
 
     #[test]

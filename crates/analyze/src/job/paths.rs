@@ -14,6 +14,7 @@ use model::job::{JobPair, NotJudgedItem};
 use model::pair::PartStatus;
 use model::{ComponentId, LinkId, LinkStatus, PathStatus};
 
+use crate::job::direction;
 use crate::job::hosts::Segment;
 use crate::tomography::{self, ObservedPath};
 
@@ -57,7 +58,8 @@ pub struct Tomography {
     /// Elements some normal or abnormal observation crossed.
     pub judged: BTreeSet<String>,
     /// Pairs whose abnormal network part was set aside: a host part of theirs was abnormal
-    /// or not judged, and a busy host inflates a probe (R-Pingmesh's stated weakness).
+    /// or not judged, or an end's host found a job path of its own abnormal in its check,
+    /// and a busy host inflates a probe (R-Pingmesh's stated weakness).
     pub host_noise: Vec<usize>,
     /// Pairs that judged nothing.
     pub not_judged: Vec<NotJudgedItem>,
@@ -71,12 +73,23 @@ pub fn pair_name(pair: &JobPair) -> String {
     )
 }
 
-/// Runs the tomography over the hosts' segments and the pairs' network parts. A cable in
+/// Runs the tomography over the hosts' segments and the pairs' network parts. A pair's
+/// abnormal network part is set aside as host noise when a host part of it is abnormal or
+/// not judged, or when the host at either end found one of its own job paths abnormal in
+/// its check (a slow host path bounds the pair's stream as the network would: the pair's
+/// host part, half a loopback's median latency, misses a host whose CPU is starved); not
+/// when the pair lost packets (retransmissions, or its RNIC's counters:
+/// [`crate::job::direction`]), which a busy host does not cause. A cable in
 /// `accused` (its own port counters count errors or a link down) is never cleared by a pair
 /// that crossed it unharmed: corruption hits some packets, not every one, while Algorithm 1's
 /// rule that a normal path clears its links assumes a fault harms every path over it.
 pub fn run(segments: &[Segment], pairs: &[JobPair], accused: &BTreeSet<String>) -> Tomography {
     let mut out = Tomography::default();
+    let slow_hosts: BTreeSet<&str> = segments
+        .iter()
+        .filter(|s| s.status == PathStatus::Abnormal)
+        .map(|s| s.host)
+        .collect();
     for s in segments {
         out.observations.push(Observation {
             what: format!("{} loopback {}->{}", s.host, s.path.rnic, s.path.endpoint),
@@ -95,10 +108,13 @@ pub fn run(segments: &[Segment], pairs: &[JobPair], accused: &BTreeSet<String>) 
         }
         let noisy_host = [pair.host_a_status, pair.host_b_status]
             .iter()
-            .any(|s| matches!(s, PartStatus::Abnormal | PartStatus::Uncertain));
+            .any(|s| matches!(s, PartStatus::Abnormal | PartStatus::Uncertain))
+            || slow_hosts.contains(pair.a.host.as_str())
+            || slow_hosts.contains(pair.b.host.as_str());
+        let lost = pair.retransmitted_packets > 0 || direction::lossy_from(pair).is_some();
         let status = match pair.network_status {
             PartStatus::Normal => PathStatus::Normal,
-            PartStatus::Abnormal if noisy_host && pair.retransmitted_packets == 0 => {
+            PartStatus::Abnormal if noisy_host && !lost => {
                 out.host_noise.push(i);
                 PathStatus::Uncertain
             }
@@ -293,6 +309,7 @@ mod tests {
             cables: cables.iter().map(|c| c.to_string()).collect(),
             retransmitted_packets: 0,
             reason: None,
+            counters_a: None,
         }
     }
 
@@ -376,6 +393,42 @@ mod tests {
         let t = run(&[], &[noisy], &BTreeSet::new());
         assert!(t.findings.is_empty());
         assert_eq!(t.host_noise, [0]);
+    }
+
+    #[test]
+    fn a_host_slow_in_its_own_check_sets_its_pairs_network_part_aside_unless_they_lost_packets() {
+        let p = path();
+        let segments = [
+            Segment {
+                host: "n1",
+                path: &p,
+                status: PathStatus::Abnormal,
+            },
+            Segment {
+                host: "n2",
+                path: &p,
+                status: PathStatus::Normal,
+            },
+        ];
+        // The pair's own host parts look normal (a starved CPU leaves a loopback's median
+        // alone), its bandwidth does not: n1's own check says why.
+        let slow = pair("n1", "n2", &["n1/rxe_a", "n2/rxe_b"], PartStatus::Abnormal);
+        let t = run(&segments, std::slice::from_ref(&slow), &BTreeSet::new());
+        assert_eq!(t.host_noise, [0]);
+        let found: Vec<&[String]> = t.findings.iter().map(|f| f.elements.as_slice()).collect();
+        assert_eq!(found, [&["n1:rnic0->gpu0".to_string()][..]]);
+        // Counted losses are the network's whatever the hosts say.
+        let mut lossy = slow;
+        lossy.counters_a = Some(model::odp_bench::TransportDelta {
+            packet_seq_err: Some(4),
+            ..Default::default()
+        });
+        let t = run(&segments, &[lossy], &BTreeSet::new());
+        assert!(t.host_noise.is_empty());
+        assert!(t
+            .findings
+            .iter()
+            .any(|f| f.elements == ["n1/rxe_a", "n2/rxe_b"]));
     }
 
     #[test]

@@ -1,15 +1,17 @@
 //! The verdict's evidence from what the collector holds: the hosts' runs in the window,
-//! the switch ports' counters in it and before it, the job's routes on the fabric, and,
-//! with `probe`, a check of each host without one (`follow_up`) and the pairs a real mesh
-//! measures through the agents.
+//! the switch ports' counters in it and before it, the job's routes on the fabric (without
+//! one, each RNIC's own cable), and, with `probe`, a check of each host without one
+//! (`follow_up`) and the pairs a real mesh measures through the agents, each judged against
+//! its recorded baseline.
 
 use super::follow_up::check_unjudged;
 use super::hosts::hosts;
 use super::pairs::job_pair;
 use super::ports::ports;
 use super::query::VerdictQuery;
-use super::routes::{job_routes, JobRoutes};
+use super::routes::{job_routes, rnic_cables, JobRoutes};
 use crate::mesh::{Access, MeshRequest, Refusal};
+use crate::pair_baselines;
 use axum::http::StatusCode;
 use model::job::{FollowUp, JobEvidence, NotJudgedItem};
 use std::time::Duration;
@@ -65,6 +67,9 @@ pub async fn gather(
     };
     let routes = match routes {
         Ok(routes) => Some(routes),
+        // Without a fabric the pairs cross their RNICs' own cables and nothing known
+        // between: no switch port is on a known route, and none is left unjudged.
+        Err(_) if access.fabric.is_none() => None,
         Err(why) => {
             not_judged.push(NotJudgedItem {
                 what: "the job's routes".to_string(),
@@ -82,7 +87,7 @@ pub async fn gather(
     let pairs = match probe_token {
         // A one-node job has no pair to probe.
         Some(token) if query.nodes.len() > 1 => {
-            let request = MeshRequest::of_nodes(query.nodes.clone());
+            let request = probe_request(access, &query.nodes).await?;
             let mesh = access.measure(&request, token).await?;
             mesh.pairs
                 .iter()
@@ -91,13 +96,20 @@ pub async fn gather(
         }
         _ => Vec::new(),
     };
+    let job_cables = match &routes {
+        Some(routes) => routes.cables(),
+        None if access.fabric.is_none() => rnic_cables(access, &query.nodes)
+            .await
+            .map_err(|why| unavailable(format!("database: {why}")))?,
+        None => Vec::new(),
+    };
     let evidence = JobEvidence {
         job: query.job.clone(),
         nodes: query.nodes.clone(),
         hosts,
         pairs,
         ports,
-        job_cables: routes.as_ref().map_or_else(Vec::new, |r| r.cables()),
+        job_cables,
         what_if: None,
         simulated: false,
         not_judged,
@@ -107,6 +119,20 @@ pub async fn gather(
         follow_ups,
         routes,
     })
+}
+
+/// The mesh the verdict's probes run: on the budget of the newest pair baseline recorded
+/// between the job's nodes, so that each pair is probed as its baseline was
+/// ([`crate::pair_baselines`]); on the mesh's default budget without one.
+async fn probe_request(access: &Access, nodes: &[String]) -> Result<MeshRequest, Refusal> {
+    let budget = pair_baselines::newest_budget(&access.pool, nodes)
+        .await
+        .map_err(|why| unavailable(format!("database: {why}")))?;
+    match budget {
+        Some(budget) => MeshRequest::with_budget(nodes.to_vec(), &budget)
+            .map_err(|why| unavailable(format!("database: {why}"))),
+        None => Ok(MeshRequest::of_nodes(nodes.to_vec())),
+    }
 }
 
 fn unavailable(why: String) -> Refusal {

@@ -14,8 +14,8 @@
 //! | [`query`] | the query string, checked |
 //! | [`hosts`] | each node's newest run in the window, and the paths the job crosses on it |
 //! | [`ports`] | switch-port deltas in the window and before it |
-//! | [`routes`] | the job's routes and cables on the collector's fabric |
-//! | [`pairs`] | a mesh's pair as the verdict's pair |
+//! | [`routes`] | the job's routes and cables on the collector's fabric, or each RNIC's own cable without one |
+//! | [`pairs`] | a mesh's pair (judged against its recorded baseline, `crate::pair_baselines`) as the verdict's pair |
 //! | [`follow_up`] | with `probe=1`, a check asked of each host without one in the window, and pairs that split a culprit's candidate cables |
 //! | [`evidence`] | all of the above gathered, with a deadline |
 

@@ -1,5 +1,6 @@
 //! A pair of a real mesh (`POST /api/mesh`'s `pairs[]`, the agents' reports with the
-//! collector's route) as the verdict's [`JobPair`], its cables named from its routes.
+//! collector's route) as the verdict's [`JobPair`], its cables named from its routes, or
+//! without a fabric the two RNICs' own cables, each named by its host end.
 
 use super::routes::JobRoutes;
 use model::job::{JobPair, JobPairEnd};
@@ -7,7 +8,7 @@ use model::pair::PartStatus;
 use serde_json::Value;
 
 /// `pair` as a [`JobPair`]; its cables from `route` and `route_back` when the fabric is
-/// known (none otherwise).
+/// known, else its two RNICs' own cables ([`rnic_cable`]).
 pub fn job_pair(pair: &Value, routes: Option<&JobRoutes>) -> JobPair {
     let end = |e: &Value| JobPairEnd {
         host: text(&e["host"]),
@@ -25,9 +26,17 @@ pub fn job_pair(pair: &Value, routes: Option<&JobRoutes>) -> JobPair {
     };
     let route = labels(&pair["route"]);
     let back = labels(&pair["route_back"]);
-    let cables = routes.map_or_else(Vec::new, |r| {
-        r.cables_along(route.iter().chain(&back).map(String::as_str))
-    });
+    let own = |e: &Value| {
+        let device = e["device"].as_str().unwrap_or(e["rnic"].as_str()?);
+        Some(rnic_cable(e["host"].as_str()?, device))
+    };
+    let cables = match routes {
+        Some(r) => r.cables_along(route.iter().chain(&back).map(String::as_str)),
+        None => [own(&pair["a"]), own(&pair["b"])]
+            .into_iter()
+            .flatten()
+            .collect(),
+    };
     JobPair {
         a: end(&pair["a"]),
         b: end(&pair["b"]),
@@ -45,12 +54,21 @@ pub fn job_pair(pair: &Value, routes: Option<&JobRoutes>) -> JobPair {
         endpoint_b: text(&pair["endpoint_b"]),
         cables,
         retransmitted_packets: pair["retransmitted_packets"].as_u64().unwrap_or(0),
+        counters_a: serde_json::from_value(pair["counters_a"].clone()).ok(),
         reason: pair["error"]
             .as_str()
             .or(pair["reason"].as_str())
             .filter(|r| !r.is_empty())
             .map(str::to_owned),
     }
+}
+
+/// An RNIC's own cable, named by its host end (`node01/rxe_a`; DESIGN 4.6: a cable is named
+/// by either end): by its device where its agent registered one, else by its RNIC id.
+/// Without a fabric nothing else of a pair's way is known, but each RNIC still has its
+/// cable, which every pair from that RNIC crosses.
+pub fn rnic_cable(host: &str, device: &str) -> String {
+    format!("{host}/{device}")
 }
 
 fn text(v: &Value) -> String {
@@ -87,7 +105,9 @@ mod tests {
         assert_eq!(p.status, PartStatus::Uncertain);
         assert_eq!(p.host_a_status, PartStatus::Uncertain);
         assert_eq!(p.network_status, PartStatus::Abnormal);
-        assert!(p.route.is_empty() && p.cables.is_empty());
+        // No fabric: the two RNICs' own cables, by device where the agent gave one.
+        assert!(p.route.is_empty());
+        assert_eq!(p.cables, ["n1/mlx5_0", "n2/rnic0"]);
         assert_eq!(p.reason.as_deref(), Some("no baseline"));
         assert_eq!(p.endpoint_b, "");
 

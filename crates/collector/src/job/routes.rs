@@ -3,7 +3,7 @@
 //! `POST /api/mesh` places them ([`crate::mesh::place_on_fabric`]), and the cables the
 //! routes between their RNICs cross as the simulated job counts them
 //! ([`cluster::job::job_cables`]: every two RNICs of one rail, both ways), each named by its
-//! lower end as pairs name them (DESIGN 4.6).
+//! lower end as pairs name them (DESIGN 4.6); without a fabric, each RNIC's own cable.
 
 use crate::mesh::{self, Access};
 use cluster::Cluster;
@@ -78,4 +78,16 @@ impl JobRoutes {
     pub fn cables(&self) -> Vec<String> {
         self.cables.iter().cloned().collect()
     }
+}
+
+/// Without a fabric: each RNIC of the job's nodes by its own cable, named by its host end
+/// ([`super::pairs::rnic_cable`]), sorted; or why the nodes could not be read. None when a
+/// node is one the collector does not know (the verdict already says it has no run).
+pub async fn rnic_cables(access: &Access, nodes: &[String]) -> Result<Vec<String>, String> {
+    let found = mesh::find_nodes(&access.pool, nodes)
+        .await?
+        .unwrap_or_default();
+    let mut cables: Vec<String> = found.iter().flat_map(|n| n.rnic_cables()).collect();
+    cables.sort();
+    Ok(cables)
 }

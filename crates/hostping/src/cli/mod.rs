@@ -297,6 +297,10 @@ pub struct MeshArgs {
     #[arg(long, value_name = "N", default_value_t = 128, requires = "collector",
           value_parser = capped_u32("depth", 1, limits::STREAM_DEPTH))]
     pub depth: u32,
+    /// Store each measured pair as its baseline (on a healthy fabric); later meshes and
+    /// `job --probe` judge each pair against its own.
+    #[arg(long, requires = "collector")]
+    pub record_baseline: bool,
     /// A fault (repeatable): `<host>:<fault>` with a fault of `hostping check`, or a fabric
     /// fault (listed below).
     #[arg(long, value_name = "FAULT", conflicts_with = "collector")]

@@ -31,7 +31,8 @@ pub fn run(args: &MeshArgs) -> Result<Outcome> {
     let url = format!("{}/api/mesh", collector.trim_end_matches('/'));
     let body = json!({"nodes": nodes, "duration_s": args.duration, "rate": args.rate_cross_leaf,
                       "rate_same_leaf": args.rate_same_leaf,
-                      "bw_iterations": args.bw_iterations, "depth": args.depth});
+                      "bw_iterations": args.bw_iterations, "depth": args.depth,
+                      "record_baseline": args.record_baseline});
     let bar = progress::spinner("mesh");
     bar.set_message(format!(
         "{} nodes, pairs asked of their agents by {collector}",
@@ -69,8 +70,8 @@ fn ask(url: &str, token: &str, body: &Value, wait: Duration) -> Result<Value> {
 }
 
 /// DESIGN 4.3's exit status over the pairs: 1 when one is abnormal, failed or unreachable,
-/// else 3 when one was not judged (a real pair has no baseline yet: `uncertain`) or there
-/// is no pair at all, else 0.
+/// else 3 when one was not judged (a pair without a recorded baseline, or one being
+/// recorded: `uncertain`) or there is no pair at all, else 0.
 fn outcome(report: &Value) -> Outcome {
     let statuses: Vec<&str> = report["pairs"]
         .as_array()
@@ -111,10 +112,18 @@ fn table(report: &Value, collector: &str, style: Style) -> String {
         ))
     } else if pairs.is_empty() {
         style.yellow("no pair: no two hosts share an RNIC index")
-    } else {
+    } else if let Some(recorded) = report["baselines_recorded"].as_u64() {
+        style.green(&format!("{recorded} pairs recorded as their baselines"))
+    } else if count("uncertain") > 0 {
         style.yellow(&format!(
-            "{} pairs measured, not judged (no baseline yet)",
+            "{} normal, {} measured, not judged (no baseline recorded)",
+            count("normal"),
             count("uncertain")
+        ))
+    } else {
+        style.green(&format!(
+            "{} pairs normal against their recorded baselines",
+            count("normal")
         ))
     };
     let _ = writeln!(out, "{verdict}");

@@ -1,0 +1,306 @@
+//! Recorded pair baselines: a real mesh's pairs judged against a healthy probe of the same
+//! pair, as `hostping baseline` does for a host's paths.
+//!
+//! `POST /api/mesh {"record_baseline": true}` (`hostping mesh --record-baseline`) stores
+//! each measured and verified pair's report in the `pair_baselines` table, keyed by its two
+//! ends (host and RNIC, initiator first); the newest wins. Every later real mesh, and the
+//! job verdict's probes, judge each pair that has one with the agents' own rule
+//! (`analyze::pair_baseline::judge_against`) at the larger Abnormal_th of its two hosts'
+//! agents (as their latest runs were judged; Hostping 5's 20 % by default); a pair without
+//! one stays `uncertain` and says so. With each baseline the mesh's budget is kept, so that the
+//! job verdict probes its pairs as their baselines were probed (like against like: the
+//! tail of ten pings is not that of a thousand).
+
+use crate::mesh::End;
+use deadpool_postgres::Pool;
+use model::pair::{PairFigures, PartStatus};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// The `pair_baselines` table (schema version 9).
+pub const MIGRATION: &str = "CREATE TABLE pair_baselines (
+        host_a TEXT NOT NULL,
+        rnic_a TEXT NOT NULL,
+        host_b TEXT NOT NULL,
+        rnic_b TEXT NOT NULL,
+        recorded_unix_ms BIGINT NOT NULL,
+        report JSON NOT NULL,
+        budget JSON NOT NULL,
+        PRIMARY KEY (host_a, rnic_a, host_b, rnic_b)
+    );";
+
+/// A pair's two ends, initiator first.
+pub type Key = (End, End);
+
+/// A recorded baseline: what it measured, and when.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// Its figures.
+    pub figures: PairFigures,
+    /// When it was recorded, ms since the Unix epoch.
+    pub recorded_unix_ms: i64,
+}
+
+/// Why a pair without a recorded baseline is not judged.
+pub const NO_BASELINE: &str = "measured, not judged: no baseline of this pair is recorded \
+     (record one on a healthy fabric: hostping mesh --record-baseline)";
+
+/// The ends of a pair report (`a` and `b`, host and RNIC id).
+pub fn key(pair: &Value) -> Option<Key> {
+    let end = |e: &Value| {
+        Some(End {
+            host: e["host"].as_str()?.to_string(),
+            rnic: e["rnic"].as_str()?.to_string(),
+        })
+    };
+    Some((end(&pair["a"])?, end(&pair["b"])?))
+}
+
+/// Whether a pair report can serve as a baseline: measured to the end, its data verified,
+/// not yet judged (the agents report such a pair `uncertain`), with its latency.
+pub fn recordable(pair: &Value) -> bool {
+    pair["status"] == "uncertain" && pair["verified"] == true && pair["latency_us"].is_f64()
+}
+
+/// Stores each recordable pair of `pairs` as its ends' baseline, replacing an older one,
+/// with the `budget` it was probed with; marks each stored pair `"baseline": "recorded"`.
+/// Returns how many were stored.
+pub async fn record(
+    pool: &Pool,
+    pairs: &mut [Value],
+    budget: &Value,
+    now_unix_ms: i64,
+) -> Result<usize, String> {
+    let client = pool.get().await.map_err(|e| e.to_string())?;
+    let mut stored = 0;
+    for pair in pairs.iter_mut().filter(|p| recordable(p)) {
+        let Some((a, b)) = key(pair) else { continue };
+        client
+            .execute(
+                "INSERT INTO pair_baselines
+                     (host_a, rnic_a, host_b, rnic_b, recorded_unix_ms, report, budget)
+                 VALUES ($1, $2, $3, $4, $5, $6::text::json, $7::text::json)
+                 ON CONFLICT (host_a, rnic_a, host_b, rnic_b) DO UPDATE
+                 SET recorded_unix_ms = EXCLUDED.recorded_unix_ms,
+                     report = EXCLUDED.report, budget = EXCLUDED.budget",
+                &[
+                    &a.host,
+                    &a.rnic,
+                    &b.host,
+                    &b.rnic,
+                    &now_unix_ms,
+                    &pair.to_string(),
+                    &budget.to_string(),
+                ],
+            )
+            .await
+            .map_err(|e| crate::server_words(&e))?;
+        pair["baseline"] = json!("recorded");
+        stored += 1;
+    }
+    Ok(stored)
+}
+
+/// The recorded baselines of `keys` (those that have one).
+pub async fn load(pool: &Pool, keys: &[Key]) -> Result<BTreeMap<Key, Recorded>, String> {
+    let client = pool.get().await.map_err(|e| e.to_string())?;
+    let mut found = BTreeMap::new();
+    for (a, b) in keys {
+        let row = client
+            .query_opt(
+                "SELECT report::text, recorded_unix_ms FROM pair_baselines
+                 WHERE host_a = $1 AND rnic_a = $2 AND host_b = $3 AND rnic_b = $4",
+                &[&a.host, &a.rnic, &b.host, &b.rnic],
+            )
+            .await
+            .map_err(|e| crate::server_words(&e))?;
+        let Some(row) = row else { continue };
+        let text: String = row.get(0);
+        let figures = serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "the recorded baseline of {}/{} -> {}/{} does not read as a pair: {e}",
+                a.host, a.rnic, b.host, b.rnic
+            )
+        })?;
+        found.insert(
+            (a.clone(), b.clone()),
+            Recorded {
+                figures,
+                recorded_unix_ms: row.get(1),
+            },
+        );
+    }
+    Ok(found)
+}
+
+/// The budget of the newest baseline recorded between two of `nodes`, as a mesh request
+/// gives it (`duration_s`, `rate`, ...); `None` when none is recorded.
+pub async fn newest_budget(pool: &Pool, nodes: &[String]) -> Result<Option<Value>, String> {
+    let client = pool.get().await.map_err(|e| e.to_string())?;
+    let row = client
+        .query_opt(
+            "SELECT budget::text FROM pair_baselines
+             WHERE host_a = ANY($1) AND host_b = ANY($1)
+             ORDER BY recorded_unix_ms DESC LIMIT 1",
+            &[&nodes],
+        )
+        .await
+        .map_err(|e| crate::server_words(&e))?;
+    row.map(|r| {
+        let text: String = r.get(0);
+        serde_json::from_str(&text).map_err(|e| format!("a recorded budget: {e}"))
+    })
+    .transpose()
+}
+
+/// Each of `nodes`' Abnormal_th, as its latest run was judged with (its agent's
+/// `[thresholds]`); a node without one is left out.
+pub async fn abnormal_th(pool: &Pool, nodes: &[String]) -> Result<BTreeMap<String, f64>, String> {
+    let client = pool.get().await.map_err(|e| e.to_string())?;
+    let rows = client
+        .query(
+            "SELECT name, (latest_thresholds ->> 'abnormal_th')::float8 FROM hosts
+             WHERE name = ANY($1) AND latest_thresholds IS NOT NULL",
+            &[&nodes],
+        )
+        .await
+        .map_err(|e| crate::server_words(&e))?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| Some((r.get(0), r.get::<_, Option<f64>>(1)?)))
+        .collect())
+}
+
+/// The Abnormal_th a pair between `a` and `b` is judged with: the larger of its two hosts'
+/// (`by_host`, [`abnormal_th`]), so that a pair is no stricter than the agent of either
+/// end; Hostping 5's 20 % where neither has one.
+pub fn pair_th(by_host: &BTreeMap<String, f64>, a: &str, b: &str) -> f64 {
+    [by_host.get(a), by_host.get(b)]
+        .into_iter()
+        .flatten()
+        .copied()
+        .reduce(f64::max)
+        .unwrap_or(model::Thresholds::default().abnormal_th)
+}
+
+/// Judges a measured pair report against its recorded baseline with Abnormal_th `th`, in
+/// place: each part's status, the pair's, the reason, and when the baseline was recorded
+/// (`baseline_recorded_unix_ms`). A pair that did not finish, or whose figures do not
+/// read, is left as it is.
+pub fn judge(pair: &mut Value, baseline: &Recorded, th: f64) {
+    if !recordable(pair) {
+        return;
+    }
+    let Ok(now) = serde_json::from_value::<PairFigures>(pair.clone()) else {
+        return;
+    };
+    let judged = analyze::pair_baseline::judge_against(&now, &baseline.figures, th);
+    let status = |s: PartStatus| json!(s.as_str());
+    pair["host_a_status"] = status(judged.host_a);
+    pair["host_b_status"] = status(judged.host_b);
+    pair["network_status"] = status(judged.network);
+    pair["status"] = status(judged.status);
+    pair["reason"] = json!(judged.reason);
+    pair["baseline_recorded_unix_ms"] = json!(baseline.recorded_unix_ms);
+}
+
+/// Says on a measured pair without a recorded baseline why it is not judged.
+pub fn not_judged(pair: &mut Value) {
+    if recordable(pair) {
+        pair["reason"] = json!(NO_BASELINE);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pair as an agent reports it (agent::pair::PairReport's JSON, trimmed).
+    fn report(latency: f64, host_a: f64, bandwidth: f64, p99: f64) -> Value {
+        json!({"a": {"host": "node01", "rnic": "rnic0", "device": "rxe_a"},
+               "b": {"host": "node02", "rnic": "rnic0", "device": "rxe_b"},
+               "latency_us": latency, "bandwidth_gbps": bandwidth, "host_a_us": host_a,
+               "host_b_us": 40.0, "network_us": latency - host_a - 40.0,
+               "latency": {"samples": 1000, "min_us": latency * 0.8, "p50_us": latency,
+                           "p90_us": latency * 1.2, "p99_us": p99, "max_us": p99},
+               "status": "uncertain", "reason": "a single pair has no baseline",
+               "verified": true, "simulated": false})
+    }
+
+    fn recorded(pair: &Value) -> Recorded {
+        Recorded {
+            figures: serde_json::from_value(pair.clone()).unwrap(),
+            recorded_unix_ms: 1_700_000_000_000,
+        }
+    }
+
+    #[test]
+    fn a_stored_pair_is_judged_part_by_part_against_its_baseline() {
+        let baseline = recorded(&report(100.0, 40.0, 0.2, 150.0));
+        // Within Abnormal_th: normal, and the baseline's time is said.
+        let mut healthy = report(108.0, 42.0, 0.19, 170.0);
+        judge(&mut healthy, &baseline, 0.2);
+        assert_eq!(healthy["status"], "normal", "{healthy:#}");
+        assert_eq!(healthy["network_status"], "normal");
+        assert_eq!(healthy["baseline_recorded_unix_ms"], 1_700_000_000_000i64);
+        // Loss: the tail and the bandwidth, the network's part.
+        let mut lossy = report(104.0, 40.0, 0.05, 67_000.0);
+        judge(&mut lossy, &baseline, 0.2);
+        assert_eq!(lossy["status"], "abnormal");
+        assert_eq!(
+            (&lossy["host_a_status"], &lossy["network_status"]),
+            (&json!("normal"), &json!("abnormal"))
+        );
+        let reason = lossy["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("bandwidth 0.050 Gb/s vs 0.200 Gb/s"),
+            "{reason}"
+        );
+        // A starved host A: its part.
+        let mut slow = report(160.0, 90.0, 0.2, 200.0);
+        judge(&mut slow, &baseline, 0.2);
+        assert_eq!(slow["host_a_status"], "abnormal", "{slow:#}");
+        assert!(slow["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("host A (node01) 90.00 us vs 40.00 us"));
+    }
+
+    #[test]
+    fn a_pair_is_judged_with_the_larger_abnormal_th_of_its_hosts() {
+        let by_host = BTreeMap::from([("node01".to_string(), 0.5), ("node02".to_string(), 0.3)]);
+        assert_eq!(pair_th(&by_host, "node01", "node02"), 0.5);
+        assert_eq!(pair_th(&by_host, "node09", "node02"), 0.3);
+        assert_eq!(pair_th(&by_host, "node08", "node09"), 0.2);
+        // At 50 %, a network part 8 us above the baseline's of a 100 us pair is normal.
+        let baseline = recorded(&report(100.0, 40.0, 0.2, 150.0));
+        let mut wandered = report(130.0, 40.0, 0.2, 150.0);
+        judge(&mut wandered, &baseline, 0.5);
+        assert_eq!(wandered["status"], "normal", "{wandered:#}");
+    }
+
+    #[test]
+    fn only_a_measured_and_verified_pair_is_recorded_or_judged() {
+        let good = report(100.0, 40.0, 0.2, 150.0);
+        assert!(recordable(&good));
+        let mut unverified = good.clone();
+        unverified["verified"] = json!(false);
+        unverified["status"] = json!("failed");
+        assert!(!recordable(&unverified));
+        let mut down = json!({"a": {"host": "node01", "rnic": "rnic0"},
+            "b": {"host": "node03", "rnic": "rnic0"}, "latency_us": null,
+            "status": "unreachable", "reason": "node03's agent is unreachable"});
+        assert!(!recordable(&down));
+        let before = down.clone();
+        judge(&mut down, &recorded(&good), 0.2);
+        not_judged(&mut down);
+        assert_eq!(down, before, "nothing measured, nothing judged");
+        // Measured without a baseline: uncertain, saying how to record one.
+        let mut alone = good.clone();
+        not_judged(&mut alone);
+        assert_eq!(alone["status"], "uncertain");
+        assert_eq!(alone["reason"], NO_BASELINE);
+        let (a, b) = key(&good).unwrap();
+        assert_eq!((a.host.as_str(), b.rnic.as_str()), ("node01", "rnic0"));
+    }
+}
