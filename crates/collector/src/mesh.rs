@@ -132,7 +132,7 @@ impl Access {
         request: &MeshRequest,
         token: String,
     ) -> Result<MeshAnswer, Refusal> {
-        let mut budget = check_nodes(&request.nodes)
+        let budget = check_nodes(&request.nodes)
             .and_then(|()| request.budget())
             .map_err(|why| (StatusCode::BAD_REQUEST, why))?;
         let nodes = match find_nodes(&self.pool, &request.nodes).await {
@@ -155,11 +155,6 @@ impl Access {
             }
             None => plan_per_rail(&nodes),
         };
-        budget.latency_probes = plan
-            .pairs
-            .iter()
-            .map(|p| u64::from(p.probes(&budget)))
-            .sum();
         let mut answer = run(nodes, plan, budget, token).await;
         if request.record_baseline == Some(true) {
             let budget = answer.budget.as_request();
@@ -220,7 +215,7 @@ impl Access {
                 }
             }
         }
-        let mut budget = MeshRequest::of_nodes(names.clone())
+        let budget = MeshRequest::of_nodes(names.clone())
             .budget()
             .map_err(|why| (StatusCode::BAD_REQUEST, why))?;
         let nodes = match find_nodes(&self.pool, &names).await {
@@ -243,11 +238,6 @@ impl Access {
             coverage: None,
             route_source: Some(if from_tables { "tables" } else { "cabling" }),
         };
-        budget.latency_probes = plan
-            .pairs
-            .iter()
-            .map(|p| u64::from(p.probes(&budget)))
-            .sum();
         let mut answer = run(nodes, plan, budget, token).await;
         self.judge_recorded(&names, &mut answer)
             .await
@@ -757,8 +747,13 @@ async fn reach(nodes: &mut [Node]) {
 }
 
 /// Runs the pairs one after the other, paced, and gathers the answer.
-async fn run(mut nodes: Vec<Node>, plan: Plan, budget: Budget, token: String) -> MeshAnswer {
+async fn run(mut nodes: Vec<Node>, plan: Plan, mut budget: Budget, token: String) -> MeshAnswer {
     let started = Instant::now();
+    budget.latency_probes = plan
+        .pairs
+        .iter()
+        .map(|p| u64::from(p.probes(&budget)))
+        .sum();
     reach(&mut nodes).await;
     let spacing = Duration::from_secs_f64(budget.duration_s / plan.pairs.len().max(1) as f64);
     let mut answers = Vec::with_capacity(plan.pairs.len());
