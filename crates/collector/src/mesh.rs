@@ -135,20 +135,7 @@ impl Access {
         let budget = check_nodes(&request.nodes)
             .and_then(|()| request.budget())
             .map_err(|why| (StatusCode::BAD_REQUEST, why))?;
-        let nodes = match find_nodes(&self.pool, &request.nodes).await {
-            Ok(Ok(nodes)) => nodes,
-            Ok(Err(unknown)) => {
-                return Err((
-                    StatusCode::NOT_FOUND,
-                    format!(
-                        "unknown node{}: {} (no agent registered it and it sent no run)",
-                        if unknown.len() > 1 { "s" } else { "" },
-                        unknown.join(", ")
-                    ),
-                ))
-            }
-            Err(e) => return Err((StatusCode::SERVICE_UNAVAILABLE, format!("database: {e}"))),
-        };
+        let nodes = self.nodes(&request.nodes).await?;
         let plan = match &self.fabric {
             Some(fabric) => {
                 plan_on_fabric(fabric, &nodes).map_err(|why| (StatusCode::BAD_REQUEST, why))?
@@ -169,6 +156,23 @@ impl Access {
                 .map_err(database)?;
         }
         Ok(answer)
+    }
+
+    /// The nodes named, as [`find_nodes`] finds them; or the refusal: 404 the nodes the
+    /// collector does not know, 503 the database.
+    async fn nodes(&self, names: &[String]) -> Result<Vec<Node>, Refusal> {
+        match find_nodes(&self.pool, names).await {
+            Ok(Ok(nodes)) => Ok(nodes),
+            Ok(Err(unknown)) => Err((
+                StatusCode::NOT_FOUND,
+                format!(
+                    "unknown node{}: {} (no agent registered it and it sent no run)",
+                    if unknown.len() > 1 { "s" } else { "" },
+                    unknown.join(", ")
+                ),
+            )),
+            Err(e) => Err(database(e)),
+        }
     }
 
     /// Judges each pair of `answer` against its recorded baseline (`crate::pair_baselines`)
@@ -218,16 +222,7 @@ impl Access {
         let budget = MeshRequest::of_nodes(names.clone())
             .budget()
             .map_err(|why| (StatusCode::BAD_REQUEST, why))?;
-        let nodes = match find_nodes(&self.pool, &names).await {
-            Ok(Ok(nodes)) => nodes,
-            Ok(Err(unknown)) => {
-                return Err((
-                    StatusCode::NOT_FOUND,
-                    format!("unknown nodes: {}", unknown.join(", ")),
-                ))
-            }
-            Err(e) => return Err((StatusCode::SERVICE_UNAVAILABLE, format!("database: {e}"))),
-        };
+        let nodes = self.nodes(&names).await?;
         let from_tables = self.fabric.as_ref().is_some_and(|f| f.from_tables);
         let plan = Plan {
             pairs: pairs
@@ -839,11 +834,8 @@ async fn ask(
             }
             Ok(report)
         }
-        (status, parsed) => {
-            let words = parsed
-                .as_ref()
-                .and_then(|v| v.get("error")?.as_str().map(str::to_owned))
-                .unwrap_or_else(|| text.trim().to_string());
+        (status, _) => {
+            let words = fleet_api::post::error_words(&text);
             Ok(not_run(
                 a,
                 b,

@@ -59,7 +59,7 @@ pub fn post(client: &ureq::Agent, url: &str, token: &str, body: &[u8]) -> Delive
                 .limit(4096)
                 .read_to_string()
                 .unwrap_or_default();
-            let message = collector_message(&text);
+            let message = error_words(&text);
             match status {
                 400 | 413 | 422 => Delivery::Refused(format!(
                     "the collector refused it ({status} from {url}): {message}"
@@ -70,9 +70,9 @@ pub fn post(client: &ureq::Agent, url: &str, token: &str, body: &[u8]) -> Delive
     }
 }
 
-/// The collector's words in an error answer: the `error` of its JSON (DESIGN 4.5), or the
-/// text as it came (a proxy's page, say).
-fn collector_message(text: &str) -> String {
+/// The words of an error answer (the collector's or an agent's): the `error` of its JSON
+/// (DESIGN 4.5), or the text as it came (a proxy's page, say).
+pub fn error_words(text: &str) -> String {
     serde_json::from_str::<serde_json::Value>(text)
         .ok()
         .and_then(|v| v.get("error")?.as_str().map(str::to_owned))

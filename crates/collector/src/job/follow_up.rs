@@ -91,15 +91,18 @@ pub async fn check_unjudged(
         for (i, last) in asked {
             match run_after(&**client, &hosts[i].host, last).await {
                 Ok(Some((id, kind, text))) => {
-                    outcomes.push((i, checked(id, &text)));
                     let node = hosts[i].host.clone();
                     let run = Some((kind, text));
                     match judged_host(&mut client, &node, run, &mut fleets, not_judged).await {
-                        Ok(host) => hosts[i] = host,
-                        Err(e) => not_judged.push(NotJudgedItem {
-                            what: node,
-                            why: format!("its kind's fleet baseline could not be read: {e}"),
-                        }),
+                        Ok(host) => {
+                            outcomes.push((i, checked(id, host.report.as_ref())));
+                            hosts[i] = host;
+                        }
+                        Err(e) => {
+                            let why = format!("its kind's fleet baseline could not be read: {e}");
+                            outcomes.push((i, format!("checked (run {id}), but {why}")));
+                            not_judged.push(NotJudgedItem { what: node, why });
+                        }
                     }
                 }
                 Ok(None) => waiting.push((i, last)),
@@ -135,14 +138,15 @@ fn not_run(why: &str) -> String {
     format!("not run: {why}")
 }
 
-/// What a requested check found, in words.
-fn checked(id: i64, text: &str) -> String {
-    match serde_json::from_str::<Report>(text) {
-        Ok(r) if r.diagnoses.is_empty() => format!(
+/// What a requested check found, in words (`report`: the run read as a report, `None` when
+/// it does not read as one; `not_judged` then says why).
+fn checked(id: i64, report: Option<&Report>) -> String {
+    match report {
+        Some(r) if r.diagnoses.is_empty() => format!(
             "checked (run {id}): {}",
             if r.healthy { "healthy" } else { "not healthy" }
         ),
-        Ok(r) => format!(
+        Some(r) => format!(
             "checked (run {id}): {}",
             r.diagnoses
                 .iter()
@@ -156,7 +160,7 @@ fn checked(id: i64, text: &str) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
-        Err(e) => format!("checked (run {id}), but the run does not read as a report: {e}"),
+        None => format!("checked (run {id}), but the run does not read as a report"),
     }
 }
 
@@ -180,13 +184,10 @@ async fn ask_for_check(agent_url: &str, token: &str) -> Result<(), String> {
     .unwrap_or_else(|e| Err(format!("{url}: the request failed: {e}")))?;
     match answer {
         (202, _) => Ok(()),
-        (status, text) => {
-            let words = serde_json::from_str::<serde_json::Value>(&text)
-                .ok()
-                .and_then(|v| v["error"].as_str().map(str::to_owned))
-                .unwrap_or(text);
-            Err(format!("{url} answered {status}: {words}"))
-        }
+        (status, text) => Err(format!(
+            "{url} answered {status}: {}",
+            fleet_api::post::error_words(&text)
+        )),
     }
 }
 

@@ -61,8 +61,9 @@ pub async fn judged_host(
     fleets: &mut Fleets,
     not_judged: &mut Vec<NotJudgedItem>,
 ) -> Result<JobHost, refresh::RefreshError> {
-    let mut host = job_host(node, run.clone(), not_judged);
-    if let (Some(report), Some((kind, _))) = (&host.report, run) {
+    let kind = run.as_ref().map(|(kind, _)| kind.clone());
+    let mut host = job_host(node, run, not_judged);
+    if let (Some(report), Some(kind)) = (&host.report, kind) {
         if !has_own_baseline(report) {
             if !fleets.contains_key(&kind) {
                 refresh::ensure_fresh(client, &kind).await?;

@@ -60,10 +60,7 @@ fn ask(url: &str, token: &str, body: &Value, wait: Duration) -> Result<Value> {
         .map_err(|e| anyhow!("--collector: {e}"))?;
     let parsed: Option<Value> = serde_json::from_str(&text).ok();
     if status != 200 {
-        let words = parsed
-            .as_ref()
-            .and_then(|v| v.get("error")?.as_str().map(str::to_owned))
-            .unwrap_or_else(|| text.trim().to_string());
+        let words = fleet_api::post::error_words(&text);
         bail!("--collector: {status} from {url}: {words}");
     }
     parsed.ok_or_else(|| anyhow!("--collector: {url} answered something else than JSON"))
