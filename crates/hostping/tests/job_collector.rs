@@ -9,9 +9,12 @@
 
 mod common;
 
-use common::job::{now_s, post_run, post_sweep, register, token, OFF_ROUTE, ON_ROUTE};
-use common::postgres::{client, free_port, get, get_with, Collector, Postgres};
-use common::{agent, hostping, sim_report, stderr, stdout, temp_dir, tokens_file, wait_until};
+use common::job::{now_s, post_run, post_sweep, register, register_at, token, OFF_ROUTE, ON_ROUTE};
+use common::postgres::{free_port, get, get_with, Collector, Postgres};
+use common::{
+    agent, hostping, probe_tokens_file, sim_report, stderr, stdout, temp_dir, tokens_file,
+    wait_until,
+};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -81,8 +84,7 @@ fn the_collector_judges_a_jobs_hosts_and_the_ports_on_its_routes() {
         .map(|(h, t)| (h.as_str(), t.as_str()))
         .collect();
     let tokens = tokens_file(&dir, &pairs);
-    let probe_tokens = dir.join("probe.tokens");
-    std::fs::write(&probe_tokens, format!("ops {OPS}\n")).unwrap();
+    let probe_tokens = probe_tokens_file(&dir, OPS);
     let c = Collector::start(
         &pg,
         &tokens,
@@ -327,8 +329,7 @@ fn a_probe_checks_a_host_without_a_run_and_judges_it() {
     };
     let host = "node07";
     let tokens = tokens_file(&dir, &[(host, &token(host))]);
-    let probe_tokens = dir.join("probe.tokens");
-    std::fs::write(&probe_tokens, format!("ops {OPS}\n")).unwrap();
+    let probe_tokens = probe_tokens_file(&dir, OPS);
     let c = Collector::start(
         &pg,
         &tokens,
@@ -600,8 +601,7 @@ fn a_recorded_pair_baseline_judges_the_jobs_probes_without_a_fabric() {
         &dir,
         &[("node01", &token("node01")), ("node02", &token("node02"))],
     );
-    let probe_tokens = dir.join("probe.tokens");
-    std::fs::write(&probe_tokens, format!("ops {OPS}\n")).unwrap();
+    let probe_tokens = probe_tokens_file(&dir, OPS);
     let c = Collector::start(
         &pg,
         &tokens,
@@ -614,19 +614,7 @@ fn a_recorded_pair_baseline_judges_the_jobs_probes_without_a_fabric() {
         agent_pair(0.004, 38_000.0, 901),
     ]);
     for (host, device) in [("node01", "rxe_a"), ("node02", "rxe_b")] {
-        let body = json!({"url": agent.url, "rnics": ["rnic0"], "devices": [device]});
-        let mut resp = client()
-            .put(format!("http://{}/api/hosts/{host}/agent", c.addr))
-            .header("Authorization", format!("Bearer {}", token(host)))
-            .header("Content-Type", "application/json")
-            .send(body.to_string().as_bytes())
-            .unwrap();
-        assert_eq!(
-            resp.status().as_u16(),
-            200,
-            "{}",
-            resp.body_mut().read_to_string().unwrap()
-        );
+        register_at(c.addr, host, &agent.url, device);
     }
     let now = now_s();
     for host in ["node01", "node02"] {

@@ -8,7 +8,7 @@
 mod common;
 
 use common::postgres::{client, free_port, get, post_to, Collector, Postgres};
-use common::{agent, hostping, stderr, temp_dir, tokens_file, wait_until};
+use common::{agent, hostping, probe_tokens_file, stderr, temp_dir, tokens_file, wait_until};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
@@ -73,8 +73,7 @@ fn agents_register_and_a_mesh_reports_a_down_agent_on_its_pairs_and_keeps_the_ot
         &dir,
         &[("node01", NODE1), ("node02", NODE2), ("node03", NODE3)],
     );
-    let probe_tokens = dir.join("probe.tokens");
-    std::fs::write(&probe_tokens, format!("ops {OPS}\n")).unwrap();
+    let probe_tokens = probe_tokens_file(&dir, OPS);
     let c = Collector::start(
         &pg,
         &tokens,
@@ -268,8 +267,7 @@ fn without_probe_tokens_mesh_is_off_and_the_cli_says_so() {
 #[test]
 fn an_agent_serves_pair_probes_to_probe_token_holders_only() {
     let dir = temp_dir("mesh-agent-pair");
-    let probe_tokens = dir.join("probe.tokens");
-    std::fs::write(&probe_tokens, format!("ops {OPS}\n")).unwrap();
+    let probe_tokens = probe_tokens_file(&dir, OPS);
     let body = json!({"rnic": "rnic0", "peer": "http://127.0.0.1:1", "peer_rnic": "rnic0"});
     let ask = |addr, token: Option<&str>, path: &str| {
         post_to(addr, path, token, &serde_json::to_vec(&body).unwrap())
@@ -384,8 +382,7 @@ fn with_the_fabric_the_pairs_cross_every_cable_as_the_simulated_mesh_picks_them(
         .map(|(h, t)| (h.as_str(), t.as_str()))
         .collect();
     let tokens = tokens_file(&dir, &pairs_of);
-    let probe_tokens = dir.join("probe.tokens");
-    std::fs::write(&probe_tokens, format!("ops {OPS}\n")).unwrap();
+    let probe_tokens = probe_tokens_file(&dir, OPS);
     let c = Collector::start(
         &pg,
         &tokens,

@@ -336,22 +336,27 @@ mod tests {
         assert_eq!(t.findings[0].explains.len(), 2);
     }
 
-    #[test]
-    fn a_host_segment_and_a_cable_are_found_together() {
-        use PartStatus::*;
-        let p = path();
-        let segments = [
+    /// The job path `p` abnormal on n1 and normal on n2.
+    fn n1_abnormal_n2_normal(p: &JobPath) -> [Segment<'_>; 2] {
+        [
             Segment {
                 host: "n1",
-                path: &p,
+                path: p,
                 status: PathStatus::Abnormal,
             },
             Segment {
                 host: "n2",
-                path: &p,
+                path: p,
                 status: PathStatus::Normal,
             },
-        ];
+        ]
+    }
+
+    #[test]
+    fn a_host_segment_and_a_cable_are_found_together() {
+        use PartStatus::*;
+        let p = path();
+        let segments = n1_abnormal_n2_normal(&p);
         let pairs = [
             pair("n2", "n3", &["c2", "c3", "bad"], Abnormal),
             pair("n2", "n4", &["c2", "c4"], Normal),
@@ -398,18 +403,7 @@ mod tests {
     #[test]
     fn a_host_slow_in_its_own_check_sets_its_pairs_network_part_aside_unless_they_lost_packets() {
         let p = path();
-        let segments = [
-            Segment {
-                host: "n1",
-                path: &p,
-                status: PathStatus::Abnormal,
-            },
-            Segment {
-                host: "n2",
-                path: &p,
-                status: PathStatus::Normal,
-            },
-        ];
+        let segments = n1_abnormal_n2_normal(&p);
         // The pair's own host parts look normal (a starved CPU leaves a loopback's median
         // alone), its bandwidth does not: n1's own check says why.
         let slow = pair("n1", "n2", &["n1/rxe_a", "n2/rxe_b"], PartStatus::Abnormal);

@@ -31,8 +31,18 @@ pub fn now_s() -> i64 {
 /// `PUT /api/hosts/{host}/agent`: an agent that registered its RNIC `rnic0` as `device`
 /// (nothing listens at its URL: a verdict without probes asks no agent).
 pub fn register(addr: SocketAddr, host: &str, device: &str) {
-    let body = json!({"url": format!("http://127.0.0.1:{}", free_port()),
-                      "rnics": ["rnic0"], "devices": [device]});
+    register_at(
+        addr,
+        host,
+        &format!("http://127.0.0.1:{}", free_port()),
+        device,
+    );
+}
+
+/// `PUT /api/hosts/{host}/agent`: an agent listening at `url` that registered its RNIC
+/// `rnic0` as `device`.
+pub fn register_at(addr: SocketAddr, host: &str, url: &str, device: &str) {
+    let body = json!({"url": url, "rnics": ["rnic0"], "devices": [device]});
     let mut resp = client()
         .put(format!("http://{addr}/api/hosts/{host}/agent"))
         .header("Authorization", format!("Bearer {}", token(host)))

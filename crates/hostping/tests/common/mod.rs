@@ -64,6 +64,13 @@ pub fn tokens_file(dir: &Path, tokens: &[(&str, &str)]) -> PathBuf {
     file
 }
 
+/// A probe-tokens file (`NAME TOKEN`, the agents' format) in `dir` holding `ops TOKEN`.
+pub fn probe_tokens_file(dir: &Path, token: &str) -> PathBuf {
+    let file = dir.join("probe.tokens");
+    std::fs::write(&file, format!("ops {token}\n")).expect("the test folder is writable");
+    file
+}
+
 /// Its standard error, as text.
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
