@@ -20,9 +20,10 @@ pub fn run(cmd: BenchCommand) -> Result<Outcome> {
         BenchCommand::Job {
             suite,
             seed,
+            cluster,
             show_failures,
             format,
-        } => return job(suite, seed, show_failures, format),
+        } => return job(suite, seed, cluster.as_deref(), show_failures, format),
         BenchCommand::Agent {
             sim,
             seconds,
@@ -203,7 +204,13 @@ fn scenarios(
 
 /// `hostping bench job`: the labelled jobs, run one after another (each mesh simulates its
 /// pairs on every core), and their scores.
-fn job(suite: JobSuite, seed: u64, show_failures: bool, format: Format) -> Result<Outcome> {
+fn job(
+    suite: JobSuite,
+    seed: u64,
+    only: Option<&str>,
+    show_failures: bool,
+    format: Format,
+) -> Result<Outcome> {
     use cluster::labelled;
     let pod = cluster::Cluster::builtin("pod-32").expect("pod-32 is built in")?;
     let large = cluster::Cluster::builtin("full-891").expect("full-891 is built in")?;
@@ -211,7 +218,18 @@ fn job(suite: JobSuite, seed: u64, show_failures: bool, format: Format) -> Resul
         JobSuite::Fast => labelled::Suite::Fast,
         JobSuite::Full => labelled::Suite::Full,
     };
-    let cases = labelled::cases(&pod, Some(&large), suite, seed);
+    let mut cases = labelled::cases(&pod, Some(&large), suite, seed);
+    if let Some(name) = only {
+        cases.retain(|case| case.cluster == name);
+        if cases.is_empty() {
+            bail!(
+                "--cluster {name}: the {} suite has no jobs on it (its clusters: {}, {})",
+                format!("{suite:?}").to_lowercase(),
+                pod.name,
+                large.name
+            );
+        }
+    }
     let bar = counted(cases.len() as u64, "bench job", "jobs judged");
     let mut outcomes = Vec::with_capacity(cases.len());
     for case in &cases {

@@ -836,6 +836,10 @@ pub enum BenchCommand {
         /// Seed of the cases (hosts, faults, noise).
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Run only the suite's jobs on this cluster (`pod-32` or `full-891`); the cases
+        /// and their seeds stay those of the whole suite.
+        #[arg(long, value_name = "NAME")]
+        cluster: Option<String>,
         /// List every case whose verdict or first culprit is wrong.
         #[arg(long)]
         show_failures: bool,
