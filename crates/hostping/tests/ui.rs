@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::browser::{screenshot, wait_until, ChromeDriver};
+use common::browser::{is_gray, is_green, is_red, js, rgb, screenshot, wait_until, ChromeDriver};
 use common::postgres::{Collector, Postgres};
 use common::{
     agent, agent_real, hostping, http_get, sim_report, stdout, temp_dir, tokens_file, Agent,
@@ -372,11 +372,6 @@ fn wait_for_runs(addr: SocketAddr, runs: &[(&str, u64)]) -> Value {
     }
 }
 
-/// What a script returns, as JSON.
-async fn js(c: &Client, script: &str) -> Value {
-    c.execute(script, vec![]).await.expect("the script runs")
-}
-
 /// The overview's rows: host, health and causes as drawn.
 async fn rows(c: &Client) -> Vec<(String, String, Vec<String>)> {
     let v = js(
@@ -391,30 +386,6 @@ async fn rows(c: &Client) -> Vec<(String, String, Vec<String>)> {
 
 fn row_hosts(rows: &[(String, String, Vec<String>)]) -> BTreeSet<&str> {
     rows.iter().map(|r| r.0.as_str()).collect()
-}
-
-/// A computed colour `rgb(r, g, b)` as numbers.
-fn rgb(css: &str) -> (u8, u8, u8) {
-    let inner = css
-        .trim_start_matches("rgba(")
-        .trim_start_matches("rgb(")
-        .trim_end_matches(')');
-    let n: Vec<u8> = inner
-        .split(',')
-        .take(3)
-        .map(|x| x.trim().parse().unwrap())
-        .collect();
-    (n[0], n[1], n[2])
-}
-
-fn is_red((r, g, b): (u8, u8, u8)) -> bool {
-    r > 180 && g < 90 && b < 90
-}
-fn is_green((r, g, b): (u8, u8, u8)) -> bool {
-    g > 130 && r < 110 && b < 110
-}
-fn is_gray((r, g, b): (u8, u8, u8)) -> bool {
-    r.abs_diff(g) < 8 && g.abs_diff(b) < 8 && (100..=200).contains(&r)
 }
 
 /// The heatmap's cells: (rnic, endpoint, status) and the computed background colour.

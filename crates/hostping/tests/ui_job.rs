@@ -15,13 +15,13 @@
 
 mod common;
 
-use common::browser::{screenshot, wait_until, ChromeDriver};
+use common::browser::{is_red, js, rgb, screenshot, wait_until, ChromeDriver};
 use common::job::{now_s, post_run, post_sweep, register, token, OFF_ROUTE, ON_ROUTE};
 use common::postgres::{get, Collector, Postgres};
 use common::{sim_report, temp_dir, tokens_file};
 use fantoccini::{Client, Locator};
 use model::job::JobReport;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::Path;
 
 /// The job's hosts (stage1 and stage2 on the leaf `MF0;ib1:SX6036/U1`, stage60 on a leaf of
@@ -36,34 +36,12 @@ const FAULTY_LINK: &str = "gpu0--lsw0";
 // `ON_ROUTE` (common::job) is stage1's cable, on every route of the job; `OFF_ROUTE` is
 // stage100's, off the job's routes.
 
-async fn js(c: &Client, script: &str) -> Value {
-    c.execute(script, vec![]).await.expect("the script runs")
-}
-
 async fn text(c: &Client, css: &str) -> String {
     let e = c
         .find(Locator::Css(css))
         .await
         .unwrap_or_else(|e| panic!("{css}: {e}"));
     e.text().await.unwrap()
-}
-
-/// A computed colour `rgb(r, g, b)` or `rgba(r, g, b, a)` as its red, green and blue.
-fn rgb(css: &str) -> (u8, u8, u8) {
-    let inner = css
-        .trim_start_matches("rgba(")
-        .trim_start_matches("rgb(")
-        .trim_end_matches(')');
-    let n: Vec<u8> = inner
-        .split(',')
-        .take(3)
-        .map(|x| x.trim().parse().unwrap())
-        .collect();
-    (n[0], n[1], n[2])
-}
-
-fn is_red((r, g, b): (u8, u8, u8)) -> bool {
-    r > 180 && g < 90 && b < 90
 }
 
 /// The culprits drawn under `list`: (host, component, cause), in order.

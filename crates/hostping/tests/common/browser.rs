@@ -141,3 +141,40 @@ pub async fn wait_until(client: &Client, what: &str, script: &str) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// What `script` returns, as JSON.
+pub async fn js(client: &Client, script: &str) -> serde_json::Value {
+    client
+        .execute(script, vec![])
+        .await
+        .expect("the script runs")
+}
+
+/// A computed colour `rgb(r, g, b)` or `rgba(r, g, b, a)` as its red, green and blue.
+pub fn rgb(css: &str) -> (u8, u8, u8) {
+    let inner = css
+        .trim_start_matches("rgba(")
+        .trim_start_matches("rgb(")
+        .trim_end_matches(')');
+    let n: Vec<u8> = inner
+        .split(',')
+        .take(3)
+        .map(|x| x.trim().parse().unwrap())
+        .collect();
+    (n[0], n[1], n[2])
+}
+
+/// The UI's red (abnormal, failed, errored).
+pub fn is_red((r, g, b): (u8, u8, u8)) -> bool {
+    r > 180 && g < 90 && b < 90
+}
+
+/// The UI's green (normal, healthy).
+pub fn is_green((r, g, b): (u8, u8, u8)) -> bool {
+    g > 130 && r < 110 && b < 110
+}
+
+/// The UI's gray (not judged).
+pub fn is_gray((r, g, b): (u8, u8, u8)) -> bool {
+    r.abs_diff(g) < 8 && g.abs_diff(b) < 8 && (100..=200).contains(&r)
+}
