@@ -23,6 +23,8 @@ mkdir -p "$out"
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=scripts/guest/step.sh
 . "$here/step.sh"
+# shellcheck source=scripts/guest/collector.sh
+. "$here/collector.sh"
 started=$(date +%s)
 
 # The sizes, chosen so that the verdicts are stable under TCG: host checks and their
@@ -43,7 +45,6 @@ loss=2%
 # of seconds).
 starve="1500 10000"
 
-pg=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 dir=/tmp/job
 mkdir -p "$dir" && chmod 777 "$dir"
 collector=http://127.0.0.1:9480
@@ -149,19 +150,7 @@ window() {
     done
 }
 
-step job-initdb runuser -u nobody -- "$pg/initdb" --auth=trust --username=hostping \
-    --encoding=UTF8 --no-sync -D "$dir/pgdata"
-step job-postgres runuser -u nobody -- "$pg/pg_ctl" -D "$dir/pgdata" -l "$dir/postgres.log" -w \
-    -o "-c port=5434 -c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir -c fsync=off -c shared_buffers=16MB -c max_connections=40" \
-    start
-"$hostping" collector --database postgres://hostping@127.0.0.1:5434/postgres \
-    --listen 127.0.0.1:9480 --tokens "$dir/tokens" --probe-tokens "$dir/probe.tokens" \
-    2>"$out/job-collector.err" &
-collector_pid=$!
-for _ in $(seq 600); do
-    grep -q 'serving' "$out/job-collector.err" 2>/dev/null && break
-    sleep 0.1
-done
+start_collector job "$dir" 5434 127.0.0.1:9480
 
 baseline node01 1
 baseline node02 0
@@ -213,6 +202,6 @@ cat /sys/fs/cgroup/starved/cpu.stat >"$out/job-host-cpu-stat.txt" 2>&1
 
 kill "$node01" "$node02" "$collector_pid"
 wait "$node01" "$node02" "$collector_pid" 2>/dev/null
-runuser -u nobody -- "$pg/pg_ctl" -D "$dir/pgdata" -m fast stop >/dev/null
+stop_postgres "$dir"
 echo "script $(($(date +%s) - started)) s" >"$out/job-time.txt"
 exit 0

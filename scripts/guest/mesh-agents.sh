@@ -15,9 +15,10 @@ out="${HOSTPING_GUEST_OUT:?run inside scripts/guest/run.sh}/softroce"
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=scripts/guest/step.sh
 . "$here/step.sh"
+# shellcheck source=scripts/guest/collector.sh
+. "$here/collector.sh"
 started=$(date +%s.%N)
 
-pg=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 dir=/tmp/mesh
 mkdir -p "$dir" && chmod 777 "$dir"
 collector=http://127.0.0.1:9470
@@ -30,22 +31,7 @@ printf 'ops %s\n' "$ops" >"$dir/probe.tokens"
 printf '[probe]\niterations = 20\n[triggers]\nhost_status_every = "100h"\nsymptoms_every = "100h"\n' \
     >"$dir/agent.toml"
 
-# PostgreSQL refuses to run as root: as nobody, small (the guest has little memory).
-as_nobody() { runuser -u nobody -- "$@"; }
-step mesh-initdb as_nobody "$pg/initdb" --auth=trust --username=hostping --encoding=UTF8 \
-    --no-sync -D "$dir/pgdata"
-step mesh-postgres as_nobody "$pg/pg_ctl" -D "$dir/pgdata" -l "$dir/postgres.log" -w -o \
-    "-c port=5433 -c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir -c fsync=off -c shared_buffers=16MB -c max_connections=40" \
-    start
-
-"$hostping" collector --database postgres://hostping@127.0.0.1:5433/postgres \
-    --listen 127.0.0.1:9470 --tokens "$dir/tokens" --probe-tokens "$dir/probe.tokens" \
-    2>"$out/mesh-collector.err" &
-collector_pid=$!
-for _ in $(seq 600); do
-    grep -q 'serving' "$out/mesh-collector.err" 2>/dev/null && break
-    sleep 0.1
-done
+start_collector mesh "$dir" 5433 127.0.0.1:9470
 
 # agent NAME DEVICE PORT CPU: one agent, its API on 127.0.0.1:PORT, pinned to vCPU CPU
 # (the responder and the initiator on different vCPUs, as the pair steps run them).
@@ -85,7 +71,7 @@ mesh_ended=$(date +%s.%N)
 
 kill "$node01" "$node02" "$collector_pid"
 wait "$node01" "$node02" "$collector_pid" 2>/dev/null
-as_nobody "$pg/pg_ctl" -D "$dir/pgdata" -m fast stop >/dev/null
+stop_postgres "$dir"
 awk -v s="$started" -v m="$mesh_started" -v e="$mesh_ended" -v n="$(date +%s.%N)" \
     'BEGIN { printf "script %.1f s, mesh %.1f s\n", n - s, e - m }' >"$out/mesh-time.txt"
 exit 0
