@@ -1,7 +1,7 @@
 //! `GET /api/jobs/verdict?nodes=LIST&since=T&until=T[&job=ID][&probe=1]
-//! [&what_if=ring|tree&observed_us=X[&bytes=N]]`: the job verdict on real hosts (DESIGN 4.7). The collector gathers a [`model::job::JobEvidence`] from what
-//! it holds and answers `analyze::job::judge`'s [`model::job::JobReport`] with
-//! `"simulated": false`.
+//! [&what_if=ring|tree&observed_us=X[&bytes=N]]`: the job verdict on real hosts (DESIGN
+//! 4.7). The collector gathers a [`model::job::JobEvidence`] from what it holds and answers
+//! `analyze::job::judge`'s [`model::job::JobReport`] with `"simulated": false`.
 //!
 //! Reading is open, as the other GET endpoints are; `probe=1` asks each node without a run
 //! in the window for a check and runs pair probes through the agents as `POST /api/mesh`
