@@ -107,32 +107,44 @@ pub fn run(
     let Some(traffic) = &options.what_if else {
         return Ok(JobRun { report, evidence });
     };
-    let placement: Vec<usize> = evidence
-        .nodes
-        .iter()
-        .filter_map(|n| cluster.host_index(n))
-        .collect();
-    // The job really ran under the injected faults: that replay is what was observed. The
-    // measured states are what the verdict found.
+    // The job really ran under the injected faults: that replay is what was observed.
     let observed = Observed::Replay(LinkStates::from_faults(&faults.fabric));
-    let what_if =
-        LinkStates::from_culprits(cluster, &report.culprits, &evidence).and_then(|measured| {
-            whatif::what_if(
-                cluster,
-                &placement,
-                traffic,
-                observed,
-                &measured,
-                &WhatIfSettings {
-                    seed: settings.seed,
-                },
-            )
-        });
+    let report = judge_with_what_if(
+        cluster,
+        traffic,
+        observed,
+        &mut evidence,
+        report,
+        &WhatIfSettings {
+            seed: settings.seed,
+        },
+    );
+    Ok(JobRun { report, evidence })
+}
+
+/// Replays `traffic` over the job's hosts (`evidence.nodes` in rank order, hosts of
+/// `cluster`) under the link states `report`'s culprits name, compares with what was
+/// `observed`, and judges `evidence` again with the what-if in it; the follow-ups `report`
+/// ran stay in it. A what-if that cannot run is listed in `not_judged` and the verdict
+/// stands. The simulated job ([`run`]) and the collector's verdict on real hosts both end
+/// so.
+pub fn judge_with_what_if(
+    cluster: &Cluster,
+    traffic: &JobTraffic,
+    observed: Observed,
+    evidence: &mut JobEvidence,
+    mut report: JobReport,
+    settings: &WhatIfSettings,
+) -> JobReport {
+    let what_if = placement(cluster, &evidence.nodes).and_then(|placement| {
+        let measured = LinkStates::from_culprits(cluster, &report.culprits, evidence)?;
+        whatif::what_if(cluster, &placement, traffic, observed, &measured, settings)
+    });
     let follow_ups = std::mem::take(&mut report.follow_ups);
     match what_if {
         Ok(w) => {
             evidence.what_if = Some(w);
-            report = analyze::job::judge(&evidence);
+            report = analyze::job::judge(evidence);
         }
         Err(e) => report.not_judged.push(NotJudgedItem {
             what: "what-if".to_string(),
@@ -140,7 +152,23 @@ pub fn run(
         }),
     }
     report.follow_ups = follow_ups;
-    Ok(JobRun { report, evidence })
+    report
+}
+
+/// The job's hosts as indices of `cluster`, in rank order; a host the cluster does not hold
+/// is an error rather than a rank left out of the replay.
+fn placement(cluster: &Cluster, nodes: &[String]) -> Result<Vec<usize>, ClusterError> {
+    nodes
+        .iter()
+        .map(|n| {
+            cluster.host_index(n).ok_or_else(|| {
+                ClusterError::Fabric(format!(
+                    "what-if on cluster `{}`: the job's host `{n}` is not on it",
+                    cluster.name
+                ))
+            })
+        })
+        .collect()
 }
 
 /// The cables the job's routes cross on the healthy fabric: between every two of its hosts'

@@ -150,6 +150,18 @@ impl<'a> Judged<'a> {
         }]
     }
 
+    /// A what-if that finds the job slower than its healthy replay and no measured state
+    /// reproducing it leaves the job's time unexplained: the slowness is real and nothing
+    /// judged accounts for it (a host's state its check did not see, a fabric state not
+    /// measured), so it is something not judged, never `neither`.
+    pub fn unexplained_time(&self) -> Option<NotJudgedItem> {
+        let w = self.evidence.what_if.as_ref()?;
+        (w.explains == "unexplained").then(|| NotJudgedItem {
+            what: "the job's time".to_string(),
+            why: format!("what-if: {}", w.evidence),
+        })
+    }
+
     /// Other jobs' traffic (thesis 4.4: it congests many links at once, a fault one): the
     /// job's pairs slowed across at least [`BACKGROUND_MIN_FINDINGS`] cables that no port
     /// counter accuses (`spread`, the tomography's uncorroborated findings), or at least

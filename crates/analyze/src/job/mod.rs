@@ -15,7 +15,8 @@
 //!    cable on their own; waits far above the same ports before the window and the ports off
 //!    the routes on many ports are other jobs' traffic, not a fault.
 //! 4. The what-if, when given, says whether the job's own pattern or mapping explains a
-//!    healthy infrastructure's time.
+//!    healthy infrastructure's time; a time it finds slow and no measured state explains is
+//!    not judged.
 //! 5. The verdict ([`culprits`]): host, network, both; neither only when every host and
 //!    every cable of the job's routes was judged; inconclusive otherwise.
 
@@ -45,6 +46,7 @@ pub fn judge(evidence: &JobEvidence) -> JobReport {
     not_judged.extend(hosts.not_judged.iter().cloned());
     not_judged.extend(tomography.not_judged.iter().cloned());
     not_judged.extend(judged.unjudged_cables());
+    not_judged.extend(judged.unexplained_time());
     let verdict = culprits::verdict(&culprits, &not_judged);
     JobReport {
         job: evidence.job.clone(),
@@ -319,5 +321,40 @@ mod tests {
         assert_eq!(r.culprits[0].component.as_deref(), Some("leaf1/2"));
         assert_eq!(r.culprits[0].cause, "link_errors");
         assert_eq!(r.not_the_jobs[0].component.as_deref(), Some("leaf7/3"));
+    }
+
+    #[test]
+    fn a_slow_time_no_measured_state_explains_is_never_neither() {
+        let what_if = |explains: &str| model::job::WhatIf {
+            traffic: "ring all-reduce of 64 MiB over 2 ranks, 1 rail per host".into(),
+            scenarios: Vec::new(),
+            explains: explains.into(),
+            element: None,
+            suggested_mapping: Vec::new(),
+            evidence: "observed 300.0 us against 100.0 us on the healthy fabric (+200 %)".into(),
+            simulated: true,
+        };
+        let mut e = evidence(
+            vec![
+                host("n1", Some(report("n1", PathStatus::Normal))),
+                host("n2", Some(report("n2", PathStatus::Normal))),
+            ],
+            vec![pair(PartStatus::Normal)],
+        );
+        e.what_if = Some(what_if("none"));
+        let r = judge(&e);
+        assert_eq!(r.verdict, Verdict::Neither, "{}", r.summary);
+        // Everything judged healthy, yet the job is three times its healthy replay: the
+        // time is what was not judged.
+        e.what_if = Some(what_if("unexplained"));
+        let r = judge(&e);
+        assert_eq!(r.verdict, Verdict::Inconclusive, "{}", r.summary);
+        assert_eq!(r.verdict.exit_code(), 3);
+        let item = r.not_judged.iter().find(|n| n.what == "the job's time");
+        assert!(
+            item.is_some_and(|n| n.why.contains("+200 %")),
+            "{:?}",
+            r.not_judged
+        );
     }
 }

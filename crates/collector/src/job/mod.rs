@@ -1,13 +1,16 @@
-//! `GET /api/jobs/verdict?nodes=LIST&since=T&until=T[&job=ID][&probe=1]`: the job verdict
-//! on real hosts (DESIGN 4.7). The collector gathers a [`model::job::JobEvidence`] from what
-//! it holds and answers `analyze::job::judge`'s [`model::job::JobReport`] with
-//! `"simulated": false`.
+//! `GET /api/jobs/verdict?nodes=LIST&since=T&until=T[&job=ID][&probe=1]
+//! [&what_if=ring|tree&observed_us=X[&bytes=N]]`: the job verdict on real hosts (DESIGN
+//! 4.7). The collector gathers a [`model::job::JobEvidence`] from what it holds and answers
+//! `analyze::job::judge`'s [`model::job::JobReport`] with `"simulated": false`.
 //!
 //! Reading is open, as the other GET endpoints are; `probe=1` asks each node without a run
 //! in the window for a check and runs pair probes through the agents as `POST /api/mesh`
 //! does, and so needs a probe token (`Authorization: Bearer`;
 //! 403 with mesh off, 401 without a token of the probe-tokens file). 400 names the bad
 //! parameter; 503 when the database does not answer within [`evidence::READ_WAIT`].
+//! `what_if` replays the job's traffic on the collector's fabric and compares it with the
+//! job's measured time `observed_us` (issue 28 section 3); without a fabric it is listed in
+//! `not_judged`.
 //!
 //! | module | job |
 //! |---|---|
@@ -18,6 +21,7 @@
 //! | [`pairs`] | a mesh's pair (judged against its recorded baseline, `crate::pair_baselines`) as the verdict's pair |
 //! | [`follow_up`] | with `probe=1`, a check asked of each host without one in the window, and pairs that split a culprit's candidate cables |
 //! | [`evidence`] | all of the above gathered, with a deadline |
+//! | [`what_if`] | with `what_if`, the job's traffic replayed on the fabric against its measured time, and the job judged again |
 
 pub mod evidence;
 pub mod follow_up;
@@ -26,6 +30,7 @@ pub mod pairs;
 pub mod ports;
 pub mod query;
 pub mod routes;
+pub mod what_if;
 
 use crate::agents::refuse;
 use crate::mesh::Access;
@@ -86,5 +91,9 @@ async fn verdict(
         }
     }
     report.follow_ups = follow_ups;
+    if let Some(asked) = &query.what_if {
+        let fabric_known = access.fabric.is_some();
+        report = what_if::judge_with(asked, routes, fabric_known, evidence, report).await;
+    }
     Json(report).into_response()
 }

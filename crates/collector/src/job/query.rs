@@ -1,10 +1,19 @@
 //! The query of `GET /api/jobs/verdict`: the job's nodes (a Slurm hostlist), its window in
-//! Unix seconds, its id, and whether to probe; checked, each refusal naming the parameter.
+//! Unix seconds, its id, whether to probe, and the what-if's traffic and the job's measured
+//! time; checked, each refusal naming the parameter.
 
+use cluster::whatif::JobTraffic;
 use serde::Deserialize;
 
 /// The window when `since` is not given: the hour before `until`.
 pub const DEFAULT_WINDOW_S: i64 = 3600;
+/// The buffer a what-if all-reduce reduces when `bytes` is not given: `hostping job
+/// --bytes`'s default.
+pub const DEFAULT_WHAT_IF_BYTES: u64 = 64 << 20;
+/// The largest buffer a what-if replays: 1 GiB, sixteen times the default. The replay's
+/// cost grows with the packets it moves (about 15 s for 64 MiB over 256 hosts,
+/// BENCHMARKS.md), and a request must not hold a core for hours.
+pub const MAX_WHAT_IF_BYTES: u64 = 1 << 30;
 
 /// The query string as given.
 #[derive(Debug, Default, Deserialize)]
@@ -20,6 +29,12 @@ pub struct RawQuery {
     pub job: Option<String>,
     /// `probe=1`.
     pub probe: Option<String>,
+    /// `what_if=ring|tree`.
+    pub what_if: Option<String>,
+    /// `bytes=N`.
+    pub bytes: Option<String>,
+    /// `observed_us=X`.
+    pub observed_us: Option<String>,
 }
 
 /// A job's window, Unix seconds: `since` exclusive, `until` inclusive.
@@ -42,7 +57,7 @@ impl Window {
 }
 
 /// The query, checked.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct VerdictQuery {
     /// The job's hosts, in rank order, each once.
     pub nodes: Vec<String>,
@@ -52,6 +67,18 @@ pub struct VerdictQuery {
     pub job: Option<String>,
     /// Whether pair probes run through the agents.
     pub probe: bool,
+    /// The what-if asked for.
+    pub what_if: Option<WhatIfQuery>,
+}
+
+/// `what_if=ring|tree[&bytes=N]&observed_us=X`: replay the job's traffic on the collector's
+/// fabric and compare with the job's own measured time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WhatIfQuery {
+    /// The collective replayed.
+    pub traffic: JobTraffic,
+    /// The job's measured time of that traffic, us: positive and finite.
+    pub observed_us: f64,
 }
 
 impl VerdictQuery {
@@ -112,7 +139,57 @@ impl VerdictQuery {
             window: Window { since_s, until_s },
             job,
             probe,
+            what_if: WhatIfQuery::parse(raw)?,
         })
+    }
+}
+
+impl WhatIfQuery {
+    /// The what-if `raw` asks for, if any; `bytes` and `observed_us` without `what_if`, and
+    /// `what_if` without `observed_us`, are refused.
+    fn parse(raw: &RawQuery) -> Result<Option<WhatIfQuery>, String> {
+        let Some(what_if) = raw.what_if.as_deref() else {
+            return match (&raw.bytes, &raw.observed_us) {
+                (Some(b), _) => Err(format!("bytes={b}: only with what_if=ring|tree")),
+                (None, Some(o)) => Err(format!("observed_us={o}: only with what_if=ring|tree")),
+                (None, None) => Ok(None),
+            };
+        };
+        let bytes = match raw.bytes.as_deref() {
+            None => DEFAULT_WHAT_IF_BYTES,
+            Some(b) => b
+                .parse::<u64>()
+                .ok()
+                .filter(|n| (1..=MAX_WHAT_IF_BYTES).contains(n))
+                .ok_or_else(|| {
+                    format!("bytes={b}: wants a whole number of bytes, 1 to {MAX_WHAT_IF_BYTES}")
+                })?,
+        };
+        let traffic = match what_if {
+            "ring" => JobTraffic::RingAllReduce { bytes },
+            "tree" => JobTraffic::TreeAllReduce { bytes },
+            other => {
+                return Err(format!(
+                    "what_if={other}: wants ring or tree (the all-reduce replayed)"
+                ))
+            }
+        };
+        // Compared with the replays, the job's own time is what a real what-if explains.
+        let observed = raw.observed_us.as_deref().ok_or(
+            "observed_us=X is required with what_if: the job's own measured time of that \
+             traffic, us",
+        )?;
+        let observed_us = observed
+            .parse::<f64>()
+            .ok()
+            .filter(|us| us.is_finite() && *us > 0.0)
+            .ok_or_else(|| {
+                format!("observed_us={observed}: wants a positive number of microseconds")
+            })?;
+        Ok(Some(WhatIfQuery {
+            traffic,
+            observed_us,
+        }))
     }
 }
 
@@ -156,7 +233,56 @@ mod tests {
                 until_s: 20
             }
         );
-        assert!(!q.probe && q.job.is_none());
+        assert!(!q.probe && q.job.is_none() && q.what_if.is_none());
+    }
+
+    #[test]
+    fn a_what_if_wants_its_traffic_and_the_jobs_measured_time() {
+        let what_if = |what_if: &str, bytes: Option<&str>, observed_us: Option<&str>| RawQuery {
+            what_if: Some(what_if.into()),
+            bytes: bytes.map(Into::into),
+            observed_us: observed_us.map(Into::into),
+            ..raw("a,b", None, None)
+        };
+        let q = VerdictQuery::parse(&what_if("ring", None, Some("8200.5")), 100).unwrap();
+        assert_eq!(
+            q.what_if,
+            Some(WhatIfQuery {
+                traffic: JobTraffic::RingAllReduce {
+                    bytes: DEFAULT_WHAT_IF_BYTES
+                },
+                observed_us: 8200.5
+            })
+        );
+        let q = VerdictQuery::parse(&what_if("tree", Some("1048576"), Some("350")), 100).unwrap();
+        assert_eq!(
+            q.what_if.unwrap().traffic,
+            JobTraffic::TreeAllReduce { bytes: 1 << 20 }
+        );
+        let alone = |bytes: Option<&str>, observed_us: Option<&str>| RawQuery {
+            bytes: bytes.map(Into::into),
+            observed_us: observed_us.map(Into::into),
+            ..raw("a,b", None, None)
+        };
+        for (q, said) in [
+            (what_if("ring", None, None), "observed_us=X is required"),
+            (what_if("mesh", None, Some("5")), "what_if=mesh"),
+            (what_if("ring", None, Some("0")), "observed_us=0"),
+            (what_if("ring", None, Some("-3")), "observed_us=-3"),
+            (what_if("ring", None, Some("inf")), "observed_us=inf"),
+            (what_if("ring", None, Some("NaN")), "observed_us=NaN"),
+            (what_if("ring", Some("0"), Some("5")), "bytes=0"),
+            (
+                what_if("ring", Some("2147483648"), Some("5")),
+                "bytes=2147483648",
+            ),
+            (what_if("ring", Some("1e6"), Some("5")), "bytes=1e6"),
+            (alone(Some("64"), None), "bytes=64: only with what_if"),
+            (alone(None, Some("5")), "observed_us=5: only with what_if"),
+        ] {
+            let e = VerdictQuery::parse(&q, 100).unwrap_err();
+            assert!(e.contains(said), "{said}: {e}");
+        }
     }
 
     #[test]
@@ -192,7 +318,7 @@ mod tests {
         ) {
             let q = RawQuery {
                 nodes: Some(nodes), since: Some(since), until: Some(until),
-                job: None, probe: Some(probe),
+                job: None, probe: Some(probe), ..RawQuery::default()
             };
             match VerdictQuery::parse(&q, 1_000_000) {
                 Ok(v) => prop_assert!(v.window.since_s < v.window.until_s && !v.nodes.is_empty()),

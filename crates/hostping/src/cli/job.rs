@@ -1,6 +1,7 @@
 //! `hostping job`: the job verdict's flags (DESIGN 4.7).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
 
@@ -53,12 +54,20 @@ pub struct JobArgs {
     /// A file holding that token alone on one line.
     #[arg(long, value_name = "FILE", requires = "collector")]
     pub token_file: Option<PathBuf>,
-    /// Replay the job's traffic on the simulated fabric and compare (pattern, mapping,
-    /// other jobs' traffic, a degraded element).
+    /// Replay the job's traffic on the simulated fabric and say what explains its time
+    /// (its pattern, its mapping, other jobs' traffic, a degraded element, or nothing
+    /// measured). With --collector: on the collector's fabric (its --fabric), against the
+    /// job's own time (--observed-time).
     #[arg(long)]
     pub what_if: bool,
+    /// With --collector --what-if: how long the job took to run the --traffic it replays,
+    /// measured by the job itself (one all-reduce of --bytes: `8.2ms`, `350us`, `1.5s`).
+    /// On a simulated cluster the replay of the injected faults is the observed time.
+    #[arg(long, value_name = "DURATION", requires = "what_if",
+          conflicts_with = "sim_cluster", value_parser = positive_duration)]
+    pub observed_time: Option<Duration>,
     /// The job's traffic for --what-if: `ring` or `tree` all-reduce, or a workload file
-    /// (`hostping fabric sim` format).
+    /// (`hostping fabric sim` format; on a simulated cluster only).
     #[arg(long, value_name = "ring|tree|FILE", default_value = "ring")]
     pub traffic: String,
     /// Bytes each rank reduces in the --what-if all-reduce.
@@ -77,4 +86,15 @@ pub struct JobArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+}
+
+/// `--observed-time`: a duration (`8.2ms`, `350us`), more than zero.
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(text).map_err(|e| {
+        format!("{e}: wants a duration with its unit, such as 8.2ms, 350us or 1.5s")
+    })?;
+    if d.is_zero() {
+        return Err("a job takes some time: wants more than zero".to_string());
+    }
+    Ok(d)
 }

@@ -1,7 +1,8 @@
 //! `hostping job --nodes LIST | --slurm JOBID --collector URL`: the verdict on real hosts.
 //! The collector holds the hosts' runs and the switch ports' counters and judges them
 //! (`GET /api/jobs/verdict`, collector/src/job/); this asks it and prints its answer as it
-//! came (`--format json`) or in words.
+//! came (`--format json`) or in words. With `--what-if` the collector replays the job's
+//! traffic on its fabric against the job's own time (`--observed-time`).
 
 mod slurm;
 mod time_arg;
@@ -21,6 +22,9 @@ const READ_WAIT: Duration = Duration::from_secs(60);
 /// With `--probe`: the mesh's pairs each have the collector's own deadline; this bounds the
 /// wait, not the probes.
 const PROBE_WAIT: Duration = Duration::from_secs(3600);
+/// With `--what-if` and no probes: the replays take seconds to a minute (about 15 s for 256
+/// hosts), one request at a time at the collector.
+const WHAT_IF_WAIT: Duration = Duration::from_secs(600);
 
 /// What is asked: the job's id, nodes and window (Unix seconds; the collector's default
 /// where not given: the hour before now).
@@ -32,12 +36,19 @@ struct Asked {
     until_s: Option<i64>,
 }
 
+/// The what-if asked of the collector: its query parameters (`what_if`, `bytes`,
+/// `observed_us`).
+#[derive(Debug, PartialEq)]
+struct WhatIfAsked {
+    traffic: &'static str,
+    bytes: u64,
+    observed_us: f64,
+}
+
 /// Asks the collector for the verdict and prints it.
 pub fn run(args: &JobArgs) -> Result<Outcome> {
     let collector = args.collector.as_deref().expect("clap: --collector");
-    if args.what_if {
-        bail!("--what-if: not available with --collector yet (use --sim-cluster)");
-    }
+    let what_if = what_if(args)?;
     let token = if args.probe {
         Some(match (&args.token_file, &args.token) {
             (Some(file), _) => agent::sender::read_token_file(file).map_err(anyhow::Error::msg)?,
@@ -52,11 +63,43 @@ pub fn run(args: &JobArgs) -> Result<Outcome> {
     let now_s = model::time::unix_ms(SystemTime::now()) / 1000;
     let asked = asked(args, now_s)?;
     let url = format!("{}/api/jobs/verdict", collector.trim_end_matches('/'));
-    let report = ask(&url, &asked, token.as_deref())?;
+    let report = ask(&url, &asked, token.as_deref(), what_if.as_ref())?;
     print(args.format, &report, |r| {
         words::render(r, Style::for_stdout())
     })?;
     Ok(outcome(&report))
+}
+
+/// `--what-if` on real hosts: the collector replays a ring or tree all-reduce of `--bytes`
+/// and compares it with `--observed-time`, which only the job knows.
+fn what_if(args: &JobArgs) -> Result<Option<WhatIfAsked>> {
+    if !args.what_if {
+        return Ok(None);
+    }
+    let Some(observed) = args.observed_time else {
+        bail!(
+            "--what-if with --collector needs --observed-time DURATION: the job's own measured \
+             time of the --traffic it replays (one {} all-reduce of {} bytes), which the \
+             replays are compared with",
+            args.traffic,
+            args.bytes
+        );
+    };
+    // A workload file stays on this machine: the collector's GET carries no file, and the
+    // collector reads none of its callers' paths. Refused rather than sent some other way.
+    let traffic = match args.traffic.as_str() {
+        "ring" => "ring",
+        "tree" => "tree",
+        file => bail!(
+            "--traffic {file}: with --collector the what-if replays `ring` or `tree`; a \
+             workload file is replayed on a simulated cluster only (--sim-cluster)"
+        ),
+    };
+    Ok(Some(WhatIfAsked {
+        traffic,
+        bytes: args.bytes,
+        observed_us: observed.as_secs_f64() * 1e6,
+    }))
 }
 
 /// The job's nodes and window: from Slurm with `--slurm` (`--since`/`--until` override
@@ -91,7 +134,12 @@ fn asked(args: &JobArgs, now_s: i64) -> Result<Asked> {
 
 /// One GET to the collector: its verdict, or an error naming the URL and saying why (its
 /// own words for a refusal).
-fn ask(url: &str, asked: &Asked, token: Option<&str>) -> Result<JobReport> {
+fn ask(
+    url: &str,
+    asked: &Asked,
+    token: Option<&str>,
+    what_if: Option<&WhatIfAsked>,
+) -> Result<JobReport> {
     let client = fleet_api::post::client(ureq::tls::TlsConfig::default());
     let mut request = client.get(url).query("nodes", asked.nodes.join(","));
     for (key, value) in [("since", asked.since_s), ("until", asked.until_s)] {
@@ -107,10 +155,16 @@ fn ask(url: &str, asked: &Asked, token: Option<&str>) -> Result<JobReport> {
             .query("probe", "1")
             .header("Authorization", format!("Bearer {token}"));
     }
-    let wait = if token.is_some() {
-        PROBE_WAIT
-    } else {
-        READ_WAIT
+    if let Some(w) = what_if {
+        request = request
+            .query("what_if", w.traffic)
+            .query("bytes", w.bytes.to_string())
+            .query("observed_us", w.observed_us.to_string());
+    }
+    let wait = match (token, what_if) {
+        (Some(_), _) => PROBE_WAIT,
+        (None, Some(_)) => WHAT_IF_WAIT,
+        (None, None) => READ_WAIT,
     };
     let mut answer = request
         .config()

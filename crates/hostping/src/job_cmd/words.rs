@@ -65,17 +65,32 @@ pub fn render(report: &JobReport, style: Style) -> String {
         }
     }
     if let Some(w) = &report.what_if {
+        // On real hosts the observed time is the job's own, measured; every replay is
+        // simulated either way.
+        let (labels, measured) = if report.simulated {
+            (", SIMULATED", None)
+        } else {
+            (
+                "; observed: measured, the replays: SIMULATED",
+                Some("observed"),
+            )
+        };
         let _ = writeln!(out);
         let _ = writeln!(
             out,
-            "what-if ({}, SIMULATED): explains {}",
+            "what-if ({}{labels}): explains {}",
             w.traffic, w.explains
         );
         for s in &w.scenarios {
+            let moved = if measured == Some(s.name.as_str()) {
+                "measured".to_string()
+            } else {
+                format!("{} packets", s.packets)
+            };
             let _ = writeln!(
                 out,
-                "  {:<18} {:>12.1} us  {:>10} packets  {}",
-                s.name, s.time_us, s.packets, s.setting
+                "  {:<18} {:>12.1} us  {:>18}  {}",
+                s.name, s.time_us, moved, s.setting
             );
         }
     }
