@@ -54,16 +54,25 @@ pub async fn read_ports(
     };
     for read in &plan.reads {
         let mut said = Vec::new();
+        let mut by: Vec<&str> = Vec::new();
         for port in &read.ports {
             let outcome = &outcomes[port];
             if let Outcome::Read { sampler, sums } = outcome {
                 add(evidence, routes, port, sums);
-                said.push(format!("{port} read now by {sampler}: {}", counted(sums)));
+                said.push(format!("{port} {}", counted(sums)));
+                if !by.contains(&sampler.as_str()) {
+                    by.push(sampler);
+                }
             } else {
                 said.push(format!("{port} {}", outcome.words()));
             }
         }
-        follow_ups.push(follow_up(read, said.join("; ")));
+        let said = said.join("; ");
+        let outcome = match by.as_slice() {
+            [] => said,
+            samplers => format!("read now by sampler {}: {said}", samplers.join(", ")),
+        };
+        follow_ups.push(follow_up(read, outcome));
     }
     follow_ups
 }
@@ -93,8 +102,8 @@ impl Outcome {
     fn words(&self) -> String {
         match self {
             Outcome::Read { .. } => unreachable!("said with its counters"),
-            Outcome::Unowned => "not run: no sampler has posted this port (by its switch's \
-                                 name): its counters are not known"
+            Outcome::Unowned => "not read: no sampler has posted this port (by its switch's \
+                                 name), so its counters are not known"
                 .to_string(),
             Outcome::Late { owner, asked_ns } => format!(
                 "asked of sampler {}, but no read arrived within {} s (its last read of the \
@@ -103,7 +112,7 @@ impl Outcome {
                 PORT_READ_WAIT.as_secs(),
                 (asked_ns - owner.at_unix_ns).max(0) as f64 / 1e9
             ),
-            Outcome::Refused(why) => format!("not run: {why}"),
+            Outcome::Refused(why) => format!("not read: {why}"),
         }
     }
 }
