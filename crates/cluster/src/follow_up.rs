@@ -117,9 +117,9 @@ pub fn plan_port_reads(cluster: &Cluster, report: &JobReport, evidence: &JobEvid
     let mut wanted: BTreeMap<Cable, String> = BTreeMap::new();
     let mut order: Vec<Cable> = Vec::new();
     let mut want = |cable: Cable, why: String| {
-        if !wanted.contains_key(&cable) {
+        if let std::collections::btree_map::Entry::Vacant(e) = wanted.entry(cable) {
             order.push(cable);
-            wanted.insert(cable, why);
+            e.insert(why);
         }
     };
     let cable = |label: &str| cluster.parse_port(label).ok().map(|p| cluster.cable_at(p));

@@ -145,8 +145,11 @@ fn post_healthy_run(addr: SocketAddr, host: &str, report: &Value) {
     assert_eq!(status, 201, "{answer}");
 }
 
-/// A hop of `fabric route --format json`: the switch, the port entered, the port left.
-fn hop(h: &Value) -> (String, u64, u64) {
+/// A hop of a route: the switch, the port entered, the port left.
+type Hop = (String, u64, u64);
+
+/// A hop of `fabric route --format json`.
+fn hop(h: &Value) -> Hop {
     (
         h["description"].as_str().unwrap().to_string(),
         h["in_port"].as_u64().unwrap(),
@@ -205,7 +208,7 @@ fn port<'a>(report: &'a Value, name: &str) -> &'a Value {
 /// The fabric as the subnet manager brought it up (its cabling `fabric.topo`, its
 /// forwarding tables `tables.json`) and the job's route both ways as the switches forward
 /// it: each hop's switch, port entered and port left; there leaf-1, a spine, leaf-2.
-fn job_route(fabric: &mut Fabric) -> (Vec<(String, u64, u64)>, Vec<(String, u64, u64)>) {
+fn job_route(fabric: &mut Fabric) -> (Vec<Hop>, Vec<Hop>) {
     fabric.run(
         "\"$HOSTPING\" fabric discover --format ibnetdiscover > fabric.topo && \
          \"$HOSTPING\" fabric discover --format json > nodes.json && \
@@ -224,7 +227,7 @@ fn job_route(fabric: &mut Fabric) -> (Vec<(String, u64, u64)>, Vec<(String, u64,
         "\"$HOSTPING\" fabric route --from {a} --to {b} --format json > there.json && \
          \"$HOSTPING\" fabric route --from {b} --to {a} --format json > back.json"
     ));
-    let hops = |file: &str| -> Vec<(String, u64, u64)> {
+    let hops = |file: &str| -> Vec<Hop> {
         let route = fabric.read_json(file);
         route["hops"].as_array().unwrap().iter().map(hop).collect()
     };
