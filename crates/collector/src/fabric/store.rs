@@ -518,6 +518,39 @@ pub async fn owners(
         .collect())
 }
 
+/// Each of `samplers`' period: the time between its two newest sweeps of as many ports as
+/// its largest sweep (a read the collector asked for covers fewer, and comes between);
+/// a sampler with fewer than two such sweeps is left out.
+pub async fn periods(
+    client: &impl GenericClient,
+    samplers: &[&str],
+) -> Result<Vec<(String, std::time::Duration)>, tokio_postgres::Error> {
+    let rows = client
+        .query(
+            "SELECT s.name, (
+                 SELECT max(t.start_unix_ns) - min(t.start_unix_ns) FROM (
+                     SELECT f.start_unix_ns FROM fabric_sweeps f
+                     WHERE f.sampler = s.name
+                       AND f.ports = (SELECT max(g.ports) FROM fabric_sweeps g
+                                      WHERE g.sampler = s.name)
+                     ORDER BY f.start_unix_ns DESC LIMIT 2) t
+                 HAVING count(*) = 2)
+             FROM unnest($1::text[]) AS s(name)",
+            &[&samplers],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| {
+            let gap: Option<i64> = r.get(1);
+            Some((
+                r.get(0),
+                std::time::Duration::from_nanos(gap?.max(0) as u64),
+            ))
+        })
+        .collect())
+}
+
 /// Each port of `asked` (its sampler, GUID and number), summed over the deltas that
 /// sampler read of it whose interval began at or after `since_unix_ns`: what it counted
 /// since a request made then, and nothing from before. A port with none is left out.

@@ -6,9 +6,10 @@
 //! So each port is asked of the sampler that read it last (the Delegator gave it that
 //! port: `fabric_port_last`) on the board ([`crate::fabric::board`]); that sampler's next
 //! `POST /api/fabric/sweeps` is answered with the ports in `read_now`, and it reads them
-//! twice [`READ_GAP`] apart and posts both reads. The verdict waits, at most
-//! [`PORT_READ_WAIT`], for deltas whose interval began after it asked (by the samplers'
-//! clocks, which the window's reads trust too), and adds them to the port's counters in the
+//! twice [`READ_GAP`] apart and posts both reads. The verdict waits, two of that sampler's
+//! periods and the reads ([`wait_for`], at most [`PORT_READ_WAIT`]), for deltas whose
+//! interval began after it asked (by the samplers' clocks, which the window's reads trust
+//! too), and adds them to the port's counters in the
 //! window (or makes them its counters, when it had none there). A port no sampler covers,
 //! or whose read did not arrive, is said so in the follow-up and stays unjudged.
 
@@ -23,11 +24,25 @@ use model::switch_port::{guid_text, SwitchPortCounters};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
 
-/// The longest the verdict waits for the reads: a sampler is handed the request at its
-/// next post, so one sweeping at 1 Hz (`fabric sample`'s default) answers within about
-/// two seconds (its next sweep, then [`READ_GAP`]); one sweeping less often than every 30 s
-/// may not, and its ports are said not read.
+/// The longest the verdict waits for a sampler's reads: a sampler is handed the request
+/// at its next post, so one sweeping at 1 Hz (`fabric sample`'s default) answers within
+/// about two seconds (its next sweep, then [`READ_GAP`]); one sweeping less often than
+/// every 30 s may not, and its ports are said not read.
 pub const PORT_READ_WAIT: Duration = Duration::from_secs(60);
+/// Beyond its reads, what a sampler's answer may take: the database's polls ([`POLL`]),
+/// the post, the MADs.
+const SLACK: Duration = Duration::from_secs(2);
+
+/// How long to wait for a sampler sweeping every `period` (`None`: not known): two
+/// periods (a post may just have left when the request came), its two reads, and
+/// [`SLACK`]; never past [`PORT_READ_WAIT`].
+pub fn wait_for(period: Option<Duration>) -> Duration {
+    period.map_or(PORT_READ_WAIT, |p| {
+        p.saturating_mul(2)
+            .saturating_add(READ_GAP + SLACK)
+            .min(PORT_READ_WAIT)
+    })
+}
 /// How often the database is read while waiting.
 const POLL: Duration = Duration::from_millis(500);
 
@@ -93,7 +108,11 @@ enum Outcome {
     /// No sampler has posted it by its switch's name.
     Unowned,
     /// Asked of its sampler, but no read arrived in time.
-    Late { owner: Owner, asked_ns: i64 },
+    Late {
+        owner: Owner,
+        asked_ns: i64,
+        waited: Duration,
+    },
     /// The board refused the request.
     Refused(String),
 }
@@ -105,11 +124,15 @@ impl Outcome {
             Outcome::Unowned => "not read: no sampler has posted this port (by its switch's \
                                  name), so its counters are not known"
                 .to_string(),
-            Outcome::Late { owner, asked_ns } => format!(
-                "asked of sampler {}, but no read arrived within {} s (its last read of the \
+            Outcome::Late {
+                owner,
+                asked_ns,
+                waited,
+            } => format!(
+                "asked of sampler {}, but no read arrived within {:.0} s (its last read of the \
                  port was {:.0} s before the request): not judged",
                 owner.sampler,
-                PORT_READ_WAIT.as_secs(),
+                waited.as_secs_f64(),
                 (asked_ns - owner.at_unix_ns).max(0) as f64 / 1e9
             ),
             Outcome::Refused(why) => format!("not read: {why}"),
@@ -161,8 +184,19 @@ async fn read(access: &Access, reads: &[PortRead]) -> Result<BTreeMap<String, Ou
         };
         waiting.push((label.clone(), owner.clone()));
     }
+    let samplers: Vec<&str> = by_sampler.keys().copied().collect();
+    let periods = store::periods(&**client, &samplers)
+        .await
+        .map_err(|e| format!("database: {}", crate::server_words(&e)))?;
+    let waits: BTreeMap<&str, Duration> = samplers
+        .iter()
+        .map(|&s| {
+            let period = periods.iter().find(|(p, _)| p == s).map(|&(_, d)| d);
+            (s, wait_for(period))
+        })
+        .collect();
     for (sampler, ports) in &by_sampler {
-        if let Err(full) = access.reads.ask(sampler, ports, PORT_READ_WAIT) {
+        if let Err(full) = access.reads.ask(sampler, ports, waits[sampler]) {
             waiting.retain(|(label, owner)| {
                 let refused = owner.sampler == *sampler;
                 if refused {
@@ -172,7 +206,7 @@ async fn read(access: &Access, reads: &[PortRead]) -> Result<BTreeMap<String, Ou
             });
         }
     }
-    let deadline = Instant::now() + PORT_READ_WAIT;
+    let started = Instant::now();
     while !waiting.is_empty() {
         let asked: Vec<(String, u64, u8)> = waiting
             .iter()
@@ -181,8 +215,9 @@ async fn read(access: &Access, reads: &[PortRead]) -> Result<BTreeMap<String, Ou
         let fresh = store::fresh(&**client, &asked, asked_ns)
             .await
             .map_err(|e| format!("database: {}", crate::server_words(&e)))?;
-        let late = Instant::now() >= deadline;
+        let waited = started.elapsed();
         waiting.retain(|(label, owner)| {
+            let late = waited >= waits[owner.sampler.as_str()];
             let sums = fresh.iter().find(|s| {
                 s.sampler == owner.sampler && s.guid == owner.guid && s.port == owner.port
             });
@@ -205,6 +240,7 @@ async fn read(access: &Access, reads: &[PortRead]) -> Result<BTreeMap<String, Ou
                         Outcome::Late {
                             owner: owner.clone(),
                             asked_ns,
+                            waited: waits[owner.sampler.as_str()],
                         },
                     );
                     false
@@ -255,5 +291,21 @@ fn add(evidence: &mut JobEvidence, routes: &JobRoutes, port: &str, sums: &PortSu
             before: None,
             before_s: 0.0,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sampler_is_waited_for_two_periods_and_its_reads_never_past_the_bound() {
+        let s = Duration::from_secs;
+        // 1 Hz: 2 s, the reads' second, and the slack.
+        assert_eq!(wait_for(Some(s(1))), s(5));
+        assert_eq!(wait_for(Some(s(20))), s(43));
+        assert_eq!(wait_for(Some(s(40))), PORT_READ_WAIT);
+        assert_eq!(wait_for(None), PORT_READ_WAIT);
+        assert_eq!(wait_for(Some(Duration::MAX)), PORT_READ_WAIT);
     }
 }
