@@ -43,6 +43,7 @@ pub fn wait_for(period: Option<Duration>) -> Duration {
             .min(PORT_READ_WAIT)
     })
 }
+
 /// How often the database is read while waiting.
 const POLL: Duration = Duration::from_millis(500);
 
@@ -74,13 +75,11 @@ pub async fn read_ports(
             let outcome = &outcomes[port];
             if let Outcome::Read { sampler, sums } = outcome {
                 add(evidence, routes, port, sums);
-                said.push(format!("{port} {}", counted(sums)));
                 if !by.contains(&sampler.as_str()) {
                     by.push(sampler);
                 }
-            } else {
-                said.push(format!("{port} {}", outcome.words()));
             }
+            said.push(format!("{port} {}", outcome.words()));
         }
         let said = said.join("; ");
         let outcome = match by.as_slice() {
@@ -120,7 +119,7 @@ enum Outcome {
 impl Outcome {
     fn words(&self) -> String {
         match self {
-            Outcome::Read { .. } => unreachable!("said with its counters"),
+            Outcome::Read { sums, .. } => counted(sums),
             Outcome::Unowned => "not read: no sampler has posted this port (by its switch's \
                                  name), so its counters are not known"
                 .to_string(),

@@ -11,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use collector::fabric::board::{ReadNow, READ_GAP};
 use collector::fabric::client::{Sender, Target};
 use collector::fabric::upload::{PortUpload, SweepUpload};
+use model::switch_port::parse_guid;
 use rdma::mad::MgmtClass;
 use rdma::subnet::delegate::{delegate, lidfile, parse_lidfile};
 use rdma::subnet::discover::discover;
@@ -317,7 +318,7 @@ fn read_now(
         .filter(|p| {
             asked
                 .iter()
-                .any(|a| a.port == p.port && a.guid == guid_text(p.guid))
+                .any(|a| a.port == p.port && parse_guid(&a.guid) == Some(p.guid))
         })
         .copied()
         .collect();
