@@ -134,8 +134,8 @@ pub fn plan_port_reads(cluster: &Cluster, report: &JobReport, evidence: &JobEvid
                 want(
                     c,
                     format!(
-                        "one of {}, which the pairs could not tell apart: its switch ports' \
-                         counters read now can name it or clear it",
+                        "one of {}, which the pairs could not tell apart: the counters of \
+                         {label}'s switch ports read now can name it or clear it",
                         culprit.candidates.join(", ")
                     ),
                 );
@@ -150,9 +150,10 @@ pub fn plan_port_reads(cluster: &Cluster, report: &JobReport, evidence: &JobEvid
         if let Some(c) = cable(label) {
             want(
                 c,
-                "the job's routes cross it, and no sampler's counters of its switch ports fall \
-                 in the window: not judged by them"
-                    .to_string(),
+                format!(
+                    "the job's routes cross {label}, and no sampler's counters of its switch \
+                     ports fall in the window: not judged by them"
+                ),
             );
         }
     }
