@@ -3,11 +3,16 @@
 //! crosses it and no other member, and judge again. A member the new pairs find abnormal is
 //! the culprit; one they find normal is cleared. A flapping group's pairs are probed in both
 //! phases of the flap, as the job's own rounds were.
+//!
+//! On real hosts the collector also reads switch ports now ([`plan_port_reads`] chooses
+//! them): the ends of such a group's cables, and of the job's route cables no sampler's
+//! counters covered in the window.
 
 use std::collections::BTreeSet;
 
 use model::job::{FollowUp, JobEvidence, JobReport};
 use model::pair::PartStatus;
+use std::collections::BTreeMap;
 
 use crate::fault::ClusterFaults;
 use crate::mesh::{self, MeshSettings};
@@ -71,6 +76,111 @@ pub fn plan(cluster: &Cluster, report: &JobReport, nodes: &[String]) -> Plan {
                 }),
             }
         }
+    }
+    plan
+}
+
+/// Most switch ports read now in one verdict: both ends of four candidate cables in each
+/// of [`MAX_GROUPS`] groups (a cross-leaf route on a two-level tree crosses four cables, the
+/// largest group one pair leaves), so every group followed up can have its ports read. A
+/// sampler reads them with their MADs in flight at once (rdma::subnet::sample), a few
+/// milliseconds even through a slow subnet.
+pub const MAX_PORT_READS: usize = 64;
+
+/// The switch ports to read now, a cable at a time.
+#[derive(Debug, Default, PartialEq)]
+pub struct PortReads {
+    /// Each cable's switch ports (one for a host's cable, both ends of a switch-to-switch
+    /// one), with the hypotheses its reading separates in words.
+    pub reads: Vec<PortRead>,
+    /// The cables left out past [`MAX_PORT_READS`], said as follow-ups not run.
+    pub not_planned: Vec<FollowUp>,
+}
+
+/// One cable's switch ports to read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PortRead {
+    /// The cable, by its lower end (`leaf2/9`).
+    pub cable: String,
+    /// Its switch ports (`leaf2/9`, `spine1/2`).
+    pub ports: Vec<String>,
+    /// Why it is read.
+    pub why: String,
+}
+
+/// The switch ports of `report`'s undecided groups of cables (each culprit whose candidates
+/// are several cables, at most [`MAX_GROUPS`], what the pairs could not split) and of the
+/// cables of the job's routes (`evidence.job_cables`) none of whose switch ports has
+/// counters in the window (`evidence.ports`): those first, at most [`MAX_PORT_READS`]
+/// ports. A label the fabric does not know is left out.
+pub fn plan_port_reads(cluster: &Cluster, report: &JobReport, evidence: &JobEvidence) -> PortReads {
+    let mut wanted: BTreeMap<Cable, String> = BTreeMap::new();
+    let mut order: Vec<Cable> = Vec::new();
+    let mut want = |cable: Cable, why: String| {
+        if let std::collections::btree_map::Entry::Vacant(e) = wanted.entry(cable) {
+            order.push(cable);
+            e.insert(why);
+        }
+    };
+    let cable = |label: &str| cluster.parse_port(label).ok().map(|p| cluster.cable_at(p));
+    let groups = report
+        .culprits
+        .iter()
+        .filter(|c| c.candidates.len() > 1)
+        .take(MAX_GROUPS);
+    for culprit in groups {
+        for label in &culprit.candidates {
+            if let Some(c) = cable(label) {
+                want(
+                    c,
+                    format!(
+                        "one of {}, which the pairs could not tell apart: the counters of \
+                         {label}'s switch ports read now can name it or clear it",
+                        culprit.candidates.join(", ")
+                    ),
+                );
+            }
+        }
+    }
+    let counted: Vec<&str> = evidence.ports.iter().map(|p| p.cable.as_str()).collect();
+    for label in &evidence.job_cables {
+        if counted.contains(&label.as_str()) {
+            continue;
+        }
+        if let Some(c) = cable(label) {
+            want(
+                c,
+                format!(
+                    "the job's routes cross {label}, and no sampler's counters of its switch \
+                     ports fall in the window: not judged by them"
+                ),
+            );
+        }
+    }
+    let mut plan = PortReads::default();
+    let mut planned = 0;
+    for c in order {
+        let ports: Vec<String> = cluster
+            .cable_ports(c)
+            .into_iter()
+            .map(|i| cluster.port_label(cluster.fabric.topology.port_ref(i)))
+            .collect();
+        let why = wanted.remove(&c).expect("each cable once");
+        if planned + ports.len() > MAX_PORT_READS {
+            plan.not_planned.push(FollowUp {
+                kind: "ports".to_string(),
+                target: ports.join(", "),
+                why,
+                outcome: format!("not run: past the {MAX_PORT_READS} ports one verdict reads"),
+            });
+            continue;
+        }
+        planned += ports.len();
+        plan.reads.push(PortRead {
+            cable: cluster.cable_label(c),
+            ports,
+            why,
+        });
     }
     plan
 }
@@ -203,6 +313,105 @@ mod tests {
                           "cause": "link_degraded", "score": 0.5, "evidence": "",
                           "candidates": candidates, "action": ""}]}))
         .unwrap()
+    }
+
+    /// pod-32 and the cables of the route node001 -> node009 (across two leaves).
+    fn cross_leaf() -> (Cluster, Vec<String>, Vec<String>) {
+        let pod = Cluster::builtin("pod-32").unwrap().unwrap();
+        let nodes: Vec<String> = model::hostlist::expand("node[001,009]").unwrap();
+        let port = |host: &str| RnicPort {
+            host: pod.host_index(host).unwrap(),
+            rnic: 0,
+        };
+        let cables = pod.cables_between(port("node001"), port("node009"));
+        let labels = cables.iter().map(|&c| pod.cable_label(c)).collect();
+        (pod, nodes, labels)
+    }
+
+    fn job_port(pod: &Cluster, label: &str) -> model::job::JobPort {
+        model::job::JobPort {
+            port: label.to_string(),
+            cable: pod.cable_label(pod.cable_at(pod.parse_port(label).unwrap())),
+            on_job_route: true,
+            during: Default::default(),
+            during_s: 10.0,
+            before: None,
+            before_s: 0.0,
+        }
+    }
+
+    #[test]
+    fn the_ends_of_undecided_cables_and_of_unread_route_cables_are_read() {
+        let (pod, nodes, route) = cross_leaf();
+        assert!(route.len() >= 3, "{route:?}");
+        // The pairs left the route's last two cables undecided; its first cable's leaf port
+        // has counters in the window, the others none.
+        let undecided = &route[route.len() - 2..];
+        let report = report_with_candidates(&nodes, undecided);
+        let evidence = JobEvidence {
+            nodes: nodes.clone(),
+            job_cables: route.clone(),
+            ports: vec![job_port(&pod, &route[0])],
+            ..Default::default()
+        };
+        let plan = plan_port_reads(&pod, &report, &evidence);
+        assert!(plan.not_planned.is_empty(), "{:?}", plan.not_planned);
+        let cables: Vec<&str> = plan.reads.iter().map(|r| r.cable.as_str()).collect();
+        // The undecided first, then the unread, each once; the read one is left out.
+        let mut expected: Vec<&str> = undecided.iter().map(String::as_str).collect();
+        expected.extend(route[1..route.len() - 2].iter().map(String::as_str));
+        assert_eq!(cables, expected, "{plan:?}");
+        for read in &plan.reads {
+            let cable = pod.cable_at(pod.parse_port(&read.cable).unwrap());
+            // Every switch end of the cable: two between switches, one at a host's.
+            assert_eq!(read.ports.len(), pod.cable_ports(cable).len(), "{read:?}");
+            for port in &read.ports {
+                let at = pod.cable_at(pod.parse_port(port).unwrap());
+                assert_eq!(at, cable, "{port} is not on {}", read.cable);
+            }
+        }
+        let up = plan.reads.iter().find(|r| r.ports.len() == 2);
+        assert!(up.is_some(), "no switch-to-switch cable read: {plan:?}");
+        assert!(
+            plan.reads[0]
+                .why
+                .starts_with(&format!("one of {}", undecided.join(", "))),
+            "{:?}",
+            plan.reads[0]
+        );
+        assert!(plan.reads[plan.reads.len() - 1]
+            .why
+            .contains("no sampler's counters"));
+    }
+
+    #[test]
+    fn past_the_bound_the_cables_are_said_not_read() {
+        let pod = Cluster::builtin("pod-32").unwrap().unwrap();
+        let nodes: Vec<String> = pod.hosts.iter().map(|h| h.name.clone()).collect();
+        // Every RNIC's own cable, none with counters: one switch port each.
+        let job_cables: Vec<String> = pod
+            .rnic_ports()
+            .map(|r| pod.parse_port(&pod.rnic_label(r)).unwrap())
+            .map(|p| pod.cable_label(pod.cable_at(p)))
+            .collect();
+        assert!(job_cables.len() > MAX_PORT_READS, "{}", job_cables.len());
+        let evidence = JobEvidence {
+            nodes: nodes.clone(),
+            job_cables: job_cables.clone(),
+            ..Default::default()
+        };
+        let plan = plan_port_reads(&pod, &report_with_candidates(&nodes, &[]), &evidence);
+        let read: usize = plan.reads.iter().map(|r| r.ports.len()).sum();
+        assert_eq!(read, MAX_PORT_READS);
+        assert_eq!(
+            plan.reads.len() + plan.not_planned.len(),
+            job_cables.len(),
+            "every cable read or said"
+        );
+        for f in &plan.not_planned {
+            assert_eq!(f.kind, "ports");
+            assert!(f.outcome.starts_with("not run: past the 64 ports"), "{f:?}");
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! | path | what | where |
 //! |---|---|---|
 //! | `POST /api/runs` | an agent's run (`Authorization: Bearer TOKEN`): 201 stored, 200 stored before | here |
-//! | `POST /api/fabric/sweeps` | a sampler's sweep (`Authorization: Bearer TOKEN`): 201 stored, 200 stored before | here, over [`crate::fabric`] |
+//! | `POST /api/fabric/sweeps` | a sampler's sweep (`Authorization: Bearer TOKEN`): 201 stored, 200 stored before; the answer's `read_now` lists the ports a job verdict asks it to read now | here, over [`crate::fabric`] |
 //! | `GET /api/fabric/ports?since=MS&until=MS&ports=a,b` | per switch port, the deltas summed over the window and their rates | here, over [`crate::fabric`] |
 //! | `PUT /api/hosts/{host}/agent`, `GET /api/agents` | where each agent listens, for pair probes | [`crate::agents`] |
 //! | `POST /api/mesh` | a real mesh through the agents, for holders of a probe token | [`crate::mesh`], merged by [`crate::run`] |
@@ -53,6 +53,8 @@ struct Shared {
     tokens: Arc<Tokens>,
     /// How long switch-port sweeps are kept.
     keep_sweeps: Duration,
+    /// The switch ports a job verdict asks the samplers to read now.
+    reads: fabric::board::ReadBoard,
 }
 
 /// A refused run (or health check): its status and a message for the caller.
@@ -132,14 +134,15 @@ impl From<tokio_postgres::Error> for ApiError {
     }
 }
 
-/// The router, with `max_body` bytes the most a run or a sweep may weigh, and sweeps kept
-/// `keep_sweeps`.
+/// The router, with `max_body` bytes the most a run or a sweep may weigh, sweeps kept
+/// `keep_sweeps`, and the reads asked of the samplers on `reads` (the job verdict's).
 pub fn router(
     pool: Pool,
     writer: Writer,
     tokens: Tokens,
     max_body: usize,
     keep_sweeps: Duration,
+    reads: fabric::board::ReadBoard,
 ) -> Router {
     let tokens = Arc::new(tokens);
     let shared = Shared {
@@ -147,6 +150,7 @@ pub fn router(
         writer,
         tokens: tokens.clone(),
         keep_sweeps,
+        reads,
     };
     Router::new()
         // The run's body is read by the handler itself, within `max_body` (read_run_body).
@@ -322,7 +326,9 @@ async fn post_run(
         .into_response())
 }
 
-/// `POST /api/fabric/sweeps`: the token rules of runs, then the sweep in one transaction.
+/// `POST /api/fabric/sweeps`: the token rules of runs, then the sweep in one transaction;
+/// the answer hands the sampler the ports a job verdict asks it to read now (`read_now`,
+/// [`fabric::board`]), once it has posted.
 async fn post_sweep(
     State(shared): State<Shared>,
     headers: HeaderMap,
@@ -351,12 +357,13 @@ async fn post_sweep(
     } else {
         StatusCode::CREATED
     };
+    let read_now = shared.reads.take(&upload.sampler);
     Ok((
         status,
         Json(
             json!({"stored": stored.id, "sampler": upload.sampler, "sweep": upload.sweep,
                     "duplicate": stored.duplicate, "deltas": stored.deltas,
-                    "first": stored.first}),
+                    "first": stored.first, "read_now": read_now}),
         ),
     )
         .into_response())

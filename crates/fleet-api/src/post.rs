@@ -41,17 +41,37 @@ pub enum Delivery {
 
 /// Posts `body` to `url` with `token`.
 pub fn post(client: &ureq::Agent, url: &str, token: &str, body: &[u8]) -> Delivery {
+    post_reading(client, url, token, body).0
+}
+
+/// The most of a 2xx answer [`post_reading`] reads.
+pub const ANSWER_LIMIT: u64 = 1 << 16;
+
+/// As [`post`], with the text of a 2xx answer (up to [`ANSWER_LIMIT`] bytes; empty when
+/// it could not be read): what the collector asks of a sampler rides on it.
+pub fn post_reading(
+    client: &ureq::Agent,
+    url: &str,
+    token: &str,
+    body: &[u8],
+) -> (Delivery, String) {
     let response = client
         .post(url)
         .header("Authorization", format!("Bearer {token}"))
         .header("Content-Type", "application/json")
         .send(body);
-    match response {
+    let delivery = match response {
         Err(e) => Delivery::Retry(format!("{url}: {e}")),
         Ok(mut r) => {
             let status = r.status().as_u16();
             if r.status().is_success() {
-                return Delivery::Delivered;
+                let text = r
+                    .body_mut()
+                    .with_config()
+                    .limit(ANSWER_LIMIT)
+                    .read_to_string()
+                    .unwrap_or_default();
+                return (Delivery::Delivered, text);
             }
             let text = r
                 .body_mut()
@@ -67,7 +87,8 @@ pub fn post(client: &ureq::Agent, url: &str, token: &str, body: &[u8]) -> Delive
                 _ => Delivery::Retry(format!("{url}: {status} {message}")),
             }
         }
-    }
+    };
+    (delivery, String::new())
 }
 
 /// The words of an error answer (the collector's or an agent's): the `error` of its JSON

@@ -7,7 +7,12 @@
 //! meanwhile. Unlike the agent's runs the queue is in memory, bounded by [`QUEUE`] sweeps:
 //! past it the oldest is dropped and said, and sweeps still queued when the sampler stops
 //! (after a bounded drain) are counted and said. No sweep is lost silently.
+//!
+//! A stored sweep's answer may ask for ports to be read now (`read_now`, a job verdict's
+//! follow-up: [`super::board`]); the sender keeps them for the sampling loop, which takes
+//! them with [`Sender::wait_for_reads`] instead of sleeping between sweeps.
 
+use super::board::ReadNow;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -32,10 +37,23 @@ pub struct Target {
     pub tls: ureq::tls::TlsConfig,
 }
 
-/// Posts one body to the collector's sweeps endpoint.
-pub fn post(client: &ureq::Agent, target: &Target, body: &[u8]) -> Delivery {
+/// Posts one body to the collector's sweeps endpoint; with a stored sweep, the ports its
+/// answer asks to be read now.
+pub fn post(client: &ureq::Agent, target: &Target, body: &[u8]) -> (Delivery, Vec<ReadNow>) {
     let url = format!("{}/api/fabric/sweeps", target.url.trim_end_matches('/'));
-    fleet_api::post::post(client, &url, &target.token, body)
+    let (delivery, answer) = fleet_api::post::post_reading(client, &url, &target.token, body);
+    (delivery, read_now(&answer))
+}
+
+/// The `read_now` of a sweep's answer; none when it has none (a collector before it) or
+/// the answer does not read.
+fn read_now(answer: &str) -> Vec<ReadNow> {
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        #[serde(default)]
+        read_now: Vec<ReadNow>,
+    }
+    serde_json::from_str::<Answer>(answer).map_or_else(|_| Vec::new(), |a| a.read_now)
 }
 
 /// What the queue holds and what became of the rest.
@@ -48,6 +66,8 @@ struct State {
     /// Refused by the collector.
     refused: u64,
     delivered: u64,
+    /// Ports the collector asked to be read now, not yet taken by the sampling loop.
+    read_now: Vec<ReadNow>,
 }
 
 /// The queue and its posting thread.
@@ -110,6 +130,21 @@ impl Sender {
         wake.notify_all();
     }
 
+    /// Waits until `until` or until the collector asks for ports to be read now, whichever
+    /// comes first; the ports asked (each once), none at `until`.
+    pub fn wait_for_reads(&self, until: Instant) -> Vec<ReadNow> {
+        let (lock, wake) = &*self.shared;
+        let mut state = lock.lock().expect("sweep queue");
+        while state.read_now.is_empty() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            state = wake.wait_timeout(state, left).expect("sweep queue").0;
+        }
+        std::mem::take(&mut state.read_now)
+    }
+
     /// Posts what is queued for at most `drain`, then stops; says what was left.
     pub fn finish(self, drain: Duration) -> Outcome {
         let (lock, wake) = &*self.shared;
@@ -154,8 +189,13 @@ fn run(target: &Target, shared: &(Mutex<State>, Condvar), log: fn(&str)) {
             state.queue.front().cloned()
         };
         let Some((sweep, body)) = next else { continue };
-        let delivery = post(&client, target, &body);
+        let (delivery, asked) = post(&client, target, &body);
         let mut state = lock.lock().expect("sweep queue");
+        for port in asked {
+            if !state.read_now.contains(&port) {
+                state.read_now.push(port);
+            }
+        }
         match delivery {
             Delivery::Retry(why) => {
                 if !failing {
@@ -234,6 +274,68 @@ mod tests {
             }
         );
         assert!(!outcome.all_delivered());
+    }
+
+    #[test]
+    fn the_ports_an_answer_asks_for_wake_the_sampling_loop() {
+        // A collector that stores every sweep and asks, in its first answer, for one port.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            use std::io::{BufRead, BufReader, Read, Write};
+            for (n, stream) in listener.incoming().enumerate() {
+                let mut stream = stream.unwrap();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    reader.read_line(&mut line).unwrap();
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap();
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                let answer = if n == 0 {
+                    r#"{"stored": 1, "read_now": [{"guid": "0x0000000000200001", "port": 9}]}"#
+                } else {
+                    r#"{"stored": 2, "read_now": []}"#
+                };
+                write!(
+                    stream,
+                    "HTTP/1.1 201 Created\r\ncontent-type: application/json\r\n\
+                     content-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                    answer.len()
+                )
+                .unwrap();
+            }
+        });
+        let sender = Sender::start(target(format!("http://{addr}")), |_| {});
+        // Nothing asked before a sweep is posted: the wait runs to its end.
+        let started = Instant::now();
+        assert_eq!(
+            sender.wait_for_reads(started + Duration::from_millis(100)),
+            vec![]
+        );
+        assert!(started.elapsed() >= Duration::from_millis(100));
+        sender.send(1, b"{}".to_vec());
+        let asked = sender.wait_for_reads(Instant::now() + Duration::from_secs(10));
+        assert_eq!(
+            asked,
+            vec![ReadNow {
+                guid: "0x0000000000200001".into(),
+                port: 9
+            }]
+        );
+        // Taken once.
+        sender.send(2, b"{}".to_vec());
+        let outcome = sender.finish(Duration::from_secs(10));
+        assert_eq!(outcome.delivered, 2);
+        assert_eq!(read_now("not json"), vec![]);
+        assert_eq!(read_now(r#"{"stored": 3}"#), vec![]);
     }
 
     #[test]

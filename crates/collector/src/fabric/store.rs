@@ -402,14 +402,6 @@ pub async fn window(
     // The sums, over every port or over the ports asked for: by GUID as given, by
     // description through the samplers' last reads (fabric_port_last.switch), then each
     // port's deltas by the (guid, port, end_unix_ns) index.
-    const SUMS: &str = "SELECT d.sampler, d.guid, max(d.switch), d.port, count(*),
-                sum(d.interval_ns)::int8, count(*) FILTER (WHERE d.reset),
-                sum(d.xmit_data_bytes)::int8, sum(d.rcv_data_bytes)::int8,
-                sum(d.xmit_pkts)::int8, sum(d.rcv_pkts)::int8, sum(d.xmit_wait)::int8,
-                sum(d.symbol_errors)::int8, sum(d.link_downed)::int8, sum(d.rcv_errors)::int8,
-                sum(d.xmit_discards)::int8";
-    const GROUP: &str = "GROUP BY d.sampler, d.guid, d.port
-                         ORDER BY max(d.switch), d.guid, d.port, d.sampler";
     let rows = match &query.ports {
         None => {
             client
@@ -450,26 +442,139 @@ pub async fn window(
                 .await?
         }
     };
+    Ok(rows.iter().map(port_sums).collect())
+}
+
+/// The sums of a group of deltas `d` (one port of one sampler), as [`port_sums`] reads them.
+const SUMS: &str = "SELECT d.sampler, d.guid, max(d.switch), d.port, count(*),
+            sum(d.interval_ns)::int8, count(*) FILTER (WHERE d.reset),
+            sum(d.xmit_data_bytes)::int8, sum(d.rcv_data_bytes)::int8,
+            sum(d.xmit_pkts)::int8, sum(d.rcv_pkts)::int8, sum(d.xmit_wait)::int8,
+            sum(d.symbol_errors)::int8, sum(d.link_downed)::int8, sum(d.rcv_errors)::int8,
+            sum(d.xmit_discards)::int8";
+const GROUP: &str = "GROUP BY d.sampler, d.guid, d.port
+                     ORDER BY max(d.switch), d.guid, d.port, d.sampler";
+
+fn port_sums(r: &tokio_postgres::Row) -> PortSums {
+    let mut deltas = [0u64; 9];
+    for (i, d) in deltas.iter_mut().enumerate() {
+        *d = r.get::<_, i64>(7 + i) as u64;
+    }
+    let port: i16 = r.get(3);
+    PortSums {
+        sampler: r.get(0),
+        guid: unbits(r.get(1)),
+        switch: r.get(2),
+        port: port as u8,
+        intervals: r.get::<_, i64>(4) as u64,
+        interval_ns: r.get::<_, i64>(5) as u64,
+        resets: r.get::<_, i64>(6) as u64,
+        deltas,
+    }
+}
+
+/// The sampler that last read a switch port named by its switch's description.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    /// The switch's description, as asked.
+    pub switch: String,
+    /// The port.
+    pub port: u8,
+    /// Who read it last: the Delegator gave it that port.
+    pub sampler: String,
+    /// The switch's node GUID, as that sampler sent it.
+    pub guid: u64,
+    /// When it last read the port, ns since the Unix epoch (its clock).
+    pub at_unix_ns: i64,
+}
+
+/// For each `(switch, port)` of `names` that a sampler has read (and named by its switch's
+/// description), the sampler that read it last; a port no sampler read is left out.
+pub async fn owners(
+    client: &impl GenericClient,
+    names: &[(String, u8)],
+) -> Result<Vec<Owner>, tokio_postgres::Error> {
+    let switches: Vec<&str> = names.iter().map(|(s, _)| s.as_str()).collect();
+    let ports: Vec<i16> = names.iter().map(|&(_, p)| i16::from(p)).collect();
+    let rows = client
+        .query(
+            "SELECT DISTINCT ON (n.switch, n.port) n.switch, n.port, l.sampler, l.guid,
+                 l.at_unix_ns
+             FROM unnest($1::text[], $2::int2[]) AS n(switch, port)
+             JOIN fabric_port_last l ON l.switch = n.switch AND l.port = n.port
+             ORDER BY n.switch, n.port, l.at_unix_ns DESC",
+            &[&switches, &ports],
+        )
+        .await?;
     Ok(rows
-        .into_iter()
-        .map(|r| {
-            let mut deltas = [0u64; 9];
-            for (i, d) in deltas.iter_mut().enumerate() {
-                *d = r.get::<_, i64>(7 + i) as u64;
-            }
-            let port: i16 = r.get(3);
-            PortSums {
-                sampler: r.get(0),
-                guid: unbits(r.get(1)),
-                switch: r.get(2),
-                port: port as u8,
-                intervals: r.get::<_, i64>(4) as u64,
-                interval_ns: r.get::<_, i64>(5) as u64,
-                resets: r.get::<_, i64>(6) as u64,
-                deltas,
-            }
+        .iter()
+        .map(|r| Owner {
+            switch: r.get(0),
+            port: r.get::<_, i16>(1) as u8,
+            sampler: r.get(2),
+            guid: unbits(r.get(3)),
+            at_unix_ns: r.get(4),
         })
         .collect())
+}
+
+/// Each of `samplers`' period: the time between its two newest sweeps of as many ports as
+/// its largest sweep (a read the collector asked for covers fewer, and comes between);
+/// a sampler with fewer than two such sweeps is left out.
+pub async fn periods(
+    client: &impl GenericClient,
+    samplers: &[&str],
+) -> Result<Vec<(String, std::time::Duration)>, tokio_postgres::Error> {
+    let rows = client
+        .query(
+            "SELECT s.name, (
+                 SELECT max(t.start_unix_ns) - min(t.start_unix_ns) FROM (
+                     SELECT f.start_unix_ns FROM fabric_sweeps f
+                     WHERE f.sampler = s.name
+                       AND f.ports = (SELECT max(g.ports) FROM fabric_sweeps g
+                                      WHERE g.sampler = s.name)
+                     ORDER BY f.start_unix_ns DESC LIMIT 2) t
+                 HAVING count(*) = 2)
+             FROM unnest($1::text[]) AS s(name)",
+            &[&samplers],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| {
+            let gap: Option<i64> = r.get(1);
+            Some((
+                r.get(0),
+                std::time::Duration::from_nanos(gap?.max(0) as u64),
+            ))
+        })
+        .collect())
+}
+
+/// Each port of `asked` (its sampler, GUID and number), summed over the deltas that
+/// sampler read of it whose interval began at or after `since_unix_ns`: what it counted
+/// since a request made then, and nothing from before. A port with none is left out.
+pub async fn fresh(
+    client: &impl GenericClient,
+    asked: &[(String, u64, u8)],
+    since_unix_ns: i64,
+) -> Result<Vec<PortSums>, tokio_postgres::Error> {
+    let samplers: Vec<&str> = asked.iter().map(|(s, _, _)| s.as_str()).collect();
+    let guids: Vec<i64> = asked.iter().map(|&(_, g, _)| bits(g)).collect();
+    let ports: Vec<i16> = asked.iter().map(|&(_, _, p)| i16::from(p)).collect();
+    let rows = client
+        .query(
+            &format!(
+                "{SUMS} FROM unnest($1::text[], $2::int8[], $3::int2[]) AS w(sampler, guid, port)
+                 JOIN fabric_port_deltas d
+                   ON d.guid = w.guid AND d.port = w.port AND d.sampler = w.sampler
+                  AND d.end_unix_ns >= $4 AND d.end_unix_ns - d.interval_ns >= $4
+                 {GROUP}"
+            ),
+            &[&samplers, &guids, &ports, &since_unix_ns],
+        )
+        .await?;
+    Ok(rows.iter().map(port_sums).collect())
 }
 
 #[cfg(test)]

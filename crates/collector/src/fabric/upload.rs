@@ -41,7 +41,8 @@ pub struct SweepUpload {
     pub start_unix_ns: u64,
     /// From the first query's start to the last answer, us.
     pub spread_us: f64,
-    /// Every port assigned to the sampler.
+    /// Every port assigned to the sampler; for a read the collector asked for
+    /// (`super::board`), those ports only.
     pub ports: Vec<PortUpload>,
 }
 

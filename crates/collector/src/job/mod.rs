@@ -20,6 +20,7 @@
 //! | [`routes`] | the job's routes and cables on the collector's fabric, or each RNIC's own cable without one |
 //! | [`pairs`] | a mesh's pair (judged against its recorded baseline, `crate::pair_baselines`) as the verdict's pair |
 //! | [`follow_up`] | with `probe=1`, a check asked of each host without one in the window, and pairs that split a culprit's candidate cables |
+//! | [`port_reads`] | with `probe=1`, switch ports read now through their samplers: a culprit's candidate cables, and the route's cables without counters in the window |
 //! | [`evidence`] | all of the above gathered, with a deadline |
 //! | [`what_if`] | with `what_if`, the job's traffic replayed on the fabric against its measured time, and the job judged again |
 
@@ -27,6 +28,7 @@ pub mod evidence;
 pub mod follow_up;
 pub mod hosts;
 pub mod pairs;
+pub mod port_reads;
 pub mod ports;
 pub mod query;
 pub mod routes;
@@ -87,6 +89,11 @@ async fn verdict(
         let separating = follow_up::separate(&access, routes, &report, &mut evidence, token).await;
         if !separating.is_empty() {
             follow_ups.extend(separating);
+            report = analyze::job::judge(&evidence);
+        }
+        let read = port_reads::read_ports(&access, routes, &report, &mut evidence).await;
+        if !read.is_empty() {
+            follow_ups.extend(read);
             report = analyze::job::judge(&evidence);
         }
     }

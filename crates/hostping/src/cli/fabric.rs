@@ -140,6 +140,8 @@ Examples:
     /// data counters in bytes; a port that did not answer has `counters: null` and `error`).
     /// With --collector each sweep is also posted to the fleet collector, which keeps the
     /// per-port deltas for GET /api/fabric/ports; exit status 1 when a sweep was not stored.
+    /// Ports the collector asks for in a sweep's answer (a job verdict's --probe) are read
+    /// at once, twice a second apart, and posted too (not printed).
     #[command(after_long_help = "\
 Examples:
   hostping fabric sample --once

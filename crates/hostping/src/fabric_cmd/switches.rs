@@ -1,17 +1,21 @@
 //! `hostping fabric discover` and `fabric sample`: a real InfiniBand subnet through a umad
 //! port (`rdma::umad`): directed-route discovery and the switch-port sampler
 //! (`rdma::subnet`). This module opens the port, prints, and paces the sweeps; with
-//! `--collector` it hands each sweep to `collector::fabric::client`, which posts it.
+//! `--collector` it hands each sweep to `collector::fabric::client`, which posts it, and
+//! between sweeps reads the ports the collector asks for now (a job verdict's follow-up:
+//! `collector::fabric::board`), posted but not printed.
 
 use crate::cli::fabric::{DelegateArgs, DiscoverArgs, DiscoverFormat, SampleArgs, UmadArgs};
 use crate::cli::Format;
 use anyhow::{bail, Context, Result};
+use collector::fabric::board::{ReadNow, READ_GAP};
 use collector::fabric::client::{Sender, Target};
 use collector::fabric::upload::{PortUpload, SweepUpload};
+use model::switch_port::parse_guid;
 use rdma::mad::MgmtClass;
 use rdma::subnet::delegate::{delegate, lidfile, parse_lidfile};
 use rdma::subnet::discover::discover;
-use rdma::subnet::sample::{switch_ports, Sampler, Sweep};
+use rdma::subnet::sample::{switch_ports, SamplePort, Sampler, Sweep};
 use rdma::subnet::{guid_text, topofile, NodeKind, Subnet};
 use rdma::umad::rpc::Settings;
 use rdma::umad::{Port, Umad};
@@ -247,7 +251,25 @@ pub fn sample_command(args: &SampleArgs) -> Result<bool> {
         if done {
             break;
         }
-        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        match &upload {
+            // Until the next sweep, the ports the collector asks for are read as asked.
+            Some((name, sender)) => loop {
+                let asked = sender.wait_for_reads(next);
+                if asked.is_empty() || stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                lost |= read_now(
+                    &mut sampler,
+                    &mut port,
+                    &ports,
+                    &asked,
+                    name,
+                    sender,
+                    &subnet,
+                )?;
+            },
+            None => std::thread::sleep(next.saturating_duration_since(Instant::now())),
+        }
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             break;
         }
@@ -275,6 +297,55 @@ pub fn sample_command(args: &SampleArgs) -> Result<bool> {
             lost = true;
         }
     }
+    Ok(lost)
+}
+
+/// Reads the ports of `asked` that are this sampler's twice, [`READ_GAP`] apart, and posts
+/// both reads (sweeps of those ports only), so that the collector has their counters over
+/// an interval begun after it asked; `Ok(true)` when a port did not answer. A port that is
+/// not the sampler's is left to the sampler it belongs to.
+fn read_now(
+    sampler: &mut Sampler,
+    port: &mut Port,
+    ports: &[SamplePort],
+    asked: &[ReadNow],
+    name: &str,
+    sender: &Sender,
+    subnet: &Subnet,
+) -> Result<bool> {
+    let wanted: Vec<SamplePort> = ports
+        .iter()
+        .filter(|p| {
+            asked
+                .iter()
+                .any(|a| a.port == p.port && parse_guid(&a.guid) == Some(p.guid))
+        })
+        .copied()
+        .collect();
+    if wanted.is_empty() {
+        return Ok(false);
+    }
+    let mut lost = false;
+    let mut numbers = Vec::new();
+    for read in 0..2 {
+        if read == 1 {
+            std::thread::sleep(READ_GAP);
+        }
+        let sweep = sampler.sweep(port, &wanted)?;
+        lost |= sweep.ports.iter().any(|p| p.counters.is_none());
+        numbers.push(sweep.sweep);
+        sender.send(
+            sweep.sweep,
+            serde_json::to_vec(&to_upload(name, &sweep, subnet))?,
+        );
+    }
+    eprintln!(
+        "fabric sample: the collector asked for {} port(s) now: read in sweeps {} and {}, {} s apart",
+        wanted.len(),
+        numbers[0],
+        numbers[1],
+        READ_GAP.as_secs_f64()
+    );
     Ok(lost)
 }
 
