@@ -337,6 +337,7 @@ mod tests {
             during_s: 10.0,
             before: None,
             before_s: 0.0,
+            read_now_s: 0.0,
         }
     }
 

@@ -343,6 +343,7 @@ fn job_ports(
                 during_s: duration_s,
                 before: None,
                 before_s: 0.0,
+                read_now_s: 0.0,
             }
         })
         .collect()

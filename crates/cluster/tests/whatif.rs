@@ -401,6 +401,7 @@ fn a_verdicts_culprits_are_sized_from_its_evidence() {
             during_s: 10.0,
             before: None,
             before_s: 0.0,
+            read_now_s: 0.0,
         }],
         ..Default::default()
     };

@@ -512,6 +512,14 @@ fn with_probe_a_route_port_no_sweep_covered_is_read_now_through_its_sampler() {
         "{report}"
     );
     assert_eq!(culprit["cause"], "link_errors", "{report}");
+    // Its evidence says the count came after the window, never as the window's own.
+    assert!(
+        culprit["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("read now as a follow-up: no sampler read it in the window"),
+        "{culprit}"
+    );
     let judged = port(&report, &raised);
     assert_eq!(judged["state"], "errors", "{report}");
     assert!(judged["errors_per_s"].as_f64().unwrap() >= 10.0, "{report}");

@@ -218,6 +218,15 @@ pub struct JobPort {
     pub before: Option<SwitchPortCounters>,
     /// Seconds those deltas span.
     pub before_s: f64,
+    /// Of `during_s`, the seconds read now as a follow-up (issue 28 section 2: the port
+    /// read through its sampler at the verdict's request, after the window's own reads);
+    /// 0 when every count is the window's.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub read_now_s: f64,
+}
+
+fn is_zero(value: &f64) -> bool {
+    *value == 0.0
 }
 
 /// What replaying the job's traffic on the simulated fabric says (issue 28's what-if).

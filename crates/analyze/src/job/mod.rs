@@ -306,6 +306,7 @@ mod tests {
             during_s: 60.0,
             before: Some(SwitchPortCounters::default()),
             before_s: 60.0,
+            read_now_s: 0.0,
         };
         let mut e = evidence(
             vec![

@@ -75,6 +75,18 @@ impl JudgedPort<'_> {
             out.push_str(&format!(", LinkDowned +{}", c.link_downed));
         }
         out.push_str(&format!(" in {:.0} s", self.port.during_s));
+        // A follow-up read (issue 28 section 2) came after the window: say so, so that
+        // nobody reads it as the window's own count.
+        let read_now = self.port.read_now_s;
+        if read_now > 0.0 && read_now >= self.port.during_s {
+            out.push_str(", read now as a follow-up: no sampler read it in the window");
+            return out;
+        }
+        if read_now > 0.0 {
+            out.push_str(&format!(
+                ", {read_now:.0} s of it read now, after the window, as a follow-up"
+            ));
+        }
         match self.errors_before {
             Some(before) => out.push_str(&format!(" ({before:.0} in as long before)")),
             None => out.push_str(" (not read before the window)"),
@@ -150,6 +162,7 @@ mod tests {
             during_s: 10.0,
             before: None,
             before_s: 0.0,
+            read_now_s: 0.0,
         }
     }
 

@@ -280,6 +280,7 @@ fn add(evidence: &mut JobEvidence, routes: &JobRoutes, port: &str, sums: &PortSu
             }
             p.during = SwitchPortCounters::from_values(total);
             p.during_s += seconds;
+            p.read_now_s += seconds;
         }
         None => evidence.ports.push(JobPort {
             port: port.to_string(),
@@ -289,6 +290,7 @@ fn add(evidence: &mut JobEvidence, routes: &JobRoutes, port: &str, sums: &PortSu
             during_s: seconds,
             before: None,
             before_s: 0.0,
+            read_now_s: seconds,
         }),
     }
 }

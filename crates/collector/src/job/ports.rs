@@ -31,6 +31,7 @@ pub async fn ports(
                 during: counters(&now),
                 during_s: seconds(&now),
                 before_s: earlier.as_ref().map_or(0.0, seconds),
+                read_now_s: 0.0,
                 before: earlier.as_ref().map(counters),
                 port,
             }
