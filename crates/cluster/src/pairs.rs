@@ -13,7 +13,8 @@
 //! cables are then reported as not identifiable). Same-leaf pairs enter where they are needed:
 //! they tell a host's cable from the leaf's uplinks.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 
 use crate::spec::{Cable, Cluster, RnicPort};
 
@@ -49,22 +50,26 @@ pub fn select(cluster: &Cluster, hosts: &[usize]) -> Selection {
             candidates.push(((a, b), cables));
         }
     }
-    let all: BTreeSet<Cable> = candidates
+    let all: Vec<Cable> = candidates
         .iter()
         .flat_map(|(_, c)| c.iter().copied())
+        .collect::<BTreeSet<Cable>>()
+        .into_iter()
         .collect();
-    let mut chosen: Vec<usize> = Vec::new();
-    let mut taken = vec![false; candidates.len()];
-
-    let mut uncovered = all.clone();
-    let take =
-        |i: usize, taken: &mut [bool], chosen: &mut Vec<usize>, uncovered: &mut BTreeSet<Cable>| {
-            for c in &candidates[i].1 {
-                uncovered.remove(c);
-            }
-            taken[i] = true;
-            chosen.push(i);
-        };
+    // The cables as dense indices, in cable order, so that the greedy steps below count
+    // with array reads: 64 hosts on full-891 have 32,000 candidates and take thousands of
+    // steps, which set lookups made minutes.
+    let id: HashMap<Cable, usize> = all.iter().enumerate().map(|(i, &c)| (c, i)).collect();
+    let crossed: Vec<Vec<usize>> = candidates
+        .iter()
+        .map(|(_, cables)| cables.iter().map(|c| id[c]).collect())
+        .collect();
+    let mut picked = Picked {
+        chosen: Vec::new(),
+        taken: vec![false; candidates.len()],
+        uncovered: vec![true; all.len()],
+        left: all.len(),
+    };
 
     // The ring on each leaf.
     let index: HashMap<(RnicPort, RnicPort), usize> = candidates
@@ -85,64 +90,82 @@ pub fn select(cluster: &Cluster, hosts: &[usize]) -> Selection {
             let (a, b) = (on_leaf[i], on_leaf[(i + 1) % on_leaf.len()]);
             let pair = if a < b { (a, b) } else { (b, a) };
             if let Some(&c) = index.get(&pair) {
-                if !taken[c] {
-                    take(c, &mut taken, &mut chosen, &mut uncovered);
+                if !picked.taken[c] {
+                    picked.take(c, &crossed);
                 }
             }
         }
     }
 
-    // Cover: the pair that crosses the most cables not yet crossed.
-    while !uncovered.is_empty() {
-        let best = (0..candidates.len())
-            .filter(|&i| !taken[i])
-            .max_by_key(|&i| {
-                let new = candidates[i]
-                    .1
-                    .iter()
-                    .filter(|c| uncovered.contains(c))
-                    .count();
-                // Ties go to the earlier candidate (max_by_key keeps the last maximum).
-                (new, std::cmp::Reverse(i))
-            })
+    // Cover: the pair that crosses the most cables not yet crossed, ties to the earlier
+    // candidate. Lazily: a candidate's count only falls as cables get crossed, so a count
+    // taken earlier is an upper bound, and a candidate whose count, taken again, still tops
+    // the heap is the best.
+    let fresh = |i: usize, uncovered: &[bool]| crossed[i].iter().filter(|&&c| uncovered[c]).count();
+    let mut heap: BinaryHeap<(usize, Reverse<usize>)> = (0..candidates.len())
+        .filter(|&i| !picked.taken[i])
+        .map(|i| (fresh(i, &picked.uncovered), Reverse(i)))
+        .collect();
+    while picked.left > 0 {
+        let (bound, Reverse(i)) = heap
+            .pop()
             .expect("every cable lies on some candidate's route");
-        take(best, &mut taken, &mut chosen, &mut uncovered);
+        let new = fresh(i, &picked.uncovered);
+        if new < bound {
+            heap.push((new, Reverse(i)));
+            continue;
+        }
+        picked.take(i, &crossed);
     }
 
     // Identify: split the groups of cables that the chosen pairs cross alike.
     loop {
-        let groups = alike_groups(&all, &chosen, &candidates);
-        let ambiguous: Vec<&Vec<Cable>> = groups.iter().filter(|g| g.len() > 1).collect();
+        let ambiguous: Vec<Vec<usize>> = alike_groups(all.len(), &picked.chosen, &crossed)
+            .into_iter()
+            .filter(|g| g.len() > 1)
+            .collect();
         if ambiguous.is_empty() {
             break;
         }
+        let mut group_of = vec![usize::MAX; all.len()];
+        for (g, members) in ambiguous.iter().enumerate() {
+            for &c in members {
+                group_of[c] = g;
+            }
+        }
+        // How many ambiguous groups pair `i` crosses in part.
         let splits = |i: usize| {
-            let crossed = &candidates[i].1;
-            ambiguous
+            let mut inside: Vec<(usize, usize)> = Vec::new();
+            for &g in crossed[i].iter().map(|&c| &group_of[c]) {
+                if g == usize::MAX {
+                    continue;
+                }
+                match inside.iter_mut().find(|(h, _)| *h == g) {
+                    Some((_, n)) => *n += 1,
+                    None => inside.push((g, 1)),
+                }
+            }
+            inside
                 .iter()
-                .filter(|g| {
-                    let inside = g
-                        .iter()
-                        .filter(|c| crossed.binary_search(c).is_ok())
-                        .count();
-                    inside > 0 && inside < g.len()
-                })
+                .filter(|&&(g, n)| n < ambiguous[g].len())
                 .count()
         };
         let best = (0..candidates.len())
-            .filter(|&i| !taken[i])
-            .map(|i| (splits(i), std::cmp::Reverse(i)))
+            .filter(|&i| !picked.taken[i])
+            .map(|i| (splits(i), Reverse(i)))
             .max()
             .filter(|&(n, _)| n > 0);
         match best {
-            Some((_, std::cmp::Reverse(i))) => take(i, &mut taken, &mut chosen, &mut uncovered),
+            Some((_, Reverse(i))) => picked.take(i, &crossed),
             None => break,
         }
     }
 
-    let not_identifiable = alike_groups(&all, &chosen, &candidates)
+    let mut chosen = picked.chosen;
+    let not_identifiable = alike_groups(all.len(), &chosen, &crossed)
         .into_iter()
         .filter(|g| g.len() > 1)
+        .map(|g| g.into_iter().map(|c| all[c]).collect())
         .collect();
     chosen.sort_unstable();
     Selection {
@@ -152,21 +175,42 @@ pub fn select(cluster: &Cluster, hosts: &[usize]) -> Selection {
     }
 }
 
-/// The cables grouped by the set of chosen pairs that cross them.
-fn alike_groups(
-    all: &BTreeSet<Cable>,
-    chosen: &[usize],
-    candidates: &[((RnicPort, RnicPort), Vec<Cable>)],
-) -> Vec<Vec<Cable>> {
-    let mut crossed_by: HashMap<Cable, Vec<usize>> = HashMap::new();
+/// The candidates chosen so far, and the cables none of them crosses yet.
+struct Picked {
+    /// Candidates, in the order taken.
+    chosen: Vec<usize>,
+    /// Whether each candidate is taken.
+    taken: Vec<bool>,
+    /// Whether each cable is crossed by no chosen pair yet.
+    uncovered: Vec<bool>,
+    /// How many are.
+    left: usize,
+}
+
+impl Picked {
+    /// Takes candidate `i`, which crosses the cables `crossed[i]`.
+    fn take(&mut self, i: usize, crossed: &[Vec<usize>]) {
+        for &c in &crossed[i] {
+            if std::mem::replace(&mut self.uncovered[c], false) {
+                self.left -= 1;
+            }
+        }
+        self.taken[i] = true;
+        self.chosen.push(i);
+    }
+}
+
+/// The cables (`0..cables`) grouped by the set of chosen pairs that cross them, each group
+/// in cable order.
+fn alike_groups(cables: usize, chosen: &[usize], crossed: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    let mut crossed_by: Vec<Vec<usize>> = vec![Vec::new(); cables];
     for &i in chosen {
-        for &c in &candidates[i].1 {
-            crossed_by.entry(c).or_default().push(i);
+        for &c in &crossed[i] {
+            crossed_by[c].push(i);
         }
     }
-    let mut groups: BTreeMap<Vec<usize>, Vec<Cable>> = BTreeMap::new();
-    for &c in all {
-        let mut by = crossed_by.remove(&c).unwrap_or_default();
+    let mut groups: BTreeMap<Vec<usize>, Vec<usize>> = BTreeMap::new();
+    for (c, mut by) in crossed_by.into_iter().enumerate() {
         by.sort_unstable();
         groups.entry(by).or_default().push(c);
     }
