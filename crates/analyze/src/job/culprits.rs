@@ -63,6 +63,10 @@ impl<'a> Judged<'a> {
         let segments: BTreeSet<String> = self.hosts.segments.iter().map(|s| s.element()).collect();
         let mut named_cables: BTreeSet<String> = BTreeSet::new();
         let mut uncorroborated: Vec<(Culprit, usize)> = Vec::new();
+        // The cables on the ways of the pairs an uncorroborated finding explains: those pairs
+        // queue behind the slow cable, and waits there are its back-pressure, not other
+        // jobs' traffic.
+        let mut queued_behind: BTreeSet<&str> = BTreeSet::new();
         for finding in &self.tomography.findings {
             if finding.elements.iter().all(|e| segments.contains(e)) {
                 continue; // hosts' findings come from their own checks, below
@@ -72,6 +76,13 @@ impl<'a> Judged<'a> {
             if corroborated {
                 culprits.push(culprit);
             } else {
+                queued_behind.extend(
+                    finding
+                        .explains
+                        .iter()
+                        .filter_map(|&o| self.tomography.observations[o].pair)
+                        .flat_map(|p| self.evidence.pairs[p].cables.iter().map(String::as_str)),
+                );
                 uncorroborated.push((culprit, finding.explains.len()));
             }
         }
@@ -90,7 +101,7 @@ impl<'a> Judged<'a> {
                 not_the_jobs.push(culprit);
             }
         }
-        match self.background(&uncorroborated) {
+        match self.background(&uncorroborated, &queued_behind) {
             // Slowed pairs spread over many cables, or waits all over the fabric: one cause,
             // other jobs' traffic, rather than as many faults at once.
             Some(background) => culprits.push(background),
@@ -166,8 +177,14 @@ impl<'a> Judged<'a> {
     /// job's pairs slowed across at least [`BACKGROUND_MIN_FINDINGS`] cables that no port
     /// counter accuses (`spread`, the tomography's uncorroborated findings), or at least
     /// [`BACKGROUND_MIN_PORTS`] ports on the job's routes waiting far above their reference
-    /// while ports off its routes wait too (traffic there is not the job's own).
-    fn background(&self, spread: &[(Culprit, usize)]) -> Option<Culprit> {
+    /// while ports off its routes wait too (traffic there is not the job's own); a port on the
+    /// way of a pair a slow cable explains (`queued_behind`) waits behind that cable and
+    /// counts for neither.
+    fn background(
+        &self,
+        spread: &[(Culprit, usize)],
+        queued_behind: &BTreeSet<&str>,
+    ) -> Option<Culprit> {
         let faulty: BTreeSet<&str> = self
             .ports
             .iter()
@@ -179,12 +196,14 @@ impl<'a> Judged<'a> {
             .iter()
             .filter(|p| p.port.on_job_route && p.state == PortState::Congested)
             .filter(|p| !faulty.contains(p.port.cable.as_str()))
+            .filter(|p| !queued_behind.contains(p.port.cable.as_str()))
             .collect();
         congested.sort_by(|a, b| b.wait_per_s.total_cmp(&a.wait_per_s));
-        let off_route_waits = self
-            .ports
-            .iter()
-            .any(|p| !p.port.on_job_route && p.state == PortState::Congested);
+        let off_route_waits = self.ports.iter().any(|p| {
+            !p.port.on_job_route
+                && p.state == PortState::Congested
+                && !queued_behind.contains(p.port.cable.as_str())
+        });
         let waits = congested.len() >= BACKGROUND_MIN_PORTS && off_route_waits;
         let spread_out = spread.len() >= BACKGROUND_MIN_FINDINGS;
         if !waits && !spread_out {
@@ -195,14 +214,16 @@ impl<'a> Judged<'a> {
         if spread_out {
             let pairs: usize = spread.iter().map(|(_, explained)| explained).sum();
             evidence.push(format!(
-                "{pairs} pairs are slow in their network part across {} cables ({}) that                  no error counter accuses, where one faulty cable would slow the pairs of one",
+                "{pairs} pairs are slow in their network part across {} cables ({}) that \
+                 no error counter accuses, where one faulty cable would slow the pairs of one",
                 spread.len(),
                 listed(spread.iter().filter_map(|(c, _)| c.component.as_deref()))
             ));
         }
         if !congested.is_empty() {
             evidence.push(format!(
-                "{} of the {on_route} ports on the job's routes waited for credits far more than                  their reference (most: {}){}",
+                "{} of the {on_route} ports on the job's routes waited for credits far more than \
+                 their reference (most: {}){}",
                 congested.len(),
                 listed(congested.iter().map(|p| p.port.port.as_str())),
                 if off_route_waits {
