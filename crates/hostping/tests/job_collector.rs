@@ -17,7 +17,8 @@ use common::{
 };
 use serde_json::{json, Value};
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Output;
 use std::time::Duration;
 
 const OPS: &str = "tok-ops-0123456789abcdef";
@@ -532,6 +533,34 @@ struct FakeAgent {
     probes: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
 }
 
+/// The probe token alone in `dir/ops.token`, for `--token-file`.
+fn ops_token_file(dir: &Path) -> PathBuf {
+    let file = dir.join("ops.token");
+    std::fs::write(&file, format!("{OPS}\n")).unwrap();
+    file
+}
+
+/// `hostping mesh --record-baseline` between `nodes` through the collector at `url`, for
+/// half a second, with `extra` flags, as JSON.
+fn record_pair_baseline(url: &str, nodes: &str, token_file: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "mesh",
+        "--nodes",
+        nodes,
+        "--collector",
+        url,
+        "--token-file",
+        token_file.to_str().unwrap(),
+        "--record-baseline",
+        "--duration",
+        "0.5",
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    hostping(&args)
+}
+
 fn fake_agent(reports: Vec<Value>) -> FakeAgent {
     use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -621,28 +650,15 @@ fn a_recorded_pair_baseline_judges_the_jobs_probes_without_a_fabric() {
         post_run(c.addr, host, 1, now - 60, &sim_report(&[]));
     }
     let url = format!("http://{}", c.addr);
-    let token_file = dir.join("ops.token");
-    std::fs::write(&token_file, format!("{OPS}\n")).unwrap();
+    let token_file = ops_token_file(&dir);
 
     // Recorded: 40 pings a second for half a second, 77 WRITEs.
-    let out = hostping(&[
-        "mesh",
-        "--nodes",
-        "node01,node02",
-        "--collector",
+    let out = record_pair_baseline(
         &url,
-        "--token-file",
-        token_file.to_str().unwrap(),
-        "--record-baseline",
-        "--duration",
-        "0.5",
-        "--rate-cross-leaf",
-        "40",
-        "--bw-iterations",
-        "77",
-        "--format",
-        "json",
-    ]);
+        "node01,node02",
+        &token_file,
+        &["--rate-cross-leaf", "40", "--bw-iterations", "77"],
+    );
     let recorded: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(
         out.status.code(),
@@ -761,22 +777,8 @@ fn the_what_if_compares_a_real_jobs_measured_time_with_its_replays() {
         post_run(c.addr, host, 1, now - 60, &sim_report(&[]));
     }
     let url = format!("http://{}", c.addr);
-    let token_file = dir.join("ops.token");
-    std::fs::write(&token_file, format!("{OPS}\n")).unwrap();
-    let out = hostping(&[
-        "mesh",
-        "--nodes",
-        "stage1,stage2",
-        "--collector",
-        &url,
-        "--token-file",
-        token_file.to_str().unwrap(),
-        "--record-baseline",
-        "--duration",
-        "0.5",
-        "--format",
-        "json",
-    ]);
+    let token_file = ops_token_file(&dir);
+    let out = record_pair_baseline(&url, "stage1,stage2", &token_file, &[]);
     assert_eq!(pg.count("pair_baselines"), 1, "{}", stderr(&out));
 
     let since = (now - 120).to_string();
