@@ -28,7 +28,7 @@ use super::timing::Timing;
 use super::wiring::{FarEnd, Route, Wiring};
 use super::{BufferPeaks, Progress, SimConfig, SimResult};
 use crate::telemetry::{Collector, TelemetryKind};
-use crate::topology::Topology;
+use crate::topology::{NodeId, Topology};
 use crate::traffic::{Job, Program};
 
 /// Payload bit of a wake-up event; the low 31 bits are the link.
@@ -104,7 +104,16 @@ impl Engine {
         samplers: Vec<SamplerSpec>,
     ) -> Self {
         let timing = Timing::new(&config, &topology);
-        let wiring = Wiring::new(&topology);
+        // Packets go to the jobs' nodes and MAD answers to the samplers: routes towards
+        // those alone.
+        let mut destinations: Vec<NodeId> = jobs
+            .iter()
+            .flat_map(|job| job.placement.iter().copied())
+            .chain(samplers.iter().map(|s| s.node))
+            .collect();
+        destinations.sort_unstable_by_key(|n| n.0);
+        destinations.dedup();
+        let wiring = Wiring::towards(&topology, &destinations);
         let wiring_links = wiring.num_links();
         let mads = Mads::new(&topology, wiring_links, samplers);
         let links = Links::new(
