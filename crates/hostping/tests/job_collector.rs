@@ -562,11 +562,25 @@ fn record_pair_baseline(url: &str, nodes: &str, token_file: &Path, extra: &[&str
 }
 
 fn fake_agent(reports: Vec<Value>) -> FakeAgent {
-    use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let probes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let kept = probes.clone();
+    serve_probes(listener, move |request| {
+        let mut probes = kept.lock().unwrap();
+        probes.push(request.clone());
+        reports[(probes.len() - 1).min(reports.len() - 1)].clone()
+    });
+    FakeAgent { url, probes }
+}
+
+/// Serves a stand-in agent on `listener`, in a thread: each `POST /api/pair/probe` is
+/// answered with `answer(request body)`, anything else with `{}`.
+fn serve_probes(
+    listener: std::net::TcpListener,
+    answer: impl Fn(&Value) -> Value + Send + 'static,
+) {
+    use std::io::{BufRead, BufReader, Read, Write};
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
@@ -584,14 +598,12 @@ fn fake_agent(reports: Vec<Value>) -> FakeAgent {
             }
             let mut body = vec![0; length];
             reader.read_exact(&mut body).unwrap();
-            let answer = if first.starts_with("POST /api/pair/probe") {
-                let mut probes = kept.lock().unwrap();
-                probes.push(serde_json::from_slice(&body).unwrap());
-                reports[(probes.len() - 1).min(reports.len() - 1)].clone()
+            let reply = if first.starts_with("POST /api/pair/probe") {
+                answer(&serde_json::from_slice(&body).unwrap())
             } else {
                 json!({})
             };
-            let text = answer.to_string();
+            let text = reply.to_string();
             let _ = write!(
                 stream,
                 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
@@ -599,7 +611,6 @@ fn fake_agent(reports: Vec<Value>) -> FakeAgent {
             );
         }
     });
-    FakeAgent { url, probes }
 }
 
 /// A pair as node01's agent reports it (agent::pair::PairReport's JSON): `bandwidth` Gb/s,
@@ -947,4 +958,199 @@ fn without_a_fabric_the_what_if_is_not_judged() {
         "{item}"
     );
     assert_eq!(report["verdict"], "inconclusive", "{report:#}");
+}
+
+/// How a stand-in agent answers a pair probe from its host to a peer host.
+type PairAnswer = std::sync::Arc<dyn Fn(&str, &str) -> Value + Send + Sync>;
+
+/// Stand-in agents, one per host, each on its own port: every `POST /api/pair/probe` is
+/// answered with `answer(a, b)`, `a` the agent's host, `b` the peer's (by its URL).
+/// Returns each host's URL.
+fn routed_agents(hosts: &[&str], answer: PairAnswer) -> Vec<String> {
+    let listeners: Vec<std::net::TcpListener> = hosts
+        .iter()
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let urls: Vec<String> = listeners
+        .iter()
+        .map(|l| format!("http://{}", l.local_addr().unwrap()))
+        .collect();
+    let host_of: std::sync::Arc<std::collections::HashMap<String, String>> = std::sync::Arc::new(
+        urls.iter()
+            .cloned()
+            .zip(hosts.iter().map(|h| h.to_string()))
+            .collect(),
+    );
+    for (listener, host) in listeners
+        .into_iter()
+        .zip(hosts.iter().map(|h| h.to_string()))
+    {
+        let (answer, host_of) = (answer.clone(), host_of.clone());
+        serve_probes(listener, move |request| {
+            answer(&host, &host_of[request["peer"].as_str().unwrap()])
+        });
+    }
+    urls
+}
+
+/// A pair between `a` and `b` (each RNIC `mlx4_0`) as `agent_pair` reports it.
+fn pair_between(a: &str, b: &str, bandwidth: f64, p99: f64) -> Value {
+    let mut pair = agent_pair(bandwidth, p99, 0);
+    pair["a"]["host"] = a.into();
+    pair["a"]["device"] = "mlx4_0".into();
+    pair["b"]["host"] = b.into();
+    pair["b"]["device"] = "mlx4_0".into();
+    pair["peer"] = b.into();
+    pair
+}
+
+/// The follow-up pairs through the agents (issue 28 section 2): a slow pair whose cables
+/// no other probe of the job clears leaves its cables as one culprit's candidates; with
+/// `--probe` the collector plans, for each, a pair of the job's RNICs that crosses it and
+/// none of the others, runs those through the agents, judges them against their recorded
+/// baselines, and judges the job again: a candidate a healthy follow-up pair crosses is
+/// cleared.
+#[test]
+fn a_follow_up_pair_through_the_agents_clears_a_candidate_cable() {
+    use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    const JOB: [&str; 3] = ["stage1", "stage2", "stage60"];
+    let dir = temp_dir("job-separating-pairs");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let capture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fabric/testdata/ibnetdiscover/loginoff-sx6036-fattree.topo");
+    let tokens: Vec<(String, String)> = JOB.iter().map(|h| (h.to_string(), token(h))).collect();
+    let pairs: Vec<(&str, &str)> = tokens
+        .iter()
+        .map(|(h, t)| (h.as_str(), t.as_str()))
+        .collect();
+    let probe_tokens = probe_tokens_file(&dir, OPS);
+    let c = Collector::start(
+        &pg,
+        &tokens_file(&dir, &pairs),
+        &[
+            "--probe-tokens",
+            probe_tokens.to_str().unwrap(),
+            "--fabric",
+            capture.to_str().unwrap(),
+        ],
+    );
+    // Recording: every pair healthy. Then stage1<->stage60 is slow, and every other pair's
+    // first probe measures no network part (not judged, so it clears nothing); asked again,
+    // it is healthy.
+    let recording = Arc::new(AtomicBool::new(true));
+    let phase = recording.clone();
+    let asked: Mutex<BTreeMap<(String, String), usize>> = Mutex::default();
+    let urls = routed_agents(
+        &JOB,
+        Arc::new(move |a: &str, b: &str| {
+            if phase.load(Ordering::SeqCst) {
+                return pair_between(a, b, 0.23, 40.0);
+            }
+            if [a, b].contains(&"stage1") && [a, b].contains(&"stage60") {
+                return pair_between(a, b, 0.004, 38_000.0);
+            }
+            let mut asked = asked.lock().unwrap();
+            let before = asked.entry((a.to_string(), b.to_string())).or_default();
+            let mut pair = pair_between(a, b, 0.23, 40.0);
+            if *before == 0 {
+                pair["network_us"] = Value::Null;
+            }
+            *before += 1;
+            pair
+        }),
+    );
+    let now = now_s();
+    for (host, url) in JOB.iter().zip(&urls) {
+        register_at(c.addr, host, url, "mlx4_0");
+        post_run(c.addr, host, 1, now - 60, &sim_report(&[]));
+    }
+    let url = format!("http://{}", c.addr);
+    let token_file = ops_token_file(&dir);
+    let out = record_pair_baseline(&url, "stage[1-2],stage60", &token_file, &[]);
+    assert!(pg.count("pair_baselines") >= 2, "{}", stdout(&out));
+    recording.store(false, Ordering::SeqCst);
+
+    let out = hostping(&[
+        "job",
+        "--nodes",
+        "stage[1-2],stage60",
+        "--collector",
+        &url,
+        "--probe",
+        "--token-file",
+        token_file.to_str().unwrap(),
+        "--since",
+        &(now - 120).to_string(),
+        "--format",
+        "json",
+    ]);
+    let report: Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("{e}: {} {}", stdout(&out), stderr(&out)));
+    // The job's mesh: stage1<->stage2 (on one leaf, its network part not measured) and the
+    // slow stage1<->stage60, whose six cables nothing cleared. Then the follow-up: the pair
+    // on stage1's leaf crosses stage1's cable and none of the other five, through the
+    // agents, judged against its recorded baseline.
+    let stage1_cable = "MF0;ib1:SX6036/U1/32";
+    let follow_up = report["follow_ups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "pair" && f["target"] == "stage1/rnic0<->stage2/rnic0")
+        .unwrap_or_else(|| panic!("no follow-up pair: {report:#}"));
+    assert!(
+        follow_up["why"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("crosses {stage1_cable} and not ")),
+        "{follow_up}"
+    );
+    assert_eq!(follow_up["outcome"], "network part normal", "{follow_up}");
+    let probed: Vec<(&str, &str, &str)> = report["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["a"]["host"].as_str().unwrap(),
+                p["b"]["host"].as_str().unwrap(),
+                p["network_status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        probed,
+        [
+            ("stage1", "stage2", "uncertain"),
+            ("stage1", "stage60", "abnormal"),
+            ("stage1", "stage2", "normal"),
+        ],
+        "{report:#}"
+    );
+    // Judged again: stage1's cable is cleared, the other five stay the candidates, and
+    // each of them is said to have no pair that splits it off.
+    assert_eq!(report["verdict"], "network", "{report:#}");
+    assert_eq!(out.status.code(), Some(1), "{report:#}");
+    let candidates: Vec<&str> = report["culprits"][0]["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(candidates.len(), 5, "{report:#}");
+    assert!(!candidates.contains(&stage1_cable), "{report:#}");
+    for cable in &candidates {
+        assert!(
+            report["follow_ups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["target"] == *cable
+                    && f["outcome"] == "no pair examined crosses it without the others"),
+            "{cable}: {report:#}"
+        );
+    }
 }
