@@ -275,18 +275,10 @@ fn the_collector_judges_a_jobs_hosts_and_the_ports_on_its_routes() {
     // A job the fabric cannot place: its routes are not known, and the report says why
     // (no port can be said to be on them or off them, so none is judged).
     let report = verdict(c.addr, &format!("stage1,{OFF_FABRIC}"), since, until);
-    let routes = report["not_judged"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["what"] == "the job's routes")
-        .unwrap_or_else(|| panic!("{report}"));
+    let why = not_judged_why(&report, "the job's routes");
     assert!(
-        routes["why"]
-            .as_str()
-            .unwrap()
-            .contains("host `node99` has no CA on the fabric"),
-        "{routes}"
+        why.contains("host `node99` has no CA on the fabric"),
+        "{why}"
     );
     assert!(report["ports"]
         .as_array()
@@ -866,13 +858,8 @@ fn the_what_if_compares_a_real_jobs_measured_time_with_its_replays() {
     assert_eq!(slow["what_if"]["explains"], "unexplained", "{slow:#}");
     assert_eq!(slow["verdict"], "inconclusive", "{slow:#}");
     assert_eq!(code, Some(3), "{slow:#}");
-    let time = slow["not_judged"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["what"] == "the job's time")
-        .unwrap_or_else(|| panic!("{slow:#}"));
-    assert!(time["why"].as_str().unwrap().contains("(+200 %)"), "{time}");
+    let why = not_judged_why(&slow, "the job's time");
+    assert!(why.contains("(+200 %)"), "{why}");
 
     // In words: the observed time reads as measured, the replays as simulated.
     let observed = format!("{:.0}ns", 3.0 * healthy_us * 1e3);
@@ -944,20 +931,23 @@ fn without_a_fabric_the_what_if_is_not_judged() {
     );
     assert_eq!(status, 200, "{report}");
     assert!(report["what_if"].is_null(), "{report:#}");
-    let item = report["not_judged"]
+    let why = not_judged_why(&report, "what-if");
+    assert!(
+        why.contains("the collector knows no fabric to replay the job's traffic on"),
+        "{why}"
+    );
+    assert_eq!(report["verdict"], "inconclusive", "{report:#}");
+}
+
+/// Why `report` did not judge `what` (its `not_judged` item); panics without one.
+fn not_judged_why<'a>(report: &'a Value, what: &str) -> &'a str {
+    report["not_judged"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|n| n["what"] == "what-if")
-        .unwrap_or_else(|| panic!("{report:#}"));
-    assert!(
-        item["why"]
-            .as_str()
-            .unwrap()
-            .contains("the collector knows no fabric to replay the job's traffic on"),
-        "{item}"
-    );
-    assert_eq!(report["verdict"], "inconclusive", "{report:#}");
+        .find(|n| n["what"] == what)
+        .and_then(|n| n["why"].as_str())
+        .unwrap_or_else(|| panic!("`{what}` is not in not_judged: {report:#}"))
 }
 
 /// How a stand-in agent answers a pair probe from its host to a peer host.
