@@ -75,6 +75,19 @@ impl SwitchPortCounters {
         }
     }
 
+    /// The error counters in words, as a verdict's evidence cites them: `3 symbol errors,
+    /// 0 receive errors, 0 discards`, with `, LinkDowned +N` when the link went down.
+    pub fn error_words(&self) -> String {
+        let mut words = format!(
+            "{} symbol errors, {} receive errors, {} discards",
+            self.symbol_errors, self.rcv_errors, self.xmit_discards
+        );
+        if self.link_downed > 0 {
+            words.push_str(&format!(", LinkDowned +{}", self.link_downed));
+        }
+        words
+    }
+
     /// Each counter with its JSON (and database column) name, in DESIGN 4.4's order.
     pub fn fields(&self) -> [(&'static str, u64); 9] {
         let values = self.values();

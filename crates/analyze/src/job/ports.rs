@@ -66,14 +66,7 @@ impl JudgedPort<'_> {
 
     /// The counters in words, for evidence.
     pub fn words(&self) -> String {
-        let c = &self.port.during;
-        let mut out = format!(
-            "{}: {} symbol errors, {} receive errors, {} discards",
-            self.port.port, c.symbol_errors, c.rcv_errors, c.xmit_discards
-        );
-        if c.link_downed > 0 {
-            out.push_str(&format!(", LinkDowned +{}", c.link_downed));
-        }
+        let mut out = format!("{}: {}", self.port.port, self.port.during.error_words());
         out.push_str(&format!(" in {:.0} s", self.port.during_s));
         // A follow-up read (issue 28 section 2) came after the window: say so, so that
         // nobody reads it as the window's own count.

@@ -167,20 +167,16 @@ async fn read(access: &Access, reads: &[PortRead]) -> Result<BTreeMap<String, Ou
     let asked_ns = model::time::unix_ns(SystemTime::now());
     let mut outcomes = BTreeMap::new();
     let mut by_sampler: BTreeMap<&str, Vec<ReadNow>> = BTreeMap::new();
-    for label in &labels {
-        if let Some(o) = owner_of(label) {
-            by_sampler.entry(&o.sampler).or_default().push(ReadNow {
-                guid: guid_text(o.guid),
-                port: o.port,
-            });
-        }
-    }
     let mut waiting: Vec<(String, Owner)> = Vec::new();
     for label in labels {
         let Some(owner) = owner_of(label) else {
             outcomes.insert(label.clone(), Outcome::Unowned);
             continue;
         };
+        by_sampler.entry(&owner.sampler).or_default().push(ReadNow {
+            guid: guid_text(owner.guid),
+            port: owner.port,
+        });
         waiting.push((label.clone(), owner.clone()));
     }
     let samplers: Vec<&str> = by_sampler.keys().copied().collect();
@@ -256,15 +252,11 @@ async fn read(access: &Access, reads: &[PortRead]) -> Result<BTreeMap<String, Ou
 
 /// A read's counters in words: the errors the verdict judges a port by.
 fn counted(sums: &PortSums) -> String {
-    let c = SwitchPortCounters::from_values(sums.deltas);
-    let mut words = format!(
-        "{} symbol errors, {} receive errors, {} discards",
-        c.symbol_errors, c.rcv_errors, c.xmit_discards
-    );
-    if c.link_downed > 0 {
-        words.push_str(&format!(", LinkDowned +{}", c.link_downed));
-    }
-    words + &format!(" in {:.1} s", sums.interval_ns as f64 / 1e9)
+    format!(
+        "{} in {:.1} s",
+        SwitchPortCounters::from_values(sums.deltas).error_words(),
+        sums.interval_ns as f64 / 1e9
+    )
 }
 
 /// Adds the read of `port` to its counters in the window, or makes it its counters when it
@@ -274,11 +266,7 @@ fn add(evidence: &mut JobEvidence, routes: &JobRoutes, port: &str, sums: &PortSu
     let seconds = sums.interval_ns as f64 / 1e9;
     match evidence.ports.iter_mut().find(|p| p.port == port) {
         Some(p) => {
-            let mut total = p.during.values();
-            for (t, r) in total.iter_mut().zip(read.values()) {
-                *t = t.saturating_add(r);
-            }
-            p.during = SwitchPortCounters::from_values(total);
+            p.during += read;
             p.during_s += seconds;
             p.read_now_s += seconds;
         }
