@@ -85,27 +85,17 @@ for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do
 done >"$out/hw_counters.txt" 2>/dev/null
 
 # `hostping pair` as a user runs it, last (it adds two rxe devices): `pair serve` on rxe_b,
-# `pair probe` from rxe_a over the veth pair of pair-net.sh, three probes each healthy, with
-# `tc netem delay 200us` on veth_a, then with `netem loss 2%` instead. The responder on
+# `pair probe` from rxe_a over the veth pair of pair-net.sh, three rounds of a healthy probe,
+# one with `tc netem delay 200us` on veth_a and one with `netem loss 2%` instead. The responder on
 # vCPU 0 and the initiator on vCPU 1, as the rdma guest test pins perftest and its own
 # probe (left to the scheduler, two busy-polling sides share one vCPU at times). The host
 # parts are rxe's local loopback, which never reaches the veth: netem must not move them.
 
 # pair_probe STEP LIMIT_US [ARGS..]: one probe from rxe_a to the responder (ARGS added to
-# `pair probe`). A probe whose latency
-# is above LIMIT_US measured the host's scheduler, not the cable: when the host (2 cores
-# shared with other work) takes a vCPU from QEMU, a busy-polling side waits for its tick
-# (crates/rdma/tests/guest.rs, `unstarved`, has the figures). It is run again, four
-# attempts at most, the last one kept.
+# `pair probe`), run again while it came out starved (step.sh, `unstarved`).
 pair_probe() {
-    local attempt lat
-    for attempt in 1 2 3 4; do
-        step "$1" taskset -c 1 timeout 300 "$hostping" pair probe --device rxe_a \
-            --peer "$pair_peer" --format json --bw-iterations 300 --depth 16 "${@:3}"
-        lat=$(sed -n 's/^  "latency_us": \([0-9.]*\),$/\1/p' "$out/$1.out")
-        awk -v l="${lat:-inf}" -v m="$2" 'BEGIN { exit !(l < m) }' && return
-        echo "pair: $1 (attempt $attempt) came out at ${lat:-no} us, a starved vCPU: again"
-    done
+    unstarved "$1" "$2" taskset -c 1 timeout 300 "$hostping" pair probe --device rxe_a \
+        --peer "$pair_peer" --format json --bw-iterations 300 --depth 16 "${@:3}"
 }
 step pair-net bash "$here/pair-net.sh"
 if [ "$(cat "$out/pair-net.status")" = 0 ]; then
@@ -117,16 +107,21 @@ if [ "$(cat "$out/pair-net.status")" = 0 ]; then
         sleep 0.1
     done
     pair_peer=$(sed -n 's/.* listening on //p' "$out/pair-serve.out")
-    for i in 1 2 3; do pair_probe "pair-base-$i" 100; done
-    # The healthy probes' last one is the baseline the others are judged against.
-    cp "$out/pair-base-3.out" "$out/pair-baseline.json"
-    judge=(--baseline "$out/pair-baseline.json")
-    tc qdisc add dev veth_a root netem delay 200us
-    for i in 1 2 3; do pair_probe "pair-delay-$i" 600 "${judge[@]}"; done
-    tc qdisc change dev veth_a root netem loss 2%
-    for i in 1 2 3; do pair_probe "pair-loss-$i" 100 "${judge[@]}"; done
-    tc -s qdisc show dev veth_a >"$out/pair-netem.txt" 2>&1
-    tc qdisc del dev veth_a root
+    # The conditions take turns, round by round (healthy, delay, loss), so that what the
+    # host's load does to the guest over minutes falls on all three alike; the first
+    # healthy probe is the baseline the others are judged against.
+    : >"$out/pair-netem.txt"
+    for i in 1 2 3; do
+        pair_probe "pair-base-$i" 100
+        [ "$i" = 1 ] && cp "$out/pair-base-1.out" "$out/pair-baseline.json"
+        judge=(--baseline "$out/pair-baseline.json")
+        tc qdisc add dev veth_a root netem delay 200us
+        pair_probe "pair-delay-$i" 600 "${judge[@]}"
+        tc qdisc change dev veth_a root netem loss 2%
+        pair_probe "pair-loss-$i" 100 "${judge[@]}"
+        tc -s qdisc show dev veth_a >>"$out/pair-netem.txt" 2>&1
+        tc qdisc del dev veth_a root
+    done
     kill "$pair_serve"
     wait "$pair_serve" 2>/dev/null
 fi

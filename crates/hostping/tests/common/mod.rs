@@ -270,6 +270,18 @@ fn http_exchange(addr: SocketAddr, request: &str) -> (u16, String, String) {
 /// `script HOSTPING ARGS...` in it and returns the guest's out folder; panics, naming the
 /// serial log, when the guest run fails.
 pub fn guest_run(kernel: &str, timeout_s: u32, script: &str, args: &[&str]) -> PathBuf {
+    try_guest_run(kernel, timeout_s, script, args).unwrap_or_else(|why| panic!("{why}"))
+}
+
+/// [`guest_run`], with a failed guest run as an error that names the serial log (for the
+/// tests that share one boot: it fails them all without booting again).
+pub fn try_guest_run(
+    kernel: &str,
+    timeout_s: u32,
+    script: &str,
+    args: &[&str],
+) -> Result<PathBuf, String> {
+    let _one_guest = one_guest_at_a_time();
     let label = Path::new(script)
         .file_stem()
         .unwrap()
@@ -288,12 +300,22 @@ pub fn guest_run(kernel: &str, timeout_s: u32, script: &str, args: &[&str]) -> P
         .args(args)
         .status()
         .expect("bash runs");
-    assert!(
-        status.success(),
-        "the guest run failed ({status}); see {}/serial.log",
-        out.display()
-    );
-    out
+    if !status.success() {
+        return Err(format!(
+            "the guest run failed ({status}); see {}/serial.log",
+            out.display()
+        ));
+    }
+    Ok(out)
+}
+
+/// Held while a QEMU guest runs: the test harness runs tests two at a time, and two
+/// emulated guests of 2 vCPUs each on the 2 cores of CI's machine starve each other, which
+/// the guests' timing assertions (a probe against another in the same boot) must not see.
+pub fn one_guest_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static GUEST: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    // A test that failed while holding it poisoned it; the next guest may still run.
+    GUEST.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A file the guest wrote, as text.
