@@ -45,10 +45,57 @@ pub struct LocalOptions {
     pub timeout_ms: u64,
 }
 
+/// Why this host's side of a pair could not be opened. Past discovery, the messages do not
+/// name the device: the caller names it as its input.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The host could not be discovered.
+    #[error("discovering this host: {0}")]
+    Discover(#[source] check::host::HostError),
+    /// A simulated host: no device to probe from.
+    #[error("not a real host")]
+    NotReal,
+    /// No RDMA device of the name; the host's are listed.
+    #[error("no RDMA device of that name ({})", devices_found(.found))]
+    NoDevice {
+        /// The host's RDMA devices.
+        found: Vec<String>,
+    },
+    /// The device has no ACTIVE port.
+    #[error("no ACTIVE port ({})", .ports.join(", "))]
+    NoActivePort {
+        /// Each port of the device with its state (`port 1 Down`).
+        ports: Vec<String>,
+    },
+    /// Discovery built no host model.
+    #[error("no host model was built")]
+    NoModel,
+    /// The RNIC reaches no memory node for its loopback.
+    #[error("{rnic} reaches no memory node")]
+    NoMemory {
+        /// The RNIC's id in the host model.
+        rnic: ComponentId,
+    },
+    /// libibverbs is missing.
+    #[error("libibverbs cannot be used: {0}")]
+    Verbs(#[source] rdma::verbs::Unavailable),
+    /// The port could not be opened.
+    #[error(transparent)]
+    Port(#[from] rdma::engine::OpenPortError),
+}
+
+/// `this host has mlx5_0, mlx5_1`, or `this host has none`.
+fn devices_found(found: &[String]) -> String {
+    if found.is_empty() {
+        "this host has none".to_string()
+    } else {
+        format!("this host has {}", found.join(", "))
+    }
+}
+
 /// Opens this host (a real one: sysfs and libibverbs), or says why it cannot be.
-pub fn open_host() -> Result<Host, String> {
-    Host::open(&HostSpec::default(), HostOptions::default())
-        .map_err(|e| format!("discovering this host: {e}"))
+pub fn open_host() -> Result<Host, OpenError> {
+    Host::open(&HostSpec::default(), HostOptions::default()).map_err(OpenError::Discover)
 }
 
 /// The RNICs this host offers for pair probes, as `(id, device)`: with `devices`, those
@@ -101,26 +148,21 @@ impl Local {
         device: &str,
         name: String,
         options: &LocalOptions,
-    ) -> Result<Local, String> {
-        let discovery = host.discovery().ok_or("not a real host")?;
+    ) -> Result<Local, OpenError> {
+        let discovery = host.discovery().ok_or(OpenError::NotReal)?;
         let ports: Vec<_> = discovery
             .rdma_ports
             .iter()
             .filter(|p| p.device == device)
             .collect();
         if ports.is_empty() {
-            let mut names: Vec<&str> = discovery
+            let mut found: Vec<String> = discovery
                 .rdma_ports
                 .iter()
-                .map(|p| p.device.as_str())
+                .map(|p| p.device.clone())
                 .collect();
-            names.dedup();
-            let found = if names.is_empty() {
-                "this host has none".to_string()
-            } else {
-                format!("this host has {}", names.join(", "))
-            };
-            return Err(format!("no RDMA device of that name ({found})"));
+            found.dedup();
+            return Err(OpenError::NoDevice { found });
         }
         let Some((rnic, binding)) = discovery
             .bindings
@@ -128,18 +170,17 @@ impl Local {
             .iter()
             .find(|(_, b)| b.device == device)
         else {
-            let states: Vec<String> = ports
+            let ports = ports
                 .iter()
                 .map(|p| format!("port {} {:?}", p.port, p.state))
                 .collect();
-            return Err(format!("no ACTIVE port ({})", states.join(", ")));
+            return Err(OpenError::NoActivePort { ports });
         };
-        let model = host.model().ok_or("no host model was built")?;
-        let endpoint =
-            nearest_memory(model, rnic).ok_or_else(|| format!("{rnic} reaches no memory node"))?;
-        let verbs =
-            Verbs::load().map_err(|e| format!("libibverbs cannot be used: {}", e.reason))?;
-        let port = PairPort::from_binding(&verbs, binding).map_err(|e| e.to_string())?;
+        let model = host.model().ok_or(OpenError::NoModel)?;
+        let endpoint = nearest_memory(model, rnic)
+            .ok_or_else(|| OpenError::NoMemory { rnic: rnic.clone() })?;
+        let verbs = Verbs::load().map_err(OpenError::Verbs)?;
+        let port = PairPort::from_binding(&verbs, binding)?;
         Ok(Local {
             name,
             device: device.to_string(),
@@ -165,27 +206,29 @@ impl Local {
     }
 
     /// This host's part: half the p50 loopback latency of `rnic -> endpoint`, in us.
-    pub fn host_part(&mut self) -> Result<f64, String> {
-        let what = format!(
-            "the loopback {} -> {} on {}",
-            self.rnic, self.endpoint, self.device
-        );
+    pub fn host_part(&mut self) -> Result<f64, HostPartError> {
+        let fail = |why: HostPartFailure| HostPartError {
+            rnic: self.rnic.clone(),
+            endpoint: self.endpoint.clone(),
+            device: self.device.clone(),
+            why: Box::new(why),
+        };
         let path = self
             .host
             .model()
             .and_then(|m| m.path(&self.rnic, &self.endpoint))
             .cloned()
-            .ok_or_else(|| format!("{what}: no such path in the host model"))?;
-        let engine = self
-            .host
-            .verbs_engine(&self.probe)
-            .map_err(|e| format!("{what}: {e}"))?
-            .ok_or_else(|| format!("{what}: not a real host"))?;
+            .ok_or_else(|| fail(HostPartFailure::NoPath))?;
+        let engine = match self.host.verbs_engine(&self.probe) {
+            Ok(Some(engine)) => engine,
+            Ok(None) => return Err(fail(HostPartFailure::NotReal)),
+            Err(e) => return Err(fail(HostPartFailure::Host(e))),
+        };
         let samples = engine
             .latency(&path, &self.loopback)
-            .map_err(|e| format!("{what}: {e}"))?;
+            .map_err(|e| fail(HostPartFailure::Probe(e)))?;
         let stats =
-            latency_stats(&samples.small_ns).ok_or_else(|| format!("{what}: no samples"))?;
+            latency_stats(&samples.small_ns).ok_or_else(|| fail(HostPartFailure::NoSamples))?;
         Ok(stats.p50_us / 2.0)
     }
 
@@ -195,13 +238,48 @@ impl Local {
     }
 
     /// `offer` as this side sends it: with its host name and its own part.
-    fn carried(&self, offer: &PairOffer, part: &Result<f64, String>) -> PairOffer {
+    fn carried(&self, offer: &PairOffer, part: &Result<f64, HostPartError>) -> PairOffer {
         PairOffer {
             host: Some(self.name.clone()),
             host_loopback_us: part.as_ref().ok().copied(),
             ..offer.clone()
         }
     }
+}
+
+/// Why a host's part could not be measured, naming the loopback.
+#[derive(Debug, thiserror::Error)]
+#[error("the loopback {rnic} -> {endpoint} on {device}: {why}")]
+pub struct HostPartError {
+    /// The RNIC.
+    pub rnic: ComponentId,
+    /// The memory node.
+    pub endpoint: ComponentId,
+    /// The RDMA device.
+    pub device: String,
+    /// Why (boxed: a host error is large, and this one rides in every `Result` of a part).
+    #[source]
+    pub why: Box<HostPartFailure>,
+}
+
+/// What stopped a host part's loopback.
+#[derive(Debug, thiserror::Error)]
+pub enum HostPartFailure {
+    /// The host model has no such path.
+    #[error("no such path in the host model")]
+    NoPath,
+    /// A simulated host.
+    #[error("not a real host")]
+    NotReal,
+    /// The verbs engine could not be made.
+    #[error("{0}")]
+    Host(#[source] check::host::HostError),
+    /// The loopback failed.
+    #[error("{0}")]
+    Probe(#[source] probe::ProbeError),
+    /// The loopback gave no samples.
+    #[error("no samples")]
+    NoSamples,
 }
 
 /// The memory node `rnic` reaches over the fewest links, at line rate where one is (the
@@ -248,8 +326,20 @@ impl Answer {
     }
 }
 
+/// A probe above a responder's cap.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what} {value} is above this responder's cap of {cap}")]
+pub struct AboveCap {
+    /// The setting (`bw_bytes`).
+    pub what: &'static str,
+    /// As asked.
+    pub value: u64,
+    /// The cap.
+    pub cap: u64,
+}
+
 /// Whether a responder takes an initiator's probe: within `hostping pair probe`'s own caps.
-pub fn acceptable(spec: &PairSpec) -> Result<(), String> {
+pub fn acceptable(spec: &PairSpec) -> Result<(), AboveCap> {
     use model::limits;
     let checks = [
         ("latency_bytes", u64::from(spec.latency_bytes), 4096),
@@ -265,34 +355,58 @@ pub fn acceptable(spec: &PairSpec) -> Result<(), String> {
         ("timeout_ms", spec.timeout_ms, limits::TIMEOUT_MS),
     ];
     match checks.iter().find(|(_, v, cap)| v > cap) {
-        Some((what, v, cap)) => Err(format!("{what} {v} is above this responder's cap of {cap}")),
+        Some(&(what, value, cap)) => Err(AboveCap { what, value, cap }),
         None => Ok(()),
     }
+}
+
+/// Why a responder did not serve a probe to its end.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The offer is above this responder's caps (the refusal was delivered).
+    #[error("refused {device}'s probe: {source}")]
+    Refused {
+        /// The initiator's device.
+        device: String,
+        /// The cap.
+        source: AboveCap,
+    },
+    /// The refusal could not be delivered.
+    #[error(transparent)]
+    Deliver(Box<dyn std::error::Error + Send + Sync>),
+    /// The probe stopped.
+    #[error(transparent)]
+    Probe(#[from] PairError),
 }
 
 /// Serves one initiator's `offer` as the responder: refuses it above the caps, measures this
 /// side's part, connects, hands the answer to `deliver`, then serves the probe until done
 /// or [`SERVE_LIMIT`]. An error before the answer was delivered is delivered as a refusal
 /// (the initiator is still waiting for it). Returns what was served, in words.
-pub fn serve_offer(
+pub fn serve_offer<E: Into<Box<dyn std::error::Error + Send + Sync>>>(
     local: &mut Local,
     offer: &PairOffer,
-    deliver: impl FnOnce(&Answer) -> Result<(), String>,
-) -> Result<String, String> {
+    deliver: impl FnOnce(&Answer) -> Result<(), E>,
+) -> Result<String, ServeError> {
     let deliver = RefCell::new(Some(deliver));
-    let send = |answer: &Answer| match deliver.borrow_mut().take() {
-        Some(deliver) => deliver(answer),
-        None => Ok(()),
+    let send = |answer: &Answer| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        match deliver.borrow_mut().take() {
+            Some(deliver) => deliver(answer).map_err(Into::into),
+            None => Ok(()),
+        }
     };
-    if let Err(why) = acceptable(&offer.spec) {
-        send(&Answer::refusal(why.clone()))?;
-        return Err(format!("refused {}'s probe: {why}", offer.device));
+    if let Err(source) = acceptable(&offer.spec) {
+        send(&Answer::refusal(source.to_string())).map_err(ServeError::Deliver)?;
+        return Err(ServeError::Refused {
+            device: offer.device.clone(),
+            source,
+        });
     }
     let part = local.host_part();
     let answer = |mine: &PairOffer| {
         send(&Answer {
             offer: Some(local.carried(mine, &part)),
-            host_loopback_error: part.as_ref().err().cloned(),
+            host_loopback_error: part.as_ref().err().map(ToString::to_string),
             error: None,
         })
         .map_err(|e| format!("sending the answer: {e}"))
@@ -313,7 +427,7 @@ pub fn serve_offer(
         Err(e) => {
             // Delivered only when the answer was not (the initiator still waits for one).
             let _ = send(&Answer::refusal(e.to_string()));
-            Err(e.to_string())
+            Err(e.into())
         }
     }
 }
@@ -520,7 +634,7 @@ pub fn initiate_probe(
         bw_bytes: spec.bw_bytes,
         bw_iterations: 0,
         verified: false,
-        host_a_error: part_a.as_ref().err().cloned(),
+        host_a_error: part_a.as_ref().err().map(ToString::to_string),
         host_b_error: answer.as_ref().and_then(|a| a.host_loopback_error.clone()),
         peer: peer.to_string(),
         error: None,
@@ -804,6 +918,7 @@ mod tests {
         };
         assert!(acceptable(&huge)
             .unwrap_err()
+            .to_string()
             .starts_with("bw_bytes 1073741824 is above"));
     }
 

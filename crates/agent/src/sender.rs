@@ -45,44 +45,127 @@ pub struct CollectorTarget {
     pub rack: Option<String>,
 }
 
+/// What a collector's base URL looks like, for the refusals that want one.
+const EXPECTED_URL: &str = "expected http://HOST:PORT or https://HOST:PORT";
+
+/// A `--collector` that is not a collector's base URL; each names the text.
+#[derive(Debug, thiserror::Error)]
+pub enum CollectorUrlError {
+    /// Not a URI at all.
+    #[error("`{text}` is not a URL ({source}); {EXPECTED_URL}")]
+    NotUrl {
+        /// The text as given.
+        text: String,
+        /// Why it does not parse.
+        source: ureq::http::uri::InvalidUri,
+    },
+    /// A scheme other than http or https.
+    #[error("`{text}`: scheme `{scheme}` is not http or https")]
+    Scheme {
+        /// The text as given.
+        text: String,
+        /// Its scheme.
+        scheme: String,
+    },
+    /// No scheme.
+    #[error("`{text}` has no scheme; {EXPECTED_URL}")]
+    NoScheme {
+        /// The text as given.
+        text: String,
+    },
+    /// No host.
+    #[error("`{text}` names no host; {EXPECTED_URL}")]
+    NoHost {
+        /// The text as given.
+        text: String,
+    },
+    /// A query string.
+    #[error("`{text}`: a query has no place in the collector's base URL")]
+    Query {
+        /// The text as given.
+        text: String,
+    },
+}
+
 /// Checks a collector's base URL (`--collector`): http or https, with a host, and nothing
 /// after the path (the agent appends `/api/runs`). Returns it as given, or why it is not one.
-pub fn collector_url(text: &str) -> Result<String, String> {
-    let expected = "expected http://HOST:PORT or https://HOST:PORT";
-    let uri: ureq::http::Uri = text
-        .parse()
-        .map_err(|e| format!("`{text}` is not a URL ({e}); {expected}"))?;
+pub fn collector_url(text: &str) -> Result<String, CollectorUrlError> {
+    let uri: ureq::http::Uri = text.parse().map_err(|source| CollectorUrlError::NotUrl {
+        text: text.to_owned(),
+        source,
+    })?;
+    let text = || text.to_owned();
     match uri.scheme_str() {
         Some("http" | "https") => {}
-        Some(other) => return Err(format!("`{text}`: scheme `{other}` is not http or https")),
-        None => return Err(format!("`{text}` has no scheme; {expected}")),
+        Some(other) => {
+            return Err(CollectorUrlError::Scheme {
+                text: text(),
+                scheme: other.to_owned(),
+            })
+        }
+        None => return Err(CollectorUrlError::NoScheme { text: text() }),
     }
     if uri.host().unwrap_or_default().is_empty() {
-        return Err(format!("`{text}` names no host; {expected}"));
+        return Err(CollectorUrlError::NoHost { text: text() });
     }
     if uri.query().is_some() {
-        return Err(format!(
-            "`{text}`: a query has no place in the collector's base URL"
-        ));
+        return Err(CollectorUrlError::Query { text: text() });
     }
-    Ok(text.to_owned())
+    Ok(text())
+}
+
+/// Why this host's collector token could not be had; each names the flag, never the token.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// `--token-file` cannot be read.
+    #[error("--token-file `{}`: {source}", file.display())]
+    Read {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `--token-file` holds no token.
+    #[error("--token-file `{}` is empty", file.display())]
+    Empty {
+        /// The file.
+        file: PathBuf,
+    },
+    /// `--token-file` holds more than one word.
+    #[error(
+        "--token-file `{}` must hold the token alone, on one line (not the collector's \
+         \"NAME TOKEN\" tokens file)",
+        file.display()
+    )]
+    NotAlone {
+        /// The file.
+        file: PathBuf,
+    },
+    /// Neither `--token-file` nor `--token` with `--collector`.
+    #[error("--collector {url} needs this host's token: give --token-file FILE (or --token)")]
+    Missing {
+        /// The collector's URL.
+        url: String,
+    },
 }
 
 /// Reads this host's collector token from `file` (`--token-file`): its one non-empty line,
 /// trimmed, so the secret need not appear in `ps`. The message names the file and never
 /// holds its content.
-pub fn read_token_file(file: &std::path::Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| format!("--token-file `{}`: {e}", file.display()))?;
+pub fn read_token_file(file: &std::path::Path) -> Result<String, TokenError> {
+    let text = std::fs::read_to_string(file).map_err(|source| TokenError::Read {
+        file: file.to_owned(),
+        source,
+    })?;
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
     match (lines.next(), lines.next()) {
         (Some(token), None) if !token.contains(char::is_whitespace) => Ok(token.to_owned()),
-        (None, _) => Err(format!("--token-file `{}` is empty", file.display())),
-        _ => Err(format!(
-            "--token-file `{}` must hold the token alone, on one line (not the collector's \
-             \"NAME TOKEN\" tokens file)",
-            file.display()
-        )),
+        (None, _) => Err(TokenError::Empty {
+            file: file.to_owned(),
+        }),
+        _ => Err(TokenError::NotAlone {
+            file: file.to_owned(),
+        }),
     }
 }
 
@@ -92,13 +175,13 @@ pub fn collector_token(
     url: &str,
     file: Option<&std::path::Path>,
     token: Option<&str>,
-) -> Result<String, String> {
+) -> Result<String, TokenError> {
     match (file, token) {
         (Some(file), _) => read_token_file(file),
         (None, Some(token)) => Ok(token.to_owned()),
-        (None, None) => Err(format!(
-            "--collector {url} needs this host's token: give --token-file FILE (or --token)"
-        )),
+        (None, None) => Err(TokenError::Missing {
+            url: url.to_owned(),
+        }),
     }
 }
 
@@ -435,7 +518,7 @@ mod tests {
             "https://c.example.org",
             "http://10.0.0.1:9470/",
         ] {
-            assert_eq!(collector_url(good).as_deref(), Ok(good));
+            assert_eq!(collector_url(good).unwrap(), good);
         }
         for (bad, said) in [
             ("notaurl", "has no scheme"),
@@ -445,7 +528,7 @@ mod tests {
             ("http://c:9470/?x=1", "query"),
             ("", "is not a URL"),
         ] {
-            let e = collector_url(bad).unwrap_err();
+            let e = collector_url(bad).unwrap_err().to_string();
             assert!(
                 e.contains(said) && e.contains(&format!("`{bad}`")),
                 "{bad:?}: {e}"
@@ -458,17 +541,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("token");
         std::fs::write(&file, "s3cret-token\n").unwrap();
-        assert_eq!(read_token_file(&file).as_deref(), Ok("s3cret-token"));
+        assert_eq!(read_token_file(&file).unwrap(), "s3cret-token");
         for (text, said) in [
             ("\n \n", "is empty"),
             ("host-1 s3cret\n", "alone"),
             ("a\nb\n", "alone"),
         ] {
             std::fs::write(&file, text).unwrap();
-            let e = read_token_file(&file).unwrap_err();
+            let e = read_token_file(&file).unwrap_err().to_string();
             assert!(e.contains(said) && !e.contains("s3cret"), "{text:?}: {e}");
         }
-        let e = read_token_file(&dir.path().join("missing")).unwrap_err();
+        let e = read_token_file(&dir.path().join("missing"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("missing"), "{e}");
     }
 }

@@ -203,7 +203,9 @@ fn parse_fabric(text: &str, cluster: &Cluster) -> Result<FabricFault, String> {
         ("down" | "background", _) => vec![kind, rest],
         _ => vec![kind],
     };
-    let cable = |label: &str| -> Result<PortRef, String> { cluster.parse_port(label) };
+    let cable = |label: &str| -> Result<PortRef, String> {
+        cluster.parse_port(label).map_err(|e| e.to_string())
+    };
     let share = |what: &str, value: &str, upper_open: bool| -> Result<f64, String> {
         let v: f64 = value
             .parse()

@@ -56,7 +56,12 @@ struct FabricSpec {
 /// Reads a real fabric's ibnetdiscover file (`[fabric] topology`); the reader lives with
 /// the other readers of topology files (hostping's `fabric_cmd::cabled`).
 /// With `[fabric] routes`, the subnet manager's tables to route it by.
-pub type FabricReader<'a> = &'a dyn Fn(&Path, Option<&Path>) -> Result<CabledFabric, String>;
+pub type FabricReader<'a> =
+    &'a dyn Fn(&Path, Option<&Path>) -> Result<CabledFabric, FabricReadError>;
+
+/// Why a [`FabricReader`] could not read a fabric: the reader's own error, whichever crate
+/// it comes from, quoted with its sources in the cluster file's error.
+pub type FabricReadError = Box<dyn std::error::Error + Send + Sync>;
 
 impl Cluster {
     /// A built-in cluster by name, or a cluster file (whose `topology`, if it has one,
@@ -140,7 +145,7 @@ impl Cluster {
                 let anchored = |file: &str| path.parent().map_or(file.into(), |d| d.join(file));
                 let routes: Option<std::path::PathBuf> = file.fabric.routes.as_deref().map(anchored);
                 let fabric = read_fabric(&anchored(topology), routes.as_deref())
-                    .map_err(|e| bad(format!("fabric.topology: {e}")))?;
+                    .map_err(|e| bad(format!("fabric.topology: {}", model::error::chain(&*e))))?;
                 spec::cabled(&name, hosts, fabric)
             }
             _ => {
@@ -172,8 +177,8 @@ fn one_line(message: &str) -> String {
 mod tests {
     use super::*;
 
-    fn no_reader(_: &Path, _: Option<&Path>) -> Result<CabledFabric, String> {
-        Err("no reader".to_string())
+    fn no_reader(_: &Path, _: Option<&Path>) -> Result<CabledFabric, FabricReadError> {
+        Err("no reader".into())
     }
 
     fn parse(text: &str) -> Result<Cluster, String> {
@@ -195,7 +200,11 @@ mod tests {
         let port = cluster.parse_port("gpu12/rnic3").unwrap();
         assert_eq!(cluster.port_label(port), "leaf8/4");
         // The second leaf of each rail has 4 free ports: no host there.
-        assert!(cluster.parse_port("leaf8/5").unwrap_err().contains("free"));
+        assert!(cluster
+            .parse_port("leaf8/5")
+            .unwrap_err()
+            .to_string()
+            .contains("free"));
     }
 
     #[test]

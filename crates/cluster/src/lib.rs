@@ -54,6 +54,9 @@ pub enum ClusterError {
     /// The fabric cannot be built or routed.
     #[error("{0}")]
     Fabric(String),
+    /// The faults leave no fabric to simulate.
+    #[error(transparent)]
+    Faulted(#[from] network::FaultedFabricError),
     /// A cluster file is unreadable or malformed.
     #[error("{path}: {reason}")]
     File {

@@ -147,7 +147,7 @@ pub fn run(
         },
         None => pairs::select(cluster, &hosts),
     };
-    let fabric = FaultedFabric::new(cluster, &faults.fabric).map_err(ClusterError::Fabric)?;
+    let fabric = FaultedFabric::new(cluster, &faults.fabric)?;
     let healthy = FaultedFabric::healthy(cluster);
     let flap_offset_s = ChaCha8Rng::seed_from_u64(settings.seed ^ 0xf1a9).gen_range(0.0..2.0)
         * FABRIC_FLAP_HALF_PERIOD_S;

@@ -13,7 +13,7 @@
 
 use fabric::sim::{CounterSnapshot, SimConfig, Simulation};
 use fabric::telemetry::{TelemetryConfig, TelemetryKind};
-use fabric::topology::{NodeId, Peer, Topology};
+use fabric::topology::{NodeId, Peer, Topology, TopologyError};
 use fabric::traffic::{Job, Op, Program, Uniform, Workload};
 use model::switch_port::SwitchPortCounters;
 use rand::{Rng, SeedableRng};
@@ -69,6 +69,23 @@ pub struct FaultedFabric {
     config: SimConfig,
 }
 
+/// Why the faults leave no fabric to simulate.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FaultedFabricError {
+    /// A switch cable down on a fabric routed by tables read with it up.
+    #[error(
+        "fabric:down on a fabric routed by its subnet manager's tables: its tables once the \
+         cable is down are not known (dump them with the cable down, `fabric route --dump`)"
+    )]
+    DownUnderTables,
+    /// The down cables cut the tree.
+    #[error("the down cables leave no route: {0}")]
+    NoRoute(#[source] TopologyError),
+    /// The faulted rates do not fit the tree.
+    #[error(transparent)]
+    LinkRates(TopologyError),
+}
+
 /// Why a pair could not be probed at all.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unreachable(pub String);
@@ -76,7 +93,10 @@ pub struct Unreachable(pub String);
 impl FaultedFabric {
     /// The cluster's fabric with `faults` applied. Fails when the down cables cut the tree
     /// (the simulator's message names the leaves left apart).
-    pub fn new(cluster: &Cluster, faults: &[FabricFault]) -> Result<FaultedFabric, String> {
+    pub fn new(
+        cluster: &Cluster,
+        faults: &[FabricFault],
+    ) -> Result<FaultedFabric, FaultedFabricError> {
         let fabric = &cluster.fabric;
         let topology = &fabric.topology;
         let mut down_switch_ports = Vec::new();
@@ -91,12 +111,7 @@ impl FaultedFabric {
             }
         }
         if topology.has_forwarding() && !down_switch_ports.is_empty() {
-            return Err(
-                "fabric:down on a fabric routed by its subnet manager's tables: its tables once \
-                 the cable is down are not known (dump them with the cable down, `fabric route \
-                 --dump`)"
-                    .to_string(),
-            );
+            return Err(FaultedFabricError::DownUnderTables);
         }
         // A real fabric's missing cables stay missing beside the down ones.
         let mut absent: Vec<_> = topology
@@ -108,7 +123,7 @@ impl FaultedFabric {
         let routed = topology
             .clone()
             .without_links(&absent)
-            .map_err(|e| format!("the down cables leave no route: {e}"))?;
+            .map_err(FaultedFabricError::NoRoute)?;
         let rates = |with_flaps: bool| {
             // A real fabric's links keep their own rates.
             let mut rates = topology.link_rates().map_or_else(
@@ -131,7 +146,7 @@ impl FaultedFabric {
             routed
                 .clone()
                 .with_link_rates(rates)
-                .map_err(|e| e.to_string())
+                .map_err(FaultedFabricError::LinkRates)
         };
         let flaps = faults.iter().any(|f| matches!(f, FabricFault::Flap { .. }));
         let errors = faults

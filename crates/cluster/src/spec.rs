@@ -110,6 +110,64 @@ impl ClusterHost {
     }
 }
 
+/// A port label that names no cabled port of the cluster; each names the label or its part.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PortLabelError {
+    /// No `/`.
+    #[error("`{label}` is not `<switch>/<port>` nor `<host>/<rnic>`")]
+    NotALabel {
+        /// The label as given.
+        label: String,
+    },
+    /// The host has no such RNIC.
+    #[error("host `{host}` has no RNIC `{rnic}` (it has {})", .has.join(", "))]
+    NoRnic {
+        /// The host.
+        host: String,
+        /// The RNIC as given.
+        rnic: String,
+        /// The host's RNICs.
+        has: Vec<String>,
+    },
+    /// The host's RNIC has no cable to the fabric.
+    #[error("`{label}` is not cabled to the fabric")]
+    NotCabled {
+        /// The label as given.
+        label: String,
+    },
+    /// Neither a switch nor a host.
+    #[error(
+        "`{device}` is neither a switch nor a host of cluster `{cluster}` (switches \
+         {switches}, hosts {hosts})"
+    )]
+    Unknown {
+        /// The part before the `/`.
+        device: String,
+        /// The cluster.
+        cluster: String,
+        /// Its switches, as a range of names.
+        switches: String,
+        /// Its hosts, as a range of names.
+        hosts: String,
+    },
+    /// The switch has no such port.
+    #[error("`{device}` has {cabled}, not `{port}`")]
+    NoPort {
+        /// The switch.
+        device: String,
+        /// Its ports (`ports 1..16`, `cabled ports 1,3`).
+        cabled: String,
+        /// The port as given.
+        port: String,
+    },
+    /// A leaf port with no host cabled to it.
+    #[error("no cable at `{label}`: the port is free")]
+    Free {
+        /// The label as given.
+        label: String,
+    },
+}
+
 impl Cluster {
     /// The built-in cluster `name`, if there is one.
     pub fn builtin(name: &str) -> Option<Result<Cluster, ClusterError>> {
@@ -166,25 +224,27 @@ impl Cluster {
 
     /// The switch output port a label names, or why it names none: `leaf2/9` (a switch
     /// port, 1-based) or `node007/rnic2` (a host's RNIC port: the leaf port it is cabled to).
-    pub fn parse_port(&self, label: &str) -> Result<PortRef, String> {
+    pub fn parse_port(&self, label: &str) -> Result<PortRef, PortLabelError> {
         // A real switch's description may hold '/' itself (`MF0;ib1:SX6036/U1`).
         let (device, port) = label
             .rsplit_once('/')
-            .ok_or_else(|| format!("`{label}` is not `<switch>/<port>` nor `<host>/<rnic>`"))?;
+            .ok_or_else(|| PortLabelError::NotALabel {
+                label: label.to_owned(),
+            })?;
         if let Some(host) = self.host_index(device) {
             let rnics = &self.hosts[host].rnics;
             let rnic = rnics
                 .iter()
                 .position(|r| r.as_str() == port)
-                .ok_or_else(|| {
-                    let names: Vec<&str> = rnics.iter().map(|r| r.as_str()).collect();
-                    format!(
-                        "host `{device}` has no RNIC `{port}` (it has {})",
-                        names.join(", ")
-                    )
+                .ok_or_else(|| PortLabelError::NoRnic {
+                    host: device.to_owned(),
+                    rnic: port.to_owned(),
+                    has: rnics.iter().map(|r| r.to_string()).collect(),
                 })?;
             let node = self.fabric.node_of.get(&RnicPort { host, rnic });
-            let node = node.ok_or_else(|| format!("`{label}` is not cabled to the fabric"))?;
+            let node = node.ok_or_else(|| PortLabelError::NotCabled {
+                label: label.to_owned(),
+            })?;
             return Ok(self.fabric.topology.node_port(*node));
         }
         let switch = self
@@ -192,13 +252,17 @@ impl Cluster {
             .switch_names
             .iter()
             .position(|s| s == device)
-            .ok_or_else(|| {
-                format!(
-                    "`{device}` is neither a switch nor a host of cluster `{}` (switches {}, hosts {})",
-                    self.name,
-                    name_range(&self.fabric.switch_names),
-                    name_range(&self.hosts.iter().map(|h| h.name.clone()).collect::<Vec<_>>()),
-                )
+            .ok_or_else(|| PortLabelError::Unknown {
+                device: device.to_owned(),
+                cluster: self.name.clone(),
+                switches: name_range(&self.fabric.switch_names),
+                hosts: name_range(
+                    &self
+                        .hosts
+                        .iter()
+                        .map(|h| h.name.clone())
+                        .collect::<Vec<_>>(),
+                ),
             })?;
         let switch = SwitchId(switch as u32);
         let ports: Vec<PortRef> = (0..self.fabric.topology.ports(switch))
@@ -221,11 +285,17 @@ impl Cluster {
                     format!("cabled ports {}", list.join(","))
                 }
             };
-            format!("`{device}` has {cabled}, not `{port}`")
+            PortLabelError::NoPort {
+                device: device.to_owned(),
+                cabled,
+                port: port.to_owned(),
+            }
         })?;
         if let Peer::Node(node) = self.fabric.topology.peer(port) {
             if self.rnic_at(node).is_none() {
-                return Err(format!("no cable at `{label}`: the port is free"));
+                return Err(PortLabelError::Free {
+                    label: label.to_owned(),
+                });
             }
         }
         Ok(port)
@@ -696,7 +766,7 @@ mod tests {
             ("node007/rnic9", "has no RNIC `rnic9`"),
             ("leaf2", "not `<switch>/<port>`"),
         ] {
-            let err = pod.parse_port(label).unwrap_err();
+            let err = pod.parse_port(label).unwrap_err().to_string();
             assert!(err.contains(says), "{label}: {err}");
         }
     }

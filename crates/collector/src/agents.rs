@@ -213,17 +213,28 @@ async fn list(State((pool, _)): State<(Pool, Arc<Tokens>)>) -> Response {
     }
 }
 
+/// Why the registered agents could not be read: the database, in its own words (the
+/// callers add `database: `).
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// No connection from the pool.
+    #[error("{0}")]
+    Pool(#[from] deadpool_postgres::PoolError),
+    /// The query failed.
+    #[error("{}", crate::server_words(.0))]
+    Query(#[from] tokio_postgres::Error),
+}
+
 /// The registered agents, of `hosts` only when given, by host.
-pub async fn load(pool: &Pool, hosts: Option<&[String]>) -> Result<Vec<AgentEntry>, String> {
-    let client = pool.get().await.map_err(|e| e.to_string())?;
+pub async fn load(pool: &Pool, hosts: Option<&[String]>) -> Result<Vec<AgentEntry>, LoadError> {
+    let client = pool.get().await?;
     let rows = client
         .query(
             "SELECT host, url, rnics, devices, registered_unix_ms FROM agents
              WHERE $1::text[] IS NULL OR host = ANY($1) ORDER BY host",
             &[&hosts],
         )
-        .await
-        .map_err(|e| crate::server_words(&e))?;
+        .await?;
     Ok(rows
         .iter()
         .map(|r| AgentEntry {

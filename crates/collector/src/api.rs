@@ -66,6 +66,9 @@ enum ApiError {
     WrongHost { token_host: String, host: String },
     #[error("{0}")]
     BadRequest(String),
+    /// A query of `GET /api/fabric/ports` that names no window or no port.
+    #[error(transparent)]
+    BadPorts(#[from] fabric::ports::PortsQueryError),
     #[error("database: {0}")]
     Database(String),
     /// A pushed run over `--max-body`.
@@ -84,7 +87,7 @@ impl IntoResponse for ApiError {
         let status = match &self {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::WrongHost { .. } => StatusCode::FORBIDDEN,
-            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::BadRequest(_) | ApiError::BadPorts(_) => StatusCode::BAD_REQUEST,
             ApiError::Database(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::SweepRefused(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -397,8 +400,7 @@ async fn get_ports(
         params.since.as_deref(),
         params.until.as_deref(),
         params.ports.as_deref(),
-    )
-    .map_err(ApiError::BadRequest)?;
+    )?;
     let client = shared.pool.get().await?;
     let found = fabric::store::window(&**client, &query).await?;
     Ok(Json(fabric::ports::answer(&query, found)))

@@ -96,7 +96,7 @@ impl DatabaseUrl {
     /// (os error 111)`), scrubbed of this string's passwords: a driver's `Display` alone
     /// often says only the outermost words and leaves the reason to `source()`.
     pub fn explain(&self, e: &(dyn Error + 'static)) -> String {
-        self.scrub(&chain(e))
+        self.scrub(&model::error::chain(e))
     }
 }
 
@@ -112,22 +112,6 @@ impl fmt::Debug for DatabaseUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "DatabaseUrl({:?})", self.redacted())
     }
-}
-
-/// An error and its sources, joined with `: `, each message once (a wrapper that repeats
-/// its source's words is not repeated).
-pub fn chain(e: &(dyn Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut next = e.source();
-    while let Some(cause) = next {
-        let words = cause.to_string();
-        if !out.ends_with(&words) {
-            out.push_str(": ");
-            out.push_str(&words);
-        }
-        next = cause.source();
-    }
-    out
 }
 
 fn is_url(text: &str) -> bool {

@@ -672,7 +672,9 @@ pub(crate) async fn find_nodes(
     pool: &Pool,
     names: &[String],
 ) -> Result<Result<Vec<Node>, Vec<String>>, String> {
-    let registered = agents::load(pool, Some(names)).await?;
+    let registered = agents::load(pool, Some(names))
+        .await
+        .map_err(|e| e.to_string())?;
     let client = pool.get().await.map_err(|e| e.to_string())?;
     let mut nodes = Vec::new();
     let mut unknown = Vec::new();
@@ -827,6 +829,7 @@ async fn ask(
     let posted = tokio::task::spawn_blocking(move || {
         let client = fleet_api::post::client(ureq::tls::TlsConfig::default());
         fleet_api::post::ask(&client, &url, &token, &body, PAIR_WAIT, 4 << 20)
+            .map_err(|e| e.to_string())
     })
     .await
     .unwrap_or_else(|e| Err(format!("the request failed: {e}")));

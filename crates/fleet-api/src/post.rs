@@ -100,6 +100,27 @@ pub fn error_words(text: &str) -> String {
         .unwrap_or_else(|| text.trim().to_owned())
 }
 
+/// Why [`ask`] got no answer; each names the URL.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// The request could not be sent, or no answer came in time.
+    #[error("{url}: {source}")]
+    Send {
+        /// The URL asked.
+        url: String,
+        /// Why.
+        source: ureq::Error,
+    },
+    /// The answer's body could not be read (cut short, or over the limit).
+    #[error("{url}: reading the answer: {source}")]
+    Read {
+        /// The URL asked.
+        url: String,
+        /// Why.
+        source: ureq::Error,
+    },
+}
+
 /// Posts the JSON `body` to `url` with `token` and waits at most `wait` for the whole
 /// answer, read up to `limit` bytes: its status and text, whatever the status (a request
 /// that is answered, unlike [`post`]'s deliveries, is not retried). The error names `url`.
@@ -112,7 +133,7 @@ pub fn ask(
     body: &serde_json::Value,
     wait: Duration,
     limit: u64,
-) -> Result<(u16, String), String> {
+) -> Result<(u16, String), AskError> {
     let mut answer = client
         .post(url)
         .config()
@@ -121,13 +142,19 @@ pub fn ask(
         .header("Authorization", format!("Bearer {token}"))
         .header("Content-Type", "application/json")
         .send(body.to_string().as_bytes())
-        .map_err(|e| format!("{url}: {e}"))?;
+        .map_err(|source| AskError::Send {
+            url: url.to_owned(),
+            source,
+        })?;
     let status = answer.status().as_u16();
     let text = answer
         .body_mut()
         .with_config()
         .limit(limit)
         .read_to_string()
-        .map_err(|e| format!("{url}: reading the answer: {e}"))?;
+        .map_err(|source| AskError::Read {
+            url: url.to_owned(),
+            source,
+        })?;
     Ok((status, text))
 }

@@ -2,7 +2,7 @@
 
 use crate::cli::CollectorArgs;
 use crate::output::Outcome;
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 use collector::mesh::MeshFabric;
 use collector::CollectorConfig;
 use fleet_api::tls::TlsFiles;
@@ -45,7 +45,7 @@ pub fn run(args: CollectorArgs) -> Result<Outcome> {
 /// (crate::mesh_cmd::read_fabric): an error names the file and the line.
 fn read_fabric(file: &Path, routes: Option<&Path>) -> Result<MeshFabric> {
     let cabling = crate::mesh_cmd::read_fabric(file, routes)
-        .map_err(|e| anyhow!("--fabric {}: {e}", file.display()))?;
+        .with_context(|| format!("--fabric {}", file.display()))?;
     if cabling.node_cas.iter().all(Option::is_none) {
         return Err(anyhow!(
             "--fabric {}: no CA of the fabric has a description (\"HOST DEVICE\") to find hosts by",

@@ -24,7 +24,7 @@ pub fn run(args: JobArgs) -> Result<Outcome> {
     let Some(sim_cluster) = &args.sim_cluster else {
         return real::run(&args);
     };
-    let cluster = Cluster::resolve(sim_cluster, &read_fabric)?;
+    let cluster = Cluster::resolve(sim_cluster, &|path, routes| Ok(read_fabric(path, routes)?))?;
     let faults = ClusterFaults::parse(&args.inject, &cluster)?;
     let settings = MeshSettings {
         nodes: args.nodes.map(|n| n.0),

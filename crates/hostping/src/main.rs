@@ -49,7 +49,9 @@ fn main() -> ExitCode {
         Ok(outcome) => ExitCode::from(outcome.exit_status()),
         Err(e) if is_broken_pipe(&e) => ExitCode::from(0),
         Err(e) => {
-            eprintln!("hostping: error: {e:#}");
+            // Each message once: a typed error that quotes its source in its own words is
+            // not followed by that source again, as anyhow's `{:#}` would.
+            eprintln!("hostping: error: {}", model::error::chain(&*e));
             ExitCode::from(2)
         }
     }

@@ -7,7 +7,7 @@ mod real;
 
 use std::fmt::Write as _;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use cluster::mesh::{self, Endpoint, MeshSettings};
 use cluster::report::{MeshReport, PairReport, PartStatus};
 use cluster::spec::CabledFabric;
@@ -24,7 +24,7 @@ pub fn run(args: MeshArgs) -> Result<Outcome> {
     let Some(sim_cluster) = &args.sim_cluster else {
         return real::run(&args);
     };
-    let cluster = Cluster::resolve(sim_cluster, &read_fabric)?;
+    let cluster = Cluster::resolve(sim_cluster, &|path, routes| Ok(read_fabric(path, routes)?))?;
     let faults = ClusterFaults::parse(&args.inject, &cluster)?;
     let settings = MeshSettings {
         nodes: args.nodes.map(|n| n.0),
@@ -58,21 +58,19 @@ pub fn run(args: MeshArgs) -> Result<Outcome> {
 pub(crate) fn read_fabric(
     path: &std::path::Path,
     routes: Option<&std::path::Path>,
-) -> Result<CabledFabric, String> {
+) -> Result<CabledFabric> {
     let arg = path.to_string_lossy();
-    let mut input = TreeInput::resolve(&arg).map_err(|e| format!("{e:#}"))?;
+    let mut input = TreeInput::resolve(&arg)?;
     if let Some(routes) = routes {
-        input = input.with_routes(routes).map_err(|e| format!("{e:#}"))?;
+        input = input.with_routes(routes)?;
     }
     for note in &input.notes {
         eprintln!("hostping: {note}");
     }
     let Some(origin) = input.fabric.clone() else {
-        return Err(format!(
-            "{arg} is a tree's parameters, not a fabric's ibnetdiscover file"
-        ));
+        bail!("{arg} is a tree's parameters, not a fabric's ibnetdiscover file");
     };
-    let (topology, link_gbps, _) = input.with_rates(None).map_err(|e| format!("{e:#}"))?;
+    let (topology, link_gbps, _) = input.with_rates(None)?;
     Ok(CabledFabric {
         topology,
         link_gbps,

@@ -153,10 +153,7 @@ fn serve_one(local: &mut Local, stream: &TcpStream) -> Result<String> {
     let line = read_line(stream, timeout, "the initiator's offer")?;
     let offer: PairOffer =
         serde_json::from_str(&line).context("the initiator's offer is not a pair offer")?;
-    pair::serve_offer(local, &offer, |answer| {
-        send_line(stream, answer).map_err(|e| e.to_string())
-    })
-    .map_err(|e| anyhow!("{e}"))
+    pair::serve_offer(local, &offer, |answer| send_line(stream, answer)).map_err(|e| anyhow!("{e}"))
 }
 
 // -- probe ----------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ pub mod baseline;
 pub mod builtin;
 pub mod config;
 pub mod counters;
+pub mod error;
 pub mod hostfile;
 pub mod hostlist;
 pub mod ids;

@@ -177,25 +177,46 @@ pub fn above(what: &str, value: &dyn fmt::Display, cap: &dyn fmt::Display) -> Ab
     }
 }
 
+/// A number flag or field that is not a whole number in its range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WholeError {
+    /// Not digits, or below the range's start.
+    #[error("{what} must be a whole number from {min}, got `{text}`")]
+    NotWhole {
+        /// What the number counts (`runs`).
+        what: String,
+        /// The smallest number allowed.
+        min: u64,
+        /// The text as given.
+        text: String,
+    },
+    /// Above the cap (or too large even to parse).
+    #[error(transparent)]
+    AboveCap(#[from] AboveCap),
+}
+
 /// Parses a whole number from `min` up to `cap`; `what` names it in errors. A number too
 /// large even to parse is reported as above the cap, not as "not a number".
 ///
 /// ```
 /// use model::limits::whole;
 /// assert_eq!(whole("runs", "7", 1, 10), Ok(7));
-/// assert_eq!(whole("runs", "0", 1, 10).unwrap_err(), "runs must be a whole number from 1, got `0`");
-/// assert_eq!(whole("runs", "99999999999999999999999", 1, 10).unwrap_err(),
+/// assert_eq!(whole("runs", "0", 1, 10).unwrap_err().to_string(),
+///            "runs must be a whole number from 1, got `0`");
+/// assert_eq!(whole("runs", "99999999999999999999999", 1, 10).unwrap_err().to_string(),
 ///            "runs 99999999999999999999999 is above the cap of 10");
 /// ```
-pub fn whole(what: &str, text: &str, min: u64, cap: u64) -> Result<u64, String> {
+pub fn whole(what: &str, text: &str, min: u64, cap: u64) -> Result<u64, WholeError> {
     // Digits only: `u64::from_str` would also take a leading `+`.
     let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
     match text.parse::<u64>() {
-        Ok(v) if digits && v >= min => at_most(what, v, cap).map_err(|e| e.to_string()),
-        Err(_) if digits => Err(above(what, &text, &cap).to_string()),
-        _ => Err(format!(
-            "{what} must be a whole number from {min}, got `{text}`"
-        )),
+        Ok(v) if digits && v >= min => Ok(at_most(what, v, cap)?),
+        Err(_) if digits => Err(above(what, &text, &cap).into()),
+        _ => Err(WholeError::NotWhole {
+            what: what.to_string(),
+            min,
+            text: text.to_string(),
+        }),
     }
 }
 
@@ -214,7 +235,7 @@ mod tests {
     #[test]
     fn whole_numbers_are_read_strictly() {
         for bad in ["", "-1", "1.5", "1e3", " 3", "+3", "0x10"] {
-            let e = whole("qps", bad, 1, 4096).unwrap_err();
+            let e = whole("qps", bad, 1, 4096).unwrap_err().to_string();
             assert!(
                 e.starts_with("qps must be a whole number from 1"),
                 "{bad}: {e}"
@@ -222,7 +243,9 @@ mod tests {
         }
         assert_eq!(whole("qps", "4096", 1, 4096), Ok(4096));
         assert_eq!(
-            whole("qps", "18446744073709551616", 1, 4096).unwrap_err(),
+            whole("qps", "18446744073709551616", 1, 4096)
+                .unwrap_err()
+                .to_string(),
             "qps 18446744073709551616 is above the cap of 4096"
         );
     }
@@ -233,7 +256,7 @@ mod tests {
         fn whole_never_panics_and_stays_within_the_cap(text in "\\PC{0,24}", min in 0u64..3) {
             match whole("qps", &text, min, 4096) {
                 Ok(v) => proptest::prop_assert!((min..=4096).contains(&v)),
-                Err(e) => proptest::prop_assert!(e.starts_with("qps "), "{}", e),
+                Err(e) => proptest::prop_assert!(e.to_string().starts_with("qps "), "{}", e),
             }
         }
     }

@@ -388,7 +388,8 @@ fn parse_fields(text: &str, host: &HostTopology) -> Result<Fault, String> {
         "tx-window" => {
             arity(2, 2)?;
             let rnic = component(host, args[0], Class::Rnic)?;
-            let bytes = limits::whole("tx-window bytes", args[1], 1, limits::TX_WINDOW_BYTES)?;
+            let bytes = limits::whole("tx-window bytes", args[1], 1, limits::TX_WINDOW_BYTES)
+                .map_err(|e| e.to_string())?;
             Fault::TxWindow { rnic, bytes }
         }
         "service" => {
@@ -458,7 +459,8 @@ fn parse_fields(text: &str, host: &HostTopology) -> Result<Fault, String> {
                     qps: FLOOD_DEFAULT_QPS,
                 },
                 ("flood", Some(q)) => {
-                    let qps = limits::whole("odp flood QPs", q, 1, limits::ODP_FLOOD_QPS)?;
+                    let qps = limits::whole("odp flood QPs", q, 1, limits::ODP_FLOOD_QPS)
+                        .map_err(|e| e.to_string())?;
                     OdpPitfall::Flood {
                         qps: u32::try_from(qps).expect("the cap fits a u32"),
                     }

@@ -155,7 +155,7 @@ fn admit(s: &Shared, headers: &HeaderMap) -> Result<(String, Busy), Refusal> {
 /// Opens this host's side for the agent's RNIC id `rnic`, named `name` in reports.
 fn open_local(name: &str, devices: Option<&[String]>, rnic: &str) -> Result<Local, Refusal> {
     let unavailable = |why: String| (StatusCode::SERVICE_UNAVAILABLE, why);
-    let host = pair::open_host().map_err(unavailable)?;
+    let host = pair::open_host().map_err(|e| unavailable(e.to_string()))?;
     let offered = pair::rnics(&host, devices);
     let Some((_, device)) = offered.iter().find(|(id, _)| id == rnic) else {
         let has: Vec<String> = offered.iter().map(|(i, d)| format!("{i} ({d})")).collect();
@@ -186,7 +186,7 @@ pub(super) async fn probe(
     let request = match body("the pair probe request", request).and_then(|r| {
         let peer = crate::sender::collector_url(&r.peer)
             .map_err(|why| (StatusCode::BAD_REQUEST, format!("peer: {why}")))?;
-        pair::acceptable(&r.spec()).map_err(|why| (StatusCode::BAD_REQUEST, why))?;
+        pair::acceptable(&r.spec()).map_err(|why| (StatusCode::BAD_REQUEST, why.to_string()))?;
         Ok(ProbeRequest { peer, ..r })
     }) {
         Ok(r) => r,
@@ -218,7 +218,7 @@ fn initiate(local: &mut Local, request: &ProbeRequest, token: &str) -> PairRepor
     let exchange = |mine: &PairOffer| -> Result<Answer, PeerFailure> {
         let body = serde_json::json!({"rnic": request.peer_rnic, "offer": mine});
         let (status, text) = post_json(&client, &url, token, &body, pair::ANSWER_WAIT)
-            .map_err(PeerFailure::Unreachable)?;
+            .map_err(|e| PeerFailure::Unreachable(e.to_string()))?;
         if status == 200 {
             serde_json::from_str(&text).map_err(|e| {
                 PeerFailure::Other(format!("{url}: the answer is not a pair answer: {e}"))
@@ -248,7 +248,7 @@ fn post_json(
     token: &str,
     body: &serde_json::Value,
     wait: Duration,
-) -> Result<(u16, String), String> {
+) -> Result<(u16, String), fleet_api::post::AskError> {
     fleet_api::post::ask(client, url, token, body, wait, 1 << 20)
 }
 

@@ -85,7 +85,7 @@ impl Replay<'_> {
             return Ok(Outcome::CannotRun(down));
         }
         let faults = states.as_faults(config.link_gbps, config.packet_bytes, message_packets);
-        let fabric = FaultedFabric::new(self.cluster, &faults).map_err(ClusterError::Fabric)?;
+        let fabric = FaultedFabric::new(self.cluster, &faults)?;
         let topology = fabric.topology();
         let start_ps = if states.background.is_some() {
             BACKGROUND_WARMUP_PS

@@ -90,7 +90,7 @@ impl LinkStates {
             let cable = cluster
                 .parse_port(label)
                 .map(|port| cluster.cable_at(port))
-                .map_err(|e| unsized_culprit(&e))?;
+                .map_err(|e| unsized_culprit(&e.to_string()))?;
             let label = cluster.cable_label(cable);
             let share = || {
                 evidence

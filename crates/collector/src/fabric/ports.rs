@@ -27,19 +27,54 @@ pub enum PortName {
     },
 }
 
+/// What a port name is expected to be, for its refusals.
+const WANTED: &str = "expected <switch>/<port>, the switch by description or 0x GUID";
+
+/// A port name that is not `<switch>/<port>`; each names the text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PortNameError {
+    /// No `/`.
+    #[error("port `{text}`: {WANTED}")]
+    NoSlash {
+        /// The name as given.
+        text: String,
+    },
+    /// What follows the last `/` is not a port number.
+    #[error("port `{text}`: `{port}` is not a port number 0-255")]
+    Number {
+        /// The name as given.
+        text: String,
+        /// Its port part.
+        port: String,
+        /// Why it does not read as a `u8`.
+        source: std::num::ParseIntError,
+    },
+    /// Nothing before the last `/`.
+    #[error("port `{text}`: no switch; {WANTED}")]
+    NoSwitch {
+        /// The name as given.
+        text: String,
+    },
+}
+
 impl PortName {
     /// Reads `<switch>/<port>`, split at the last `/` (a description may hold one); a
     /// switch of `0x` and 16 hex digits is a GUID.
-    pub fn parse(text: &str) -> Result<PortName, String> {
-        let wanted = "expected <switch>/<port>, the switch by description or 0x GUID";
+    pub fn parse(text: &str) -> Result<PortName, PortNameError> {
         let (switch, port) = text
             .rsplit_once('/')
-            .ok_or_else(|| format!("port `{text}`: {wanted}"))?;
-        let port: u8 = port
-            .parse()
-            .map_err(|_| format!("port `{text}`: `{port}` is not a port number 0-255"))?;
+            .ok_or_else(|| PortNameError::NoSlash {
+                text: text.to_owned(),
+            })?;
+        let port: u8 = port.parse().map_err(|source| PortNameError::Number {
+            text: text.to_owned(),
+            port: port.to_owned(),
+            source,
+        })?;
         if switch.is_empty() {
-            return Err(format!("port `{text}`: no switch; {wanted}"));
+            return Err(PortNameError::NoSwitch {
+                text: text.to_owned(),
+            });
         }
         Ok(match parse_guid(switch) {
             Some(guid) => PortName::Guid { guid, port },
@@ -69,6 +104,36 @@ pub struct PortsQuery {
     pub ports: Option<Vec<(String, PortName)>>,
 }
 
+/// A query of `GET /api/fabric/ports` that was refused (400), naming the parameter.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PortsQueryError {
+    /// `since` or `until` is missing.
+    #[error("{name}=MS is required (ms since the Unix epoch)")]
+    Missing {
+        /// `since` or `until`.
+        name: &'static str,
+    },
+    /// `since` or `until` is not ms since the epoch.
+    #[error("{name}={value}: wants ms since the Unix epoch")]
+    Ms {
+        /// `since` or `until`.
+        name: &'static str,
+        /// The value as given.
+        value: String,
+    },
+    /// The window ends before it starts.
+    #[error("until={until_unix_ms} is before since={since_unix_ms}")]
+    Reversed {
+        /// Its start.
+        since_unix_ms: i64,
+        /// Its end.
+        until_unix_ms: i64,
+    },
+    /// A port of `ports` is not a port name.
+    #[error(transparent)]
+    Port(#[from] PortNameError),
+}
+
 impl PortsQuery {
     /// From the query string's `since`, `until` (both required, ms) and `ports`
     /// (comma-separated names).
@@ -76,20 +141,24 @@ impl PortsQuery {
         since: Option<&str>,
         until: Option<&str>,
         ports: Option<&str>,
-    ) -> Result<PortsQuery, String> {
-        let ms = |name: &str, v: Option<&str>| -> Result<i64, String> {
-            let v = v.ok_or_else(|| format!("{name}=MS is required (ms since the Unix epoch)"))?;
+    ) -> Result<PortsQuery, PortsQueryError> {
+        let ms = |name: &'static str, v: Option<&str>| -> Result<i64, PortsQueryError> {
+            let v = v.ok_or(PortsQueryError::Missing { name })?;
             v.parse::<i64>()
                 .ok()
                 .filter(|&m| (0..=i64::MAX / 1_000_000).contains(&m))
-                .ok_or_else(|| format!("{name}={v}: wants ms since the Unix epoch"))
+                .ok_or_else(|| PortsQueryError::Ms {
+                    name,
+                    value: v.to_owned(),
+                })
         };
         let since_unix_ms = ms("since", since)?;
         let until_unix_ms = ms("until", until)?;
         if until_unix_ms < since_unix_ms {
-            return Err(format!(
-                "until={until_unix_ms} is before since={since_unix_ms}"
-            ));
+            return Err(PortsQueryError::Reversed {
+                since_unix_ms,
+                until_unix_ms,
+            });
         }
         let ports = ports
             .map(|list| {
@@ -275,7 +344,7 @@ mod tests {
             ("leaf2/256", "`256` is not a port number"),
             ("/3", "no switch"),
         ] {
-            let e = PortName::parse(bad).unwrap_err();
+            let e = PortName::parse(bad).unwrap_err().to_string();
             assert!(e.contains(said) && e.contains(bad), "{bad}: {e}");
         }
     }
@@ -302,7 +371,9 @@ mod tests {
             (Some("2"), Some("1"), None, "before since=2"),
             (Some("1"), Some("2"), Some("leaf"), "port `leaf`"),
         ] {
-            let e = PortsQuery::parse(since, until, ports).unwrap_err();
+            let e = PortsQuery::parse(since, until, ports)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(said), "{said}: {e}");
         }
     }

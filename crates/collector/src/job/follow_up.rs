@@ -57,7 +57,10 @@ pub async fn check_unjudged(
         access.pool.get().await,
     ) {
         (Ok(agents), Ok(client)) => (agents, client),
-        (Err(why), _) => return names.iter().map(|h| follow_up(h, not_run(&why))).collect(),
+        (Err(e), _) => {
+            let why = e.to_string();
+            return names.iter().map(|h| follow_up(h, not_run(&why))).collect();
+        }
         (_, Err(e)) => {
             let why = format!("database: {e}");
             return names.iter().map(|h| follow_up(h, not_run(&why))).collect();
@@ -179,6 +182,7 @@ async fn ask_for_check(agent_url: &str, token: &str) -> Result<(), String> {
             ASK_WAIT,
             1 << 16,
         )
+        .map_err(|e| e.to_string())
     })
     .await
     .unwrap_or_else(|e| Err(format!("{url}: the request failed: {e}")))?;

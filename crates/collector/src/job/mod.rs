@@ -65,7 +65,7 @@ async fn verdict(
     let now_s = model::time::unix_ms(SystemTime::now()) / 1000;
     let query = match VerdictQuery::parse(&raw, now_s) {
         Ok(q) => q,
-        Err(why) => return refuse(StatusCode::BAD_REQUEST, why),
+        Err(why) => return refuse(StatusCode::BAD_REQUEST, why.to_string()),
     };
     let token = if query.probe {
         match access.authorize(&headers) {

@@ -81,31 +81,129 @@ pub struct WhatIfQuery {
     pub observed_us: f64,
 }
 
+/// Why a query was refused (400), each naming the parameter as given.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum QueryError {
+    /// No `nodes`.
+    #[error("nodes=LIST is required (Slurm hostlist syntax: node[001-016,020])")]
+    NoNodes,
+    /// `nodes` is not a hostlist.
+    #[error("nodes={list}: {source}")]
+    Hostlist {
+        /// The list as given.
+        list: String,
+        /// Why it does not expand.
+        source: model::hostlist::HostlistError,
+    },
+    /// More hosts than a verdict judges.
+    #[error("nodes={list}: {count} hosts, more than {max}")]
+    TooManyNodes {
+        /// The list as given.
+        list: String,
+        /// The hosts it names.
+        count: usize,
+        /// The most allowed.
+        max: usize,
+    },
+    /// A host named twice.
+    #[error("nodes={list}: {host} is given twice")]
+    Twice {
+        /// The list as given.
+        list: String,
+        /// The host.
+        host: String,
+    },
+    /// `since` or `until` is not Unix seconds.
+    #[error("{name}={value}: wants Unix seconds (a whole number, 0 or more)")]
+    Seconds {
+        /// `since` or `until`.
+        name: &'static str,
+        /// The value as given.
+        value: String,
+    },
+    /// The window has no length.
+    #[error("since={since_s} is not before until={until_s}: the window is empty")]
+    EmptyWindow {
+        /// Its start.
+        since_s: i64,
+        /// Its end.
+        until_s: i64,
+    },
+    /// `job` is empty, too long or not printable.
+    #[error("job={id:?}: wants a job id of 1 to 64 printable characters")]
+    Job {
+        /// The id as given.
+        id: String,
+    },
+    /// `probe` is not 1 or 0.
+    #[error("probe={value}: wants 1 or 0")]
+    Probe {
+        /// The value as given.
+        value: String,
+    },
+    /// `bytes` or `observed_us` without `what_if`.
+    #[error("{name}={value}: only with what_if=ring|tree")]
+    WithoutWhatIf {
+        /// `bytes` or `observed_us`.
+        name: &'static str,
+        /// The value as given.
+        value: String,
+    },
+    /// `bytes` out of range.
+    #[error("bytes={value}: wants a whole number of bytes, 1 to {MAX_WHAT_IF_BYTES}")]
+    Bytes {
+        /// The value as given.
+        value: String,
+    },
+    /// `what_if` names no all-reduce.
+    #[error("what_if={value}: wants ring or tree (the all-reduce replayed)")]
+    WhatIf {
+        /// The value as given.
+        value: String,
+    },
+    /// `what_if` without `observed_us`.
+    #[error(
+        "observed_us=X is required with what_if: the job's own measured time of that \
+         traffic, us"
+    )]
+    NoObserved,
+    /// `observed_us` is not a positive time.
+    #[error("observed_us={value}: wants a positive number of microseconds")]
+    Observed {
+        /// The value as given.
+        value: String,
+    },
+}
+
 impl VerdictQuery {
     /// Checks `raw`, `now_s` standing for a missing `until`; the refusal names the parameter.
-    pub fn parse(raw: &RawQuery, now_s: i64) -> Result<VerdictQuery, String> {
-        let list = raw
-            .nodes
-            .as_deref()
-            .ok_or("nodes=LIST is required (Slurm hostlist syntax: node[001-016,020])")?;
-        let nodes = model::hostlist::expand(list).map_err(|e| format!("nodes={list}: {e}"))?;
+    pub fn parse(raw: &RawQuery, now_s: i64) -> Result<VerdictQuery, QueryError> {
+        let list = raw.nodes.as_deref().ok_or(QueryError::NoNodes)?;
+        let nodes = model::hostlist::expand(list).map_err(|source| QueryError::Hostlist {
+            list: list.to_owned(),
+            source,
+        })?;
         if nodes.len() > crate::mesh::MAX_NODES {
-            return Err(format!(
-                "nodes={list}: {} hosts, more than {}",
-                nodes.len(),
-                crate::mesh::MAX_NODES
-            ));
+            return Err(QueryError::TooManyNodes {
+                list: list.to_owned(),
+                count: nodes.len(),
+                max: crate::mesh::MAX_NODES,
+            });
         }
         let mut seen = std::collections::BTreeSet::new();
         if let Some(twice) = nodes.iter().find(|n| !seen.insert(n.as_str())) {
-            return Err(format!("nodes={list}: {twice} is given twice"));
+            return Err(QueryError::Twice {
+                list: list.to_owned(),
+                host: twice.clone(),
+            });
         }
-        let seconds = |name: &str, v: &str| -> Result<i64, String> {
+        let seconds = |name: &'static str, v: &str| -> Result<i64, QueryError> {
             v.parse::<i64>()
                 .ok()
                 .filter(|s| (0..=i64::MAX / 1_000_000_000).contains(s))
-                .ok_or_else(|| {
-                    format!("{name}={v}: wants Unix seconds (a whole number, 0 or more)")
+                .ok_or_else(|| QueryError::Seconds {
+                    name,
+                    value: v.to_owned(),
                 })
         };
         let until_s = match raw.until.as_deref() {
@@ -117,22 +215,22 @@ impl VerdictQuery {
             None => (until_s - DEFAULT_WINDOW_S).max(0),
         };
         if since_s >= until_s {
-            return Err(format!(
-                "since={since_s} is not before until={until_s}: the window is empty"
-            ));
+            return Err(QueryError::EmptyWindow { since_s, until_s });
         }
         let job = match raw.job.as_deref() {
             Some(id) if id.is_empty() || id.len() > 64 || id.chars().any(char::is_control) => {
-                return Err(format!(
-                    "job={id:?}: wants a job id of 1 to 64 printable characters"
-                ))
+                return Err(QueryError::Job { id: id.to_owned() })
             }
             id => id.map(str::to_owned),
         };
         let probe = match raw.probe.as_deref() {
             None | Some("0" | "false") => false,
             Some("1" | "true") => true,
-            Some(other) => return Err(format!("probe={other}: wants 1 or 0")),
+            Some(other) => {
+                return Err(QueryError::Probe {
+                    value: other.to_owned(),
+                })
+            }
         };
         Ok(VerdictQuery {
             nodes,
@@ -147,11 +245,15 @@ impl VerdictQuery {
 impl WhatIfQuery {
     /// The what-if `raw` asks for, if any; `bytes` and `observed_us` without `what_if`, and
     /// `what_if` without `observed_us`, are refused.
-    fn parse(raw: &RawQuery) -> Result<Option<WhatIfQuery>, String> {
+    fn parse(raw: &RawQuery) -> Result<Option<WhatIfQuery>, QueryError> {
         let Some(what_if) = raw.what_if.as_deref() else {
+            let without = |name, value: &String| QueryError::WithoutWhatIf {
+                name,
+                value: value.clone(),
+            };
             return match (&raw.bytes, &raw.observed_us) {
-                (Some(b), _) => Err(format!("bytes={b}: only with what_if=ring|tree")),
-                (None, Some(o)) => Err(format!("observed_us={o}: only with what_if=ring|tree")),
+                (Some(b), _) => Err(without("bytes", b)),
+                (None, Some(o)) => Err(without("observed_us", o)),
                 (None, None) => Ok(None),
             };
         };
@@ -161,30 +263,27 @@ impl WhatIfQuery {
                 .parse::<u64>()
                 .ok()
                 .filter(|n| (1..=MAX_WHAT_IF_BYTES).contains(n))
-                .ok_or_else(|| {
-                    format!("bytes={b}: wants a whole number of bytes, 1 to {MAX_WHAT_IF_BYTES}")
+                .ok_or_else(|| QueryError::Bytes {
+                    value: b.to_owned(),
                 })?,
         };
         let traffic = match what_if {
             "ring" => JobTraffic::RingAllReduce { bytes },
             "tree" => JobTraffic::TreeAllReduce { bytes },
             other => {
-                return Err(format!(
-                    "what_if={other}: wants ring or tree (the all-reduce replayed)"
-                ))
+                return Err(QueryError::WhatIf {
+                    value: other.to_owned(),
+                })
             }
         };
         // Compared with the replays, the job's own time is what a real what-if explains.
-        let observed = raw.observed_us.as_deref().ok_or(
-            "observed_us=X is required with what_if: the job's own measured time of that \
-             traffic, us",
-        )?;
+        let observed = raw.observed_us.as_deref().ok_or(QueryError::NoObserved)?;
         let observed_us = observed
             .parse::<f64>()
             .ok()
             .filter(|us| us.is_finite() && *us > 0.0)
-            .ok_or_else(|| {
-                format!("observed_us={observed}: wants a positive number of microseconds")
+            .ok_or_else(|| QueryError::Observed {
+                value: observed.to_owned(),
             })?;
         Ok(Some(WhatIfQuery {
             traffic,
@@ -280,7 +379,7 @@ mod tests {
             (alone(Some("64"), None), "bytes=64: only with what_if"),
             (alone(None, Some("5")), "observed_us=5: only with what_if"),
         ] {
-            let e = VerdictQuery::parse(&q, 100).unwrap_err();
+            let e = VerdictQuery::parse(&q, 100).unwrap_err().to_string();
             assert!(e.contains(said), "{said}: {e}");
         }
     }
@@ -306,7 +405,7 @@ mod tests {
             (bad_probe, "probe=yes"),
             (bad_job, "job=\"\""),
         ] {
-            let e = VerdictQuery::parse(&q, 100).unwrap_err();
+            let e = VerdictQuery::parse(&q, 100).unwrap_err().to_string();
             assert!(e.contains(said), "{said}: {e}");
         }
     }
@@ -323,7 +422,7 @@ mod tests {
             match VerdictQuery::parse(&q, 1_000_000) {
                 Ok(v) => prop_assert!(v.window.since_s < v.window.until_s && !v.nodes.is_empty()),
                 Err(e) => prop_assert!(
-                    ["nodes=", "since=", "until=", "probe="].iter().any(|p| e.contains(p)), "{}", e
+                    ["nodes=", "since=", "until=", "probe="].iter().any(|p| e.to_string().contains(p)), "{}", e
                 ),
             }
         }

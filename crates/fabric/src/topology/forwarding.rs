@@ -46,7 +46,7 @@ impl Topology {
             let tree = self.params.name.clone();
             return self
                 .graph_with_tables(ports)
-                .map_err(|reason| TopologyError::Forwarding { tree, reason });
+                .map_err(|source| TopologyError::GraphTables { tree, source });
         }
         for (i, &port) in ports.iter().enumerate().filter(|(_, &p)| p != NONE) {
             let switch = SwitchId((i / nodes) as u32);

@@ -112,6 +112,50 @@ pub struct GraphLayout {
     pub fabric_ports: Vec<u16>,
 }
 
+/// A subnet manager's tables that do not route a graph; each names the switch (by its
+/// description) and the destination node.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GraphTablesError {
+    /// An entry out of a port the switch lacks.
+    #[error("switch '{switch}' sends node {node} out of port {port}, which has no link")]
+    NoLink {
+        /// The switch.
+        switch: String,
+        /// The destination.
+        node: u32,
+        /// The port.
+        port: u16,
+    },
+    /// A route meets a switch without an entry for its destination.
+    #[error("switch '{switch}' has no entry for node {node} on the way from '{from}'")]
+    NoEntry {
+        /// The switch without the entry.
+        switch: String,
+        /// The destination.
+        node: u32,
+        /// The leaf the route started at.
+        from: String,
+    },
+    /// A route goes down to another node.
+    #[error("switch '{switch}' sends node {node} down to node {reached}")]
+    OtherNode {
+        /// The switch.
+        switch: String,
+        /// The destination.
+        node: u32,
+        /// The node it reaches instead.
+        reached: u32,
+    },
+    /// A route never reaches a node.
+    #[error("from switch '{from}' the route to node {node} loops")]
+    Loop {
+        /// The leaf the route started at.
+        from: String,
+        /// The destination.
+        node: u32,
+    },
+}
+
 /// The explicit tables of a graph topology.
 #[derive(Clone, Debug)]
 pub(super) struct Graph {
@@ -393,7 +437,9 @@ impl Topology {
             graph: Some(Box::new(graph)),
         };
         topology.number_ports();
-        topology.measure_routes().map_err(refuse)?;
+        topology
+            .measure_routes()
+            .map_err(|e| refuse(e.to_string()))?;
         let layout = GraphLayout {
             switches: order,
             node_hosts,
@@ -446,15 +492,18 @@ impl Topology {
     /// A graph routed by a subnet manager's `ports` (at `switch * num_nodes + dst`), in place
     /// of its engine's: refuses a port the switch lacks, and any route that loops, reaches
     /// another node, or meets a switch without an entry, naming switch and destination.
-    pub(super) fn graph_with_tables(mut self, ports: Vec<u16>) -> Result<Topology, String> {
+    pub(super) fn graph_with_tables(
+        mut self,
+        ports: Vec<u16>,
+    ) -> Result<Topology, GraphTablesError> {
         for (i, &port) in ports.iter().enumerate() {
             let switch = SwitchId((i / self.num_nodes() as usize) as u32);
             if port != super::NO_ENTRY && port >= self.ports(switch) {
-                return Err(format!(
-                    "switch '{}' sends node {} out of port {port}, which has no link",
-                    self.switch_name(switch),
-                    i % self.num_nodes() as usize
-                ));
+                return Err(GraphTablesError::NoLink {
+                    switch: self.switch_name(switch).to_owned(),
+                    node: (i % self.num_nodes() as usize) as u32,
+                    port,
+                });
             }
         }
         let leaves = self.num_leaves();
@@ -478,7 +527,7 @@ impl Topology {
 
     /// Follows the table from every leaf to every destination it has an entry for: records
     /// the hops and the diameter, or says where a route goes wrong.
-    fn measure_routes(&mut self) -> Result<(), String> {
+    fn measure_routes(&mut self) -> Result<(), GraphTablesError> {
         let nodes = self.num_nodes();
         let mut hops = vec![0u16; (self.num_leaves() * nodes) as usize];
         let mut diameter = 0;
@@ -499,35 +548,32 @@ impl Topology {
     }
 
     /// Hops from `switch` to `dst` along the table.
-    fn follow(&self, from: SwitchId, dst: NodeId) -> Result<u16, String> {
+    fn follow(&self, from: SwitchId, dst: NodeId) -> Result<u16, GraphTablesError> {
         let mut switch = from;
         for hop in 1..=self.num_switches() + 1 {
             let Some(Some(port)) = self.graph_port(switch, dst) else {
-                return Err(format!(
-                    "switch '{}' has no entry for node {} on the way from '{}'",
-                    self.switch_name(switch),
-                    dst.0,
-                    self.switch_name(from)
-                ));
+                return Err(GraphTablesError::NoEntry {
+                    switch: self.switch_name(switch).to_owned(),
+                    node: dst.0,
+                    from: self.switch_name(from).to_owned(),
+                });
             };
             match self.peer(PortRef { switch, port }) {
                 Peer::Node(node) if node == dst => return Ok(hop as u16),
                 Peer::Node(node) => {
-                    return Err(format!(
-                        "switch '{}' sends node {} down to node {}",
-                        self.switch_name(switch),
-                        dst.0,
-                        node.0
-                    ))
+                    return Err(GraphTablesError::OtherNode {
+                        switch: self.switch_name(switch).to_owned(),
+                        node: dst.0,
+                        reached: node.0,
+                    })
                 }
                 Peer::Switch { switch: next, .. } => switch = next,
             }
         }
-        Err(format!(
-            "from switch '{}' the route to node {} loops",
-            self.switch_name(from),
-            dst.0
-        ))
+        Err(GraphTablesError::Loop {
+            from: self.switch_name(from).to_owned(),
+            node: dst.0,
+        })
     }
 
     /// The dense port numbering ([`Topology::port_base`]) from each switch's port count.

@@ -38,7 +38,7 @@ pub(crate) mod graph;
 mod route;
 
 pub use forwarding::NO_ENTRY;
-pub use graph::{Engine, GraphLayout, GraphRouting, GraphSpec, GraphSwitch};
+pub use graph::{Engine, GraphLayout, GraphRouting, GraphSpec, GraphSwitch, GraphTablesError};
 pub(crate) use route::dmodk;
 
 use std::path::Path;
@@ -137,6 +137,14 @@ pub enum TopologyError {
         tree: String,
         /// What is wrong, naming the switch and destination.
         reason: String,
+    },
+    /// A subnet manager's tables that do not route a graph ([`Topology::with_forwarding`]).
+    #[error("tree '{tree}': forwarding tables: {source}")]
+    GraphTables {
+        /// The fabric's name.
+        tree: String,
+        /// What is wrong, naming the switch and destination.
+        source: GraphTablesError,
     },
     /// Per-link rates that do not fit the tree.
     #[error("tree '{tree}': link rates: {reason}")]

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::lines::{parse_records, parse_transfer};
+use super::lines::{parse_records, parse_transfer, LineError};
 use super::script::Script;
 use super::units::parse_time_ps;
 use super::Op;
@@ -93,11 +93,14 @@ impl WorkloadFile {
     }
 }
 
-fn parse_line(fields: &[&str]) -> Result<(u32, Message), String> {
+fn parse_line(fields: &[&str]) -> Result<(u32, Message), LineError> {
     let &[time, src, dst, bytes] = fields else {
-        return Err(format!("expected 4 fields {FORM}, found {}", fields.len()));
+        return Err(LineError::Fields {
+            expected: format!("4 fields {FORM}"),
+            found: fields.len(),
+        });
     };
-    let at_ps = parse_time_ps(time).map_err(|e| format!("bad time: {e}"))?;
+    let at_ps = parse_time_ps(time).map_err(LineError::Time)?;
     let (src, dst, bytes) = parse_transfer(src, dst, bytes)?;
     Ok((src, Message { at_ps, dst, bytes }))
 }

@@ -49,8 +49,8 @@ impl MappingFile {
                     fields.len()
                 )));
             };
-            let rank = parse_index(rank, "rank").map_err(at)?;
-            let node = parse_index(node, "node").map_err(at)?;
+            let rank = parse_index(rank, "rank").map_err(|e| at(e.to_string()))?;
+            let node = parse_index(node, "node").map_err(|e| at(e.to_string()))?;
             // One node per rank: a rank number beyond the node count leaves gaps for sure.
             if rank >= nodes {
                 return Err(at(format!(

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::lines::{parse_records, parse_transfer};
+use super::lines::{parse_records, parse_transfer, LineError};
 use crate::input::InputError;
 use crate::topology::{NodeId, Topology};
 
@@ -167,12 +167,12 @@ impl CommMatrix {
     }
 }
 
-fn parse_line(fields: &[&str]) -> Result<(u32, u32, u64), String> {
+fn parse_line(fields: &[&str]) -> Result<(u32, u32, u64), LineError> {
     let &[src, dst, bytes] = fields else {
-        return Err(format!(
-            "expected 3 fields 'src dst bytes', found {}",
-            fields.len()
-        ));
+        return Err(LineError::Fields {
+            expected: "3 fields 'src dst bytes'".to_string(),
+            found: fields.len(),
+        });
     };
     parse_transfer(src, dst, bytes)
 }

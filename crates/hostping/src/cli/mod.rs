@@ -984,7 +984,7 @@ fn capped_u64(
     what: &'static str,
     min: u64,
     cap: u64,
-) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
+) -> impl Fn(&str) -> Result<u64, limits::WholeError> + Clone + Send + Sync + 'static {
     move |text| limits::whole(what, text, min, cap)
 }
 
@@ -994,7 +994,7 @@ fn capped_u32(
     what: &'static str,
     min: u64,
     cap: u64,
-) -> impl Fn(&str) -> Result<u32, String> + Clone + Send + Sync + 'static {
+) -> impl Fn(&str) -> Result<u32, limits::WholeError> + Clone + Send + Sync + 'static {
     let cap = cap.min(u64::from(u32::MAX));
     move |text| limits::whole(what, text, min, cap).map(|v| v as u32)
 }

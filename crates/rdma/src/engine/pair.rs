@@ -884,12 +884,12 @@ fn connect(port: &PairPort, qp: &Qp<'_>, offer: &PairOffer, psn: u32) -> Result<
 }
 
 /// The initiator: makes its QP and buffer, hands its offer to `exchange` (which delivers it
-/// to the responder and returns the responder's answer, or why it could not), connects,
-/// and measures latency then bandwidth as `spec` says.
-pub fn initiate(
+/// to the responder and returns the responder's answer, or why it could not: its words
+/// become the stop's reason), connects, and measures latency then bandwidth as `spec` says.
+pub fn initiate<E: std::fmt::Display>(
     port: &PairPort,
     spec: &PairSpec,
-    exchange: impl FnOnce(&PairOffer) -> Result<PairOffer, String>,
+    exchange: impl FnOnce(&PairOffer) -> Result<PairOffer, E>,
 ) -> Result<PairResult, PairError> {
     let mut kept = LatencySamples::default();
     let mut context = format!("setting up the pair probe on {}", port.0.ctx.name());
@@ -903,10 +903,10 @@ pub fn initiate(
     }
 }
 
-fn initiate_inner(
+fn initiate_inner<E: std::fmt::Display>(
     port: &PairPort,
     spec: &PairSpec,
-    exchange: impl FnOnce(&PairOffer) -> Result<PairOffer, String>,
+    exchange: impl FnOnce(&PairOffer) -> Result<PairOffer, E>,
     kept: &mut LatencySamples,
     context: &mut String,
 ) -> Result<PairResult, ProbeError> {
@@ -1154,12 +1154,13 @@ fn initiate_inner(
 }
 
 /// The responder: makes its QP and buffer for the initiator's `offer`, connects to it,
-/// hands its answer to `answer` (which delivers it), then serves: answers the ping-pong and
-/// checks the bandwidth phase's data, until done or `serve_for` has passed.
-pub fn respond(
+/// hands its answer to `answer` (which delivers it, or says why not: its words become the
+/// stop's reason), then serves: answers the ping-pong and checks the bandwidth phase's data,
+/// until done or `serve_for` has passed.
+pub fn respond<E: std::fmt::Display>(
     port: &PairPort,
     offer: &PairOffer,
-    answer: impl FnOnce(&PairOffer) -> Result<(), String>,
+    answer: impl FnOnce(&PairOffer) -> Result<(), E>,
     serve_for: Duration,
 ) -> Result<PairServed, PairError> {
     let mut context = format!("setting up the responder on {}", port.0.ctx.name());
@@ -1170,10 +1171,10 @@ pub fn respond(
     })
 }
 
-fn respond_inner(
+fn respond_inner<E: std::fmt::Display>(
     port: &PairPort,
     offer: &PairOffer,
-    answer: impl FnOnce(&PairOffer) -> Result<(), String>,
+    answer: impl FnOnce(&PairOffer) -> Result<(), E>,
     serve_for: Duration,
     context: &mut String,
 ) -> Result<PairServed, ProbeError> {

@@ -119,7 +119,7 @@ impl HostMonitor {
             for (id, t) in self.translations(&m) {
                 match t {
                     Ok(t) => config.iommu_groups.push(group_of(&id, &t)),
-                    Err(why) => config.unavailable.push(why),
+                    Err(why) => config.unavailable.push(why.to_string()),
                 }
             }
         }

@@ -41,7 +41,7 @@ pub struct HostMonitor {
     uncore: Result<uncore::UncoreMonitor, uncore::Unavailable>,
     /// Each RNIC's IOMMU translation, read at open (it changes only when a driver is
     /// rebound): what `HostSnapshot::iommu` quotes.
-    translations: Vec<(model::ComponentId, Result<iommu::RnicTranslation, String>)>,
+    translations: translation::Translations,
     iotlb: translation::IotlbCounters,
     /// Each bound device's ODP capability, read at open.
     odp_caps: serde_json::Value,
@@ -92,7 +92,14 @@ impl HostMonitor {
             Err(e) => monitor
                 .rnic_functions()
                 .into_iter()
-                .map(|(id, _)| (id.clone(), Err(format!("IOMMU group of {id}: {e}"))))
+                .map(|(rnic, _)| {
+                    let source = e.clone();
+                    let why = translation::TranslationError::MemoryConfig {
+                        rnic: rnic.clone(),
+                        source,
+                    };
+                    (rnic, Err(why))
+                })
                 .collect(),
         };
         monitor.iotlb = translation::open_iotlb(&monitor.root, &monitor.translations);

@@ -154,7 +154,7 @@ impl HostMonitor {
         let mut gaps = Vec::new();
         for (id, m) in &self.iotlb {
             if let Err(why) = m {
-                gaps.push(why.clone());
+                gaps.push(why.to_string());
                 continue;
             }
             let read = prev.iotlb.get(id).zip(cur.iotlb.get(id));

@@ -5,10 +5,12 @@
 use super::sample::Sample;
 use super::{is_live, HostMonitor};
 use crate::counters::iommu::{self, MemoryConfig, RnicTranslation};
-use crate::counters::iotlb::{self, IotlbMonitor};
+use crate::counters::iotlb::{self, IotlbGap, IotlbMonitor};
 use crate::counters::rnic;
-use crate::sysfs::{PciAddr, SysRoot};
+use crate::counters::uncore::Unavailable;
+use crate::sysfs::{DiscoverError, PciAddr, SysRoot};
 use model::{ComponentId, IommuActivity, IommuGroup};
+use std::path::PathBuf;
 
 /// 4 KiB, bytes.
 const PAGE_4K: u64 = 4096;
@@ -33,8 +35,98 @@ pub(super) fn group_of(device: &ComponentId, t: &RnicTranslation) -> IommuGroup 
     }
 }
 
+/// Why an RNIC's IOMMU translation could not be read; each names the RNIC.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(super) enum TranslationError {
+    /// The RNIC has no PCI function to look its group up by.
+    #[error("IOMMU group of {rnic}: no PCI function")]
+    NoPciFunction {
+        /// The RNIC.
+        rnic: ComponentId,
+    },
+    /// The host's IOMMU configuration could not be read.
+    #[error("IOMMU group of {rnic}: {source}")]
+    MemoryConfig {
+        /// The RNIC.
+        rnic: ComponentId,
+        /// Why.
+        source: DiscoverError,
+    },
+    /// The RNIC's `iommu` link could not be read.
+    #[error("IOMMU group of {rnic} ({pci}): {source}")]
+    Group {
+        /// The RNIC.
+        rnic: ComponentId,
+        /// Its PCI function.
+        pci: PciAddr,
+        /// Why.
+        source: DiscoverError,
+    },
+}
+
+/// Why no IOMMU PMU of this host can be counted.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(super) enum PmusUnavailable {
+    /// The PMUs could not be listed.
+    #[error(transparent)]
+    Discover(#[from] DiscoverError),
+    /// A captured tree: perf_event counts the running kernel's PMUs, not the tree's.
+    #[error(
+        "IOTLB PMUs of the captured tree {} are not counted (perf_event counts this kernel)",
+        .tree.display()
+    )]
+    CapturedTree {
+        /// The tree's root.
+        tree: PathBuf,
+    },
+}
+
+/// Why an RNIC's IOTLB is not counted; each names the RNIC.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(super) enum IotlbError {
+    /// Its translation is unknown.
+    #[error(transparent)]
+    Translation(#[from] TranslationError),
+    /// No IOMMU PMU can be counted.
+    #[error("IOTLB of {rnic}: {source}")]
+    Pmus {
+        /// The RNIC.
+        rnic: ComponentId,
+        /// Why.
+        source: PmusUnavailable,
+    },
+    /// Its DMA bypasses the IOMMU.
+    #[error("IOTLB of {rnic}: its DMA is not translated (group type {group_type})")]
+    NotTranslated {
+        /// The RNIC.
+        rnic: ComponentId,
+        /// Its group's type, or `unknown`.
+        group_type: String,
+    },
+    /// Its unit's PMU cannot count it.
+    #[error("IOTLB of {rnic}: {source}")]
+    Plan {
+        /// The RNIC.
+        rnic: ComponentId,
+        /// Why.
+        source: IotlbGap,
+    },
+    /// The counters could not be opened.
+    #[error("IOTLB of {rnic}: {}", .source.reason)]
+    Open {
+        /// The RNIC.
+        rnic: ComponentId,
+        /// Why.
+        #[source]
+        source: Unavailable,
+    },
+}
+
+/// Each RNIC's translation, or why it could not be read.
+pub(super) type Translations = Vec<(ComponentId, Result<RnicTranslation, TranslationError>)>;
+
 /// The IOTLB counters of each RNIC, or why they cannot be opened.
-pub(super) type IotlbCounters = Vec<(ComponentId, Result<IotlbMonitor, String>)>;
+pub(super) type IotlbCounters = Vec<(ComponentId, Result<IotlbMonitor, IotlbError>)>;
 
 impl HostMonitor {
     /// Each RNIC with its PCI function (for rxe, its parent netdev's), in binding order.
@@ -56,19 +148,23 @@ impl HostMonitor {
     }
 
     /// Each RNIC's translation from `memory`, or why it could not be read.
-    pub(super) fn translations(
-        &self,
-        memory: &MemoryConfig,
-    ) -> Vec<(ComponentId, Result<RnicTranslation, String>)> {
+    pub(super) fn translations(&self, memory: &MemoryConfig) -> Translations {
         self.rnic_functions()
             .into_iter()
-            .map(|(id, pci)| {
+            .map(|(rnic, pci)| {
                 let t = match pci {
-                    None => Err(format!("IOMMU group of {id}: no PCI function")),
-                    Some(addr) => iommu::rnic_translation(&self.root, memory, addr)
-                        .map_err(|e| format!("IOMMU group of {id} ({addr}): {e}")),
+                    None => Err(TranslationError::NoPciFunction { rnic: rnic.clone() }),
+                    Some(pci) => {
+                        iommu::rnic_translation(&self.root, memory, pci).map_err(|source| {
+                            TranslationError::Group {
+                                rnic: rnic.clone(),
+                                pci,
+                                source,
+                            }
+                        })
+                    }
                 };
-                (id, t)
+                (rnic, t)
             })
             .collect()
     }
@@ -106,34 +202,33 @@ impl HostMonitor {
 
 /// Opens the IOTLB counters of each translated RNIC on the running system; for a captured
 /// tree, or an RNIC whose unit has no PMU, the reason instead.
-pub(super) fn open_iotlb(
-    root: &SysRoot,
-    translations: &[(ComponentId, Result<RnicTranslation, String>)],
-) -> IotlbCounters {
+pub(super) fn open_iotlb(root: &SysRoot, translations: &Translations) -> IotlbCounters {
     let pmus = if is_live(root) {
-        iotlb::iommu_pmus(root).map_err(|e| e.to_string())
+        iotlb::iommu_pmus(root).map_err(PmusUnavailable::from)
     } else {
-        Err(format!(
-            "IOTLB PMUs of the captured tree {} are not counted (perf_event counts this kernel)",
-            root.root().display()
-        ))
+        Err(PmusUnavailable::CapturedTree {
+            tree: root.root().to_path_buf(),
+        })
     };
     translations
         .iter()
         .map(|(id, t)| {
+            let rnic = id.clone();
             let monitor = match (t, &pmus) {
-                (Err(why), _) => Err(why.clone()),
-                (_, Err(why)) => Err(format!("IOTLB of {id}: {why}")),
-                (Ok(t), Ok(_)) if t.translated == Some(false) => Err(format!(
-                    "IOTLB of {id}: its DMA is not translated (group type {})",
-                    t.group_type.map_or("unknown".into(), |k| k.to_string())
-                )),
-                (Ok(t), Ok(pmus)) => iotlb::plan(pmus, t.rnic, t.unit.as_deref())
-                    .map_err(|e| format!("IOTLB of {id}: {e}"))
-                    .and_then(|specs| {
-                        IotlbMonitor::open(root, specs)
-                            .map_err(|e| format!("IOTLB of {id}: {}", e.reason))
-                    }),
+                (Err(why), _) => Err(why.clone().into()),
+                (_, Err(why)) => Err(IotlbError::Pmus {
+                    rnic,
+                    source: why.clone(),
+                }),
+                (Ok(t), Ok(_)) if t.translated == Some(false) => Err(IotlbError::NotTranslated {
+                    rnic,
+                    group_type: t.group_type.map_or("unknown".into(), |k| k.to_string()),
+                }),
+                (Ok(t), Ok(pmus)) => match iotlb::plan(pmus, t.rnic, t.unit.as_deref()) {
+                    Err(source) => Err(IotlbError::Plan { rnic, source }),
+                    Ok(specs) => IotlbMonitor::open(root, specs)
+                        .map_err(|source| IotlbError::Open { rnic, source }),
+                },
             };
             (id.clone(), monitor)
         })

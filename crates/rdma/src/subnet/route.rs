@@ -519,6 +519,39 @@ pub struct Dump {
     pub errors: Vec<String>,
 }
 
+/// A file that is not a dump of `fabric route --dump -o FILE`; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum DumpFileError {
+    /// Not the dump's JSON.
+    #[error("{file}: not a dump of `fabric route --dump -o FILE`: {source}")]
+    Json {
+        /// The file.
+        file: String,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// A switch's GUID is not one.
+    #[error("{file}: switch {index}: guid `{guid}` is not 0x and 16 hex digits")]
+    Guid {
+        /// The file.
+        file: String,
+        /// The switch's place in the file, from 0.
+        index: usize,
+        /// The GUID as written.
+        guid: String,
+    },
+    /// A switch with two routes to one LID.
+    #[error("{file}: switch {} has two routes to LID {lid}", guid_text(*.guid))]
+    TwoRoutes {
+        /// The file.
+        file: String,
+        /// The switch.
+        guid: u64,
+        /// The LID.
+        lid: u16,
+    },
+}
+
 impl Dump {
     /// `{"switches": [{"guid", "description", "lid", "linear_fdb_top", "routes": [{"lid",
     /// "port"}]}], "errors": [..]}` (docs/fabric.md).
@@ -546,7 +579,7 @@ impl Dump {
 
     /// Reads what [`Dump::to_json`] writes (`fabric route --dump -o FILE`), naming `file`
     /// and what is wrong in one line.
-    pub fn from_json(text: &str, file: &str) -> Result<Dump, String> {
+    pub fn from_json(text: &str, file: &str) -> Result<Dump, DumpFileError> {
         #[derive(serde::Deserialize)]
         #[serde(deny_unknown_fields)]
         struct DumpFile {
@@ -568,24 +601,26 @@ impl Dump {
             lid: u16,
             port: u8,
         }
-        let read: DumpFile = serde_json::from_str(text)
-            .map_err(|e| format!("{file}: not a dump of `fabric route --dump -o FILE`: {e}"))?;
+        let read: DumpFile = serde_json::from_str(text).map_err(|source| DumpFileError::Json {
+            file: file.to_owned(),
+            source,
+        })?;
         let mut switches = Vec::with_capacity(read.switches.len());
-        for (i, s) in read.switches.into_iter().enumerate() {
-            let guid = model::switch_port::parse_guid(&s.guid).ok_or_else(|| {
-                format!(
-                    "{file}: switch {i}: guid `{}` is not 0x and 16 hex digits",
-                    s.guid
-                )
-            })?;
+        for (index, s) in read.switches.into_iter().enumerate() {
+            let guid =
+                model::switch_port::parse_guid(&s.guid).ok_or_else(|| DumpFileError::Guid {
+                    file: file.to_owned(),
+                    index,
+                    guid: s.guid.clone(),
+                })?;
             let mut routes = BTreeMap::new();
             for r in s.routes {
                 if routes.insert(r.lid, r.port).is_some() {
-                    return Err(format!(
-                        "{file}: switch {} has two routes to LID {}",
-                        guid_text(guid),
-                        r.lid
-                    ));
+                    return Err(DumpFileError::TwoRoutes {
+                        file: file.to_owned(),
+                        guid,
+                        lid: r.lid,
+                    });
                 }
             }
             switches.push(SwitchTable {
@@ -721,7 +756,7 @@ mod tests {
             errors: vec!["switch 0x0002c90300000002: no answer".to_string()],
         };
         let text = dump.to_json().to_string();
-        assert_eq!(Dump::from_json(&text, "d.json"), Ok(dump));
+        assert_eq!(Dump::from_json(&text, "d.json").unwrap(), dump);
         for (text, says) in [
             ("{", "d.json: not a dump"),
             (r#"{"switches": [], "errors": [], "x": 1}"#, "unknown field"),
@@ -734,7 +769,7 @@ mod tests {
                 "two routes to LID 1",
             ),
         ] {
-            let err = Dump::from_json(text, "d.json").unwrap_err();
+            let err = Dump::from_json(text, "d.json").unwrap_err().to_string();
             assert!(
                 err.contains(says) && err.starts_with("d.json: "),
                 "{says}: {err}"
