@@ -53,8 +53,6 @@ struct Shared {
     tokens: Arc<Tokens>,
     /// How long switch-port sweeps are kept.
     keep_sweeps: Duration,
-    /// The switch ports a job verdict asks the samplers to read now.
-    reads: fabric::board::ReadBoard,
 }
 
 /// A refused run (or health check): its status and a message for the caller.
@@ -137,15 +135,14 @@ impl From<tokio_postgres::Error> for ApiError {
     }
 }
 
-/// The router, with `max_body` bytes the most a run or a sweep may weigh, sweeps kept
-/// `keep_sweeps`, and the reads asked of the samplers on `reads` (the job verdict's).
+/// The router, with `max_body` bytes the most a run or a sweep may weigh and sweeps kept
+/// `keep_sweeps`.
 pub fn router(
     pool: Pool,
     writer: Writer,
     tokens: Tokens,
     max_body: usize,
     keep_sweeps: Duration,
-    reads: fabric::board::ReadBoard,
 ) -> Router {
     let tokens = Arc::new(tokens);
     let shared = Shared {
@@ -153,7 +150,6 @@ pub fn router(
         writer,
         tokens: tokens.clone(),
         keep_sweeps,
-        reads,
     };
     Router::new()
         // The run's body is read by the handler itself, within `max_body` (read_run_body).
@@ -331,7 +327,9 @@ async fn post_run(
 
 /// `POST /api/fabric/sweeps`: the token rules of runs, then the sweep in one transaction;
 /// the answer hands the sampler the ports a job verdict asks it to read now (`read_now`,
-/// [`fabric::board`]), once it has posted.
+/// [`fabric::board`], asked through this collector or any other on the database), once
+/// it has posted. Were taking them to fail, the sweep is stored but answered 503: the
+/// sampler sends it again, and the answer to the resend hands them over.
 async fn post_sweep(
     State(shared): State<Shared>,
     headers: HeaderMap,
@@ -360,7 +358,7 @@ async fn post_sweep(
     } else {
         StatusCode::CREATED
     };
-    let read_now = shared.reads.take(&upload.sampler);
+    let read_now = fabric::board::take(&**client, &upload.sampler).await?;
     Ok((
         status,
         Json(

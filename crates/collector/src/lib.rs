@@ -190,17 +190,9 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
         ready(listener.local_addr().map_err(listen_error)?);
         let writer = writer::Writer::start(pool.clone(), WRITERS);
         let access = mesh::Access::new(pool.clone(), probe_tokens, config.fabric.clone());
-        let reads = access.port_reads();
-        let app = api::router(
-            pool,
-            writer,
-            tokens,
-            config.max_body,
-            config.keep_sweeps,
-            reads,
-        )
-        .merge(mesh::routes(access.clone()))
-        .merge(job::routes(access));
+        let app = api::router(pool, writer, tokens, config.max_body, config.keep_sweeps)
+            .merge(mesh::routes(access.clone()))
+            .merge(job::routes(access));
         match tls {
             Some(tls) => {
                 let tls = axum_server::tls_rustls::RustlsConfig::from_config(tls);

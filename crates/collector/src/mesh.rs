@@ -91,9 +91,6 @@ pub struct Access {
     /// The probe tokens; `None`: mesh is off.
     probe_tokens: Option<Arc<Tokens>>,
     pub(crate) fabric: Option<Arc<MeshFabric>>,
-    /// The switch ports the job verdict asks the samplers to read now
-    /// (`crate::fabric::board`), shared with the sweeps' endpoint.
-    pub(crate) reads: crate::fabric::board::ReadBoard,
 }
 
 /// A request refused: its status and why, for [`refuse`].
@@ -107,13 +104,7 @@ impl Access {
             pool,
             probe_tokens: probe_tokens.map(Arc::new),
             fabric: fabric.map(Arc::new),
-            reads: crate::fabric::board::ReadBoard::default(),
         }
-    }
-
-    /// The board of switch-port reads, for the sweeps' endpoint to hand out.
-    pub fn port_reads(&self) -> crate::fabric::board::ReadBoard {
-        self.reads.clone()
     }
 
     /// The caller's probe token, or the refusal: 403 when mesh is off, 401 without a token

@@ -266,6 +266,9 @@ const MIGRATIONS: &[(i32, &str)] = &[
     // Each pair's recorded baseline, for real meshes and the job verdict's probes
     // (crate::pair_baselines).
     (9, crate::pair_baselines::MIGRATION),
+    // The switch ports a job verdict asks the samplers to read now, shared by every
+    // collector on the database (crate::fabric::board).
+    (10, crate::fabric::board::MIGRATION),
 ];
 
 /// Applies the migrations not yet applied. An advisory lock makes two collectors starting

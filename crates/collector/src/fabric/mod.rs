@@ -15,7 +15,7 @@
 //! | [`deltas`] | a delta between two reads of a counter (resets, stale reads): pure |
 //! | [`store`] | one sweep in one transaction, retention, the window's sums |
 //! | [`ports`] | the `ports=` names and the answer of `GET /api/fabric/ports` |
-//! | [`board`] | the ports a job verdict asks samplers to read now, handed over in a sweep's answer |
+//! | [`board`] | the ports a job verdict asks samplers to read now, a table every collector on the database shares, handed over in a sweep's answer |
 //! | [`bench`] | `hostping bench sweeps`: ingest at a fabric's scale |
 //! | [`client`] | the sampler's side: a bounded queue posted in order, with retries |
 

@@ -4,8 +4,9 @@
 //!
 //! The collector cannot reach the switches; the samplers can, and none listens on a port.
 //! So each port is asked of the sampler that read it last (the Delegator gave it that
-//! port: `fabric_port_last`) on the board ([`crate::fabric::board`]); that sampler's next
-//! `POST /api/fabric/sweeps` is answered with the ports in `read_now`, and it reads them
+//! port: `fabric_port_last`) on the board ([`crate::fabric::board`], a table every
+//! collector on the database shares); that sampler's next `POST /api/fabric/sweeps`, to
+//! whichever collector, is answered with the ports in `read_now`, and it reads them
 //! twice [`READ_GAP`] apart and posts both reads. The verdict waits, two of that sampler's
 //! periods and the reads ([`wait_for`], at most [`PORT_READ_WAIT`]), for deltas whose
 //! interval began after it asked (by the samplers' clocks, which the window's reads trust
@@ -14,7 +15,7 @@
 //! or whose read did not arrive, is said so in the follow-up and stays unjudged.
 
 use super::routes::JobRoutes;
-use crate::fabric::board::{ReadNow, READ_GAP};
+use crate::fabric::board::{self, AskError, ReadNow, READ_GAP};
 use crate::fabric::ports::PortSums;
 use crate::fabric::store::{self, Owner};
 use crate::mesh::Access;
@@ -112,7 +113,7 @@ enum Outcome {
         asked_ns: i64,
         waited: Duration,
     },
-    /// The board refused the request.
+    /// The board refused the request: it is full.
     Refused(String),
 }
 
@@ -142,7 +143,7 @@ impl Outcome {
 /// Asks each port of `reads` of its sampler and waits for the reads; each port's outcome,
 /// or why none was asked (the database).
 async fn read(access: &Access, reads: &[PortRead]) -> Result<BTreeMap<String, Outcome>, String> {
-    let client = access
+    let mut client = access
         .pool
         .get()
         .await
@@ -191,14 +192,18 @@ async fn read(access: &Access, reads: &[PortRead]) -> Result<BTreeMap<String, Ou
         })
         .collect();
     for (sampler, ports) in &by_sampler {
-        if let Err(full) = access.reads.ask(sampler, ports, waits[sampler]) {
-            waiting.retain(|(label, owner)| {
+        match board::ask(&mut client, sampler, ports, waits[sampler]).await {
+            Ok(()) => {}
+            Err(AskError::Database(e)) => {
+                return Err(format!("database: {}", crate::server_words(&e)))
+            }
+            Err(full @ AskError::Full) => waiting.retain(|(label, owner)| {
                 let refused = owner.sampler == *sampler;
                 if refused {
                     outcomes.insert(label.clone(), Outcome::Refused(full.to_string()));
                 }
                 !refused
-            });
+            }),
         }
     }
     let started = Instant::now();

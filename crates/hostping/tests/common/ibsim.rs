@@ -46,3 +46,79 @@ pub fn run_on(net: &str, console: &[&str]) -> Command {
         .env("NO_COLOR", "1");
     c
 }
+
+/// A fabric running under scripts/ibsim/run.sh for a whole test, driven line by line: each
+/// command is bash run in `dir` against it (`$HOSTPING` the binary, ibsim's console on fd
+/// 7), so that collectors can start between discovering the fabric and sampling it, as
+/// they would on a real cluster.
+pub struct Driven {
+    child: std::process::Child,
+    commands: Option<std::process::ChildStdin>,
+    done: std::sync::mpsc::Receiver<String>,
+    dir: std::path::PathBuf,
+}
+
+impl Driven {
+    /// `net` (a file of scripts/ibsim/nets) brought up, waiting for commands run in `dir`.
+    pub fn start(net: &str, dir: &Path) -> Driven {
+        use std::io::BufRead;
+        use std::process::Stdio;
+        let driver = "while IFS= read -r line; do (eval \"$line\") >command.log 2>&1; \
+                      echo \"exit $?\"; done";
+        let mut child = run_on(net, &[])
+            .args(["bash", "-c", driver])
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(dir.join("run.log")).unwrap())
+            .spawn()
+            .expect("scripts/ibsim/run.sh runs");
+        let out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in out.lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Driven {
+            commands: child.stdin.take(),
+            child,
+            done,
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// Runs `command` on the fabric; panics with its output when it fails or takes over a
+    /// minute (each MAD has its own deadline, so only a broken fabric takes that long).
+    pub fn run(&mut self, command: &str) {
+        use std::io::Write;
+        let commands = self.commands.as_mut().unwrap();
+        writeln!(commands, "{command}").unwrap();
+        commands.flush().unwrap();
+        let log = |dir: &Path| {
+            let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+            format!("{}{}", read("command.log"), read("run.log"))
+        };
+        match self.done.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(line) if line == "exit 0" => {}
+            Ok(line) => panic!("`{command}`: {line}\n{}", log(&self.dir)),
+            Err(e) => panic!("`{command}`: no answer ({e})\n{}", log(&self.dir)),
+        }
+    }
+
+    /// A JSON file a command wrote in the folder.
+    pub fn read_json(&self, file: &str) -> serde_json::Value {
+        let text = std::fs::read_to_string(self.dir.join(file)).unwrap();
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"))
+    }
+}
+
+impl Drop for Driven {
+    /// End of input ends the driver; run.sh then stops ibsim.
+    fn drop(&mut self) {
+        self.commands.take();
+        let _ = self.child.wait();
+    }
+}
