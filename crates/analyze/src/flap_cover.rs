@@ -3,8 +3,9 @@
 //! Algorithm 1 judges each run alone. When a link flaps during a run, some paths through it
 //! are fast and mark it normal, so a slow path through it blames the one uncertain link it
 //! also crosses (an RNIC link that flaps makes its GPU links look failed, a different one in
-//! each run), or turns gray. Across the window of [`crate::flapping`] the flapping link is
-//! the one every abnormal path crosses. It is named `link_flapping` when:
+//! each run), or turns gray. Across the flapping rules' window
+//! ([`crate::flap_common::window`]) the flapping link is the one every abnormal path crosses.
+//! It is named `link_flapping` when:
 //! - at least two runs of the window had abnormal paths, and every abnormal path of the
 //!   window (leaving out paths over a link another cause explained in that run) crosses it;
 //! - it changed level at least twice over the window, where a run counts as degraded when
@@ -19,7 +20,7 @@
 //! link flaps (its follow-up streams met the flap, not a setting).
 
 use crate::evidence;
-use crate::flapping;
+use crate::flap_common;
 use crate::history::RunRecord;
 use model::{Cause, Diagnosis, HostTopology, LinkId, LinkStatus, PathStatus};
 use std::collections::BTreeSet;
@@ -154,13 +155,13 @@ pub(crate) fn diagnose(
             format!(
                 "{} in run {}",
                 evidence::list_capped(&paths, 4),
-                flapping::run_number(runs[k].run)
+                flap_common::run_number(runs[k].run)
             )
         })
         .collect();
     let quiet: Vec<String> = (0..runs.len())
         .filter(|k| !degraded_runs.contains(k))
-        .map(|k| flapping::run_number(runs[k].run).to_string())
+        .map(|k| flap_common::run_number(runs[k].run).to_string())
         .collect();
     let words = format!(
         "every abnormal path of the last {} runs crosses {} ({}){}; {} was judged healthy and \
@@ -181,7 +182,7 @@ pub(crate) fn diagnose(
         if links.len() == 1 { "it" } else { "each" },
         changes(&links[0]),
     );
-    diagnoses.push(flapping::diagnosis(links, words, &withdrawn));
+    diagnoses.push(flap_common::diagnosis(links, words, &withdrawn));
     true
 }
 

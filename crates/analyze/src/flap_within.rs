@@ -10,13 +10,13 @@
 //! together.
 //!
 //! The flap is the evidence for the run it was seen in and for the later runs of the
-//! history window ([`crate::flapping::window`]): a run that meets the link in its healthy
+//! history window ([`crate::flap_common::window`]): a run that meets the link in its healthy
 //! phase throughout still names it, as Hostping 6 #6 warns ("no performance issues could be
 //! discovered in subsequent manual testing"). A failure diagnosis on a path that changed
 //! level is explained by the flap and withdrawn.
 
 use crate::evidence;
-use crate::flapping;
+use crate::flap_common;
 use crate::history::RunRecord;
 use model::{Cause, ComponentId, Diagnosis, HostTopology, LinkId, PathStatus};
 use std::collections::BTreeSet;
@@ -274,10 +274,14 @@ fn apply(flap: &Flap, now: Option<u32>, diagnoses: &mut Vec<Diagnosis>) {
     if let Some(now) = now {
         words += &format!(
             "; run {} saw no change of level, as a flap met in one phase shows none",
-            flapping::run_number(now)
+            flap_common::run_number(now)
         );
     }
-    diagnoses.push(flapping::diagnosis(flap.links.clone(), words, &withdrawn));
+    diagnoses.push(flap_common::diagnosis(
+        flap.links.clone(),
+        words,
+        &withdrawn,
+    ));
 }
 
 /// `within run 3, re-probed about 100 ms apart: rnic3->gpu6 abnormal in 3 and normal in 4 of
@@ -286,7 +290,7 @@ fn said(flap: &Flap) -> String {
     let changed: Vec<String> = flap.changed.iter().map(Looks::said).collect();
     let mut words = format!(
         "within run {}, re-probed about {} ms apart: {}",
-        flapping::run_number(flap.run),
+        flap_common::run_number(flap.run),
         crate::reprobe::GAP_NS / 1_000_000,
         evidence::list(&changed)
     );

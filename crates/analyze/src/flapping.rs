@@ -26,6 +26,7 @@
 //! window.
 
 use crate::evidence;
+use crate::flap_common::{run_number, window};
 use crate::flap_cover;
 use crate::flap_within;
 use crate::history::{History, RunRecord};
@@ -109,36 +110,6 @@ fn withdraw_failures_a_flap_explains(
             evidence::list(&withdrawn)
         );
     }
-}
-
-/// A `link_flapping` diagnosis of `links` with its evidence `words`, and the diagnoses it
-/// withdrew (as the flap explains them), if any.
-pub(crate) fn diagnosis(links: Vec<LinkId>, mut words: String, withdrawn: &[String]) -> Diagnosis {
-    if !withdrawn.is_empty() {
-        words += &format!(
-            "; withdrawn, as explained by the flap: {}",
-            evidence::list(withdrawn)
-        );
-    }
-    Diagnosis {
-        cause: Cause::LinkFlapping,
-        links,
-        rnic: None,
-        setting: None,
-        evidence: words,
-    }
-}
-
-/// A run as evidence names it: counted from 1, as the report's header counts runs
-/// (`Report::run` is an index from 0), so that "run 2" means the same run in both.
-pub(crate) fn run_number(run: u32) -> u32 {
-    run + 1
-}
-
-/// How many runs, this one included, the flapping rules read: the alternation rule's window,
-/// twice `flapping_runs` (see the module documentation for why).
-pub(crate) fn window(th: &Thresholds) -> usize {
-    2 * th.flapping_runs.max(1) as usize
 }
 
 /// One gray path: window position, RNIC, endpoint.

@@ -113,7 +113,7 @@ impl History {
     /// An empty history keeping as many runs as the flapping rules read with `th`, besides
     /// the run being judged: what a caller that judges each run with the recent ones keeps.
     pub fn for_thresholds(th: &Thresholds) -> Self {
-        History::new(crate::flapping::window(th) - 1)
+        History::new(crate::flap_common::window(th) - 1)
     }
 
     /// Appends a report's statuses, dropping the oldest run beyond the capacity.

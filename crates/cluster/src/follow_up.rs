@@ -2,22 +2,18 @@
 //! leaves a group of cables it cannot split, probe, for each member, a pair whose route
 //! crosses it and no other member, and judge again. A member the new pairs find abnormal is
 //! the culprit; one they find normal is cleared. A flapping group's pairs are probed in both
-//! phases of the flap, as the job's own rounds were.
+//! phases of the flap, as the job's own rounds were. This module plans the pairs and words
+//! their outcomes; the simulated job (`job`) and the collector run them.
 //!
 //! On real hosts the collector also reads switch ports now ([`plan_port_reads`] chooses
 //! them): the ends of such a group's cables, and of the job's route cables no sampler's
 //! counters covered in the window.
 
-use std::collections::BTreeSet;
-
 use model::job::{FollowUp, JobEvidence, JobReport};
 use model::pair::PartStatus;
 use std::collections::BTreeMap;
 
-use crate::fault::ClusterFaults;
-use crate::mesh::{self, MeshSettings};
 use crate::spec::{Cable, Cluster, RnicPort};
-use crate::ClusterError;
 
 /// Most groups followed up in one verdict: each costs a mesh of a few pairs.
 pub const MAX_GROUPS: usize = 8;
@@ -192,61 +188,6 @@ pub fn outcome(network: PartStatus, reason: Option<&str>) -> String {
         (status, Some(reason)) => format!("{}: {reason}", status_word(status)),
         (status, None) => status_word(status).to_string(),
     }
-}
-
-/// Probes what separates the candidates of `report`'s culprits, adds the pairs to
-/// `evidence`, and judges again. Returns the new report, with what was run and why.
-pub fn run(
-    cluster: &Cluster,
-    faults: &ClusterFaults,
-    settings: &MeshSettings,
-    evidence: &mut JobEvidence,
-    report: JobReport,
-) -> Result<JobReport, ClusterError> {
-    let Plan {
-        pairs: planned,
-        not_planned: mut follow_ups,
-    } = plan(cluster, &report, &evidence.nodes);
-    if planned.is_empty() {
-        let mut report = report;
-        report.follow_ups = follow_ups;
-        return Ok(report);
-    }
-    let hosts: BTreeSet<usize> = planned
-        .iter()
-        .flat_map(|(a, b, _)| [a.host, b.host])
-        .collect();
-    let probe = MeshSettings {
-        nodes: Some(
-            hosts
-                .iter()
-                .map(|&h| cluster.hosts[h].name.clone())
-                .collect(),
-        ),
-        pairs: Some(planned.iter().map(|(a, b, _)| (*a, *b)).collect()),
-        rounds: crate::job::ROUNDS,
-        ..settings.clone()
-    };
-    // Both phases, as the job's own rounds: a flapping member shows in one of them.
-    let measured = mesh::run(cluster, faults, &probe, &|_, _| {})?.pairs;
-    for (k, pair) in measured.iter().enumerate() {
-        let (_, _, why) = &planned[k % planned.len()];
-        follow_ups.push(FollowUp {
-            kind: "pair".to_string(),
-            target: format!(
-                "{}/{}<->{}/{}",
-                pair.a.host, pair.a.rnic, pair.b.host, pair.b.rnic
-            ),
-            why: why.clone(),
-            outcome: outcome(pair.network_status, pair.reason.as_deref()),
-        });
-    }
-    evidence
-        .pairs
-        .extend(measured.iter().map(|p| crate::job::job_pair(cluster, p)));
-    let mut again = analyze::job::judge(evidence);
-    again.follow_ups = follow_ups;
-    Ok(again)
 }
 
 fn status_word(status: PartStatus) -> &'static str {

@@ -15,14 +15,15 @@
 use std::collections::BTreeSet;
 
 use model::job::{
-    JobEvidence, JobHost, JobPair, JobPairEnd, JobPath, JobPort, JobReport, NotJudgedItem,
+    FollowUp, JobEvidence, JobHost, JobPair, JobPairEnd, JobPath, JobPort, JobReport, NotJudgedItem,
 };
 use model::switch_port::SwitchPortCounters;
 use model::{ComponentClass, ComponentId};
 
 use crate::fault::ClusterFaults;
-use crate::mesh::{self, Endpoint, MeshSettings};
-use crate::report::{MeshReport, PairReport};
+use crate::follow_up::{self, Plan};
+use crate::mesh::{self, MeshSettings};
+use crate::report::{Endpoint, MeshReport, PairReport};
 use crate::spec::{Cable, Cluster, RnicPort};
 use crate::whatif::{self, JobTraffic, LinkStates, Observed, WhatIfSettings};
 use crate::ClusterError;
@@ -102,7 +103,7 @@ pub fn run(
     let mut evidence = evidence(cluster, faults, settings, progress)?;
     let mut report = analyze::job::judge(&evidence);
     if options.probe {
-        report = crate::follow_up::run(cluster, faults, settings, &mut evidence, report)?;
+        report = run_follow_ups(cluster, faults, settings, &mut evidence, report)?;
     }
     let Some(traffic) = &options.what_if else {
         return Ok(JobRun { report, evidence });
@@ -120,6 +121,61 @@ pub fn run(
         },
     );
     Ok(JobRun { report, evidence })
+}
+
+/// Probes what separates the candidates of `report`'s culprits ([`follow_up::plan`]), adds
+/// the pairs to `evidence`, and judges again. Returns the new report, with what was run and why.
+fn run_follow_ups(
+    cluster: &Cluster,
+    faults: &ClusterFaults,
+    settings: &MeshSettings,
+    evidence: &mut JobEvidence,
+    report: JobReport,
+) -> Result<JobReport, ClusterError> {
+    let Plan {
+        pairs: planned,
+        not_planned: mut follow_ups,
+    } = follow_up::plan(cluster, &report, &evidence.nodes);
+    if planned.is_empty() {
+        let mut report = report;
+        report.follow_ups = follow_ups;
+        return Ok(report);
+    }
+    let hosts: BTreeSet<usize> = planned
+        .iter()
+        .flat_map(|(a, b, _)| [a.host, b.host])
+        .collect();
+    let probe = MeshSettings {
+        nodes: Some(
+            hosts
+                .iter()
+                .map(|&h| cluster.hosts[h].name.clone())
+                .collect(),
+        ),
+        pairs: Some(planned.iter().map(|(a, b, _)| (*a, *b)).collect()),
+        rounds: ROUNDS,
+        ..settings.clone()
+    };
+    // Both phases, as the job's own rounds: a flapping member shows in one of them.
+    let measured = mesh::run(cluster, faults, &probe, &|_, _| {})?.pairs;
+    for (k, pair) in measured.iter().enumerate() {
+        let (_, _, why) = &planned[k % planned.len()];
+        follow_ups.push(FollowUp {
+            kind: "pair".to_string(),
+            target: format!(
+                "{}/{}<->{}/{}",
+                pair.a.host, pair.a.rnic, pair.b.host, pair.b.rnic
+            ),
+            why: why.clone(),
+            outcome: follow_up::outcome(pair.network_status, pair.reason.as_deref()),
+        });
+    }
+    evidence
+        .pairs
+        .extend(measured.iter().map(|p| job_pair(cluster, p)));
+    let mut again = analyze::job::judge(evidence);
+    again.follow_ups = follow_ups;
+    Ok(again)
 }
 
 /// Replays `traffic` over the job's hosts (`evidence.nodes` in rank order, hosts of

@@ -29,7 +29,8 @@ use serde::Serialize;
 
 use crate::fault::ClusterFaults;
 use crate::job::JobOptions;
-use crate::mesh::{Endpoint, MeshSettings};
+use crate::mesh::MeshSettings;
+use crate::report::Endpoint;
 use crate::spec::Cluster;
 use crate::whatif::JobTraffic;
 use crate::ClusterError;

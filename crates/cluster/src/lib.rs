@@ -41,8 +41,8 @@ pub mod spec;
 pub mod whatif;
 
 pub use fault::{ClusterFaults, Expected, FabricFault};
-pub use mesh::{Endpoint, MeshSettings};
-pub use report::{MeshReport, PairReport, PartStatus};
+pub use mesh::MeshSettings;
+pub use report::{Endpoint, MeshReport, PairReport, PartStatus};
 pub use spec::{Cable, Cluster, ClusterHost, RnicPort};
 
 /// Why a cluster, its faults or its mesh could not be set up. One line each, naming the input.

@@ -23,28 +23,17 @@ use model::switch_port::SwitchPortCounters;
 use model::{BaselineKind, ComponentClass, ComponentId, PathStatus, Report, Thresholds};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
 use vhost::{VhostConfig, VirtualHost};
 
 use crate::fault::ClusterFaults;
 use crate::network::{FaultedFabric, NetworkMeasurement, Unreachable};
 use crate::pairs;
 use crate::report::{
-    Budget, Coverage, HostSummary, MeshReport, PairEnd, PairReport, PartStatus, PortReport,
+    Budget, Coverage, Endpoint, HostSummary, MeshReport, PairEnd, PairReport, PartStatus,
+    PortReport,
 };
 use crate::spec::{Cluster, RnicPort};
 use crate::ClusterError;
-
-/// Where the probes' data lives on each host.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Endpoint {
-    /// The GPU nearest each RNIC (GPUDirect RDMA, as a training job's collectives use);
-    /// the nearest memory node on a host without GPUs.
-    Gpu,
-    /// The memory node nearest each RNIC (perftest's default).
-    Memory,
-}
 
 /// How a mesh runs.
 #[derive(Clone, Debug)]

@@ -5,7 +5,16 @@ use model::switch_port::SwitchPortCounters;
 use model::Report;
 use serde::Serialize;
 
-use crate::mesh::Endpoint;
+/// Where the probes' data lives on each host.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Endpoint {
+    /// The GPU nearest each RNIC (GPUDirect RDMA, as a training job's collectives use);
+    /// the nearest memory node on a host without GPUs.
+    Gpu,
+    /// The memory node nearest each RNIC (perftest's default).
+    Memory,
+}
 
 /// One end of a pair.
 #[derive(Clone, Debug, PartialEq, Serialize)]

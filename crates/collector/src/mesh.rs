@@ -42,7 +42,7 @@
 //! `duration_s / pairs` apart.
 
 use crate::agents::{self, bearer, refuse};
-use crate::pair_baselines;
+use crate::pair_baselines::{self, BaselineError, End};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -51,7 +51,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use cluster::report::Coverage;
 use cluster::spec::CabledFabric;
-use deadpool_postgres::Pool;
+use deadpool_postgres::{Pool, PoolError};
 use fleet_api::tokens::Tokens;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -137,9 +137,8 @@ impl Access {
             .map_err(|why| (StatusCode::BAD_REQUEST, why))?;
         let nodes = self.nodes(&request.nodes).await?;
         let plan = match &self.fabric {
-            Some(fabric) => {
-                plan_on_fabric(fabric, &nodes).map_err(|why| (StatusCode::BAD_REQUEST, why))?
-            }
+            Some(fabric) => plan_on_fabric(fabric, &nodes)
+                .map_err(|why| (StatusCode::BAD_REQUEST, why.to_string()))?,
             None => plan_per_rail(&nodes),
         };
         let mut answer = run(nodes, plan, budget, token).await;
@@ -181,7 +180,7 @@ impl Access {
         &self,
         nodes: &[String],
         answer: &mut MeshAnswer,
-    ) -> Result<(), String> {
+    ) -> Result<(), BaselineError> {
         let keys: Vec<pair_baselines::Key> = answer
             .pairs
             .iter()
@@ -242,8 +241,47 @@ impl Access {
 }
 
 /// The database did not answer: 503.
-fn database(why: String) -> Refusal {
+fn database(why: impl std::fmt::Display) -> Refusal {
     (StatusCode::SERVICE_UNAVAILABLE, format!("database: {why}"))
+}
+
+/// Why the nodes of a mesh could not be found or placed on the fabric, or a recorded
+/// budget read.
+#[derive(Debug, thiserror::Error)]
+pub enum MeshError {
+    /// The agents' registrations could not be read.
+    #[error(transparent)]
+    Agents(#[from] crate::agents::LoadError),
+    /// No connection from the pool (the database is down, or every connection busy).
+    #[error("{0}")]
+    Pool(#[from] PoolError),
+    /// A statement failed or the connection broke.
+    #[error("{}", crate::server_words(.0))]
+    Database(#[from] tokio_postgres::Error),
+    /// On the fabric a node's RNICs are found by the devices its agent registered: it has
+    /// no agent.
+    #[error("{host} registered no agent: on the fabric its RNICs are found by the devices its agent registers")]
+    NoAgent {
+        /// The node.
+        host: String,
+    },
+    /// Its agent registered no device names.
+    #[error("{host}'s agent registered no device names (a simulated host has none): on the fabric an RNIC is found by its device")]
+    NoDevices {
+        /// The node.
+        host: String,
+    },
+    /// The fabric does not have the nodes' devices.
+    #[error("{0}")]
+    Fabric(#[from] cluster::ClusterError),
+    /// A recorded budget does not read as a request's.
+    #[error("a recorded budget {budget}: {source}")]
+    Budget {
+        /// The budget as recorded.
+        budget: Value,
+        /// What serde_json said.
+        source: serde_json::Error,
+    },
 }
 
 /// The route, over [`Access`].
@@ -316,10 +354,16 @@ impl MeshRequest {
 
     /// A mesh of `nodes` on `budget` as [`Budget::as_request`] gives it (a recorded
     /// baseline's), or why it does not read as one.
-    pub(crate) fn with_budget(nodes: Vec<String>, budget: &Value) -> Result<MeshRequest, String> {
+    pub(crate) fn with_budget(
+        nodes: Vec<String>,
+        budget: &Value,
+    ) -> Result<MeshRequest, MeshError> {
         let mut request = budget.clone();
         request["nodes"] = json!(nodes);
-        serde_json::from_value(request).map_err(|e| format!("a recorded budget {budget}: {e}"))
+        serde_json::from_value(request).map_err(|source| MeshError::Budget {
+            budget: budget.clone(),
+            source,
+        })
     }
 
     /// The budget, or why the request is outside the contract.
@@ -365,15 +409,6 @@ impl MeshRequest {
     }
 }
 
-/// One end of a pair.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct End {
-    /// The host's fleet name.
-    pub host: String,
-    /// Its RNIC id.
-    pub rnic: String,
-}
-
 /// The pairs for hosts with their RNIC ids, hosts in the order given: per rail (RNIC id), a
 /// ring over the hosts that have it, plus chords (i, i + n/2) for n >= 4; each unordered pair
 /// once, `a` the earlier host in the ring. Never two RNICs of one host.
@@ -411,6 +446,14 @@ pub fn choose_pairs(hosts: &[(String, Vec<String>)]) -> Vec<(End, End)> {
     pairs
 }
 
+/// An RNIC's own cable, named by its host end (`node01/rxe_a`; DESIGN 4.6: a cable is named
+/// by either end): by its device where its agent registered one, else by its RNIC id.
+/// Without a fabric nothing else of a pair's way is known, but each RNIC still has its
+/// cable, which every pair from that RNIC crosses.
+pub fn rnic_cable(host: &str, device: &str) -> String {
+    format!("{host}/{device}")
+}
+
 /// One node as the mesh found it.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Node {
@@ -426,15 +469,15 @@ pub(crate) struct Node {
 }
 
 impl Node {
-    /// Its RNICs' own cables, each named by its host end
-    /// ([`crate::job::pairs::rnic_cable`]): by device where its agent registered them.
+    /// Its RNICs' own cables, each named by its host end ([`rnic_cable`]): by device where
+    /// its agent registered them.
     pub(crate) fn rnic_cables(&self) -> Vec<String> {
         self.rnics
             .iter()
             .enumerate()
             .map(|(i, rnic)| {
                 let name = self.devices.get(i).unwrap_or(rnic);
-                crate::job::pairs::rnic_cable(&self.host, name)
+                rnic_cable(&self.host, name)
             })
             .collect()
     }
@@ -538,31 +581,32 @@ fn plan_per_rail(nodes: &[Node]) -> Plan {
 pub(crate) fn place_on_fabric(
     fabric: &MeshFabric,
     nodes: &[Node],
-) -> Result<cluster::Cluster, String> {
+) -> Result<cluster::Cluster, MeshError> {
     let mut hosts = Vec::with_capacity(nodes.len());
     for node in nodes {
         if node.agent_url.is_none() {
-            return Err(format!(
-                "{} registered no agent: on the fabric its RNICs are found by the devices its agent registers",
-                node.host
-            ));
+            return Err(MeshError::NoAgent {
+                host: node.host.clone(),
+            });
         }
         if node.devices.len() != node.rnics.len() || node.devices.is_empty() {
-            return Err(format!(
-                "{}'s agent registered no device names (a simulated host has none): on the fabric an RNIC is found by its device",
-                node.host
-            ));
+            return Err(MeshError::NoDevices {
+                host: node.host.clone(),
+            });
         }
         let rnics = node.rnics.iter().cloned().zip(node.devices.iter().cloned());
         hosts.push((node.host.clone(), rnics.collect()));
     }
-    cluster::spec::cabled_by_device(&fabric.file, &hosts, fabric.cabling.clone())
-        .map_err(|e| e.to_string())
+    Ok(cluster::spec::cabled_by_device(
+        &fabric.file,
+        &hosts,
+        fabric.cabling.clone(),
+    )?)
 }
 
 /// On the fabric: the nodes placed ([`place_on_fabric`]), the pairs chosen as the simulated
 /// mesh chooses them ([`cluster::pairs::select`]).
-fn plan_on_fabric(fabric: &MeshFabric, nodes: &[Node]) -> Result<Plan, String> {
+fn plan_on_fabric(fabric: &MeshFabric, nodes: &[Node]) -> Result<Plan, MeshError> {
     let placed = place_on_fabric(fabric, nodes)?;
     let all: Vec<usize> = (0..placed.hosts.len()).collect();
     let selection = cluster::pairs::select(&placed, &all);
@@ -662,11 +706,9 @@ fn check_nodes(nodes: &[String]) -> Result<(), String> {
 pub(crate) async fn find_nodes(
     pool: &Pool,
     names: &[String],
-) -> Result<Result<Vec<Node>, Vec<String>>, String> {
-    let registered = agents::load(pool, Some(names))
-        .await
-        .map_err(|e| e.to_string())?;
-    let client = pool.get().await.map_err(|e| e.to_string())?;
+) -> Result<Result<Vec<Node>, Vec<String>>, MeshError> {
+    let registered = agents::load(pool, Some(names)).await?;
+    let client = pool.get().await?;
     let mut nodes = Vec::new();
     let mut unknown = Vec::new();
     for name in names {
@@ -687,8 +729,7 @@ pub(crate) async fn find_nodes(
                  FROM hosts h WHERE h.name = $1",
                 &[name],
             )
-            .await
-            .map_err(|e| crate::server_words(&e))?;
+            .await?;
         match row {
             Some(row) => nodes.push(Node {
                 host: name.clone(),

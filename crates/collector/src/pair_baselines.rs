@@ -11,9 +11,9 @@
 //! job verdict probes its pairs as their baselines were probed (like against like: the
 //! tail of ten pings is not that of a thousand).
 
-use crate::mesh::End;
-use deadpool_postgres::Pool;
+use deadpool_postgres::{Pool, PoolError};
 use model::pair::{PairFigures, PartStatus};
+use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -29,8 +29,44 @@ pub const MIGRATION: &str = "CREATE TABLE pair_baselines (
         PRIMARY KEY (host_a, rnic_a, host_b, rnic_b)
     );";
 
+/// One end of a pair.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct End {
+    /// The host's fleet name.
+    pub host: String,
+    /// Its RNIC id.
+    pub rnic: String,
+}
+
 /// A pair's two ends, initiator first.
 pub type Key = (End, End);
+
+/// Why baselines could not be stored or read.
+#[derive(Debug, thiserror::Error)]
+pub enum BaselineError {
+    /// No connection from the pool (the database is down, or every connection busy).
+    #[error("{0}")]
+    Pool(#[from] PoolError),
+    /// A statement failed or the connection broke.
+    #[error("{}", crate::server_words(.0))]
+    Database(#[from] tokio_postgres::Error),
+    /// A stored report does not read as a pair's figures.
+    #[error(
+        "the recorded baseline of {}/{} -> {}/{} does not read as a pair: {source}",
+        .a.host, .a.rnic, .b.host, .b.rnic
+    )]
+    Figures {
+        /// The pair's initiator.
+        a: End,
+        /// Its other end.
+        b: End,
+        /// What serde_json said.
+        source: serde_json::Error,
+    },
+    /// A stored budget is not JSON.
+    #[error("a recorded budget: {0}")]
+    Budget(#[source] serde_json::Error),
+}
 
 /// A recorded baseline: what it measured, and when.
 #[derive(Debug, Clone)]
@@ -70,8 +106,8 @@ pub async fn record(
     pairs: &mut [Value],
     budget: &Value,
     now_unix_ms: i64,
-) -> Result<usize, String> {
-    let client = pool.get().await.map_err(|e| e.to_string())?;
+) -> Result<usize, BaselineError> {
+    let client = pool.get().await?;
     let mut stored = 0;
     for pair in pairs.iter_mut().filter(|p| recordable(p)) {
         let Some((a, b)) = key(pair) else { continue };
@@ -93,8 +129,7 @@ pub async fn record(
                     &budget.to_string(),
                 ],
             )
-            .await
-            .map_err(|e| crate::server_words(&e))?;
+            .await?;
         pair["baseline"] = json!("recorded");
         stored += 1;
     }
@@ -102,8 +137,8 @@ pub async fn record(
 }
 
 /// The recorded baselines of `keys` (those that have one).
-pub async fn load(pool: &Pool, keys: &[Key]) -> Result<BTreeMap<Key, Recorded>, String> {
-    let client = pool.get().await.map_err(|e| e.to_string())?;
+pub async fn load(pool: &Pool, keys: &[Key]) -> Result<BTreeMap<Key, Recorded>, BaselineError> {
+    let client = pool.get().await?;
     let mut found = BTreeMap::new();
     for (a, b) in keys {
         let row = client
@@ -112,15 +147,13 @@ pub async fn load(pool: &Pool, keys: &[Key]) -> Result<BTreeMap<Key, Recorded>, 
                  WHERE host_a = $1 AND rnic_a = $2 AND host_b = $3 AND rnic_b = $4",
                 &[&a.host, &a.rnic, &b.host, &b.rnic],
             )
-            .await
-            .map_err(|e| crate::server_words(&e))?;
+            .await?;
         let Some(row) = row else { continue };
         let text: String = row.get(0);
-        let figures = serde_json::from_str(&text).map_err(|e| {
-            format!(
-                "the recorded baseline of {}/{} -> {}/{} does not read as a pair: {e}",
-                a.host, a.rnic, b.host, b.rnic
-            )
+        let figures = serde_json::from_str(&text).map_err(|source| BaselineError::Figures {
+            a: a.clone(),
+            b: b.clone(),
+            source,
         })?;
         found.insert(
             (a.clone(), b.clone()),
@@ -135,8 +168,8 @@ pub async fn load(pool: &Pool, keys: &[Key]) -> Result<BTreeMap<Key, Recorded>, 
 
 /// The budget of the newest baseline recorded between two of `nodes`, as a mesh request
 /// gives it (`duration_s`, `rate`, ...); `None` when none is recorded.
-pub async fn newest_budget(pool: &Pool, nodes: &[String]) -> Result<Option<Value>, String> {
-    let client = pool.get().await.map_err(|e| e.to_string())?;
+pub async fn newest_budget(pool: &Pool, nodes: &[String]) -> Result<Option<Value>, BaselineError> {
+    let client = pool.get().await?;
     let row = client
         .query_opt(
             "SELECT budget::text FROM pair_baselines
@@ -144,27 +177,28 @@ pub async fn newest_budget(pool: &Pool, nodes: &[String]) -> Result<Option<Value
              ORDER BY recorded_unix_ms DESC LIMIT 1",
             &[&nodes],
         )
-        .await
-        .map_err(|e| crate::server_words(&e))?;
+        .await?;
     row.map(|r| {
         let text: String = r.get(0);
-        serde_json::from_str(&text).map_err(|e| format!("a recorded budget: {e}"))
+        serde_json::from_str(&text).map_err(BaselineError::Budget)
     })
     .transpose()
 }
 
 /// Each of `nodes`' Abnormal_th, as its latest run was judged with (its agent's
 /// `[thresholds]`); a node without one is left out.
-pub async fn abnormal_th(pool: &Pool, nodes: &[String]) -> Result<BTreeMap<String, f64>, String> {
-    let client = pool.get().await.map_err(|e| e.to_string())?;
+pub async fn abnormal_th(
+    pool: &Pool,
+    nodes: &[String],
+) -> Result<BTreeMap<String, f64>, BaselineError> {
+    let client = pool.get().await?;
     let rows = client
         .query(
             "SELECT name, (latest_thresholds ->> 'abnormal_th')::float8 FROM hosts
              WHERE name = ANY($1) AND latest_thresholds IS NOT NULL",
             &[&nodes],
         )
-        .await
-        .map_err(|e| crate::server_words(&e))?;
+        .await?;
     Ok(rows
         .iter()
         .filter_map(|r| Some((r.get(0), r.get::<_, Option<f64>>(1)?)))

@@ -8,9 +8,9 @@ mod real;
 pub mod words;
 
 use anyhow::Result;
-use cluster::mesh::{Endpoint, MeshSettings};
+use cluster::mesh::MeshSettings;
 use cluster::whatif::JobTraffic;
-use cluster::{Cluster, ClusterFaults};
+use cluster::{Cluster, ClusterFaults, Endpoint};
 use model::job::JobReport;
 
 use crate::cli::job::JobArgs;

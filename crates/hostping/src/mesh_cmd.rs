@@ -8,10 +8,10 @@ mod real;
 use std::fmt::Write as _;
 
 use anyhow::{bail, Result};
-use cluster::mesh::{self, Endpoint, MeshSettings};
+use cluster::mesh::{self, MeshSettings};
 use cluster::report::{MeshReport, PairReport, PartStatus};
 use cluster::spec::CabledFabric;
-use cluster::{Cluster, ClusterFaults};
+use cluster::{Cluster, ClusterFaults, Endpoint};
 
 use crate::cli::{MeshArgs, MeshEndpoint};
 use crate::fabric_cmd::cabled::TreeInput;

@@ -1,7 +1,9 @@
 //! The SQLite run store.
 
 use crate::schema::{MIGRATIONS, SCHEMA_VERSION};
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior};
+use rusqlite::{
+    params, Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior,
+};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -260,6 +262,30 @@ fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<(RunSummary, String)> {
     ))
 }
 
+/// Queues run `id` for the collector (the outbox, `crate::outbox`) inside its insert
+/// transaction; drops the oldest beyond `cap`. Returns how many were dropped.
+fn enqueue(
+    tx: &Transaction<'_>,
+    path: &Path,
+    id: i64,
+    started_unix_ms: i64,
+    cap: u32,
+) -> Result<u64, StoreError> {
+    tx.execute(
+        "INSERT INTO outbox (run_id, queued_unix_ms) VALUES (?1, ?2)",
+        params![id, started_unix_ms],
+    )
+    .ctx(path, "insert run: queue for the collector")?;
+    let dropped = tx
+        .execute(
+            "DELETE FROM outbox WHERE run_id IN \
+             (SELECT run_id FROM outbox ORDER BY run_id DESC LIMIT -1 OFFSET ?1)",
+            params![cap],
+        )
+        .ctx(path, "insert run: bound the outbox")?;
+    Ok(dropped as u64)
+}
+
 impl Store {
     /// Opens or creates the database at `path` (parent folders must exist), sets WAL
     /// (`journal_mode=WAL`, `synchronous=NORMAL`, a busy timeout), and applies pending
@@ -385,6 +411,17 @@ impl Store {
         })
     }
 
+    /// From now on, every run this connection inserts also enters the outbox, which keeps
+    /// the newest `cap` runs.
+    pub fn queue_for_collector(&mut self, cap: u32) {
+        self.outbox_cap = Some(cap.max(1));
+    }
+
+    /// Runs this connection pushed out of a full outbox, unsent.
+    pub fn outbox_dropped(&self) -> u64 {
+        self.outbox_dropped
+    }
+
     /// Stores one run in one transaction: the run row, its paths, links and diagnoses.
     /// Returns the run id.
     pub fn insert_run(&mut self, run: &NewRun<'_>) -> Result<i64, StoreError> {
@@ -491,7 +528,7 @@ impl Store {
             }
         }
         let dropped = match self.outbox_cap {
-            Some(cap) => crate::outbox::enqueue(&tx, &path, id, run.started_unix_ms, cap)?,
+            Some(cap) => enqueue(&tx, &path, id, run.started_unix_ms, cap)?,
             None => 0,
         };
         tx.commit().ctx(&path, "insert run: commit")?;

@@ -1,12 +1,12 @@
 //! The outbox (table `outbox`, schema v4): runs waiting for the fleet collector. A run
-//! enters it in the transaction that stores it (so a run is never stored and forgotten), and
-//! leaves it when the collector acknowledged it; the sender reads it oldest first. The
-//! outbox is bounded: past its cap the oldest runs leave unsent (they stay in `runs`), so
-//! a long collector outage cannot fill the host's disk with retries.
+//! enters it in the transaction that stores it (so a run is never stored and forgotten:
+//! [`Store::insert_run`], once [`Store::queue_for_collector`] asked for it), and leaves it
+//! when the collector acknowledged it; the sender reads it oldest first. The outbox is
+//! bounded: past its cap the oldest runs leave unsent (they stay in `runs`), so a long
+//! collector outage cannot fill the host's disk with retries.
 
 use crate::db::{Context, Store, StoreError};
-use rusqlite::{params, Transaction};
-use std::path::Path;
+use rusqlite::params;
 
 /// A queued run, with what the collector needs of it.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,42 +32,7 @@ pub struct OutboxStats {
     pub oldest_started_unix_ms: Option<i64>,
 }
 
-/// Queues run `id` inside its insert transaction; drops the oldest beyond `cap`. Returns how
-/// many were dropped.
-pub(crate) fn enqueue(
-    tx: &Transaction<'_>,
-    path: &Path,
-    id: i64,
-    started_unix_ms: i64,
-    cap: u32,
-) -> Result<u64, StoreError> {
-    tx.execute(
-        "INSERT INTO outbox (run_id, queued_unix_ms) VALUES (?1, ?2)",
-        params![id, started_unix_ms],
-    )
-    .ctx(path, "insert run: queue for the collector")?;
-    let dropped = tx
-        .execute(
-            "DELETE FROM outbox WHERE run_id IN \
-             (SELECT run_id FROM outbox ORDER BY run_id DESC LIMIT -1 OFFSET ?1)",
-            params![cap],
-        )
-        .ctx(path, "insert run: bound the outbox")?;
-    Ok(dropped as u64)
-}
-
 impl Store {
-    /// From now on, every run this connection inserts also enters the outbox, which keeps
-    /// the newest `cap` runs.
-    pub fn queue_for_collector(&mut self, cap: u32) {
-        self.outbox_cap = Some(cap.max(1));
-    }
-
-    /// Runs this connection pushed out of a full outbox, unsent.
-    pub fn outbox_dropped(&self) -> u64 {
-        self.outbox_dropped
-    }
-
     /// The oldest `limit` queued runs.
     pub fn outbox_pending(&self, limit: u32) -> Result<Vec<OutboxRun>, StoreError> {
         let path = &self.path;

@@ -3,6 +3,7 @@
 //! without a fabric the two RNICs' own cables, each named by its host end.
 
 use super::routes::JobRoutes;
+use crate::mesh::rnic_cable;
 use model::job::{JobPair, JobPairEnd};
 use model::pair::PartStatus;
 use serde_json::Value;
@@ -61,14 +62,6 @@ pub fn job_pair(pair: &Value, routes: Option<&JobRoutes>) -> JobPair {
             .filter(|r| !r.is_empty())
             .map(str::to_owned),
     }
-}
-
-/// An RNIC's own cable, named by its host end (`node01/rxe_a`; DESIGN 4.6: a cable is named
-/// by either end): by its device where its agent registered one, else by its RNIC id.
-/// Without a fabric nothing else of a pair's way is known, but each RNIC still has its
-/// cable, which every pair from that RNIC crosses.
-pub fn rnic_cable(host: &str, device: &str) -> String {
-    format!("{host}/{device}")
 }
 
 fn text(v: &Value) -> String {

@@ -5,9 +5,39 @@
 //! ([`cluster::job::job_cables`]: every two RNICs of one rail, both ways), each named by its
 //! lower end as pairs name them (DESIGN 4.6); without a fabric, each RNIC's own cable.
 
-use crate::mesh::{self, Access};
+use crate::mesh::{self, Access, MeshError};
 use cluster::Cluster;
 use std::collections::BTreeSet;
+
+/// Why the job's routes are not known.
+#[derive(Debug, thiserror::Error)]
+pub enum RoutesError {
+    /// The collector was started without `--fabric`.
+    #[error("the collector knows no fabric for these hosts (start it with --fabric FILE [--routes FILE])")]
+    NoFabric,
+    /// The nodes could not be read.
+    #[error("database: {0}")]
+    Database(#[source] MeshError),
+    /// Nodes the collector knows nothing of.
+    #[error(
+        "not placed on {file}: the collector knows no agent nor run of {}",
+        .unknown.join(", ")
+    )]
+    UnknownNodes {
+        /// The fabric's file.
+        file: String,
+        /// The nodes.
+        unknown: Vec<String>,
+    },
+    /// The fabric could not place the nodes.
+    #[error("not placed on {file}: {source}")]
+    NotPlaced {
+        /// The fabric's file.
+        file: String,
+        /// Why.
+        source: MeshError,
+    },
+}
 
 /// The cables of the routes between the job's RNICs, on the fabric placed.
 pub struct JobRoutes {
@@ -17,22 +47,20 @@ pub struct JobRoutes {
 
 /// The job's routes, or why they are not known (no fabric, a node the collector or the
 /// fabric does not know, the database).
-pub async fn job_routes(access: &Access, nodes: &[String]) -> Result<JobRoutes, String> {
-    let fabric = access.fabric.as_ref().ok_or(
-        "the collector knows no fabric for these hosts (start it with --fabric FILE [--routes FILE])",
-    )?;
+pub async fn job_routes(access: &Access, nodes: &[String]) -> Result<JobRoutes, RoutesError> {
+    let fabric = access.fabric.as_ref().ok_or(RoutesError::NoFabric)?;
     let found = mesh::find_nodes(&access.pool, nodes)
         .await
-        .map_err(|e| format!("database: {e}"))?
-        .map_err(|unknown| {
-            format!(
-                "not placed on {}: the collector knows no agent nor run of {}",
-                fabric.file,
-                unknown.join(", ")
-            )
+        .map_err(RoutesError::Database)?
+        .map_err(|unknown| RoutesError::UnknownNodes {
+            file: fabric.file.clone(),
+            unknown,
         })?;
-    let cluster = mesh::place_on_fabric(fabric, &found)
-        .map_err(|why| format!("not placed on {}: {why}", fabric.file))?;
+    let cluster =
+        mesh::place_on_fabric(fabric, &found).map_err(|source| RoutesError::NotPlaced {
+            file: fabric.file.clone(),
+            source,
+        })?;
     let all: Vec<usize> = (0..cluster.hosts.len()).collect();
     let cables = cluster::job::job_cables(&cluster, &all)
         .into_iter()
@@ -81,9 +109,9 @@ impl JobRoutes {
 }
 
 /// Without a fabric: each RNIC of the job's nodes by its own cable, named by its host end
-/// ([`super::pairs::rnic_cable`]), sorted; or why the nodes could not be read. None when a
+/// ([`crate::mesh::rnic_cable`]), sorted; or why the nodes could not be read. None when a
 /// node is one the collector does not know (the verdict already says it has no run).
-pub async fn rnic_cables(access: &Access, nodes: &[String]) -> Result<Vec<String>, String> {
+pub async fn rnic_cables(access: &Access, nodes: &[String]) -> Result<Vec<String>, MeshError> {
     let found = mesh::find_nodes(&access.pool, nodes)
         .await?
         .unwrap_or_default();

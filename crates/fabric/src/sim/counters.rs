@@ -18,9 +18,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::engine::Engine;
-use super::packets::NIL;
-
 /// The cumulative counters of one switch output port (and of its input side, the `rcv`
 /// ones), since the start of the run; indexed like [`crate::topology::PortIndex`].
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,60 +87,24 @@ pub(crate) struct Wait {
     since_ps: u64,
 }
 
-/// The per-port XmitWait state, cold: read at the start and the end of a wait only.
-pub(crate) type Waits = Vec<Wait>;
-
-impl Engine {
-    /// The head of `port`'s queue could not get its credits: a wait begins now unless one
-    /// is under way.
-    #[cold]
-    pub fn credit_wait_begins(&mut self, port: u32) {
-        let returns = &mut self.links[port].returns;
-        if !returns.waiting {
-            returns.waiting = true;
-            self.waits[port as usize].since_ps = self.now;
-        }
+impl Wait {
+    /// A wait begins at `now`.
+    #[inline]
+    pub fn begin(&mut self, now: u64) {
+        self.since_ps = now;
     }
 
-    /// `port` sends again after waiting for credits.
-    #[cold]
-    pub fn credit_wait_ends(&mut self, port: u32) {
-        self.links[port].returns.waiting = false;
-        let wait = &mut self.waits[port as usize];
-        wait.total_ps += self.now - wait.since_ps;
+    /// The wait under way ends at `now`.
+    #[inline]
+    pub fn end(&mut self, now: u64) {
+        self.total_ps += now - self.since_ps;
     }
 
-    /// Every switch port's counters now.
-    pub fn counter_snapshot(&self) -> CounterSnapshot {
-        let ports = (0..self.wiring.num_ports)
-            .map(|port| {
-                let out = &self.links[port];
-                let mut queued = 0u64;
-                let mut packet = out.queue.head;
-                while packet != NIL {
-                    queued += 1;
-                    packet = self.packets[packet].next;
-                }
-                let inbound = &self.links[self.wiring.inbound(port)];
-                let wait = self.waits[port as usize];
-                let waiting = if out.returns.waiting {
-                    self.now - wait.since_ps
-                } else {
-                    0
-                };
-                let mads = self.mads.port_counts(port);
-                PortCounters {
-                    xmit_bytes: out.bytes - u64::from(self.links.queue_bytes(port)) + mads.bytes,
-                    xmit_packets: out.packets - queued + mads.packets,
-                    rcv_bytes: inbound.rcv_bytes,
-                    rcv_packets: inbound.rcv_packets,
-                    xmit_wait_ps: wait.total_ps + waiting,
-                }
-            })
-            .collect();
-        CounterSnapshot {
-            at_ps: self.now,
-            ports,
-        }
+    /// The time waited until `now`, the wait under way included when `waiting`.
+    pub fn total_at(&self, now: u64, waiting: bool) -> u64 {
+        self.total_ps + if waiting { now - self.since_ps } else { 0 }
     }
 }
+
+/// The per-port XmitWait state, cold: read at the start and the end of a wait only.
+pub(crate) type Waits = Vec<Wait>;

@@ -6,7 +6,7 @@
 //! hand the next time anyone looks at the link, so the common case costs no event; only a
 //! sender stalled on credits gets a wake-up, at the return that lets it go. A return due
 //! already (a link without propagation delay) goes straight into the credits. The first
-//! return in flight sits in the link's [`Returns`]; the ones behind it (rare: a buffer
+//! return in flight sits in the link's [`super::links::Returns`]; the ones behind it (rare: a buffer
 //! forwards about one packet per serialisation time, and returns are in flight for one link
 //! latency) spill into a FIFO.
 //!
@@ -15,66 +15,7 @@
 //! ports to a cache line: a scan of a `full` switch's 18 up ports reads 5 lines, not 18 link
 //! records.
 
-use super::links::Links;
-
-/// The part of a link's flow control that routing reads.
-#[derive(Copy, Clone, Debug)]
-#[repr(C)]
-pub(crate) struct Flow {
-    /// Time of the earliest return in flight (`u64::MAX`: none).
-    next_return_ps: u64,
-    /// Credits in hand: flow units free in the far buffer, as far as the sender knows.
-    credits: u32,
-    /// Bytes in the sender's output queue (switch ports; 0 for injection links).
-    queue_bytes: u32,
-}
-
-const _: () = assert!(std::mem::size_of::<Flow>() == 16);
-
-impl Flow {
-    /// A link's flow control at the start: a full buffer's worth of credits.
-    pub fn new(buffer_units: u32) -> Self {
-        Flow {
-            next_return_ps: u64::MAX,
-            credits: buffer_units,
-            queue_bytes: 0,
-        }
-    }
-}
-
-/// The rest of a link's flow control, in its [`super::links::Link`] record.
-#[derive(Copy, Clone, Debug, Default)]
-#[repr(C)]
-pub(crate) struct Returns {
-    /// Units of the earliest return in flight.
-    next_return_units: u32,
-    /// Returns in flight after the first, in the link's spill FIFO (a buffer forwards about a
-    /// packet per serialisation and returns travel one link latency: a few at a time).
-    spilled: u16,
-    /// The head of the output queue is waiting for credits with the link idle: XmitWait is
-    /// running (`counters`). Here because `transmit` reads this line anyway.
-    pub waiting: bool,
-    /// Units the stalled head packet needs when the returns in flight do not cover them
-    /// (0: not stalled that way).
-    stalled_on: u32,
-    peak_queue_bytes: u32,
-}
-
-impl Returns {
-    /// The most the output queue held.
-    pub fn peak_queue_bytes(&self) -> u32 {
-        self.peak_queue_bytes
-    }
-}
-
-/// Why a sender could not take credits, and what to wait for.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Stall {
-    /// Returns in flight cover the packet from this time on.
-    Until(u64),
-    /// Not until the far buffer forwards more packets; [`Links::give_back`] will say when.
-    Unknown,
-}
+use super::links::{Flow, Links, Stall};
 
 impl Links {
     #[inline]
@@ -275,7 +216,7 @@ fn least_load<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::switch::InputBuffer;
+    use crate::sim::links::InputBuffer;
     use crate::sim::wiring::FarEnd;
 
     #[test]

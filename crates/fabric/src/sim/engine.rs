@@ -1,14 +1,12 @@
 //! The engine's state and its event loop: pop the earliest event, hand it to the switch or
 //! NIC logic, forward whatever input buffers that unblocked, report progress now and then.
+//! The four kinds of event, and how their payload says which, are in `payload`; the
+//! management events are tested last but one so that the hot kinds pay one predictable
+//! branch for them.
 //!
-//! Four kinds of event exist, encoded in the 64-bit payload of [`super::events::Event`]:
-//! a packet reaching the head-of-line logic of a switch input (its arrival plus the switch
-//! latency; `link << 32 | packet`), a packet delivered to its node (`DELIVER | packet`), a
-//! wake-up of a link's sender (`WAKE | link`): a free link, returned credits, a NIC's next
-//! message coming due; and the rare management events (`MGMT | kind | index`: a counter
-//! snapshot, and the MAD service model's), tested last but one so that the hot kinds pay
-//! one predictable branch for them. An arrival names its link as well as its packet so that
-//! the link's lines can be prefetched without waiting for the packet's.
+//! The logic the loop hands events to is written as further `impl Engine` blocks beside the
+//! state it works on (`switch`, `nic`, `mad_events`); this module uses none of them by
+//! name, so that they sit above it and it above the state they share.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -16,13 +14,16 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::counters::{CounterSnapshot, Waits};
+use super::counters::{CounterSnapshot, PortCounters, Waits};
 use super::events::EventQueue;
-use super::links::Links;
+use super::links::{InputBuffer, Links};
 use super::mads::{Mads, SamplerSpec};
-use super::nic::Nic;
+use super::nic_state::Nic;
 use super::packets::{Message, Packets, Pool, NIL};
-use super::switch::InputBuffer;
+use super::payload::{
+    management, DELIVER, MGMT, MGMT_KIND_SHIFT, PACKET, SERVICE_DONE, SNAPSHOT, SWEEP_DUE, WAKE,
+};
+use super::prefetch::prefetch;
 use super::tally::{PortTotals, Tally};
 use super::timing::Timing;
 use super::wiring::{FarEnd, Route, Wiring};
@@ -30,25 +31,6 @@ use super::{BufferPeaks, Progress, SimConfig, SimResult};
 use crate::telemetry::{Collector, TelemetryKind};
 use crate::topology::{NodeId, Topology};
 use crate::traffic::{Job, Program};
-
-/// Payload bit of a wake-up event; the low 31 bits are the link.
-const WAKE: u64 = 1 << 31;
-/// Payload bit of a delivery; the low 30 bits are the packet.
-pub(crate) const DELIVER: u64 = 1 << 30;
-/// The low 30 bits of a packet event's payload.
-const PACKET: u64 = DELIVER - 1;
-/// Packets are numbered below this, so that the payload bits stay free.
-pub(crate) const MAX_PACKETS: u32 = DELIVER as u32;
-/// Payload bit of a management event (links are below 2^31, so an arrival never has it);
-/// bits 32 to 39 say which kind, the low 30 bits the index it applies to.
-pub(crate) const MGMT: u64 = 1 << 63;
-const MGMT_KIND_SHIFT: u32 = 32;
-/// Management event: take a counter snapshot.
-pub(crate) const SNAPSHOT: u64 = 1;
-/// Management event: a switch's processor has answered a query (index: the switch).
-pub(crate) const SERVICE_DONE: u64 = 2;
-/// Management event: a sampler's sweep is due (index: the sampler).
-pub(crate) const SWEEP_DUE: u64 = 3;
 
 /// How far down an event lane the data of upcoming events is prefetched: far enough for the
 /// loads to complete, near enough for the lines to stay cached.
@@ -400,6 +382,34 @@ impl Engine {
         }
     }
 
+    /// Every switch port's counters now.
+    pub fn counter_snapshot(&self) -> CounterSnapshot {
+        let ports = (0..self.wiring.num_ports)
+            .map(|port| {
+                let out = &self.links[port];
+                let mut queued = 0u64;
+                let mut packet = out.queue.head;
+                while packet != NIL {
+                    queued += 1;
+                    packet = self.packets[packet].next;
+                }
+                let inbound = &self.links[self.wiring.inbound(port)];
+                let mads = self.mads.port_counts(port);
+                PortCounters {
+                    xmit_bytes: out.bytes - u64::from(self.links.queue_bytes(port)) + mads.bytes,
+                    xmit_packets: out.packets - queued + mads.packets,
+                    rcv_bytes: inbound.rcv_bytes,
+                    rcv_packets: inbound.rcv_packets,
+                    xmit_wait_ps: self.waits[port as usize].total_at(self.now, out.returns.waiting),
+                }
+            })
+            .collect();
+        CounterSnapshot {
+            at_ps: self.now,
+            ports,
+        }
+    }
+
     fn finish(self, end_ps: u64, events: u64, wall_seconds: f64) -> (SimResult, BufferPeaks) {
         let unit = u64::from(self.timing.unit_bytes);
         let ports = || self.links.iter().take(self.wiring.num_ports as usize);
@@ -436,24 +446,4 @@ impl Engine {
         };
         (result, peaks)
     }
-}
-
-/// The payload of a management event of `kind` about `index`.
-pub(crate) fn management(kind: u64, index: u32) -> u64 {
-    debug_assert!(u64::from(index) < DELIVER);
-    MGMT | kind << MGMT_KIND_SHIFT | u64::from(index)
-}
-
-/// Asks the CPU to bring `value`'s cache line closer; a hint with no effect on the program.
-#[inline(always)]
-pub(crate) fn prefetch<T>(value: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch reads nothing the program can observe and cannot fault; the pointer
-    // comes from a live reference anyway.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
 }

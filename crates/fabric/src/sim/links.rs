@@ -10,12 +10,16 @@
 //!
 //! Links are numbered like [`super::wiring::Wiring`]'s: switch ports, then node injection
 //! links (which use the flow control, the busy time and the wake-up only).
+//!
+//! The state kept here, the flow control's ([`Flow`], [`Returns`]) and the input buffer's
+//! ([`InputBuffer`]), is worked on by `credits` and `switch`; it is declared here, below
+//! them and the engine, so that each of them uses it without using the others.
 
 use std::collections::VecDeque;
 
-use super::credits::{Flow, Returns};
 use super::packets::{Fifo, NIL};
-use super::switch::InputBuffer;
+use super::prefetch::prefetch;
+use super::wiring::FarEnd;
 
 #[derive(Copy, Clone, Debug)]
 #[repr(C, align(128))]
@@ -89,12 +93,12 @@ impl Links {
         self.items.iter()
     }
 
-    /// Starts loading both lines of a link (see [`super::engine::prefetch`]).
+    /// Starts loading both lines of a link (see [`prefetch`]).
     #[inline]
     pub fn prefetch(&self, link: u32) {
         let link = &self.items[link as usize];
-        super::engine::prefetch(link);
-        super::engine::prefetch(&link.packets);
+        prefetch(link);
+        prefetch(&link.packets);
     }
 }
 
@@ -110,5 +114,110 @@ impl std::ops::IndexMut<u32> for Links {
     #[inline]
     fn index_mut(&mut self, link: u32) -> &mut Link {
         &mut self.items[link as usize]
+    }
+}
+
+/// The part of a link's flow control that routing reads.
+#[derive(Copy, Clone, Debug)]
+#[repr(C)]
+pub(crate) struct Flow {
+    /// Time of the earliest return in flight (`u64::MAX`: none).
+    pub(super) next_return_ps: u64,
+    /// Credits in hand: flow units free in the far buffer, as far as the sender knows.
+    pub(super) credits: u32,
+    /// Bytes in the sender's output queue (switch ports; 0 for injection links).
+    pub(super) queue_bytes: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Flow>() == 16);
+
+impl Flow {
+    /// A link's flow control at the start: a full buffer's worth of credits.
+    pub fn new(buffer_units: u32) -> Self {
+        Flow {
+            next_return_ps: u64::MAX,
+            credits: buffer_units,
+            queue_bytes: 0,
+        }
+    }
+}
+
+/// The rest of a link's flow control, in its [`Link`] record.
+#[derive(Copy, Clone, Debug, Default)]
+#[repr(C)]
+pub(crate) struct Returns {
+    /// Units of the earliest return in flight.
+    pub(super) next_return_units: u32,
+    /// Returns in flight after the first, in the link's spill FIFO (a buffer forwards about a
+    /// packet per serialisation and returns travel one link latency: a few at a time).
+    pub(super) spilled: u16,
+    /// The head of the output queue is waiting for credits with the link idle: XmitWait is
+    /// running (`counters`). Here because `transmit` reads this line anyway.
+    pub waiting: bool,
+    /// Units the stalled head packet needs when the returns in flight do not cover them
+    /// (0: not stalled that way).
+    pub(super) stalled_on: u32,
+    pub(super) peak_queue_bytes: u32,
+}
+
+impl Returns {
+    /// The most the output queue held.
+    pub fn peak_queue_bytes(&self) -> u32 {
+        self.peak_queue_bytes
+    }
+}
+
+/// Why a sender could not take credits, and what to wait for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Stall {
+    /// Returns in flight cover the packet from this time on.
+    Until(u64),
+    /// Not until the far buffer forwards more packets; [`Links::give_back`] will say when.
+    Unknown,
+}
+
+/// The input buffer at the far end of a link, at a switch port (the switch's logic,
+/// `switch`, moves its packets on).
+#[derive(Copy, Clone, Debug)]
+#[repr(C)]
+pub(crate) struct InputBuffer {
+    /// Packets past the switch latency, in arrival order.
+    pub(super) fifo: Fifo,
+    /// The switch it belongs to (`NIL` for a link into a node, which has none).
+    pub(super) switch: u32,
+    /// The output port the head waits for room in (`NIL`: not blocked).
+    pub(super) blocked_on: u32,
+    /// The next input buffer blocked on the same port.
+    pub(super) next_blocked: u32,
+    /// Flow units held.
+    pub(super) units: u32,
+    pub(super) peak_units: u32,
+}
+
+impl InputBuffer {
+    /// The buffer at the far end of a link.
+    pub fn new(far_end: FarEnd) -> Self {
+        InputBuffer {
+            fifo: Fifo::EMPTY,
+            switch: match far_end {
+                FarEnd::Switch(s) => s,
+                FarEnd::Node(_) => NIL,
+            },
+            blocked_on: NIL,
+            next_blocked: NIL,
+            units: 0,
+            peak_units: 0,
+        }
+    }
+
+    /// The switch the buffer belongs to (`NIL` for a link into a node).
+    #[inline]
+    pub fn switch(&self) -> u32 {
+        self.switch
+    }
+
+    /// The most flow units the buffer held.
+    pub fn peak_units(&self) -> u32 {
+        self.peak_units
     }
 }

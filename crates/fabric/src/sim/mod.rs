@@ -89,19 +89,26 @@
 //!   service, sweeps) are tested for after the three hot kinds, and a transmission looks
 //!   for MADs only while some wait (an engine field, 0 in runs without samplers).
 //!
-//! Modules: `timing` (config to picoseconds and flow units), `validate`, `wiring`, `events`,
-//! `packets`, `links` (per-link state), `credits` (flow control), `switch`, `nic`, `tally`
-//! (ground truth and job results), `counters` (port counters and snapshots), `mads` (the
-//! MAD service model), `engine` (state and event loop).
+//! Modules, from the bottom up: `timing` (config to picoseconds and flow units), `validate`,
+//! `wiring`, `events`, `payload` (what an event says), `prefetch`, `packets`, `links`
+//! (per-link state, the flow control's and input buffers' included), `credits` (flow
+//! control), `tally` (ground truth and job results), `counters` (port counters and
+//! snapshots), `mads` (the MAD service model's state), `nic_state`; `engine` (state and
+//! event loop); and the logic it hands events to, each an `impl Engine` of its own: `switch`,
+//! `nic`, `mad_events`.
 
 mod counters;
 mod credits;
 mod engine;
 mod events;
 mod links;
+mod mad_events;
 mod mads;
 mod nic;
+mod nic_state;
 mod packets;
+mod payload;
+mod prefetch;
 mod switch;
 mod tally;
 mod timing;

@@ -9,53 +9,15 @@
 //! (only the order of the calls, which stays deterministic), so asking early changes nothing
 //! it could observe and saves an event per message.
 
-use super::credits::Stall;
-use super::engine::{Engine, MAX_PACKETS};
+use super::engine::Engine;
+use super::links::Stall;
 use super::mads::FIRST_MAD_JOB;
+use super::nic_state::{Nic, NicState};
 use super::packets::{Message, Packet, Trip, NIL};
+use super::payload::MAX_PACKETS;
 use crate::telemetry::{Delivery, Header, TelemetryKind};
 use crate::topology::NodeId;
 use crate::traffic::Op;
-
-#[derive(Copy, Clone, Debug)]
-pub(crate) struct Nic {
-    job: u16,
-    rank: u32,
-    node: u32,
-    /// Whole messages received since the start.
-    received: u64,
-    state: NicState,
-}
-
-#[derive(Copy, Clone, Debug)]
-enum NicState {
-    /// The program decides what comes next.
-    NextOp,
-    Awaiting {
-        total: u64,
-    },
-    Sending {
-        /// Entry in the message pool (`NIL` for a one-packet message).
-        message: u32,
-        receiver: u32,
-        ready_ps: u64,
-        bytes_left: u64,
-        packets_left: u64,
-    },
-    Done,
-}
-
-impl Nic {
-    pub fn new(job: u16, rank: u32, node: u32) -> Self {
-        Nic {
-            job,
-            rank,
-            node,
-            received: 0,
-            state: NicState::NextOp,
-        }
-    }
-}
 
 impl Engine {
     /// Runs the NIC's state machine as far as it goes at the current time; schedules a wake

@@ -15,56 +15,12 @@
 
 use rand_chacha::ChaCha8Rng;
 
-use super::credits::Stall;
 use super::engine::Engine;
+use super::links::Stall;
 use super::mads::FIRST_MAD_JOB;
-use super::packets::{Fifo, NIL};
-use super::wiring::{FarEnd, Route};
+use super::packets::NIL;
+use super::wiring::Route;
 use crate::telemetry::TelemetryKind;
-
-#[derive(Copy, Clone, Debug)]
-#[repr(C)]
-pub(crate) struct InputBuffer {
-    /// Packets past the switch latency, in arrival order.
-    fifo: Fifo,
-    /// The switch it belongs to (`NIL` for a link into a node, which has none).
-    switch: u32,
-    /// The output port the head waits for room in (`NIL`: not blocked).
-    blocked_on: u32,
-    /// The next input buffer blocked on the same port.
-    next_blocked: u32,
-    /// Flow units held.
-    units: u32,
-    peak_units: u32,
-}
-
-impl InputBuffer {
-    /// The buffer at the far end of a link.
-    pub fn new(far_end: FarEnd) -> Self {
-        InputBuffer {
-            fifo: Fifo::EMPTY,
-            switch: match far_end {
-                FarEnd::Switch(s) => s,
-                FarEnd::Node(_) => NIL,
-            },
-            blocked_on: NIL,
-            next_blocked: NIL,
-            units: 0,
-            peak_units: 0,
-        }
-    }
-
-    /// The switch the buffer belongs to (`NIL` for a link into a node).
-    #[inline]
-    pub fn switch(&self) -> u32 {
-        self.switch
-    }
-
-    /// The most flow units the buffer held.
-    pub fn peak_units(&self) -> u32 {
-        self.peak_units
-    }
-}
 
 impl Engine {
     /// `packet` has been in the input buffer at the far end of its link for the switch
@@ -243,6 +199,24 @@ impl Engine {
         if !out.queue.is_empty() {
             self.wake(port, out.busy_until);
         }
+    }
+
+    /// The head of `port`'s queue could not get its credits: a wait begins now unless one
+    /// is under way (XmitWait, `counters`).
+    #[cold]
+    fn credit_wait_begins(&mut self, port: u32) {
+        let returns = &mut self.links[port].returns;
+        if !returns.waiting {
+            returns.waiting = true;
+            self.waits[port as usize].begin(self.now);
+        }
+    }
+
+    /// `port` sends again after waiting for credits.
+    #[cold]
+    fn credit_wait_ends(&mut self, port: u32) {
+        self.links[port].returns.waiting = false;
+        self.waits[port as usize].end(self.now);
     }
 
     /// Room opened in `port`'s queue: the blocked inputs move their heads in, in the order
