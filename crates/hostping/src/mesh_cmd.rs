@@ -14,7 +14,7 @@ use cluster::spec::CabledFabric;
 use cluster::{Cluster, ClusterFaults};
 
 use crate::cli::{MeshArgs, MeshEndpoint};
-use crate::fabric_cmd::cabled::TreeInput;
+use crate::fabric_cmd::cabled;
 use crate::output::{print, Outcome};
 use crate::progress;
 use crate::render::Style;
@@ -60,9 +60,9 @@ pub(crate) fn read_fabric(
     routes: Option<&std::path::Path>,
 ) -> Result<CabledFabric, String> {
     let arg = path.to_string_lossy();
-    let mut input = TreeInput::resolve(&arg).map_err(|e| format!("{e:#}"))?;
+    let mut input = cabled::resolve(&arg).map_err(|e| format!("{e:#}"))?;
     if let Some(routes) = routes {
-        input = input.with_routes(routes).map_err(|e| format!("{e:#}"))?;
+        input = cabled::with_routes(input, routes).map_err(|e| format!("{e:#}"))?;
     }
     for note in &input.notes {
         eprintln!("hostping: {note}");
