@@ -22,6 +22,7 @@ use crate::Control;
 use rdma::mad::MgmtClass;
 use rdma::subnet::delegate::{parse_lidfile, LidfileError};
 use rdma::subnet::discover::discover;
+use rdma::subnet::pace::{pace, Sweeping, Swept};
 use rdma::subnet::sample::{switch_ports, PortSample, SamplePort, Sampler, Sweep};
 use rdma::subnet::topofile::{self, TopologyError};
 use rdma::subnet::{End, NodeKind, Subnet};
@@ -176,28 +177,20 @@ struct Sampling {
 }
 
 impl Sampling {
+    /// Sweeps every `every` ([`pace`]) until `stop`.
     fn run(&mut self, stop: &Control) {
-        let every = self.config.every;
-        let mut next = Instant::now();
-        while !stop.is_stopped() {
-            self.tick();
-            // Opening the port (and discovering) delays the sweep of its tick: the schedule
-            // starts again from when the port was ready, so sweeps are never closer than
-            // `every`.
-            if let Some(ready) = self.opened_at.take() {
-                next = ready;
-            }
-            next += every;
-            // A sweep that overran its period starts the next one at once; missed ticks
-            // are skipped, never made up in a burst.
-            let now = Instant::now();
-            if next < now {
-                next = now;
-            }
-            if stop.sleep(next - now) {
-                break;
-            }
+        if stop.is_stopped() {
+            return;
         }
+        let every = self.config.every;
+        // A tick never fails: trouble is logged and the next tick tries again.
+        let _ = pace(
+            every,
+            &mut Ticking {
+                sampling: self,
+                stop,
+            },
+        );
     }
 
     fn tick(&mut self) {
@@ -345,6 +338,32 @@ impl Sampling {
         ));
         self.opened_at = Some(Instant::now());
         Ok((port, Sampler::new(agent, self.settings)))
+    }
+}
+
+/// The sampler on the agent's schedule: a sweep is a tick, the wait between ends early
+/// when the agent stops.
+struct Ticking<'a> {
+    sampling: &'a mut Sampling,
+    stop: &'a Control,
+}
+
+impl Sweeping for Ticking<'_> {
+    type Error = std::convert::Infallible;
+
+    fn sweep(&mut self) -> Result<Swept, Self::Error> {
+        self.sampling.tick();
+        // Opening the port (and discovering) delays the sweep of its tick: the schedule
+        // starts again from when the port was ready.
+        Ok(Swept {
+            restart_from: self.sampling.opened_at.take(),
+        })
+    }
+
+    fn wait_until(&mut self, next: Instant) -> Result<bool, Self::Error> {
+        Ok(self
+            .stop
+            .sleep(next.saturating_duration_since(Instant::now())))
     }
 }
 

@@ -10,6 +10,8 @@ product of its own. Every number it produces comes from the simulator and is lab
 - `topology`: three-level fat trees (Table 3.1 and any size from parameters).
 - `cabling`: a fabric as its cables: a tree written as an ibsim net file, a real fabric
   recognised as the fat tree it is.
+- `real_fabric`: a real fabric's subnet (from its ibnetdiscover file) recognised as a fat
+  tree or simulated as cabled, routed by its subnet manager's tables, at its links' rates.
 - `sim`: the discrete-event engine (queues, credits, adaptive routing, ground truth).
 - `telemetry`: algorithms 2 to 9 in the switches and receivers.
 - `traffic`: workloads, mappings, their files, and mapping suggestions.
@@ -33,6 +35,7 @@ pub mod cases;
 pub mod input;
 pub mod limits;
 pub mod peer;
+pub mod real_fabric;
 pub mod roots_study;
 pub mod sampling;
 pub mod sim;

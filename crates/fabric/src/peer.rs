@@ -13,12 +13,16 @@
 //! 10^9-based rates, so it offers L * 2^30 / 10^9 of line rate ([`codes_offered_load`]);
 //! and its links have no propagation delay (a hop costs serialisation plus the router delay
 //! only), so the workloads here run with a link latency of 0.
+//!
+//! Each workload runs in a process of its own, so that its cost is its own: its
+//! [`PeerFigures`] come back to the parent, which puts them beside CODES' ([`PeerRow`]) and
+//! prints them ([`render_text`]).
 
 use serde::{Deserialize, Serialize};
 
-use crate::sim::SimConfig;
+use crate::sim::{SimConfig, SimResult};
 use crate::telemetry::{TelemetryConfig, TelemetryKind};
-use crate::topology::FatTreeParams;
+use crate::topology::{FatTreeParams, Topology};
 
 /// One workload of codes-peer.md with the CODES sequential figures measured for it.
 #[derive(Clone, Debug, Serialize)]
@@ -203,6 +207,207 @@ impl PeerWorkload {
     pub fn workload_spec(&self) -> String {
         format!("uniform,load={},bytes={}", self.load, MESSAGE_BYTES)
     }
+}
+
+/// One workload's figures, measured in its own process: the work done (what the network
+/// did, simulated) and what it cost (measured).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PeerFigures {
+    /// The workload's id (`A` to `D`).
+    pub workload: String,
+    /// Nodes of its tree.
+    pub nodes: u32,
+    /// Offered load, fraction of line rate (CODES' `--load` converted, see `fabric::peer`).
+    pub load: f64,
+    /// Link propagation delay, ns (0, as CODES' links have none).
+    pub link_latency_ns: f64,
+    /// Simulated time, us.
+    pub simulated_us: f64,
+    /// Packets delivered.
+    pub packets_delivered: u64,
+    /// Mean message latency, us.
+    pub mean_latency_us: f64,
+    /// Largest message latency, us.
+    pub max_latency_us: f64,
+    /// Mean path length, hops.
+    pub mean_hops: f64,
+    /// Simulator events processed.
+    pub events: u64,
+    /// Events per packet delivered.
+    pub events_per_packet: f64,
+    /// Events per wall-clock second.
+    pub events_per_second: f64,
+    /// Wall-clock time of the run, s.
+    pub wall_seconds: f64,
+    /// CPU time of the process (on a shared machine the wall time includes waiting for a core).
+    pub cpu_seconds: f64,
+    /// Packets delivered per wall-clock second.
+    pub packets_per_wall_second: f64,
+    /// Peak resident memory of the process, MB.
+    pub peak_rss_mb: f64,
+}
+
+impl PeerFigures {
+    /// The figures of `workload`'s run `result` on `topology`, with `link_latency_ns` of its
+    /// configuration and what the process cost (CPU seconds, peak resident memory in bytes,
+    /// measured by the caller). `None` when the run has not exactly one job.
+    pub fn of_run(
+        workload: &PeerWorkload,
+        topology: &Topology,
+        link_latency_ns: f64,
+        result: &SimResult,
+        cpu_seconds: f64,
+        peak_rss_bytes: u64,
+    ) -> Option<PeerFigures> {
+        let [job] = result.jobs.as_slice() else {
+            return None;
+        };
+        let packets = result.packets_delivered;
+        Some(PeerFigures {
+            workload: workload.id.to_string(),
+            nodes: topology.num_nodes(),
+            load: workload.load,
+            link_latency_ns,
+            simulated_us: result.end_ps as f64 / 1e6,
+            packets_delivered: packets,
+            mean_latency_us: job.mean_message_latency_ns / 1000.0,
+            max_latency_us: job.max_message_latency_ns / 1000.0,
+            mean_hops: job.average_path_length(),
+            events: result.events,
+            events_per_packet: result.events as f64 / packets.max(1) as f64,
+            events_per_second: result.events as f64 / result.wall_seconds,
+            wall_seconds: result.wall_seconds,
+            cpu_seconds,
+            packets_per_wall_second: packets as f64 / result.wall_seconds,
+            peak_rss_mb: peak_rss_bytes as f64 / 1e6,
+        })
+    }
+}
+
+/// One workload: this simulator's run beside CODES' quoted figures, and the ratios.
+#[derive(Debug, Serialize)]
+pub struct PeerRow {
+    /// The workload's id.
+    pub workload: String,
+    /// The `--load` CODES ran with (its GiB/s unit), against `hostping.load` of line rate.
+    pub codes_load: f64,
+    /// This simulator's figures.
+    pub hostping: PeerFigures,
+    /// CODES' quoted figures.
+    pub codes: CodesFigures,
+    /// hostping's packets delivered against CODES', percent.
+    pub packets_difference_percent: f64,
+    /// CODES wall time / hostping wall time, against CODES' fastest run.
+    pub speedup_vs_best: f64,
+    /// The same against CODES' median run.
+    pub speedup_vs_median: f64,
+    /// hostping peak RSS / CODES peak RSS.
+    pub memory_ratio: f64,
+}
+
+impl PeerRow {
+    /// `figures` of `workload` beside CODES' quoted figures for it, and the ratios.
+    pub fn new(workload: PeerWorkload, figures: PeerFigures) -> PeerRow {
+        let codes = workload.codes;
+        PeerRow {
+            workload: workload.id.to_string(),
+            codes_load: workload.codes_load,
+            packets_difference_percent: (figures.packets_delivered as f64 / codes.packets as f64
+                - 1.0)
+                * 100.0,
+            speedup_vs_best: codes.best_wall_seconds() / figures.wall_seconds,
+            speedup_vs_median: codes.median_wall_seconds() / figures.wall_seconds,
+            memory_ratio: figures.peak_rss_mb / codes.peak_rss_mb,
+            codes,
+            hostping: figures,
+        }
+    }
+}
+
+/// Each workload as a two-column block, hostping beside CODES, the work done first (so that a
+/// reader sees both simulators did the same) and its cost after.
+pub fn render_text(rows: &[PeerRow]) -> String {
+    let optional = |v: Option<f64>, precision: usize| match v {
+        Some(v) => format!("{v:.precision$}"),
+        None => "-".to_string(),
+    };
+    let mut out = String::new();
+    for r in rows {
+        let (h, c) = (&r.hostping, &r.codes);
+        out += &format!(
+            "workload {}: {} nodes, {} us, CODES --load={} = {:.9} of line rate, link latency {} ns, telemetry off\n",
+            r.workload, h.nodes, h.simulated_us, r.codes_load, h.load, h.link_latency_ns
+        );
+        out += &format!(
+            "  {:<20} {:>24} {:>22}\n",
+            "", "hostping (simulated)", "CODES (quoted)"
+        );
+        let mut line = |what: &str, ours: String, theirs: String| {
+            out += &format!("  {what:<20} {ours:>24} {theirs:>22}\n");
+        };
+        line(
+            "packets delivered",
+            format!(
+                "{} ({:+.3} %)",
+                h.packets_delivered, r.packets_difference_percent
+            ),
+            c.packets.to_string(),
+        );
+        line(
+            "mean latency us",
+            format!("{:.3}", h.mean_latency_us),
+            optional(c.mean_latency_us, 3),
+        );
+        line(
+            "max latency us",
+            format!("{:.3}", h.max_latency_us),
+            optional(c.max_latency_us, 3),
+        );
+        line(
+            "mean hops",
+            format!("{:.3}", h.mean_hops),
+            optional(c.mean_hops, 3),
+        );
+        line(
+            "wall s",
+            format!("{:.2}", h.wall_seconds),
+            c.wall_seconds
+                .iter()
+                .map(|w| w.to_string())
+                .collect::<Vec<_>>()
+                .join(" / "),
+        );
+        line("cpu s", format!("{:.2}", h.cpu_seconds), "-".to_string());
+        line(
+            "peak RSS MB",
+            format!("{:.0}", h.peak_rss_mb),
+            format!("{:.0}", c.peak_rss_mb),
+        );
+        line("events", h.events.to_string(), c.events.to_string());
+        line(
+            "events/s",
+            format!("{:.3e}", h.events_per_second),
+            format!("{:.3e}", c.events as f64 / c.best_wall_seconds()),
+        );
+        line(
+            "events/packet",
+            format!("{:.2}", h.events_per_packet),
+            format!("{:.2}", c.events as f64 / c.packets as f64),
+        );
+        line(
+            "packets/wall s",
+            format!("{:.3e}", h.packets_per_wall_second),
+            format!("{:.3e}", c.packets as f64 / c.best_wall_seconds()),
+        );
+        out += &format!(
+            "  speed-up {:.1}x (CODES' best run), {:.1}x (its median); memory {:.3}x\n  CODES measured {}\n\n",
+            r.speedup_vs_best, r.speedup_vs_median, r.memory_ratio, c.measured
+        );
+    }
+    out += "hostping: simulated and timed here. CODES is not run by this benchmark: its sequential runs\n\
+            are quoted from CODES' own runs on this project's build machine (Debian 12, 2 cores). The simulators\n\
+            count events differently; packets, latency and hops show that both did the same work.\n";
+    out
 }
 
 #[cfg(test)]

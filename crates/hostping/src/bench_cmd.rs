@@ -259,9 +259,9 @@ fn job(
             })? + "\n"
         }
         Format::Table => {
-            let mut out = crate::job_cmd::bench::scores_table(&scores);
+            let mut out = cluster::labelled::tables::scores_table(&scores);
             if show_failures {
-                out.push_str(&crate::job_cmd::bench::failures(&outcomes));
+                out.push_str(&cluster::labelled::tables::failures(&outcomes));
             }
             out
         }

@@ -3,7 +3,6 @@
 //! (`GET /api/jobs/verdict`, [`real`]). `analyze::job` judges both the same way, and
 //! [`words`] prints both for people.
 
-pub mod bench;
 mod real;
 pub mod words;
 

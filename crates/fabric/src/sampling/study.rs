@@ -438,3 +438,118 @@ pub fn run_study(
         bandwidth,
     })
 }
+
+/// The study's two tables, its set-up above them and the work done beside every figure.
+pub fn render_text(r: &StudyResult) -> String {
+    let c = &r.config;
+    let sim = &c.sim;
+    let ms = |ps: u64| ps as f64 / 1e9;
+    let mut out = String::new();
+    out += "Switch-port sampling on the simulated LDMS ibfabric testbed (SIMULATED; paper: \
+            Measuring Minimum Switch Port Metric Retrieval Time and Impact for Multi-Layer \
+            InfiniBand Fabrics)\n";
+    out += &format!(
+        "fabric: 2 leaf switches and 1 core of 36 ports, 2 links leaf-core; links {} Gb/s \
+         (4x QDR data rate), {} ns; switches {} ns; MTU {} B\n",
+        sim.link_gbps, sim.link_latency_ns, sim.switch_latency_ns, sim.packet_bytes
+    );
+    out += &format!(
+        "MADs: {} B on VL15 (strict priority, no credits); one management processor per switch, \
+         {} ns per query, FIFO\n",
+        sim.mads.mad_bytes, sim.mads.service_ns
+    );
+    out += &format!(
+        "samplers: the first 8 nodes under each leaf (16), reading all 36 port numbers of each \
+         switch one query after another; sweeps start together, the first {} ms in\n",
+        ms(FIRST_SWEEP_PS)
+    );
+    out += &format!(
+        "load: a bandwidth test from the first sampler node (leaf 1) to the first node of leaf 2, \
+         {} KiB messages back to back\n\n",
+        TEST_MESSAGE_BYTES / 1024
+    );
+    out += &format!(
+        "Spread, us: mean / min / max over every sweep of every sampler; {} sweeps per sampler at \
+         {} Hz per cell\n",
+        c.spread_sweeps, c.spread_hz
+    );
+    out += &format!(
+        "  {:<18} {:>5}  {:>24} {:>24} {:>24} {:>24}\n",
+        "targets",
+        "ports",
+        "1 sampler idle",
+        "1 sampler loaded",
+        "16 redundant idle",
+        "16 redundant loaded"
+    );
+    let cell = |targets: Targets, samplers: usize, loaded: bool| {
+        r.spread
+            .iter()
+            .find(|s| s.targets == targets && s.samplers == samplers && s.loaded == loaded)
+    };
+    let mut total = Work::default();
+    for targets in Targets::ALL {
+        let mut line = String::new();
+        let mut ports = 0;
+        for (samplers, loaded) in [(1, false), (1, true), (16, false), (16, true)] {
+            let text = match cell(targets, samplers, loaded) {
+                Some(s) => {
+                    ports = s.ports;
+                    add_work(&mut total, &s.work);
+                    format!(
+                        "{:.1} / {:.1} / {:.1}",
+                        s.spread.mean_us, s.spread.min_us, s.spread.max_us
+                    )
+                }
+                None => "-".to_string(),
+            };
+            line += &format!(" {text:>24}");
+        }
+        out += &format!("  {:<18} {:>5} {line}\n", targets.label(), ports);
+    }
+    out += &format!("  work: {}\n\n", work_text(&total));
+    out += &format!(
+        "Bandwidth test throughput with sampling of all 108 ports, {} ms simulated per run; \
+         without sampling {:.4} Gb/s ({})\n",
+        ms(c.bandwidth_ps),
+        r.baseline_gbps,
+        work_text(&r.baseline_work)
+    );
+    out += &format!(
+        "  {:>6}  {:<14} {:>8} {:>10} {:>9} {:>18}  work\n",
+        "Hz", "sampling", "samplers", "Gb/s", "change %", "spread mean/max us"
+    );
+    for b in &r.bandwidth {
+        out += &format!(
+            "  {:>6}  {:<14} {:>8} {:>10.4} {:>+9.4} {:>18}  {}\n",
+            b.hz,
+            b.sampling.label(),
+            b.samplers,
+            b.gbps,
+            b.change_pct,
+            format!("{:.1} / {:.1}", b.spread.mean_us, b.spread.max_us),
+            work_text(&b.work)
+        );
+    }
+    out += "\nAll figures are simulated. The Delegator never splits a switch: with 3 switches it \
+            gives one to each of 3 samplers and none to the other 13.\n";
+    out
+}
+
+/// Adds `w` to `total`.
+fn add_work(total: &mut Work, w: &Work) {
+    total.sweeps += w.sweeps;
+    total.queries += w.queries;
+    total.mad_hops += w.mad_hops;
+    total.packets += w.packets;
+    total.events += w.events;
+    total.wall_seconds += w.wall_seconds;
+}
+
+/// The work done, in words.
+fn work_text(w: &Work) -> String {
+    format!(
+        "{} sweeps, {} queries, {} MAD hops, {} data packets, {} events, {:.2} s wall",
+        w.sweeps, w.queries, w.mad_hops, w.packets, w.events, w.wall_seconds
+    )
+}

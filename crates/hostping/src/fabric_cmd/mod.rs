@@ -5,7 +5,6 @@
 
 pub mod bench;
 pub mod cabled;
-pub mod merge;
 pub mod output;
 pub mod route;
 pub mod simulate;
@@ -32,7 +31,6 @@ use crate::cli::fabric::{
     FabricCommand, MergeArgs, MergeFormat, PlotDirections, RoutingChoice, SimArgs, SuggestArgs,
     TelemetryChoice,
 };
-use cabled::TreeInput;
 use fabric::summary::{ports_csv, RunSummary, DIAGNOSIS_FILE, PLOT_STEM, PORTS_FILE, SUMMARY_FILE};
 use simulate::{duration_ps, prepare, run_with_progress};
 
@@ -107,9 +105,9 @@ fn sim(args: &SimArgs) -> Result<Outcome> {
         RoutingChoice::Minhop => Engine::MinHop,
         RoutingChoice::Updn => Engine::UpDown,
     });
-    let mut input = TreeInput::resolve_routed(&args.topology.topology, engine)?;
+    let mut input = cabled::resolve_routed(&args.topology.topology, engine)?;
     if let Some(routes) = &args.routes {
-        input = input.with_routes(routes)?;
+        input = cabled::with_routes(input, routes)?;
     }
     if let Some(line) = input.describe() {
         eprintln!("{line}");
@@ -197,7 +195,7 @@ fn sim(args: &SimArgs) -> Result<Outcome> {
 }
 
 fn suggest(args: &SuggestArgs) -> Result<bool> {
-    let topology = TreeInput::resolve(&args.topology.topology)?.topology;
+    let topology = cabled::resolve(&args.topology.topology)?.topology;
     let packet_bytes = SimConfig::default().packet_bytes;
     let matrix = match (&args.workload, &args.matrix) {
         (_, Some(file)) => traffic::CommMatrix::load(file, packet_bytes)?,
@@ -264,9 +262,9 @@ fn suggest(args: &SuggestArgs) -> Result<bool> {
 fn merge(args: &MergeArgs) -> Result<bool> {
     let (runs, errors) = fabric::summary::read_runs(&args.runs);
     let text = match args.format {
-        MergeFormat::Table => merge::table(&runs),
+        MergeFormat::Table => fabric::summary::merge::table(&runs),
         MergeFormat::Json => serde_json::to_string_pretty(&runs)? + "\n",
-        MergeFormat::Csv => merge::csv(&runs),
+        MergeFormat::Csv => fabric::summary::merge::csv(&runs),
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     match errors.as_slice() {

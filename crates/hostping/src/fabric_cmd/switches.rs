@@ -1,9 +1,10 @@
 //! `hostping fabric discover` and `fabric sample`: a real InfiniBand subnet through a umad
 //! port (`rdma::umad`): directed-route discovery and the switch-port sampler
-//! (`rdma::subnet`). This module opens the port, prints, and paces the sweeps; with
-//! `--collector` it hands each sweep to `collector::fabric::client`, which posts it, and
-//! between sweeps reads the ports the collector asks for now (a job verdict's follow-up:
-//! `collector::fabric::board`), posted but not printed.
+//! (`rdma::subnet`, paced by `rdma::subnet::pace` as the agent's sampler is). This module
+//! opens the port and prints; with `--collector` it hands each sweep to
+//! `collector::fabric::client`, which posts it, and between sweeps reads the ports the
+//! collector asks for now (a job verdict's follow-up: `collector::fabric::board`), posted
+//! but not printed.
 
 use crate::cli::fabric::{DelegateArgs, DiscoverArgs, DiscoverFormat, SampleArgs, UmadArgs};
 use crate::cli::Format;
@@ -15,12 +16,15 @@ use model::switch_port::parse_guid;
 use rdma::mad::MgmtClass;
 use rdma::subnet::delegate::{delegate, lidfile, parse_lidfile};
 use rdma::subnet::discover::discover;
+use rdma::subnet::pace::{pace, Paced, Sweeping, Swept};
 use rdma::subnet::sample::{switch_ports, SamplePort, Sampler, Sweep};
 use rdma::subnet::{guid_text, topofile, NodeKind, Subnet};
 use rdma::umad::rpc::Settings;
 use rdma::umad::{Port, Umad};
 use std::fmt::Write as _;
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The MAD exchange settings of `a`.
@@ -209,71 +213,25 @@ pub fn sample_command(args: &SampleArgs) -> Result<bool> {
         bail!("fabric sample: no switch with a LID and a linked port in the subnet");
     }
     let agent = port.register(MgmtClass::Performance)?;
-    let mut sampler = Sampler::new(agent, settings(&args.umad));
-    let period = Duration::from_secs_f64(1.0 / args.hz);
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, stop.clone())?;
     }
-    let started = Instant::now();
-    let mut next = started;
-    let mut lost = false;
-    let (mut sweeps, mut overran) = (0u64, 0u64);
-    let mut stdout = std::io::stdout().lock();
-    loop {
-        let sweep = sampler.sweep(&mut port, &ports)?;
-        lost |= sweep.ports.iter().any(|p| p.counters.is_none());
-        let text = match args.format {
-            Format::Json => serde_json::to_string(&sweep)? + "\n",
-            Format::Table => render_sweep(&sweep, &subnet),
-        };
-        stdout.write_all(text.as_bytes())?;
-        stdout.flush()?;
-        if let Some((name, sender)) = &upload {
-            sender.send(
-                sweep.sweep,
-                serde_json::to_vec(&to_upload(name, &sweep, &subnet))?,
-            );
-        }
-        sweeps += 1;
-        next += period;
-        // A sweep that overran its period starts the next one at once, and the missed
-        // ticks are skipped rather than made up in a burst.
-        if next < Instant::now() {
-            overran += 1;
-            next = Instant::now();
-        }
-        let done = args.once
-            || args
-                .duration
-                .is_some_and(|d| started.elapsed() >= d || next.duration_since(started) >= d)
-            || stop.load(std::sync::atomic::Ordering::Relaxed);
-        if done {
-            break;
-        }
-        match &upload {
-            // Until the next sweep, the ports the collector asks for are read as asked.
-            Some((name, sender)) => loop {
-                let asked = sender.wait_for_reads(next);
-                if asked.is_empty() || stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    break;
-                }
-                lost |= read_now(
-                    &mut sampler,
-                    &mut port,
-                    &ports,
-                    &asked,
-                    name,
-                    sender,
-                    &subnet,
-                )?;
-            },
-            None => std::thread::sleep(next.saturating_duration_since(Instant::now())),
-        }
-        if stop.load(std::sync::atomic::Ordering::Relaxed) {
-            break;
-        }
-    }
+    let period = Duration::from_secs_f64(1.0 / args.hz);
+    let mut sampling = Sampling {
+        args,
+        sampler: Sampler::new(agent, settings(&args.umad)),
+        port,
+        ports,
+        subnet,
+        upload,
+        stdout: std::io::stdout().lock(),
+        stop,
+        started: Instant::now(),
+        lost: false,
+    };
+    let Paced { sweeps, overran } = pace(period, &mut sampling)?;
+    let mut lost = sampling.lost;
     if overran > 0 {
         eprintln!(
             "fabric sample: {overran} of {sweeps} sweeps took longer than the {:.1} ms period \
@@ -282,7 +240,7 @@ pub fn sample_command(args: &SampleArgs) -> Result<bool> {
             args.hz
         );
     }
-    if let Some((_, sender)) = upload {
+    if let Some((_, sender)) = sampling.upload {
         let outcome = sender.finish(DRAIN);
         if !outcome.all_delivered() {
             eprintln!(
@@ -298,6 +256,78 @@ pub fn sample_command(args: &SampleArgs) -> Result<bool> {
         }
     }
     Ok(lost)
+}
+
+/// `fabric sample` on its cadence ([`pace`]): each sweep printed and, with `--collector`,
+/// posted; between sweeps, the ports the collector asks for are read as asked.
+struct Sampling<'a> {
+    args: &'a SampleArgs,
+    sampler: Sampler,
+    port: Port,
+    ports: Vec<SamplePort>,
+    subnet: Subnet,
+    /// The sampler's name at the collector and the sender posting to it.
+    upload: Option<(String, Sender)>,
+    stdout: std::io::StdoutLock<'static>,
+    /// Set by SIGINT or SIGTERM.
+    stop: Arc<AtomicBool>,
+    started: Instant,
+    /// Whether a port did not answer in some sweep.
+    lost: bool,
+}
+
+impl Sweeping for Sampling<'_> {
+    type Error = anyhow::Error;
+
+    fn sweep(&mut self) -> Result<Swept> {
+        let sweep = self.sampler.sweep(&mut self.port, &self.ports)?;
+        self.lost |= sweep.ports.iter().any(|p| p.counters.is_none());
+        let text = match self.args.format {
+            Format::Json => serde_json::to_string(&sweep)? + "\n",
+            Format::Table => render_sweep(&sweep, &self.subnet),
+        };
+        self.stdout.write_all(text.as_bytes())?;
+        self.stdout.flush()?;
+        if let Some((name, sender)) = &self.upload {
+            sender.send(
+                sweep.sweep,
+                serde_json::to_vec(&to_upload(name, &sweep, &self.subnet))?,
+            );
+        }
+        Ok(Swept::default())
+    }
+
+    fn wait_until(&mut self, next: Instant) -> Result<bool> {
+        let stopped = |stop: &AtomicBool| stop.load(Ordering::Relaxed);
+        let done = self.args.once
+            || self.args.duration.is_some_and(|d| {
+                self.started.elapsed() >= d || next.duration_since(self.started) >= d
+            })
+            || stopped(&self.stop);
+        if done {
+            return Ok(true);
+        }
+        match &self.upload {
+            // Until the next sweep, the ports the collector asks for are read as asked.
+            Some((name, sender)) => loop {
+                let asked = sender.wait_for_reads(next);
+                if asked.is_empty() || stopped(&self.stop) {
+                    break;
+                }
+                self.lost |= read_now(
+                    &mut self.sampler,
+                    &mut self.port,
+                    &self.ports,
+                    &asked,
+                    name,
+                    sender,
+                    &self.subnet,
+                )?;
+            },
+            None => std::thread::sleep(next.saturating_duration_since(Instant::now())),
+        }
+        Ok(stopped(&self.stop))
+    }
 }
 
 /// Reads the ports of `asked` that are this sampler's twice, [`READ_GAP`] apart, and posts

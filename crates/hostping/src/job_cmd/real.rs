@@ -4,9 +4,6 @@
 //! came (`--format json`) or in words. With `--what-if` the collector replays the job's
 //! traffic on its fabric against the job's own time (`--observed-time`).
 
-mod slurm;
-mod time_arg;
-
 use std::time::{Duration, SystemTime};
 
 use anyhow::{anyhow, bail, Result};
@@ -107,7 +104,7 @@ fn what_if(args: &JobArgs) -> Result<Option<WhatIfAsked>> {
 fn asked(args: &JobArgs, now_s: i64) -> Result<Asked> {
     let time = |flag: &str, text: &Option<String>| {
         text.as_deref()
-            .map(|t| time_arg::unix_seconds(flag, t))
+            .map(|t| slurm::time::unix_seconds(flag, t))
             .transpose()
     };
     let (since, until) = (time("--since", &args.since)?, time("--until", &args.until)?);
@@ -120,7 +117,7 @@ fn asked(args: &JobArgs, now_s: i64) -> Result<Asked> {
             until_s: until,
         });
     };
-    let job = slurm::job(id, now_s)?;
+    let job = slurm::job::ask(id, now_s)?;
     let since_s = since.unwrap_or(job.start_s);
     // A job that ran for less than a second still has a window to judge.
     let until_s = until.unwrap_or(job.end_s.max(job.start_s + 1));

@@ -1,12 +1,13 @@
 //! An InfiniBand subnet as discovery finds it: its nodes (switches and channel adapters)
 //! and the links between their ports. [`discover`] finds it with directed-route SMPs
 //! through a umad port; [`topofile`] writes and reads the topology-file format of
-//! `ibnetdiscover`; [`sample`] sweeps the switch ports' counters; [`delegate`] splits them
-//! among samplers; [`route`] traces the routes the switches' forwarding tables hold;
+//! `ibnetdiscover`; [`sample`] sweeps the switch ports' counters, [`pace`] on a cadence;
+//! [`delegate`] splits them among samplers; [`route`] traces the routes the switches' forwarding tables hold;
 //! [`Subnet::to_json`] is the JSON of DESIGN 4.4.
 
 pub mod delegate;
 pub mod discover;
+pub mod pace;
 pub mod route;
 pub mod sample;
 pub mod topofile;

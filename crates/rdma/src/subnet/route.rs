@@ -17,6 +17,7 @@ use crate::umad::{Agent, Port, UmadError};
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fmt;
+use std::fmt::Write as _;
 use std::str::FromStr;
 
 /// The highest unicast LID: 0xC000 and up are multicast (IBA 4.1.3).
@@ -93,6 +94,18 @@ impl Located {
             "port": self.port,
             "lid": self.lid,
         })
+    }
+
+    /// The port as `ibtracert` writes it: `ca {0x...} portnum 1 lid 2 "host-1"`.
+    fn ibtracert_text(&self) -> String {
+        format!(
+            "{} {{{}}} portnum {} lid {} \"{}\"",
+            self.kind.word(),
+            guid_text(self.port_guid),
+            self.port,
+            self.lid,
+            self.description
+        )
     }
 }
 
@@ -241,6 +254,57 @@ impl Traced {
             "hops": hops,
             "error": self.broken.as_ref().map(ToString::to_string),
         })
+    }
+
+    /// The route as `ibtracert` lays it out: each line the port left by, then the port
+    /// entered; where it broke, and how many switches it crossed.
+    pub fn to_ibtracert(&self) -> String {
+        let mut out = format!("From {}\n", self.from.ibtracert_text());
+        let mut left_by = self.from.port;
+        for h in &self.hops {
+            // A route that starts at a switch enters it by no port.
+            if h.in_port != 0 {
+                let lid = h.lid.map_or("-".into(), |l| l.to_string());
+                let _ = writeln!(
+                    out,
+                    "[{left_by}] -> switch {{{}}}[{}] lid {lid} \"{}\"",
+                    guid_text(h.guid),
+                    h.in_port,
+                    h.description
+                );
+            }
+            left_by = h.out_port;
+        }
+        match &self.broken {
+            Some(b) => {
+                let _ = writeln!(out, "route broken: {b}");
+            }
+            None => {
+                if self.to.kind != NodeKind::Switch && !self.hops.is_empty() {
+                    let _ = writeln!(
+                        out,
+                        "[{left_by}] -> {} {{{}}}[{}] lid {} \"{}\"",
+                        self.to.kind.word(),
+                        guid_text(self.to.port_guid),
+                        self.to.port,
+                        self.to.lid,
+                        self.to.description
+                    );
+                }
+                let _ = writeln!(out, "To {}", self.to.ibtracert_text());
+            }
+        }
+        let _ = writeln!(
+            out,
+            "{} {} crossed",
+            self.hops.len(),
+            if self.hops.len() == 1 {
+                "switch"
+            } else {
+                "switches"
+            }
+        );
+        out
     }
 }
 
@@ -983,5 +1047,64 @@ mod tests {
                 }
             }
         }
+    }
+
+    fn port(kind: NodeKind, guid: u64, port: u8, lid: u16, name: &str) -> Located {
+        Located {
+            node: guid - u64::from(port),
+            kind,
+            description: name.into(),
+            port,
+            port_guid: guid,
+            lid,
+        }
+    }
+
+    fn hop(guid: u64, name: &str, lid: u16, in_port: u8, out_port: u8) -> Hop {
+        Hop {
+            guid,
+            description: name.into(),
+            lid: Some(lid),
+            in_port,
+            out_port,
+        }
+    }
+
+    #[test]
+    fn the_table_reads_like_ibtracert() {
+        let t = Traced {
+            from: port(NodeKind::Ca, 0x100001, 1, 2, "host-1"),
+            to: port(NodeKind::Ca, 0x100007, 1, 6, "host-4"),
+            hops: vec![
+                hop(0x200000, "leaf-a", 1, 1, 8),
+                hop(0x200001, "leaf-b", 3, 8, 2),
+            ],
+            broken: None,
+        };
+        assert_eq!(
+            t.to_ibtracert(),
+            "From ca {0x0000000000100001} portnum 1 lid 2 \"host-1\"\n\
+             [1] -> switch {0x0000000000200000}[1] lid 1 \"leaf-a\"\n\
+             [8] -> switch {0x0000000000200001}[8] lid 3 \"leaf-b\"\n\
+             [2] -> ca {0x0000000000100007}[1] lid 6 \"host-4\"\n\
+             To ca {0x0000000000100007} portnum 1 lid 6 \"host-4\"\n\
+             2 switches crossed\n"
+        );
+        let broken = Traced {
+            hops: vec![hop(0x200000, "leaf-a", 1, 1, 8)],
+            broken: Some(Broken::NoRoute {
+                switch: "\"leaf-b\"".into(),
+                lid: 6,
+            }),
+            ..t
+        };
+        let text = broken.to_ibtracert();
+        assert!(
+            text.ends_with(
+                "route broken: no route to LID 6 at switch \"leaf-b\": its forwarding table \
+                 entry is 0xFF\n1 switch crossed\n"
+            ),
+            "{text}"
+        );
     }
 }

@@ -1,5 +1,5 @@
-//! `hostping job --slurm JOBID`: the job's nodes and window from Slurm. `scontrol show job
-//! -o JOBID` while slurmctld remembers the job (`NodeList=`, `StartTime=`, `EndTime=`; a
+//! A Slurm job's nodes and window (`hostping job --slurm JOBID`). `scontrol show job -o
+//! JOBID` while slurmctld remembers the job (`NodeList=`, `StartTime=`, `EndTime=`; a
 //! running job's EndTime is its time limit, so the window ends now), else
 //! `sacct -j JOBID -X -n -P -o NodeList,Start,End` from the accounting database. Both run
 //! with `SLURM_TIME_FORMAT=%s`, so that times come as Unix seconds rather than in the local
@@ -9,11 +9,91 @@ use std::io::Read;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Result};
+use model::hostlist::HostlistError;
 
 /// The longest `scontrol` or `sacct` may take (slurmctld answers in milliseconds; a
 /// controller that does not answer makes them retry for about a minute).
 pub const TOOL_WAIT: Duration = Duration::from_secs(20);
+
+/// Why Slurm could not say which nodes a job ran on and when. Each names the job (or the
+/// tool) as `--slurm` gave it.
+#[derive(Debug, thiserror::Error)]
+pub enum SlurmError {
+    /// The id has characters no Slurm job id has (it goes on a command line).
+    #[error("--slurm {job:?}: not a Slurm job id (digits, or ARRAYID_TASK, HETID+N)")]
+    NotAJobId {
+        /// The id as given.
+        job: String,
+    },
+    /// scontrol does not know the job, and sacct failed.
+    #[error(
+        "--slurm {job}: scontrol does not know the job ({scontrol}) and sacct failed ({sacct})"
+    )]
+    Unknown {
+        /// The job id.
+        job: String,
+        /// What scontrol said on stderr.
+        scontrol: String,
+        /// What sacct said on stderr.
+        sacct: String,
+    },
+    /// scontrol does not know the job, and sacct lists nothing.
+    #[error("--slurm {job}: no such job: scontrol does not know it ({scontrol}) and sacct lists nothing")]
+    NoSuchJob {
+        /// The job id.
+        job: String,
+        /// What scontrol said on stderr.
+        scontrol: String,
+    },
+    /// The tool is not on the PATH.
+    #[error("--slurm: `{tool}` is not installed (Slurm's client tools: Debian's slurm-client)")]
+    NotInstalled {
+        /// `scontrol` or `sacct`.
+        tool: String,
+    },
+    /// The tool could not be started or waited for.
+    #[error("--slurm: running `{tool}`")]
+    Run {
+        /// `scontrol` or `sacct`.
+        tool: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The tool did not end within [`TOOL_WAIT`].
+    #[error("--slurm: `{command}` did not answer within {} s (is slurmctld reachable?)", TOOL_WAIT.as_secs())]
+    Timeout {
+        /// The command line run.
+        command: String,
+    },
+    /// The tool's output is not what this reader knows, or the job has nothing to judge yet.
+    #[error("--slurm {job}: {reason}")]
+    Output {
+        /// The job id.
+        job: String,
+        /// What is wrong, in words.
+        reason: String,
+    },
+    /// The job's NodeList is no hostlist.
+    #[error("--slurm {job}: NodeList {list}")]
+    NodeList {
+        /// The job id.
+        job: String,
+        /// The list as Slurm printed it.
+        list: String,
+        /// Why it does not expand.
+        #[source]
+        source: HostlistError,
+    },
+}
+
+/// [`SlurmError::Output`] for `job`.
+fn output(job: &str, reason: impl Into<String>) -> SlurmError {
+    SlurmError::Output {
+        job: job.to_string(),
+        reason: reason.into(),
+    }
+}
 
 /// A Slurm job as the verdict needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,13 +107,15 @@ pub struct SlurmJob {
 }
 
 /// Asks Slurm about `job` at `now_s`.
-pub fn job(job: &str, now_s: i64) -> Result<SlurmJob> {
+pub fn ask(job: &str, now_s: i64) -> Result<SlurmJob, SlurmError> {
     if job.is_empty()
         || !job
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "_+.".contains(c))
     {
-        bail!("--slurm {job:?}: not a Slurm job id (digits, or ARRAYID_TASK, HETID+N)");
+        return Err(SlurmError::NotAJobId {
+            job: job.to_string(),
+        });
     }
     let scontrol = run("scontrol", &["show", "job", "-o", job])?;
     if scontrol.status.success() {
@@ -45,26 +127,25 @@ pub fn job(job: &str, now_s: i64) -> Result<SlurmJob> {
     )?;
     let said = |o: &Output| text(&o.stderr).trim().to_string();
     if !sacct.status.success() {
-        bail!(
-            "--slurm {job}: scontrol does not know the job ({}) and sacct failed ({})",
-            said(&scontrol),
-            said(&sacct)
-        );
+        return Err(SlurmError::Unknown {
+            job: job.to_string(),
+            scontrol: said(&scontrol),
+            sacct: said(&sacct),
+        });
     }
-    parse_sacct(job, &text(&sacct.stdout), now_s)?.ok_or_else(|| {
-        anyhow!(
-            "--slurm {job}: no such job: scontrol does not know it ({}) and sacct lists nothing",
-            said(&scontrol)
-        )
+    parse_sacct(job, &text(&sacct.stdout), now_s)?.ok_or_else(|| SlurmError::NoSuchJob {
+        job: job.to_string(),
+        scontrol: said(&scontrol),
     })
 }
 
+/// A tool's output as text.
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Runs a Slurm tool to its end within [`TOOL_WAIT`], its output read meanwhile.
-fn run(tool: &str, args: &[&str]) -> Result<Output> {
+fn run(tool: &str, args: &[&str]) -> Result<Output, SlurmError> {
     let mut child = Command::new(tool)
         .args(args)
         .env("SLURM_TIME_FORMAT", "%s")
@@ -73,10 +154,13 @@ fn run(tool: &str, args: &[&str]) -> Result<Output> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => anyhow!(
-                "--slurm: `{tool}` is not installed (Slurm's client tools: Debian's slurm-client)"
-            ),
-            _ => anyhow!("--slurm: running `{tool}`: {e}"),
+            std::io::ErrorKind::NotFound => SlurmError::NotInstalled {
+                tool: tool.to_string(),
+            },
+            _ => SlurmError::Run {
+                tool: tool.to_string(),
+                source: e,
+            },
         })?;
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
@@ -101,17 +185,19 @@ fn run(tool: &str, args: &[&str]) -> Result<Output> {
     );
     let deadline = Instant::now() + TOOL_WAIT;
     let status = loop {
-        if let Some(status) = child.try_wait()? {
+        let waited = child.try_wait().map_err(|e| SlurmError::Run {
+            tool: tool.to_string(),
+            source: e,
+        })?;
+        if let Some(status) = waited {
             break status;
         }
         if Instant::now() >= deadline {
             let _ = child.kill();
             let _ = child.wait();
-            bail!(
-                "--slurm: `{tool} {}` did not answer within {} s (is slurmctld reachable?)",
-                args.join(" "),
-                TOOL_WAIT.as_secs()
-            );
+            return Err(SlurmError::Timeout {
+                command: format!("{tool} {}", args.join(" ")),
+            });
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -130,19 +216,19 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 }
 
 /// The job in `scontrol show job -o` output (its first line: an array's first task).
-pub fn parse_scontrol(job: &str, out: &str, now_s: i64) -> Result<SlurmJob> {
+pub fn parse_scontrol(job: &str, out: &str, now_s: i64) -> Result<SlurmJob, SlurmError> {
     let line = out
         .lines()
         .find(|l| !l.trim().is_empty())
-        .ok_or_else(|| anyhow!("--slurm {job}: scontrol printed nothing"))?;
+        .ok_or_else(|| output(job, "scontrol printed nothing"))?;
     let state = field(line, "JobState").unwrap_or("UNKNOWN");
     let get = |key: &str| {
         field(line, key)
-            .ok_or_else(|| anyhow!("--slurm {job}: scontrol's line has no {key}= field: {line}"))
+            .ok_or_else(|| output(job, format!("scontrol's line has no {key}= field: {line}")))
     };
     let nodes = nodes(job, get("NodeList")?, state)?;
     let start_s = seconds(job, "StartTime", get("StartTime")?)?
-        .ok_or_else(|| anyhow!("--slurm {job}: the job ({state}) has not started"))?;
+        .ok_or_else(|| output(job, format!("the job ({state}) has not started")))?;
     let end_s = match seconds(job, "EndTime", get("EndTime")?)? {
         Some(end) if !is_running(state) => end.min(now_s),
         _ => now_s,
@@ -151,17 +237,24 @@ pub fn parse_scontrol(job: &str, out: &str, now_s: i64) -> Result<SlurmJob> {
 }
 
 /// The job in `sacct -X -n -P -o NodeList,Start,End` output; `None` when it lists nothing.
-pub fn parse_sacct(job: &str, out: &str, now_s: i64) -> Result<Option<SlurmJob>> {
+pub fn parse_sacct(job: &str, out: &str, now_s: i64) -> Result<Option<SlurmJob>, SlurmError> {
     let Some(line) = out.lines().find(|l| !l.trim().is_empty()) else {
         return Ok(None);
     };
     let fields: Vec<&str> = line.trim().split('|').collect();
     let [list, start, end] = fields[..] else {
-        bail!("--slurm {job}: sacct's line is not NodeList|Start|End: {line}");
+        return Err(output(
+            job,
+            format!("sacct's line is not NodeList|Start|End: {line}"),
+        ));
     };
     let nodes = nodes(job, list, "")?;
-    let start_s = seconds(job, "Start", start)?
-        .ok_or_else(|| anyhow!("--slurm {job}: the job has not started (sacct: Start={start})"))?;
+    let start_s = seconds(job, "Start", start)?.ok_or_else(|| {
+        output(
+            job,
+            format!("the job has not started (sacct: Start={start})"),
+        )
+    })?;
     let end_s = seconds(job, "End", end)?.unwrap_or(now_s).min(now_s);
     window(job, nodes, start_s, end_s).map(Some)
 }
@@ -181,7 +274,7 @@ fn is_running(state: &str) -> bool {
 }
 
 /// The job's nodes from Slurm's hostlist; a clear error for a job without any yet.
-fn nodes(job: &str, list: &str, state: &str) -> Result<Vec<String>> {
+fn nodes(job: &str, list: &str, state: &str) -> Result<Vec<String>, SlurmError> {
     let list = list.trim();
     if list.is_empty() || list == "(null)" || list == "None assigned" {
         let state = if state.is_empty() {
@@ -189,24 +282,38 @@ fn nodes(job: &str, list: &str, state: &str) -> Result<Vec<String>> {
         } else {
             format!(" is {state} and")
         };
-        bail!("--slurm {job}: the job{state} has no nodes yet: nothing to judge");
+        return Err(output(
+            job,
+            format!("the job{state} has no nodes yet: nothing to judge"),
+        ));
     }
-    model::hostlist::expand(list).map_err(|e| anyhow!("--slurm {job}: NodeList {list}: {e}"))
+    model::hostlist::expand(list).map_err(|source| SlurmError::NodeList {
+        job: job.to_string(),
+        list: list.to_string(),
+        source,
+    })
 }
 
 /// A Slurm time in Unix seconds; `None` for one not known yet (`Unknown`, `None`, `N/A`).
-fn seconds(job: &str, key: &str, value: &str) -> Result<Option<i64>> {
+fn seconds(job: &str, key: &str, value: &str) -> Result<Option<i64>, SlurmError> {
     match value {
         "Unknown" | "None" | "N/A" | "" => Ok(None),
         v => v.parse::<i64>().map(Some).map_err(|_| {
-            anyhow!("--slurm {job}: {key}={v} is not Unix seconds (SLURM_TIME_FORMAT=%s is set)")
+            output(
+                job,
+                format!("{key}={v} is not Unix seconds (SLURM_TIME_FORMAT=%s is set)"),
+            )
         }),
     }
 }
 
-fn window(job: &str, nodes: Vec<String>, start_s: i64, end_s: i64) -> Result<SlurmJob> {
+/// The job's window, refused when it ends before it starts.
+fn window(job: &str, nodes: Vec<String>, start_s: i64, end_s: i64) -> Result<SlurmJob, SlurmError> {
     if end_s < start_s {
-        bail!("--slurm {job}: it starts at {start_s}, after its end {end_s}");
+        return Err(output(
+            job,
+            format!("it starts at {start_s}, after its end {end_s}"),
+        ));
     }
     Ok(SlurmJob {
         nodes,
@@ -282,7 +389,7 @@ mod tests {
             fixture("sacct-no-accounting.stderr").trim(),
             "Slurm accounting storage is disabled"
         );
-        assert!(job("12;rm", NOW)
+        assert!(ask("12;rm", NOW)
             .unwrap_err()
             .to_string()
             .contains("not a Slurm job id"));

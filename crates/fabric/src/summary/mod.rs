@@ -3,7 +3,8 @@
 //! in `scripts/slurm/` read), and the per-port counts (`ports.csv`). Fields are only ever
 //! added, never renamed or dropped (DESIGN 4: scripts outside this repository read them).
 //!
-//! This module builds the files' contents; writing them is the caller's (the binary's). A
+//! This module builds the files' contents, and [`merge`] the table and CSV of many runs;
+//! writing them is the caller's (the binary's). A
 //! summary reads its figures from one run ([`SimResult`]), the exact counts of the ground
 //! truth and the estimates of the view the diagnosis used ([`LinkView`], thesis 3.2-3.3 and
 //! 4.2), and the diagnosis (thesis chapter 4). Every figure is simulated, and says so.
@@ -33,6 +34,8 @@
 //! assert_eq!(merged.topology, "radix8");
 //! assert_eq!(merged.jobs.len(), 1);
 //! ```
+
+pub mod merge;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -1,10 +1,12 @@
-//! `hostping fabric merge`: one table from the `summary.json` of many runs, typically the
-//! tasks of a Slurm job array (docs/fabric.md). Reading a summary (and the input error, naming
-//! the file and the line, of a file that is not one) is `fabric::summary`'s; this module lays
-//! the runs out as a table or CSV.
+//! What `hostping fabric merge` writes: one table from the `summary.json` of many runs,
+//! typically the tasks of a Slurm job array (docs/fabric.md), for people ([`table`]) or for
+//! scripts ([`csv`], whose columns are a contract as the summary's fields are). Reading the
+//! summaries (and the input error, naming the file and the line, of a file that is not one)
+//! is [`super::read_runs`]'.
 
-use fabric::summary::MergedRun;
+use super::MergedRun;
 
+/// The columns, in order: one row per (run, job).
 const COLUMNS: [&str; 11] = [
     "run",
     "topology",
@@ -47,6 +49,8 @@ fn rows(runs: &[MergedRun]) -> Vec<[String; 11]> {
     rows
 }
 
+/// The runs as a table for people, columns padded, with a last line saying they are
+/// simulated.
 pub fn table(runs: &[MergedRun]) -> String {
     let rows = rows(runs);
     let mut widths = COLUMNS.map(str::len);

@@ -17,7 +17,9 @@
 //!   `neither`, culprit `mapping`; a binomial-tree all-reduce -> `neither`, `pattern`.
 //!
 //! Every case runs as `hostping job --probe --what-if` does: the follow-up probes, then the
-//! what-if of its traffic.
+//! what-if of its traffic. [`tables`] lays out the scores and the jobs it got wrong as text.
+
+pub mod tables;
 
 use std::time::Instant;
 

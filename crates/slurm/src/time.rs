@@ -1,16 +1,42 @@
-//! `--since` and `--until`: Unix seconds, or an RFC 3339 time with its offset
-//! (`2026-11-27T13:00:00Z`, `2026-11-27T15:00:00+02:00`; RFC 3339 section 5.6). A time
-//! without an offset is refused: whose local time it is would be a guess.
+//! The times of a job's window given by hand (`--since`, `--until`): Unix seconds, or an
+//! RFC 3339 time with its offset (`2026-11-27T13:00:00Z`, `2026-11-27T15:00:00+02:00`; RFC
+//! 3339 section 5.6). A time without an offset is refused: whose local time it is would be a
+//! guess.
 
-use anyhow::{anyhow, Result};
 use std::time::UNIX_EPOCH;
 
+/// A time that is neither Unix seconds nor RFC 3339 with its offset, or one before 1970.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimeError {
+    /// Not a time of either form.
+    #[error(
+        "{flag} {text}: wants Unix seconds or an RFC 3339 time with its offset (2026-11-27T13:00:00Z, 2026-11-27T15:00:00+02:00)"
+    )]
+    Wanted {
+        /// The flag the time came from.
+        flag: String,
+        /// The time as given.
+        text: String,
+    },
+    /// A time before the Unix epoch.
+    #[error("{flag} {text}: before 1970")]
+    Before1970 {
+        /// The flag the time came from.
+        flag: String,
+        /// The time as given.
+        text: String,
+    },
+}
+
 /// `text` as Unix seconds; `flag` names it in the error.
-pub fn unix_seconds(flag: &str, text: &str) -> Result<i64> {
-    let wanted = || {
-        anyhow!(
-            "{flag} {text}: wants Unix seconds or an RFC 3339 time with its offset (2026-11-27T13:00:00Z, 2026-11-27T15:00:00+02:00)"
-        )
+pub fn unix_seconds(flag: &str, text: &str) -> Result<i64, TimeError> {
+    let wanted = || TimeError::Wanted {
+        flag: flag.to_string(),
+        text: text.to_string(),
+    };
+    let before_1970 = || TimeError::Before1970 {
+        flag: flag.to_string(),
+        text: text.to_string(),
     };
     if text.bytes().all(|b| b.is_ascii_digit()) && !text.is_empty() {
         return text.parse::<i64>().map_err(|_| wanted());
@@ -19,11 +45,11 @@ pub fn unix_seconds(flag: &str, text: &str) -> Result<i64> {
     let at = humantime::parse_rfc3339_weak(local).map_err(|_| wanted())?;
     let utc_s = match at.duration_since(UNIX_EPOCH) {
         Ok(d) => d.as_secs() as i64,
-        Err(_) => return Err(anyhow!("{flag} {text}: before 1970")),
+        Err(_) => return Err(before_1970()),
     };
     let s = utc_s - offset_s;
     if s < 0 {
-        return Err(anyhow!("{flag} {text}: before 1970"));
+        return Err(before_1970());
     }
     Ok(s)
 }

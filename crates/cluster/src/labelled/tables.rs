@@ -1,11 +1,12 @@
 //! `hostping bench job`'s tables: the scores against the targets and the best
-//! published figures, per class, and the jobs it got wrong.
+//! published figures, per class, and the jobs it got wrong (as `fabric`'s case studies and
+//! the agent's cost print theirs).
 
 use std::fmt::Write as _;
 
 /// `hostping bench job`'s table: the scores overall, against the best published figures,
 /// then per class.
-pub fn scores_table(s: &cluster::labelled::Scores) -> String {
+pub fn scores_table(s: &super::Scores) -> String {
     let pct = |v: f64| format!("{:.1} %", 100.0 * v);
     let mut out = String::new();
     let _ = writeln!(
@@ -77,7 +78,7 @@ pub fn scores_table(s: &cluster::labelled::Scores) -> String {
 }
 
 /// Every job whose verdict or first culprit is wrong, with what it was given.
-pub fn failures(outcomes: &[cluster::labelled::Outcome]) -> String {
+pub fn failures(outcomes: &[super::Outcome]) -> String {
     let mut out = String::new();
     for o in outcomes.iter().filter(|o| !o.verdict_right || !o.top1) {
         let _ = writeln!(
