@@ -91,6 +91,18 @@ done >"$out/hw_counters.txt" 2>/dev/null
 # probe (left to the scheduler, two busy-polling sides share one vCPU at times). The host
 # parts are rxe's local loopback, which never reaches the veth: netem must not move them.
 
+# What "starved" means on this machine: a probe whose latency is five times perftest's
+# `ib_write_lat` of this boot (its 2 B t_typical), 100 us at least. The emulated guest's
+# speed follows the host's: one day's machine measured ib_write_lat at 18.5 us, another's
+# at 38 us, and its healthy pairs at 80-110 us, which a fixed 100 us called starved. A
+# starved probe waits for host scheduler ticks: milliseconds. Exported for mesh-agents.sh
+# and job-agents.sh.
+write_lat=$(sed -n 's/.*"variant": "write_lat_2".*"t_typical_us": \([0-9.]*\).*/\1/p' \
+    "$out/perftest.err" 2>/dev/null | head -1)
+HOSTPING_STARVED_US=$(awk -v w="${write_lat:-0}" 'BEGIN { l = 5 * w; print (l > 100 ? int(l) : 100) }')
+export HOSTPING_STARVED_US
+echo "starved above $HOSTPING_STARVED_US us (ib_write_lat ${write_lat:-not measured} us)"
+
 # pair_probe STEP LIMIT_US [ARGS..]: one probe from rxe_a to the responder (ARGS added to
 # `pair probe`), run again while it came out starved (step.sh, `unstarved`).
 pair_probe() {
@@ -112,13 +124,13 @@ if [ "$(cat "$out/pair-net.status")" = 0 ]; then
     # healthy probe is the baseline the others are judged against.
     : >"$out/pair-netem.txt"
     for i in 1 2 3; do
-        pair_probe "pair-base-$i" 100
+        pair_probe "pair-base-$i" "$HOSTPING_STARVED_US"
         [ "$i" = 1 ] && cp "$out/pair-base-1.out" "$out/pair-baseline.json"
         judge=(--baseline "$out/pair-baseline.json")
         tc qdisc add dev veth_a root netem delay 200us
-        pair_probe "pair-delay-$i" 600 "${judge[@]}"
+        pair_probe "pair-delay-$i" $((HOSTPING_STARVED_US + 500)) "${judge[@]}"
         tc qdisc change dev veth_a root netem loss 2%
-        pair_probe "pair-loss-$i" 100 "${judge[@]}"
+        pair_probe "pair-loss-$i" "$HOSTPING_STARVED_US" "${judge[@]}"
         tc -s qdisc show dev veth_a >>"$out/pair-netem.txt" 2>&1
         tc qdisc del dev veth_a root
     done

@@ -32,8 +32,10 @@ fn guest_results() -> PathBuf {
     static RESULTS: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
     RESULTS
         .get_or_init(|| {
-            // The job verdict's three windows (job-agents.sh) add two to four minutes.
-            try_guest_run("default", 1200, "scripts/guest/softroce-check.sh", &["3"])
+            // About 9 minutes on the machine its steps were sized on, over 20 on one whose
+            // emulated guest runs at half that speed (perftest's own latencies doubled): the
+            // bound leaves room for twice that, so a slow machine is not a failure.
+            try_guest_run("default", 2400, "scripts/guest/softroce-check.sh", &["3"])
                 .map(|out| out.join("softroce"))
         })
         .clone()
