@@ -19,18 +19,14 @@
 
 mod common;
 
-use common::ibsim::{self, have_ibsim};
+use common::ibsim::{have_ibsim, Driven};
 use common::job::{register, token};
 use common::postgres::{post_to, Collector, Postgres};
 use common::{
     hostping, probe_tokens_file, sim_report, stderr, stdout, temp_dir, tokens_file, wait_until,
 };
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Stdio};
-use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The job: node1 on leaf-1, node3 on leaf-2; its route crosses one spine each way.
@@ -60,83 +56,12 @@ fn sleep_past(s: i64) {
     }
 }
 
-/// A fabric running under scripts/ibsim/run.sh for the whole test, driven line by line:
-/// each command is bash run in `dir` against it (`$HOSTPING` the binary, ibsim's console
-/// on fd 7), so that the collector can start between discovering the fabric and sampling
-/// it, as it would on a real cluster.
-struct Fabric {
-    child: Child,
-    commands: Option<ChildStdin>,
-    done: Receiver<String>,
-    dir: PathBuf,
-}
-
-impl Fabric {
-    fn start(net: &str, dir: &Path) -> Fabric {
-        let driver = "while IFS= read -r line; do (eval \"$line\") >command.log 2>&1; \
-                      echo \"exit $?\"; done";
-        let mut child = ibsim::run_on(net, &[])
-            .args(["bash", "-c", driver])
-            .current_dir(dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(dir.join("run.log")).unwrap())
-            .spawn()
-            .expect("scripts/ibsim/run.sh runs");
-        let out = BufReader::new(child.stdout.take().unwrap());
-        let (tx, done) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in out.lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Fabric {
-            commands: child.stdin.take(),
-            child,
-            done,
-            dir: dir.to_path_buf(),
-        }
-    }
-
-    /// Runs `command` on the fabric; panics with its output when it fails or takes over a
-    /// minute (each MAD has its own deadline, so only a broken fabric takes that long).
-    fn run(&mut self, command: &str) {
-        let commands = self.commands.as_mut().unwrap();
-        writeln!(commands, "{command}").unwrap();
-        commands.flush().unwrap();
-        let log = |dir: &Path| {
-            let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
-            format!("{}{}", read("command.log"), read("run.log"))
-        };
-        match self.done.recv_timeout(Duration::from_secs(60)) {
-            Ok(line) if line == "exit 0" => {}
-            Ok(line) => panic!("`{command}`: {line}\n{}", log(&self.dir)),
-            Err(e) => panic!("`{command}`: no answer ({e})\n{}", log(&self.dir)),
-        }
-    }
-
-    /// Sets a switch port's symbol error counter through ibsim's console.
-    fn set_symbol_errors(&mut self, switch: &str, port: u64, count: u64) {
-        self.run(&format!(
-            "echo 'PerformanceSet \"{switch}\"[{port}] PortCounters.SymbolErrorCounter={count}' >&7; \
-             sleep 0.3"
-        ));
-    }
-
-    fn read_json(&self, file: &str) -> Value {
-        let text = std::fs::read_to_string(self.dir.join(file)).unwrap();
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"))
-    }
-}
-
-impl Drop for Fabric {
-    /// End of input ends the driver; run.sh then stops ibsim.
-    fn drop(&mut self) {
-        self.commands.take();
-        let _ = self.child.wait();
-    }
+/// Sets a switch port's symbol error counter through ibsim's console.
+fn set_symbol_errors(fabric: &mut Driven, switch: &str, port: u64, count: u64) {
+    fabric.run(&format!(
+        "echo 'PerformanceSet \"{switch}\"[{port}] PortCounters.SymbolErrorCounter={count}' >&7; \
+         sleep 0.3"
+    ));
 }
 
 /// Posts a healthy run of `host` started now.
@@ -211,7 +136,7 @@ fn port<'a>(report: &'a Value, name: &str) -> &'a Value {
 /// The fabric as the subnet manager brought it up (its cabling `fabric.topo`, its
 /// forwarding tables `tables.json`) and the job's route both ways as the switches forward
 /// it: each hop's switch, port entered and port left; there leaf-1, a spine, leaf-2.
-fn job_route(fabric: &mut Fabric) -> (Vec<Hop>, Vec<Hop>) {
+fn job_route(fabric: &mut Driven) -> (Vec<Hop>, Vec<Hop>) {
     fabric.run(
         "\"$HOSTPING\" fabric discover --format ibnetdiscover > fabric.topo && \
          \"$HOSTPING\" fabric discover --format json > nodes.json && \
@@ -250,7 +175,7 @@ fn an_error_on_the_jobs_route_is_the_network_and_one_off_it_is_not_the_jobs() {
     let Some(pg) = Postgres::start(&dir) else {
         return;
     };
-    let mut fabric = Fabric::start("job-tree.net", &dir);
+    let mut fabric = Driven::start("job-tree.net", &dir);
     let (there, back) = job_route(&mut fabric);
     // leaf-1, a spine, leaf-2.
     let (spine, spine_in, spine_out) = there[1].clone();
@@ -310,8 +235,8 @@ fn an_error_on_the_jobs_route_is_the_network_and_one_off_it_is_not_the_jobs() {
     }
 
     // In the window, the error on the two ports off the job's route.
-    fabric.set_symbol_errors("leaf-1", 2, ERRORS);
-    fabric.set_symbol_errors(&spine, 3, ERRORS);
+    set_symbol_errors(&mut fabric, "leaf-1", 2, ERRORS);
+    set_symbol_errors(&mut fabric, &spine, 3, ERRORS);
     fabric.run(&sweep);
     let until = next_second();
     sleep_past(until);
@@ -352,7 +277,7 @@ fn an_error_on_the_jobs_route_is_the_network_and_one_off_it_is_not_the_jobs() {
 
     // The same error on the spine's port to leaf-2, on the job's route: the network,
     // naming that port's cable by its lower end, leaf-2's port (DESIGN 4.6).
-    fabric.set_symbol_errors(&spine, spine_out, ERRORS);
+    set_symbol_errors(&mut fabric, &spine, spine_out, ERRORS);
     fabric.run(&sweep);
     let until = next_second();
     sleep_past(until);
@@ -403,7 +328,7 @@ fn with_probe_a_route_port_no_sweep_covered_is_read_now_through_its_sampler() {
     let Some(pg) = Postgres::start(&dir) else {
         return;
     };
-    let mut fabric = Fabric::start("job-tree.net", &dir);
+    let mut fabric = Driven::start("job-tree.net", &dir);
     let (there, _) = job_route(&mut fabric);
     let (spine, _, spine_out) = there[1].clone();
     let (leaf2, leaf2_in, _) = there[2].clone();
