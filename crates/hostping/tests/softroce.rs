@@ -909,9 +909,16 @@ fn job_verdict_on_soft_roce() {
         report
     };
 
-    // Healthy: both hosts and the pair within their baselines.
+    // Healthy: both hosts within their baselines, and the pair's network part within its
+    // own. A host part of the pair is a loopback measured beside the probe: under TCG it
+    // wanders by half its value at times (54 us against a 36 us baseline, on a machine
+    // running the guest at half speed), and the verdict sets such a pair aside as host
+    // noise, which is what the window is for: no culprit, nothing unjudged.
     let healthy = window("healthy", 0, "neither");
-    assert_eq!(healthy["pairs"][0]["status"], "normal", "{healthy:#}");
+    assert_eq!(
+        healthy["pairs"][0]["network_status"], "normal",
+        "{healthy:#}"
+    );
     assert!(
         healthy["culprits"].as_array().unwrap().is_empty(),
         "{healthy:#}"
