@@ -68,14 +68,7 @@ done
 # PostgreSQL up for both); a round that came out starved runs again (step.sh, `unstarved`).
 # 1000 pings a pair (100/s over 10 s), 300 WRITEs at depth 16, as the pair steps probe;
 # the responders on vCPU 0, the initiators on vCPU 1.
-taskset -c 0 "$hostping" pair serve --device rxe_b --listen 192.168.77.2 --port 0 \
-    >"$out/mesh-pair-serve.out" 2>"$out/mesh-pair-serve.err" &
-pair_serve=$!
-for _ in $(seq 300); do
-    grep -q ' listening on ' "$out/mesh-pair-serve.out" 2>/dev/null && break
-    sleep 0.1
-done
-pair_peer=$(sed -n 's/.* listening on //p' "$out/mesh-pair-serve.out")
+start_pair_serve mesh-pair-serve "$hostping"
 # Starved: above softroce-check.sh's limit for this machine.
 starved_us=${HOSTPING_STARVED_US:-100}
 mesh_s=0

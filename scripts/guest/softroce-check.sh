@@ -111,14 +111,7 @@ pair_probe() {
 }
 step pair-net bash "$here/pair-net.sh"
 if [ "$(cat "$out/pair-net.status")" = 0 ]; then
-    taskset -c 0 "$hostping" pair serve --device rxe_b --listen 192.168.77.2 --port 0 \
-        >"$out/pair-serve.out" 2>"$out/pair-serve.err" &
-    pair_serve=$!
-    for _ in $(seq 300); do
-        grep -q ' listening on ' "$out/pair-serve.out" 2>/dev/null && break
-        sleep 0.1
-    done
-    pair_peer=$(sed -n 's/.* listening on //p' "$out/pair-serve.out")
+    start_pair_serve pair-serve "$hostping"
     # The conditions take turns, round by round (healthy, delay, loss), so that what the
     # host's load does to the guest over minutes falls on all three alike; the first
     # healthy probe is the baseline the others are judged against.

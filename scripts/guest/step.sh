@@ -35,3 +35,19 @@ unstarved() {
         echo "$name (attempt $attempt): latency ${worst:-missing} us, a starved vCPU: again"
     done
 }
+
+# start_pair_serve NAME HOSTPING: starts `pair serve` on rxe_b (vCPU 0, port 0: the kernel
+# picks one) in the background with its output in $out/NAME.out and .err, waits up to 30 s
+# for the line that names its address, and sets pair_serve (its pid) and pair_peer
+# (HOST:PORT, empty when it never listened: the probes then fail and say why).
+start_pair_serve() {
+    local name=$1 hostping=$2
+    taskset -c 0 "$hostping" pair serve --device rxe_b --listen 192.168.77.2 --port 0 \
+        >"$out/$name.out" 2>"$out/$name.err" &
+    pair_serve=$!
+    for _ in $(seq 300); do
+        grep -q ' listening on ' "$out/$name.out" 2>/dev/null && break
+        sleep 0.1
+    done
+    pair_peer=$(sed -n 's/.* listening on //p' "$out/$name.out")
+}

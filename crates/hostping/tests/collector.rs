@@ -635,10 +635,7 @@ fn a_database_of_the_first_schema_is_upgraded_with_its_runs() {
     let healthy = sim_report(&[]);
     let faulty = sim_report(&["degrade:gpu4--lsw4:0.3"]);
     // The database as the first collector left it: schema 1, two runs of node-1.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::postgres::runtime();
     runtime.block_on(async {
         let (mut client, connection) = tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls)
             .await
@@ -754,10 +751,7 @@ fn migration_4_turns_rings_into_sample_sets_and_keeps_reports_as_json_with_lz4()
     let Some(pg) = Postgres::start(&dir) else {
         return;
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::postgres::runtime();
     let sets: Vec<SampleSet> = runtime.block_on(async {
         let (mut client, connection) = tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls)
             .await
@@ -1012,10 +1006,7 @@ fn migration_6_reads_an_inconclusive_latest_run_stored_before_it() {
         return;
     };
     let unjudged = inconclusive_report("gpu4");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::postgres::runtime();
     runtime.block_on(async {
         let (mut client, connection) = tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls)
             .await

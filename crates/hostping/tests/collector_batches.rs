@@ -45,10 +45,7 @@ fn arrival(host: &str, id: i64, started: i64, trigger: &str, report: &Value) -> 
 
 /// A runtime, a pool on `pg` with the schema migrated, and one writer.
 fn writer_on(pg: &Postgres) -> (tokio::runtime::Runtime, Writer) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::postgres::runtime();
     let writer = runtime.block_on(async {
         let pool = pg.pool(2);
         let mut client = pool.get().await.unwrap();

@@ -21,12 +21,11 @@ mod common;
 
 use collector::fabric::board::{self, AskError, ReadNow, MAX_PENDING};
 use common::ibsim::{have_ibsim, Driven};
-use common::job::{register, token};
-use common::postgres::{post_to, Collector, Postgres};
-use common::{hostping, probe_tokens_file, sim_report, stderr, stdout, temp_dir, tokens_file};
-use serde_json::{json, Value};
-use std::net::SocketAddr;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use common::job::{job_verdict, now_ms, post_healthy_run, register, sleep_past, token};
+use common::postgres::{Collector, Postgres};
+use common::{probe_tokens_file, sim_report, temp_dir, tokens_file};
+use serde_json::Value;
+use std::time::Duration;
 
 fn port(guid: u64, port: u8) -> ReadNow {
     ReadNow {
@@ -41,10 +40,7 @@ fn the_board_of_port_reads_is_one_for_every_collector_on_the_database() {
     let Some(pg) = Postgres::start(&dir) else {
         return;
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::postgres::runtime();
     runtime.block_on(async {
         // A pool each, as two collector processes hold them.
         let (a, b) = (pg.pool(1), pg.pool(1));
@@ -103,54 +99,6 @@ const OPS: &str = "tok-ops-0123456789abcdef";
 /// Between the sampler's sweeps: long enough that the job's window falls between two of
 /// them, so that no port has counters in it.
 const PERIOD_S: u64 = 20;
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
-/// Sleeps until the clock has passed the second `s`.
-fn sleep_past(s: i64) {
-    let wait = (s + 1) * 1000 - now_ms();
-    if wait > 0 {
-        std::thread::sleep(Duration::from_millis(wait as u64));
-    }
-}
-
-/// `hostping job` of [`NODES`] at `url` over the window, with `extra` arguments; its exit
-/// status and its JSON.
-fn job(url: &str, since: i64, until: i64, extra: &[&str]) -> (Option<i32>, Value) {
-    let (since, until) = (since.to_string(), until.to_string());
-    let mut args = vec![
-        "job",
-        "--nodes",
-        NODES,
-        "--collector",
-        url,
-        "--since",
-        &since,
-        "--until",
-        &until,
-        "--format",
-        "json",
-    ];
-    args.extend_from_slice(extra);
-    let out = hostping(&args);
-    let report = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
-    (out.status.code(), report)
-}
-
-/// Posts a healthy run of `host` started now.
-fn post_healthy_run(addr: SocketAddr, host: &str, report: &Value) {
-    let run = json!({"host": host, "id": 1, "trigger": "idle",
-                     "started_unix_ms": now_ms(), "report": report});
-    let body = serde_json::to_vec(&run).unwrap();
-    let (status, answer) = post_to(addr, "/api/runs", Some(&token(host)), &body);
-    assert_eq!(status, 201, "{answer}");
-}
 
 /// `report` less what two verdicts with a port read now differ in although they judge
 /// alike: each read is a read of its own, over its own second, of a counter that keeps
@@ -322,8 +270,8 @@ fn a_port_read_asked_through_one_collector_is_served_by_a_sampler_posting_to_the
 
     // Without --probe: the same answer from either, to the byte (it reads only the
     // database; no port has counters in the window, so it is inconclusive).
-    let (status_a, plain_a) = job(&url_a, since, until, &[]);
-    let (status_b, plain_b) = job(&url_b, since, until, &[]);
+    let (status_a, plain_a) = job_verdict(NODES, &url_a, since, until, &[]);
+    let (status_b, plain_b) = job_verdict(NODES, &url_b, since, until, &[]);
     assert_eq!(plain_a["verdict"], "inconclusive", "{plain_a}");
     assert_eq!((status_a, status_b), (Some(3), Some(3)));
     assert_eq!(plain_a, plain_b);
@@ -331,12 +279,12 @@ fn a_port_read_asked_through_one_collector_is_served_by_a_sampler_posting_to_the
     // With --probe asked of A: the request waits on the board in the database, the
     // sampler's next post to B takes it, and its read judges the cable.
     let probe = ["--probe", "--token", OPS];
-    let (status_a, probed_a) = job(&url_a, since, until, &probe);
+    let (status_a, probed_a) = job_verdict(NODES, &url_a, since, until, &probe);
     check_read_now(&probed_a, &raised, &culprit);
     assert_eq!(status_a, Some(1), "{probed_a}");
     // Asked of B, where the sampler posts: the same verdict, but for the figures of its
     // own read (less_the_reads says which).
-    let (status_b, probed_b) = job(&url_b, since, until, &probe);
+    let (status_b, probed_b) = job_verdict(NODES, &url_b, since, until, &probe);
     check_read_now(&probed_b, &raised, &culprit);
     assert_eq!(status_b, Some(1), "{probed_b}");
     assert_eq!(less_the_reads(&probed_a), less_the_reads(&probed_b));

@@ -20,14 +20,11 @@
 mod common;
 
 use common::ibsim::{have_ibsim, Driven};
-use common::job::{register, token};
-use common::postgres::{post_to, Collector, Postgres};
-use common::{
-    hostping, probe_tokens_file, sim_report, stderr, stdout, temp_dir, tokens_file, wait_until,
-};
+use common::job::{job_verdict, now_ms, post_healthy_run, register, sleep_past, token};
+use common::postgres::{Collector, Postgres};
+use common::{probe_tokens_file, sim_report, temp_dir, tokens_file, wait_until};
 use serde_json::{json, Value};
-use std::net::SocketAddr;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// The job: node1 on leaf-1, node3 on leaf-2; its route crosses one spine each way.
 const NODES: &str = "node[1,3]";
@@ -36,24 +33,9 @@ const SAMPLER: &str = "s1";
 /// Symbol errors ibsim sets on a port: ten times `ibqueryerrors`' threshold.
 const ERRORS: u64 = 100;
 
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
 /// The first whole second after now.
 fn next_second() -> i64 {
     now_ms() / 1000 + 1
-}
-
-/// Sleeps until the clock has passed the second `s`.
-fn sleep_past(s: i64) {
-    let wait = (s + 1) * 1000 - now_ms();
-    if wait > 0 {
-        std::thread::sleep(Duration::from_millis(wait as u64));
-    }
 }
 
 /// Sets a switch port's symbol error counter through ibsim's console.
@@ -62,15 +44,6 @@ fn set_symbol_errors(fabric: &mut Driven, switch: &str, port: u64, count: u64) {
         "echo 'PerformanceSet \"{switch}\"[{port}] PortCounters.SymbolErrorCounter={count}' >&7; \
          sleep 0.3"
     ));
-}
-
-/// Posts a healthy run of `host` started now.
-fn post_healthy_run(addr: SocketAddr, host: &str, report: &Value) {
-    let run = json!({"host": host, "id": 1, "trigger": "idle",
-                     "started_unix_ms": now_ms(), "report": report});
-    let body = serde_json::to_vec(&run).unwrap();
-    let (status, answer) = post_to(addr, "/api/runs", Some(&token(host)), &body);
-    assert_eq!(status, 201, "{answer}");
 }
 
 /// A hop of a route: the switch, the port entered, the port left.
@@ -92,25 +65,7 @@ fn job(url: &str, since: i64, until: i64) -> (Option<i32>, Value) {
 
 /// `hostping job` over the window with `extra` arguments; its exit status and its JSON.
 fn job_with(url: &str, since: i64, until: i64, extra: &[&str]) -> (Option<i32>, Value) {
-    let (since, until) = (since.to_string(), until.to_string());
-    let mut args = vec![
-        "job",
-        "--nodes",
-        NODES,
-        "--collector",
-        url,
-        "--since",
-        &since,
-        "--until",
-        &until,
-        "--format",
-        "json",
-    ];
-    args.extend_from_slice(extra);
-    let out = hostping(&args);
-    let report = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
-    (out.status.code(), report)
+    job_verdict(NODES, url, since, until, extra)
 }
 
 /// The components culprits (or `not_the_jobs`) name.

@@ -480,10 +480,7 @@ fn a_fleet_in_a_real_browser() {
     }
     let (_, api_hosts) = get(addr, "/api/hosts");
 
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::postgres::runtime();
     runtime.block_on(async {
         // Tall enough for a host page's heatmap, timeline and topology in one screenshot.
         let c = driver.session(1280, 2000).await;
@@ -750,10 +747,7 @@ fn an_inconclusive_host_is_neither_healthy_nor_unhealthy_in_the_browser() {
     );
     let url = format!("http://{addr}");
 
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::postgres::runtime();
     runtime.block_on(async {
         let c = driver.session(1280, 1600).await;
         c.goto(&format!("{url}/")).await.unwrap();

@@ -156,10 +156,7 @@ fn the_job_page_shows_the_verdict_the_culprits_and_the_ports() {
     let refusal = refusal["error"].as_str().unwrap().to_owned();
 
     let url = format!("http://{addr}");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::postgres::runtime();
     runtime.block_on(async {
         let c = driver.session(1280, 1800).await;
 

@@ -3,8 +3,10 @@
 
 use serde_json::{json, Value};
 use std::net::SocketAddr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::postgres::{client, free_port, post_to};
+use super::{hostping, stderr, stdout};
 
 /// A port on the job's routes in the SX6036 capture (`collector --fabric`), its switch's GUID.
 pub const ON_ROUTE: &str = "MF0;ib1:SX6036/U1/32";
@@ -22,10 +24,53 @@ pub fn token(host: &str) -> String {
 
 /// Now, Unix seconds.
 pub fn now_s() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
+    now_ms() / 1000
+}
+
+/// Now, Unix milliseconds.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
         .unwrap()
-        .as_secs() as i64
+        .as_millis() as i64
+}
+
+/// Sleeps until the clock has passed the second `s`.
+pub fn sleep_past(s: i64) {
+    let wait = (s + 1) * 1000 - now_ms();
+    if wait > 0 {
+        std::thread::sleep(Duration::from_millis(wait as u64));
+    }
+}
+
+/// `hostping job --nodes NODES --collector URL` over the window `since..until` (Unix
+/// seconds) with `extra` arguments, as JSON: its exit status and its report.
+pub fn job_verdict(
+    nodes: &str,
+    url: &str,
+    since: i64,
+    until: i64,
+    extra: &[&str],
+) -> (Option<i32>, Value) {
+    let (since, until) = (since.to_string(), until.to_string());
+    let mut args = vec![
+        "job",
+        "--nodes",
+        nodes,
+        "--collector",
+        url,
+        "--since",
+        &since,
+        "--until",
+        &until,
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let out = hostping(&args);
+    let report = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
+    (out.status.code(), report)
 }
 
 /// `PUT /api/hosts/{host}/agent`: an agent that registered its RNIC `rnic0` as `device`
@@ -55,8 +100,18 @@ pub fn register_at(addr: SocketAddr, host: &str, url: &str, device: &str) {
 
 /// Posts run `id` of `host` started at `started_s` with `report`.
 pub fn post_run(addr: SocketAddr, host: &str, id: i64, started_s: i64, report: &Value) {
+    post_run_ms(addr, host, id, started_s * 1000, report);
+}
+
+/// Posts a healthy run (id 1) of `host` started now.
+pub fn post_healthy_run(addr: SocketAddr, host: &str, report: &Value) {
+    post_run_ms(addr, host, 1, now_ms(), report);
+}
+
+/// Posts run `id` of `host` started at `started_ms` with `report`.
+fn post_run_ms(addr: SocketAddr, host: &str, id: i64, started_ms: i64, report: &Value) {
     let run = json!({"host": host, "id": id, "trigger": "idle",
-                     "started_unix_ms": started_s * 1000, "report": report});
+                     "started_unix_ms": started_ms, "report": report});
     let body = serde_json::to_vec(&run).unwrap();
     let (status, answer) = post_to(addr, "/api/runs", Some(&token(host)), &body);
     assert_eq!(status, 201, "{answer}");

@@ -12,6 +12,15 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+/// A single-threaded tokio runtime for a test that talks to PostgreSQL (or the collector's
+/// library) directly.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
 /// Where `initdb`, `pg_ctl` and `psql` are: the newest `/usr/lib/postgresql/*/bin`.
 pub fn postgres_bin() -> Option<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
