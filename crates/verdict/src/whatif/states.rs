@@ -3,9 +3,9 @@
 
 use model::job::{Culprit, JobEvidence, Layer};
 
-use crate::fault::FabricFault;
+use crate::links::FabricFault;
 use crate::spec::{Cable, Cluster};
-use crate::ClusterError;
+use crate::PlanError;
 
 /// The state of the fabric's links in one scenario.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -53,12 +53,12 @@ impl LinkStates {
         cluster: &Cluster,
         culprits: &[Culprit],
         evidence: &JobEvidence,
-    ) -> Result<LinkStates, ClusterError> {
+    ) -> Result<LinkStates, PlanError> {
         let rate = cluster.fabric.link_gbps;
         let mut states = LinkStates::default();
         for culprit in culprits.iter().filter(|c| c.layer == Layer::Fabric) {
             let unsized_culprit = |reason: &str| {
-                ClusterError::Fabric(format!(
+                PlanError::Fabric(format!(
                     "what-if: culprit `{}`{}: {reason}",
                     culprit.cause,
                     culprit
