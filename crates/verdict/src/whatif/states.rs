@@ -176,9 +176,10 @@ impl LinkStates {
     /// The cables' states as the simulator's rates: degraded and flapping cables at their
     /// share, down cables removed, and a corrupting cable at the goodput its losses leave.
     /// The simulator has no loss, so each packet is lost with probability `per_second` x
-    /// its time on the wire (a symbol error hits the packet then, as `network` models it),
-    /// and the RC transport's go-back-N resends on average half of a message of
-    /// `message_packets` (IBA 9.7.6): goodput 1 / (1 + p x message_packets / 2).
+    /// its time on the wire (a symbol error hits the packet then, as the simulated
+    /// cluster's `network` models it), and the RC transport's go-back-N resends on average
+    /// half of a message of `message_packets` (IBA 9.7.6): goodput
+    /// 1 / (1 + p x message_packets / 2).
     pub(crate) fn as_faults(
         &self,
         link_gbps: f64,
