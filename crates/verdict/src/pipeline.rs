@@ -273,3 +273,134 @@ impl Wake for Unpark {
         self.0.unpark();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::whatif::JobTraffic;
+
+    /// A measurer over recorded evidence, which counts what it was asked.
+    struct Stub {
+        placed: Result<Cluster, String>,
+        replayed: Result<(), String>,
+        asked_pairs: usize,
+        asked_reads: Option<usize>,
+        reads_ports: bool,
+    }
+
+    impl Stub {
+        fn on(placed: Result<Cluster, String>) -> Stub {
+            Stub {
+                placed,
+                replayed: Ok(()),
+                asked_pairs: 0,
+                asked_reads: None,
+                reads_ports: true,
+            }
+        }
+    }
+
+    impl Measure for Stub {
+        type Error = String;
+
+        fn gather(&mut self) -> Step<'_, Result<Gathered, String>> {
+            let evidence = JobEvidence {
+                nodes: vec!["node001".to_string(), "node009".to_string()],
+                ..JobEvidence::default()
+            };
+            Box::pin(std::future::ready(Ok(Gathered {
+                evidence,
+                follow_ups: Vec::new(),
+            })))
+        }
+
+        fn placed(&self) -> Result<&Cluster, String> {
+            self.placed.as_ref().map_err(Clone::clone)
+        }
+
+        fn measure_pairs(
+            &mut self,
+            pairs: Vec<(RnicPort, RnicPort)>,
+        ) -> Step<'_, Result<PairsMeasured, String>> {
+            self.asked_pairs += pairs.len();
+            Box::pin(std::future::ready(Ok(PairsMeasured::Measured(Vec::new()))))
+        }
+
+        fn read_ports<'a>(
+            &'a mut self,
+            reads: &'a [PortRead],
+            _: &'a mut JobEvidence,
+        ) -> Step<'a, Option<Vec<FollowUp>>> {
+            self.asked_reads = Some(reads.len());
+            let answer = self.reads_ports.then(Vec::new);
+            Box::pin(std::future::ready(answer))
+        }
+
+        fn replay(&mut self, replay: Replay) -> Step<'_, Result<(JobReport, JobEvidence), String>> {
+            let answer = self
+                .replayed
+                .clone()
+                .map(|()| (replay.report, replay.evidence));
+            Box::pin(std::future::ready(answer))
+        }
+    }
+
+    fn what_if() -> Options {
+        Options {
+            probe: true,
+            what_if: Some(WhatIfAsked {
+                traffic: JobTraffic::RingAllReduce { bytes: 1 << 20 },
+                observed: Observed::Time(100.0),
+                settings: WhatIfSettings::default(),
+            }),
+        }
+    }
+
+    fn pod() -> Cluster {
+        Cluster::builtin("pod-32").unwrap().unwrap()
+    }
+
+    #[test]
+    fn a_job_not_placed_is_not_followed_up_and_its_what_if_says_why() {
+        let mut stub = Stub::on(Err("no fabric".to_string()));
+        let run = block_on(run(&mut stub, what_if())).unwrap();
+        assert_eq!((stub.asked_pairs, stub.asked_reads), (0, None));
+        let last = run.report.not_judged.last().unwrap();
+        assert_eq!(
+            (last.what.as_str(), last.why.as_str()),
+            ("what-if", "no fabric")
+        );
+        assert!(run.evidence.what_if.is_none());
+    }
+
+    #[test]
+    fn a_replay_that_does_not_finish_leaves_the_verdict_and_says_why() {
+        let mut stub = Stub::on(Ok(pod()));
+        stub.replayed = Err("the replay did not finish".to_string());
+        let before = block_on(run(&mut Stub::on(Ok(pod())), Options::default())).unwrap();
+        let run = block_on(run(&mut stub, what_if())).unwrap();
+        assert_eq!(run.report.verdict, before.report.verdict);
+        let last = run.report.not_judged.last().unwrap();
+        assert_eq!(
+            (last.what.as_str(), last.why.as_str()),
+            ("what-if", "the replay did not finish")
+        );
+    }
+
+    #[test]
+    fn ports_are_read_only_with_probe_and_a_measurer_that_reads_them() {
+        let mut stub = Stub::on(Ok(pod()));
+        block_on(run(&mut stub, Options::default())).unwrap();
+        assert_eq!(stub.asked_reads, None, "no probe: nothing followed up");
+        let mut stub = Stub::on(Ok(pod()));
+        stub.reads_ports = false;
+        let run = block_on(run(&mut stub, what_if())).unwrap();
+        // Asked (the plan is the pipeline's), answered "reads none": no follow-up at all.
+        assert!(stub.asked_reads.is_some());
+        assert!(
+            run.report.follow_ups.is_empty(),
+            "{:?}",
+            run.report.follow_ups
+        );
+    }
+}
