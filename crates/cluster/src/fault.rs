@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use fabric::topology::PortRef;
 
-use crate::spec::{Cable, Cluster};
+pub use verdict::links::FabricFault;
+use verdict::spec::Cluster;
+
 use crate::ClusterError;
 
 /// The fabric fault kinds, as `--help` lists them.
@@ -17,45 +19,6 @@ pub const FABRIC_KINDS: [&str; 5] = [
     "fabric:down:<port>",
     "fabric:background:<load>",
 ];
-
-/// A fault of the fabric.
-#[derive(Clone, Debug, PartialEq)]
-pub enum FabricFault {
-    /// The cable keeps `fraction` of its rate, both ways.
-    Degrade {
-        /// The cable.
-        cable: Cable,
-        /// Share of its rate left, in (0, 1).
-        fraction: f64,
-    },
-    /// The cable alternates between healthy and degraded to `fraction`.
-    Flap {
-        /// The cable.
-        cable: Cable,
-        /// Share of its rate left in the degraded phase, in (0, 1).
-        fraction: f64,
-    },
-    /// The cable corrupts packets: `per_second` symbol errors, each one packet dropped at
-    /// the receiver and retransmitted by the sender's RC transport.
-    Errors {
-        /// The cable.
-        cable: Cable,
-        /// Corruption events a second.
-        per_second: f64,
-    },
-    /// The cable is down: the subnet manager routes around it (a host's cable: its RNIC is
-    /// unreachable).
-    Down {
-        /// The cable.
-        cable: Cable,
-    },
-    /// Other jobs' traffic at `load` of line rate from every host not probed, uniformly to
-    /// one another (thesis 4.4's background).
-    Background {
-        /// Offered load, a share of line rate, in (0, 1].
-        load: f64,
-    },
-}
 
 /// The faults of one run, as given and parsed.
 #[derive(Clone, Debug, Default)]
@@ -79,30 +42,6 @@ pub struct Expected {
     pub component: Option<String>,
     /// DESIGN 4.7's fabric causes, or `host_fault` for a host's.
     pub cause: &'static str,
-}
-
-impl FabricFault {
-    /// The cable the fault is on, if it is on one.
-    pub fn cable(&self) -> Option<Cable> {
-        match *self {
-            FabricFault::Degrade { cable, .. }
-            | FabricFault::Flap { cable, .. }
-            | FabricFault::Errors { cable, .. }
-            | FabricFault::Down { cable } => Some(cable),
-            FabricFault::Background { .. } => None,
-        }
-    }
-
-    /// DESIGN 4.7's cause for this fault.
-    pub fn cause(&self) -> &'static str {
-        match self {
-            FabricFault::Degrade { .. } => "link_degraded",
-            FabricFault::Flap { .. } => "link_flapping",
-            FabricFault::Errors { .. } => "link_errors",
-            FabricFault::Down { .. } => "link_down",
-            FabricFault::Background { .. } => "background_traffic",
-        }
-    }
 }
 
 impl ClusterFaults {

@@ -6,22 +6,20 @@ cabled to a fabric that the existing packet simulator runs (`fabric`). A probe b
 hosts crosses host A's own path (RNIC to the endpoint its data lives in), the network, and
 host B's; the mesh measures all three and says which part of a slow pair is slow.
 
-- `spec`: the cluster (the built-in `pod-32`, a rail-optimised tree for any hosts) and its
-  component ids (`leaf2/9`, `node007/rnic2`).
-- `file`: the cluster TOML file.
 - `fault`: `--inject` on a cluster: a host's fault of DESIGN 4.2 or a fabric fault, with
   the ground truth a verdict is scored against.
-- `pairs`: which pairs to probe so that every cable is crossed and a single bad one is
-  identifiable.
 - `network`: a pair's network part from the packet simulator, faults applied.
 - `mesh`: the run: each host's own check, the pairs' network parts, the split (judged by
   `analyze::pair`), the switch ports' counters.
 - `report`: the JSON of DESIGN 4.6.
-- `job`: a job's evidence for the verdict of DESIGN 4.7 (`analyze::job` judges it).
-- `follow_up`: the probes that split a group of cables a verdict cannot tell apart.
+- `job`: a job's verdict of DESIGN 4.7 on the simulated cluster: the `verdict` crate's
+  pipeline over what the mesh measures (`job::Simulated`).
 - `labelled`: `bench job`'s labelled jobs and their scores.
-- `whatif`: a job's traffic replayed on the fabric with its placement and link states, and
-  what explains its time (issue 28's what-if).
+
+The cluster's description (`spec`: the built-in `pod-32`, rail-optimised trees, the ids
+`leaf2/9` and `node007/rnic2`; `file`: the cluster TOML file), the pair choice (`pairs`), the follow-ups' planning
+(`follow_up`) and the what-if (`whatif`) are the `verdict` crate's, since a real job is
+planned with them too; they are re-exported here under their old paths.
 
 Every number here is simulated and says so (`MeshReport::simulated`). docs/cluster.md gives
 the model and its parameters.
@@ -29,16 +27,16 @@ the model and its parameters.
 #![deny(missing_docs)]
 
 pub mod fault;
-pub mod file;
-pub mod follow_up;
 pub mod job;
 pub mod labelled;
 pub mod mesh;
 pub mod network;
-pub mod pairs;
 pub mod report;
-pub mod spec;
-pub mod whatif;
+
+// The cluster's description, the pair choice, the follow-ups' planning and the what-if are
+// the verdict's (a real job is planned with them too); their paths stay valid here for the
+// simulated cluster's callers.
+pub use verdict::{file, follow_up, pairs, spec, whatif};
 
 pub use fault::{ClusterFaults, Expected, FabricFault};
 pub use mesh::MeshSettings;
@@ -48,33 +46,12 @@ pub use spec::{Cable, Cluster, ClusterHost, RnicPort};
 /// Why a cluster, its faults or its mesh could not be set up. One line each, naming the input.
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
-    /// A host model could not be loaded.
-    #[error("{0}")]
-    Host(String),
-    /// The fabric cannot be built or routed.
-    #[error("{0}")]
-    Fabric(String),
+    /// The cluster could not be described, or a what-if not planned.
+    #[error(transparent)]
+    Plan(#[from] verdict::PlanError),
     /// The faults leave no fabric to simulate.
     #[error(transparent)]
-    Faulted(#[from] network::FaultedFabricError),
-    /// A cluster file is unreadable or malformed.
-    #[error("{path}: {reason}")]
-    File {
-        /// The file.
-        path: String,
-        /// What is wrong, with the line where there is one.
-        reason: String,
-    },
-    /// Neither a built-in cluster nor a readable file.
-    #[error("cannot read cluster `{name}`: {reason} (built-in clusters: {builtins})")]
-    Unknown {
-        /// What was given.
-        name: String,
-        /// The I/O error.
-        reason: String,
-        /// The built-in names.
-        builtins: String,
-    },
+    Faulted(#[from] verdict::links::FaultedFabricError),
     /// An `--inject` text is malformed or names what the cluster lacks.
     #[error("--inject `{text}`: {reason}")]
     Fault {

@@ -20,20 +20,21 @@
 
 use model::pair::{HostPart, NetworkPart};
 use model::switch_port::SwitchPortCounters;
-use model::{BaselineKind, ComponentClass, ComponentId, PathStatus, Report, Thresholds};
+use model::{BaselineKind, ComponentId, PathStatus, Report, Thresholds};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use vhost::{VhostConfig, VirtualHost};
 
 use crate::fault::ClusterFaults;
 use crate::network::{FaultedFabric, NetworkMeasurement, Unreachable};
-use crate::pairs;
 use crate::report::{
     Budget, Coverage, Endpoint, HostSummary, MeshReport, PairEnd, PairReport, PartStatus,
     PortReport,
 };
-use crate::spec::{Cluster, RnicPort};
 use crate::ClusterError;
+use verdict::job::nearest_endpoint;
+use verdict::pairs;
+use verdict::spec::{Cluster, RnicPort};
 
 /// How a mesh runs.
 #[derive(Clone, Debug)]
@@ -459,36 +460,6 @@ impl HostEnd {
             },
         };
         HostEnd { endpoint, part }
-    }
-}
-
-/// The endpoint of `class` an RNIC reaches at line rate over the fewest links; the nearest
-/// memory node when the host has no such GPU.
-pub(crate) fn nearest_endpoint(
-    model: &model::HostTopology,
-    rnic: &ComponentId,
-    endpoint: Endpoint,
-) -> ComponentId {
-    let nearest = |class: ComponentClass| {
-        model
-            .paths_of(rnic)
-            .filter(|p| p.affinitive)
-            .filter(|p| {
-                model
-                    .component(&p.endpoint)
-                    .is_some_and(|c| c.class() == class)
-            })
-            .min_by_key(|p| p.links.len())
-            .map(|p| p.endpoint.clone())
-    };
-    let memory = || {
-        nearest(ComponentClass::Memory)
-            .or_else(|| model.paths_of(rnic).next().map(|p| p.endpoint.clone()))
-            .expect("a host model gives every RNIC a path")
-    };
-    match endpoint {
-        Endpoint::Gpu => nearest(ComponentClass::Gpu).unwrap_or_else(memory),
-        Endpoint::Memory => memory(),
     }
 }
 

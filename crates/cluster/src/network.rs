@@ -13,14 +13,14 @@
 
 use fabric::sim::{CounterSnapshot, SimConfig, Simulation};
 use fabric::telemetry::{TelemetryConfig, TelemetryKind};
-use fabric::topology::{NodeId, Peer, Topology, TopologyError};
+use fabric::topology::{NodeId, Peer, Topology};
 use fabric::traffic::{Job, Op, Program, Uniform, Workload};
 use model::switch_port::SwitchPortCounters;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::fault::FabricFault;
-use crate::spec::{Cable, Cluster};
+use verdict::links::{self, FabricFault, FaultedFabricError, Phases};
+use verdict::spec::{Cable, Cluster};
 
 /// ACK timeout of a probe QP: perftest's default exponent 14, 4.096 us x 2^14 = 67 ms (IBA
 /// 9.7.6.1.3): what a lost lone packet costs.
@@ -69,23 +69,6 @@ pub struct FaultedFabric {
     config: SimConfig,
 }
 
-/// Why the faults leave no fabric to simulate.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum FaultedFabricError {
-    /// A switch cable down on a fabric routed by tables read with it up.
-    #[error(
-        "fabric:down on a fabric routed by its subnet manager's tables: its tables once the \
-         cable is down are not known (dump them with the cable down, `fabric route --dump`)"
-    )]
-    DownUnderTables,
-    /// The down cables cut the tree.
-    #[error("the down cables leave no route: {0}")]
-    NoRoute(#[source] TopologyError),
-    /// The faulted rates do not fit the tree.
-    #[error(transparent)]
-    LinkRates(TopologyError),
-}
-
 /// Why a pair could not be probed at all.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unreachable(pub String);
@@ -97,58 +80,16 @@ impl FaultedFabric {
         cluster: &Cluster,
         faults: &[FabricFault],
     ) -> Result<FaultedFabric, FaultedFabricError> {
-        let fabric = &cluster.fabric;
-        let topology = &fabric.topology;
-        let mut down_switch_ports = Vec::new();
-        let mut down_host_cables = Vec::new();
-        for fault in faults {
-            if let FabricFault::Down { cable } = *fault {
-                let port = topology.port_ref(cable.0);
-                match topology.peer(port) {
-                    Peer::Node(_) => down_host_cables.push(cable),
-                    Peer::Switch { .. } => down_switch_ports.push(port),
-                }
-            }
-        }
-        if topology.has_forwarding() && !down_switch_ports.is_empty() {
-            return Err(FaultedFabricError::DownUnderTables);
-        }
-        // A real fabric's missing cables stay missing beside the down ones.
-        let mut absent: Vec<_> = topology
-            .absent_links()
-            .into_iter()
-            .map(|i| topology.port_ref(i))
+        let topology = &cluster.fabric.topology;
+        let Phases { healthy, flapped } = links::phases(cluster, faults)?;
+        let down_host_cables = faults
+            .iter()
+            .filter_map(|fault| match *fault {
+                FabricFault::Down { cable } => Some(cable),
+                _ => None,
+            })
+            .filter(|cable| matches!(topology.peer(topology.port_ref(cable.0)), Peer::Node(_)))
             .collect();
-        absent.extend(down_switch_ports);
-        let routed = topology
-            .clone()
-            .without_links(&absent)
-            .map_err(FaultedFabricError::NoRoute)?;
-        let rates = |with_flaps: bool| {
-            // A real fabric's links keep their own rates.
-            let mut rates = topology.link_rates().map_or_else(
-                || vec![fabric.link_gbps; topology.num_ports()],
-                <[f64]>::to_vec,
-            );
-            for fault in faults {
-                let (cable, fraction) = match *fault {
-                    FabricFault::Degrade { cable, fraction } => (cable, fraction),
-                    FabricFault::Flap { cable, fraction } if with_flaps => (cable, fraction),
-                    _ => continue,
-                };
-                for port in cluster.cable_ports(cable) {
-                    rates[port as usize] *= fraction;
-                }
-            }
-            rates
-        };
-        let with_rates = |rates: Vec<f64>| {
-            routed
-                .clone()
-                .with_link_rates(rates)
-                .map_err(FaultedFabricError::LinkRates)
-        };
-        let flaps = faults.iter().any(|f| matches!(f, FabricFault::Flap { .. }));
         let errors = faults
             .iter()
             .filter_map(|f| match *f {
@@ -161,16 +102,12 @@ impl FaultedFabric {
             _ => None,
         });
         Ok(FaultedFabric {
-            healthy_phase: with_rates(rates(false))?,
-            flapped_phase: if flaps {
-                Some(with_rates(rates(true))?)
-            } else {
-                None
-            },
+            healthy_phase: healthy,
+            flapped_phase: flapped,
             errors,
             down_host_cables,
             background,
-            config: probe_config(fabric.link_gbps),
+            config: probe_config(cluster.fabric.link_gbps),
         })
     }
 
@@ -471,7 +408,7 @@ impl Program for ProbeProgram {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::RnicPort;
+    use verdict::spec::RnicPort;
 
     fn pod() -> Cluster {
         Cluster::builtin("pod-32").unwrap().unwrap()

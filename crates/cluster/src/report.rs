@@ -4,17 +4,8 @@ pub use model::pair::PartStatus;
 use model::switch_port::SwitchPortCounters;
 use model::Report;
 use serde::Serialize;
-
-/// Where the probes' data lives on each host.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Endpoint {
-    /// The GPU nearest each RNIC (GPUDirect RDMA, as a training job's collectives use);
-    /// the nearest memory node on a host without GPUs.
-    Gpu,
-    /// The memory node nearest each RNIC (perftest's default).
-    Memory,
-}
+pub use verdict::pairs::Coverage;
+pub use verdict::Endpoint;
 
 /// One end of a pair.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -95,15 +86,6 @@ pub struct HostSummary {
     pub causes: Vec<String>,
     /// Its check, whole (DESIGN 4.3).
     pub report: Report,
-}
-
-/// What the pair choice covers.
-#[derive(Clone, Debug, Serialize)]
-pub struct Coverage {
-    /// Cables between the probed hosts.
-    pub cables: usize,
-    /// Groups of cables crossed by the same pairs (a bad one among them cannot be named).
-    pub not_identifiable: Vec<Vec<String>>,
 }
 
 /// The probe budget and what it costs.

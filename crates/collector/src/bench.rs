@@ -7,7 +7,8 @@
 //!    through `POST /api/runs` by `--clients` concurrent senders, each host's runs in time
 //!    order, with the agent's own request body (`fleet_api::upload::RunUpload`). Reports come from the
 //!    virtual host model (simulated, labelled so): healthy ones, and on a few hosts a failed
-//!    and a degraded link, so diagnoses and causes are stored too.
+//!    and a degraded link, so diagnoses and causes are stored too. The caller makes them
+//!    ([`SimulatedReports`]): the fleet server links no virtual host.
 //! 3. **History**: the other `--days - 1` days are copies of the ingested day, shifted back by
 //!    whole days inside PostgreSQL (INSERT ... SELECT). They are real rows of the collector's
 //!    schema, made without 2 M more HTTP requests; the ingest rate is measured in step 2 only.
@@ -16,9 +17,8 @@
 //!    p50/p95/max, and the work each answer carried (hosts, paths, points).
 
 use crate::database_url::DatabaseUrl;
-use check::pipeline::{self, CheckSettings};
 use fleet_api::upload::RunUpload;
-use model::{HostTopology, Report};
+use model::Report;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use std::io::{BufRead, BufReader};
@@ -44,8 +44,19 @@ pub struct BenchSettings {
     pub clients: u32,
     /// Hosts whose pages and timelines are read.
     pub queries: u32,
-    /// The virtual host model.
-    pub model: HostTopology,
+    /// The reports the simulated hosts send.
+    pub reports: SimulatedReports,
+}
+
+/// The reports simulated hosts send, made by the caller from the virtual host model (the
+/// collector links no virtual host: `hostping bench collector` makes them with `check`).
+#[derive(Debug, Clone)]
+pub struct SimulatedReports {
+    /// The virtual host model's name.
+    pub model: String,
+    /// [`HEALTHY_VARIANTS`] healthy reports (different noise seeds), then one with a link
+    /// down to a tenth of its capacity and one with a link at half.
+    pub variants: Vec<Report>,
 }
 
 /// Why the bench stopped.
@@ -158,33 +169,12 @@ pub trait Progress {
 
 /// The report variants hosts send: index 0..HEALTHY are healthy (different noise seeds), then
 /// a link down to a tenth of its capacity and one at half (a few bad hosts in a large fleet).
-const HEALTHY_VARIANTS: u64 = 6;
+pub const HEALTHY_VARIANTS: u64 = 6;
 
-fn reports(host: &HostTopology) -> Vec<serde_json::Value> {
-    let settings = CheckSettings::default();
-    let baseline = check::record::simulated(
-        host,
-        check::record::DEFAULT_RUNS,
-        0,
-        &settings.latency,
-        vhost::VhostConfig::default().noise,
-    );
-    let one = |faults: Vec<vhost::Fault>, seed: u64| -> Report {
-        pipeline::check_virtual(host, faults, seed, &baseline, &settings)
-            .pop()
-            .expect("one run")
-    };
-    let mut out: Vec<Report> = (1..=HEALTHY_VARIANTS).map(|s| one(Vec::new(), s)).collect();
-    let link = |i: usize| out[0].links[i % out[0].links.len()].id.to_string();
-    let faults = [
-        format!("degrade:{}:0.1", link(0)),
-        format!("degrade:{}:0.5", link(1)),
-    ];
-    for (i, f) in faults.iter().enumerate() {
-        let fault = vhost::Fault::parse(f, host).expect("a link of the model");
-        out.push(one(vec![fault], 100 + i as u64));
-    }
-    out.iter()
+fn reports(reports: &SimulatedReports) -> Vec<serde_json::Value> {
+    reports
+        .variants
+        .iter()
         .map(|r| serde_json::to_value(r).expect("a report serialises"))
         .collect()
 }
@@ -297,7 +287,7 @@ pub fn run(
     if db.holds_runs()? {
         return Err(BenchError::NotEmpty(db.url.redacted()));
     }
-    let variants = reports(&settings.model);
+    let variants = reports(&settings.reports);
     let paths_per_run = variants[0]["paths"].as_array().map_or(0, Vec::len);
     let folder = tempfile::tempdir()?;
     let tokens = folder.path().join("tokens");
@@ -338,7 +328,7 @@ pub fn run(
     let latency = read_latency(settings, &collector, &variants, since, progress)?;
     Ok(CollectorBench {
         simulated: true,
-        model: settings.model.name.clone(),
+        model: settings.reports.model.clone(),
         paths_per_run,
         hosts: settings.hosts,
         days: settings.days,
@@ -471,9 +461,9 @@ pub(crate) struct FleetReports {
 }
 
 impl FleetReports {
-    /// Reports of the virtual host `model`.
-    pub fn of(model: &HostTopology) -> FleetReports {
-        FleetReports::new(&reports(model))
+    /// The texts of `simulated`.
+    pub fn of(simulated: &SimulatedReports) -> FleetReports {
+        FleetReports::new(&reports(simulated))
     }
 
     fn new(variants: &[serde_json::Value]) -> FleetReports {

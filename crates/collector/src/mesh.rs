@@ -15,10 +15,10 @@
 //! # Which pairs, from the cabling
 //! With `--fabric FILE` (an ibnetdiscover file whose CAs are described `HOST DEVICE`) the
 //! collector finds each node's RNICs on the fabric by the device names its agent registered
-//! and picks the pairs as the simulated mesh does ([`cluster::pairs::select`]): a ring on
+//! and picks the pairs as the simulated mesh does ([`verdict::pairs::select`]): a ring on
 //! every leaf, then cross-leaf pairs until every cable between the nodes is crossed and a
 //! single bad cable is identifiable (deTector, NetBouncer); `coverage` says what is not.
-//! Each pair carries its `route` and `route_back` ([`cluster::Cluster::route_labels`]): from
+//! Each pair carries its `route` and `route_back` ([`verdict::Cluster::route_labels`]): from
 //! the subnet manager's tables with `--routes` (`route_source: "tables"`), else the
 //! simulator's deterministic routing of the cabling, a reconstruction
 //! (`route_source: "cabling"`).
@@ -49,8 +49,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use cluster::report::Coverage;
-use cluster::spec::CabledFabric;
 use deadpool_postgres::{Pool, PoolError};
 use fleet_api::tokens::Tokens;
 use serde::{Deserialize, Serialize};
@@ -58,6 +56,8 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use verdict::pairs::Coverage;
+use verdict::spec::CabledFabric;
 
 /// The most nodes one mesh may name.
 pub const MAX_NODES: usize = 4096;
@@ -201,12 +201,12 @@ impl Access {
     }
 
     /// Runs the chosen `pairs` of nodes placed on the collector's fabric (`placed`, a job
-    /// verdict's follow-up pairs: [`cluster::follow_up::plan`]) on the default budget, with
+    /// verdict's follow-up pairs: [`verdict::follow_up::plan`]) on the default budget, with
     /// `token`; or the refusal, as [`Access::measure`].
     pub(crate) async fn measure_pairs(
         &self,
-        placed: &cluster::Cluster,
-        pairs: &[(cluster::RnicPort, cluster::RnicPort)],
+        placed: &verdict::Cluster,
+        pairs: &[(verdict::RnicPort, verdict::RnicPort)],
         token: String,
     ) -> Result<MeshAnswer, Refusal> {
         let mut names: Vec<String> = Vec::new();
@@ -273,7 +273,7 @@ pub enum MeshError {
     },
     /// The fabric does not have the nodes' devices.
     #[error("{0}")]
-    Fabric(#[from] cluster::ClusterError),
+    Fabric(#[from] verdict::PlanError),
     /// A recorded budget does not read as a request's.
     #[error("a recorded budget {budget}: {source}")]
     Budget {
@@ -581,7 +581,7 @@ fn plan_per_rail(nodes: &[Node]) -> Plan {
 pub(crate) fn place_on_fabric(
     fabric: &MeshFabric,
     nodes: &[Node],
-) -> Result<cluster::Cluster, MeshError> {
+) -> Result<verdict::Cluster, MeshError> {
     let mut hosts = Vec::with_capacity(nodes.len());
     for node in nodes {
         if node.agent_url.is_none() {
@@ -597,7 +597,7 @@ pub(crate) fn place_on_fabric(
         let rnics = node.rnics.iter().cloned().zip(node.devices.iter().cloned());
         hosts.push((node.host.clone(), rnics.collect()));
     }
-    Ok(cluster::spec::cabled_by_device(
+    Ok(verdict::spec::cabled_by_device(
         &fabric.file,
         &hosts,
         fabric.cabling.clone(),
@@ -605,11 +605,11 @@ pub(crate) fn place_on_fabric(
 }
 
 /// On the fabric: the nodes placed ([`place_on_fabric`]), the pairs chosen as the simulated
-/// mesh chooses them ([`cluster::pairs::select`]).
+/// mesh chooses them ([`verdict::pairs::select`]).
 fn plan_on_fabric(fabric: &MeshFabric, nodes: &[Node]) -> Result<Plan, MeshError> {
     let placed = place_on_fabric(fabric, nodes)?;
     let all: Vec<usize> = (0..placed.hosts.len()).collect();
-    let selection = cluster::pairs::select(&placed, &all);
+    let selection = verdict::pairs::select(&placed, &all);
     let pairs = selection
         .pairs
         .iter()
@@ -646,9 +646,9 @@ fn plan_on_fabric(fabric: &MeshFabric, nodes: &[Node]) -> Result<Plan, MeshError
 }
 
 /// The pair `a`-`b` of the nodes placed on the fabric, with its routes both ways.
-fn planned_on(placed: &cluster::Cluster, a: cluster::RnicPort, b: cluster::RnicPort) -> Planned {
+fn planned_on(placed: &verdict::Cluster, a: verdict::RnicPort, b: verdict::RnicPort) -> Planned {
     let topology = &placed.fabric.topology;
-    let end = |p: cluster::RnicPort| End {
+    let end = |p: verdict::RnicPort| End {
         host: placed.hosts[p.host].name.clone(),
         rnic: placed.hosts[p.host].rnics[p.rnic].to_string(),
     };

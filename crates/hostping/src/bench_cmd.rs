@@ -10,7 +10,7 @@ use anyhow::{bail, Result};
 use check::accuracy;
 use check::scenario::Scenario;
 use indicatif::ProgressBar;
-use model::HostTopology;
+use model::{HostTopology, Report};
 use rdma::sysfs::SysRoot;
 use std::sync::Mutex;
 
@@ -66,7 +66,7 @@ pub fn run(cmd: BenchCommand) -> Result<Outcome> {
                 cadence,
                 clients,
                 queries,
-                model: check::sim::load_host(&sim)?,
+                reports: simulated_reports(&check::sim::load_host(&sim)?),
             };
             let bar = PhaseBar::default();
             let result = collector::bench::run(&settings, &bar);
@@ -90,7 +90,7 @@ pub fn run(cmd: BenchCommand) -> Result<Outcome> {
                 duration,
                 run_clients,
                 run_hosts,
-                model: check::sim::load_host(&sim)?,
+                reports: simulated_reports(&check::sim::load_host(&sim)?),
             };
             let result = collector::fabric::bench::run(&settings)?;
             print(format, &result, collector::fabric::bench::table)?;
@@ -111,6 +111,45 @@ pub fn run(cmd: BenchCommand) -> Result<Outcome> {
         }
     }
     Ok(Outcome::Healthy)
+}
+
+/// The reports the collector benches' simulated hosts send, from the virtual host `host`
+/// (the collector links no virtual host): [`collector::bench::HEALTHY_VARIANTS`] healthy
+/// ones (different noise seeds), then a link down to a tenth of its capacity and one at half.
+fn simulated_reports(host: &HostTopology) -> collector::bench::SimulatedReports {
+    let settings = check::pipeline::CheckSettings::default();
+    let baseline = check::record::simulated(
+        host,
+        check::record::DEFAULT_RUNS,
+        0,
+        &settings.latency,
+        vhost::VhostConfig::default().noise,
+    );
+    let one = |faults: Vec<vhost::Fault>, seed: u64| -> Report {
+        check::pipeline::check_virtual(host, faults, seed, &baseline, &settings)
+            .pop()
+            .expect("one run")
+    };
+    let mut variants: Vec<Report> = (1..=collector::bench::HEALTHY_VARIANTS)
+        .map(|s| one(Vec::new(), s))
+        .collect();
+    let link = |i: usize| {
+        variants[0].links[i % variants[0].links.len()]
+            .id
+            .to_string()
+    };
+    let faults = [
+        format!("degrade:{}:0.1", link(0)),
+        format!("degrade:{}:0.5", link(1)),
+    ];
+    for (i, f) in faults.iter().enumerate() {
+        let fault = vhost::Fault::parse(f, host).expect("a link of the model");
+        variants.push(one(vec![fault], 100 + i as u64));
+    }
+    collector::bench::SimulatedReports {
+        model: host.name.clone(),
+        variants,
+    }
 }
 
 /// The collector bench's phases, one bar each.

@@ -11,6 +11,7 @@ use crate::job::direction;
 use crate::job::hosts::{self, HostFinding, Hosts};
 use crate::job::paths::{Finding, Tomography};
 use crate::job::ports::{JudgedPort, PortState};
+use crate::job::source::SOURCES;
 
 /// Score of an element the tomography alone proves: it explains abnormal observations and
 /// every other element on them is normal on some other observation.
@@ -21,7 +22,7 @@ pub const SCORE_COUNTERS: f64 = 0.75;
 /// Score of a group the evidence cannot split: the culprit is one of the candidates.
 pub const SCORE_CANDIDATES: f64 = 0.5;
 /// Added when two independent sources (probes and counters) name the same element.
-const SCORE_CORROBORATED: f64 = 0.05;
+pub(super) const SCORE_CORROBORATED: f64 = 0.05;
 /// Ports on the job's routes that must wait far more than their references, outside any
 /// faulty element, before the waits are called other jobs' traffic (thesis 4.4: background
 /// traffic congests many links at once, a fault one).
@@ -54,6 +55,26 @@ impl<'a> Judged<'a> {
             tomography,
             ports,
         }
+    }
+
+    /// The evidence judged.
+    pub fn evidence(&self) -> &'a JobEvidence {
+        self.evidence
+    }
+
+    /// What the hosts' own checks say.
+    pub fn hosts(&self) -> &Hosts<'a> {
+        self.hosts
+    }
+
+    /// The tomography over the hosts' paths and the pairs' network parts.
+    pub fn tomography(&self) -> &Tomography {
+        self.tomography
+    }
+
+    /// The switch ports, judged.
+    pub fn ports(&self) -> &[JudgedPort<'a>] {
+        self.ports
     }
 
     /// The job's culprits, best first, and the faults found that are not the job's.
@@ -124,7 +145,9 @@ impl<'a> Judged<'a> {
             }
         }
         culprits.extend(self.unexplained_segments(&abnormal_segments));
-        self.apply_what_if(&mut culprits);
+        for source in SOURCES.iter() {
+            source.rank(self, &mut culprits);
+        }
         culprits.sort_by(|a, b| b.score.total_cmp(&a.score));
         (culprits, not_the_jobs)
     }
@@ -159,18 +182,6 @@ impl<'a> Judged<'a> {
                 listed(missing.iter().map(|s| s.as_str()))
             ),
         }]
-    }
-
-    /// A what-if that finds the job slower than its healthy replay and no measured state
-    /// reproducing it leaves the job's time unexplained: the slowness is real and nothing
-    /// judged accounts for it (a host's state its check did not see, a fabric state not
-    /// measured), so it is something not judged, never `neither`.
-    pub fn unexplained_time(&self) -> Option<NotJudgedItem> {
-        let w = self.evidence.what_if.as_ref()?;
-        (w.explains == "unexplained").then(|| NotJudgedItem {
-            what: "the job's time".to_string(),
-            why: format!("what-if: {}", w.evidence),
-        })
     }
 
     /// Other jobs' traffic (thesis 4.4: it congests many links at once, a fault one): the
@@ -522,75 +533,6 @@ impl<'a> Judged<'a> {
             })
             .collect()
     }
-
-    /// The what-if's word: the job's own pattern or mapping on a healthy infrastructure, or
-    /// support for an element or for other jobs' traffic already named.
-    fn apply_what_if(&self, culprits: &mut Vec<Culprit>) {
-        let Some(w) = &self.evidence.what_if else {
-            return;
-        };
-        match w.explains.as_str() {
-            "pattern" | "mapping" if culprits.is_empty() => {
-                let action = if w.explains == "mapping" {
-                    format!(
-                        "change the mapping: place the ranks on {}",
-                        w.suggested_mapping.join(", ")
-                    )
-                } else {
-                    "change the communication pattern (a ring or tree collective in place \
-                     of the one that congests), or spread the ranks it funnels into"
-                        .to_string()
-                };
-                culprits.push(Culprit {
-                    layer: Layer::Job,
-                    host: None,
-                    component: None,
-                    cause: w.explains.clone(),
-                    score: SCORE_COUNTERS,
-                    evidence: format!("simulated what-if: {}", w.evidence),
-                    candidates: Vec::new(),
-                    action,
-                });
-            }
-            "background_traffic" => {
-                let infrastructure = culprits.iter().any(|c| c.layer != Layer::Job);
-                match culprits
-                    .iter_mut()
-                    .find(|c| c.cause == "background_traffic")
-                {
-                    Some(c) => {
-                        c.score = (c.score + SCORE_CORROBORATED).min(1.0);
-                        c.evidence
-                            .push_str(&format!("; simulated what-if: {}", w.evidence));
-                    }
-                    None if !infrastructure => {
-                        culprits.push(Culprit {
-                            layer: Layer::Fabric,
-                            host: None,
-                            component: None,
-                            cause: "background_traffic".to_string(),
-                            score: SCORE_CANDIDATES,
-                            evidence: format!("simulated what-if: {}", w.evidence),
-                            candidates: Vec::new(),
-                            action: fabric_action("background_traffic", None),
-                        });
-                    }
-                    None => {}
-                }
-            }
-            "element" => {
-                if let Some(c) = culprits
-                    .iter_mut()
-                    .find(|c| c.component.is_some() && c.component == w.element)
-                {
-                    c.score = (c.score + SCORE_CORROBORATED).min(1.0);
-                    c.evidence
-                        .push_str(&format!("; simulated what-if: {}", w.evidence));
-                }
-            }
-            _ => {}
-        }
-    }
 }
 
 /// A port's own counters name its cable.
@@ -701,7 +643,7 @@ fn host_action(cause: Cause, host: &str) -> String {
     }
 }
 
-fn fabric_action(cause: &str, port: Option<&str>) -> String {
+pub(super) fn fabric_action(cause: &str, port: Option<&str>) -> String {
     let at = port.map_or("the candidates".to_string(), |p| {
         format!("the cable at {p}")
     });

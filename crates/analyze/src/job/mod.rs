@@ -14,72 +14,66 @@
 //! 3. The switch ports ([`ports`]): errors and link downs on the job's routes name their
 //!    cable on their own; waits far above the same ports before the window and the ports off
 //!    the routes on many ports are other jobs' traffic, not a fault.
-//! 4. The what-if, when given, says whether the job's own pattern or mapping explains a
+//! 4. The what-if ([`what_if`]), when given, says whether the job's own pattern or mapping explains a
 //!    healthy infrastructure's time; a time it finds slow and no measured state explains is
 //!    not judged.
 //! 5. The verdict ([`culprits`]): host, network, both; neither only when every host and
 //!    every cable of the job's routes was judged; inconclusive otherwise.
+//!
+//! Each kind of evidence is a source ([`source::Source`], registered in
+//! [`source::SOURCES`]): the host checks ([`hosts`]), the switch ports ([`ports`]), the
+//! pairs ([`paths`]) and the what-if ([`what_if`]). [`judge`] has each read its part, runs
+//! the one tomography, ranks the culprits (each source may move the ranking), and has each
+//! list what it could not judge and write its part of the report.
 
 mod culprits;
 pub mod direction;
 pub mod hosts;
 pub mod paths;
 pub mod ports;
+pub mod source;
+pub mod what_if;
 
-use model::job::{JobEvidence, JobHostSummary, JobReport};
+use model::job::{JobEvidence, JobReport};
+use source::{Reading, SOURCES};
 
-pub use culprits::{BACKGROUND_MIN_PORTS, SCORE_CANDIDATES, SCORE_COUNTERS, SCORE_PROVEN};
+pub use culprits::{Judged, BACKGROUND_MIN_PORTS, SCORE_CANDIDATES, SCORE_COUNTERS, SCORE_PROVEN};
 
-/// Judges a job.
+/// Judges a job: each evidence source reads its part ([`source::SOURCES`]), one tomography
+/// runs over what they read, the culprits are ranked, and each source lists what it could
+/// not judge and writes its part of the report.
 pub fn judge(evidence: &JobEvidence) -> JobReport {
-    let hosts = hosts::read(&evidence.hosts);
-    let ports = ports::judge(&evidence.ports);
-    let accused = ports
-        .iter()
-        .filter(|p| matches!(p.state, ports::PortState::Errors | ports::PortState::Down))
-        .map(|p| p.port.cable.clone())
-        .collect();
-    let tomography = paths::run(&hosts.segments, &evidence.pairs, &accused);
-    let judged = culprits::Judged::new(evidence, &hosts, &tomography, &ports);
+    let mut reading = Reading::default();
+    for source in SOURCES.iter() {
+        source.read(evidence, &mut reading);
+    }
+    let tomography = paths::run(&reading.hosts.segments, &evidence.pairs, &reading.accused);
+    let judged = culprits::Judged::new(evidence, &reading.hosts, &tomography, &reading.ports);
     let (culprits, not_the_jobs) = judged.culprits();
     let mut not_judged = evidence.not_judged.clone();
-    not_judged.extend(hosts.not_judged.iter().cloned());
-    not_judged.extend(tomography.not_judged.iter().cloned());
-    not_judged.extend(judged.unjudged_cables());
-    not_judged.extend(judged.unexplained_time());
+    for source in SOURCES.iter() {
+        not_judged.extend(source.not_judged(&judged));
+    }
     let verdict = culprits::verdict(&culprits, &not_judged);
-    JobReport {
+    let mut report = JobReport {
         job: evidence.job.clone(),
         nodes: evidence.nodes.clone(),
         verdict,
         summary: culprits::summary(verdict, &culprits, &not_judged),
         culprits,
-        pairs: evidence.pairs.clone(),
+        pairs: Vec::new(),
         not_judged,
         simulated: evidence.simulated,
         not_the_jobs,
-        hosts: evidence
-            .hosts
-            .iter()
-            .map(|h| JobHostSummary {
-                host: h.host.clone(),
-                healthy: h.report.as_ref().map(|r| r.healthy),
-                causes: h.report.as_ref().map_or(Vec::new(), |r| {
-                    r.diagnoses
-                        .iter()
-                        .map(|d| d.cause.as_str().to_string())
-                        .collect()
-                }),
-            })
-            .collect(),
-        ports: ports
-            .iter()
-            .filter(|p| p.port.on_job_route || p.state != ports::PortState::Normal)
-            .map(|p| p.summary())
-            .collect(),
-        what_if: evidence.what_if.clone(),
+        hosts: Vec::new(),
+        ports: Vec::new(),
+        what_if: None,
         follow_ups: Vec::new(),
+    };
+    for source in SOURCES.iter() {
+        source.report(&judged, &mut report);
     }
+    report
 }
 
 #[cfg(test)]

@@ -33,9 +33,9 @@ use crate::fault::ClusterFaults;
 use crate::job::JobOptions;
 use crate::mesh::MeshSettings;
 use crate::report::Endpoint;
-use crate::spec::Cluster;
-use crate::whatif::JobTraffic;
 use crate::ClusterError;
+use verdict::spec::Cluster;
+use verdict::whatif::JobTraffic;
 
 /// What a case's verdict should name.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -182,7 +182,7 @@ fn case(cluster: &Cluster, class: &'static str, sizes: &[usize], rng: &mut ChaCh
         .cloned()
         .collect();
     let job_hosts: Vec<usize> = nodes.iter().filter_map(|n| cluster.host_index(n)).collect();
-    let job_cables: Vec<String> = crate::job::job_cables(cluster, &job_hosts)
+    let job_cables: Vec<String> = verdict::job::job_cables(cluster, &job_hosts)
         .into_iter()
         .map(|c| cluster.cable_label(c))
         .collect();

@@ -17,10 +17,9 @@
 use super::upload::{PortUpload, SweepUpload};
 use crate::bench::{
     host_token_lines, http_client, percentile, BenchError, CollectorChild, Database, FleetReports,
-    Latency, RunPoster,
+    Latency, RunPoster, SimulatedReports,
 };
 use model::switch_port::SwitchPortCounters;
-use model::HostTopology;
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
@@ -39,8 +38,8 @@ pub struct SweepBenchSettings {
     pub run_clients: u32,
     /// Simulated hosts whose runs they post.
     pub run_hosts: u32,
-    /// The virtual host model of those runs.
-    pub model: HostTopology,
+    /// The reports of those runs.
+    pub reports: SimulatedReports,
 }
 
 /// The run load's figures in one phase.
@@ -383,7 +382,7 @@ pub fn run(settings: &SweepBenchSettings) -> Result<SweepBench, BenchError> {
     if db.count("fabric_sweeps")? > 0 {
         return Err(BenchError::NotEmpty(db.url.redacted()));
     }
-    let reports = FleetReports::of(&settings.model);
+    let reports = FleetReports::of(&settings.reports);
     let poster = RunPoster {
         url: format!("http://{}/api/runs", collector.addr),
         day_start: model::time::unix_ms(std::time::SystemTime::now()),
@@ -517,7 +516,10 @@ mod tests {
             duration: Duration::ZERO,
             run_clients: 0,
             run_hosts: 0,
-            model: check::sim::load_host("dgx-a100").unwrap(),
+            reports: SimulatedReports {
+                model: "dgx-a100".to_string(),
+                variants: Vec::new(),
+            },
         };
         let mut seen = std::collections::HashSet::new();
         for s in 0..4 {

@@ -23,7 +23,7 @@ use tokio_postgres::{Client, GenericClient};
 pub const READ_GAP: Duration = Duration::from_secs(1);
 
 /// Most ports waiting on the board, all samplers together: a verdict asks at most
-/// `cluster::follow_up::MAX_PORT_READS`, so this is 64 verdicts at once; past it a request
+/// `verdict::follow_up::MAX_PORT_READS`, so this is 64 verdicts at once; past it a request
 /// is refused (said in the verdict's follow-up) rather than the table grown without bound.
 pub const MAX_PENDING: usize = 4096;
 

@@ -7,18 +7,20 @@
 //!   that run.
 //! - **Separating pairs.** A culprit whose candidates are several cables the job's pairs
 //!   cannot tell apart: for each member, a pair of the job's RNICs whose route crosses it
-//!   and none of the others, planned as the simulated job plans them
-//!   ([`cluster::follow_up::plan`]) and run through the agents (`crate::mesh`).
+//!   and none of the others, planned by the verdict's pipeline as for a simulated job
+//!   ([`verdict::follow_up::plan`]) and run through the agents (`crate::mesh`).
 
 use super::hosts::{judged_host, Fleets};
 use super::pairs::job_pair;
 use super::routes::JobRoutes;
 use crate::agents;
 use crate::mesh::Access;
-use model::job::{FollowUp, JobEvidence, JobHost, JobReport, NotJudgedItem};
+use model::job::{FollowUp, JobHost, NotJudgedItem};
 use model::Report;
 use std::time::{Duration, Instant};
 use tokio_postgres::GenericClient;
+use verdict::pipeline::PairsMeasured;
+use verdict::RnicPort;
 
 /// The longest wait for a requested check to arrive: a real host's loopbacks take seconds
 /// (tens of seconds under emulation), and the agent sends the run as soon as it has it.
@@ -226,53 +228,24 @@ async fn run_after(
     Ok(row.map(|r| (r.get(0), r.get(1), r.get(2))))
 }
 
-/// Plans the pairs that split `report`'s candidate cables on the job's placed fabric, runs
-/// them with `token`, and adds them to `evidence`; returns what was run (or could not be)
-/// and why. Nothing when no culprit has several candidate cables.
+/// Runs the separating pairs `pairs` (RNIC ports of the job's placed fabric) through the
+/// agents with `token`: the pairs as the verdict reads them, in the order asked, or why none
+/// ran.
 pub async fn separate(
     access: &Access,
     routes: &JobRoutes,
-    report: &JobReport,
-    evidence: &mut JobEvidence,
+    pairs: &[(RnicPort, RnicPort)],
     token: String,
-) -> Vec<FollowUp> {
-    let plan = cluster::follow_up::plan(routes.placed(), report, &evidence.nodes);
-    let mut follow_ups = plan.not_planned;
-    if plan.pairs.is_empty() {
-        return follow_ups;
+) -> PairsMeasured {
+    match access.measure_pairs(routes.placed(), pairs, token).await {
+        Ok(answer) => PairsMeasured::Measured(
+            answer
+                .pairs
+                .iter()
+                .take(pairs.len())
+                .map(|measured| job_pair(measured, Some(routes)))
+                .collect(),
+        ),
+        Err((_, refused)) => PairsMeasured::NotRun(refused),
     }
-    let pairs: Vec<_> = plan.pairs.iter().map(|&(a, b, _)| (a, b)).collect();
-    match access.measure_pairs(routes.placed(), &pairs, token).await {
-        Ok(answer) => {
-            for (measured, (_, _, why)) in answer.pairs.iter().zip(&plan.pairs) {
-                let pair = job_pair(measured, Some(routes));
-                follow_ups.push(FollowUp {
-                    kind: "pair".to_string(),
-                    target: analyze::job::paths::pair_name(&pair),
-                    why: why.clone(),
-                    outcome: cluster::follow_up::outcome(
-                        pair.network_status,
-                        pair.reason.as_deref(),
-                    ),
-                });
-                evidence.pairs.push(pair);
-            }
-        }
-        Err((_, refused)) => {
-            let placed = routes.placed();
-            let name = |p: cluster::RnicPort| {
-                format!(
-                    "{}/{}",
-                    placed.hosts[p.host].name, placed.hosts[p.host].rnics[p.rnic]
-                )
-            };
-            follow_ups.extend(plan.pairs.iter().map(|&(a, b, ref why)| FollowUp {
-                kind: "pair".to_string(),
-                target: format!("{}<->{}", name(a), name(b)),
-                why: why.clone(),
-                outcome: not_run(&refused),
-            }));
-        }
-    }
-    follow_ups
 }

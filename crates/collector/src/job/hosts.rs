@@ -151,10 +151,10 @@ pub fn job_paths(kind: &str, report: &Report) -> Vec<JobPath> {
 }
 
 /// The paths of a host of a built-in model, as the simulated job counts them
-/// ([`cluster::job::job_paths`]: each GPU through its nearest RNIC).
+/// ([`verdict::job::job_paths`]: each GPU through its nearest RNIC).
 fn paths_on_model(model: &HostTopology) -> Vec<JobPath> {
     let rnics: Vec<ComponentId> = model.rnics().map(|c| c.id.clone()).collect();
-    cluster::job::job_paths(model, &rnics, cluster::Endpoint::Gpu)
+    verdict::job::job_paths(model, &rnics, verdict::Endpoint::Gpu)
 }
 
 /// Each RNIC the report probed to a GPU it reaches at line rate (ids `gpu*`), else an

@@ -12,6 +12,10 @@
 //! job's measured time `observed_us` (issue 28 section 3); without a fabric it is listed in
 //! `not_judged`.
 //!
+//! The sequence (gather, judge, follow-ups, judge, port reads, judge, what-if) is the
+//! verdict crate's (`verdict::pipeline::run`), the same as a simulated job's; these modules
+//! say how the collector measures each step ([`measure::Fleet`]).
+//!
 //! | module | job |
 //! |---|---|
 //! | [`query`] | the query string, checked |
@@ -23,10 +27,12 @@
 //! | [`port_reads`] | with `probe=1`, switch ports read now through their samplers: a culprit's candidate cables, and the route's cables without counters in the window |
 //! | [`evidence`] | all of the above gathered, with a deadline |
 //! | [`what_if`] | with `what_if`, the job's traffic replayed on the fabric against its measured time, and the job judged again |
+//! | [`measure`] | the above as the verdict pipeline's `Measure` |
 
 pub mod evidence;
 pub mod follow_up;
 pub mod hosts;
+pub mod measure;
 pub mod pairs;
 pub mod port_reads;
 pub mod ports;
@@ -42,9 +48,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use evidence::Gathered;
 use query::{RawQuery, VerdictQuery};
 use std::time::SystemTime;
+use verdict::pipeline::{self, Options};
 
 /// The route, over [`Access`] (the database, the probe tokens, the fabric).
 pub fn routes(access: Access) -> Router {
@@ -75,32 +81,13 @@ async fn verdict(
     } else {
         None
     };
-    let gathered = match evidence::gather(&access, &query, token.clone()).await {
-        Ok(gathered) => gathered,
-        Err((code, why)) => return refuse(code, why),
+    let options = Options {
+        probe: token.is_some(),
+        what_if: query.what_if.as_ref().map(what_if::asked),
     };
-    let Gathered {
-        mut evidence,
-        mut follow_ups,
-        routes,
-    } = gathered;
-    let mut report = analyze::job::judge(&evidence);
-    if let (Some(token), Some(routes)) = (token, &routes) {
-        let separating = follow_up::separate(&access, routes, &report, &mut evidence, token).await;
-        if !separating.is_empty() {
-            follow_ups.extend(separating);
-            report = analyze::job::judge(&evidence);
-        }
-        let read = port_reads::read_ports(&access, routes, &report, &mut evidence).await;
-        if !read.is_empty() {
-            follow_ups.extend(read);
-            report = analyze::job::judge(&evidence);
-        }
+    let mut fleet = measure::Fleet::new(&access, &query, token);
+    match pipeline::run(&mut fleet, options).await {
+        Ok(run) => Json(run.report).into_response(),
+        Err((code, why)) => refuse(code, why),
     }
-    report.follow_ups = follow_ups;
-    if let Some(asked) = &query.what_if {
-        let fabric_known = access.fabric.is_some();
-        report = what_if::judge_with(asked, routes, fabric_known, evidence, report).await;
-    }
-    Json(report).into_response()
 }

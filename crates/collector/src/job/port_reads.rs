@@ -1,6 +1,7 @@
 //! The verdict's reads of chosen switch ports now (issue 28 section 2, `probe=1`): the ends
 //! of the cables the pairs could not tell apart and of the job's route cables no sampler's
-//! counters covered in the window ([`cluster::follow_up::plan_port_reads`]).
+//! counters covered in the window ([`verdict::follow_up::plan_port_reads`], planned by the
+//! verdict's pipeline).
 //!
 //! The collector cannot reach the switches; the samplers can, and none listens on a port.
 //! So each port is asked of the sampler that read it last (the Delegator gave it that
@@ -19,11 +20,11 @@ use crate::fabric::board::{self, AskError, ReadNow, READ_GAP};
 use crate::fabric::ports::PortSums;
 use crate::fabric::store::{self, Owner};
 use crate::mesh::Access;
-use cluster::follow_up::PortRead;
-use model::job::{FollowUp, JobEvidence, JobPort, JobReport};
+use model::job::{FollowUp, JobEvidence, JobPort};
 use model::switch_port::{guid_text, SwitchPortCounters};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
+use verdict::follow_up::PortRead;
 
 /// The longest the verdict waits for a sampler's reads: a sampler is handed the request
 /// at its next post, so one sweeping at 1 Hz (`fabric sample`'s default) answers within
@@ -48,28 +49,27 @@ pub fn wait_for(period: Option<Duration>) -> Duration {
 /// How often the database is read while waiting.
 const POLL: Duration = Duration::from_millis(500);
 
-/// Reads the ports `plan_port_reads` chooses for `report` and adds them to `evidence`;
+/// Reads the ports of `reads` (chosen by `plan_port_reads`) and adds them to `evidence`;
 /// returns what was read (or could not be) and why, one follow-up per cable.
 pub async fn read_ports(
     access: &Access,
     routes: &JobRoutes,
-    report: &JobReport,
+    reads: &[PortRead],
     evidence: &mut JobEvidence,
 ) -> Vec<FollowUp> {
-    let plan = cluster::follow_up::plan_port_reads(routes.placed(), report, evidence);
-    let mut follow_ups = plan.not_planned;
-    if plan.reads.is_empty() {
+    let mut follow_ups = Vec::new();
+    if reads.is_empty() {
         return follow_ups;
     }
-    let outcomes = match read(access, &plan.reads).await {
+    let outcomes = match read(access, reads).await {
         Ok(outcomes) => outcomes,
         Err(why) => {
             let why = format!("not run: {why}");
-            follow_ups.extend(plan.reads.iter().map(|r| follow_up(r, why.clone())));
+            follow_ups.extend(reads.iter().map(|r| follow_up(r, why.clone())));
             return follow_ups;
         }
     };
-    for read in &plan.reads {
+    for read in reads {
         let mut said = Vec::new();
         let mut by: Vec<&str> = Vec::new();
         for port in &read.ports {

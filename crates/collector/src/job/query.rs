@@ -2,8 +2,8 @@
 //! Unix seconds, its id, whether to probe, and the what-if's traffic and the job's measured
 //! time; checked, each refusal naming the parameter.
 
-use cluster::whatif::JobTraffic;
 use serde::Deserialize;
+use verdict::whatif::JobTraffic;
 
 /// The window when `since` is not given: the hour before `until`.
 pub const DEFAULT_WINDOW_S: i64 = 3600;

@@ -2,12 +2,12 @@
 //! [--routes FILE]`): its nodes placed by the devices their agents registered, as
 //! `POST /api/mesh` places them ([`crate::mesh::place_on_fabric`]), and the cables the
 //! routes between their RNICs cross as the simulated job counts them
-//! ([`cluster::job::job_cables`]: every two RNICs of one rail, both ways), each named by its
+//! ([`verdict::job::job_cables`]: every two RNICs of one rail, both ways), each named by its
 //! lower end as pairs name them (DESIGN 4.6); without a fabric, each RNIC's own cable.
 
 use crate::mesh::{self, Access, MeshError};
-use cluster::Cluster;
 use std::collections::BTreeSet;
+use verdict::Cluster;
 
 /// Why the job's routes are not known.
 #[derive(Debug, thiserror::Error)]
@@ -62,7 +62,7 @@ pub async fn job_routes(access: &Access, nodes: &[String]) -> Result<JobRoutes, 
             source,
         })?;
     let all: Vec<usize> = (0..cluster.hosts.len()).collect();
-    let cables = cluster::job::job_cables(&cluster, &all)
+    let cables = verdict::job::job_cables(&cluster, &all)
         .into_iter()
         .map(|c| cluster.cable_label(c))
         .collect();

@@ -3,9 +3,9 @@
 
 use model::job::{Culprit, JobEvidence, Layer};
 
-use crate::fault::FabricFault;
+use crate::links::FabricFault;
 use crate::spec::{Cable, Cluster};
-use crate::ClusterError;
+use crate::PlanError;
 
 /// The state of the fabric's links in one scenario.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -53,12 +53,12 @@ impl LinkStates {
         cluster: &Cluster,
         culprits: &[Culprit],
         evidence: &JobEvidence,
-    ) -> Result<LinkStates, ClusterError> {
+    ) -> Result<LinkStates, PlanError> {
         let rate = cluster.fabric.link_gbps;
         let mut states = LinkStates::default();
         for culprit in culprits.iter().filter(|c| c.layer == Layer::Fabric) {
             let unsized_culprit = |reason: &str| {
-                ClusterError::Fabric(format!(
+                PlanError::Fabric(format!(
                     "what-if: culprit `{}`{}: {reason}",
                     culprit.cause,
                     culprit
@@ -176,9 +176,10 @@ impl LinkStates {
     /// The cables' states as the simulator's rates: degraded and flapping cables at their
     /// share, down cables removed, and a corrupting cable at the goodput its losses leave.
     /// The simulator has no loss, so each packet is lost with probability `per_second` x
-    /// its time on the wire (a symbol error hits the packet then, as `network` models it),
-    /// and the RC transport's go-back-N resends on average half of a message of
-    /// `message_packets` (IBA 9.7.6): goodput 1 / (1 + p x message_packets / 2).
+    /// its time on the wire (a symbol error hits the packet then, as the simulated
+    /// cluster's `network` models it), and the RC transport's go-back-N resends on average
+    /// half of a message of `message_packets` (IBA 9.7.6): goodput
+    /// 1 / (1 + p x message_packets / 2).
     pub(crate) fn as_faults(
         &self,
         link_gbps: f64,

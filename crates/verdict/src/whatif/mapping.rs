@@ -6,7 +6,7 @@
 use fabric::traffic::{place, CommMatrix, MappingSpec};
 
 use super::replay::Replay;
-use crate::ClusterError;
+use crate::PlanError;
 
 /// A better order for the job's hosts.
 pub(crate) struct Suggested {
@@ -22,14 +22,14 @@ pub(crate) fn suggest(
     replay: &Replay,
     placement: &[usize],
     matrix: &CommMatrix,
-) -> Result<Option<Suggested>, ClusterError> {
+) -> Result<Option<Suggested>, PlanError> {
     let cluster = replay.cluster;
     let topology = &cluster.fabric.topology;
     let mut pool = replay.nodes(placement, replay.rails[0]);
     pool.sort_unstable();
     let ranks = placement.len() as u32;
     let unfit = |e: fabric::traffic::TrafficError| {
-        ClusterError::Fabric(format!("what-if: no mapping to compare with: {e}"))
+        PlanError::Fabric(format!("what-if: no mapping to compare with: {e}"))
     };
     let rack = place(
         &MappingSpec::RowMajor,

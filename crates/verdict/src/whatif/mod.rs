@@ -28,7 +28,7 @@ use std::collections::HashSet;
 use model::job::{WhatIf, WhatIfScenario};
 
 use crate::spec::{Cable, Cluster, RnicPort};
-use crate::ClusterError;
+use crate::PlanError;
 use replay::{Outcome, Replay};
 
 pub use replay::{BACKGROUND_SPAN, BACKGROUND_WARMUP_PS};
@@ -93,7 +93,7 @@ pub fn what_if(
     observed: Observed,
     measured: &LinkStates,
     settings: &WhatIfSettings,
-) -> Result<WhatIf, ClusterError> {
+) -> Result<WhatIf, PlanError> {
     let rails = check_job(cluster, placement, traffic, &observed)?;
     let replay = Replay {
         cluster,
@@ -290,12 +290,12 @@ fn check_job(
     placement: &[usize],
     traffic: &JobTraffic,
     observed: &Observed,
-) -> Result<Vec<usize>, ClusterError> {
+) -> Result<Vec<usize>, PlanError> {
     let bad = |reason: String| {
-        ClusterError::Fabric(format!("what-if on cluster `{}`: {reason}", cluster.name))
+        PlanError::Fabric(format!("what-if on cluster `{}`: {reason}", cluster.name))
     };
     if placement.len() < 2 {
-        return Err(ClusterError::TooFewHosts(placement.len()));
+        return Err(PlanError::TooFewHosts(placement.len()));
     }
     let mut seen = HashSet::new();
     for &host in placement {
@@ -355,7 +355,7 @@ fn run_once_each(
     healthy: Outcome,
     message_packets: u64,
     healthy_ps: u64,
-) -> Result<(Vec<Outcome>, Vec<Option<usize>>), ClusterError> {
+) -> Result<(Vec<Outcome>, Vec<Option<usize>>), PlanError> {
     let same_as: Vec<Option<usize>> = (0..runs.len())
         .map(|i| {
             let (_, order, states) = &runs[i];
@@ -391,7 +391,7 @@ fn run_all(
     runs: &[(&str, Vec<usize>, LinkStates)],
     message_packets: u64,
     healthy_ps: u64,
-) -> Result<Vec<Outcome>, ClusterError> {
+) -> Result<Vec<Outcome>, PlanError> {
     std::thread::scope(|scope| {
         let handles: Vec<_> = runs
             .iter()
@@ -448,7 +448,7 @@ impl Judge<'_> {
         elements_us: Option<f64>,
         suggested_us: Option<f64>,
         matrix: &fabric::traffic::CommMatrix,
-    ) -> Result<Answer, ClusterError> {
+    ) -> Result<Answer, PlanError> {
         let healthy = self.healthy_us;
         let versus = format!(
             "observed {observed_us:.1} us against {healthy:.1} us on the healthy fabric ({:+.0} %)",
@@ -537,7 +537,7 @@ impl Judge<'_> {
     fn name_element(
         &self,
         matrix: &fabric::traffic::CommMatrix,
-    ) -> Result<(Option<String>, String, Vec<WhatIfScenario>), ClusterError> {
+    ) -> Result<(Option<String>, String, Vec<WhatIfScenario>), PlanError> {
         let on_routes = self.job_cables(matrix);
         let elements = self.measured.elements();
         let mut suspects: Vec<(Cable, &str)> = elements

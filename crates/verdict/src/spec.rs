@@ -9,7 +9,7 @@ use fabric::topology::{
 };
 use model::{ComponentClass, ComponentId, HostTopology};
 
-use crate::ClusterError;
+use crate::PlanError;
 
 /// The built-in clusters by name.
 pub const BUILTIN_NAMES: [&str; 2] = ["pod-32", "full-891"];
@@ -170,7 +170,7 @@ pub enum PortLabelError {
 
 impl Cluster {
     /// The built-in cluster `name`, if there is one.
-    pub fn builtin(name: &str) -> Option<Result<Cluster, ClusterError>> {
+    pub fn builtin(name: &str) -> Option<Result<Cluster, PlanError>> {
         match name {
             "pod-32" => Some(pod_32()),
             "full-891" => Some(full_891()),
@@ -380,10 +380,10 @@ fn name_range(names: &[String]) -> String {
 
 /// DESIGN 4.6's `pod-32`: 32 `dgx-a100` hosts `node001`..`node032` on a rail-optimised
 /// two-level tree of 16-port switches.
-fn pod_32() -> Result<Cluster, ClusterError> {
+fn pod_32() -> Result<Cluster, PlanError> {
     let model = model::builtin::load("dgx-a100")
         .expect("dgx-a100 is built in")
-        .map_err(|e| ClusterError::Host(e.to_string()))?;
+        .map_err(|e| PlanError::Host(e.to_string()))?;
     let hosts = (1..=32)
         .map(|n| ClusterHost::new(format!("node{n:03}"), model.clone()))
         .collect();
@@ -393,10 +393,10 @@ fn pod_32() -> Result<Cluster, ClusterError> {
 /// `full-891`: 891 `dgx-a100` hosts `node001`..`node891` filling every one of the 3,564 node
 /// ports of the thesis's `full` three-level tree (Table 3.1: radix 36, 18 nodes per leaf,
 /// 198 leaves, 198 aggregation and 108 core switches), rail-major ([`rail_major`]).
-fn full_891() -> Result<Cluster, ClusterError> {
+fn full_891() -> Result<Cluster, PlanError> {
     let model = model::builtin::load("dgx-a100")
         .expect("dgx-a100 is built in")
-        .map_err(|e| ClusterError::Host(e.to_string()))?;
+        .map_err(|e| PlanError::Host(e.to_string()))?;
     let hosts = (1..=891)
         .map(|n| ClusterHost::new(format!("node{n:03}"), model.clone()))
         .collect();
@@ -414,8 +414,8 @@ pub fn rail_major(
     hosts: Vec<ClusterHost>,
     params: FatTreeParams,
     link_gbps: f64,
-) -> Result<Cluster, ClusterError> {
-    let unfit = |reason: String| ClusterError::Fabric(format!("cluster `{name}`: {reason}"));
+) -> Result<Cluster, PlanError> {
+    let unfit = |reason: String| PlanError::Fabric(format!("cluster `{name}`: {reason}"));
     let rails = hosts.first().map_or(0, |h| h.rnics.len());
     if let Some(h) = hosts.iter().find(|h| h.rnics.len() != rails || rails == 0) {
         return Err(unfit(format!(
@@ -478,8 +478,8 @@ pub fn rail_optimised(
     hosts: Vec<ClusterHost>,
     radix: u16,
     link_gbps: f64,
-) -> Result<Cluster, ClusterError> {
-    let unfit = |reason: String| ClusterError::Fabric(format!("cluster `{name}`: {reason}"));
+) -> Result<Cluster, PlanError> {
+    let unfit = |reason: String| PlanError::Fabric(format!("cluster `{name}`: {reason}"));
     let rails = hosts.first().map_or(0, |h| h.rnics.len());
     if rails == 0 {
         return Err(unfit("no host with an RNIC".to_string()));
@@ -565,7 +565,7 @@ pub fn cabled(
     name: &str,
     hosts: Vec<ClusterHost>,
     fabric: CabledFabric,
-) -> Result<Cluster, ClusterError> {
+) -> Result<Cluster, PlanError> {
     place(name, hosts, fabric, &|_, h, mut devices| {
         if devices.len() > h.rnics.len() {
             return Err(format!(
@@ -592,7 +592,7 @@ pub fn cabled_by_device(
     name: &str,
     hosts: &[(String, Vec<(String, String)>)],
     fabric: CabledFabric,
-) -> Result<Cluster, ClusterError> {
+) -> Result<Cluster, PlanError> {
     let cluster_hosts = hosts
         .iter()
         .map(|(host, rnics)| ClusterHost {
@@ -642,8 +642,8 @@ fn place(
     hosts: Vec<ClusterHost>,
     fabric: CabledFabric,
     rnics_of: &Placement,
-) -> Result<Cluster, ClusterError> {
-    let unfit = |reason: String| ClusterError::Fabric(format!("cluster `{name}`: {reason}"));
+) -> Result<Cluster, PlanError> {
+    let unfit = |reason: String| PlanError::Fabric(format!("cluster `{name}`: {reason}"));
     let mut cas: HashMap<&str, Vec<(&str, NodeId)>> = HashMap::new();
     for (node, ca) in fabric.node_cas.iter().enumerate() {
         if let Some(ca) = ca {

@@ -27,7 +27,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::spec::{self, CabledFabric, Cluster, ClusterHost};
-use crate::ClusterError;
+use crate::PlanError;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -66,12 +66,12 @@ pub type FabricReadError = Box<dyn std::error::Error + Send + Sync>;
 impl Cluster {
     /// A built-in cluster by name, or a cluster file (whose `topology`, if it has one,
     /// `read_fabric` reads).
-    pub fn resolve(name_or_path: &str, read_fabric: FabricReader) -> Result<Cluster, ClusterError> {
+    pub fn resolve(name_or_path: &str, read_fabric: FabricReader) -> Result<Cluster, PlanError> {
         if let Some(builtin) = Cluster::builtin(name_or_path) {
             return builtin;
         }
         let path = Path::new(name_or_path);
-        let text = std::fs::read_to_string(path).map_err(|e| ClusterError::Unknown {
+        let text = std::fs::read_to_string(path).map_err(|e| PlanError::Unknown {
             name: name_or_path.to_string(),
             reason: e.to_string(),
             builtins: spec::BUILTIN_NAMES.join(", "),
@@ -80,12 +80,8 @@ impl Cluster {
     }
 
     /// A cluster file's text; `path` names it in errors and anchors relative model files.
-    pub fn parse(
-        path: &Path,
-        text: &str,
-        read_fabric: FabricReader,
-    ) -> Result<Cluster, ClusterError> {
-        let bad = |reason: String| ClusterError::File {
+    pub fn parse(path: &Path, text: &str, read_fabric: FabricReader) -> Result<Cluster, PlanError> {
+        let bad = |reason: String| PlanError::File {
             path: path.display().to_string(),
             reason,
         };
@@ -102,8 +98,8 @@ impl Cluster {
                 }
                 _ => group.model.clone(),
             };
-            let model = check::sim::load_host(&model_path)
-                .map_err(|e| bad(format!("hosts `{}`: {e}", group.names)))?;
+            let model =
+                load_host(&model_path).map_err(|e| bad(format!("hosts `{}`: {e}", group.names)))?;
             for name in names {
                 if hosts.iter().any(|h| h.name == name) {
                     return Err(bad(format!("host `{name}` is in two [[hosts]] groups")));
@@ -171,6 +167,21 @@ fn first_line_rate(host: &ClusterHost) -> Option<f64> {
 /// TOML errors span lines (a caret under the span); one line names the place and the error.
 fn one_line(message: &str) -> String {
     message.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A built-in host model by name, or a TOML host-model file, as `--sim` reads one
+/// (`check::sim::load_host`, which this crate may not use: it links the virtual host).
+fn load_host(name_or_path: &str) -> Result<model::HostTopology, String> {
+    if let Some(loaded) = model::builtin::load(name_or_path) {
+        return loaded.map_err(|e| e.to_string());
+    }
+    let text = std::fs::read_to_string(name_or_path).map_err(|e| {
+        format!(
+            "cannot read host model `{name_or_path}`: {e} (built-in models: {})",
+            model::builtin::names().collect::<Vec<_>>().join(", ")
+        )
+    })?;
+    model::hostfile::parse(name_or_path, &text).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
-//! Follow-up probes of a simulated job's verdict (issue 28 section 2): when the evidence
+//! Follow-up probes of a job's verdict (issue 28 section 2): when the evidence
 //! leaves a group of cables it cannot split, probe, for each member, a pair whose route
 //! crosses it and no other member, and judge again. A member the new pairs find abnormal is
 //! the culprit; one they find normal is cleared. A flapping group's pairs are probed in both
 //! phases of the flap, as the job's own rounds were. This module plans the pairs and words
-//! their outcomes; the simulated job (`job`) and the collector run them.
+//! their outcomes; the pipeline ([`crate::pipeline::run`]) has them measured by the
+//! simulated cluster or by the collector.
 //!
 //! On real hosts the collector also reads switch ports now ([`plan_port_reads`] chooses
 //! them): the ends of such a group's cables, and of the job's route cables no sampler's

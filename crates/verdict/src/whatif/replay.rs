@@ -10,9 +10,9 @@ use fabric::traffic::{Job, Uniform, Workload};
 
 use super::states::LinkStates;
 use super::traffic::{JobTraffic, RailShare};
-use crate::network::FaultedFabric;
+use crate::links;
 use crate::spec::{Cable, Cluster, RnicPort};
-use crate::ClusterError;
+use crate::PlanError;
 
 /// Other jobs' traffic runs this long before the job starts, so the job meets it in a
 /// steady state (as the mesh's probes do).
@@ -73,7 +73,7 @@ impl Replay<'_> {
         states: &LinkStates,
         message_packets: u64,
         healthy_ps: u64,
-    ) -> Result<Outcome, ClusterError> {
+    ) -> Result<Outcome, PlanError> {
         let config = self.config();
         let rails: Vec<Vec<NodeId>> = self.rails.iter().map(|&r| self.nodes(order, r)).collect();
         let topology = &self.cluster.fabric.topology;
@@ -85,8 +85,7 @@ impl Replay<'_> {
             return Ok(Outcome::CannotRun(down));
         }
         let faults = states.as_faults(config.link_gbps, config.packet_bytes, message_packets);
-        let fabric = FaultedFabric::new(self.cluster, &faults)?;
-        let topology = fabric.topology();
+        let topology = &links::phases(self.cluster, &faults)?.healthy;
         let start_ps = if states.background.is_some() {
             BACKGROUND_WARMUP_PS
         } else {
@@ -125,12 +124,12 @@ impl Replay<'_> {
             }
         }
         let result = Simulation::new(topology, config, jobs)
-            .map_err(|e| ClusterError::Fabric(format!("what-if: {e}")))?
+            .map_err(|e| PlanError::Fabric(format!("what-if: {e}")))?
             .run(&mut |_| {});
         let mut end_ps = 0;
         for job in result.jobs.iter().take(rails.len()) {
             if !job.finished {
-                return Err(ClusterError::Fabric(format!(
+                return Err(PlanError::Fabric(format!(
                     "what-if: the job's {} did not finish: its traffic waits for messages no \
                      rank sends",
                     job.name

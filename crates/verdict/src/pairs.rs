@@ -217,6 +217,15 @@ fn alike_groups(cables: usize, chosen: &[usize], crossed: &[Vec<usize>]) -> Vec<
     groups.into_values().collect()
 }
 
+/// What the pair choice covers.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Coverage {
+    /// Cables between the probed hosts.
+    pub cables: usize,
+    /// Groups of cables crossed by the same pairs (a bad one among them cannot be named).
+    pub not_identifiable: Vec<Vec<String>>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
