@@ -223,7 +223,7 @@ fn probe(args: &PairProbeArgs) -> Result<Outcome> {
             }
             print(args.format, &report)?;
             Ok(Outcome::found(
-                !report.verified || report.status == "abnormal",
+                !report.verified || report.status == fleet_api::pair::PairStatus::Abnormal,
             ))
         }
         Some(e) => {
@@ -270,7 +270,9 @@ fn table(r: &PairReport) -> String {
     );
     out += &format!("  bandwidth  {bw}\n");
     let why = |e: &Option<String>| e.as_ref().map_or_else(String::new, |e| format!(" ({e})"));
-    let judged = |s: Option<&str>| s.map_or_else(String::new, |s| format!(" [{s}]"));
+    let judged = |s: Option<model::pair::PartStatus>| {
+        s.map_or_else(String::new, |s| format!(" [{}]", s.as_str()))
+    };
     out += &format!(
         "  host A     {}{} (half the loopback of {} to {}){}\n",
         us(r.host_a_us),
@@ -285,7 +287,7 @@ fn table(r: &PairReport) -> String {
         judged(r.host_b_status),
         why(&r.host_b_error)
     );
-    let from = if r.network_from == "completion_timestamps" {
+    let from = if r.network_from == fleet_api::pair::NetworkFrom::CompletionTimestamps {
         "half the round trip by the RNIC's clock"
     } else {
         "latency - host A - host B"
@@ -296,7 +298,7 @@ fn table(r: &PairReport) -> String {
         judged(r.network_status)
     );
     out += "  route      not traced\n";
-    out += &format!("  status     {}: {}\n", r.status, r.reason);
+    out += &format!("  status     {}: {}\n", r.status.as_str(), r.reason);
     if let Some(e) = &r.error {
         out += &format!("  error      {e}\n");
     }
