@@ -1,6 +1,6 @@
 //! One host's side of a real RNIC-to-RNIC pair probe (`rdma::engine::pair`), whoever carries
-//! the two offers: `hostping pair serve|probe` over a TCP socket, or the agents' HTTP API
-//! (`POST /api/pair/probe` and `/api/pair/accept`, [`crate::http`]). It owns the local side
+//! the two offers: `hostping pair serve|probe` over a TCP socket ([`wire`]), or the agents'
+//! HTTP API (`POST /api/pair/probe` and `/api/pair/accept`, [`crate::http`]). It owns the local side
 //! (the device's port and the host's own part, measured as a loopback), what a responder
 //! accepts, the split of the pair's latency into host A, host B and the network
 //! (docs/cluster.md, "The split") and the pair's report (DESIGN 4.6's pair object).
@@ -24,6 +24,8 @@ use rdma::verbs::Verbs;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::time::Duration;
+
+pub mod wire;
 
 /// Most bytes of one bandwidth message (perftest's `-s` goes to 8 MiB; a responder refuses
 /// offers above this too).
