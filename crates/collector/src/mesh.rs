@@ -687,7 +687,7 @@ fn not_run(a: &End, b: &End, status: PairStatus, why: String) -> MeshPair {
         rnic: e.rnic.clone(),
         device: None,
     };
-    MeshPair::NotRun(NotRun::new(end(a), end(b), status, why))
+    MeshPair::NotRun(Box::new(NotRun::new(end(a), end(b), status, why)))
 }
 
 /// Asks `a`'s agent to probe `b`: the pair's report, or which end (0 `a`, 1 `b`) could not

@@ -359,12 +359,12 @@ mod tests {
         r.verified = false;
         r.status = PairStatus::Failed;
         assert!(recordable(&unverified).is_none());
-        let mut down = MeshPair::NotRun(NotRun::new(
+        let mut down = MeshPair::NotRun(Box::new(NotRun::new(
             end("node01", None),
             end("node03", None),
             PairStatus::Unreachable,
             "node03's agent is unreachable".into(),
-        ));
+        )));
         assert!(recordable(&down).is_none());
         let before = down.clone();
         judge(&mut down, &recorded(&good), 0.2);

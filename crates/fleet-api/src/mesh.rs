@@ -240,7 +240,7 @@ impl NotRun {
 #[serde(untagged)]
 pub enum MeshPair {
     /// Did not run.
-    NotRun(NotRun),
+    NotRun(Box<NotRun>),
     /// The initiating agent's report.
     Ran(Box<PairReport>),
 }
@@ -254,7 +254,7 @@ impl<'de> Deserialize<'de> for MeshPair {
         let pair = if ran {
             serde_json::from_value(value).map(|p| MeshPair::Ran(Box::new(p)))
         } else {
-            serde_json::from_value(value).map(MeshPair::NotRun)
+            serde_json::from_value(value).map(|p| MeshPair::NotRun(Box::new(p)))
         };
         pair.map_err(serde::de::Error::custom)
     }

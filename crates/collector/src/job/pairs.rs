@@ -108,12 +108,12 @@ mod tests {
         assert_eq!(p.reason.as_deref(), Some("no baseline"));
         assert_eq!(p.endpoint_b, "");
 
-        let down = MeshPair::NotRun(NotRun::new(
+        let down = MeshPair::NotRun(Box::new(NotRun::new(
             end("n1", None),
             end("n2", None),
             PairStatus::Unreachable,
             "n2's agent is unreachable".into(),
-        ));
+        )));
         let p = job_pair(&down, None);
         assert_eq!(p.status, PartStatus::Failed);
         assert_eq!(p.latency_us, None);
