@@ -39,6 +39,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use fleet_api::read::ErrorBody;
+use fleet_api::status::ProbeQueued;
 use fleet_api::tokens::Tokens;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -286,11 +287,19 @@ async fn probe(State(s): State<Shared>, headers: HeaderMap) -> Response {
     let body = match s.probe.control.request_probe(by) {
         ProbeRequest::Queued => {
             eprintln!("hostping agent: probe requested by {by}: queued");
-            serde_json::json!({ "queued": true, "by": by })
+            ProbeQueued {
+                queued: true,
+                pending: None,
+                by: by.to_string(),
+            }
         }
         ProbeRequest::AlreadyPending => {
             eprintln!("hostping agent: probe requested by {by}: joins the one pending");
-            serde_json::json!({ "queued": false, "pending": true, "by": by })
+            ProbeQueued {
+                queued: false,
+                pending: Some(true),
+                by: by.to_string(),
+            }
         }
     };
     (StatusCode::ACCEPTED, Json(body)).into_response()

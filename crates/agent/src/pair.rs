@@ -1,6 +1,6 @@
 //! One host's side of a real RNIC-to-RNIC pair probe (`rdma::engine::pair`), whoever carries
-//! the two offers: `hostping pair serve|probe` over a TCP socket, or the agents' HTTP API
-//! (`POST /api/pair/probe` and `/api/pair/accept`, [`crate::http`]). It owns the local side
+//! the two offers: `hostping pair serve|probe` over a TCP socket ([`wire`]), or the agents'
+//! HTTP API (`POST /api/pair/probe` and `/api/pair/accept`, [`crate::http`]). It owns the local side
 //! (the device's port and the host's own part, measured as a loopback), what a responder
 //! accepts, the split of the pair's latency into host A, host B and the network
 //! (docs/cluster.md, "The split") and the pair's report (DESIGN 4.6's pair object).
@@ -12,19 +12,20 @@
 //! received did not verify or the probe stopped.
 
 use check::host::{Host, HostOptions, HostSpec, ProbeOptions};
+use fleet_api::pair::{NetworkFrom, PairStatus, RouteSource};
 use model::odp_bench::TransportDelta;
 use model::pair::PairFigures;
-use model::{ComponentClass, ComponentId, HostTopology, LatencyStats};
+use model::{ComponentClass, ComponentId, HostTopology};
 use probe::{latency_stats, LatencySpec, ProbeEngine};
-use rdma::engine::pair::{
-    initiate, respond, PairError, PairOffer, PairPort, PairResult, PairSpec, TimestampSource,
-};
+use rdma::engine::pair::{initiate, respond, PairError, PairOffer, PairPort, PairResult, PairSpec};
 use rdma::odp_bench::counters::{read_port, transport, PortReading};
 use rdma::sysfs::SysRoot;
 use rdma::verbs::Verbs;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::time::Duration;
+
+pub mod wire;
 
 /// Most bytes of one bandwidth message (perftest's `-s` goes to 8 MiB; a responder refuses
 /// offers above this too).
@@ -442,84 +443,9 @@ pub enum PeerFailure {
 }
 
 /// One side of the pair in the report.
-pub use model::pair::PairEnd as End;
-
-/// DESIGN 4.6's pair object, measured (`hostping pair probe --format json`, and each pair of
-/// a real `hostping mesh`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PairReport {
-    /// The initiator.
-    pub a: End,
-    /// The responder.
-    pub b: End,
-    /// p50 of the half round trips, us (ib_write_lat's t_typical).
-    pub latency_us: Option<f64>,
-    /// The bandwidth phase's rate, Gb/s.
-    pub bandwidth_gbps: Option<f64>,
-    /// Half host A's loopback latency to `endpoint_a`, us.
-    pub host_a_us: Option<f64>,
-    /// The same, measured by the peer.
-    pub host_b_us: Option<f64>,
-    /// The network's part, us: half the median round trip by host A's RNIC clock where
-    /// its completions are stamped, else latency - host A - host B (`network_from`).
-    pub network_us: Option<f64>,
-    /// `completion_timestamps` or `latency_less_host_parts`.
-    pub network_from: &'static str,
-    /// Where the probe's times came from (`cpu_no_completion_timestamps` on rxe).
-    pub timestamps: Option<TimestampSource>,
-    /// Why offered completion timestamps were not used.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub timestamps_note: Option<String>,
-    /// The switches crossed: not traced by the probe.
-    pub route: Vec<String>,
-    /// Where `route` comes from: `none`.
-    pub route_source: &'static str,
-    /// `uncertain` (measured, not judged: no baseline), `failed` (the data did not verify,
-    /// the peer refused, or the probe stopped), `unreachable` (the peer could not be
-    /// reached).
-    pub status: &'static str,
-    /// Why `status`, in words.
-    pub reason: String,
-    /// Each part against a baseline of the same pair (`hostping pair probe --baseline`):
-    /// `normal`, `abnormal` or `uncertain` (not measured here or there); absent unjudged.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub host_a_status: Option<&'static str>,
-    /// See `host_a_status`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub host_b_status: Option<&'static str>,
-    /// See `host_a_status`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub network_status: Option<&'static str>,
-    /// Always false: a real probe.
-    pub simulated: bool,
-    /// The memory node of host A's part.
-    pub endpoint_a: String,
-    /// Percentiles of the half round trips.
-    pub latency: Option<LatencyStats>,
-    /// Bytes of a ping.
-    pub latency_bytes: u32,
-    /// Bytes of a bandwidth message.
-    pub bw_bytes: u32,
-    /// Messages the bandwidth phase moved.
-    pub bw_iterations: u64,
-    /// The responder found the data the initiator wrote.
-    pub verified: bool,
-    /// Why host A's part is missing.
-    pub host_a_error: Option<String>,
-    /// Why host B's part is missing.
-    pub host_b_error: Option<String>,
-    /// The peer as given (HOST:PORT, or its agent's URL).
-    pub peer: String,
-    /// Where the stop happened, when the probe stopped.
-    pub error: Option<String>,
-    /// Host A's RNIC's transport counters over the probe (its port's `hw_counters` before
-    /// and after, rxe's named as mlx5's: `rdma::odp_bench::counters::transport`): which
-    /// way packets were lost. The counters are the device's, so traffic of others on it
-    /// at the same time counts too. Absent where none could be read.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub counters_a: Option<TransportDelta>,
-}
-
+pub use fleet_api::pair::End;
+/// DESIGN 4.6's pair object, measured: the contract's type, which this side fills.
+pub use fleet_api::pair::PairReport;
 /// The network's part: the latency less both hosts' parts (`None` unless all three are
 /// known). May come out negative where a host's loopback costs more than its share of the
 /// pair's path (a software RNIC, whose loopback never leaves the host's CPU).
@@ -539,15 +465,18 @@ pub fn network_split(
     host_a: Option<f64>,
     host_b: Option<f64>,
     nic_round_trip_ns: &[f64],
-) -> (Option<f64>, &'static str) {
+) -> (Option<f64>, NetworkFrom) {
     if nic_round_trip_ns.is_empty() {
         return (
             network_part(latency_us, host_a, host_b),
-            "latency_less_host_parts",
+            NetworkFrom::LatencyLessHostParts,
         );
     }
     let rtt_ns = analyze::robust::median(nic_round_trip_ns.iter().copied());
-    (rtt_ns.map(|ns| ns / 2.0 / 1e3), "completion_timestamps")
+    (
+        rtt_ns.map(|ns| ns / 2.0 / 1e3),
+        NetworkFrom::CompletionTimestamps,
+    )
 }
 
 /// A probe as the initiator ran it: its report, and the error when it stopped.
@@ -617,12 +546,12 @@ pub fn initiate_probe(
         host_a_us: part_a.as_ref().ok().copied(),
         host_b_us: peer_offer.and_then(|o| o.host_loopback_us),
         network_us: None,
-        network_from: "latency_less_host_parts",
+        network_from: NetworkFrom::LatencyLessHostParts,
         timestamps: None,
         timestamps_note: None,
-        route: Vec::new(),
-        route_source: "none",
-        status: "failed",
+        route: Some(Vec::new()),
+        route_source: RouteSource::Untraced,
+        status: PairStatus::Failed,
         reason: String::new(),
         host_a_status: None,
         host_b_status: None,
@@ -639,6 +568,7 @@ pub fn initiate_probe(
         peer: peer.to_string(),
         error: None,
         counters_a: (delta != TransportDelta::default()).then_some(delta),
+        mesh: Default::default(),
     };
     match outcome {
         Ok(result) => {
@@ -675,12 +605,12 @@ fn fill(report: &mut PairReport, result: &PairResult) {
     report.timestamps_note = result.timestamps_note.clone();
     (report.status, report.reason) = if result.verified {
         (
-            "uncertain",
+            PairStatus::Uncertain,
             "measured, not judged: a single pair has no baseline".to_string(),
         )
     } else {
         (
-            "failed",
+            PairStatus::Failed,
             format!(
                 "the data {} received did not match what {} wrote",
                 report.b.rnic, report.a.rnic
@@ -693,35 +623,19 @@ fn fill(report: &mut PairReport, result: &PairResult) {
 /// --format json` of a run the operator trusts (the fields it needs; the rest is ignored).
 pub type PairBaseline = PairFigures;
 
-impl PairReport {
-    /// What judging reads of this report.
-    pub fn figures(&self) -> PairFigures {
-        PairFigures {
-            a: self.a.clone(),
-            b: self.b.clone(),
-            latency_us: self.latency_us,
-            host_a_us: self.host_a_us,
-            host_b_us: self.host_b_us,
-            network_us: self.network_us,
-            bandwidth_gbps: self.bandwidth_gbps,
-            latency: self.latency,
-        }
-    }
-}
-
 /// Judges a finished, verified probe against `baseline`, part by part, at Abnormal_th
 /// (`analyze::pair_baseline::judge_against`, the rule the collector's recorded pair
 /// baselines use too). The pair is abnormal when a part is; its reason names the parts and
 /// figures. A failed or unreachable probe measured nothing to judge and is left as it is.
 pub fn judge_against(report: &mut PairReport, baseline: &PairBaseline, th: f64) {
-    if report.status != "uncertain" {
+    if report.status != PairStatus::Uncertain {
         return;
     }
     let judged = analyze::pair_baseline::judge_against(&report.figures(), baseline, th);
-    report.host_a_status = Some(judged.host_a.as_str());
-    report.host_b_status = Some(judged.host_b.as_str());
-    report.network_status = Some(judged.network.as_str());
-    report.status = judged.status.as_str();
+    report.host_a_status = Some(judged.host_a);
+    report.host_b_status = Some(judged.host_b);
+    report.network_status = Some(judged.network);
+    report.status = judged.status.into();
     report.reason = judged.reason;
 }
 
@@ -731,15 +645,19 @@ fn stopped(report: &mut PairReport, e: &PairError, unreachable: bool) {
     report.latency_us = report.latency.map(|l| l.p50_us);
     report.error = Some(e.to_string());
     (report.status, report.reason) = if unreachable {
-        ("unreachable", "the peer could not be reached".to_string())
+        (
+            PairStatus::Unreachable,
+            "the peer could not be reached".to_string(),
+        )
     } else {
-        ("failed", "the probe stopped".to_string())
+        (PairStatus::Failed, "the probe stopped".to_string())
     };
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use model::LatencyStats;
 
     fn offer() -> PairOffer {
         PairOffer {
@@ -800,11 +718,11 @@ mod tests {
     fn the_rnics_own_round_trips_replace_the_subtraction_where_there_are_any() {
         // No timestamps (rxe): the latency less both parts.
         let (net, from) = network_split(Some(25.0), Some(8.5), Some(9.0), &[]);
-        assert_eq!((net, from), (Some(7.5), "latency_less_host_parts"));
+        assert_eq!((net, from.as_str()), (Some(7.5), "latency_less_host_parts"));
         // Stamped round trips of 4.0, 4.4 and 9.0 us: half the median, whatever the CPU's
         // latency and the host parts say.
         let (net, from) = network_split(Some(25.0), None, Some(9.0), &[4_000.0, 9_000.0, 4_400.0]);
-        assert_eq!(from, "completion_timestamps");
+        assert_eq!(from.as_str(), "completion_timestamps");
         assert!((net.unwrap() - 2.2).abs() < 1e-9, "{net:?}");
     }
 
@@ -842,12 +760,12 @@ mod tests {
             host_a_us: Some(a),
             host_b_us: Some(b),
             network_us: Some(net),
-            network_from: "latency_less_host_parts",
+            network_from: NetworkFrom::LatencyLessHostParts,
             timestamps: None,
             timestamps_note: None,
-            route: Vec::new(),
-            route_source: "none",
-            status: "uncertain",
+            route: Some(Vec::new()),
+            route_source: RouteSource::Untraced,
+            status: PairStatus::Uncertain,
             reason: String::new(),
             host_a_status: None,
             host_b_status: None,
@@ -864,6 +782,7 @@ mod tests {
             peer: "p".into(),
             error: None,
             counters_a: None,
+            mesh: Default::default(),
         };
         judge_against(&mut report, &baseline, 0.2);
         (report, baseline)
@@ -873,13 +792,23 @@ mod tests {
     fn a_pair_is_judged_part_by_part_against_its_baseline() {
         // Within the thresholds: the network 4 us more (under 20 % of the pair's 25 us),
         // the hosts 15 % more, the tail 1.5x, the bandwidth 15 % less.
+        let words = |r: &PairReport| {
+            let part = |s: Option<model::pair::PartStatus>| s.map(|s| s.as_str());
+            (
+                r.status.as_str(),
+                part(r.host_a_status),
+                part(r.host_b_status),
+                part(r.network_status),
+            )
+        };
         let (r, _) = judged((34.0, 11.5, 11.5, 9.0, 0.17, 60.0));
-        assert_eq!(r.status, "normal", "{}", r.reason);
+        assert_eq!(r.status.as_str(), "normal", "{}", r.reason);
         // A longer cable: only the network part is abnormal, and says by how much.
         let (r, _) = judged((225.0, 10.0, 10.0, 205.0, 0.2, 240.0));
-        assert_eq!(r.status, "abnormal");
+        let (status, host_a_status, host_b_status, network_status) = words(&r);
+        assert_eq!(status, "abnormal");
         assert_eq!(
-            (r.host_a_status, r.host_b_status, r.network_status),
+            (host_a_status, host_b_status, network_status),
             (Some("normal"), Some("normal"), Some("abnormal"))
         );
         assert!(
@@ -889,7 +818,7 @@ mod tests {
         );
         // Loss: the median holds, the tail and the bandwidth do not.
         let (r, _) = judged((26.0, 10.0, 10.0, 6.0, 0.012, 67_000.0));
-        assert_eq!(r.network_status, Some("abnormal"));
+        assert_eq!(words(&r).3, Some("abnormal"));
         assert!(
             r.reason
                 .contains("p99 half round trip 67000.00 us vs 40.00 us"),
@@ -903,8 +832,9 @@ mod tests {
         );
         // A slow host: its part, not the network.
         let (r, _) = judged((40.0, 25.0, 10.0, 5.0, 0.2, 50.0));
+        let (status, host_a_status, _, network_status) = words(&r);
         assert_eq!(
-            (r.host_a_status, r.network_status, r.status),
+            (host_a_status, network_status, status),
             (Some("abnormal"), Some("normal"), "abnormal")
         );
     }

@@ -6,6 +6,7 @@
 
 use crate::Control;
 use fleet_api::post::{FIRST_BACKOFF, MAX_BACKOFF};
+use fleet_api::register::AgentRegistration;
 use std::sync::Arc;
 
 /// What the agent registers.
@@ -78,12 +79,17 @@ fn put(client: &ureq::Agent, r: &Registration) -> Result<(), String> {
         r.collector.trim_end_matches('/'),
         r.host
     );
-    let body = serde_json::json!({"url": r.url, "rnics": r.rnics, "devices": r.devices});
+    let body = AgentRegistration {
+        url: r.url.clone(),
+        rnics: r.rnics.clone(),
+        devices: r.devices.clone(),
+    };
+    let body = serde_json::to_vec(&body).map_err(|e| format!("{url}: {e}"))?;
     let mut answer = client
         .put(&url)
         .header("Authorization", format!("Bearer {}", r.token))
         .header("Content-Type", "application/json")
-        .send(body.to_string().as_bytes())
+        .send(&body[..])
         .map_err(|e| format!("{url}: {e}"))?;
     if answer.status().is_success() {
         return Ok(());

@@ -21,7 +21,6 @@ use axum::{Json, Router};
 use deadpool_postgres::Pool;
 use fleet_api::read::ErrorBody;
 use fleet_api::tokens::Tokens;
-use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// The `agents` table (schema version 8).
@@ -38,30 +37,10 @@ const MAX_RNICS: usize = 64;
 /// The longest device name (the kernel's IB_DEVICE_NAME_MAX is 64 with its NUL).
 const MAX_DEVICE: usize = 63;
 
-/// One agent as registered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AgentEntry {
-    /// The host's fleet name.
-    pub host: String,
-    /// Its agent's API.
-    pub agent_url: String,
-    /// Its RNIC ids (`rnic0`..).
-    pub rnics: Vec<String>,
-    /// Their RDMA devices' names, in the same order; empty for a host without devices.
-    pub devices: Vec<String>,
-    /// When it registered, ms since the Unix epoch.
-    pub registered_unix_ms: i64,
-}
-
-/// `PUT /api/hosts/{host}/agent`'s body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Registration {
-    url: String,
-    rnics: Vec<String>,
-    #[serde(default)]
-    devices: Vec<String>,
-}
+/// One agent as registered: the contract's.
+pub use fleet_api::register::AgentEntry;
+/// `PUT /api/hosts/{host}/agent`'s body: the contract's.
+use fleet_api::register::AgentRegistration as Registration;
 
 /// Whether `id` is an RNIC id (`rnic` and a number).
 pub fn is_rnic_id(id: &str) -> bool {

@@ -38,9 +38,9 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use deadpool_postgres::Pool;
 use fleet_api::read::ErrorBody;
+use fleet_api::status::Health;
 use fleet_api::tokens::Tokens;
 use fleet_api::upload;
-use serde_json::{json, Value};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -320,7 +320,12 @@ async fn post_run(
     };
     Ok((
         status,
-        Json(json!({"stored": id, "host": host, "id": agent_run_id, "duplicate": duplicate})),
+        Json(upload::RunStored {
+            stored: id,
+            host,
+            id: agent_run_id,
+            duplicate,
+        }),
     )
         .into_response())
 }
@@ -361,11 +366,15 @@ async fn post_sweep(
     let read_now = fabric::board::take(&**client, &upload.sampler).await?;
     Ok((
         status,
-        Json(
-            json!({"stored": stored.id, "sampler": upload.sampler, "sweep": upload.sweep,
-                    "duplicate": stored.duplicate, "deltas": stored.deltas,
-                    "first": stored.first, "read_now": read_now}),
-        ),
+        Json(fleet_api::sweep::SweepStored {
+            stored: stored.id,
+            sampler: upload.sampler,
+            sweep: upload.sweep,
+            duplicate: stored.duplicate,
+            deltas: stored.deltas,
+            first: stored.first,
+            read_now,
+        }),
     )
         .into_response())
 }
@@ -405,11 +414,14 @@ async fn get_ports(
 }
 
 /// One cheap query through the pool: what a readiness probe needs to know.
-async fn health(State(shared): State<Shared>) -> Result<Json<Value>, ApiError> {
+async fn health(State(shared): State<Shared>) -> Result<Json<Health>, ApiError> {
     let client = shared.pool.get().await?;
     let version: Option<i32> = client
         .query_one("SELECT max(version) FROM schema_migrations", &[])
         .await?
         .get(0);
-    Ok(Json(json!({"database": "ok", "schema_version": version})))
+    Ok(Json(Health {
+        database: "ok".to_string(),
+        schema_version: version,
+    }))
 }

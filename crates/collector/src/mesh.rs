@@ -50,13 +50,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use deadpool_postgres::{Pool, PoolError};
+use fleet_api::mesh::{Budget, Coverage, MeshAnswer, MeshNode as Node, MeshPair, NotRun};
+use fleet_api::pair::{PairReport, PairStatus, ProbeRequest, RouteSource};
 use fleet_api::tokens::Tokens;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use verdict::pairs::Coverage;
 use verdict::spec::CabledFabric;
 
 /// The most nodes one mesh may name.
@@ -143,7 +142,7 @@ impl Access {
         };
         let mut answer = run(nodes, plan, budget, token).await;
         if request.record_baseline == Some(true) {
-            let budget = answer.budget.as_request();
+            let budget = answer.budget.asked();
             let now = model::time::unix_ms(std::time::SystemTime::now());
             let stored = pair_baselines::record(&self.pool, &mut answer.pairs, &budget, now)
                 .await
@@ -230,7 +229,11 @@ impl Access {
                 .collect(),
             cover: "follow-up pairs: each crosses one candidate cable and not the others".into(),
             coverage: None,
-            route_source: Some(if from_tables { "tables" } else { "cabling" }),
+            route_source: Some(if from_tables {
+                RouteSource::Tables
+            } else {
+                RouteSource::Cabling
+            }),
         };
         let mut answer = run(nodes, plan, budget, token).await;
         self.judge_recorded(&names, &mut answer)
@@ -274,14 +277,6 @@ pub enum MeshError {
     /// The fabric does not have the nodes' devices.
     #[error("{0}")]
     Fabric(#[from] verdict::PlanError),
-    /// A recorded budget does not read as a request's.
-    #[error("a recorded budget {budget}: {source}")]
-    Budget {
-        /// The budget as recorded.
-        budget: Value,
-        /// What serde_json said.
-        source: serde_json::Error,
-    },
 }
 
 /// The route, over [`Access`].
@@ -291,123 +286,8 @@ pub fn routes(access: Access) -> Router {
         .with_state(access)
 }
 
-/// `POST /api/mesh`'s body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct MeshRequest {
-    pub(crate) nodes: Vec<String>,
-    duration_s: Option<f64>,
-    /// Latency probes a second per cross-leaf target.
-    rate: Option<f64>,
-    rate_same_leaf: Option<f64>,
-    bw_iterations: Option<u64>,
-    depth: Option<u32>,
-    /// Store each measured pair as its ends' baseline instead of judging it
-    /// ([`crate::pair_baselines`]).
-    record_baseline: Option<bool>,
-}
-
-/// The budget, as asked and as spent.
-#[derive(Debug, Clone, Serialize)]
-struct Budget {
-    /// Seconds the pairs are spread over.
-    duration_s: f64,
-    /// Latency probes a second per cross-leaf target (every target without a fabric).
-    rate: f64,
-    /// Latency probes a second per same-leaf target.
-    rate_same_leaf: f64,
-    /// Latency probes a cross-leaf pair sends (every pair without a fabric).
-    latency_probes_per_pair: u32,
-    /// Latency probes a same-leaf pair sends.
-    latency_probes_same_leaf_pair: u32,
-    /// Latency probes over the mesh, all pairs.
-    latency_probes: u64,
-    /// Messages of each pair's bandwidth phase.
-    bw_iterations: u64,
-    /// Messages outstanding in it (the agent's default when not given).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    depth: Option<u32>,
-}
-
-impl Budget {
-    /// The budget as a request asks for it (the fields of [`MeshRequest`] but `nodes`).
-    fn as_request(&self) -> Value {
-        json!({"duration_s": self.duration_s, "rate": self.rate,
-               "rate_same_leaf": self.rate_same_leaf, "bw_iterations": self.bw_iterations,
-               "depth": self.depth})
-    }
-}
-
-impl MeshRequest {
-    /// A mesh of `nodes` on the default budget.
-    pub(crate) fn of_nodes(nodes: Vec<String>) -> MeshRequest {
-        MeshRequest {
-            nodes,
-            duration_s: None,
-            rate: None,
-            rate_same_leaf: None,
-            bw_iterations: None,
-            depth: None,
-            record_baseline: None,
-        }
-    }
-
-    /// A mesh of `nodes` on `budget` as [`Budget::as_request`] gives it (a recorded
-    /// baseline's), or why it does not read as one.
-    pub(crate) fn with_budget(
-        nodes: Vec<String>,
-        budget: &Value,
-    ) -> Result<MeshRequest, MeshError> {
-        let mut request = budget.clone();
-        request["nodes"] = json!(nodes);
-        serde_json::from_value(request).map_err(|source| MeshError::Budget {
-            budget: budget.clone(),
-            source,
-        })
-    }
-
-    /// The budget, or why the request is outside the contract.
-    fn budget(&self) -> Result<Budget, String> {
-        let duration_s = self.duration_s.unwrap_or(10.0);
-        let rate = self.rate.unwrap_or(1.0);
-        let rate_same_leaf = self.rate_same_leaf.unwrap_or(10.0);
-        if !(duration_s > 0.0 && duration_s <= 86_400.0) {
-            return Err(format!("duration_s {duration_s} is not in (0, 86400]"));
-        }
-        for (name, rate) in [("rate", rate), ("rate_same_leaf", rate_same_leaf)] {
-            if !(rate > 0.0 && rate <= 10_000.0) {
-                return Err(format!("{name} {rate} is not in (0, 10000]"));
-            }
-        }
-        let bw_iterations = self.bw_iterations.unwrap_or(1000);
-        if bw_iterations > model::limits::ITERATIONS {
-            return Err(format!(
-                "bw_iterations {bw_iterations} is above {}",
-                model::limits::ITERATIONS
-            ));
-        }
-        let probes = |name: &str, rate: f64| {
-            let probes = (rate * duration_s).round().max(1.0);
-            if probes > model::limits::ITERATIONS as f64 {
-                return Err(format!(
-                    "{name} x duration_s is {probes} probes a pair, above {}",
-                    model::limits::ITERATIONS
-                ));
-            }
-            Ok(probes as u32)
-        };
-        Ok(Budget {
-            duration_s,
-            rate,
-            rate_same_leaf,
-            latency_probes_per_pair: probes("rate", rate)?,
-            latency_probes_same_leaf_pair: probes("rate_same_leaf", rate_same_leaf)?,
-            latency_probes: 0,
-            bw_iterations,
-            depth: self.depth,
-        })
-    }
-}
+/// `POST /api/mesh`'s body: the contract's.
+pub(crate) use fleet_api::mesh::MeshRequest;
 
 /// The pairs for hosts with their RNIC ids, hosts in the order given: per rail (RNIC id), a
 /// ring over the hosts that have it, plus chords (i, i + n/2) for n >= 4; each unordered pair
@@ -454,52 +334,17 @@ pub fn rnic_cable(host: &str, device: &str) -> String {
     format!("{host}/{device}")
 }
 
-/// One node as the mesh found it.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Node {
-    host: String,
-    /// Its agent's API; `None`: no agent registered.
-    agent_url: Option<String>,
-    /// Its RNIC ids: the agent's, or those of its latest run without one.
-    rnics: Vec<String>,
-    /// Their devices, as its agent registered them (none without an agent).
-    devices: Vec<String>,
-    /// Why its pairs could not run, when they could not.
-    error: Option<String>,
-}
-
-impl Node {
-    /// Its RNICs' own cables, each named by its host end ([`rnic_cable`]): by device where
-    /// its agent registered them.
-    pub(crate) fn rnic_cables(&self) -> Vec<String> {
-        self.rnics
-            .iter()
-            .enumerate()
-            .map(|(i, rnic)| {
-                let name = self.devices.get(i).unwrap_or(rnic);
-                rnic_cable(&self.host, name)
-            })
-            .collect()
-    }
-}
-
-/// The answer (DESIGN 4.6, with fields added after its own).
-#[derive(Debug, Serialize)]
-pub(crate) struct MeshAnswer {
-    pub(crate) pairs: Vec<Value>,
-    simulated: bool,
-    nodes: Vec<Node>,
-    cover: String,
-    /// With a fabric: the cables between the nodes and the groups a bad one among which
-    /// is not identifiable, as the simulated mesh reports them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    coverage: Option<Coverage>,
-    budget: Budget,
-    /// Seconds the mesh took.
-    elapsed_s: f64,
-    /// With `record_baseline`: how many pairs were stored as their ends' baselines.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    baselines_recorded: Option<usize>,
+/// A node's RNICs' own cables, each named by its host end ([`rnic_cable`]): by device
+/// where its agent registered them.
+pub(crate) fn node_cables(node: &Node) -> Vec<String> {
+    node.rnics
+        .iter()
+        .enumerate()
+        .map(|(i, rnic)| {
+            let name = node.devices.get(i).unwrap_or(rnic);
+            rnic_cable(&node.host, name)
+        })
+        .collect()
 }
 
 async fn mesh(
@@ -539,7 +384,7 @@ struct Plan {
     cover: String,
     coverage: Option<Coverage>,
     /// Where the routes come from (`tables`, `cabling`); `None` without a fabric.
-    route_source: Option<&'static str>,
+    route_source: Option<RouteSource>,
 }
 
 impl Planned {
@@ -638,9 +483,9 @@ fn plan_on_fabric(fabric: &MeshFabric, nodes: &[Node]) -> Result<Plan, MeshError
                 .collect(),
         }),
         route_source: Some(if fabric.from_tables {
-            "tables"
+            RouteSource::Tables
         } else {
-            "cabling"
+            RouteSource::Cabling
         }),
     })
 }
@@ -665,25 +510,25 @@ fn planned_on(placed: &verdict::Cluster, a: verdict::RnicPort, b: verdict::RnicP
 
 /// Sets what the plan knows of a pair on its report: its route (or why it has none), and
 /// with a fabric whether it is same-leaf; and the latency probes it was given.
-fn annotate(report: &mut Value, planned: &Planned, plan: &Plan, probes: u32) {
+fn annotate(pair: &mut MeshPair, planned: &Planned, plan: &Plan, probes: u32) {
     match (&planned.routes, plan.route_source) {
         (Some((there, back)), Some(source)) => {
-            report["route"] = json!(there);
-            report["route_back"] = json!(back);
-            report["route_source"] = json!(source);
-            if source == "cabling" {
-                report["route_reason"] = json!(ROUTE_RECONSTRUCTED);
+            pair.set_route(Some(there.clone()), Some(source));
+            pair.notes_mut().route_back = Some(back.clone());
+            if source == RouteSource::Cabling {
+                pair.notes_mut().route_reason = Some(ROUTE_RECONSTRUCTED.to_string());
             }
         }
         _ => {
-            report["route"] = Value::Null;
-            report["route_reason"] = json!(ROUTE_REASON);
+            pair.set_route(None, None);
+            pair.notes_mut().route_reason = Some(ROUTE_REASON.to_string());
         }
     }
+    let notes = pair.notes_mut();
     if let Some(same_leaf) = planned.same_leaf {
-        report["same_leaf"] = json!(same_leaf);
+        notes.same_leaf = Some(same_leaf);
     }
-    report["probes"] = json!(probes);
+    notes.probes = Some(probes);
 }
 
 /// The nodes: at least two, each once, at most [`MAX_NODES`].
@@ -811,13 +656,13 @@ async fn run(mut nodes: Vec<Node>, plan: Plan, mut budget: Budget, token: String
                     Ok(report) => report,
                     Err((end, why)) => {
                         nodes[if end == 0 { ia } else { ib }].error = Some(why.clone());
-                        not_run(a, b, "unreachable", why)
+                        not_run(a, b, PairStatus::Unreachable, why)
                     }
                 }
             }
             (down, _) => {
                 let why = down.map_or_else(|| "no agent URL".to_string(), |(_, why)| why);
-                not_run(a, b, "unreachable", why)
+                not_run(a, b, PairStatus::Unreachable, why)
             }
         };
         annotate(&mut answer, planned, &plan, probes);
@@ -835,10 +680,14 @@ async fn run(mut nodes: Vec<Node>, plan: Plan, mut budget: Budget, token: String
     }
 }
 
-/// A pair that did not run, in the pair object's shape.
-fn not_run(a: &End, b: &End, status: &str, why: String) -> Value {
-    json!({"a": a, "b": b, "latency_us": null, "bandwidth_gbps": null, "host_a_us": null,
-           "host_b_us": null, "network_us": null, "route": null, "status": status, "reason": why, "error": why, "simulated": false})
+/// A pair that did not run.
+fn not_run(a: &End, b: &End, status: PairStatus, why: String) -> MeshPair {
+    let end = |e: &End| fleet_api::pair::End {
+        host: e.host.clone(),
+        rnic: e.rnic.clone(),
+        device: None,
+    };
+    MeshPair::NotRun(Box::new(NotRun::new(end(a), end(b), status, why)))
 }
 
 /// Asks `a`'s agent to probe `b`: the pair's report, or which end (0 `a`, 1 `b`) could not
@@ -851,11 +700,19 @@ async fn ask(
     probes: u32,
     budget: &Budget,
     token: &str,
-) -> Result<Value, (usize, String)> {
+) -> Result<MeshPair, (usize, String)> {
     let probe_url = format!("{}/api/pair/probe", url_a.trim_end_matches('/'));
-    let body = json!({"rnic": a.rnic, "peer": url_b, "peer_rnic": b.rnic,
-                      "iterations": probes,
-                      "bw_iterations": budget.bw_iterations, "depth": budget.depth});
+    let body = ProbeRequest {
+        rnic: a.rnic.clone(),
+        peer: url_b.to_string(),
+        peer_rnic: b.rnic.clone(),
+        iterations: Some(probes),
+        size: None,
+        bw_iterations: Some(budget.bw_iterations),
+        bw_size: None,
+        depth: budget.depth,
+        timeout_ms: None,
+    };
     let token = token.to_string();
     let url = probe_url.clone();
     let posted = tokio::task::spawn_blocking(move || {
@@ -866,24 +723,20 @@ async fn ask(
     .await
     .unwrap_or_else(|e| Err(format!("the request failed: {e}")));
     let (status, text) = posted.map_err(|e| (0, format!("{}'s agent: {e}", a.host)))?;
-    let parsed: Option<Value> = serde_json::from_str(&text).ok();
-    match (status, parsed) {
-        (200, Some(report)) if report.is_object() => {
-            if report["status"] == "unreachable" {
-                let why = report["error"]
-                    .as_str()
-                    .unwrap_or("unreachable")
-                    .to_string();
+    match (status, serde_json::from_str::<PairReport>(&text)) {
+        (200, Ok(report)) => {
+            if report.status == PairStatus::Unreachable {
+                let why = report.error.as_deref().unwrap_or("unreachable");
                 return Err((1, format!("{}'s agent at {url_b}: {why}", b.host)));
             }
-            Ok(report)
+            Ok(MeshPair::Ran(Box::new(report)))
         }
         (status, _) => {
             let words = fleet_api::post::error_words(&text);
             Ok(not_run(
                 a,
                 b,
-                "failed",
+                PairStatus::Failed,
                 format!("{status} from {probe_url}: {words}"),
             ))
         }
@@ -894,6 +747,7 @@ async fn ask(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use serde_json::Value;
 
     fn hosts(spec: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
         spec.iter()
@@ -957,11 +811,11 @@ mod tests {
             error: None,
         };
         assert_eq!(
-            node(&["rxe_a", "rxe_b"]).rnic_cables(),
+            node_cables(&node(&["rxe_a", "rxe_b"])),
             ["node01/rxe_a", "node01/rxe_b"]
         );
         // No device registered (a simulated host, a host without an agent): its RNIC id.
-        assert_eq!(node(&[]).rnic_cables(), ["node01/rnic0", "node01/rnic1"]);
+        assert_eq!(node_cables(&node(&[])), ["node01/rnic0", "node01/rnic1"]);
     }
 
     #[test]
@@ -1020,12 +874,22 @@ mod tests {
             same_leaf,
             routes,
         };
-        let plan = |route_source| Plan {
+        let plan = |route_source: Option<&str>| Plan {
             pairs: vec![],
             cover: String::new(),
             coverage: None,
-            route_source,
+            route_source: route_source.map(|s| match s {
+                "tables" => RouteSource::Tables,
+                _ => RouteSource::Cabling,
+            }),
         };
+        // A pair as it starts, its JSON once annotated.
+        let bare = |route: Option<Vec<String>>| {
+            let mut pair = not_run(&end("a"), &end("b"), PairStatus::Failed, String::new());
+            pair.set_route(route, None);
+            pair
+        };
+        let json = |pair: &MeshPair| serde_json::to_value(pair).unwrap();
         let route = (
             vec!["L1/1".to_string(), "L1/2".to_string()],
             vec!["L1/2".to_string(), "L1/1".to_string()],
@@ -1049,24 +913,27 @@ mod tests {
             [20, 2, 2]
         );
 
-        let mut report = json!({});
-        annotate(&mut report, &near, &plan(Some("tables")), 20);
-        assert_eq!(report["route"], json!(["L1/1", "L1/2"]));
-        assert_eq!(report["route_back"], json!(["L1/2", "L1/1"]));
+        let mut pair = bare(None);
+        annotate(&mut pair, &near, &plan(Some("tables")), 20);
+        let report = json(&pair);
+        assert_eq!(report["route"], Value::from(vec!["L1/1", "L1/2"]));
+        assert_eq!(report["route_back"], Value::from(vec!["L1/2", "L1/1"]));
         assert_eq!(report["route_source"], "tables");
         assert!(report.get("route_reason").is_none(), "{report}");
         assert_eq!(
             (report["same_leaf"].clone(), report["probes"].clone()),
-            (json!(true), json!(20))
+            (Value::from(true), Value::from(20))
         );
 
-        let mut report = json!({});
-        annotate(&mut report, &far, &plan(Some("cabling")), 2);
+        let mut pair = bare(None);
+        annotate(&mut pair, &far, &plan(Some("cabling")), 2);
+        let report = json(&pair);
         assert_eq!(report["route_source"], "cabling");
         assert_eq!(report["route_reason"], ROUTE_RECONSTRUCTED);
 
-        let mut report = json!({"route": ["kept?"]});
-        annotate(&mut report, &unknown, &plan(None), 2);
+        let mut pair = bare(Some(vec!["kept?".to_string()]));
+        annotate(&mut pair, &unknown, &plan(None), 2);
+        let report = json(&pair);
         assert_eq!(report["route"], Value::Null);
         assert_eq!(report["route_reason"], ROUTE_REASON);
         assert!(report.get("same_leaf").is_none() && report.get("route_source").is_none());

@@ -12,9 +12,10 @@
 //! tail of ten pings is not that of a thousand).
 
 use deadpool_postgres::{Pool, PoolError};
-use model::pair::{PairFigures, PartStatus};
+use fleet_api::mesh::{BudgetAsked, MeshPair};
+use fleet_api::pair::{PairReport, PairStatus};
+use model::pair::PairFigures;
 use serde::Serialize;
-use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 /// The `pair_baselines` table (schema version 9).
@@ -63,8 +64,8 @@ pub enum BaselineError {
         /// What serde_json said.
         source: serde_json::Error,
     },
-    /// A stored budget is not JSON.
-    #[error("a recorded budget: {0}")]
+    /// A budget could not be written as JSON.
+    #[error("a budget: {0}")]
     Budget(#[source] serde_json::Error),
 }
 
@@ -81,21 +82,20 @@ pub struct Recorded {
 pub const NO_BASELINE: &str = "measured, not judged: no baseline of this pair is recorded \
      (record one on a healthy fabric: hostping mesh --record-baseline)";
 
-/// The ends of a pair report (`a` and `b`, host and RNIC id).
-pub fn key(pair: &Value) -> Option<Key> {
-    let end = |e: &Value| {
-        Some(End {
-            host: e["host"].as_str()?.to_string(),
-            rnic: e["rnic"].as_str()?.to_string(),
-        })
+/// The ends of a pair (`a` and `b`, host and RNIC id).
+pub fn key(pair: &MeshPair) -> Option<Key> {
+    let end = |e: &fleet_api::pair::End| End {
+        host: e.host.clone(),
+        rnic: e.rnic.clone(),
     };
-    Some((end(&pair["a"])?, end(&pair["b"])?))
+    Some((end(pair.a()), end(pair.b())))
 }
 
-/// Whether a pair report can serve as a baseline: measured to the end, its data verified,
-/// not yet judged (the agents report such a pair `uncertain`), with its latency.
-pub fn recordable(pair: &Value) -> bool {
-    pair["status"] == "uncertain" && pair["verified"] == true && pair["latency_us"].is_f64()
+/// The report of a pair that can serve as a baseline: measured to the end, its data
+/// verified, not yet judged (the agents report such a pair `uncertain`), with its latency.
+pub fn recordable(pair: &MeshPair) -> Option<&PairReport> {
+    pair.report()
+        .filter(|r| r.status == PairStatus::Uncertain && r.verified && r.latency_us.is_some())
 }
 
 /// Stores each recordable pair of `pairs` as its ends' baseline, replacing an older one,
@@ -103,13 +103,18 @@ pub fn recordable(pair: &Value) -> bool {
 /// Returns how many were stored.
 pub async fn record(
     pool: &Pool,
-    pairs: &mut [Value],
-    budget: &Value,
+    pairs: &mut [MeshPair],
+    budget: &BudgetAsked,
     now_unix_ms: i64,
 ) -> Result<usize, BaselineError> {
     let client = pool.get().await?;
+    let budget = serde_json::to_string(budget).map_err(BaselineError::Budget)?;
     let mut stored = 0;
-    for pair in pairs.iter_mut().filter(|p| recordable(p)) {
+    for pair in pairs.iter_mut() {
+        let Some(report) = recordable(pair) else {
+            continue;
+        };
+        let report = serde_json::to_string(report).map_err(BaselineError::Budget)?;
         let Some((a, b)) = key(pair) else { continue };
         client
             .execute(
@@ -125,12 +130,12 @@ pub async fn record(
                     &b.host,
                     &b.rnic,
                     &now_unix_ms,
-                    &pair.to_string(),
-                    &budget.to_string(),
+                    &report,
+                    &budget,
                 ],
             )
             .await?;
-        pair["baseline"] = json!("recorded");
+        pair.notes_mut().baseline = Some("recorded".to_string());
         stored += 1;
     }
     Ok(stored)
@@ -166,9 +171,10 @@ pub async fn load(pool: &Pool, keys: &[Key]) -> Result<BTreeMap<Key, Recorded>, 
     Ok(found)
 }
 
-/// The budget of the newest baseline recorded between two of `nodes`, as a mesh request
-/// gives it (`duration_s`, `rate`, ...); `None` when none is recorded.
-pub async fn newest_budget(pool: &Pool, nodes: &[String]) -> Result<Option<Value>, BaselineError> {
+/// The budget of the newest baseline recorded between two of `nodes` as stored (a
+/// [`BudgetAsked`]'s JSON, read by `MeshRequest::with_budget`); `None` when none is
+/// recorded.
+pub async fn newest_budget(pool: &Pool, nodes: &[String]) -> Result<Option<String>, BaselineError> {
     let client = pool.get().await?;
     let row = client
         .query_opt(
@@ -178,11 +184,7 @@ pub async fn newest_budget(pool: &Pool, nodes: &[String]) -> Result<Option<Value
             &[&nodes],
         )
         .await?;
-    row.map(|r| {
-        let text: String = r.get(0);
-        serde_json::from_str(&text).map_err(BaselineError::Budget)
-    })
-    .transpose()
+    Ok(row.map(|r| r.get(0)))
 }
 
 /// Each of `nodes`' Abnormal_th, as its latest run was judged with (its agent's
@@ -221,49 +223,80 @@ pub fn pair_th(by_host: &BTreeMap<String, f64>, a: &str, b: &str) -> f64 {
 /// place: each part's status, the pair's, the reason, and when the baseline was recorded
 /// (`baseline_recorded_unix_ms`). A pair that did not finish, or whose figures do not
 /// read, is left as it is.
-pub fn judge(pair: &mut Value, baseline: &Recorded, th: f64) {
-    if !recordable(pair) {
+pub fn judge(pair: &mut MeshPair, baseline: &Recorded, th: f64) {
+    if recordable(pair).is_none() {
         return;
     }
-    let Ok(now) = serde_json::from_value::<PairFigures>(pair.clone()) else {
+    let Some(report) = pair.report_mut() else {
         return;
     };
-    let judged = analyze::pair_baseline::judge_against(&now, &baseline.figures, th);
-    let status = |s: PartStatus| json!(s.as_str());
-    pair["host_a_status"] = status(judged.host_a);
-    pair["host_b_status"] = status(judged.host_b);
-    pair["network_status"] = status(judged.network);
-    pair["status"] = status(judged.status);
-    pair["reason"] = json!(judged.reason);
-    pair["baseline_recorded_unix_ms"] = json!(baseline.recorded_unix_ms);
+    let judged = analyze::pair_baseline::judge_against(&report.figures(), &baseline.figures, th);
+    report.host_a_status = Some(judged.host_a);
+    report.host_b_status = Some(judged.host_b);
+    report.network_status = Some(judged.network);
+    report.status = judged.status.into();
+    report.reason = judged.reason;
+    report.mesh.baseline_recorded_unix_ms = Some(baseline.recorded_unix_ms);
 }
 
 /// Says on a measured pair without a recorded baseline why it is not judged.
-pub fn not_judged(pair: &mut Value) {
-    if recordable(pair) {
-        pair["reason"] = json!(NO_BASELINE);
+pub fn not_judged(pair: &mut MeshPair) {
+    if recordable(pair).is_some() {
+        if let Some(report) = pair.report_mut() {
+            report.reason = NO_BASELINE.to_string();
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fleet_api::mesh::NotRun;
+    use fleet_api::pair::End as PairEnd;
+    use model::LatencyStats;
+    use serde_json::Value;
 
-    /// A pair as an agent reports it (agent::pair::PairReport's JSON, trimmed).
-    fn report(latency: f64, host_a: f64, bandwidth: f64, p99: f64) -> Value {
-        json!({"a": {"host": "node01", "rnic": "rnic0", "device": "rxe_a"},
-               "b": {"host": "node02", "rnic": "rnic0", "device": "rxe_b"},
-               "latency_us": latency, "bandwidth_gbps": bandwidth, "host_a_us": host_a,
-               "host_b_us": 40.0, "network_us": latency - host_a - 40.0,
-               "latency": {"samples": 1000, "min_us": latency * 0.8, "p50_us": latency,
-                           "p90_us": latency * 1.2, "p99_us": p99, "max_us": p99},
-               "status": "uncertain", "reason": "a single pair has no baseline",
-               "verified": true, "simulated": false})
+    fn end(host: &str, device: Option<&str>) -> PairEnd {
+        PairEnd {
+            host: host.into(),
+            rnic: "rnic0".into(),
+            device: device.map(str::to_owned),
+        }
     }
 
-    fn recorded(pair: &Value) -> Recorded {
+    /// A pair as an agent reports it (the fields judging reads).
+    fn report(latency: f64, host_a: f64, bandwidth: f64, p99: f64) -> MeshPair {
+        MeshPair::Ran(Box::new(PairReport {
+            a: end("node01", Some("rxe_a")),
+            b: end("node02", Some("rxe_b")),
+            latency_us: Some(latency),
+            bandwidth_gbps: Some(bandwidth),
+            host_a_us: Some(host_a),
+            host_b_us: Some(40.0),
+            network_us: Some(latency - host_a - 40.0),
+            latency: Some(LatencyStats {
+                samples: 1000,
+                min_us: latency * 0.8,
+                p50_us: latency,
+                p90_us: latency * 1.2,
+                p99_us: p99,
+                max_us: p99,
+            }),
+            status: PairStatus::Uncertain,
+            reason: "a single pair has no baseline".into(),
+            verified: true,
+            ..PairReport::default()
+        }))
+    }
+
+    /// The pair's JSON, as the mesh answers it.
+    fn json(pair: &MeshPair) -> Value {
+        serde_json::to_value(pair).unwrap()
+    }
+
+    fn recorded(pair: &MeshPair) -> Recorded {
         Recorded {
-            figures: serde_json::from_value(pair.clone()).unwrap(),
+            figures: pair.report().unwrap().figures(),
             recorded_unix_ms: 1_700_000_000_000,
         }
     }
@@ -274,16 +307,18 @@ mod tests {
         // Within Abnormal_th: normal, and the baseline's time is said.
         let mut healthy = report(108.0, 42.0, 0.19, 170.0);
         judge(&mut healthy, &baseline, 0.2);
+        let healthy = json(&healthy);
         assert_eq!(healthy["status"], "normal", "{healthy:#}");
         assert_eq!(healthy["network_status"], "normal");
         assert_eq!(healthy["baseline_recorded_unix_ms"], 1_700_000_000_000i64);
         // Loss: the tail and the bandwidth, the network's part.
         let mut lossy = report(104.0, 40.0, 0.05, 67_000.0);
         judge(&mut lossy, &baseline, 0.2);
+        let lossy = json(&lossy);
         assert_eq!(lossy["status"], "abnormal");
         assert_eq!(
             (&lossy["host_a_status"], &lossy["network_status"]),
-            (&json!("normal"), &json!("abnormal"))
+            (&Value::from("normal"), &Value::from("abnormal"))
         );
         let reason = lossy["reason"].as_str().unwrap();
         assert!(
@@ -293,6 +328,7 @@ mod tests {
         // A starved host A: its part.
         let mut slow = report(160.0, 90.0, 0.2, 200.0);
         judge(&mut slow, &baseline, 0.2);
+        let slow = json(&slow);
         assert_eq!(slow["host_a_status"], "abnormal", "{slow:#}");
         assert!(slow["reason"]
             .as_str()
@@ -310,21 +346,26 @@ mod tests {
         let baseline = recorded(&report(100.0, 40.0, 0.2, 150.0));
         let mut wandered = report(130.0, 40.0, 0.2, 150.0);
         judge(&mut wandered, &baseline, 0.5);
+        let wandered = json(&wandered);
         assert_eq!(wandered["status"], "normal", "{wandered:#}");
     }
 
     #[test]
     fn only_a_measured_and_verified_pair_is_recorded_or_judged() {
         let good = report(100.0, 40.0, 0.2, 150.0);
-        assert!(recordable(&good));
+        assert!(recordable(&good).is_some());
         let mut unverified = good.clone();
-        unverified["verified"] = json!(false);
-        unverified["status"] = json!("failed");
-        assert!(!recordable(&unverified));
-        let mut down = json!({"a": {"host": "node01", "rnic": "rnic0"},
-            "b": {"host": "node03", "rnic": "rnic0"}, "latency_us": null,
-            "status": "unreachable", "reason": "node03's agent is unreachable"});
-        assert!(!recordable(&down));
+        let r = unverified.report_mut().unwrap();
+        r.verified = false;
+        r.status = PairStatus::Failed;
+        assert!(recordable(&unverified).is_none());
+        let mut down = MeshPair::NotRun(Box::new(NotRun::new(
+            end("node01", None),
+            end("node03", None),
+            PairStatus::Unreachable,
+            "node03's agent is unreachable".into(),
+        )));
+        assert!(recordable(&down).is_none());
         let before = down.clone();
         judge(&mut down, &recorded(&good), 0.2);
         not_judged(&mut down);
@@ -332,6 +373,7 @@ mod tests {
         // Measured without a baseline: uncertain, saying how to record one.
         let mut alone = good.clone();
         not_judged(&mut alone);
+        let alone = json(&alone);
         assert_eq!(alone["status"], "uncertain");
         assert_eq!(alone["reason"], NO_BASELINE);
         let (a, b) = key(&good).unwrap();

@@ -8,8 +8,15 @@ serves the fleet's, and `hostping fleet` and the web UI that read them.
 - [`read`]: the read API's answers and query parameters as types, and the one
   implementation of the endpoints the agent and the collector both serve, over a
   [`read::ReadStore`] each of them implements.
+- [`pair`]: DESIGN 4.6's pair object as an agent measures it and the collector passes it
+  on, and the request that asks an agent for one.
+- [`mesh`]: a real mesh through the collector: its request, budget and answer.
 - [`post`]: one post of a run or a sweep to the collector, and what became of it (stored,
   refused for good, try again).
+- [`register`]: an agent's registration with the collector, and the agents listed.
+- [`status`]: the collector's readiness and an agent's answer to a probe asked of it.
+- [`sweep`]: the body of `POST /api/fabric/sweeps` (a switch-port sampler's sweep) and
+  the collector's answer, with the ports it asks to be read now.
 - [`tokens`]: the tokens files (`NAME TOKEN` lines), kept as SHA-256 digests and compared in
   constant time: the collector's agent tokens and the agent's probe tokens.
 - [`tls`]: rustls for the collector and the client configuration of its clients.
@@ -20,8 +27,13 @@ It holds no storage and no judgement: the collector and the agent bring their st
 */
 #![deny(missing_docs)]
 
+pub mod mesh;
+pub mod pair;
 pub mod post;
 pub mod read;
+pub mod register;
+pub mod status;
+pub mod sweep;
 pub mod tls;
 pub mod tokens;
 pub mod ui;

@@ -103,6 +103,14 @@ pub fn error_words(text: &str) -> String {
 /// Why [`ask`] got no answer; each names the URL.
 #[derive(Debug, thiserror::Error)]
 pub enum AskError {
+    /// The body could not be written as JSON.
+    #[error("{url}: writing the request: {source}")]
+    Body {
+        /// The URL asked.
+        url: String,
+        /// Why.
+        source: serde_json::Error,
+    },
     /// The request could not be sent, or no answer came in time.
     #[error("{url}: {source}")]
     Send {
@@ -130,7 +138,7 @@ pub fn ask(
     client: &ureq::Agent,
     url: &str,
     token: &str,
-    body: &serde_json::Value,
+    body: &impl serde::Serialize,
     wait: Duration,
     limit: u64,
 ) -> Result<(u16, String), AskError> {
@@ -141,7 +149,10 @@ pub fn ask(
         .build()
         .header("Authorization", format!("Bearer {token}"))
         .header("Content-Type", "application/json")
-        .send(body.to_string().as_bytes())
+        .send(serde_json::to_vec(body).map_err(|source| AskError::Body {
+            url: url.to_owned(),
+            source,
+        })?)
         .map_err(|source| AskError::Send {
             url: url.to_owned(),
             source,

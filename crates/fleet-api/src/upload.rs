@@ -31,6 +31,20 @@ pub struct RunUpload {
     pub report: Box<RawValue>,
 }
 
+/// The collector's answer to `POST /api/runs` (201 new, 200 a resend), its fields in the
+/// order it has always written them (alphabetical: it was a `serde_json::Value`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunStored {
+    /// Whether it was stored before (a resend).
+    pub duplicate: bool,
+    /// The host.
+    pub host: String,
+    /// The agent's run id, as sent.
+    pub id: i64,
+    /// The run's id in the collector.
+    pub stored: i64,
+}
+
 /// A body outside the contract, in words that name the field.
 #[derive(Debug, thiserror::Error)]
 pub enum ContractError {

@@ -2,6 +2,8 @@
 //! (`tests/data/read/`, captured byte for byte: see its README), and the one implementation
 //! of the shared endpoints over a store made up here.
 
+mod common;
+
 use fleet_api::read::{
     routes, CauseHosts, ErrorBody, FleetStatus, HostBaseline, HostRun, HostSummary, KindBaseline,
     ReadError, ReadStore, SlowHost, Timeline, TimelinePoint, TimelineRequest,
@@ -13,33 +15,12 @@ use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-fn fixture(name: &str) -> String {
-    let path = format!("{}/tests/data/read/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+fn same_bytes<T: Serialize + DeserializeOwned>(name: &str) -> T {
+    common::same_bytes(&format!("read/{name}"))
 }
 
-/// `name` read into `T` and written back: the same bytes. Equal bytes also show that no
-/// field was left behind: the types hold every field served (what `deny_unknown_fields`
-/// would check, without refusing the fields a newer server may add, as DESIGN 4.5 allows).
-fn same_bytes<T: Serialize + DeserializeOwned>(name: &str) -> T {
-    let text = fixture(name);
-    let typed: T = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let written = serde_json::to_string(&typed).unwrap();
-    if written != text {
-        // The first difference, not 15 kB of both.
-        let at = written
-            .bytes()
-            .zip(text.bytes())
-            .take_while(|(a, b)| a == b)
-            .count();
-        let around = |s: &str| s[at.saturating_sub(80)..(at + 80).min(s.len())].to_owned();
-        panic!(
-            "{name}: written differs from read at byte {at}:\n written: {}\n    read: {}",
-            around(&written),
-            around(&text)
-        );
-    }
-    typed
+fn fixture(name: &str) -> String {
+    common::fixture(&format!("read/{name}"))
 }
 
 #[test]

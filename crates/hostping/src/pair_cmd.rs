@@ -2,38 +2,17 @@
 //! two hosts, over a TCP connection that carries the two offers, and the split of its
 //! latency into host A's own path, host B's and the network (docs/cluster.md, "The split").
 //!
-//! # The exchange, on the socket
-//! 1. `probe` measures its own part first (the loopback of its port to the nearest memory
-//!    node, one path as `hostping check` probes it), then connects and sends its
-//!    [`PairOffer`] as one JSON line, with its host name and its part
-//!    (`host_loopback_us`).
-//! 2. `serve` reads that line, measures its own part the same way, connects its QP and sends
-//!    one [`Answer`] line: its offer with its host and part, or why it refuses. It then
-//!    serves the probe on the device (the socket is not used again) and takes the next
-//!    connection.
-//!
-//! Every read and write on the socket has a deadline (`--timeout-ms`; the wait for the
-//! answer also covers the peer's loopback, [`ANSWER_WAIT`]), and a line is at most
-//! [`MAX_LINE`] bytes. Each side measures its loopback while the other waits, so neither
-//! loopback shares the CPU or the device with the pair probe.
-//!
-//! The local side, what a responder accepts, the split and the report are
-//! `agent::pair`'s, which the agents' HTTP API uses too (a real `hostping mesh`); this
-//! module is the socket between the two sides and the table.
+//! The socket (`agent::pair::wire`), the local side, what a responder accepts, the split and
+//! the report are `agent::pair`'s, which the agents' HTTP API uses too (a real `hostping
+//! mesh`); this module is the flags and the table.
 
 use crate::cli::pair::{PairCommand, PairDeviceArgs, PairEndpoint, PairProbeArgs, PairServeArgs};
 use crate::cli::Format;
 use crate::output::{self, Outcome};
-use agent::pair::{self, Answer, Local, LocalOptions, PairReport, PeerFailure, ANSWER_WAIT};
+use agent::pair::{self, wire, Local, LocalOptions, PairReport};
 use anyhow::{anyhow, bail, Context, Result};
 use rdma::engine::pair::{PairOffer, PairSpec};
-use serde::Serialize;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::time::Duration;
-
-/// Longest JSON line either side accepts (an offer is about 500 bytes).
-const MAX_LINE: u64 = 64 * 1024;
+use std::net::TcpListener;
 
 /// Runs `hostping pair ...`.
 pub fn run(cmd: PairCommand) -> Result<Outcome> {
@@ -57,65 +36,6 @@ fn open_local(args: &PairDeviceArgs) -> Result<Local> {
         .map_err(|why| anyhow!("--device {dev}: {why}"))
 }
 
-// -- the wire -----------------------------------------------------------------------------------
-
-/// Writes `value` as one JSON line (the stream's write deadline applies).
-fn send_line<T: Serialize>(mut stream: &TcpStream, value: &T) -> std::io::Result<()> {
-    let mut line = serde_json::to_string(value).map_err(std::io::Error::other)?;
-    line.push('\n');
-    stream.write_all(line.as_bytes())?;
-    stream.flush()
-}
-
-/// Reads one line of at most [`MAX_LINE`] bytes, waiting at most `wait` (`what` names it in
-/// the error).
-fn read_line(stream: &TcpStream, wait: Duration, what: &str) -> Result<String> {
-    stream.set_read_timeout(Some(wait))?;
-    let mut line = String::new();
-    let read = BufReader::new(stream.take(MAX_LINE)).read_line(&mut line);
-    match read {
-        Ok(0) => bail!("the connection closed before {what}"),
-        Ok(_) if !line.ends_with('\n') => {
-            bail!("{what} is not one line of at most {MAX_LINE} bytes")
-        }
-        Ok(_) => Ok(line),
-        Err(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-            ) =>
-        {
-            bail!("timed out after {} ms waiting for {what}", wait.as_millis())
-        }
-        Err(e) => Err(e).with_context(|| format!("reading {what}")),
-    }
-}
-
-/// Connects to `peer` (HOST:PORT), within `timeout` per address; the error names the peer.
-fn connect(peer: &str, timeout: Duration) -> Result<TcpStream> {
-    let addrs: Vec<SocketAddr> = peer
-        .to_socket_addrs()
-        .with_context(|| format!("--peer {peer}: not a reachable HOST:PORT"))?
-        .collect();
-    let mut last = None;
-    for addr in &addrs {
-        match TcpStream::connect_timeout(addr, timeout) {
-            Ok(stream) => {
-                stream.set_write_timeout(Some(timeout))?;
-                stream.set_read_timeout(Some(timeout))?;
-                return Ok(stream);
-            }
-            Err(e) => last = Some((addr, e)),
-        }
-    }
-    match last {
-        Some((addr, e)) => Err(anyhow!(
-            "--peer {peer}: cannot connect to {addr}: {e} (is `hostping pair serve` running there?)"
-        )),
-        None => Err(anyhow!("--peer {peer}: the name has no address")),
-    }
-}
-
 // -- serve ----------------------------------------------------------------------------------
 
 fn serve(args: &PairServeArgs) -> Result<Outcome> {
@@ -127,33 +47,17 @@ fn serve(args: &PairServeArgs) -> Result<Outcome> {
         "pair serve: {} on {} listening on {addr}\n",
         local.device, local.name
     ))?;
-    for conn in listener.incoming() {
-        let stream = match conn {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("hostping: pair serve: accepting a connection: {e}");
-                continue;
-            }
-        };
-        let from = stream
-            .peer_addr()
-            .map_or_else(|_| "?".to_string(), |a| a.to_string());
-        match serve_one(&mut local, &stream) {
-            Ok(done) => eprintln!("pair serve: {from}: {done}"),
-            Err(e) => eprintln!("hostping: pair serve: {from}: {e:#}"),
+    wire::serve(&mut local, &listener, |from, outcome| {
+        match (from, outcome) {
+            (Some(from), Ok(done)) => eprintln!("pair serve: {from}: {done}"),
+            (Some(from), Err(e)) => eprintln!("hostping: pair serve: {from}: {e}"),
+            (None, outcome) => eprintln!(
+                "hostping: pair serve: accepting a connection: {}",
+                outcome.err().map_or_else(String::new, |e| e.to_string())
+            ),
         }
-    }
+    });
     Ok(Outcome::Healthy)
-}
-
-/// One initiator: its offer, this side's part, the answer, the probe served.
-fn serve_one(local: &mut Local, stream: &TcpStream) -> Result<String> {
-    let timeout = local.timeout();
-    stream.set_write_timeout(Some(timeout))?;
-    let line = read_line(stream, timeout, "the initiator's offer")?;
-    let offer: PairOffer =
-        serde_json::from_str(&line).context("the initiator's offer is not a pair offer")?;
-    pair::serve_offer(local, &offer, |answer| send_line(stream, answer)).map_err(|e| anyhow!("{e}"))
 }
 
 // -- probe ----------------------------------------------------------------------------------
@@ -191,17 +95,7 @@ fn probe(args: &PairProbeArgs) -> Result<Outcome> {
         ..PairSpec::default()
     };
     let peer = args.peer.as_str();
-    let exchange = |mine: &PairOffer| -> Result<Answer, PeerFailure> {
-        let unreachable = |e: anyhow::Error| PeerFailure::Unreachable(format!("{e:#}"));
-        let stream = connect(peer, timeout).map_err(unreachable)?;
-        send_line(&stream, mine)
-            .map_err(|e| PeerFailure::Unreachable(format!("sending the offer to {peer}: {e}")))?;
-        let line = read_line(&stream, ANSWER_WAIT, "the responder's answer")
-            .map_err(|e| PeerFailure::Unreachable(format!("{peer}: {e:#}")))?;
-        serde_json::from_str(&line).map_err(|e| {
-            PeerFailure::Other(format!("{peer}: the answer is not a pair answer: {e}"))
-        })
-    };
+    let exchange = |mine: &PairOffer| wire::exchange(peer, timeout, mine);
     let probed = pair::initiate_probe(&mut local, &spec, peer, (None, None), exchange);
     let mut report = probed.report;
     match probed.error {
@@ -223,7 +117,7 @@ fn probe(args: &PairProbeArgs) -> Result<Outcome> {
             }
             print(args.format, &report)?;
             Ok(Outcome::found(
-                !report.verified || report.status == "abnormal",
+                !report.verified || report.status == fleet_api::pair::PairStatus::Abnormal,
             ))
         }
         Some(e) => {
@@ -270,7 +164,9 @@ fn table(r: &PairReport) -> String {
     );
     out += &format!("  bandwidth  {bw}\n");
     let why = |e: &Option<String>| e.as_ref().map_or_else(String::new, |e| format!(" ({e})"));
-    let judged = |s: Option<&str>| s.map_or_else(String::new, |s| format!(" [{s}]"));
+    let judged = |s: Option<model::pair::PartStatus>| {
+        s.map_or_else(String::new, |s| format!(" [{}]", s.as_str()))
+    };
     out += &format!(
         "  host A     {}{} (half the loopback of {} to {}){}\n",
         us(r.host_a_us),
@@ -285,7 +181,7 @@ fn table(r: &PairReport) -> String {
         judged(r.host_b_status),
         why(&r.host_b_error)
     );
-    let from = if r.network_from == "completion_timestamps" {
+    let from = if r.network_from == fleet_api::pair::NetworkFrom::CompletionTimestamps {
         "half the round trip by the RNIC's clock"
     } else {
         "latency - host A - host B"
@@ -296,7 +192,7 @@ fn table(r: &PairReport) -> String {
         judged(r.network_status)
     );
     out += "  route      not traced\n";
-    out += &format!("  status     {}: {}\n", r.status, r.reason);
+    out += &format!("  status     {}: {}\n", r.status.as_str(), r.reason);
     if let Some(e) = &r.error {
         out += &format!("  error      {e}\n");
     }
@@ -306,60 +202,6 @@ fn table(r: &PairReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_refused_connection_names_the_peer() {
-        // A port that was free a moment ago: nothing listens there now.
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let peer = format!("127.0.0.1:{port}");
-        let e = connect(&peer, Duration::from_secs(2)).unwrap_err();
-        let text = format!("{e:#}");
-        assert!(
-            text.starts_with(&format!("--peer {peer}: cannot connect")),
-            "{text}"
-        );
-        assert!(!text.contains('\n'), "{text}");
-        let e = connect("no-such-host.invalid:9471", Duration::from_secs(2)).unwrap_err();
-        assert!(
-            format!("{e:#}").starts_with("--peer no-such-host.invalid:9471:"),
-            "{e:#}"
-        );
-    }
-
-    #[test]
-    fn a_peer_that_closes_or_stalls_is_an_error_that_says_so() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let server = std::thread::spawn(move || {
-            // First connection: closed at once; second: held open, silent.
-            drop(listener.accept().unwrap());
-            let (held, _) = listener.accept().unwrap();
-            std::thread::sleep(Duration::from_millis(600));
-            drop(held);
-        });
-        let closed = connect(&addr, Duration::from_secs(2)).unwrap();
-        let e = read_line(&closed, Duration::from_secs(2), "the responder's answer").unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "the connection closed before the responder's answer"
-        );
-        let silent = connect(&addr, Duration::from_secs(2)).unwrap();
-        let e = read_line(
-            &silent,
-            Duration::from_millis(200),
-            "the responder's answer",
-        )
-        .unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "timed out after 200 ms waiting for the responder's answer"
-        );
-        server.join().unwrap();
-    }
 
     /// `hostping pair ARGS...` parsed as `main` parses it.
     fn pair_command(args: &[&str]) -> PairCommand {

@@ -29,8 +29,23 @@ impl PartStatus {
     }
 }
 
+/// Where a probe's times come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimestampSource {
+    /// The CPU's clock around post and poll only; the initiator's device offers no
+    /// completion timestamps (rdma_rxe), so host processing stays in the samples.
+    CpuNoCompletionTimestamps,
+    /// The CPU's clock only: the device offers completion timestamps but they could not be
+    /// used (the probe's `timestamps_note` says why).
+    CpuCompletionTimestampsUnusable,
+    /// The CPU's clock for the ping-pong, and the device's completion timestamps for
+    /// the round trips its RNIC timed.
+    CompletionTimestamps,
+}
+
 /// One end of a real pair probe (DESIGN 4.6's `a` and `b`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PairEnd {
     /// The host's name.
     pub host: String,

@@ -1,11 +1,10 @@
 //! Pair probes between agents (DESIGN 4.6, a real `hostping mesh`), for holders of a probe
 //! token, the same rules as `POST /api/probe`:
 //!
-//! - `POST /api/pair/probe {"rnic", "peer", "peer_rnic"[, "iterations", "size",
-//!   "bw_iterations", "bw_size", "depth", "timeout_ms"]}` makes this agent the initiator:
+//! - `POST /api/pair/probe` (`fleet_api::pair::ProbeRequest`) makes this agent the initiator:
 //!   it measures its own part, posts its offer to the peer agent's `/api/pair/accept`
 //!   (forwarding the caller's token), runs the probe and answers the pair's report
-//!   (`agent::pair::PairReport`, as `hostping pair probe --format json` prints it).
+//!   (`fleet_api::pair::PairReport`, as `hostping pair probe --format json` prints it).
 //! - `POST /api/pair/accept {"rnic", "offer"}` makes it the responder: on a thread of its
 //!   own it measures its part, connects and answers its offer (`agent::pair::Answer`), then
 //!   serves the probe until done or `pair::SERVE_LIMIT`; a vanished initiator ends it at the
@@ -22,11 +21,11 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use fleet_api::pair::ProbeRequest;
 use rdma::engine::pair::{PairOffer, PairSpec};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// What pair probes need of the agent: which devices it owns, and the one-pair-at-a-time
 /// flag.
@@ -72,41 +71,22 @@ const LOCAL: LocalOptions = LocalOptions {
     timeout_ms: 2000,
 };
 
-/// `POST /api/pair/probe`'s body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct ProbeRequest {
-    /// This agent's RNIC (`rnic0`).
-    rnic: String,
-    /// The peer agent's base URL.
-    peer: String,
-    /// The peer's RNIC.
-    peer_rnic: String,
-    iterations: Option<u32>,
-    size: Option<u32>,
-    bw_iterations: Option<u64>,
-    bw_size: Option<u32>,
-    depth: Option<u32>,
-    timeout_ms: Option<u64>,
-}
-
-impl ProbeRequest {
-    /// The probe, `hostping pair probe`'s defaults where the request says nothing.
-    fn spec(&self) -> PairSpec {
-        PairSpec {
-            latency_iterations: self.iterations.unwrap_or(1000),
-            latency_bytes: self.size.unwrap_or(2),
-            bw_iterations: self.bw_iterations.unwrap_or(1000),
-            bw_bytes: self.bw_size.unwrap_or(65536),
-            depth: self.depth.unwrap_or(128),
-            timeout_ms: self.timeout_ms.unwrap_or(LOCAL.timeout_ms),
-            ..PairSpec::default()
-        }
+/// The probe `request` asks for, `hostping pair probe`'s defaults where it says nothing.
+fn spec(request: &ProbeRequest) -> PairSpec {
+    PairSpec {
+        latency_iterations: request.iterations.unwrap_or(1000),
+        latency_bytes: request.size.unwrap_or(2),
+        bw_iterations: request.bw_iterations.unwrap_or(1000),
+        bw_bytes: request.bw_size.unwrap_or(65536),
+        depth: request.depth.unwrap_or(128),
+        timeout_ms: request.timeout_ms.unwrap_or(LOCAL.timeout_ms),
+        ..PairSpec::default()
     }
 }
 
-/// `POST /api/pair/accept`'s body.
-#[derive(Debug, Deserialize)]
+/// `POST /api/pair/accept`'s body, as the initiating agent sends it. It stays here, not in
+/// `fleet_api`: only agents exchange it, and its offer is `rdma`'s.
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct AcceptRequest {
     /// This agent's RNIC.
@@ -186,7 +166,7 @@ pub(super) async fn probe(
     let request = match body("the pair probe request", request).and_then(|r| {
         let peer = crate::sender::collector_url(&r.peer)
             .map_err(|why| (StatusCode::BAD_REQUEST, format!("peer: {why}")))?;
-        pair::acceptable(&r.spec()).map_err(|why| (StatusCode::BAD_REQUEST, why.to_string()))?;
+        pair::acceptable(&spec(&r)).map_err(|why| (StatusCode::BAD_REQUEST, why.to_string()))?;
         Ok(ProbeRequest { peer, ..r })
     }) {
         Ok(r) => r,
@@ -216,9 +196,13 @@ fn initiate(local: &mut Local, request: &ProbeRequest, token: &str) -> PairRepor
     let url = format!("{peer}/api/pair/accept");
     let client = fleet_api::post::client(ureq::tls::TlsConfig::default());
     let exchange = |mine: &PairOffer| -> Result<Answer, PeerFailure> {
-        let body = serde_json::json!({"rnic": request.peer_rnic, "offer": mine});
-        let (status, text) = post_json(&client, &url, token, &body, pair::ANSWER_WAIT)
-            .map_err(|e| PeerFailure::Unreachable(e.to_string()))?;
+        let body = AcceptRequest {
+            rnic: request.peer_rnic.clone(),
+            offer: mine.clone(),
+        };
+        let (status, text) =
+            fleet_api::post::ask(&client, &url, token, &body, pair::ANSWER_WAIT, 1 << 20)
+                .map_err(|e| PeerFailure::Unreachable(e.to_string()))?;
         if status == 200 {
             serde_json::from_str(&text).map_err(|e| {
                 PeerFailure::Other(format!("{url}: the answer is not a pair answer: {e}"))
@@ -226,38 +210,18 @@ fn initiate(local: &mut Local, request: &ProbeRequest, token: &str) -> PairRepor
         } else {
             Ok(Answer::refusal(format!(
                 "{status} from {url}: {}",
-                words(&text)
+                fleet_api::post::error_words(&text)
             )))
         }
     };
     pair::initiate_probe(
         local,
-        &request.spec(),
+        &spec(request),
         peer,
         (Some(&request.rnic), Some(&request.peer_rnic)),
         exchange,
     )
     .report
-}
-
-/// Posts `body` to `url` with the bearer `token`, waiting at most `wait` for the whole
-/// answer: its status and text, or why none came.
-fn post_json(
-    client: &ureq::Agent,
-    url: &str,
-    token: &str,
-    body: &serde_json::Value,
-    wait: Duration,
-) -> Result<(u16, String), fleet_api::post::AskError> {
-    fleet_api::post::ask(client, url, token, body, wait, 1 << 20)
-}
-
-/// The `error` of a JSON error body, or the text as it came.
-fn words(text: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(text)
-        .ok()
-        .and_then(|v| v.get("error")?.as_str().map(str::to_owned))
-        .unwrap_or_else(|| text.trim().to_owned())
 }
 
 /// `POST /api/pair/accept`.

@@ -11,7 +11,6 @@
 //! long as the verdict that waits for it: its deadline is the database's clock (`now()`),
 //! which every collector reads alike, and a request past it is dropped unsent.
 
-use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tokio_postgres::{Client, GenericClient};
 
@@ -45,14 +44,8 @@ pub const MIGRATION: &str = "CREATE TABLE fabric_read_board (
 /// it (schema.rs's migrations hold 7247, the baselines' refresh 7248).
 const ASK_LOCK: i64 = 7249;
 
-/// One port asked for, as `read_now` lists it in the sweep's answer.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ReadNow {
-    /// The switch's node GUID, `0x` and 16 hex digits (DESIGN 4.4).
-    pub guid: String,
-    /// The port number.
-    pub port: u8,
-}
+/// One port asked for, as `read_now` lists it in the sweep's answer: the contract's.
+pub use fleet_api::sweep::ReadNow;
 
 /// Why a request was not put on the board.
 #[derive(Debug, thiserror::Error)]

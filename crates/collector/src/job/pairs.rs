@@ -4,95 +4,99 @@
 
 use super::routes::JobRoutes;
 use crate::mesh::rnic_cable;
+use fleet_api::mesh::MeshPair;
+use fleet_api::pair::End;
 use model::job::{JobPair, JobPairEnd};
-use model::pair::PartStatus;
-use serde_json::Value;
 
 /// `pair` as a [`JobPair`]; its cables from `route` and `route_back` when the fabric is
 /// known, else its two RNICs' own cables ([`rnic_cable`]).
-pub fn job_pair(pair: &Value, routes: Option<&JobRoutes>) -> JobPair {
-    let end = |e: &Value| JobPairEnd {
-        host: text(&e["host"]),
-        rnic: text(&e["rnic"]),
+pub fn job_pair(pair: &MeshPair, routes: Option<&JobRoutes>) -> JobPair {
+    let end = |e: &End| JobPairEnd {
+        host: e.host.clone(),
+        rnic: e.rnic.clone(),
     };
-    let labels = |v: &Value| -> Vec<String> {
-        v.as_array()
-            .map(|l| {
-                l.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let route = labels(&pair["route"]);
-    let back = labels(&pair["route_back"]);
-    let own = |e: &Value| {
-        let device = e["device"].as_str().unwrap_or(e["rnic"].as_str()?);
-        Some(rnic_cable(e["host"].as_str()?, device))
+    let own = |e: &End| rnic_cable(&e.host, e.device.as_deref().unwrap_or(&e.rnic));
+    let (route, back, report, status, words) = match pair {
+        MeshPair::NotRun(p) => (
+            p.route.clone().unwrap_or_default(),
+            p.mesh.route_back.clone().unwrap_or_default(),
+            None,
+            p.status,
+            Some(p.error.as_str()),
+        ),
+        MeshPair::Ran(p) => (
+            p.route.clone().unwrap_or_default(),
+            p.mesh.route_back.clone().unwrap_or_default(),
+            Some(&**p),
+            p.status,
+            p.error.as_deref().or(Some(p.reason.as_str())),
+        ),
     };
     let cables = match routes {
         Some(r) => r.cables_along(route.iter().chain(&back).map(String::as_str)),
-        None => [own(&pair["a"]), own(&pair["b"])]
-            .into_iter()
-            .flatten()
-            .collect(),
+        None => vec![own(pair.a()), own(pair.b())],
     };
+    // A part an agent did not judge (no baseline of the pair) is uncertain.
+    let part = |s: Option<model::pair::PartStatus>| s.unwrap_or(model::pair::PartStatus::Uncertain);
     JobPair {
-        a: end(&pair["a"]),
-        b: end(&pair["b"]),
-        latency_us: pair["latency_us"].as_f64(),
-        bandwidth_gbps: pair["bandwidth_gbps"].as_f64(),
-        host_a_us: pair["host_a_us"].as_f64(),
-        host_b_us: pair["host_b_us"].as_f64(),
-        network_us: pair["network_us"].as_f64(),
+        a: end(pair.a()),
+        b: end(pair.b()),
+        latency_us: report.and_then(|r| r.latency_us),
+        bandwidth_gbps: report.and_then(|r| r.bandwidth_gbps),
+        host_a_us: report.and_then(|r| r.host_a_us),
+        host_b_us: report.and_then(|r| r.host_b_us),
+        network_us: report.and_then(|r| r.network_us),
         route,
-        status: status(&pair["status"]),
-        host_a_status: status(&pair["host_a_status"]),
-        host_b_status: status(&pair["host_b_status"]),
-        network_status: status(&pair["network_status"]),
-        endpoint_a: text(&pair["endpoint_a"]),
-        endpoint_b: text(&pair["endpoint_b"]),
+        status: status.part(),
+        host_a_status: part(report.and_then(|r| r.host_a_status)),
+        host_b_status: part(report.and_then(|r| r.host_b_status)),
+        network_status: part(report.and_then(|r| r.network_status)),
+        endpoint_a: report.map(|r| r.endpoint_a.clone()).unwrap_or_default(),
+        // An agent's report names host A's endpoint only.
+        endpoint_b: String::new(),
         cables,
-        retransmitted_packets: pair["retransmitted_packets"].as_u64().unwrap_or(0),
-        counters_a: serde_json::from_value(pair["counters_a"].clone()).ok(),
-        reason: pair["error"]
-            .as_str()
-            .or(pair["reason"].as_str())
-            .filter(|r| !r.is_empty())
-            .map(str::to_owned),
-    }
-}
-
-fn text(v: &Value) -> String {
-    v.as_str().unwrap_or_default().to_owned()
-}
-
-/// A status as the agents write it: a pair that could not reach its peer is `failed`; a
-/// part an agent did not judge (no baseline of the pair) is `uncertain`.
-fn status(v: &Value) -> PartStatus {
-    match v.as_str() {
-        Some("normal") => PartStatus::Normal,
-        Some("abnormal") => PartStatus::Abnormal,
-        Some("failed" | "unreachable") => PartStatus::Failed,
-        _ => PartStatus::Uncertain,
+        // Not counted by a real probe; its counters_a say which way packets were lost.
+        retransmitted_packets: 0,
+        counters_a: report.and_then(|r| r.counters_a),
+        reason: words.filter(|r| !r.is_empty()).map(str::to_owned),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use fleet_api::mesh::NotRun;
+    use fleet_api::pair::{PairReport, PairStatus};
+    use model::pair::PartStatus;
+
+    fn end(host: &str, device: Option<&str>) -> End {
+        End {
+            host: host.into(),
+            rnic: "rnic0".into(),
+            device: device.map(str::to_owned),
+        }
+    }
 
     #[test]
     fn a_measured_pair_keeps_its_parts_and_an_unjudged_part_is_uncertain() {
-        // The shape of agent::pair::PairReport as the mesh annotates it.
-        let pair = json!({"a": {"host": "n1", "rnic": "rnic0", "device": "mlx5_0"},
-            "b": {"host": "n2", "rnic": "rnic0"}, "latency_us": 3.5, "bandwidth_gbps": 92.0,
-            "host_a_us": 1.0, "host_b_us": 1.25, "network_us": 1.25, "route": null,
-            "route_reason": "not traced", "status": "uncertain", "reason": "no baseline",
-            "network_status": "abnormal", "endpoint_a": "mem0", "error": null});
-        let p = job_pair(&pair, None);
+        // An agent's report as the mesh annotates it.
+        let mut report = PairReport {
+            a: end("n1", Some("mlx5_0")),
+            b: end("n2", None),
+            latency_us: Some(3.5),
+            bandwidth_gbps: Some(92.0),
+            host_a_us: Some(1.0),
+            host_b_us: Some(1.25),
+            network_us: Some(1.25),
+            route: None,
+            status: PairStatus::Uncertain,
+            reason: "no baseline".into(),
+            network_status: Some(PartStatus::Abnormal),
+            endpoint_a: "mem0".into(),
+            ..PairReport::default()
+        };
+        report.mesh.route_reason = Some("not traced".into());
+        let p = job_pair(&MeshPair::Ran(Box::new(report)), None);
         assert_eq!((p.a.host.as_str(), p.b.rnic.as_str()), ("n1", "rnic0"));
         assert_eq!((p.latency_us, p.network_us), (Some(3.5), Some(1.25)));
         assert_eq!(p.status, PartStatus::Uncertain);
@@ -104,9 +108,12 @@ mod tests {
         assert_eq!(p.reason.as_deref(), Some("no baseline"));
         assert_eq!(p.endpoint_b, "");
 
-        let down = json!({"a": {"host": "n1", "rnic": "rnic0"}, "b": {"host": "n2", "rnic": "rnic0"},
-            "status": "unreachable", "reason": "n2's agent is unreachable",
-            "error": "n2's agent is unreachable"});
+        let down = MeshPair::NotRun(Box::new(NotRun::new(
+            end("n1", None),
+            end("n2", None),
+            PairStatus::Unreachable,
+            "n2's agent is unreachable".into(),
+        )));
         let p = job_pair(&down, None);
         assert_eq!(p.status, PartStatus::Failed);
         assert_eq!(p.latency_us, None);

@@ -115,7 +115,7 @@ pub async fn rnic_cables(access: &Access, nodes: &[String]) -> Result<Vec<String
     let found = mesh::find_nodes(&access.pool, nodes)
         .await?
         .unwrap_or_default();
-    let mut cables: Vec<String> = found.iter().flat_map(|n| n.rnic_cables()).collect();
+    let mut cables: Vec<String> = found.iter().flat_map(mesh::node_cables).collect();
     cables.sort();
     Ok(cables)
 }

@@ -11,7 +11,7 @@ use crate::cli::Format;
 use anyhow::{bail, Context, Result};
 use collector::fabric::board::{ReadNow, READ_GAP};
 use collector::fabric::client::{Sender, Target};
-use collector::fabric::upload::{PortUpload, SweepUpload};
+use fleet_api::sweep::{PortUpload, SweepUpload};
 use model::switch_port::parse_guid;
 use rdma::mad::MgmtClass;
 use rdma::subnet::delegate::{delegate, lidfile, parse_lidfile};

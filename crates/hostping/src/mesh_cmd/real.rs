@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
-use serde_json::{json, Value};
+use fleet_api::mesh::MeshRequest;
+use serde_json::Value;
 
 use crate::cli::MeshArgs;
 use crate::output::{print, Outcome};
@@ -29,10 +30,15 @@ pub fn run(args: &MeshArgs) -> Result<Outcome> {
         ),
     };
     let url = format!("{}/api/mesh", collector.trim_end_matches('/'));
-    let body = json!({"nodes": nodes, "duration_s": args.duration, "rate": args.rate_cross_leaf,
-                      "rate_same_leaf": args.rate_same_leaf,
-                      "bw_iterations": args.bw_iterations, "depth": args.depth,
-                      "record_baseline": args.record_baseline});
+    let body = MeshRequest {
+        nodes: nodes.clone(),
+        duration_s: Some(args.duration),
+        rate: Some(args.rate_cross_leaf),
+        rate_same_leaf: Some(args.rate_same_leaf),
+        bw_iterations: Some(args.bw_iterations),
+        depth: Some(args.depth),
+        record_baseline: Some(args.record_baseline),
+    };
     let bar = progress::spinner("mesh");
     bar.set_message(format!(
         "{} nodes, pairs asked of their agents by {collector}",
@@ -54,7 +60,7 @@ pub fn run(args: &MeshArgs) -> Result<Outcome> {
 
 /// One POST to the collector: its JSON answer, or an error naming the collector and saying
 /// why (its own words for a refusal).
-fn ask(url: &str, token: &str, body: &Value, wait: Duration) -> Result<Value> {
+fn ask(url: &str, token: &str, body: &MeshRequest, wait: Duration) -> Result<Value> {
     let client = fleet_api::post::client(ureq::tls::TlsConfig::default());
     let (status, text) = fleet_api::post::ask(&client, url, token, body, wait, 64 << 20)
         .map_err(|e| anyhow!("--collector: {e}"))?;
@@ -183,6 +189,7 @@ fn table(report: &Value, collector: &str, style: Style) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn pairs(statuses: &[&str]) -> Value {
         let pairs: Vec<Value> = statuses.iter().map(|s| json!({"status": s})).collect();

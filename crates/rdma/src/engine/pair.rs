@@ -235,20 +235,9 @@ pub struct PairOffer {
     pub host_loopback_us: Option<f64>,
 }
 
-/// Where a probe's times come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TimestampSource {
-    /// The CPU's clock around post and poll only; the initiator's device offers no
-    /// completion timestamps (rdma_rxe), so host processing stays in the samples.
-    CpuNoCompletionTimestamps,
-    /// The CPU's clock only: the device offers completion timestamps but they could not be
-    /// used ([`PairResult::timestamps_note`] says why).
-    CpuCompletionTimestampsUnusable,
-    /// The CPU's clock for the ping-pong, and the device's completion timestamps for
-    /// [`PairResult::nic_round_trip_ns`].
-    CompletionTimestamps,
-}
+/// Where a probe's times come from: a word of the pair's report (DESIGN 4.6), so its
+/// vocabulary is `model`'s.
+pub use model::pair::TimestampSource;
 
 /// The initiator's completion timestamps, as far as they go.
 enum Stamps {
