@@ -132,7 +132,7 @@ impl Access {
         token: String,
     ) -> Result<MeshAnswer, Refusal> {
         let budget = check_nodes(&request.nodes)
-            .and_then(|()| request.budget())
+            .and_then(|()| request.budget().map_err(|why| why.to_string()))
             .map_err(|why| (StatusCode::BAD_REQUEST, why))?;
         let nodes = self.nodes(&request.nodes).await?;
         let plan = match &self.fabric {
@@ -219,7 +219,7 @@ impl Access {
         }
         let budget = MeshRequest::of_nodes(names.clone())
             .budget()
-            .map_err(|why| (StatusCode::BAD_REQUEST, why))?;
+            .map_err(|why| (StatusCode::BAD_REQUEST, why.to_string()))?;
         let nodes = self.nodes(&names).await?;
         let from_tables = self.fabric.as_ref().is_some_and(|f| f.from_tables);
         let plan = Plan {
@@ -855,10 +855,12 @@ mod tests {
         assert!(request(Some(0.0), None)
             .budget()
             .unwrap_err()
+            .to_string()
             .starts_with("duration_s 0"));
         assert!(request(None, Some(f64::NAN))
             .budget()
             .unwrap_err()
+            .to_string()
             .starts_with("rate NaN"));
     }
 

@@ -76,32 +76,26 @@ impl MeshRequest {
 
     /// The budget, defaults filled in (R-Pingmesh's 1/s across leaves and 10/s within one,
     /// over 10 s; 1000 bandwidth messages), or why the request is outside the contract.
-    pub fn budget(&self) -> Result<Budget, String> {
+    pub fn budget(&self) -> Result<Budget, BudgetError> {
         let duration_s = self.duration_s.unwrap_or(10.0);
         let rate = self.rate.unwrap_or(1.0);
         let rate_same_leaf = self.rate_same_leaf.unwrap_or(10.0);
         if !(duration_s > 0.0 && duration_s <= 86_400.0) {
-            return Err(format!("duration_s {duration_s} is not in (0, 86400]"));
+            return Err(BudgetError::Duration(duration_s));
         }
         for (name, rate) in [("rate", rate), ("rate_same_leaf", rate_same_leaf)] {
             if !(rate > 0.0 && rate <= 10_000.0) {
-                return Err(format!("{name} {rate} is not in (0, 10000]"));
+                return Err(BudgetError::Rate { name, rate });
             }
         }
         let bw_iterations = self.bw_iterations.unwrap_or(1000);
         if bw_iterations > model::limits::ITERATIONS {
-            return Err(format!(
-                "bw_iterations {bw_iterations} is above {}",
-                model::limits::ITERATIONS
-            ));
+            return Err(BudgetError::BwIterations(bw_iterations));
         }
-        let probes = |name: &str, rate: f64| {
+        let probes = |name: &'static str, rate: f64| {
             let probes = (rate * duration_s).round().max(1.0);
             if probes > model::limits::ITERATIONS as f64 {
-                return Err(format!(
-                    "{name} x duration_s is {probes} probes a pair, above {}",
-                    model::limits::ITERATIONS
-                ));
+                return Err(BudgetError::Probes { name, probes });
             }
             Ok(probes as u32)
         };
@@ -116,6 +110,33 @@ impl MeshRequest {
             depth: self.depth,
         })
     }
+}
+
+/// Why a mesh request's budget is outside the contract (a 400).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BudgetError {
+    /// The seconds the pairs are spread over.
+    #[error("duration_s {0} is not in (0, 86400]")]
+    Duration(f64),
+    /// A probe rate.
+    #[error("{name} {rate} is not in (0, 10000]")]
+    Rate {
+        /// `rate` or `rate_same_leaf`.
+        name: &'static str,
+        /// As asked.
+        rate: f64,
+    },
+    /// The bandwidth phase's messages.
+    #[error("bw_iterations {0} is above {max}", max = model::limits::ITERATIONS)]
+    BwIterations(u64),
+    /// A rate over the duration.
+    #[error("{name} x duration_s is {probes} probes a pair, above {max}", max = model::limits::ITERATIONS)]
+    Probes {
+        /// `rate` or `rate_same_leaf`.
+        name: &'static str,
+        /// The probes a pair it asks for.
+        probes: f64,
+    },
 }
 
 /// The budget, as asked and as spent.

@@ -78,5 +78,9 @@ fn a_recorded_budget_gives_the_request_it_was_probed_with() {
         duration_s: Some(0.0),
         ..MeshRequest::default()
     };
-    assert!(slow.budget().unwrap_err().starts_with("duration_s 0"));
+    assert!(slow
+        .budget()
+        .unwrap_err()
+        .to_string()
+        .starts_with("duration_s 0"));
 }
