@@ -11,7 +11,6 @@ use crate::job::direction;
 use crate::job::hosts::{self, HostFinding, Hosts};
 use crate::job::paths::{Finding, Tomography};
 use crate::job::ports::{JudgedPort, PortState};
-use crate::job::source::SOURCES;
 
 /// Score of an element the tomography alone proves: it explains abnormal observations and
 /// every other element on them is normal on some other observation.
@@ -77,7 +76,9 @@ impl<'a> Judged<'a> {
         self.ports
     }
 
-    /// The job's culprits, best first, and the faults found that are not the job's.
+    /// The job's culprits from the tomography, the ports and the hosts, not yet ranked (the
+    /// sources move the ranking, then [`super::judge`] sorts them), and the faults found that
+    /// are not the job's.
     pub fn culprits(&self) -> (Vec<Culprit>, Vec<Culprit>) {
         let mut culprits = Vec::new();
         let mut not_the_jobs = Vec::new();
@@ -145,10 +146,6 @@ impl<'a> Judged<'a> {
             }
         }
         culprits.extend(self.unexplained_segments(&abnormal_segments));
-        for source in SOURCES.iter() {
-            source.rank(self, &mut culprits);
-        }
-        culprits.sort_by(|a, b| b.score.total_cmp(&a.score));
         (culprits, not_the_jobs)
     }
 

@@ -2,47 +2,8 @@
 //! tomography sees of the host), and each diagnosis either on the job's paths (a culprit
 //! candidate) or off them (a fault that is not the job's).
 
-use model::job::{JobEvidence, JobHost, JobHostSummary, JobPath, JobReport, NotJudgedItem};
+use model::job::{JobHost, JobPath, NotJudgedItem};
 use model::{Cause, Diagnosis, PathStatus, Report};
-
-use super::culprits::Judged;
-use super::source::{Reading, Source};
-
-/// The hosts' own checks, registered in [`super::source::SOURCES`]: the job's paths on each
-/// host are the tomography's host elements, and each diagnosis on them a culprit.
-pub struct HostChecks;
-
-impl Source for HostChecks {
-    fn name(&self) -> &'static str {
-        "host checks"
-    }
-
-    fn read<'a>(&self, evidence: &'a JobEvidence, reading: &mut Reading<'a>) {
-        reading.hosts = read(&evidence.hosts);
-    }
-
-    fn not_judged(&self, judged: &Judged<'_>) -> Vec<NotJudgedItem> {
-        judged.hosts().not_judged.clone()
-    }
-
-    fn report(&self, judged: &Judged<'_>, report: &mut JobReport) {
-        report.hosts = judged
-            .evidence()
-            .hosts
-            .iter()
-            .map(|h| JobHostSummary {
-                host: h.host.clone(),
-                healthy: h.report.as_ref().map(|r| r.healthy),
-                causes: h.report.as_ref().map_or(Vec::new(), |r| {
-                    r.diagnoses
-                        .iter()
-                        .map(|d| d.cause.as_str().to_string())
-                        .collect()
-                }),
-            })
-            .collect();
-    }
-}
 
 /// A job path on one host and its status in the host's check.
 #[derive(Clone, Debug)]

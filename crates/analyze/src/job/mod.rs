@@ -20,8 +20,8 @@
 //! 5. The verdict ([`culprits`]): host, network, both; neither only when every host and
 //!    every cable of the job's routes was judged; inconclusive otherwise.
 //!
-//! Each kind of evidence is a source ([`source::Source`], registered in
-//! [`source::SOURCES`]): the host checks ([`hosts`]), the switch ports ([`ports`]), the
+//! Each kind of evidence is a source ([`source::Source`], one module each under [`source`],
+//! registered in [`SOURCES`]): the host checks ([`hosts`]), the switch ports ([`ports`]), the
 //! pairs ([`paths`]) and the what-if ([`what_if`]). [`judge`] has each read its part, runs
 //! the one tomography, ranks the culprits (each source may move the ranking), and has each
 //! list what it could not judge and write its part of the report.
@@ -35,11 +35,18 @@ pub mod source;
 pub mod what_if;
 
 use model::job::{JobEvidence, JobReport};
-use source::{Reading, SOURCES};
+use source::{host_checks::HostChecks, pairs::Pairs, switch_ports::SwitchPorts};
+use source::{what_if::WhatIfSource, Reading, Source};
 
 pub use culprits::{Judged, BACKGROUND_MIN_PORTS, SCORE_CANDIDATES, SCORE_COUNTERS, SCORE_PROVEN};
 
-/// Judges a job: each evidence source reads its part ([`source::SOURCES`]), one tomography
+/// Every evidence source, in the order the verdict reads them, lists what they could not
+/// judge, and writes their parts of the report. The host checks come first: the
+/// tomography's host paths and the report's first unjudged items are theirs; the switch
+/// ports before the pairs, whose tomography takes the cables the ports accuse.
+pub static SOURCES: [&dyn Source; 4] = [&HostChecks, &SwitchPorts, &Pairs, &WhatIfSource];
+
+/// Judges a job: each evidence source reads its part ([`SOURCES`]), one tomography
 /// runs over what they read, the culprits are ranked, and each source lists what it could
 /// not judge and writes its part of the report.
 pub fn judge(evidence: &JobEvidence) -> JobReport {
@@ -49,7 +56,11 @@ pub fn judge(evidence: &JobEvidence) -> JobReport {
     }
     let tomography = paths::run(&reading.hosts.segments, &evidence.pairs, &reading.accused);
     let judged = culprits::Judged::new(evidence, &reading.hosts, &tomography, &reading.ports);
-    let (culprits, not_the_jobs) = judged.culprits();
+    let (mut culprits, not_the_jobs) = judged.culprits();
+    for source in SOURCES.iter() {
+        source.rank(&judged, &mut culprits);
+    }
+    culprits.sort_by(|a, b| b.score.total_cmp(&a.score));
     let mut not_judged = evidence.not_judged.clone();
     for source in SOURCES.iter() {
         not_judged.extend(source.not_judged(&judged));
@@ -79,6 +90,12 @@ pub fn judge(evidence: &JobEvidence) -> JobReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_source_is_registered_once_by_its_name() {
+        let names: Vec<&str> = SOURCES.iter().map(|s| s.name()).collect();
+        assert_eq!(names, ["host checks", "switch ports", "pairs", "what-if"]);
+    }
     use model::job::{JobHost, JobPair, JobPairEnd, JobPath, JobPort, Verdict};
     use model::pair::PartStatus;
     use model::switch_port::SwitchPortCounters;

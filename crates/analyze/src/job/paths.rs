@@ -10,14 +10,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use model::job::{JobPair, JobReport, NotJudgedItem};
+use model::job::{JobPair, NotJudgedItem};
 use model::pair::PartStatus;
 use model::{ComponentId, LinkId, LinkStatus, PathStatus};
 
-use crate::job::culprits::Judged;
 use crate::job::direction;
 use crate::job::hosts::Segment;
-use crate::job::source::Source;
 use crate::tomography::{self, ObservedPath};
 
 /// What one observation saw.
@@ -65,27 +63,6 @@ pub struct Tomography {
     pub host_noise: Vec<usize>,
     /// Pairs that judged nothing.
     pub not_judged: Vec<NotJudgedItem>,
-}
-
-/// The RNIC pairs probed between the job's hosts, registered in
-/// [`super::source::SOURCES`]: each pair's network part is an observation of the one
-/// tomography ([`run`]), and the job's cables no judged observation crossed are not judged.
-pub struct Pairs;
-
-impl Source for Pairs {
-    fn name(&self) -> &'static str {
-        "pairs"
-    }
-
-    fn not_judged(&self, judged: &Judged<'_>) -> Vec<NotJudgedItem> {
-        let mut items = judged.tomography().not_judged.clone();
-        items.extend(judged.unjudged_cables());
-        items
-    }
-
-    fn report(&self, judged: &Judged<'_>, report: &mut JobReport) {
-        report.pairs = judged.evidence().pairs.clone();
-    }
 }
 
 /// A pair's name in words.

@@ -1,42 +1,8 @@
 //! What the switch ports on a job's routes counted over its window: errors, link downs and
 //! waits, each against the same port before the window and against ports off the routes.
 
-use model::job::{JobEvidence, JobPort, JobPortSummary, JobReport};
+use model::job::{JobPort, JobPortSummary};
 use model::switch_port::SwitchPortCounters;
-
-use super::culprits::Judged;
-use super::source::{Reading, Source};
-
-/// The switch ports' counters, registered in [`super::source::SOURCES`]: a port's errors or
-/// link downs accuse its cable on their own, before the tomography; waits far above their
-/// references are other jobs' traffic.
-pub struct SwitchPorts;
-
-impl Source for SwitchPorts {
-    fn name(&self) -> &'static str {
-        "switch ports"
-    }
-
-    fn read<'a>(&self, evidence: &'a JobEvidence, reading: &mut Reading<'a>) {
-        reading.ports = judge(&evidence.ports);
-        reading.accused.extend(
-            reading
-                .ports
-                .iter()
-                .filter(|p| matches!(p.state, PortState::Errors | PortState::Down))
-                .map(|p| p.port.cable.clone()),
-        );
-    }
-
-    fn report(&self, judged: &Judged<'_>, report: &mut JobReport) {
-        report.ports = judged
-            .ports()
-            .iter()
-            .filter(|p| p.port.on_job_route || p.state != PortState::Normal)
-            .map(|p| p.summary())
-            .collect();
-    }
-}
 
 /// Errors in a window at or past which a port is in error: `ibqueryerrors`' default
 /// threshold for SymbolErrorCounter, PortRcvErrors and PortXmitDiscards (infiniband-diags,

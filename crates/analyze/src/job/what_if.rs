@@ -3,38 +3,15 @@
 //! supports an element or other jobs' traffic already named, or finds the time slow with no
 //! measured state to explain it (then the time is not judged, never `neither`).
 
-use model::job::{Culprit, JobEvidence, JobReport, Layer, NotJudgedItem};
+use model::job::{Culprit, JobEvidence, Layer, NotJudgedItem};
 
-use super::culprits::{fabric_action, Judged, SCORE_CORROBORATED};
-use super::source::Source;
-use super::{SCORE_CANDIDATES, SCORE_COUNTERS};
-
-/// The what-if, registered in [`super::source::SOURCES`].
-pub struct WhatIfSource;
-
-impl Source for WhatIfSource {
-    fn name(&self) -> &'static str {
-        "what-if"
-    }
-
-    fn rank(&self, judged: &Judged<'_>, culprits: &mut Vec<Culprit>) {
-        apply(judged.evidence(), culprits);
-    }
-
-    fn not_judged(&self, judged: &Judged<'_>) -> Vec<NotJudgedItem> {
-        unexplained_time(judged.evidence()).into_iter().collect()
-    }
-
-    fn report(&self, judged: &Judged<'_>, report: &mut JobReport) {
-        report.what_if = judged.evidence().what_if.clone();
-    }
-}
+use super::culprits::{fabric_action, SCORE_CANDIDATES, SCORE_CORROBORATED, SCORE_COUNTERS};
 
 /// A what-if that finds the job slower than its healthy replay and no measured state
 /// reproducing it leaves the job's time unexplained: the slowness is real and nothing
 /// judged accounts for it (a host's state its check did not see, a fabric state not
 /// measured), so it is something not judged, never `neither`.
-fn unexplained_time(evidence: &JobEvidence) -> Option<NotJudgedItem> {
+pub(crate) fn unexplained_time(evidence: &JobEvidence) -> Option<NotJudgedItem> {
     let w = evidence.what_if.as_ref()?;
     (w.explains == "unexplained").then(|| NotJudgedItem {
         what: "the job's time".to_string(),
@@ -44,7 +21,7 @@ fn unexplained_time(evidence: &JobEvidence) -> Option<NotJudgedItem> {
 
 /// The what-if's word: the job's own pattern or mapping on a healthy infrastructure, or
 /// support for an element or for other jobs' traffic already named.
-fn apply(evidence: &JobEvidence, culprits: &mut Vec<Culprit>) {
+pub(crate) fn apply(evidence: &JobEvidence, culprits: &mut Vec<Culprit>) {
     let Some(w) = &evidence.what_if else {
         return;
     };

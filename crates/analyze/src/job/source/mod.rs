@@ -3,25 +3,23 @@
 //! pairs' network parts, cables its own counters accuse), how it moves the culprits'
 //! ranking, what of it could not be judged, and its part of the [`JobReport`]. [`judge`]
 //! iterates [`SOURCES`] at each of those steps, in their order here, so a new source (the
-//! job's NCCL collectives, next) is one module and one line in [`SOURCES`].
+//! job's NCCL collectives, next) is one module here and one line in [`SOURCES`].
 //!
 //! [`judge`]: super::judge
+//! [`SOURCES`]: super::SOURCES
 
 use std::collections::BTreeSet;
 
 use model::job::{Culprit, JobEvidence, JobReport, NotJudgedItem};
 
 use super::culprits::Judged;
-use super::hosts::{HostChecks, Hosts};
-use super::paths::Pairs;
-use super::ports::{JudgedPort, SwitchPorts};
-use super::what_if::WhatIfSource;
+use super::hosts::Hosts;
+use super::ports::JudgedPort;
 
-/// Every evidence source, in the order the verdict reads them, lists what they could not
-/// judge, and writes their parts of the report. The host checks come first: the
-/// tomography's host paths and the report's first unjudged items are theirs; the switch
-/// ports before the pairs, whose tomography takes the cables the ports accuse.
-pub static SOURCES: [&dyn Source; 4] = [&HostChecks, &SwitchPorts, &Pairs, &WhatIfSource];
+pub mod host_checks;
+pub mod pairs;
+pub mod switch_ports;
+pub mod what_if;
 
 /// One kind of evidence the verdict is drawn from.
 pub trait Source: Sync {
@@ -54,15 +52,4 @@ pub struct Reading<'a> {
     /// Cables a source accuses on its own (a port's errors or link downs): the tomography
     /// names them before any cable it cannot tell from them.
     pub accused: BTreeSet<String>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_source_is_registered_once_by_its_name() {
-        let names: Vec<&str> = SOURCES.iter().map(|s| s.name()).collect();
-        assert_eq!(names, ["host checks", "switch ports", "pairs", "what-if"]);
-    }
 }
