@@ -722,12 +722,18 @@ fn pair_serve_and_probe_on_soft_roce() {
     );
     // A lost packet costs a retransmission timeout (67 ms) or a go-back-N, thousands of us;
     // a host part that carried any of it would grow far beyond its own size. Within their
-    // rounds, each moved by less than its healthy value (or 10 us, whichever is larger).
-    for (field, healthy) in [("host_a_us", a0), ("host_b_us", b0)] {
-        let moved = part_change(&loss, field);
+    // rounds, each moved by less than twice its healthy value, or 50 us, whichever is
+    // larger: one guest's two vCPUs carry both hosts and the netem'd traffic, and a run on
+    // a CI-kind machine saw host B's loopback go 21 -> 41-47 us in the rounds with netem
+    // (delay and loss alike) while its p99 rose by 31 ms.
+    let moved_with_loss = [("host_a_us", a0), ("host_b_us", b0)]
+        .map(|(field, healthy)| (field, healthy, part_change(&loss, field)));
+    for (field, _, moved) in moved_with_loss {
         println!("pair netem loss: {field} moved {moved:+.2} us within its rounds");
+    }
+    for (field, healthy, moved) in moved_with_loss {
         assert!(
-            moved.abs() < healthy.max(10.0),
+            moved.abs() < (2.0 * healthy).max(50.0),
             "{field} moved {moved:+.2} us with the loss (healthy {healthy:.2} us)"
         );
     }
