@@ -26,11 +26,66 @@ pub fn load(name: &str) -> Option<Result<HostTopology, ModelError>> {
     source(name).map(|text| parse(&format!("built-in {name}"), text))
 }
 
+/// Why `--sim NAME|FILE` (or a cluster file's `model`) gives no host model.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// Neither a built-in model nor a readable file.
+    #[error("cannot read host model `{name}`: {reason} (built-in models: {builtins})")]
+    Unreadable {
+        /// What was given.
+        name: String,
+        /// The I/O error.
+        reason: String,
+        /// The built-in names.
+        builtins: String,
+    },
+    /// The model (built-in or file) is malformed.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+}
+
+/// A built-in model by name, else the TOML host-model file at that path, read by `read`
+/// (the caller's file system: this crate does no I/O, so the one resolution serves every
+/// crate that loads a host model).
+pub fn resolve(
+    name_or_path: &str,
+    read: impl FnOnce(&str) -> std::io::Result<String>,
+) -> Result<HostTopology, LoadError> {
+    if let Some(loaded) = load(name_or_path) {
+        return Ok(loaded?);
+    }
+    let text = read(name_or_path).map_err(|e| LoadError::Unreadable {
+        name: name_or_path.to_string(),
+        reason: e.to_string(),
+        builtins: names().collect::<Vec<_>>().join(", "),
+    })?;
+    Ok(parse(name_or_path, &text)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ids::{ComponentId, LinkId};
     use crate::topology::{LinkKind, Turnaround};
+
+    #[test]
+    fn resolve_prefers_a_builtin_and_names_the_builtins_when_a_file_is_unreadable() {
+        let read_nothing =
+            |_: &str| -> std::io::Result<String> { panic!("a built-in is not read") };
+        assert!(resolve("amd-2s", read_nothing).is_ok());
+        let missing = |_: &str| Err(std::io::Error::from(std::io::ErrorKind::NotFound));
+        let message = resolve("lab.toml", missing).unwrap_err().to_string();
+        assert!(
+            message.starts_with("cannot read host model `lab.toml`: "),
+            "{message}"
+        );
+        assert!(
+            message.ends_with("(built-in models: dgx-a100, amd-2s, single-socket)"),
+            "{message}"
+        );
+        let bad = resolve("bad.toml", |_| Ok("[[nodes]\n".into())).unwrap_err();
+        assert!(matches!(bad, LoadError::Model(_)), "{bad}");
+    }
 
     fn dgx() -> HostTopology {
         load("dgx-a100").unwrap().unwrap()

@@ -98,8 +98,8 @@ impl Cluster {
                 }
                 _ => group.model.clone(),
             };
-            let model =
-                load_host(&model_path).map_err(|e| bad(format!("hosts `{}`: {e}", group.names)))?;
+            let model = model::builtin::resolve(&model_path, |path| std::fs::read_to_string(path))
+                .map_err(|e| bad(format!("hosts `{}`: {e}", group.names)))?;
             for name in names {
                 if hosts.iter().any(|h| h.name == name) {
                     return Err(bad(format!("host `{name}` is in two [[hosts]] groups")));
@@ -167,21 +167,6 @@ fn first_line_rate(host: &ClusterHost) -> Option<f64> {
 /// TOML errors span lines (a caret under the span); one line names the place and the error.
 fn one_line(message: &str) -> String {
     message.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// A built-in host model by name, or a TOML host-model file, as `--sim` reads one
-/// (`check::sim::load_host`, which this crate may not use: it links the virtual host).
-fn load_host(name_or_path: &str) -> Result<model::HostTopology, String> {
-    if let Some(loaded) = model::builtin::load(name_or_path) {
-        return loaded.map_err(|e| e.to_string());
-    }
-    let text = std::fs::read_to_string(name_or_path).map_err(|e| {
-        format!(
-            "cannot read host model `{name_or_path}`: {e} (built-in models: {})",
-            model::builtin::names().collect::<Vec<_>>().join(", ")
-        )
-    })?;
-    model::hostfile::parse(name_or_path, &text).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
