@@ -14,7 +14,7 @@ use cluster::spec::CabledFabric;
 use cluster::{Cluster, ClusterFaults, Endpoint};
 
 use crate::cli::{MeshArgs, MeshEndpoint};
-use crate::fabric_cmd::cabled;
+use crate::fabric_cmd::topology_input;
 use crate::output::{print, Outcome};
 use crate::progress;
 use crate::render::Style;
@@ -60,10 +60,7 @@ pub(crate) fn read_fabric(
     routes: Option<&std::path::Path>,
 ) -> Result<CabledFabric> {
     let arg = path.to_string_lossy();
-    let mut input = cabled::resolve(&arg)?;
-    if let Some(routes) = routes {
-        input = cabled::with_routes(input, routes)?;
-    }
+    let input = topology_input(&arg, None, routes)?;
     for note in &input.notes {
         eprintln!("hostping: {note}");
     }

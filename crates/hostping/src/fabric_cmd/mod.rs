@@ -4,7 +4,7 @@
 //! InfiniBand subnet through `rdma`.
 
 pub mod bench;
-pub mod cabled;
+mod net;
 pub mod output;
 pub mod route;
 pub mod simulate;
@@ -22,10 +22,12 @@ use fabric::analysis::{
     diagnose, render_text, write_plots, write_window_plots, Cause, Directions, LinkView,
     PlotOptions, Thresholds, ViewSpec,
 };
+use fabric::real_fabric::{RealFabricError, TreeInput};
 use fabric::sim::{CongestionRule, SimConfig};
 use fabric::telemetry::{TelemetryConfig, TelemetryKind};
 use fabric::topology::Engine;
 use fabric::traffic::{self, MappingSpec, WorkloadSpec};
+use rdma::subnet::tree::TreeInputError;
 
 use crate::cli::fabric::{
     FabricCommand, MergeArgs, MergeFormat, PlotDirections, RoutingChoice, SimArgs, SuggestArgs,
@@ -46,7 +48,7 @@ pub fn run(command: FabricCommand) -> Result<Outcome> {
         FabricCommand::Route(args) => return route::route_command(&args),
         FabricCommand::Sample(args) => switches::sample_command(&args),
         FabricCommand::Delegate(args) => switches::delegate_command(&args).map(|()| false),
-        FabricCommand::Net(args) => cabled::net_command(&args).map(|()| false),
+        FabricCommand::Net(args) => net::net_command(&args).map(|()| false),
     }?;
     Ok(Outcome::found(found))
 }
@@ -100,15 +102,28 @@ fn sim_config(args: &SimArgs, link_gbps: f64) -> Result<SimConfig> {
     })
 }
 
+/// `--topology` (and `--routing`, `--routes`) read as the simulator's input
+/// (`rdma::subnet::tree::read`); what reading a refused fabric passed over is still said.
+pub(crate) fn topology_input(
+    arg: &str,
+    engine: Option<Engine>,
+    routes: Option<&std::path::Path>,
+) -> Result<TreeInput> {
+    let read = rdma::subnet::tree::read(arg, engine, routes);
+    if let Err(TreeInputError::RealFabric(RealFabricError::NotSimulable { notes, .. })) = &read {
+        for note in notes {
+            eprintln!("{arg}: note: {note}");
+        }
+    }
+    Ok(read?)
+}
+
 fn sim(args: &SimArgs) -> Result<Outcome> {
     let engine = args.routing.map(|choice| match choice {
         RoutingChoice::Minhop => Engine::MinHop,
         RoutingChoice::Updn => Engine::UpDown,
     });
-    let mut input = cabled::resolve_routed(&args.topology.topology, engine)?;
-    if let Some(routes) = &args.routes {
-        input = cabled::with_routes(input, routes)?;
-    }
+    let mut input = topology_input(&args.topology.topology, engine, args.routes.as_deref())?;
     if let Some(line) = input.describe() {
         eprintln!("{line}");
     }
@@ -195,7 +210,7 @@ fn sim(args: &SimArgs) -> Result<Outcome> {
 }
 
 fn suggest(args: &SuggestArgs) -> Result<bool> {
-    let topology = cabled::resolve(&args.topology.topology)?.topology;
+    let topology = topology_input(&args.topology.topology, None, None)?.topology;
     let packet_bytes = SimConfig::default().packet_bytes;
     let matrix = match (&args.workload, &args.matrix) {
         (_, Some(file)) => traffic::CommMatrix::load(file, packet_bytes)?,

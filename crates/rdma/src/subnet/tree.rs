@@ -1,27 +1,49 @@
-//! `--topology` of the simulator's commands: a built-in tree, a TOML file of tree
-//! parameters, or a real fabric's ibnetdiscover topology file (from `ibnetdiscover` or
-//! `hostping fabric discover --format ibnetdiscover`), read here (`rdma::subnet::topofile`)
-//! and handed to `fabric::real_fabric`, which recognises it as the fat tree it is, or, when
-//! it is none, simulates it as cabled and routed as opensm's up/down engine routes it;
-//! `--routing minhop|updn` routes any of them so, and `--routes` by a subnet manager's
-//! tables; and `hostping fabric net`, which writes a tree as an ibsim net file so that the
-//! simulator's trees run on ibsim.
+//! A real fabric's topology file as the packet simulator's input: `--topology` of the
+//! simulator's commands and a cluster file's `[fabric] topology` name a built-in tree, a
+//! TOML file of tree parameters, or an ibnetdiscover topology file (from `ibnetdiscover` or
+//! `hostping fabric discover --format ibnetdiscover`). The file is read here
+//! ([`super::topofile`]) and handed to `fabric::real_fabric`, which recognises it as the fat
+//! tree it is, or, when it is none, simulates it as cabled and routed as opensm's up/down
+//! engine routes it; [`with_routes`] routes it by a subnet manager's tables instead
+//! ([`super::route::Dump`]). Reading is this crate's, recognising a tree `fabric`'s.
 
-use std::io::Write;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
-use fabric::cabling::Cabling;
 use fabric::input::InputError;
 use fabric::real_fabric::{
     RealEnd, RealFabricError, RealLink, RealNode, RealNodeKind, RealSubnet, RouteTables, TreeInput,
 };
-use fabric::topology::{Engine, FatTreeParams, Level, Topology};
-use rdma::subnet::route::Dump;
-use rdma::subnet::topofile::{self, Format, Skipped};
-use rdma::subnet::{NodeKind, Subnet};
+use fabric::topology::{Engine, FatTreeParams, Topology};
 
-use crate::cli::fabric::NetArgs;
+use super::route::{Dump, DumpFileError};
+use super::topofile::{self, Format, Skipped, TopologyError};
+use super::{NodeKind, Subnet};
+
+/// Why `--topology` (or a cluster file's fabric) gives no simulator input; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum TreeInputError {
+    /// A file that cannot be read, or a malformed TOML tree.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// A file of a kind hostping does not read as a topology (empty, comments only,
+    /// `ibnetdiscover -p`, `iblinkinfo`), named for what it is.
+    #[error("{file}: {what}; {FORMATS}")]
+    NotATopology {
+        /// The file.
+        file: String,
+        /// What it is instead.
+        what: &'static str,
+    },
+    /// A malformed ibnetdiscover file.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    /// A fabric the simulator cannot take, or routes that do not fit it.
+    #[error(transparent)]
+    RealFabric(#[from] RealFabricError),
+    /// A routes file that is not a dump of `fabric route --dump`.
+    #[error(transparent)]
+    Routes(#[from] DumpFileError),
+}
 
 /// The format wanted, for a file that is not one hostping reads.
 const FORMATS: &str = "--topology takes a built-in tree (full, tapered, radix8), a fat-tree \
@@ -31,14 +53,22 @@ const FORMATS: &str = "--topology takes a built-in tree (full, tapered, radix8),
 
 /// A built-in name, a TOML file, or an ibnetdiscover file; a file of another kind (empty,
 /// only comments, `ibnetdiscover -p`, `iblinkinfo`) is named for what it is. A real fabric
-/// that is no fat tree is simulated as cabled, routed up/down.
-pub fn resolve(arg: &str) -> Result<TreeInput> {
-    resolve_routed(arg, None)
+/// that is no fat tree is simulated as cabled, routed up/down; with `engine`, any fabric (a
+/// fat tree too) is simulated as cabled and routed as the subnet manager's engine would;
+/// with `routes` (a dump of `fabric route --dump -o FILE`), by the subnet manager's tables.
+pub fn read(
+    arg: &str,
+    engine: Option<Engine>,
+    routes: Option<&Path>,
+) -> Result<TreeInput, TreeInputError> {
+    let input = resolve(arg, engine)?;
+    match routes {
+        Some(routes) => with_routes(input, routes),
+        None => Ok(input),
+    }
 }
 
-/// [`resolve`], simulated as cabled and routed by `engine` when one is given (a fat tree
-/// too: its cables, routed as the subnet manager would).
-pub fn resolve_routed(arg: &str, engine: Option<Engine>) -> Result<TreeInput> {
+fn resolve(arg: &str, engine: Option<Engine>) -> Result<TreeInput, TreeInputError> {
     let topology = match FatTreeParams::builtin(arg) {
         Some(params) => Topology::new(params).expect("built-in tree is valid"),
         None => {
@@ -58,7 +88,10 @@ pub fn resolve_routed(arg: &str, engine: Option<Engine>) -> Result<TreeInput> {
                 Format::LinkInfo => Some("is the output of `iblinkinfo`, not a topology file"),
             };
             if let Some(what) = what {
-                bail!("{arg}: {what}; {FORMATS}");
+                return Err(TreeInputError::NotATopology {
+                    file: arg.to_string(),
+                    what,
+                });
             }
             Topology::parse(Path::new(arg), &text)?
         }
@@ -67,33 +100,31 @@ pub fn resolve_routed(arg: &str, engine: Option<Engine>) -> Result<TreeInput> {
 }
 
 /// A real fabric's ibnetdiscover file, read and handed to `fabric` as its subnet; what
-/// reading it passed over is noted, and still printed when the fabric is refused.
-fn from_ibnetdiscover(file: &str, text: &str, engine: Option<Engine>) -> Result<TreeInput> {
+/// reading it passed over is noted (a refused fabric's error keeps the notes).
+fn from_ibnetdiscover(
+    file: &str,
+    text: &str,
+    engine: Option<Engine>,
+) -> Result<TreeInput, TreeInputError> {
     let reading = topofile::read(text, file)?;
     let notes = skipped_note(&reading.skipped).into_iter().collect();
-    match TreeInput::real(file, &real_subnet(&reading.subnet), notes, engine) {
-        Ok(input) => Ok(input),
-        Err(e) => {
-            if let RealFabricError::NotSimulable { notes, .. } = &e {
-                // What was left out still says what the file holds.
-                for note in notes {
-                    eprintln!("{file}: note: {note}");
-                }
-            }
-            Err(e.into())
-        }
-    }
+    Ok(TreeInput::real(
+        file,
+        &real_subnet(&reading.subnet),
+        notes,
+        engine,
+    )?)
 }
 
 /// `input` routed by the subnet manager's tables in `file` (`fabric route --dump -o FILE`)
-/// instead of the simulator's rules ([`TreeInput::with_routes`]).
-pub fn with_routes(input: TreeInput, file: &Path) -> Result<TreeInput> {
+/// instead of the simulator's rules ([`TreeInput::with_routes`]); a tree given by parameters is refused.
+fn with_routes(input: TreeInput, file: &Path) -> Result<TreeInput, TreeInputError> {
     let shown = file.display().to_string();
     // A tree given by parameters is refused before the file is read.
     let mut tables = RouteTables::new();
     if input.is_real() {
         let text = InputError::read(file)?;
-        let dump = Dump::from_json(&text, &shown).map_err(anyhow::Error::msg)?;
+        let dump = Dump::from_json(&text, &shown)?;
         tables = dump
             .switches
             .into_iter()
@@ -105,7 +136,7 @@ pub fn with_routes(input: TreeInput, file: &Path) -> Result<TreeInput> {
 
 /// A subnet as `fabric` takes it.
 fn real_subnet(subnet: &Subnet) -> RealSubnet {
-    let end = |e: rdma::subnet::End| RealEnd {
+    let end = |e: super::End| RealEnd {
         guid: e.guid,
         port: e.port,
     };
@@ -163,35 +194,4 @@ fn skipped_note(skipped: &[Skipped]) -> Option<String> {
 /// `1 line`, `3 lines`.
 fn lines(n: usize) -> String {
     format!("{n} line{}", if n == 1 { "" } else { "s" })
-}
-
-/// `hostping fabric net`: a tree as an ibsim net file.
-pub fn net_command(args: &NetArgs) -> Result<()> {
-    let topology = Topology::resolve(&args.topology.topology)?;
-    let title = format!(
-        "The fat tree '{}' as an ibsim net file ({} switches of {} ports, {} hosts; \
-         hostping fabric net --topology {})",
-        topology.name(),
-        topology.num_switches(),
-        topology.radix(),
-        topology.num_nodes(),
-        args.topology.topology
-    );
-    let net = Cabling::of_tree(&topology).to_ibsim_net(topology.radix(), &title);
-    match &args.output {
-        Some(path) => std::fs::write(path, net)
-            .with_context(|| format!("{}: cannot write", path.display()))?,
-        None => std::io::stdout()
-            .lock()
-            .write_all(net.as_bytes())
-            .context("cannot write the net file to stdout")?,
-    }
-    let cores = topology.switches_at(Level::Core).len();
-    eprintln!(
-        "{} leaves, {} aggregation switches, {cores} cores, {} hosts",
-        topology.num_leaves(),
-        topology.num_aggs(),
-        topology.num_nodes()
-    );
-    Ok(())
 }
