@@ -183,6 +183,22 @@ pub fn check_cost(host: &HostTopology, repeat: u32) -> CheckCost {
     }
 }
 
+/// [`CheckCost`] for people.
+pub fn check_cost_table(cost: &CheckCost) -> String {
+    format!(
+        "full-mesh check of {} ({} paths + {} re-probes, each {} iterations x 2 sizes, \
+         simulated), median of {} checks:\n  probe + analysis:             {:.1} ms CPU\n  \
+         with a fresh 3-run baseline:  {:.1} ms CPU\n",
+        cost.host,
+        cost.paths,
+        cost.reprobes,
+        cost.iterations,
+        cost.repeat,
+        cost.check_cpu_ms,
+        cost.with_baseline_cpu_ms
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

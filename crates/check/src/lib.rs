@@ -25,6 +25,7 @@ assert!(reports[0].healthy);
 #![deny(missing_docs)]
 
 pub mod accuracy;
+pub mod bench_reports;
 pub mod cost;
 pub mod host;
 pub mod iotlb;

@@ -10,7 +10,7 @@ use anyhow::{bail, Result};
 use check::accuracy;
 use check::scenario::Scenario;
 use indicatif::ProgressBar;
-use model::{HostTopology, Report};
+use model::HostTopology;
 use rdma::sysfs::SysRoot;
 use std::sync::Mutex;
 
@@ -102,53 +102,17 @@ pub fn run(cmd: BenchCommand) -> Result<Outcome> {
         } => {
             let host = check::sim::load_host(&sim)?;
             let cost = check::cost::check_cost(&host, repeat);
-            print(format, &cost, |cost| {
-                format!(
-                    "full-mesh check of {} ({} paths + {} re-probes, each {} iterations x 2 sizes, simulated), median of {} checks:\n  probe + analysis:             {:.1} ms CPU\n  with a fresh 3-run baseline:  {:.1} ms CPU\n",
-                    cost.host, cost.paths, cost.reprobes, cost.iterations, cost.repeat, cost.check_cpu_ms, cost.with_baseline_cpu_ms
-                )
-            })?;
+            print(format, &cost, check::cost::check_cost_table)?;
         }
     }
     Ok(Outcome::Healthy)
 }
 
-/// The reports the collector benches' simulated hosts send, from the virtual host `host`
-/// (the collector links no virtual host): [`collector::bench::HEALTHY_VARIANTS`] healthy
-/// ones (different noise seeds), then a link down to a tenth of its capacity and one at half.
+/// The reports the collector benches' simulated hosts send (`check::bench_reports`).
 fn simulated_reports(host: &HostTopology) -> collector::bench::SimulatedReports {
-    let settings = check::pipeline::CheckSettings::default();
-    let baseline = check::record::simulated(
-        host,
-        check::record::DEFAULT_RUNS,
-        0,
-        &settings.latency,
-        vhost::VhostConfig::default().noise,
-    );
-    let one = |faults: Vec<vhost::Fault>, seed: u64| -> Report {
-        check::pipeline::check_virtual(host, faults, seed, &baseline, &settings)
-            .pop()
-            .expect("one run")
-    };
-    let mut variants: Vec<Report> = (1..=collector::bench::HEALTHY_VARIANTS)
-        .map(|s| one(Vec::new(), s))
-        .collect();
-    let link = |i: usize| {
-        variants[0].links[i % variants[0].links.len()]
-            .id
-            .to_string()
-    };
-    let faults = [
-        format!("degrade:{}:0.1", link(0)),
-        format!("degrade:{}:0.5", link(1)),
-    ];
-    for (i, f) in faults.iter().enumerate() {
-        let fault = vhost::Fault::parse(f, host).expect("a link of the model");
-        variants.push(one(vec![fault], 100 + i as u64));
-    }
     collector::bench::SimulatedReports {
         model: host.name.clone(),
-        variants,
+        variants: check::bench_reports::fleet_variants(host, collector::bench::HEALTHY_VARIANTS),
     }
 }
 
