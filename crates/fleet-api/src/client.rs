@@ -252,6 +252,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn url_segments_are_escaped() {
+        assert_eq!(escape("node-1.rack_2"), "node-1.rack_2");
+        assert_eq!(escape("a b/c?"), "a%20b%2Fc%3F");
+    }
+
+    #[test]
     fn an_unreachable_collector_is_named() {
         let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = closed.local_addr().unwrap();
