@@ -58,8 +58,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use verdict::spec::CabledFabric;
 
-/// The most nodes one mesh may name.
-pub const MAX_NODES: usize = 4096;
+use fleet_api::mesh::MAX_NODES;
 /// The longest one pair may take, from the request to its initiator to its report (the
 /// responder's loopback, the probe, the bandwidth phase under emulation).
 const PAIR_WAIT: Duration = Duration::from_secs(300);

@@ -10,6 +10,10 @@ serves the fleet's, and `hostping fleet` and the web UI that read them.
   [`read::ReadStore`] each of them implements.
 - [`pair`]: DESIGN 4.6's pair object as an agent measures it and the collector passes it
   on, and the request that asks an agent for one.
+- [`client`]: one blocking client of the collector (its read API, the mesh, the job
+  verdict) for the CLI.
+- [`job`]: DESIGN 4.7's query of the job verdict, written by the CLI and read by the
+  collector.
 - [`mesh`]: a real mesh through the collector: its request, budget and answer.
 - [`post`]: one post of a run or a sweep to the collector, and what became of it (stored,
   refused for good, try again).
@@ -27,6 +31,8 @@ It holds no storage and no judgement: the collector and the agent bring their st
 */
 #![deny(missing_docs)]
 
+pub mod client;
+pub mod job;
 pub mod mesh;
 pub mod pair;
 pub mod post;

@@ -5,6 +5,9 @@
 use crate::pair::{End, MeshNotes, PairReport, PairStatus, RouteSource};
 use serde::{Deserialize, Serialize};
 
+/// The most nodes one mesh (or one job verdict) may name.
+pub const MAX_NODES: usize = 4096;
+
 /// `POST /api/mesh`'s body. Unset budget fields take [`MeshRequest::budget`]'s defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -303,6 +306,31 @@ impl MeshPair {
         match self {
             MeshPair::NotRun(p) => p.status,
             MeshPair::Ran(p) => p.status,
+        }
+    }
+
+    /// Its figures: the parts measured, none for a pair that did not run.
+    pub fn figures(&self) -> model::pair::PairFigures {
+        match self {
+            MeshPair::NotRun(p) => model::pair::PairFigures {
+                a: p.a.clone(),
+                b: p.b.clone(),
+                latency_us: p.latency_us,
+                host_a_us: p.host_a_us,
+                host_b_us: p.host_b_us,
+                network_us: p.network_us,
+                bandwidth_gbps: p.bandwidth_gbps,
+                latency: None,
+            },
+            MeshPair::Ran(p) => p.figures(),
+        }
+    }
+
+    /// Why it came to its status, in words: where a probe stopped, else its reason.
+    pub fn why(&self) -> &str {
+        match self {
+            MeshPair::NotRun(p) => &p.error,
+            MeshPair::Ran(p) => p.error.as_deref().unwrap_or(&p.reason),
         }
     }
 

@@ -9,113 +9,27 @@
 use crate::cli::{FleetArgs, FleetCommand, Format};
 use crate::output::Outcome;
 use analyze::fleet::{health, is_inconclusive, Health};
-use fleet_api::read::query::escape;
+use fleet_api::client::{Client, ClientError};
 use fleet_api::read::{
-    CauseHosts, ErrorBody, FleetStatus, HostBaseline, HostRun, HostSummary, HostsQuery, RunsQuery,
-    SlowHost, SlowHostsQuery, Source, Verdict,
+    CauseHosts, FleetStatus, HostBaseline, HostSummary, HostsQuery, RunsQuery, SlowHost,
+    SlowHostsQuery, Source, Verdict,
 };
 use model::{Diagnosis, NotJudged};
-use serde::de::DeserializeOwned;
 use serde::Serialize;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-/// Whole-request limit of one call to the collector.
-const TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Why a `fleet` command could not answer; each message names the URL.
+/// Why a `fleet` command could not answer; the collector's errors name the URL.
 #[derive(Debug, thiserror::Error)]
 pub enum FleetError {
-    /// No connection, a timeout, a broken answer.
-    #[error("cannot reach the collector at {url}: {reason}")]
-    Unreachable {
-        /// The URL asked.
-        url: String,
-        /// Why.
-        reason: String,
-    },
-    /// The collector answered with an error status.
-    #[error("the collector at {url} answered {status}: {message}")]
-    Refused {
-        /// The URL asked.
-        url: String,
-        /// The HTTP status.
-        status: u16,
-        /// Its `error` message, or the body.
-        message: String,
-    },
-    /// The answer is not the JSON the API promises.
-    #[error(
-        "the collector at {url} answered something that is not the fleet API's JSON: {reason}"
-    )]
-    NotJson {
-        /// The URL asked.
-        url: String,
-        /// Why.
-        reason: String,
-    },
+    /// The collector gave no answer (unreachable, refused, not the API's JSON).
+    #[error(transparent)]
+    Collector(#[from] ClientError),
     /// The answer could not be written as JSON again.
     #[error("writing the answer as JSON: {0}")]
     Encode(#[from] serde_json::Error),
     /// Writing the output failed.
     #[error("writing the output: {0}")]
     Output(#[from] std::io::Error),
-}
-
-/// The read API at one base URL.
-struct Api {
-    base: String,
-    agent: ureq::Agent,
-}
-
-impl Api {
-    fn new(base: &str) -> Api {
-        Api {
-            base: base.trim_end_matches('/').to_owned(),
-            agent: ureq::Agent::config_builder()
-                .http_status_as_error(false)
-                .timeout_global(Some(TIMEOUT))
-                .build()
-                .into(),
-        }
-    }
-
-    /// `GET path`, read into the API's type for it.
-    fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, FleetError> {
-        let url = format!("{}{path}", self.base);
-        let mut response = self
-            .agent
-            .get(&url)
-            .call()
-            .map_err(|e| FleetError::Unreachable {
-                url: url.clone(),
-                reason: e.to_string(),
-            })?;
-        let status = response.status().as_u16();
-        let text = response
-            .body_mut()
-            .with_config()
-            .limit(64 << 20)
-            .read_to_string()
-            .map_err(|e| FleetError::Unreachable {
-                url: url.clone(),
-                reason: e.to_string(),
-            })?;
-        if !response.status().is_success() {
-            let message = match serde_json::from_str::<ErrorBody>(&text) {
-                Ok(body) => body.error,
-                Err(_) => text.trim().chars().take(200).collect(),
-            };
-            return Err(FleetError::Refused {
-                url,
-                status,
-                message,
-            });
-        }
-        serde_json::from_str(&text).map_err(|e| FleetError::NotJson {
-            url,
-            reason: e.to_string(),
-        })
-    }
 }
 
 /// `hostping fleet host NAME --format json`: the host's baseline with its latest run's
@@ -185,12 +99,12 @@ fn health_of(host: &HostSummary, now: i64) -> Option<Health> {
 /// unhealthy host, a cause, a slow host) exit status 1, as `check` does; an inconclusive
 /// host and no finding 3.
 fn answer(args: &FleetArgs, out: &mut dyn std::io::Write) -> Result<Outcome, FleetError> {
-    let api = Api::new(&args.collector);
+    let api = Client::new(&args.collector, Default::default());
     let now = model::time::unix_ms(SystemTime::now());
     let answer = match &args.command {
         FleetCommand::Status => {
-            let status: FleetStatus = api.get("/api/fleet/status")?;
-            let table = status_table(&api.base, &status, now);
+            let status = api.fleet_status()?;
+            let table = status_table(api.base(), &status, now);
             let inconclusive = status.inconclusive.unwrap_or(0) > 0;
             Answer::new(&status, outcome(status.unhealthy > 0, inconclusive), table)?
         }
@@ -209,7 +123,7 @@ fn answer(args: &FleetArgs, out: &mut dyn std::io::Write) -> Result<Outcome, Fle
             }
             .filter()
             .expect("clap checked the values");
-            let all: Vec<HostSummary> = api.get("/api/hosts")?;
+            let all = api.hosts()?;
             // A named node the collector never heard from was not judged: it cannot count
             // as healthy (DESIGN 4.3).
             let unknown = nodes
@@ -232,7 +146,7 @@ fn answer(args: &FleetArgs, out: &mut dyn std::io::Write) -> Result<Outcome, Fle
                 eprintln!(
                     "hostping: {} of the nodes named have no run at {}, so they are not judged: {}",
                     unknown.len(),
-                    api.base,
+                    api.base(),
                     unknown.join(", ")
                 );
             }
@@ -246,16 +160,11 @@ fn answer(args: &FleetArgs, out: &mut dyn std::io::Write) -> Result<Outcome, Fle
             Answer::new(&hosts, outcome(unhealthy, inconclusive), table)?
         }
         FleetCommand::Host { name } => {
-            let baseline: HostBaseline =
-                api.get(&format!("/api/hosts/{}/baseline", escape(name)))?;
+            let baseline = api.host_baseline(name)?;
             let newest = RunsQuery {
                 limit: Some("1".into()),
             };
-            let runs: Vec<HostRun> = api.get(&format!(
-                "/api/hosts/{}/runs{}",
-                escape(name),
-                newest.to_query_string()
-            ))?;
+            let runs = api.host_runs(name, &newest)?;
             let latest = runs.into_iter().next().map(|run| run.report);
             let inconclusive = latest.as_ref().map(is_inconclusive);
             let view = HostView {
@@ -278,7 +187,7 @@ fn answer(args: &FleetArgs, out: &mut dyn std::io::Write) -> Result<Outcome, Fle
             Answer::new(&view, outcome(findings, inconclusive == Some(true)), table)?
         }
         FleetCommand::Causes => {
-            let causes: Vec<CauseHosts> = api.get("/api/fleet/causes")?;
+            let causes = api.causes()?;
             let table = causes_table(&causes);
             Answer::new(&causes, Outcome::found(!causes.is_empty()), table)?
         }
@@ -287,8 +196,7 @@ fn answer(args: &FleetArgs, out: &mut dyn std::io::Write) -> Result<Outcome, Fle
                 kind: kind.clone(),
                 limit: Some(limit.to_string()),
             };
-            let hosts: Vec<SlowHost> =
-                api.get(&format!("/api/fleet/slow-hosts{}", query.to_query_string()))?;
+            let hosts = api.slow_hosts(&query)?;
             let table = slow_table(&hosts);
             Answer::new(&hosts, Outcome::found(!hosts.is_empty()), table)?
         }
@@ -656,28 +564,5 @@ mod tests {
         assert_eq!(ago(Some(1_000), 13_500), "12 s ago");
         assert_eq!(ago(Some(0), 600_000), "10 min ago");
         assert_eq!(ago(Some(0), 3 * 86_400_000), "3 d ago");
-    }
-
-    #[test]
-    fn url_segments_are_escaped() {
-        assert_eq!(escape("node-1.rack_2"), "node-1.rack_2");
-        assert_eq!(escape("a b/c?"), "a%20b%2Fc%3F");
-    }
-
-    #[test]
-    fn an_unreachable_collector_is_named() {
-        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = closed.local_addr().unwrap();
-        drop(closed);
-        let err = Api::new(&format!("http://{addr}/"))
-            .get::<FleetStatus>("/api/fleet/status")
-            .unwrap_err();
-        assert!(matches!(err, FleetError::Unreachable { .. }));
-        assert!(
-            err.to_string().starts_with(&format!(
-                "cannot reach the collector at http://{addr}/api/fleet/status: "
-            )),
-            "{err}"
-        );
     }
 }

@@ -65,11 +65,12 @@ pub fn outcome(report: &JobReport) -> Outcome {
 
 /// `--traffic ring|tree|FILE`.
 fn traffic(text: &str, bytes: u64) -> Result<JobTraffic> {
-    Ok(match text {
-        "ring" => JobTraffic::RingAllReduce { bytes },
-        "tree" => JobTraffic::TreeAllReduce { bytes },
-        path => JobTraffic::File(fabric::traffic::WorkloadFile::load(std::path::Path::new(
-            path,
+    use fleet_api::job::Collective;
+    Ok(match text.parse() {
+        Ok(Collective::Ring) => JobTraffic::RingAllReduce { bytes },
+        Ok(Collective::Tree) => JobTraffic::TreeAllReduce { bytes },
+        Err(()) => JobTraffic::File(fabric::traffic::WorkloadFile::load(std::path::Path::new(
+            text,
         ))?),
     })
 }

@@ -81,3 +81,14 @@ pub fn write_stdout(text: &str) -> Result<()> {
         .and_then(|()| out.flush())
         .context("writing the output")
 }
+
+/// A collector's error as `--collector` reports it: a refusal as `--collector: STATUS from
+/// URL: its words`, anything else after `--collector: `.
+pub fn collector_error(e: fleet_api::client::ClientError) -> anyhow::Error {
+    match e {
+        fleet_api::client::ClientError::Refused { url, status, words } => {
+            anyhow::anyhow!("--collector: {status} from {url}: {words}")
+        }
+        e => anyhow::anyhow!("--collector: {e}"),
+    }
+}

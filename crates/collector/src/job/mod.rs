@@ -48,7 +48,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use query::{RawQuery, VerdictQuery};
+use query::VerdictQuery;
 use std::time::SystemTime;
 use verdict::pipeline::{self, Options};
 
@@ -62,14 +62,20 @@ pub fn routes(access: Access) -> Router {
 async fn verdict(
     State(access): State<Access>,
     headers: HeaderMap,
-    raw: Result<Query<RawQuery>, QueryRejection>,
+    asked: Result<Query<fleet_api::job::VerdictQuery>, QueryRejection>,
 ) -> Response {
-    let raw = match raw {
-        Ok(Query(raw)) => raw,
-        Err(e) => return refuse(StatusCode::BAD_REQUEST, e.body_text()),
+    let asked = match asked {
+        Ok(Query(asked)) => asked,
+        // The query's own refusal (`fleet_api::job::QueryError`) in its words, without
+        // axum's preamble.
+        Err(e) => {
+            let why =
+                std::error::Error::source(&e).map_or_else(|| e.body_text(), |s| s.to_string());
+            return refuse(StatusCode::BAD_REQUEST, why);
+        }
     };
     let now_s = model::time::unix_ms(SystemTime::now()) / 1000;
-    let query = match VerdictQuery::parse(&raw, now_s) {
+    let query = match VerdictQuery::resolve(asked, now_s) {
         Ok(q) => q,
         Err(why) => return refuse(StatusCode::BAD_REQUEST, why.to_string()),
     };

@@ -5,13 +5,13 @@
 //! last step, `verdict::pipeline`). Only the observed time is measured: every replay is
 //! simulated.
 
-use super::query::WhatIfQuery;
 use super::routes::JobRoutes;
+use fleet_api::job::{Collective, WhatIf};
 use model::job::{JobEvidence, JobReport};
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 use verdict::pipeline::{Replay, WhatIfAsked};
-use verdict::whatif::{Observed, WhatIfSettings};
+use verdict::whatif::{JobTraffic, Observed, WhatIfSettings};
 
 /// Seeds the replays' random choices (routing ties, other jobs' traffic, METIS): the same
 /// query on the same evidence gives the same answer.
@@ -23,9 +23,13 @@ const SEED: u64 = 1;
 static REPLAYING: Semaphore = Semaphore::const_new(1);
 
 /// The what-if as the query asks it: a real job's measured time is what was observed.
-pub fn asked(query: &WhatIfQuery) -> WhatIfAsked {
+pub fn asked(query: &WhatIf) -> WhatIfAsked {
+    let bytes = query.bytes;
     WhatIfAsked {
-        traffic: query.traffic.clone(),
+        traffic: match query.collective {
+            Collective::Ring => JobTraffic::RingAllReduce { bytes },
+            Collective::Tree => JobTraffic::TreeAllReduce { bytes },
+        },
         observed: Observed::Time(query.observed_us),
         settings: WhatIfSettings { seed: SEED },
     }

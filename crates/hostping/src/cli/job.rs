@@ -71,7 +71,7 @@ pub struct JobArgs {
     #[arg(long, value_name = "ring|tree|FILE", default_value = "ring")]
     pub traffic: String,
     /// Bytes each rank reduces in the --what-if all-reduce.
-    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
+    #[arg(long, value_name = "BYTES", default_value_t = fleet_api::job::DEFAULT_WHAT_IF_BYTES)]
     pub bytes: u64,
     /// A fault on the simulated cluster (repeatable), as for `hostping mesh`.
     #[arg(long, value_name = "FAULT", conflicts_with = "collector")]

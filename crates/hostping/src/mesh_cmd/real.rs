@@ -5,12 +5,13 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Result};
-use fleet_api::mesh::MeshRequest;
-use serde_json::Value;
+use anyhow::{bail, Result};
+use fleet_api::client::Client;
+use fleet_api::mesh::{MeshAnswer, MeshRequest};
+use fleet_api::pair::{End, PairStatus};
 
 use crate::cli::MeshArgs;
-use crate::output::{print, Outcome};
+use crate::output::{collector_error, print, Outcome};
 use crate::progress;
 use crate::render::Style;
 
@@ -29,7 +30,7 @@ pub fn run(args: &MeshArgs) -> Result<Outcome> {
             "--collector {collector} needs a token of its probe-tokens file: give --token-file FILE (or --token)"
         ),
     };
-    let url = format!("{}/api/mesh", collector.trim_end_matches('/'));
+    let client = Client::new(collector, Default::default()).with_token(token);
     let body = MeshRequest {
         nodes: nodes.clone(),
         duration_s: Some(args.duration),
@@ -44,48 +45,30 @@ pub fn run(args: &MeshArgs) -> Result<Outcome> {
         "{} nodes, pairs asked of their agents by {collector}",
         nodes.len()
     ));
-    let answer = ask(
-        &url,
-        &token,
-        &body,
-        Duration::from_secs_f64(args.duration) + ANSWER_WAIT,
-    );
+    let answer = client.mesh(&body, Duration::from_secs_f64(args.duration) + ANSWER_WAIT);
     bar.finish_and_clear();
-    let report = answer?;
-    print(args.format, &report, |r| {
-        table(r, collector, Style::for_stdout())
+    let report = answer.map_err(collector_error)?;
+    // Printed through a JSON value, whose objects sort their keys: as it was printed when
+    // it was read as one.
+    print(args.format, &serde_json::to_value(&report)?, |_| {
+        table(&report, collector, Style::for_stdout())
     })?;
     Ok(outcome(&report))
-}
-
-/// One POST to the collector: its JSON answer, or an error naming the collector and saying
-/// why (its own words for a refusal).
-fn ask(url: &str, token: &str, body: &MeshRequest, wait: Duration) -> Result<Value> {
-    let client = fleet_api::post::client(ureq::tls::TlsConfig::default());
-    let (status, text) = fleet_api::post::ask(&client, url, token, body, wait, 64 << 20)
-        .map_err(|e| anyhow!("--collector: {e}"))?;
-    let parsed: Option<Value> = serde_json::from_str(&text).ok();
-    if status != 200 {
-        let words = fleet_api::post::error_words(&text);
-        bail!("--collector: {status} from {url}: {words}");
-    }
-    parsed.ok_or_else(|| anyhow!("--collector: {url} answered something else than JSON"))
 }
 
 /// DESIGN 4.3's exit status over the pairs: 1 when one is abnormal, failed or unreachable,
 /// else 3 when one was not judged (a pair without a recorded baseline, or one being
 /// recorded: `uncertain`) or there is no pair at all, else 0.
-fn outcome(report: &Value) -> Outcome {
-    let statuses: Vec<&str> = report["pairs"]
-        .as_array()
-        .map(|p| p.iter().filter_map(|p| p["status"].as_str()).collect())
-        .unwrap_or_default();
-    if statuses
-        .iter()
-        .any(|s| matches!(*s, "abnormal" | "failed" | "unreachable"))
-    {
+fn outcome(report: &MeshAnswer) -> Outcome {
+    let statuses: Vec<PairStatus> = report.pairs.iter().map(|p| p.status()).collect();
+    if statuses.iter().any(|s| {
+        matches!(
+            s,
+            PairStatus::Abnormal | PairStatus::Failed | PairStatus::Unreachable
+        )
+    }) {
         Outcome::Findings
-    } else if statuses.is_empty() || statuses.iter().any(|s| *s != "normal") {
+    } else if statuses.is_empty() || statuses.iter().any(|s| *s != PairStatus::Normal) {
         Outcome::Inconclusive
     } else {
         Outcome::Healthy
@@ -93,11 +76,10 @@ fn outcome(report: &Value) -> Outcome {
 }
 
 /// The mesh for people: a summary, the nodes whose pairs could not run, then every pair.
-fn table(report: &Value, collector: &str, style: Style) -> String {
+fn table(report: &MeshAnswer, collector: &str, style: Style) -> String {
     let mut out = String::new();
-    let pairs: &[Value] = report["pairs"].as_array().map_or(&[], Vec::as_slice);
-    let nodes: &[Value] = report["nodes"].as_array().map_or(&[], Vec::as_slice);
-    let count = |s: &str| pairs.iter().filter(|p| p["status"] == s).count();
+    let (pairs, nodes) = (&report.pairs, &report.nodes);
+    let count = |s: PairStatus| pairs.iter().filter(|p| p.status() == s).count();
     let _ = writeln!(
         out,
         "{} {} hosts, {} pairs through {collector} (measured, not simulated)",
@@ -105,82 +87,67 @@ fn table(report: &Value, collector: &str, style: Style) -> String {
         nodes.len(),
         pairs.len(),
     );
-    let bad = count("abnormal") + count("failed") + count("unreachable");
+    let bad =
+        count(PairStatus::Abnormal) + count(PairStatus::Failed) + count(PairStatus::Unreachable);
     let verdict = if bad > 0 {
         style.red(&format!(
             "{} abnormal, {} failed, {} unreachable",
-            count("abnormal"),
-            count("failed"),
-            count("unreachable")
+            count(PairStatus::Abnormal),
+            count(PairStatus::Failed),
+            count(PairStatus::Unreachable)
         ))
     } else if pairs.is_empty() {
         style.yellow("no pair: no two hosts share an RNIC index")
-    } else if let Some(recorded) = report["baselines_recorded"].as_u64() {
+    } else if let Some(recorded) = report.baselines_recorded {
         style.green(&format!("{recorded} pairs recorded as their baselines"))
-    } else if count("uncertain") > 0 {
+    } else if count(PairStatus::Uncertain) > 0 {
         style.yellow(&format!(
             "{} normal, {} measured, not judged (no baseline recorded)",
-            count("normal"),
-            count("uncertain")
+            count(PairStatus::Normal),
+            count(PairStatus::Uncertain)
         ))
     } else {
         style.green(&format!(
             "{} pairs normal against their recorded baselines",
-            count("normal")
+            count(PairStatus::Normal)
         ))
     };
     let _ = writeln!(out, "{verdict}");
-    for node in nodes.iter().filter(|n| !n["error"].is_null()) {
-        let _ = writeln!(
-            out,
-            "  {}: {}",
-            node["host"].as_str().unwrap_or("?"),
-            node["error"].as_str().unwrap_or("")
-        );
+    for node in nodes {
+        if let Some(error) = &node.error {
+            let _ = writeln!(out, "  {}: {error}", node.host);
+        }
     }
-    if let Some(cover) = report["cover"].as_str() {
-        let _ = writeln!(out, "cover: {cover}");
-    }
+    let _ = writeln!(out, "cover: {}", report.cover);
     let _ = writeln!(out);
     let _ = writeln!(
         out,
         "{:<20} {:<20} {:>8} {:>7}  {:>7} {:>7} {:>7}  {:<11} why",
         "A", "B", "lat us", "host A", "network", "host B", "Gb/s", "status"
     );
-    let end = |e: &Value| {
-        format!(
-            "{}/{}",
-            e["host"].as_str().unwrap_or("?"),
-            e["rnic"].as_str().unwrap_or("?")
-        )
-    };
-    let num = |v: &Value, digits: usize| {
-        v.as_f64()
-            .map_or("-".to_string(), |v| format!("{v:.digits$}"))
-    };
+    let end = |e: &End| format!("{}/{}", e.host, e.rnic);
+    let num =
+        |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
     for p in pairs {
-        let status = p["status"].as_str().unwrap_or("?");
-        let shown = format!("{status:<11}");
+        let status = p.status();
+        let shown = format!("{:<11}", status.as_str());
         let shown = match status {
-            "normal" => style.green(&shown),
-            "uncertain" => style.yellow(&shown),
+            PairStatus::Normal => style.green(&shown),
+            PairStatus::Uncertain => style.yellow(&shown),
             _ => style.red(&shown),
         };
-        let why = p["error"]
-            .as_str()
-            .or(p["reason"].as_str())
-            .unwrap_or_default();
+        let f = p.figures();
         let _ = writeln!(
             out,
             "{:<20} {:<20} {:>8} {:>7}  {:>7} {:>7} {:>7}  {shown} {}",
-            end(&p["a"]),
-            end(&p["b"]),
-            num(&p["latency_us"], 2),
-            num(&p["host_a_us"], 2),
-            num(&p["network_us"], 2),
-            num(&p["host_b_us"], 2),
-            num(&p["bandwidth_gbps"], 1),
-            style.gray(why),
+            end(&f.a),
+            end(&f.b),
+            num(f.latency_us, 2),
+            num(f.host_a_us, 2),
+            num(f.network_us, 2),
+            num(f.host_b_us, 2),
+            num(f.bandwidth_gbps, 1),
+            style.gray(p.why()),
         );
     }
     out
@@ -189,11 +156,38 @@ fn table(report: &Value, collector: &str, style: Style) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
-    fn pairs(statuses: &[&str]) -> Value {
-        let pairs: Vec<Value> = statuses.iter().map(|s| json!({"status": s})).collect();
-        json!({"pairs": pairs, "simulated": false})
+    /// An answer of `pairs` and `nodes`, on a budget no test reads.
+    fn answer(pairs: Value, nodes: Value) -> MeshAnswer {
+        serde_json::from_value(json!({
+            "pairs": pairs, "nodes": nodes, "simulated": false, "cover": "per rail only",
+            "budget": {"duration_s": 10.0, "rate": 1.0, "rate_same_leaf": 10.0,
+                       "latency_probes_per_pair": 10, "latency_probes_same_leaf_pair": 100,
+                       "latency_probes": 0, "bw_iterations": 1000},
+            "elapsed_s": 1.0
+        }))
+        .unwrap()
+    }
+
+    /// A pair that did not run, with `status` and the figures in `more`.
+    fn pair(a: &str, b: &str, status: &str, why: &str, more: Value) -> Value {
+        let mut p = json!({
+            "a": {"host": a, "rnic": "rnic0"}, "b": {"host": b, "rnic": "rnic0"},
+            "status": status, "reason": why, "error": why, "simulated": false
+        });
+        p.as_object_mut()
+            .unwrap()
+            .extend(more.as_object().unwrap().clone());
+        p
+    }
+
+    fn pairs(statuses: &[&str]) -> MeshAnswer {
+        let pairs: Vec<Value> = statuses
+            .iter()
+            .map(|s| pair("a", "b", s, "", json!({})))
+            .collect();
+        answer(json!(pairs), json!([]))
     }
 
     #[test]
@@ -213,18 +207,34 @@ mod tests {
 
     #[test]
     fn the_table_names_every_pair_and_why_a_node_could_not_run() {
-        let report = json!({
-            "pairs": [
-                {"a": {"host": "node01", "rnic": "rnic0"}, "b": {"host": "node02", "rnic": "rnic0"},
-                 "latency_us": 30.5, "host_a_us": 12.0, "host_b_us": 12.5, "network_us": 6.0,
-                 "bandwidth_gbps": 3.25, "status": "uncertain", "reason": "measured, not judged"},
-                {"a": {"host": "node02", "rnic": "rnic0"}, "b": {"host": "node03", "rnic": "rnic0"},
-                 "latency_us": null, "status": "unreachable", "error": "node03's agent: refused"}
-            ],
-            "nodes": [{"host": "node01", "error": null}, {"host": "node02", "error": null},
-                      {"host": "node03", "error": "node03's agent: refused"}],
-            "cover": "per rail only", "simulated": false
-        });
+        let node = |host: &str, error: Option<&str>| {
+            json!({"host": host, "agent_url": null, "rnics": ["rnic0"], "devices": [],
+                   "error": error})
+        };
+        let report = answer(
+            json!([
+                pair(
+                    "node01",
+                    "node02",
+                    "uncertain",
+                    "measured, not judged",
+                    json!({"latency_us": 30.5, "host_a_us": 12.0, "host_b_us": 12.5,
+                            "network_us": 6.0, "bandwidth_gbps": 3.25})
+                ),
+                pair(
+                    "node02",
+                    "node03",
+                    "unreachable",
+                    "node03's agent: refused",
+                    json!({})
+                )
+            ]),
+            json!([
+                node("node01", None),
+                node("node02", None),
+                node("node03", Some("node03's agent: refused"))
+            ]),
+        );
         let text = table(&report, "http://c:9470", Style { color: false });
         assert!(
             text.contains("3 hosts, 2 pairs through http://c:9470"),
