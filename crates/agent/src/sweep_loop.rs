@@ -186,3 +186,44 @@ pub fn to_upload(sampler: &str, sweep: &Sweep, subnet: Option<&Subnet>) -> Sweep
             .collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rdma::subnet::sample::PortSample;
+    use rdma::subnet::topofile;
+
+    const TWO_SWITCHES: &str = include_str!("../../rdma/testdata/subnet/two-switches.topo");
+
+    #[test]
+    fn an_upload_names_the_switches_the_subnet_knows_and_passes_the_contract() {
+        let subnet = topofile::parse(TWO_SWITCHES, "two-switches.topo").unwrap();
+        let leaf = subnet
+            .nodes
+            .iter()
+            .find(|n| n.description == "leaf-a")
+            .unwrap();
+        let port = |guid: u64, port: u8| PortSample {
+            guid,
+            lid: 1,
+            port,
+            at_unix_ns: 13,
+            counters: None,
+            saturated: vec![],
+            error: Some("no response".into()),
+        };
+        let sweep = Sweep {
+            sweep: 3,
+            start_unix_ns: 11,
+            spread_us: 12.5,
+            ports: vec![port(leaf.guid, 7), port(0x42, 1)],
+        };
+        let named = to_upload("node001", &sweep, Some(&subnet));
+        assert_eq!(named.ports[0].switch.as_deref(), Some("leaf-a"));
+        assert_eq!(named.ports[1].switch, None);
+        assert_eq!(named.ports[0].error.as_deref(), Some("no response"));
+        assert_eq!(to_upload("node001", &sweep, None).ports[0].switch, None);
+        let body = serde_json::to_vec(&named).unwrap();
+        assert_eq!(fleet_api::sweep::parse(&body).unwrap(), named);
+    }
+}
