@@ -30,7 +30,8 @@ stops. A SIGKILL loses at most that run: each run is one transaction in a WAL da
 
 The modules: [`backend`] (the virtual host or this machine), [`config`] (the TOML file),
 [`duty`] (the duty-cycle limiter), [`http`] (`/metrics` and the JSON API), [`sender`]
-(delivery of runs to the fleet collector), [`switch_sampler`] (switch ports, `[fabric]`)
+(delivery of runs to the fleet collector), [`switch_sampler`] (switch ports, `[fabric]`, on
+[`sweep_loop`], the loop `hostping fabric sample` runs too),
 [`cost`] (what the agent costs its host), [`lock`] (one agent per database) and
 [`state_log`] (each symptom and verdict logged once, when it appears, changes or clears).
 
@@ -51,6 +52,7 @@ pub mod pair;
 pub mod register;
 pub mod sender;
 pub mod state_log;
+pub mod sweep_loop;
 pub mod switch_sampler;
 
 use analyze::History;

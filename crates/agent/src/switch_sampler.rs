@@ -3,7 +3,8 @@
 //! ibfabric sampler), on its own cadence, on its own thread. Each sweep is stored (one
 //! transaction, older sweeps dropped past `keep`) and then published on `/metrics` under
 //! `infiniband_exporter`'s names (`store::switch_metrics`), in that order, so a scrape that
-//! shows a sweep finds it in the database too.
+//! shows a sweep finds it in the database too. The loop is the one `fabric sample` runs
+//! ([`crate::sweep_loop`]); this module is what the agent does around it.
 //!
 //! The thread owns its umad port and its own writer connection (WAL lets it write beside
 //! the probe loop's). It waits on the agent's [`Control`] between sweeps, so SIGTERM ends it
@@ -18,11 +19,11 @@
 //! begins sampling once it is.
 
 use crate::config::FabricConfig;
+use crate::sweep_loop::{self, Sweeper};
 use crate::Control;
 use rdma::mad::MgmtClass;
 use rdma::subnet::delegate::{parse_lidfile, LidfileError};
 use rdma::subnet::discover::discover;
-use rdma::subnet::pace::{pace, Sweeping, Swept};
 use rdma::subnet::sample::{switch_ports, PortSample, SamplePort, Sampler, Sweep};
 use rdma::subnet::topofile::{self, TopologyError};
 use rdma::subnet::{End, NodeKind, Subnet};
@@ -177,23 +178,25 @@ struct Sampling {
 }
 
 impl Sampling {
-    /// Sweeps every `every` ([`pace`]) until `stop`.
+    /// Sweeps every `every` ([`sweep_loop::run`]) until `stop`.
     fn run(&mut self, stop: &Control) {
         if stop.is_stopped() {
             return;
         }
         let every = self.config.every;
         // A tick never fails: trouble is logged and the next tick tries again.
-        let _ = pace(
+        let _ = sweep_loop::run(
             every,
             &mut Ticking {
                 sampling: self,
                 stop,
             },
+            None,
         );
     }
 
-    fn tick(&mut self) {
+    /// One sweep, stored and published; `None` when the port failed (logged).
+    fn tick(&mut self) -> Option<Sweep> {
         let sweep = match self.sweep() {
             Ok(sweep) => {
                 if let Some(was) = self.trouble.port.take() {
@@ -212,7 +215,7 @@ impl Sampling {
                     ));
                     self.trouble.port = Some(problem);
                 }
-                return;
+                return None;
             }
         };
         let record = record(&sweep, &self.sampler);
@@ -237,6 +240,7 @@ impl Sampling {
             }
         }
         self.metrics.lock().expect("metrics").observe_sweep(&record);
+        Some(sweep)
     }
 
     /// Logs the ports that stopped or started answering since the previous sweep.
@@ -348,22 +352,55 @@ struct Ticking<'a> {
     stop: &'a Control,
 }
 
-impl Sweeping for Ticking<'_> {
+impl Sweeper for Ticking<'_> {
     type Error = std::convert::Infallible;
 
-    fn sweep(&mut self) -> Result<Swept, Self::Error> {
-        self.sampling.tick();
-        // Opening the port (and discovering) delays the sweep of its tick: the schedule
-        // starts again from when the port was ready.
-        Ok(Swept {
-            restart_from: self.sampling.opened_at.take(),
-        })
+    fn sweep(&mut self) -> Result<Option<Sweep>, Self::Error> {
+        Ok(self.sampling.tick())
     }
 
-    fn wait_until(&mut self, next: Instant) -> Result<bool, Self::Error> {
-        Ok(self
-            .stop
-            .sleep(next.saturating_duration_since(Instant::now())))
+    fn read(&mut self, ports: &[SamplePort]) -> Result<Option<Sweep>, Self::Error> {
+        let Some((port, sampler)) = self.sampling.open.as_mut() else {
+            return Ok(None);
+        };
+        match sampler.sweep(port, ports) {
+            Ok(sweep) => Ok(Some(sweep)),
+            Err(e) => {
+                (self.sampling.log)(&format!(
+                    "fabric: cannot read the ports asked for through {}: {e}",
+                    port.name()
+                ));
+                Ok(None)
+            }
+        }
+    }
+
+    fn ports(&self) -> &[SamplePort] {
+        self.sampling.ports.as_deref().unwrap_or_default()
+    }
+
+    fn subnet(&self) -> Option<&Subnet> {
+        self.sampling.subnet.as_ref()
+    }
+
+    /// Opening the port (and discovering) delays the sweep of its tick: the schedule
+    /// starts again from when the port was ready.
+    fn restart_from(&mut self) -> Option<Instant> {
+        self.sampling.opened_at.take()
+    }
+
+    /// The agent samples until it stops.
+    fn done(&mut self, _next: Instant) -> bool {
+        false
+    }
+
+    fn sleep(&mut self, until: Instant) {
+        self.stop
+            .sleep(until.saturating_duration_since(Instant::now()));
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.is_stopped()
     }
 }
 

@@ -21,6 +21,8 @@ serves the fleet's, and `hostping fleet` and the web UI that read them.
 - [`status`]: the collector's readiness and an agent's answer to a probe asked of it.
 - [`sweep`]: the body of `POST /api/fabric/sweeps` (a switch-port sampler's sweep) and
   the collector's answer, with the ports it asks to be read now.
+- [`sweep_client`]: a sampler's side of it: a bounded queue of sweeps posted in order, with
+  retries, handing over the ports the collector asks to be read now.
 - [`tokens`]: the tokens files (`NAME TOKEN` lines), kept as SHA-256 digests and compared in
   constant time: the collector's agent tokens and the agent's probe tokens.
 - [`tls`]: rustls for the collector and the client configuration of its clients.
@@ -40,6 +42,7 @@ pub mod read;
 pub mod register;
 pub mod status;
 pub mod sweep;
+pub mod sweep_client;
 pub mod tls;
 pub mod tokens;
 pub mod ui;

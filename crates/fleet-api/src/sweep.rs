@@ -7,6 +7,15 @@
 use model::switch_port::{guid_text, parse_guid, SwitchPortCounters};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
+use std::time::Duration;
+
+/// Between a sampler's two reads of the ports asked for ([`ReadNow`]): the second read's
+/// delta is the ports' counters over this long, begun after the request. A second is the
+/// shortest interval `hostping fabric sample` sweeps at by default (`--hz 1`), long enough
+/// for a failing cable's symbol errors to show at `ibqueryerrors`' threshold of 10 in a
+/// window (analyze::job::ports::ERRORS_TH) only when it errs at 10 a second or more. Both
+/// sides read it here: the sampler waits it, the collector's verdict waits for it.
+pub const READ_GAP: Duration = Duration::from_secs(1);
 
 /// One port of a posted sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -14,12 +14,8 @@
 use std::time::Duration;
 use tokio_postgres::{Client, GenericClient};
 
-/// Between a sampler's two reads of the ports asked for: the second read's delta is the
-/// ports' counters over this long, begun after the request. A second is the shortest
-/// interval `hostping fabric sample` sweeps at by default (`--hz 1`), long enough for a
-/// failing cable's symbol errors to show at `ibqueryerrors`' threshold of 10 in a window
-/// (analyze::job::ports::ERRORS_TH) only when it errs at 10 a second or more.
-pub const READ_GAP: Duration = Duration::from_secs(1);
+/// Between a sampler's two reads of the ports asked for: the contract's.
+pub use fleet_api::sweep::READ_GAP;
 
 /// Most ports waiting on the board, all samplers together: a verdict asks at most
 /// `verdict::follow_up::MAX_PORT_READS`, so this is 64 verdicts at once; past it a request

@@ -5,9 +5,8 @@
 //! `GET /api/fabric/ports?since=&until=&ports=` sums them over a job's window, from any host
 //! (docs/fleet.md, "Switch-port counters").
 //!
-//! The samplers' client lives here, beside the body it sends and the server that checks it,
-//! as the bench's client does: `hostping fabric sample` imports it, and the agent (which
-//! must not import the collector) does not need it.
+//! The samplers' client is the contract's (`fleet_api::sweep_client`), so that a sampler
+//! posts without this crate.
 //!
 //! | module | job |
 //! |---|---|
@@ -17,11 +16,9 @@
 //! | [`ports`] | the `ports=` names and the answer of `GET /api/fabric/ports` |
 //! | [`board`] | the ports a job verdict asks samplers to read now, a table every collector on the database shares, handed over in a sweep's answer |
 //! | [`bench`] | `hostping bench sweeps`: ingest at a fabric's scale |
-//! | [`client`] | the sampler's side: a bounded queue posted in order, with retries |
 
 pub mod bench;
 pub mod board;
-pub mod client;
 pub mod deltas;
 pub mod ports;
 pub mod store;

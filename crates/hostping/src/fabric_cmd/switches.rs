@@ -1,22 +1,19 @@
 //! `hostping fabric discover` and `fabric sample`: a real InfiniBand subnet through a umad
 //! port (`rdma::umad`): directed-route discovery and the switch-port sampler
-//! (`rdma::subnet`, paced by `rdma::subnet::pace` as the agent's sampler is). This module
-//! opens the port and prints; with `--collector` it hands each sweep to
-//! `collector::fabric::client`, which posts it, and between sweeps reads the ports the
-//! collector asks for now (a job verdict's follow-up: `collector::fabric::board`), posted
-//! but not printed.
+//! (`rdma::subnet`) on the agent's loop (`agent::sweep_loop`), which with `--collector`
+//! posts each sweep (`fleet_api::sweep_client`) and between sweeps reads the ports the
+//! collector asks for now (a job verdict's follow-up), posted but not printed. This module
+//! opens the port, prints, and stops on a count, a duration or a signal.
 
 use crate::cli::fabric::{DelegateArgs, DiscoverArgs, DiscoverFormat, SampleArgs, UmadArgs};
 use crate::cli::Format;
+use agent::sweep_loop::{self, Sweeper, Upload};
 use anyhow::{bail, Context, Result};
-use collector::fabric::board::{ReadNow, READ_GAP};
-use collector::fabric::client::{Sender, Target};
-use fleet_api::sweep::{PortUpload, SweepUpload};
-use model::switch_port::parse_guid;
+use fleet_api::sweep_client::{Sender, Target};
 use rdma::mad::MgmtClass;
 use rdma::subnet::delegate::{delegate, lidfile, parse_lidfile};
 use rdma::subnet::discover::discover;
-use rdma::subnet::pace::{pace, Paced, Sweeping, Swept};
+use rdma::subnet::pace::Paced;
 use rdma::subnet::sample::{switch_ports, SamplePort, Sampler, Sweep};
 use rdma::subnet::{guid_text, topofile, NodeKind, Subnet};
 use rdma::umad::rpc::Settings;
@@ -224,13 +221,12 @@ pub fn sample_command(args: &SampleArgs) -> Result<bool> {
         port,
         ports,
         subnet,
-        upload,
         stdout: std::io::stdout().lock(),
         stop,
         started: Instant::now(),
         lost: false,
     };
-    let Paced { sweeps, overran } = pace(period, &mut sampling)?;
+    let Paced { sweeps, overran } = sweep_loop::run(period, &mut sampling, upload.as_ref())?;
     let mut lost = sampling.lost;
     if overran > 0 {
         eprintln!(
@@ -240,8 +236,8 @@ pub fn sample_command(args: &SampleArgs) -> Result<bool> {
             args.hz
         );
     }
-    if let Some((_, sender)) = sampling.upload {
-        let outcome = sender.finish(DRAIN);
+    if let Some(upload) = upload {
+        let outcome = upload.sender.finish(DRAIN);
         if !outcome.all_delivered() {
             eprintln!(
                 "fabric sample: {} of {sweeps} sweeps not stored by the collector: {} refused, \
@@ -258,16 +254,13 @@ pub fn sample_command(args: &SampleArgs) -> Result<bool> {
     Ok(lost)
 }
 
-/// `fabric sample` on its cadence ([`pace`]): each sweep printed and, with `--collector`,
-/// posted; between sweeps, the ports the collector asks for are read as asked.
+/// `fabric sample`'s side of the loop: each sweep printed, failures end it.
 struct Sampling<'a> {
     args: &'a SampleArgs,
     sampler: Sampler,
     port: Port,
     ports: Vec<SamplePort>,
     subnet: Subnet,
-    /// The sampler's name at the collector and the sender posting to it.
-    upload: Option<(String, Sender)>,
     stdout: std::io::StdoutLock<'static>,
     /// Set by SIGINT or SIGTERM.
     stop: Arc<AtomicBool>,
@@ -276,10 +269,10 @@ struct Sampling<'a> {
     lost: bool,
 }
 
-impl Sweeping for Sampling<'_> {
+impl Sweeper for Sampling<'_> {
     type Error = anyhow::Error;
 
-    fn sweep(&mut self) -> Result<Swept> {
+    fn sweep(&mut self) -> Result<Option<Sweep>> {
         let sweep = self.sampler.sweep(&mut self.port, &self.ports)?;
         self.lost |= sweep.ports.iter().any(|p| p.counters.is_none());
         let text = match self.args.format {
@@ -288,95 +281,37 @@ impl Sweeping for Sampling<'_> {
         };
         self.stdout.write_all(text.as_bytes())?;
         self.stdout.flush()?;
-        if let Some((name, sender)) = &self.upload {
-            sender.send(
-                sweep.sweep,
-                serde_json::to_vec(&to_upload(name, &sweep, &self.subnet))?,
-            );
-        }
-        Ok(Swept::default())
+        Ok(Some(sweep))
     }
 
-    fn wait_until(&mut self, next: Instant) -> Result<bool> {
-        let stopped = |stop: &AtomicBool| stop.load(Ordering::Relaxed);
-        let done = self.args.once
+    fn read(&mut self, ports: &[SamplePort]) -> Result<Option<Sweep>> {
+        let sweep = self.sampler.sweep(&mut self.port, ports)?;
+        self.lost |= sweep.ports.iter().any(|p| p.counters.is_none());
+        Ok(Some(sweep))
+    }
+
+    fn ports(&self) -> &[SamplePort] {
+        &self.ports
+    }
+
+    fn subnet(&self) -> Option<&Subnet> {
+        Some(&self.subnet)
+    }
+
+    fn done(&mut self, next: Instant) -> bool {
+        self.args.once
             || self.args.duration.is_some_and(|d| {
                 self.started.elapsed() >= d || next.duration_since(self.started) >= d
             })
-            || stopped(&self.stop);
-        if done {
-            return Ok(true);
-        }
-        match &self.upload {
-            // Until the next sweep, the ports the collector asks for are read as asked.
-            Some((name, sender)) => loop {
-                let asked = sender.wait_for_reads(next);
-                if asked.is_empty() || stopped(&self.stop) {
-                    break;
-                }
-                self.lost |= read_now(
-                    &mut self.sampler,
-                    &mut self.port,
-                    &self.ports,
-                    &asked,
-                    name,
-                    sender,
-                    &self.subnet,
-                )?;
-            },
-            None => std::thread::sleep(next.saturating_duration_since(Instant::now())),
-        }
-        Ok(stopped(&self.stop))
     }
-}
 
-/// Reads the ports of `asked` that are this sampler's twice, [`READ_GAP`] apart, and posts
-/// both reads (sweeps of those ports only), so that the collector has their counters over
-/// an interval begun after it asked; `Ok(true)` when a port did not answer. A port that is
-/// not the sampler's is left to the sampler it belongs to.
-fn read_now(
-    sampler: &mut Sampler,
-    port: &mut Port,
-    ports: &[SamplePort],
-    asked: &[ReadNow],
-    name: &str,
-    sender: &Sender,
-    subnet: &Subnet,
-) -> Result<bool> {
-    let wanted: Vec<SamplePort> = ports
-        .iter()
-        .filter(|p| {
-            asked
-                .iter()
-                .any(|a| a.port == p.port && parse_guid(&a.guid) == Some(p.guid))
-        })
-        .copied()
-        .collect();
-    if wanted.is_empty() {
-        return Ok(false);
+    fn sleep(&mut self, until: Instant) {
+        std::thread::sleep(until.saturating_duration_since(Instant::now()));
     }
-    let mut lost = false;
-    let mut numbers = Vec::new();
-    for read in 0..2 {
-        if read == 1 {
-            std::thread::sleep(READ_GAP);
-        }
-        let sweep = sampler.sweep(port, &wanted)?;
-        lost |= sweep.ports.iter().any(|p| p.counters.is_none());
-        numbers.push(sweep.sweep);
-        sender.send(
-            sweep.sweep,
-            serde_json::to_vec(&to_upload(name, &sweep, subnet))?,
-        );
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
     }
-    eprintln!(
-        "fabric sample: the collector asked for {} port(s) now: read in sweeps {} and {}, {} s apart",
-        wanted.len(),
-        numbers[0],
-        numbers[1],
-        READ_GAP.as_secs_f64()
-    );
-    Ok(lost)
 }
 
 /// How long a stopping sampler keeps posting what is queued.
@@ -388,7 +323,7 @@ fn log_sweeps(line: &str) {
 
 /// The sampler's name at the collector and the sender posting to `url`, with the token
 /// and TLS checked before any MAD is sent.
-fn uploader(args: &SampleArgs, url: &str) -> Result<(String, Sender)> {
+fn uploader(args: &SampleArgs, url: &str) -> Result<Upload> {
     let token =
         agent::sender::collector_token(url, args.token_file.as_deref(), args.token.as_deref())
             .map_err(anyhow::Error::msg)?;
@@ -402,34 +337,11 @@ fn uploader(args: &SampleArgs, url: &str) -> Result<(String, Sender)> {
         tls: fleet_api::tls::client_config(args.collector_ca.as_deref())?,
     };
     eprintln!("fabric sample: posting sweeps to {url} as {name}");
-    Ok((name, Sender::start(target, log_sweeps)))
-}
-
-/// A sweep as the collector takes it: DESIGN 4.4's, with the sampler and each switch's
-/// description where the subnet names it.
-fn to_upload(sampler: &str, sweep: &Sweep, subnet: &Subnet) -> SweepUpload {
-    SweepUpload {
-        sampler: sampler.to_owned(),
-        sweep: sweep.sweep,
-        start_unix_ns: sweep.start_unix_ns,
-        spread_us: sweep.spread_us,
-        ports: sweep
-            .ports
-            .iter()
-            .map(|p| PortUpload {
-                guid: guid_text(p.guid),
-                switch: subnet
-                    .node(p.guid)
-                    .map(|n| n.description.clone())
-                    .filter(|d| !d.is_empty()),
-                lid: p.lid,
-                port: p.port,
-                at_unix_ns: p.at_unix_ns,
-                counters: p.counters,
-                error: p.error.clone(),
-            })
-            .collect(),
-    }
+    Ok(Upload {
+        name,
+        sender: Sender::start(target, log_sweeps),
+        log: log_sweeps,
+    })
 }
 
 fn read_topology(path: &std::path::Path) -> Result<Subnet> {

@@ -9,17 +9,21 @@
 //! (after a bounded drain) are counted and said. No sweep is lost silently.
 //!
 //! A stored sweep's answer may ask for ports to be read now (`read_now`, a job verdict's
-//! follow-up: [`super::board`]); the sender keeps them for the sampling loop, which takes
-//! them with [`Sender::wait_for_reads`] instead of sleeping between sweeps.
+//! follow-up, which the collector keeps on its board); the sender keeps them for the
+//! sampling loop, which takes them with [`Sender::wait_for_reads`] instead of sleeping
+//! between sweeps, and reads them twice [`READ_GAP`] apart.
+//!
+//! It is the contract's client, beside the body it sends ([`crate::sweep`]), so that a
+//! sampler (`hostping fabric sample`, the agent's loop) posts without the collector crate.
 
-use super::board::ReadNow;
+pub use crate::sweep::{ReadNow, READ_GAP};
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-pub use fleet_api::post::Delivery;
-use fleet_api::post::{FIRST_BACKOFF, MAX_BACKOFF};
+pub use crate::post::Delivery;
+use crate::post::{FIRST_BACKOFF, MAX_BACKOFF};
 
 /// Sweeps kept while the collector is unreachable: 10 minutes at 1 Hz. A sweep of a
 /// 3,888-port fabric's share is a few hundred kB of JSON, so this bounds memory to about
@@ -41,7 +45,7 @@ pub struct Target {
 /// answer asks to be read now.
 pub fn post(client: &ureq::Agent, target: &Target, body: &[u8]) -> (Delivery, Vec<ReadNow>) {
     let url = format!("{}/api/fabric/sweeps", target.url.trim_end_matches('/'));
-    let (delivery, answer) = fleet_api::post::post_reading(client, &url, &target.token, body);
+    let (delivery, answer) = crate::post::post_reading(client, &url, &target.token, body);
     (delivery, read_now(&answer))
 }
 
@@ -172,7 +176,7 @@ impl Sender {
 }
 
 fn run(target: &Target, shared: &(Mutex<State>, Condvar), log: fn(&str)) {
-    let client = fleet_api::post::client(target.tls.clone());
+    let client = crate::post::client(target.tls.clone());
     let (lock, wake) = shared;
     let mut backoff = FIRST_BACKOFF;
     let mut failing = false;
