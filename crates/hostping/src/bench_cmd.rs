@@ -5,7 +5,6 @@
 use crate::cli::{BenchCommand, Format, JobSuite};
 use crate::output::{print, write_stdout, Outcome};
 use crate::progress::{counted, progress_bar};
-use crate::render::{self, Style};
 use anyhow::{bail, Result};
 use check::accuracy;
 use check::scenario::Scenario;
@@ -13,6 +12,7 @@ use indicatif::ProgressBar;
 use model::HostTopology;
 use rdma::sysfs::SysRoot;
 use std::sync::Mutex;
+use views::Style;
 
 /// Runs `hostping bench ...`.
 pub fn run(cmd: BenchCommand) -> Result<Outcome> {
@@ -192,7 +192,7 @@ fn scenarios(
                     row.title,
                     s.file.display()
                 ));
-                out.push_str(&render::report(
+                out.push_str(&views::report(
                     &s.host,
                     &outcome.report,
                     s.runs,

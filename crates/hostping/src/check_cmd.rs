@@ -4,7 +4,6 @@
 use crate::cli::{CheckArgs, Format};
 use crate::output::Outcome;
 use crate::progress::{progress_bar, show_run};
-use crate::render::{self, Style};
 use anyhow::{Context, Result};
 use check::host::{Host, HostOptions, ProbeOptions};
 use check::iotlb::{self, IotlbReport};
@@ -12,6 +11,7 @@ use check::pipeline::{self, BaselineSource, CheckSettings, Prober};
 use model::{BaselineKind, HostTopology, Report, Thresholds};
 use probe::{LatencySpec, StreamSpec};
 use std::io::Write;
+use views::Style;
 
 /// Runs `hostping check`.
 pub fn run(args: CheckArgs) -> Result<Outcome> {
@@ -120,8 +120,8 @@ fn run_checks(
             Format::Json => report_json(report, iotlb)
                 .and_then(|v| serde_json::to_string_pretty(&v))
                 .map(|s| s + "\n"),
-            Format::Table => Ok(render::report(host, report, args.runs, style)
-                + &iotlb.map_or(String::new(), |sweep| format!("\n{}", render::iotlb(sweep)))
+            Format::Table => Ok(views::report(host, report, args.runs, style)
+                + &iotlb.map_or(String::new(), |sweep| format!("\n{}", views::iotlb(sweep)))
                 + "\n"),
         };
         let written = bar.suspend(|| match text {

@@ -2,9 +2,9 @@
 
 use crate::cli::CountersArgs;
 use crate::output::{print, Outcome};
-use crate::render::{self, Style};
 use anyhow::{bail, Result};
 use check::host::{Host, HostOptions};
+use views::Style;
 
 /// Runs `hostping counters`.
 pub fn run(args: CountersArgs) -> Result<Outcome> {
@@ -17,7 +17,7 @@ pub fn run(args: CountersArgs) -> Result<Outcome> {
     )?;
     let report = host.counters();
     print(args.format, &report, |r| {
-        render::counters(r, Style::for_stdout())
+        views::counters(r, Style::for_stdout())
     })?;
     // Everything read is printed first; a source that failed (permission denied, a
     // malformed file) then makes the exit status 2.

@@ -16,7 +16,7 @@ use crate::cli::job::JobArgs;
 use crate::mesh_cmd::read_fabric;
 use crate::output::{print, Outcome};
 use crate::progress;
-use crate::render::Style;
+use views::Style;
 
 /// Runs `hostping job`.
 pub fn run(args: JobArgs) -> Result<Outcome> {

@@ -2,9 +2,9 @@
 
 use crate::cli::LintArgs;
 use crate::output::{print, Outcome};
-use crate::render::{self, Style};
 use anyhow::Result;
 use check::host::{Host, HostOptions};
+use views::Style;
 
 /// Runs `hostping lint`.
 pub fn run(args: LintArgs) -> Result<Outcome> {
@@ -28,7 +28,7 @@ pub fn run(args: LintArgs) -> Result<Outcome> {
         "unavailable": config.unavailable,
     });
     print(args.format, &document, |_| {
-        render::lint(host.as_ref(), &config, &findings, Style::for_stdout())
+        views::lint(host.as_ref(), &config, &findings, Style::for_stdout())
     })?;
     Ok(Outcome::found(!findings.is_empty()))
 }

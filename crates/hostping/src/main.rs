@@ -20,7 +20,6 @@ mod odp_bench_cmd;
 mod output;
 mod pair_cmd;
 mod progress;
-mod render;
 mod topology_cmd;
 
 use clap::FromArgMatches;

@@ -17,7 +17,7 @@ use crate::cli::{MeshArgs, MeshEndpoint};
 use crate::fabric_cmd::topology_input;
 use crate::output::{print, Outcome};
 use crate::progress;
-use crate::render::Style;
+use views::Style;
 
 /// Runs `hostping mesh`.
 pub fn run(args: MeshArgs) -> Result<Outcome> {

@@ -2,7 +2,6 @@
 
 use crate::cli::{Format, TopologyArgs};
 use crate::output::{write_stdout, Outcome};
-use crate::render;
 use anyhow::Result;
 use check::host::{Host, HostOptions};
 
@@ -13,13 +12,13 @@ pub fn run(args: TopologyArgs) -> Result<Outcome> {
     // place); a virtual one its model.
     let text = match (host.discovery(), host.model(), args.format) {
         (Some(d), _, Format::Json) => {
-            serde_json::to_string_pretty(&render::discovery_json(d))? + "\n"
+            serde_json::to_string_pretty(&views::discovery_json(d))? + "\n"
         }
-        (Some(d), _, Format::Table) => render::discovery(d),
+        (Some(d), _, Format::Table) => views::discovery(d),
         (None, Some(model), Format::Json) => {
-            serde_json::to_string_pretty(&render::topology_json(model))? + "\n"
+            serde_json::to_string_pretty(&views::topology_json(model))? + "\n"
         }
-        (None, Some(model), Format::Table) => render::topology(model),
+        (None, Some(model), Format::Table) => views::topology(model),
         (None, None, _) => unreachable!("a virtual host always has a model"),
     };
     write_stdout(&text)?;

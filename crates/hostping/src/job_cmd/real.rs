@@ -13,7 +13,7 @@ use fleet_api::job::{Collective, VerdictQuery, WhatIf};
 use super::{outcome, words};
 use crate::cli::job::JobArgs;
 use crate::output::{collector_error, print, Outcome};
-use crate::render::Style;
+use views::Style;
 
 /// The longest wait for the verdict without probes: the collector reads within 30 s.
 const READ_WAIT: Duration = Duration::from_secs(60);

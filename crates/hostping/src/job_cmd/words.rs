@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use model::job::{Culprit, JobReport, Verdict};
 
-use crate::render::Style;
+use views::Style;
 
 /// The report in words.
 pub fn render(report: &JobReport, style: Style) -> String {

@@ -13,7 +13,7 @@ use fleet_api::pair::{End, PairStatus};
 use crate::cli::MeshArgs;
 use crate::output::{collector_error, print, Outcome};
 use crate::progress;
-use crate::render::Style;
+use views::Style;
 
 /// The longest wait for the collector's answer beyond `--duration`: every pair may take the
 /// collector's own limit of 5 minutes, so this bounds the wait, not the mesh.

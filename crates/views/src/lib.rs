@@ -1,6 +1,14 @@
-//! Human-readable views: the bandwidth matrix of Hostping Figure 8, diagnoses in plain
-//! words, and the topology. Colour only when writing to a terminal (and `NO_COLOR` unset);
-//! every status also has a text marker, so plain text and colour-blind readers lose nothing.
+//! Views for people, as strings, for the commands to print: the bandwidth matrix of Hostping
+//! Figure 8 with the diagnoses in plain words (`check`), a host's topology and what discovery
+//! found (`topology`), the configuration lint, the counters and the IOTLB sweep. Colour only
+//! when writing to a terminal (and `NO_COLOR` unset); every status also has a text marker, so
+//! plain text and colour-blind readers lose nothing. A library, like ripgrep's printer, so
+//! that the binary holds flags and wiring, and the views are tested without it.
+//!
+//! It must not: print, read a file or a device, or judge (the reports it shows were judged
+//! by `analyze`).
+
+#![deny(missing_docs)]
 
 use model::{
     CounterReport, HostTopology, LinkStatus, LinkTraining, PathReport, PathStatus, Provenance,
@@ -24,7 +32,8 @@ impl Style {
         }
     }
 
-    pub(crate) fn paint(self, code: &str, text: &str) -> String {
+    /// `text` in the SGR colour `code`, when colour is on.
+    pub fn paint(self, code: &str, text: &str) -> String {
         if self.color {
             format!("\x1b[{code}m{text}\x1b[0m")
         } else {
@@ -32,20 +41,24 @@ impl Style {
         }
     }
 
-    pub(crate) fn green(self, t: &str) -> String {
+    /// Healthy, normal.
+    pub fn green(self, t: &str) -> String {
         self.paint("32", t)
     }
-    pub(crate) fn red(self, t: &str) -> String {
+    /// A finding.
+    pub fn red(self, t: &str) -> String {
         self.paint("1;31", t)
     }
     /// The colour of "inconclusive": neither healthy green nor finding red.
-    pub(crate) fn yellow(self, t: &str) -> String {
+    pub fn yellow(self, t: &str) -> String {
         self.paint("1;33", t)
     }
-    pub(crate) fn gray(self, t: &str) -> String {
+    /// What matters less: notes, units, what was not judged.
+    pub fn gray(self, t: &str) -> String {
         self.paint("90", t)
     }
-    pub(crate) fn bold(self, t: &str) -> String {
+    /// A heading.
+    pub fn bold(self, t: &str) -> String {
         self.paint("1", t)
     }
 }
@@ -332,7 +345,7 @@ fn some_of<T: AsRef<str>>(items: &[T]) -> String {
     text
 }
 
-pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
+fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = String::new();
     for word in text.split_whitespace() {
