@@ -4,14 +4,19 @@ telemetry, the congestion analysis that tells a bad communication pattern from a
 mapping from background traffic, workloads and mappings (Taffet's thesis,
 `../shared/papers/003_05906d5d480b1948.txt`, chapters 3 to 5).
 
-It must not depend on the host layer (`model`, `probe`, `vhost`, `rdma`, ...): it is a
-product of its own. Every number it produces comes from the simulator and is labelled so.
+It must not depend on the host layer (`model`, `probe`, `vhost`, `check`, ...), with one
+exception: a real fabric's files are read with `rdma`'s readers of their formats (the
+ibnetdiscover topology file, the routes dump), which also write them after a discovery, so
+that one parser serves both (DESIGN 5 puts real fabric files here, below `rdma`). Every
+number it produces comes from the simulator and is labelled so.
 
 - `topology`: three-level fat trees (Table 3.1 and any size from parameters).
 - `cabling`: a fabric as its cables: a tree written as an ibsim net file, a real fabric
   recognised as the fat tree it is.
 - `real_fabric`: a real fabric's subnet (from its ibnetdiscover file) recognised as a fat
   tree or simulated as cabled, routed by its subnet manager's tables, at its links' rates.
+- `topology_file`: what `--topology` names (a built-in tree, a TOML tree, an ibnetdiscover
+  file) and a routes dump, read as the simulator's input.
 - `sim`: the discrete-event engine (queues, credits, adaptive routing, ground truth).
 - `telemetry`: algorithms 2 to 9 in the switches and receivers.
 - `traffic`: workloads, mappings, their files, and mapping suggestions.
@@ -42,4 +47,5 @@ pub mod sim;
 pub mod summary;
 pub mod telemetry;
 pub mod topology;
+pub mod topology_file;
 pub mod traffic;

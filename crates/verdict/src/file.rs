@@ -53,8 +53,9 @@ struct FabricSpec {
     routes: Option<String>,
 }
 
-/// Reads a real fabric's ibnetdiscover file (`[fabric] topology`); the reader lives with
-/// the other readers of topology files (hostping's `fabric_cmd::cabled`).
+/// Reads a real fabric's ibnetdiscover file (`[fabric] topology`): the caller's
+/// `fabric::topology_file::read`, given as a callback so that the caller says what reading
+/// passed over (its notes) where its user reads them.
 /// With `[fabric] routes`, the subnet manager's tables to route it by.
 pub type FabricReader<'a> =
     &'a dyn Fn(&Path, Option<&Path>) -> Result<CabledFabric, FabricReadError>;

@@ -60,7 +60,7 @@ pub struct Fabric {
 }
 
 /// A real fabric as `fabric sim --topology FILE` reads it from an ibnetdiscover file,
-/// recognised as a tree (hostping's `fabric_cmd::cabled`), for a cluster file's `topology`.
+/// recognised as a tree (`fabric::topology_file`), for a cluster file's `topology`.
 #[derive(Clone, Debug)]
 pub struct CabledFabric {
     /// The tree, with the fabric's missing cables, free ports and link rates.

@@ -26,8 +26,8 @@ use fabric::real_fabric::{RealFabricError, TreeInput};
 use fabric::sim::{CongestionRule, SimConfig};
 use fabric::telemetry::{TelemetryConfig, TelemetryKind};
 use fabric::topology::Engine;
+use fabric::topology_file::TreeInputError;
 use fabric::traffic::{self, MappingSpec, WorkloadSpec};
-use rdma::subnet::tree::TreeInputError;
 
 use crate::cli::fabric::{
     FabricCommand, MergeArgs, MergeFormat, PlotDirections, RoutingChoice, SimArgs, SuggestArgs,
@@ -103,13 +103,13 @@ fn sim_config(args: &SimArgs, link_gbps: f64) -> Result<SimConfig> {
 }
 
 /// `--topology` (and `--routing`, `--routes`) read as the simulator's input
-/// (`rdma::subnet::tree::read`); what reading a refused fabric passed over is still said.
+/// (`fabric::topology_file::read`); what reading a refused fabric passed over is still said.
 pub(crate) fn topology_input(
     arg: &str,
     engine: Option<Engine>,
     routes: Option<&std::path::Path>,
 ) -> Result<TreeInput> {
-    let read = rdma::subnet::tree::read(arg, engine, routes);
+    let read = fabric::topology_file::read(arg, engine, routes);
     if let Err(TreeInputError::RealFabric(RealFabricError::NotSimulable { notes, .. })) = &read {
         for note in notes {
             eprintln!("{arg}: note: {note}");

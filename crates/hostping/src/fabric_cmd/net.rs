@@ -1,5 +1,5 @@
 //! `hostping fabric net`: a tree as an ibsim net file, so that the simulator's trees run on
-//! ibsim. (Reading `--topology` is `rdma::subnet::tree`'s.)
+//! ibsim. (Reading `--topology` is `fabric::topology_file`'s.)
 
 use std::io::Write;
 

@@ -3,7 +3,6 @@
 //! through a umad port; [`topofile`] writes and reads the topology-file format of
 //! `ibnetdiscover`; [`sample`] sweeps the switch ports' counters, [`pace`] on a cadence;
 //! [`delegate`] splits them among samplers; [`route`] traces the routes the switches' forwarding tables hold;
-//! [`tree`] hands a topology file to the packet simulator;
 //! [`Subnet::to_json`] is the JSON of DESIGN 4.4.
 
 pub mod delegate;
@@ -12,7 +11,6 @@ pub mod pace;
 pub mod route;
 pub mod sample;
 pub mod topofile;
-pub mod tree;
 
 use serde_json::json;
 

@@ -1,23 +1,24 @@
 //! A real fabric's topology file as the packet simulator's input: `--topology` of the
 //! simulator's commands and a cluster file's `[fabric] topology` name a built-in tree, a
 //! TOML file of tree parameters, or an ibnetdiscover topology file (from `ibnetdiscover` or
-//! `hostping fabric discover --format ibnetdiscover`). The file is read here
-//! ([`super::topofile`]) and handed to `fabric::real_fabric`, which recognises it as the fat
-//! tree it is, or, when it is none, simulates it as cabled and routed as opensm's up/down
-//! engine routes it; [`with_routes`] routes it by a subnet manager's tables instead
-//! ([`super::route::Dump`]). Reading is this crate's, recognising a tree `fabric`'s.
+//! `hostping fabric discover --format ibnetdiscover`). The file is parsed by rdma's
+//! reader of the format (`rdma::subnet::topofile`, the same that writes it after a
+//! discovery) and handed to [`crate::real_fabric`], which recognises it as the fat tree it
+//! is, or, when it is none, simulates it as cabled and routed as opensm's up/down engine
+//! routes it; a routes file (`rdma::subnet::route::Dump`) routes it by a subnet manager's
+//! tables instead.
 
 use std::path::Path;
 
-use fabric::input::InputError;
-use fabric::real_fabric::{
+use crate::input::InputError;
+use crate::real_fabric::{
     RealEnd, RealFabricError, RealLink, RealNode, RealNodeKind, RealSubnet, RouteTables, TreeInput,
 };
-use fabric::topology::{Engine, FatTreeParams, Topology};
+use crate::topology::{Engine, FatTreeParams, Topology};
 
-use super::route::{Dump, DumpFileError};
-use super::topofile::{self, Format, Skipped, TopologyError};
-use super::{NodeKind, Subnet};
+use rdma::subnet::route::{Dump, DumpFileError};
+use rdma::subnet::topofile::{self, Format, Skipped, TopologyError};
+use rdma::subnet::{NodeKind, Subnet};
 
 /// Why `--topology` (or a cluster file's fabric) gives no simulator input; each names the file.
 #[derive(Debug, thiserror::Error)]
@@ -136,7 +137,7 @@ fn with_routes(input: TreeInput, file: &Path) -> Result<TreeInput, TreeInputErro
 
 /// A subnet as `fabric` takes it.
 fn real_subnet(subnet: &Subnet) -> RealSubnet {
-    let end = |e: super::End| RealEnd {
+    let end = |e: rdma::subnet::End| RealEnd {
         guid: e.guid,
         port: e.port,
     };
