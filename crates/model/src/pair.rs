@@ -3,6 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+mod report;
+pub use report::{MeshNotes, NetworkFrom, PairReport, PairStatus, RouteSource};
+
 /// The state of one part of a pair (host A's path, host B's, the network), or of the pair.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
