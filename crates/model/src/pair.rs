@@ -1,5 +1,6 @@
 //! A probed RNIC pair between two hosts, split into its parts (DESIGN 4.6): what the
-//! analyzer is given and what it concludes.
+//! analyzer is given and what it concludes, and the pair object as it is measured and
+//! travels ([`PairReport`]), below every crate that reads it.
 
 use serde::{Deserialize, Serialize};
 
