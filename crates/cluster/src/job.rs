@@ -10,7 +10,7 @@
 
 use std::collections::BTreeSet;
 
-use model::job::{JobEvidence, JobHost, JobPair, JobPairEnd, JobPort};
+use model::job::{JobEvidence, JobHost, JobPair, JobPort};
 use model::switch_port::SwitchPortCounters;
 use verdict::job::{job_cables, job_paths, pair_cables};
 use verdict::pipeline::{self, Gathered, Measure, Options, PairsMeasured, Replay, Step};
@@ -212,14 +212,8 @@ fn job_hosts(
 /// A mesh pair as the verdict reads it: with the cables it crossed both ways.
 pub(crate) fn job_pair(cluster: &Cluster, p: &PairReport) -> JobPair {
     JobPair {
-        a: JobPairEnd {
-            host: p.a.host.clone(),
-            rnic: p.a.rnic.clone(),
-        },
-        b: JobPairEnd {
-            host: p.b.host.clone(),
-            rnic: p.b.rnic.clone(),
-        },
+        a: p.a.clone(),
+        b: p.b.clone(),
         latency_us: p.latency_us,
         bandwidth_gbps: p.bandwidth_gbps,
         host_a_us: p.host_a_us,

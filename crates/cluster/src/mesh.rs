@@ -476,6 +476,7 @@ fn judge_pair(
     let end = |p: RnicPort| PairEnd {
         host: cluster.hosts[p.host].name.clone(),
         rnic: cluster.hosts[p.host].rnics[p.rnic].to_string(),
+        device: None,
     };
     let baseline_us = median_us(&baseline.latency_ns);
     let mut report = PairReport {

@@ -1,20 +1,11 @@
 //! What `hostping mesh --format json` prints (DESIGN 4.6, with fields added after its own).
 
-pub use model::pair::PartStatus;
+pub use model::pair::{PairEnd, PartStatus};
 use model::switch_port::SwitchPortCounters;
 use model::Report;
 use serde::Serialize;
 pub use verdict::pairs::Coverage;
 pub use verdict::Endpoint;
-
-/// One end of a pair.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct PairEnd {
-    /// Host name.
-    pub host: String,
-    /// RNIC id.
-    pub rnic: String,
-}
 
 /// One probed pair (DESIGN 4.6's `pairs[]`; fields after `status` are additions).
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -8,7 +8,8 @@ use cluster::whatif::{
 };
 use cluster::{Cluster, ClusterFaults};
 use fabric::traffic::WorkloadFile;
-use model::job::{Culprit, JobEvidence, JobPair, JobPairEnd, JobPort, Layer, WhatIf};
+use model::job::{Culprit, JobEvidence, JobPair, JobPort, Layer, WhatIf};
+use model::pair::PairEnd;
 use model::pair::PartStatus;
 use model::switch_port::SwitchPortCounters;
 
@@ -336,9 +337,10 @@ fn bad_input_is_refused_naming_it() {
 }
 
 fn pair(a: &str, b: &str, gbps: f64, cables: &[&str]) -> JobPair {
-    let end = |name: &str| JobPairEnd {
+    let end = |name: &str| PairEnd {
         host: name.to_string(),
         rnic: "rnic0".to_string(),
+        device: None,
     };
     JobPair {
         a: end(a),

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::pair::PartStatus;
+use crate::pair::{PairEnd, PartStatus};
 use crate::report::Report;
 use crate::switch_port::SwitchPortCounters;
 use crate::LinkId;
@@ -146,23 +146,14 @@ pub struct FleetAbnormal {
     pub evidence: String,
 }
 
-/// One end of a probed pair.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct JobPairEnd {
-    /// Host name.
-    pub host: String,
-    /// RNIC id.
-    pub rnic: String,
-}
-
 /// One RNIC-to-RNIC pair probed between two of the job's hosts, split into its parts (the
 /// fields of DESIGN 4.6's `pairs[]`, and what the verdict needs beside them).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobPair {
     /// The initiating RNIC.
-    pub a: JobPairEnd,
+    pub a: PairEnd,
     /// The responding RNIC.
-    pub b: JobPairEnd,
+    pub b: PairEnd,
     /// One-way latency, us.
     pub latency_us: Option<f64>,
     /// Stream bandwidth, Gb/s.

@@ -1,7 +1,11 @@
 //! A probed RNIC pair between two hosts, split into its parts (DESIGN 4.6): what the
-//! analyzer is given and what it concludes.
+//! analyzer is given and what it concludes, and the pair object as it is measured and
+//! travels ([`PairReport`]), below every crate that reads it.
 
 use serde::{Deserialize, Serialize};
+
+mod report;
+pub use report::{MeshNotes, NetworkFrom, PairReport, PairStatus, RouteSource};
 
 /// The state of one part of a pair (host A's path, host B's, the network), or of the pair.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -49,14 +49,14 @@ pub fn lossy_from(pair: &JobPair) -> Option<(&str, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use model::job::JobPairEnd;
     use model::odp_bench::TransportDelta;
-    use model::pair::PartStatus;
+    use model::pair::{PairEnd, PartStatus};
 
     fn pair(counters: Option<TransportDelta>) -> JobPair {
-        let end = |host: &str| JobPairEnd {
+        let end = |host: &str| PairEnd {
             host: host.into(),
             rnic: "rnic0".into(),
+            device: None,
         };
         JobPair {
             a: end("node01"),

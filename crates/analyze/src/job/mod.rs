@@ -96,7 +96,8 @@ mod tests {
         let names: Vec<&str> = SOURCES.iter().map(|s| s.name()).collect();
         assert_eq!(names, ["host checks", "switch ports", "pairs", "what-if"]);
     }
-    use model::job::{JobHost, JobPair, JobPairEnd, JobPath, JobPort, Verdict};
+    use model::job::{JobHost, JobPair, JobPath, JobPort, Verdict};
+    use model::pair::PairEnd;
     use model::pair::PartStatus;
     use model::switch_port::SwitchPortCounters;
     use model::{PathReport, PathStatus, Report};
@@ -148,13 +149,15 @@ mod tests {
 
     fn pair(network: PartStatus) -> JobPair {
         JobPair {
-            a: JobPairEnd {
+            a: PairEnd {
                 host: "n1".into(),
                 rnic: "rnic0".into(),
+                device: None,
             },
-            b: JobPairEnd {
+            b: PairEnd {
                 host: "n2".into(),
                 rnic: "rnic0".into(),
+                device: None,
             },
             latency_us: Some(3.0),
             bandwidth_gbps: Some(190.0),

@@ -282,17 +282,20 @@ fn greedy_cover(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use model::job::{JobPairEnd, JobPath};
+    use model::job::JobPath;
+    use model::pair::PairEnd;
 
     fn pair(a: &str, b: &str, cables: &[&str], network: PartStatus) -> JobPair {
         JobPair {
-            a: JobPairEnd {
+            a: PairEnd {
                 host: a.into(),
                 rnic: "rnic0".into(),
+                device: None,
             },
-            b: JobPairEnd {
+            b: PairEnd {
                 host: b.into(),
                 rnic: "rnic0".into(),
+                device: None,
             },
             latency_us: Some(3.0),
             bandwidth_gbps: Some(190.0),

@@ -6,14 +6,15 @@ use super::routes::JobRoutes;
 use crate::mesh::rnic_cable;
 use fleet_api::mesh::MeshPair;
 use fleet_api::pair::End;
-use model::job::{JobPair, JobPairEnd};
+use model::job::JobPair;
 
 /// `pair` as a [`JobPair`]; its cables from `route` and `route_back` when the fabric is
 /// known, else its two RNICs' own cables ([`rnic_cable`]).
 pub fn job_pair(pair: &MeshPair, routes: Option<&JobRoutes>) -> JobPair {
-    let end = |e: &End| JobPairEnd {
-        host: e.host.clone(),
-        rnic: e.rnic.clone(),
+    // The verdict names an end by host and RNIC id; the device stays with the agent's report.
+    let end = |e: &End| End {
+        device: None,
+        ..e.clone()
     };
     let own = |e: &End| rnic_cable(&e.host, e.device.as_deref().unwrap_or(&e.rnic));
     let (route, back, report, status, words) = match pair {
