@@ -23,8 +23,10 @@
 //! Each kind of evidence is a source ([`source::Source`], one module each under [`source`],
 //! registered in [`SOURCES`]): the host checks ([`hosts`]), the switch ports ([`ports`]), the
 //! pairs ([`paths`]) and the what-if ([`what_if`]). [`judge`] has each read its part, runs
-//! the one tomography, ranks the culprits (each source may move the ranking), and has each
-//! list what it could not judge and write its part of the report.
+//! the one tomography, has each rank its culprits in its phase ([`source::Phase`]: the
+//! fabric findings, the ports' counters and other jobs' traffic, the hosts, the what-if's
+//! support) into one [`source::Ranking`], sorts them by score, and has each list what it
+//! could not judge and write its part of the report.
 
 mod culprits;
 pub mod direction;
@@ -36,7 +38,7 @@ pub mod what_if;
 
 use model::job::{JobEvidence, JobReport};
 use source::{host_checks::HostChecks, pairs::Pairs, switch_ports::SwitchPorts};
-use source::{what_if::WhatIfSource, Reading, Source};
+use source::{what_if::WhatIfSource, Ranking, Reading, Source};
 
 pub use culprits::{Judged, BACKGROUND_MIN_PORTS, SCORE_CANDIDATES, SCORE_COUNTERS, SCORE_PROVEN};
 
@@ -46,9 +48,17 @@ pub use culprits::{Judged, BACKGROUND_MIN_PORTS, SCORE_CANDIDATES, SCORE_COUNTER
 /// ports before the pairs, whose tomography takes the cables the ports accuse.
 pub static SOURCES: [&dyn Source; 4] = [&HostChecks, &SwitchPorts, &Pairs, &WhatIfSource];
 
+/// [`SOURCES`] in the order they rank: by [`source::Phase`], one phase's sources in
+/// [`SOURCES`]' order (the sort is stable).
+fn rank_order() -> Vec<&'static dyn Source> {
+    let mut order = SOURCES.to_vec();
+    order.sort_by_key(|s| s.phase());
+    order
+}
+
 /// Judges a job: each evidence source reads its part ([`SOURCES`]), one tomography
-/// runs over what they read, the culprits are ranked, and each source lists what it could
-/// not judge and writes its part of the report.
+/// runs over what they read, each source ranks its culprits (by phase), and each source
+/// lists what it could not judge and writes its part of the report.
 pub fn judge(evidence: &JobEvidence) -> JobReport {
     let mut reading = Reading::default();
     for source in SOURCES.iter() {
@@ -56,10 +66,15 @@ pub fn judge(evidence: &JobEvidence) -> JobReport {
     }
     let tomography = paths::run(&reading.hosts.segments, &evidence.pairs, &reading.accused);
     let judged = culprits::Judged::new(evidence, &reading.hosts, &tomography, &reading.ports);
-    let (mut culprits, not_the_jobs) = judged.culprits();
-    for source in SOURCES.iter() {
-        source.rank(&judged, &mut culprits);
+    let mut ranking = Ranking::default();
+    for source in rank_order() {
+        source.rank(&judged, &mut ranking);
     }
+    let Ranking {
+        mut culprits,
+        not_the_jobs,
+        ..
+    } = ranking;
     culprits.sort_by(|a, b| b.score.total_cmp(&a.score));
     let mut not_judged = evidence.not_judged.clone();
     for source in SOURCES.iter() {
@@ -96,13 +111,43 @@ mod tests {
         let names: Vec<&str> = SOURCES.iter().map(|s| s.name()).collect();
         assert_eq!(names, ["host checks", "switch ports", "pairs", "what-if"]);
     }
-    use model::job::{JobHost, JobPair, JobPath, JobPort, Verdict};
+
+    #[test]
+    fn the_sources_rank_fabric_findings_first_and_the_what_if_last() {
+        let names: Vec<&str> = rank_order().iter().map(|s| s.name()).collect();
+        assert_eq!(names, ["pairs", "switch ports", "host checks", "what-if"]);
+    }
+
+    /// What `sources` alone rank of `e`, in their order, after every source read it: the
+    /// culprits, the faults not the job's, and the fabric findings left uncorroborated.
+    pub(super) fn ranked(
+        e: &JobEvidence,
+        sources: &[&dyn Source],
+    ) -> (Vec<Culprit>, Vec<Culprit>, Vec<Culprit>) {
+        let mut reading = Reading::default();
+        for source in SOURCES.iter() {
+            source.read(e, &mut reading);
+        }
+        let tomography = paths::run(&reading.hosts.segments, &e.pairs, &reading.accused);
+        let judged = Judged::new(e, &reading.hosts, &tomography, &reading.ports);
+        let mut ranking = Ranking::default();
+        for source in sources {
+            source.rank(&judged, &mut ranking);
+        }
+        let uncorroborated = ranking.uncorroborated.into_iter().map(|(c, _)| c);
+        (
+            ranking.culprits,
+            ranking.not_the_jobs,
+            uncorroborated.collect(),
+        )
+    }
+    use model::job::{Culprit, JobHost, JobPair, JobPath, JobPort, Verdict};
     use model::pair::PairEnd;
     use model::pair::PartStatus;
     use model::switch_port::SwitchPortCounters;
     use model::{PathReport, PathStatus, Report};
 
-    fn report(host: &str, status: PathStatus) -> Report {
+    pub(super) fn report(host: &str, status: PathStatus) -> Report {
         Report {
             host: host.into(),
             mode: model::Mode::Idle,
@@ -134,7 +179,7 @@ mod tests {
         }
     }
 
-    fn host(name: &str, report: Option<Report>) -> JobHost {
+    pub(super) fn host(name: &str, report: Option<Report>) -> JobHost {
         JobHost {
             host: name.into(),
             report,
@@ -147,7 +192,7 @@ mod tests {
         }
     }
 
-    fn pair(network: PartStatus) -> JobPair {
+    pub(super) fn pair(network: PartStatus) -> JobPair {
         JobPair {
             a: PairEnd {
                 host: "n1".into(),
@@ -178,13 +223,30 @@ mod tests {
         }
     }
 
-    fn evidence(hosts: Vec<JobHost>, pairs: Vec<JobPair>) -> JobEvidence {
+    pub(super) fn evidence(hosts: Vec<JobHost>, pairs: Vec<JobPair>) -> JobEvidence {
         JobEvidence {
             nodes: hosts.iter().map(|h| h.host.clone()).collect(),
             hosts,
             pairs,
             job_cables: vec!["leaf1/1".into(), "leaf1/2".into()],
             ..JobEvidence::default()
+        }
+    }
+
+    /// A port whose cable corrupts: 500 symbol errors in the window, none before.
+    pub(super) fn error_port(name: &str, on: bool) -> JobPort {
+        JobPort {
+            port: name.into(),
+            cable: name.into(),
+            on_job_route: on,
+            during: SwitchPortCounters {
+                symbol_errors: 500,
+                ..Default::default()
+            },
+            during_s: 60.0,
+            before: Some(SwitchPortCounters::default()),
+            before_s: 60.0,
+            read_now_s: 0.0,
         }
     }
 
@@ -309,19 +371,7 @@ mod tests {
 
     #[test]
     fn counters_alone_name_a_corrupting_port_on_the_jobs_routes_only() {
-        let port = |name: &str, on: bool| JobPort {
-            port: name.into(),
-            cable: name.into(),
-            on_job_route: on,
-            during: SwitchPortCounters {
-                symbol_errors: 500,
-                ..Default::default()
-            },
-            during_s: 60.0,
-            before: Some(SwitchPortCounters::default()),
-            before_s: 60.0,
-            read_now_s: 0.0,
-        };
+        let port = error_port;
         let mut e = evidence(
             vec![
                 host("n1", Some(report("n1", PathStatus::Normal))),

@@ -1,9 +1,17 @@
 //! The RNIC pairs as an evidence source ([`super::super::paths`] runs their tomography).
 
-use model::job::{JobReport, NotJudgedItem};
+use std::collections::BTreeSet;
 
-use super::Source;
-use crate::job::culprits::Judged;
+use model::job::{Culprit, JobReport, Layer, NotJudgedItem};
+use model::pair::PartStatus;
+
+use super::{Phase, Ranking, Source};
+use crate::job::culprits::{
+    fabric_action, listed, Judged, LISTED, SCORE_CANDIDATES, SCORE_CORROBORATED, SCORE_PROVEN,
+};
+use crate::job::direction;
+use crate::job::paths::Finding;
+use crate::job::ports::{JudgedPort, PortState};
 
 /// The RNIC pairs probed between the job's hosts, registered in
 /// [`crate::job::SOURCES`]: each pair's network part is an observation of the one
@@ -15,6 +23,45 @@ impl Source for Pairs {
         "pairs"
     }
 
+    fn phase(&self) -> Phase {
+        Phase::Fabric
+    }
+
+    /// The tomography's fabric findings: corroborated ones are culprits; the others wait in
+    /// the ranking for the switch ports' step, which tells other jobs' traffic from them.
+    fn rank<'a>(&self, judged: &Judged<'a>, ranking: &mut Ranking<'a>) {
+        let segments: BTreeSet<String> = judged
+            .hosts()
+            .segments
+            .iter()
+            .map(|s| s.element())
+            .collect();
+        let tomography = judged.tomography();
+        for finding in &tomography.findings {
+            if finding.elements.iter().all(|e| segments.contains(e)) {
+                continue; // hosts' findings come from their own checks
+            }
+            let (culprit, corroborated) = fabric_culprit(judged, finding);
+            ranking
+                .named_cables
+                .extend(finding.elements.iter().cloned());
+            if corroborated {
+                ranking.culprits.push(culprit);
+            } else {
+                ranking.queued_behind.extend(
+                    finding
+                        .explains
+                        .iter()
+                        .filter_map(|&o| tomography.observations[o].pair)
+                        .flat_map(|p| judged.evidence().pairs[p].cables.iter().map(String::as_str)),
+                );
+                ranking
+                    .uncorroborated
+                    .push((culprit, finding.explains.len()));
+            }
+        }
+    }
+
     fn not_judged(&self, judged: &Judged<'_>) -> Vec<NotJudgedItem> {
         let mut items = judged.tomography().not_judged.clone();
         items.extend(judged.unjudged_cables());
@@ -23,5 +70,181 @@ impl Source for Pairs {
 
     fn report(&self, judged: &Judged<'_>, report: &mut JobReport) {
         report.pairs = judged.evidence().pairs.clone();
+    }
+}
+
+/// A culprit for a group of cables the tomography found, and whether counters or
+/// retransmissions corroborate it.
+fn fabric_culprit(judged: &Judged<'_>, finding: &Finding) -> (Culprit, bool) {
+    let ports_of = |cable: &str| -> Vec<&JudgedPort> {
+        judged
+            .ports()
+            .iter()
+            .filter(|p| p.port.cable == cable)
+            .collect()
+    };
+    let flagged = |cable: &str| {
+        ports_of(cable)
+            .iter()
+            .any(|p| matches!(p.state, PortState::Errors | PortState::Down))
+    };
+    // Counters may single out one member of a group the probes cannot split.
+    let flagged_members: Vec<&String> = finding.elements.iter().filter(|e| flagged(e)).collect();
+    let proven: Option<&String> = match (finding.elements.as_slice(), &flagged_members[..]) {
+        ([only], _) => Some(only),
+        (_, [one]) => Some(*one),
+        _ => None,
+    };
+    let pairs: Vec<&model::job::JobPair> = finding
+        .explains
+        .iter()
+        .filter_map(|&i| judged.tomography().observations[i].pair)
+        .map(|p| &judged.evidence().pairs[p])
+        .collect();
+    // The pairs' RNIC counters may say which way packets were lost: the sending end's
+    // cable, when every pair that says one says the same member of the group.
+    let directed: Vec<(&str, String)> = pairs
+        .iter()
+        .filter_map(|p| direction::lossy_from(p))
+        .filter(|(cable, _)| finding.elements.iter().any(|e| e == cable))
+        .collect();
+    let sending = match directed.as_slice() {
+        [(first, _), rest @ ..] if rest.iter().all(|(c, _)| c == first) => {
+            finding.elements.iter().find(|e| e == first)
+        }
+        _ => None,
+    };
+    // Else a gray group's likeliest member is named; the group stays the candidates.
+    let likeliest = match (proven, sending, finding.likeliest.as_slice()) {
+        (None, Some(cable), _) => Some(cable),
+        (None, None, [one]) => Some(one),
+        _ => None,
+    };
+    let counters: Vec<&JudgedPort> = match proven {
+        Some(cable) => ports_of(cable),
+        None => finding.elements.iter().flat_map(|e| ports_of(e)).collect(),
+    }
+    .into_iter()
+    .filter(|p| p.state != PortState::Normal)
+    .collect();
+    let down = counters.iter().any(|p| p.state == PortState::Down)
+        || pairs.iter().any(|p| p.network_status == PartStatus::Failed);
+    let errors = counters.iter().any(|p| p.state == PortState::Errors)
+        || pairs.iter().any(|p| p.retransmitted_packets > 0)
+        || !directed.is_empty();
+    let cause = if down {
+        "link_down"
+    } else if errors {
+        "link_errors"
+    } else if finding.gray {
+        "link_flapping"
+    } else {
+        "link_degraded"
+    };
+    // Counters or retransmissions on the pairs say the cable itself corrupts or drops.
+    let corroborated = down || errors;
+    let mut evidence = format!(
+        "{} pair(s) crossing {} are abnormal in their network part ({})",
+        pairs.len(),
+        match proven {
+            Some(c) => c.clone(),
+            None => format!("one of {}", finding.elements.join(", ")),
+        },
+        listed(pairs.iter().map(|p| pair_words(p)))
+    );
+    if finding.gray {
+        evidence.push_str("; the pairs that cross it at other times are normal: it comes and goes");
+    } else if proven.is_some() && finding.elements.len() == 1 {
+        evidence.push_str("; every other cable on those pairs is normal on another pair");
+    }
+    for p in counters.iter().take(LISTED) {
+        evidence.push_str("; ");
+        evidence.push_str(&p.words());
+    }
+    match (likeliest, directed.first()) {
+        (Some(one), Some((_, words))) if sending == Some(one) => {
+            evidence.push_str("; ");
+            evidence.push_str(words);
+        }
+        (Some(one), _) => evidence.push_str(&format!(
+            "; {one} is the likeliest: the fewest normal pairs cross it"
+        )),
+        (None, _) => {}
+    }
+    let score = match (proven, likeliest) {
+        (Some(_), _) if finding.gray && !corroborated => SCORE_CANDIDATES + 0.1,
+        (Some(_), _) => {
+            SCORE_PROVEN
+                + if corroborated {
+                    SCORE_CORROBORATED
+                } else {
+                    0.0
+                }
+        }
+        (None, Some(_)) => SCORE_CANDIDATES + 0.1,
+        (None, None) => SCORE_CANDIDATES,
+    };
+    let culprit = Culprit {
+        layer: Layer::Fabric,
+        host: None,
+        component: proven.or(likeliest).cloned(),
+        cause: cause.to_string(),
+        score,
+        evidence,
+        candidates: match (proven, likeliest) {
+            (Some(_), _) => Vec::new(),
+            // The likeliest first, the others after it.
+            (None, Some(one)) => std::iter::once(one)
+                .chain(finding.elements.iter().filter(|e| *e != one))
+                .cloned()
+                .collect(),
+            (None, None) => finding.elements.clone(),
+        },
+        action: fabric_action(cause, proven.or(likeliest).map(String::as_str)),
+    };
+    (culprit, corroborated)
+}
+
+/// A pair by name, with why it is abnormal.
+fn pair_words(p: &model::job::JobPair) -> String {
+    let name = crate::job::paths::pair_name(p);
+    match &p.reason {
+        Some(r) => format!("{name}: {r}"),
+        None => name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use model::job::JobEvidence;
+    use model::pair::PartStatus;
+    use model::PathStatus;
+
+    use super::Pairs;
+    use crate::job::tests::{evidence, host, pair, ranked, report};
+
+    fn slow_pair(retransmitted_packets: u64) -> JobEvidence {
+        let mut slow = pair(PartStatus::Abnormal);
+        slow.retransmitted_packets = retransmitted_packets;
+        evidence(
+            vec![
+                host("n1", Some(report("n1", PathStatus::Normal))),
+                host("n2", Some(report("n2", PathStatus::Normal))),
+            ],
+            vec![slow],
+        )
+    }
+
+    #[test]
+    fn a_finding_retransmissions_corroborate_is_a_culprit_and_one_alone_waits_aside() {
+        let (culprits, _, aside) = ranked(&slow_pair(7), &[&Pairs]);
+        assert_eq!(culprits.len(), 1, "{culprits:?}");
+        assert_eq!(culprits[0].cause, "link_errors");
+        assert_eq!(culprits[0].candidates, ["leaf1/1", "leaf1/2"]);
+        assert!(aside.is_empty(), "{aside:?}");
+        let (culprits, _, aside) = ranked(&slow_pair(0), &[&Pairs]);
+        assert!(culprits.is_empty(), "{culprits:?}");
+        assert_eq!(aside.len(), 1, "{aside:?}");
+        assert_eq!(aside[0].candidates, ["leaf1/1", "leaf1/2"]);
     }
 }
