@@ -214,9 +214,9 @@ fn job(
     show_failures: bool,
     format: Format,
 ) -> Result<Outcome> {
-    use cluster::labelled;
-    let pod = cluster::Cluster::builtin("pod-32").expect("pod-32 is built in")?;
-    let large = cluster::Cluster::builtin("full-891").expect("full-891 is built in")?;
+    use simcluster::labelled;
+    let pod = simcluster::Cluster::builtin("pod-32").expect("pod-32 is built in")?;
+    let large = simcluster::Cluster::builtin("full-891").expect("full-891 is built in")?;
     let suite = match suite {
         JobSuite::Fast => labelled::Suite::Fast,
         JobSuite::Full => labelled::Suite::Full,
@@ -262,9 +262,9 @@ fn job(
             })? + "\n"
         }
         Format::Table => {
-            let mut out = cluster::labelled::tables::scores_table(&scores);
+            let mut out = simcluster::labelled::tables::scores_table(&scores);
             if show_failures {
-                out.push_str(&cluster::labelled::tables::failures(&outcomes));
+                out.push_str(&simcluster::labelled::tables::failures(&outcomes));
             }
             out
         }

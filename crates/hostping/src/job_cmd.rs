@@ -1,5 +1,5 @@
 //! `hostping job`: the job verdict (DESIGN 4.7). On a simulated cluster the evidence comes
-//! from the `cluster` crate; on real hosts (`--collector`) from the collector
+//! from the `simcluster` crate; on real hosts (`--collector`) from the collector
 //! (`GET /api/jobs/verdict`, [`real`]). `analyze::job` judges both the same way, and
 //! [`words`] prints both for people.
 
@@ -7,10 +7,10 @@ mod real;
 pub mod words;
 
 use anyhow::Result;
-use cluster::mesh::MeshSettings;
-use cluster::whatif::JobTraffic;
-use cluster::{Cluster, ClusterFaults, Endpoint};
 use model::job::JobReport;
+use simcluster::mesh::MeshSettings;
+use simcluster::whatif::JobTraffic;
+use simcluster::{Cluster, ClusterFaults, Endpoint};
 
 use crate::cli::job::JobArgs;
 use crate::mesh_cmd::read_fabric;
@@ -33,7 +33,7 @@ pub fn run(args: JobArgs) -> Result<Outcome> {
         ..MeshSettings::default()
     };
     let bar = progress::counted(0, "job", "pairs simulated");
-    let options = cluster::job::JobOptions {
+    let options = simcluster::job::JobOptions {
         probe: args.probe,
         what_if: if args.what_if {
             Some(traffic(&args.traffic, args.bytes)?)
@@ -41,7 +41,7 @@ pub fn run(args: JobArgs) -> Result<Outcome> {
             None
         },
     };
-    let report = cluster::job::run(&cluster, &faults, &settings, &options, &|done, total| {
+    let report = simcluster::job::run(&cluster, &faults, &settings, &options, &|done, total| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     })?

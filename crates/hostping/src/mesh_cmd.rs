@@ -1,6 +1,6 @@
 //! `hostping mesh`: RNIC-to-RNIC probes between hosts, each pair's time split into its two
 //! hosts' own paths and the network (DESIGN 4.6). On a simulated cluster the work is in the
-//! `cluster` crate; on real hosts (`--collector`) the collector's (`POST /api/mesh`, which
+//! `simcluster` crate; on real hosts (`--collector`) the collector's (`POST /api/mesh`, which
 //! asks the agents), and this module only asks and prints ([`real`]).
 
 mod real;
@@ -8,10 +8,10 @@ mod real;
 use std::fmt::Write as _;
 
 use anyhow::{bail, Result};
-use cluster::mesh::{self, MeshSettings};
-use cluster::report::{MeshReport, PairReport, PartStatus};
-use cluster::spec::CabledFabric;
-use cluster::{Cluster, ClusterFaults, Endpoint};
+use simcluster::mesh::{self, MeshSettings};
+use simcluster::report::{MeshReport, PairReport, PartStatus};
+use simcluster::spec::CabledFabric;
+use simcluster::{Cluster, ClusterFaults, Endpoint};
 
 use crate::cli::{MeshArgs, MeshEndpoint};
 use crate::fabric_cmd::topology_input;

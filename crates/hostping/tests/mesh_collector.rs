@@ -341,7 +341,7 @@ fn cables_of(route: &Value, into: &mut std::collections::BTreeSet<(String, Strin
 /// With `--fabric` (an SX6036 fat tree's ibnetdiscover capture, its CAs `stageN mlx4_0`,
 /// crates/fabric/testdata/ibnetdiscover/SOURCES.md) the collector finds each node's RNIC on
 /// the fabric by the device its agent registered and picks the pairs as the simulated mesh
-/// picks them on that cabling (cluster::pairs::select): the same pairs, routes and coverage
+/// picks them on that cabling (simcluster::pairs::select): the same pairs, routes and coverage
 /// as `mesh --sim-cluster` on a cluster file of the same hosts and fabric; every cable
 /// between the nodes crossed, each pair's budget by its leaf, a node or device off the
 /// fabric refused naming it, a bad fabric file refused at start naming it.
@@ -461,7 +461,7 @@ fn with_the_fabric_the_pairs_cross_every_cable_as_the_simulated_mesh_picks_them(
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let real: Value = serde_json::from_slice(&out.stdout).unwrap();
 
-    // The simulated mesh on the same hosts and cabling picks with cluster::pairs::select.
+    // The simulated mesh on the same hosts and cabling picks with simcluster::pairs::select.
     let cluster = dir.join("cluster.toml");
     std::fs::write(
         &cluster,

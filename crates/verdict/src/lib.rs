@@ -6,7 +6,7 @@ A verdict is one sequence ([`pipeline::run`]): gather the window's evidence, jud
 (`analyze::job`), run the pairs that separate a culprit's candidate cables and judge again,
 read switch ports now and judge again, then replay the job's traffic (the what-if) and judge
 a last time. What can be measured is a trait ([`pipeline::Measure`]): the simulated cluster
-(`cluster`: virtual hosts on the packet simulator) and the fleet collector (`collector`:
+(`simcluster`: virtual hosts on the packet simulator) and the fleet collector (`collector`:
 agents, samplers and PostgreSQL) implement it, so the two cannot drift apart.
 
 - `spec`: the cluster a job runs on: its hosts, fabric, RNIC ports, cables and their labels

@@ -3,15 +3,15 @@
 
 use std::path::Path;
 
-use cluster::whatif::{
-    what_if, JobTraffic, LinkStates, Observed, WhatIfSettings, HEALTHY_TOLERANCE,
-};
-use cluster::{Cluster, ClusterFaults};
 use fabric::traffic::WorkloadFile;
 use model::job::{Culprit, JobEvidence, JobPair, JobPort, Layer, WhatIf};
 use model::pair::PairEnd;
 use model::pair::PartStatus;
 use model::switch_port::SwitchPortCounters;
+use simcluster::whatif::{
+    what_if, JobTraffic, LinkStates, Observed, WhatIfSettings, HEALTHY_TOLERANCE,
+};
+use simcluster::{Cluster, ClusterFaults};
 
 fn pod() -> Cluster {
     Cluster::builtin("pod-32").unwrap().unwrap()
@@ -419,7 +419,7 @@ fn a_verdicts_culprits_are_sized_from_its_evidence() {
         },
     ];
     let states = LinkStates::from_culprits(&pod, &culprits, &evidence).unwrap();
-    let label = |c: cluster::Cable| pod.cable_label(c);
+    let label = |c: simcluster::Cable| pod.cable_label(c);
     let degraded: Vec<(String, f64)> = states
         .degraded
         .iter()

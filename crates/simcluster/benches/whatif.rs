@@ -1,17 +1,17 @@
 //! The what-if's cost at scale (issue 28: a 256-node job on the 3,564-node fabric answers in
 //! under 30 s): a 64 MiB all-reduce over node001..node256 of `full-891` (1,024 RNICs, one
-//! ring or tree per rail), one case per answer. `cargo bench -p cluster --bench whatif --
+//! ring or tree per rail), one case per answer. `cargo bench -p simcluster --bench whatif --
 //! [CASE]`; prints the work done (scenarios, packets the simulator moved) beside the time.
 //! `background*` is the background case with the load measured at 0.5 where it was 0.6, so
 //! that the observed replay and the measured background are two runs, not one.
 
 use std::time::Instant;
 
-use cluster::whatif::{what_if, JobTraffic, LinkStates, Observed, WhatIfSettings};
-use cluster::{Cluster, ClusterFaults};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use simcluster::whatif::{what_if, JobTraffic, LinkStates, Observed, WhatIfSettings};
+use simcluster::{Cluster, ClusterFaults};
 
 const HOSTS: usize = 256;
 const BYTES: u64 = 64 << 20;

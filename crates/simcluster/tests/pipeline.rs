@@ -10,11 +10,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use cluster::job::{JobOptions, JobRun};
-use cluster::mesh::MeshSettings;
-use cluster::whatif::{JobTraffic, LinkStates, Observed, WhatIfSettings};
-use cluster::{Cluster, ClusterFaults, RnicPort};
 use model::job::{JobEvidence, JobPair, JobReport};
+use simcluster::job::{JobOptions, JobRun};
+use simcluster::mesh::MeshSettings;
+use simcluster::whatif::{JobTraffic, LinkStates, Observed, WhatIfSettings};
+use simcluster::{Cluster, ClusterFaults, RnicPort};
 use verdict::pipeline::{
     self, Gathered, Measure, Options, PairsMeasured, Replay, Step, WhatIfAsked,
 };
@@ -91,11 +91,11 @@ fn the_simulated_cluster_and_a_real_measurer_give_the_same_verdict_bytes() {
         what_if: Some(traffic.clone()),
     };
     let simulated: JobRun =
-        cluster::job::run(&cluster, &faults, &settings, &options, &|_, _| {}).unwrap();
+        simcluster::job::run(&cluster, &faults, &settings, &options, &|_, _| {}).unwrap();
 
     // What the simulated job measured: the window (the mesh is seeded, so gathering again
     // gives it), then the follow-up pairs after it.
-    let window = cluster::job::evidence(&cluster, &faults, &settings, &|_, _| {}).unwrap();
+    let window = simcluster::job::evidence(&cluster, &faults, &settings, &|_, _| {}).unwrap();
     let follow_up_pairs = simulated.evidence.pairs[window.pairs.len()..].to_vec();
     let mut real = Recorded {
         cluster: &cluster,

@@ -5,9 +5,9 @@
 
 use std::collections::BTreeSet;
 
-use cluster::mesh::{self, MeshSettings};
-use cluster::report::{MeshReport, PairEnd, PairReport, PartStatus};
-use cluster::{Cable, Cluster, ClusterFaults, RnicPort};
+use simcluster::mesh::{self, MeshSettings};
+use simcluster::report::{MeshReport, PairEnd, PairReport, PartStatus};
+use simcluster::{Cable, Cluster, ClusterFaults, RnicPort};
 
 fn pod() -> Cluster {
     Cluster::builtin("pod-32").unwrap().unwrap()

@@ -2,10 +2,10 @@
 //! a job whose faults are known, and the fast subset of `hostping bench job` against the
 //! issue's targets.
 
-use cluster::labelled::{self, Suite};
-use cluster::mesh::MeshSettings;
-use cluster::{Cluster, ClusterFaults};
 use model::job::{JobReport, Layer, Verdict};
+use simcluster::labelled::{self, Suite};
+use simcluster::mesh::MeshSettings;
+use simcluster::{Cluster, ClusterFaults};
 
 fn pod() -> Cluster {
     Cluster::builtin("pod-32").unwrap().unwrap()
@@ -23,7 +23,7 @@ fn job_on(nodes: &str, inject: &[&str]) -> JobReport {
         nodes: Some(model::hostlist::expand(nodes).unwrap()),
         ..MeshSettings::default()
     };
-    cluster::job::run(
+    simcluster::job::run(
         &cluster,
         &faults,
         &settings,
