@@ -50,6 +50,14 @@ pub struct Hosts<'a> {
     pub not_judged: Vec<NotJudgedItem>,
 }
 
+impl Hosts<'_> {
+    /// The tomography's element of every job path (`node001:rnic0->gpu0`): what a finding
+    /// made only of them is the hosts' own, judged by their checks.
+    pub fn segment_elements(&self) -> std::collections::BTreeSet<String> {
+        self.segments.iter().map(|s| s.element()).collect()
+    }
+}
+
 /// Reads every host's check.
 pub fn read(hosts: &[JobHost]) -> Hosts<'_> {
     let mut out = Hosts::default();

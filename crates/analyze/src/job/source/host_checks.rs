@@ -32,12 +32,7 @@ impl Source for HostChecks {
     /// Each diagnosis: the job's culprit when it is on the job's paths (once, though several
     /// name it), not the job's otherwise; then the abnormal job paths no diagnosis explains.
     fn rank<'a>(&self, judged: &Judged<'a>, ranking: &mut Ranking<'a>) {
-        let segments: BTreeSet<String> = judged
-            .hosts()
-            .segments
-            .iter()
-            .map(|s| s.element())
-            .collect();
+        let segments = judged.hosts().segment_elements();
         let abnormal_segments: BTreeSet<String> = judged
             .tomography()
             .findings

@@ -1,7 +1,5 @@
 //! The RNIC pairs as an evidence source ([`super::super::paths`] runs their tomography).
 
-use std::collections::BTreeSet;
-
 use model::job::{Culprit, JobReport, Layer, NotJudgedItem};
 use model::pair::PartStatus;
 
@@ -30,12 +28,7 @@ impl Source for Pairs {
     /// The tomography's fabric findings: corroborated ones are culprits; the others wait in
     /// the ranking for the switch ports' step, which tells other jobs' traffic from them.
     fn rank<'a>(&self, judged: &Judged<'a>, ranking: &mut Ranking<'a>) {
-        let segments: BTreeSet<String> = judged
-            .hosts()
-            .segments
-            .iter()
-            .map(|s| s.element())
-            .collect();
+        let segments = judged.hosts().segment_elements();
         let tomography = judged.tomography();
         for finding in &tomography.findings {
             if finding.elements.iter().all(|e| segments.contains(e)) {
