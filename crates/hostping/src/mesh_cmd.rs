@@ -80,7 +80,7 @@ pub(crate) fn read_fabric(
 /// The mesh for people: a summary, the pairs that are not normal with why, then every pair.
 fn table(report: &MeshReport, style: Style) -> String {
     let mut out = String::new();
-    let count = |s: PartStatus| report.pairs.iter().filter(|p| p.status == s).count();
+    let count = |s: PartStatus| report.pairs.iter().filter(|p| p.parts.status == s).count();
     let (abnormal, failed, uncertain) = (
         count(PartStatus::Abnormal),
         count(PartStatus::Failed),
@@ -118,12 +118,12 @@ fn table(report: &MeshReport, style: Style) -> String {
         let _ = writeln!(
             out,
             "abnormal parts: network in {} pairs, a host's own path in {} pairs",
-            by_part(|p| p.network_status),
+            by_part(|p| p.parts.network_status),
             report
                 .pairs
                 .iter()
-                .filter(|p| p.host_a_status == PartStatus::Abnormal
-                    || p.host_b_status == PartStatus::Abnormal)
+                .filter(|p| p.parts.host_a_status == PartStatus::Abnormal
+                    || p.parts.host_b_status == PartStatus::Abnormal)
                 .count()
         );
     }
@@ -170,7 +170,7 @@ fn table(report: &MeshReport, style: Style) -> String {
     );
     let mut pairs: Vec<&PairReport> = report.pairs.iter().collect();
     // Pairs that are not normal first, then in host order.
-    pairs.sort_by_key(|p| p.status == PartStatus::Normal);
+    pairs.sort_by_key(|p| p.parts.status == PartStatus::Normal);
     for p in pairs {
         let cell = |v: Option<f64>, part: PartStatus, digits: usize| {
             let text = v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
@@ -179,24 +179,27 @@ fn table(report: &MeshReport, style: Style) -> String {
                 _ => format!("{text:>7}"),
             }
         };
-        let status = match p.status {
+        let status = match p.parts.status {
             PartStatus::Normal => style.green("normal   "),
             PartStatus::Abnormal => style.red("abnormal "),
             PartStatus::Uncertain => style.yellow("uncertain"),
             PartStatus::Failed => style.red("failed   "),
         };
         let (a, b) = (
-            format!("{}/{}", p.a.host, p.a.rnic),
-            format!("{}/{}", p.b.host, p.b.rnic),
+            format!("{}/{}", p.parts.a.host, p.parts.a.rnic),
+            format!("{}/{}", p.parts.b.host, p.parts.b.rnic),
         );
         let _ = writeln!(
             out,
             "{a:<20} {b:<20} {:>8} {}  {} {} {:>7}  {} {}",
-            p.latency_us.map_or("-".to_string(), |v| format!("{v:.2}")),
-            cell(p.host_a_us, p.host_a_status, 2),
-            cell(p.network_us, p.network_status, 2),
-            cell(p.host_b_us, p.host_b_status, 2),
-            p.bandwidth_gbps
+            p.parts
+                .latency_us
+                .map_or("-".to_string(), |v| format!("{v:.2}")),
+            cell(p.parts.host_a_us, p.parts.host_a_status, 2),
+            cell(p.parts.network_us, p.parts.network_status, 2),
+            cell(p.parts.host_b_us, p.parts.host_b_status, 2),
+            p.parts
+                .bandwidth_gbps
                 .map_or("-".to_string(), |v| format!("{v:.1}")),
             status,
             style.gray(p.reason.as_deref().unwrap_or("")),

@@ -146,38 +146,49 @@ pub struct FleetAbnormal {
     pub evidence: String,
 }
 
-/// One RNIC-to-RNIC pair probed between two of the job's hosts, split into its parts (the
-/// fields of DESIGN 4.6's `pairs[]`, and what the verdict needs beside them).
+/// What every pair object of DESIGN 4.6 starts with: the two ends, the pair's figures split
+/// into its parts, and each part judged. The verdict's [`JobPair`] and the simulated mesh's
+/// pair embed it flattened, so both write these fields first and in this order.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct JobPair {
+pub struct PairParts {
     /// The initiating RNIC.
     pub a: PairEnd,
     /// The responding RNIC.
     pub b: PairEnd,
-    /// One-way latency, us.
+    /// One-way latency (half the round trip, as `ib_write_lat` reports), us; `None` when
+    /// the probe could not run.
     pub latency_us: Option<f64>,
-    /// Stream bandwidth, Gb/s.
+    /// Stream bandwidth, Gb/s: the slower direction while each RNIC writes to the other.
     pub bandwidth_gbps: Option<f64>,
-    /// Host A's part, us.
+    /// Host A's part: half its loopback latency for this RNIC and endpoint, us.
     pub host_a_us: Option<f64>,
     /// Host B's part, us.
     pub host_b_us: Option<f64>,
-    /// The network's part, us.
+    /// The network's part: the latency less both host parts, us.
     pub network_us: Option<f64>,
     /// Switch ports from A to B, each switch's input then output port.
     pub route: Vec<String>,
-    /// The pair as a whole.
+    /// `normal`, `abnormal` (some part is), `uncertain` (some part was not judged), `failed`.
     pub status: PartStatus,
-    /// Host A's part judged.
+    /// Host A's part judged (its loopback path's status in its own check).
     pub host_a_status: PartStatus,
     /// Host B's part judged.
     pub host_b_status: PartStatus,
     /// The network's part judged.
     pub network_status: PartStatus,
-    /// The endpoint on host A.
+    /// The endpoint on host A the data lives in (`gpu0`, `mem0`).
     pub endpoint_a: String,
     /// The endpoint on host B.
     pub endpoint_b: String,
+}
+
+/// One RNIC-to-RNIC pair probed between two of the job's hosts, split into its parts (the
+/// fields of DESIGN 4.6's `pairs[]`, and what the verdict needs beside them).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobPair {
+    /// The ends, the figures and their judgement.
+    #[serde(flatten)]
+    pub parts: PairParts,
     /// The cables the probes crossed, both ways, each named by one end (`leaf2/9`),
     /// including the two RNICs' own cables; a real pair's in route order from A (A's own
     /// cable first, B's last), and without a known route just those two (`node01/rxe_a`).

@@ -212,21 +212,12 @@ fn job_hosts(
 /// A mesh pair as the verdict reads it: with the cables it crossed both ways.
 pub(crate) fn job_pair(cluster: &Cluster, p: &PairReport) -> JobPair {
     JobPair {
-        a: p.a.clone(),
-        b: p.b.clone(),
-        latency_us: p.latency_us,
-        bandwidth_gbps: p.bandwidth_gbps,
-        host_a_us: p.host_a_us,
-        host_b_us: p.host_b_us,
-        network_us: p.network_us,
-        route: p.route.clone(),
-        status: p.status,
-        host_a_status: p.host_a_status,
-        host_b_status: p.host_b_status,
-        network_status: p.network_status,
-        endpoint_a: p.endpoint_a.clone(),
-        endpoint_b: p.endpoint_b.clone(),
-        cables: pair_cables(cluster, (&p.a.host, &p.a.rnic), (&p.b.host, &p.b.rnic)),
+        parts: p.parts.clone(),
+        cables: pair_cables(
+            cluster,
+            (&p.parts.a.host, &p.parts.a.rnic),
+            (&p.parts.b.host, &p.parts.b.rnic),
+        ),
         retransmitted_packets: p.retransmitted_packets,
         reason: p.reason.clone(),
         counters_a: None,

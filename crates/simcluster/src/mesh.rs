@@ -28,8 +28,8 @@ use vhost::{VhostConfig, VirtualHost};
 use crate::fault::ClusterFaults;
 use crate::network::{FaultedFabric, NetworkMeasurement, Unreachable};
 use crate::report::{
-    Budget, Coverage, Endpoint, HostSummary, MeshReport, PairEnd, PairReport, PartStatus,
-    PortReport,
+    Budget, Coverage, Endpoint, HostSummary, MeshReport, PairEnd, PairParts, PairReport,
+    PartStatus, PortReport,
 };
 use crate::ClusterError;
 use verdict::job::nearest_endpoint;
@@ -480,20 +480,22 @@ fn judge_pair(
     };
     let baseline_us = median_us(&baseline.latency_ns);
     let mut report = PairReport {
-        a: end(job.a),
-        b: end(job.b),
-        latency_us: None,
-        bandwidth_gbps: None,
-        host_a_us: a.part.one_way_us,
-        host_b_us: b.part.one_way_us,
-        network_us: None,
-        route: job.route.clone(),
-        status: PartStatus::Failed,
-        host_a_status: a.part.status,
-        host_b_status: b.part.status,
-        network_status: PartStatus::Failed,
-        endpoint_a: a.endpoint.to_string(),
-        endpoint_b: b.endpoint.to_string(),
+        parts: PairParts {
+            a: end(job.a),
+            b: end(job.b),
+            latency_us: None,
+            bandwidth_gbps: None,
+            host_a_us: a.part.one_way_us,
+            host_b_us: b.part.one_way_us,
+            network_us: None,
+            route: job.route.clone(),
+            status: PartStatus::Failed,
+            host_a_status: a.part.status,
+            host_b_status: b.part.status,
+            network_status: PartStatus::Failed,
+            endpoint_a: a.endpoint.to_string(),
+            endpoint_b: b.endpoint.to_string(),
+        },
         host_a_gbps: a.part.gbps,
         host_b_gbps: b.part.gbps,
         network_gbps: None,
@@ -524,16 +526,16 @@ fn judge_pair(
     let judged = analyze::pair::judge(&a.part, &b.part, &part, abnormal_th);
     report.simulated_round_trips = network.latency_ns.len() as u32;
     report.retransmitted_packets = network.retransmitted_packets;
-    report.network_us = Some(part.one_way_us);
+    report.parts.network_us = Some(part.one_way_us);
     report.network_gbps = Some(part.gbps);
-    report.latency_us = judged.latency_us;
-    report.bandwidth_gbps = Some(judged.bandwidth_gbps);
-    report.network_status = judged.network;
-    report.status = judged.status;
+    report.parts.latency_us = judged.latency_us;
+    report.parts.bandwidth_gbps = Some(judged.bandwidth_gbps);
+    report.parts.network_status = judged.network;
+    report.parts.status = judged.status;
     let mut why = judged.network_reasons;
     for (name, part, ep) in [
-        (&report.a, a.part.status, &report.endpoint_a),
-        (&report.b, b.part.status, &report.endpoint_b),
+        (&report.parts.a, a.part.status, &report.parts.endpoint_a),
+        (&report.parts.b, b.part.status, &report.parts.endpoint_b),
     ] {
         match part {
             PartStatus::Abnormal => why.push(format!(
@@ -547,7 +549,7 @@ fn judge_pair(
             _ => {}
         }
     }
-    if report.status != PartStatus::Normal {
+    if report.parts.status != PartStatus::Normal {
         report.reason = Some(why.join("; "));
     }
     report

@@ -1,5 +1,6 @@
 //! What `hostping mesh --format json` prints (DESIGN 4.6, with fields added after its own).
 
+pub use model::job::PairParts;
 pub use model::pair::{PairEnd, PartStatus};
 use model::switch_port::SwitchPortCounters;
 use model::Report;
@@ -10,36 +11,9 @@ pub use verdict::Endpoint;
 /// One probed pair (DESIGN 4.6's `pairs[]`; fields after `status` are additions).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PairReport {
-    /// The initiating RNIC.
-    pub a: PairEnd,
-    /// The responding RNIC.
-    pub b: PairEnd,
-    /// One-way latency (half the round trip, as `ib_write_lat` reports), us; `None` when
-    /// the probe could not run.
-    pub latency_us: Option<f64>,
-    /// Stream bandwidth, Gb/s: the slower direction while each RNIC writes to the other at
-    /// once (`ib_write_bw -b`), bounded by both hosts' paths.
-    pub bandwidth_gbps: Option<f64>,
-    /// Host A's part: half its loopback latency for this RNIC and endpoint, us.
-    pub host_a_us: Option<f64>,
-    /// Host B's part, us.
-    pub host_b_us: Option<f64>,
-    /// The network's part: the latency less both host parts, us.
-    pub network_us: Option<f64>,
-    /// Switch ports from A to B, each switch's input then output port.
-    pub route: Vec<String>,
-    /// `normal`, `abnormal` (some part is), `uncertain` (some part was not judged), `failed`.
-    pub status: PartStatus,
-    /// Host A's part judged (its loopback path's status in its own check).
-    pub host_a_status: PartStatus,
-    /// Host B's part judged.
-    pub host_b_status: PartStatus,
-    /// The network's part judged.
-    pub network_status: PartStatus,
-    /// The endpoint on host A the data lives in (`gpu0`, `mem0`).
-    pub endpoint_a: String,
-    /// The endpoint on host B.
-    pub endpoint_b: String,
+    /// The ends, the figures and their judgement.
+    #[serde(flatten)]
+    pub parts: PairParts,
     /// Host A's loopback bandwidth on that path, Gb/s.
     pub host_a_gbps: Option<f64>,
     /// Host B's, Gb/s.
@@ -134,7 +108,7 @@ impl MeshReport {
     /// DESIGN 4.3's exit status applied to pairs: 0 every pair normal, 1 some pair abnormal
     /// or failed, 3 none abnormal but some not judged.
     pub fn exit_code(&self) -> i32 {
-        let any = |s: PartStatus| self.pairs.iter().any(|p| p.status == s);
+        let any = |s: PartStatus| self.pairs.iter().any(|p| p.parts.status == s);
         if any(PartStatus::Abnormal) || any(PartStatus::Failed) {
             1
         } else if any(PartStatus::Uncertain) {

@@ -31,7 +31,7 @@ fn port(cluster: &Cluster, end: &PairEnd) -> RnicPort {
 
 /// The cables a pair's probes cross, both ways.
 fn crossed(cluster: &Cluster, pair: &PairReport) -> BTreeSet<Cable> {
-    let (a, b) = (port(cluster, &pair.a), port(cluster, &pair.b));
+    let (a, b) = (port(cluster, &pair.parts.a), port(cluster, &pair.parts.b));
     cluster
         .cables_between(a, b)
         .into_iter()
@@ -41,7 +41,7 @@ fn crossed(cluster: &Cluster, pair: &PairReport) -> BTreeSet<Cable> {
 
 fn abnormal(report: &MeshReport) -> BTreeSet<usize> {
     (0..report.pairs.len())
-        .filter(|&i| report.pairs[i].status != PartStatus::Normal)
+        .filter(|&i| report.pairs[i].parts.status != PartStatus::Normal)
         .collect()
 }
 
@@ -56,15 +56,20 @@ fn a_healthy_pod_is_all_normal_and_labelled_simulated() {
     assert!(report.coverage.not_identifiable.is_empty());
     for p in &report.pairs {
         // The split adds up, and the host parts are half the hosts' loopback latencies.
-        let sum = p.host_a_us.unwrap() + p.host_b_us.unwrap() + p.network_us.unwrap();
-        assert!((p.latency_us.unwrap() - sum).abs() < 1e-9, "{p:?}");
+        let sum =
+            p.parts.host_a_us.unwrap() + p.parts.host_b_us.unwrap() + p.parts.network_us.unwrap();
+        assert!((p.parts.latency_us.unwrap() - sum).abs() < 1e-9, "{p:?}");
         assert!(
-            p.network_us.unwrap() > 0.0 && p.network_us.unwrap() < 1.0,
+            p.parts.network_us.unwrap() > 0.0 && p.parts.network_us.unwrap() < 1.0,
             "{p:?}"
         );
-        assert!(p.bandwidth_gbps.unwrap() > 180.0, "{p:?}");
-        assert_eq!(p.route.len(), if p.same_leaf { 2 } else { 6 }, "{p:?}");
-        assert_ne!(p.a.host, p.b.host);
+        assert!(p.parts.bandwidth_gbps.unwrap() > 180.0, "{p:?}");
+        assert_eq!(
+            p.parts.route.len(),
+            if p.same_leaf { 2 } else { 6 },
+            "{p:?}"
+        );
+        assert_ne!(p.parts.a.host, p.parts.b.host);
     }
     // Every RNIC of every host is probed.
     let probed: BTreeSet<(String, String)> = report
@@ -72,8 +77,8 @@ fn a_healthy_pod_is_all_normal_and_labelled_simulated() {
         .iter()
         .flat_map(|p| {
             [
-                (p.a.host.clone(), p.a.rnic.clone()),
-                (p.b.host.clone(), p.b.rnic.clone()),
+                (p.parts.a.host.clone(), p.parts.a.rnic.clone()),
+                (p.parts.b.host.clone(), p.parts.b.rnic.clone()),
             ]
         })
         .collect();
@@ -119,12 +124,16 @@ fn a_degraded_cable_flags_exactly_the_pairs_across_it_and_they_name_it() {
         assert_eq!(abnormal(&report), across, "{label}");
         for &i in &across {
             let p = &report.pairs[i];
-            assert_eq!(p.network_status, PartStatus::Abnormal, "{label}: {p:?}");
             assert_eq!(
-                (p.host_a_status, p.host_b_status),
+                p.parts.network_status,
+                PartStatus::Abnormal,
+                "{label}: {p:?}"
+            );
+            assert_eq!(
+                (p.parts.host_a_status, p.parts.host_b_status),
                 (PartStatus::Normal, PartStatus::Normal)
             );
-            assert!(p.bandwidth_gbps.unwrap() < 110.0, "{label}: {p:?}");
+            assert!(p.parts.bandwidth_gbps.unwrap() < 110.0, "{label}: {p:?}");
         }
         // The abnormal pairs are exactly this cable's pairs and no other cable's.
         let others = (0..pod.fabric.topology.num_ports() as u32)
@@ -151,18 +160,22 @@ fn a_host_fault_flags_only_that_hosts_pairs_and_only_their_host_part() {
     assert!(!flagged.is_empty());
     for (i, p) in report.pairs.iter().enumerate() {
         let on_it = |e: &PairEnd| e.host == "node007" && e.rnic == "rnic2";
-        assert_eq!(flagged.contains(&i), on_it(&p.a) || on_it(&p.b), "{p:?}");
+        assert_eq!(
+            flagged.contains(&i),
+            on_it(&p.parts.a) || on_it(&p.parts.b),
+            "{p:?}"
+        );
         if flagged.contains(&i) {
-            assert_eq!(p.network_status, PartStatus::Normal, "{p:?}");
-            let host_part = if on_it(&p.a) {
-                p.host_a_status
+            assert_eq!(p.parts.network_status, PartStatus::Normal, "{p:?}");
+            let host_part = if on_it(&p.parts.a) {
+                p.parts.host_a_status
             } else {
-                p.host_b_status
+                p.parts.host_b_status
             };
-            let other_part = if on_it(&p.a) {
-                p.host_b_status
+            let other_part = if on_it(&p.parts.a) {
+                p.parts.host_b_status
             } else {
-                p.host_a_status
+                p.parts.host_a_status
             };
             assert_eq!(
                 (host_part, other_part),
@@ -189,7 +202,7 @@ fn a_down_host_cable_fails_its_pairs_and_a_down_uplink_is_routed_around() {
     let pod = pod();
     let report = mesh(&pod, &["fabric:down:node009/rnic0"]);
     for p in &report.pairs {
-        let on_it = [&p.a, &p.b]
+        let on_it = [&p.parts.a, &p.parts.b]
             .iter()
             .any(|e| e.host == "node009" && e.rnic == "rnic0");
         let expected = if on_it {
@@ -197,7 +210,7 @@ fn a_down_host_cable_fails_its_pairs_and_a_down_uplink_is_routed_around() {
         } else {
             PartStatus::Normal
         };
-        assert_eq!(p.status, expected, "{p:?}");
+        assert_eq!(p.parts.status, expected, "{p:?}");
         if on_it {
             assert!(p.reason.as_deref().unwrap().contains("leaf2/1"), "{p:?}");
         }
@@ -214,11 +227,14 @@ fn a_down_host_cable_fails_its_pairs_and_a_down_uplink_is_routed_around() {
     assert!(downed
         .iter()
         .all(|p| (p.port == "leaf2/9" || p.port == "spine1/2") && p.counters.xmit_pkts == 0));
-    assert!(report.pairs.iter().all(|p| p.status == PartStatus::Normal));
     assert!(report
         .pairs
         .iter()
-        .all(|p| !p.route.iter().any(|hop| hop == "leaf2/9")));
+        .all(|p| p.parts.status == PartStatus::Normal));
+    assert!(report
+        .pairs
+        .iter()
+        .all(|p| !p.parts.route.iter().any(|hop| hop == "leaf2/9")));
 }
 
 #[test]
@@ -232,7 +248,7 @@ fn corrupting_flapping_and_busy_fabrics_show_in_the_network_part_only() {
         let p = &errors.pairs[i];
         assert!(crossed(&pod, p).contains(&cable), "{p:?}");
         assert!(p.retransmitted_packets > 0, "{p:?}");
-        assert_eq!(p.network_status, PartStatus::Abnormal);
+        assert_eq!(p.parts.network_status, PartStatus::Abnormal);
     }
     // Its two ports count the symbol errors (2e5 a second over the 10 s mesh) and the
     // packets lost; no other port counts any.
@@ -264,13 +280,14 @@ fn corrupting_flapping_and_busy_fabrics_show_in_the_network_part_only() {
     let cross: Vec<&PairReport> = busy.pairs.iter().filter(|p| !p.same_leaf).collect();
     let slowed = cross
         .iter()
-        .filter(|p| p.network_status == PartStatus::Abnormal)
+        .filter(|p| p.parts.network_status == PartStatus::Abnormal)
         .count();
     assert!(slowed * 2 > cross.len(), "{slowed} of {}", cross.len());
     assert!(busy
         .pairs
         .iter()
-        .all(|p| p.host_a_status == PartStatus::Normal && p.host_b_status == PartStatus::Normal));
+        .all(|p| p.parts.host_a_status == PartStatus::Normal
+            && p.parts.host_b_status == PartStatus::Normal));
 }
 
 #[test]
@@ -287,7 +304,8 @@ fn nodes_restrict_the_mesh_to_those_hosts() {
     assert!(report
         .pairs
         .iter()
-        .all(|p| names.contains(&p.a.host.as_str()) && names.contains(&p.b.host.as_str())));
+        .all(|p| names.contains(&p.parts.a.host.as_str())
+            && names.contains(&p.parts.b.host.as_str())));
     let settings = MeshSettings {
         nodes: Some(vec!["node001".into(), "node100".into()]),
         ..MeshSettings::default()

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use fabric::traffic::WorkloadFile;
-use model::job::{Culprit, JobEvidence, JobPair, JobPort, Layer, WhatIf};
+use model::job::{Culprit, JobEvidence, JobPair, JobPort, Layer, PairParts, WhatIf};
 use model::pair::PairEnd;
 use model::pair::PartStatus;
 use model::switch_port::SwitchPortCounters;
@@ -343,20 +343,22 @@ fn pair(a: &str, b: &str, gbps: f64, cables: &[&str]) -> JobPair {
         device: None,
     };
     JobPair {
-        a: end(a),
-        b: end(b),
-        latency_us: Some(3.0),
-        bandwidth_gbps: Some(gbps),
-        host_a_us: Some(1.0),
-        host_b_us: Some(1.0),
-        network_us: Some(1.0),
-        route: Vec::new(),
-        status: PartStatus::Abnormal,
-        host_a_status: PartStatus::Normal,
-        host_b_status: PartStatus::Normal,
-        network_status: PartStatus::Abnormal,
-        endpoint_a: "gpu0".to_string(),
-        endpoint_b: "gpu0".to_string(),
+        parts: PairParts {
+            a: end(a),
+            b: end(b),
+            latency_us: Some(3.0),
+            bandwidth_gbps: Some(gbps),
+            host_a_us: Some(1.0),
+            host_b_us: Some(1.0),
+            network_us: Some(1.0),
+            route: Vec::new(),
+            status: PartStatus::Abnormal,
+            host_a_status: PartStatus::Normal,
+            host_b_status: PartStatus::Normal,
+            network_status: PartStatus::Abnormal,
+            endpoint_a: "gpu0".to_string(),
+            endpoint_b: "gpu0".to_string(),
+        },
         cables: cables.iter().map(|c| c.to_string()).collect(),
         retransmitted_packets: 0,
         reason: None,

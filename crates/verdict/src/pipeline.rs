@@ -210,7 +210,7 @@ async fn separate<M: Measure>(
                     kind: "pair".to_string(),
                     target: analyze::job::paths::pair_name(&pair),
                     why: why.clone(),
-                    outcome: follow_up::outcome(pair.network_status, pair.reason.as_deref()),
+                    outcome: follow_up::outcome(pair.parts.network_status, pair.reason.as_deref()),
                 });
                 evidence.pairs.push(pair);
             }

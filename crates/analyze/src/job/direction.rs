@@ -29,15 +29,15 @@ pub fn lossy_from(pair: &JobPair) -> Option<(&str, String)> {
     let counted = format!(
         "{}/{}'s RNIC counted {} sequence-error NAK(s), {} duplicate request(s) and {} \
          out-of-sequence request(s) over the probe",
-        pair.a.host,
-        pair.a.rnic,
+        pair.parts.a.host,
+        pair.parts.a.rnic,
         c.packet_seq_err.unwrap_or(0),
         c.duplicate_request.unwrap_or(0),
         inbound
     );
     let (cable, from, to) = match (outbound > 0, inbound > 0) {
-        (true, false) => (pair.cables.first()?, &pair.a.host, &pair.b.host),
-        (false, true) => (pair.cables.last()?, &pair.b.host, &pair.a.host),
+        (true, false) => (pair.cables.first()?, &pair.parts.a.host, &pair.parts.b.host),
+        (false, true) => (pair.cables.last()?, &pair.parts.b.host, &pair.parts.a.host),
         _ => return None,
     };
     Some((
@@ -49,6 +49,7 @@ pub fn lossy_from(pair: &JobPair) -> Option<(&str, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use model::job::PairParts;
     use model::odp_bench::TransportDelta;
     use model::pair::{PairEnd, PartStatus};
 
@@ -59,20 +60,22 @@ mod tests {
             device: None,
         };
         JobPair {
-            a: end("node01"),
-            b: end("node02"),
-            latency_us: Some(120.0),
-            bandwidth_gbps: Some(0.05),
-            host_a_us: Some(40.0),
-            host_b_us: Some(40.0),
-            network_us: Some(40.0),
-            route: vec![],
-            status: PartStatus::Abnormal,
-            host_a_status: PartStatus::Normal,
-            host_b_status: PartStatus::Normal,
-            network_status: PartStatus::Abnormal,
-            endpoint_a: "mem1".into(),
-            endpoint_b: "mem0".into(),
+            parts: PairParts {
+                a: end("node01"),
+                b: end("node02"),
+                latency_us: Some(120.0),
+                bandwidth_gbps: Some(0.05),
+                host_a_us: Some(40.0),
+                host_b_us: Some(40.0),
+                network_us: Some(40.0),
+                route: vec![],
+                status: PartStatus::Abnormal,
+                host_a_status: PartStatus::Normal,
+                host_b_status: PartStatus::Normal,
+                network_status: PartStatus::Abnormal,
+                endpoint_a: "mem1".into(),
+                endpoint_b: "mem0".into(),
+            },
             cables: vec!["node01/rxe_a".into(), "node02/rxe_b".into()],
             retransmitted_packets: 0,
             reason: None,

@@ -141,7 +141,7 @@ mod tests {
             uncorroborated.collect(),
         )
     }
-    use model::job::{Culprit, JobHost, JobPair, JobPath, JobPort, Verdict};
+    use model::job::{Culprit, JobHost, JobPair, JobPath, JobPort, PairParts, Verdict};
     use model::pair::PairEnd;
     use model::pair::PartStatus;
     use model::switch_port::SwitchPortCounters;
@@ -194,28 +194,30 @@ mod tests {
 
     pub(super) fn pair(network: PartStatus) -> JobPair {
         JobPair {
-            a: PairEnd {
-                host: "n1".into(),
-                rnic: "rnic0".into(),
-                device: None,
+            parts: PairParts {
+                a: PairEnd {
+                    host: "n1".into(),
+                    rnic: "rnic0".into(),
+                    device: None,
+                },
+                b: PairEnd {
+                    host: "n2".into(),
+                    rnic: "rnic0".into(),
+                    device: None,
+                },
+                latency_us: Some(3.0),
+                bandwidth_gbps: Some(190.0),
+                host_a_us: Some(1.25),
+                host_b_us: Some(1.25),
+                network_us: Some(0.5),
+                route: vec![],
+                status: network,
+                host_a_status: PartStatus::Normal,
+                host_b_status: PartStatus::Normal,
+                network_status: network,
+                endpoint_a: "gpu0".into(),
+                endpoint_b: "gpu0".into(),
             },
-            b: PairEnd {
-                host: "n2".into(),
-                rnic: "rnic0".into(),
-                device: None,
-            },
-            latency_us: Some(3.0),
-            bandwidth_gbps: Some(190.0),
-            host_a_us: Some(1.25),
-            host_b_us: Some(1.25),
-            network_us: Some(0.5),
-            route: vec![],
-            status: network,
-            host_a_status: PartStatus::Normal,
-            host_b_status: PartStatus::Normal,
-            network_status: network,
-            endpoint_a: "gpu0".into(),
-            endpoint_b: "gpu0".into(),
             cables: vec!["leaf1/1".into(), "leaf1/2".into()],
             retransmitted_packets: 0,
             reason: None,

@@ -69,7 +69,7 @@ pub struct Tomography {
 pub fn pair_name(pair: &JobPair) -> String {
     format!(
         "{}/{}<->{}/{}",
-        pair.a.host, pair.a.rnic, pair.b.host, pair.b.rnic
+        pair.parts.a.host, pair.parts.a.rnic, pair.parts.b.host, pair.parts.b.rnic
     )
 }
 
@@ -106,13 +106,13 @@ pub fn run(segments: &[Segment], pairs: &[JobPair], accused: &BTreeSet<String>) 
             });
             continue;
         }
-        let noisy_host = [pair.host_a_status, pair.host_b_status]
+        let noisy_host = [pair.parts.host_a_status, pair.parts.host_b_status]
             .iter()
             .any(|s| matches!(s, PartStatus::Abnormal | PartStatus::Uncertain))
-            || slow_hosts.contains(pair.a.host.as_str())
-            || slow_hosts.contains(pair.b.host.as_str());
+            || slow_hosts.contains(pair.parts.a.host.as_str())
+            || slow_hosts.contains(pair.parts.b.host.as_str());
         let lost = pair.retransmitted_packets > 0 || direction::lossy_from(pair).is_some();
-        let status = match pair.network_status {
+        let status = match pair.parts.network_status {
             PartStatus::Normal => PathStatus::Normal,
             PartStatus::Abnormal if noisy_host && !lost => {
                 out.host_noise.push(i);
@@ -282,33 +282,35 @@ fn greedy_cover(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use model::job::JobPath;
+    use model::job::{JobPath, PairParts};
     use model::pair::PairEnd;
 
     fn pair(a: &str, b: &str, cables: &[&str], network: PartStatus) -> JobPair {
         JobPair {
-            a: PairEnd {
-                host: a.into(),
-                rnic: "rnic0".into(),
-                device: None,
+            parts: PairParts {
+                a: PairEnd {
+                    host: a.into(),
+                    rnic: "rnic0".into(),
+                    device: None,
+                },
+                b: PairEnd {
+                    host: b.into(),
+                    rnic: "rnic0".into(),
+                    device: None,
+                },
+                latency_us: Some(3.0),
+                bandwidth_gbps: Some(190.0),
+                host_a_us: Some(1.0),
+                host_b_us: Some(1.0),
+                network_us: Some(1.0),
+                route: vec![],
+                status: network,
+                host_a_status: PartStatus::Normal,
+                host_b_status: PartStatus::Normal,
+                network_status: network,
+                endpoint_a: "gpu0".into(),
+                endpoint_b: "gpu0".into(),
             },
-            b: PairEnd {
-                host: b.into(),
-                rnic: "rnic0".into(),
-                device: None,
-            },
-            latency_us: Some(3.0),
-            bandwidth_gbps: Some(190.0),
-            host_a_us: Some(1.0),
-            host_b_us: Some(1.0),
-            network_us: Some(1.0),
-            route: vec![],
-            status: network,
-            host_a_status: PartStatus::Normal,
-            host_b_status: PartStatus::Normal,
-            network_status: network,
-            endpoint_a: "gpu0".into(),
-            endpoint_b: "gpu0".into(),
             cables: cables.iter().map(|c| c.to_string()).collect(),
             retransmitted_packets: 0,
             reason: None,
@@ -397,7 +399,7 @@ mod tests {
     #[test]
     fn host_noise_sets_a_network_verdict_aside() {
         let mut noisy = pair("n1", "n2", &["c1", "c2"], PartStatus::Abnormal);
-        noisy.host_a_status = PartStatus::Abnormal;
+        noisy.parts.host_a_status = PartStatus::Abnormal;
         let t = run(&[], &[noisy], &BTreeSet::new());
         assert!(t.findings.is_empty());
         assert_eq!(t.host_noise, [0]);

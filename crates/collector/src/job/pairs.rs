@@ -6,7 +6,7 @@ use super::routes::JobRoutes;
 use crate::mesh::rnic_cable;
 use fleet_api::mesh::MeshPair;
 use fleet_api::pair::End;
-use model::job::JobPair;
+use model::job::{JobPair, PairParts};
 
 /// `pair` as a [`JobPair`]; its cables from `route` and `route_back` when the fabric is
 /// known, else its two RNICs' own cables ([`rnic_cable`]).
@@ -40,21 +40,23 @@ pub fn job_pair(pair: &MeshPair, routes: Option<&JobRoutes>) -> JobPair {
     // A part an agent did not judge (no baseline of the pair) is uncertain.
     let part = |s: Option<model::pair::PartStatus>| s.unwrap_or(model::pair::PartStatus::Uncertain);
     JobPair {
-        a: end(pair.a()),
-        b: end(pair.b()),
-        latency_us: report.and_then(|r| r.latency_us),
-        bandwidth_gbps: report.and_then(|r| r.bandwidth_gbps),
-        host_a_us: report.and_then(|r| r.host_a_us),
-        host_b_us: report.and_then(|r| r.host_b_us),
-        network_us: report.and_then(|r| r.network_us),
-        route,
-        status: status.part(),
-        host_a_status: part(report.and_then(|r| r.host_a_status)),
-        host_b_status: part(report.and_then(|r| r.host_b_status)),
-        network_status: part(report.and_then(|r| r.network_status)),
-        endpoint_a: report.map(|r| r.endpoint_a.clone()).unwrap_or_default(),
-        // An agent's report names host A's endpoint only.
-        endpoint_b: String::new(),
+        parts: PairParts {
+            a: end(pair.a()),
+            b: end(pair.b()),
+            latency_us: report.and_then(|r| r.latency_us),
+            bandwidth_gbps: report.and_then(|r| r.bandwidth_gbps),
+            host_a_us: report.and_then(|r| r.host_a_us),
+            host_b_us: report.and_then(|r| r.host_b_us),
+            network_us: report.and_then(|r| r.network_us),
+            route,
+            status: status.part(),
+            host_a_status: part(report.and_then(|r| r.host_a_status)),
+            host_b_status: part(report.and_then(|r| r.host_b_status)),
+            network_status: part(report.and_then(|r| r.network_status)),
+            endpoint_a: report.map(|r| r.endpoint_a.clone()).unwrap_or_default(),
+            // An agent's report names host A's endpoint only.
+            endpoint_b: String::new(),
+        },
         cables,
         // Not counted by a real probe; its counters_a say which way packets were lost.
         retransmitted_packets: 0,
@@ -98,16 +100,22 @@ mod tests {
         };
         report.mesh.route_reason = Some("not traced".into());
         let p = job_pair(&MeshPair::Ran(Box::new(report)), None);
-        assert_eq!((p.a.host.as_str(), p.b.rnic.as_str()), ("n1", "rnic0"));
-        assert_eq!((p.latency_us, p.network_us), (Some(3.5), Some(1.25)));
-        assert_eq!(p.status, PartStatus::Uncertain);
-        assert_eq!(p.host_a_status, PartStatus::Uncertain);
-        assert_eq!(p.network_status, PartStatus::Abnormal);
+        assert_eq!(
+            (p.parts.a.host.as_str(), p.parts.b.rnic.as_str()),
+            ("n1", "rnic0")
+        );
+        assert_eq!(
+            (p.parts.latency_us, p.parts.network_us),
+            (Some(3.5), Some(1.25))
+        );
+        assert_eq!(p.parts.status, PartStatus::Uncertain);
+        assert_eq!(p.parts.host_a_status, PartStatus::Uncertain);
+        assert_eq!(p.parts.network_status, PartStatus::Abnormal);
         // No fabric: the two RNICs' own cables, by device where the agent gave one.
-        assert!(p.route.is_empty());
+        assert!(p.parts.route.is_empty());
         assert_eq!(p.cables, ["n1/mlx5_0", "n2/rnic0"]);
         assert_eq!(p.reason.as_deref(), Some("no baseline"));
-        assert_eq!(p.endpoint_b, "");
+        assert_eq!(p.parts.endpoint_b, "");
 
         let down = MeshPair::NotRun(Box::new(NotRun::new(
             end("n1", None),
@@ -116,8 +124,8 @@ mod tests {
             "n2's agent is unreachable".into(),
         )));
         let p = job_pair(&down, None);
-        assert_eq!(p.status, PartStatus::Failed);
-        assert_eq!(p.latency_us, None);
+        assert_eq!(p.parts.status, PartStatus::Failed);
+        assert_eq!(p.parts.latency_us, None);
         assert_eq!(p.reason.as_deref(), Some("n2's agent is unreachable"));
     }
 }

@@ -71,7 +71,7 @@ impl LinkStates {
                 let mut bandwidths: Vec<f64> = evidence
                     .pairs
                     .iter()
-                    .filter_map(|p| p.bandwidth_gbps)
+                    .filter_map(|p| p.parts.bandwidth_gbps)
                     .collect();
                 if bandwidths.is_empty() {
                     return Err(unsized_culprit(
@@ -97,7 +97,7 @@ impl LinkStates {
                     .pairs
                     .iter()
                     .filter(|p| p.cables.contains(&label))
-                    .filter_map(|p| p.bandwidth_gbps)
+                    .filter_map(|p| p.parts.bandwidth_gbps)
                     .map(|gbps| (gbps / rate).clamp(0.01, 0.99))
                     .min_by(f64::total_cmp)
                     .ok_or_else(|| unsized_culprit("no pair measured a bandwidth across it"))

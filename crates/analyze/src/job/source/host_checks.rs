@@ -105,8 +105,8 @@ fn host_culprit(
         .pairs
         .iter()
         .filter(|p| {
-            (p.a.host == finding.host && p.host_a_status == PartStatus::Abnormal)
-                || (p.b.host == finding.host && p.host_b_status == PartStatus::Abnormal)
+            (p.parts.a.host == finding.host && p.parts.host_a_status == PartStatus::Abnormal)
+                || (p.parts.b.host == finding.host && p.parts.host_b_status == PartStatus::Abnormal)
         })
         .count();
     let mut evidence = format!("{}'s own check: {}", finding.host, d.evidence);

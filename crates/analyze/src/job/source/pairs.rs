@@ -121,7 +121,9 @@ fn fabric_culprit(judged: &Judged<'_>, finding: &Finding) -> (Culprit, bool) {
     .filter(|p| p.state != PortState::Normal)
     .collect();
     let down = counters.iter().any(|p| p.state == PortState::Down)
-        || pairs.iter().any(|p| p.network_status == PartStatus::Failed);
+        || pairs
+            .iter()
+            .any(|p| p.parts.network_status == PartStatus::Failed);
     let errors = counters.iter().any(|p| p.state == PortState::Errors)
         || pairs.iter().any(|p| p.retransmitted_packets > 0)
         || !directed.is_empty();
