@@ -122,20 +122,27 @@ pub fn read(hosts: &[JobHost]) -> Hosts<'_> {
     out
 }
 
-/// The job paths a diagnosis touches: a path crossing one of its links, or from the RNIC it
-/// names. Where a path's links are unknown (a host model the producer could not load), a
-/// diagnosis touches the paths of its RNIC, or every path when it names no RNIC and its
-/// links are on the report's abnormal paths of that RNIC.
+/// The job paths a diagnosis touches. One that names links touches the paths crossing one
+/// of them, whatever RNIC it names: an RNIC's IOTLB misses at its root port slow its DMA
+/// into memory, not its peer-to-peer writes into GPU memory that cross no root port
+/// (HotNets'22 3.1), so a GPU job's paths from that RNIC are not its. One that names only an
+/// RNIC (a setting, a stall) touches every path from it. Where a path's links are unknown
+/// (a host model the producer could not load), a diagnosis touches the paths of its RNIC,
+/// or every path when it names no RNIC and its links are on the report's abnormal paths of
+/// that RNIC.
 fn touched<'a>(report: &Report, diagnosis: &Diagnosis, paths: &'a [JobPath]) -> Vec<&'a JobPath> {
     let rnic = diagnosis.rnic.as_ref().map(|r| r.as_str());
     paths
         .iter()
         .filter(|path| {
+            if !path.links.is_empty() && !diagnosis.links.is_empty() {
+                return diagnosis.links.iter().any(|l| path.links.contains(l));
+            }
             if rnic == Some(path.rnic.as_str()) {
                 return true;
             }
             if !path.links.is_empty() {
-                return diagnosis.links.iter().any(|l| path.links.contains(l));
+                return false;
             }
             rnic.is_none()
                 && report.paths.iter().any(|p| {
@@ -201,6 +208,9 @@ mod tests {
         assert_eq!(touched(&report, &on, &paths).len(), 1);
         assert!(touched(&report, &off, &paths).is_empty());
         assert_eq!(touched(&report, &rnic, &paths).len(), 1);
+        // IOTLB misses at rnic0's root port: its GPU path crosses no root port.
+        let iommu = diagnosis(Cause::IommuCongestion, &["usw0--cpu0"], Some("rnic0"));
+        assert!(touched(&report, &iommu, &paths).is_empty());
     }
 
     #[test]

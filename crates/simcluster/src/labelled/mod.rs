@@ -5,12 +5,14 @@
 //!
 //! The labels come from the faults' meaning, never from the verdict's rules:
 //! - a host fault on a link of the job's GPU paths (RNIC, GPU or switch uplink PCIe), a PCIe
-//!   or RNIC setting, an RNIC stall -> `host`, culprit that host;
+//!   or RNIC setting, an RNIC stall -> `host`, culprit that host with the fault's cause;
 //! - a host fault on a link the job's GPU traffic does not cross (a memory channel, a root
-//!   port), or on a host outside the job -> `neither`: a fault, but not the job's;
+//!   port, IOTLB misses at a root port), or on a host outside the job -> `neither`: a
+//!   fault, but not the job's;
 //! - a fabric fault on a cable of the job's routes -> `network`, culprit that cable;
 //!   other jobs' traffic -> `network`, `background_traffic`; a fault on a cable off the
-//!   job's routes -> `neither`;
+//!   job's routes -> `neither`, also on an uplink of a job placed one leaf per rail, whose
+//!   rail-local collectives never leave the leaf though coverage pairs across rails do;
 //! - a host fault and a fabric fault at once -> `both`;
 //! - a healthy cluster with measurement noise -> `neither` with no culprit;
 //! - a healthy cluster, the job's ranks in a random order (a dynamic rendezvous) ->
@@ -21,7 +23,10 @@
 
 pub mod tables;
 
+use std::collections::BTreeSet;
 use std::time::Instant;
+
+use fabric::topology::{Peer, SwitchId};
 
 use model::job::{JobReport, Layer, Verdict};
 use rand::seq::SliceRandom;
@@ -34,7 +39,7 @@ use crate::job::JobOptions;
 use crate::mesh::MeshSettings;
 use crate::report::Endpoint;
 use crate::ClusterError;
-use verdict::spec::Cluster;
+use verdict::spec::{Cluster, RnicPort};
 use verdict::whatif::JobTraffic;
 
 /// What a case's verdict should name.
@@ -46,7 +51,7 @@ pub struct ExpectedCulprit {
     pub host: Option<String>,
     /// The element: a host's link or RNIC, a cable; `None` for background traffic.
     pub component: Option<String>,
-    /// The fabric cause (`background_traffic`), when the element alone does not say it.
+    /// The cause the fault calls for (`link_flapping`, `background_traffic`, ...).
     pub cause: Option<&'static str>,
 }
 
@@ -96,7 +101,7 @@ impl Suite {
 }
 
 /// The classes, in the order the table lists them.
-pub const CLASSES: [&str; 16] = [
+pub const CLASSES: [&str; 17] = [
     "healthy",
     "host_link",
     "host_flap",
@@ -109,6 +114,7 @@ pub const CLASSES: [&str; 16] = [
     "fabric_errors",
     "fabric_down",
     "fabric_off_route",
+    "fabric_off_rail",
     "background",
     "both",
     "mapping",
@@ -201,17 +207,17 @@ fn case(cluster: &Cluster, class: &'static str, sizes: &[usize], rng: &mut ChaCh
         .expect("a job crosses cables")
         .clone();
     let fraction = |rng: &mut ChaCha8Rng| (rng.gen_range(25..=60) as f64) / 100.0;
-    let host_culprit = |host: &str| ExpectedCulprit {
+    let host_culprit = |host: &str, cause: &'static str| ExpectedCulprit {
         layer: "host",
         host: Some(host.to_string()),
         component: None,
-        cause: None,
+        cause: Some(cause),
     };
-    let cable_culprit = |cable: &str| ExpectedCulprit {
+    let cable_culprit = |cable: &str, cause: &'static str| ExpectedCulprit {
         layer: "fabric",
         host: None,
         component: Some(cable.to_string()),
-        cause: None,
+        cause: Some(cause),
     };
     let job_culprit = |cause: &'static str| ExpectedCulprit {
         layer: "job",
@@ -225,47 +231,55 @@ fn case(cluster: &Cluster, class: &'static str, sizes: &[usize], rng: &mut ChaCh
         "host_link" => (
             vec![format!("{host}:degrade:{link}:{}", fraction(rng))],
             Verdict::Host,
-            vec![host_culprit(&host)],
+            vec![host_culprit(&host, "link_failure")],
         ),
         "host_flap" => (
             vec![format!("{host}:flap:{link}:{}", fraction(rng))],
             Verdict::Host,
-            vec![host_culprit(&host)],
+            vec![host_culprit(&host, "link_flapping")],
         ),
         "host_setting" => {
-            let setting = match rng.gen_range(0..4) {
+            let (setting, cause) = match rng.gen_range(0..4) {
                 // ACS redirects what turns at that switch: RNIC r's traffic to GPU 2r turns
                 // at lsw(2r), to GPU 2r+1 at usw(r) (lsw(2r+1) turns nothing).
-                0 => [format!("acs:lsw{}", 2 * rnic), format!("acs:usw{rnic}")]
-                    .choose(rng)
-                    .expect("switches")
-                    .clone(),
-                1 => format!("ats-off:rnic{rnic}"),
-                2 => format!("slow-start:rnic{rnic}"),
-                _ => format!("tx-window:rnic{rnic}:4096"),
+                0 => (
+                    [format!("acs:lsw{}", 2 * rnic), format!("acs:usw{rnic}")]
+                        .choose(rng)
+                        .expect("switches")
+                        .clone(),
+                    "pcie_misconfiguration",
+                ),
+                1 => (format!("ats-off:rnic{rnic}"), "pcie_misconfiguration"),
+                2 => (format!("slow-start:rnic{rnic}"), "rnic_misconfiguration"),
+                _ => (
+                    format!("tx-window:rnic{rnic}:4096"),
+                    "rnic_misconfiguration",
+                ),
             };
             (
                 vec![format!("{host}:{setting}")],
                 Verdict::Host,
-                vec![host_culprit(&host)],
+                vec![host_culprit(&host, cause)],
             )
         }
         "host_rnic" => {
-            let stall = match rng.gen_range(0..3) {
+            let stall = match rng.gen_range(0..2) {
                 0 => format!("odp:rnic{rnic}:damming"),
-                1 => format!("odp:rnic{rnic}:flood"),
-                _ => format!("iommu:rnic{rnic}:4096"),
+                _ => format!("odp:rnic{rnic}:flood"),
             };
             (
                 vec![format!("{host}:{stall}")],
                 Verdict::Host,
-                vec![host_culprit(&host)],
+                vec![host_culprit(&host, "odp_stall")],
             )
         }
         "host_off_path" => {
             let socket = rng.gen_range(0..2);
-            let fault = match rng.gen_range(0..2) {
+            // IOTLB misses slow an RNIC's DMA into memory at its root port, not its
+            // peer-to-peer writes into GPU memory (HotNets'22 3.1).
+            let fault = match rng.gen_range(0..3) {
                 0 => format!("membw:mem{socket}:0.9"),
+                1 => format!("iommu:rnic{rnic}:4096"),
                 _ => format!("degrade:usw{}--cpu{socket}:{}", 2 * socket, fraction(rng)),
             };
             (vec![format!("{host}:{fault}")], Verdict::Neither, vec![])
@@ -281,12 +295,12 @@ fn case(cluster: &Cluster, class: &'static str, sizes: &[usize], rng: &mut ChaCh
         "fabric_degrade" => (
             vec![format!("fabric:degrade:{cable}:{}", fraction(rng))],
             Verdict::Network,
-            vec![cable_culprit(&cable)],
+            vec![cable_culprit(&cable, "link_degraded")],
         ),
         "fabric_flap" => (
             vec![format!("fabric:flap:{cable}:{}", fraction(rng))],
             Verdict::Network,
-            vec![cable_culprit(&cable)],
+            vec![cable_culprit(&cable, "link_flapping")],
         ),
         "fabric_errors" => (
             vec![format!(
@@ -294,12 +308,12 @@ fn case(cluster: &Cluster, class: &'static str, sizes: &[usize], rng: &mut ChaCh
                 [1e3, 1e4, 1e5].choose(rng).expect("rates")
             )],
             Verdict::Network,
-            vec![cable_culprit(&cable)],
+            vec![cable_culprit(&cable, "link_errors")],
         ),
         "fabric_down" => (
             vec![format!("fabric:down:{cable}")],
             Verdict::Network,
-            vec![cable_culprit(&cable)],
+            vec![cable_culprit(&cable, "link_down")],
         ),
         "fabric_off_route" => {
             let off = off_route.choose(rng).expect("a cable off the job's routes");
@@ -307,6 +321,21 @@ fn case(cluster: &Cluster, class: &'static str, sizes: &[usize], rng: &mut ChaCh
                 0 => format!("fabric:degrade:{off}:{}", fraction(rng)),
                 1 => format!("fabric:errors:{off}:1e4"),
                 _ => format!("fabric:down:{off}"),
+            };
+            (vec![fault], Verdict::Neither, vec![])
+        }
+        "fabric_off_rail" => {
+            // The job on hosts of one leaf group, one leaf per rail; the fault on an uplink
+            // of one of its leaves.
+            nodes = one_leaf_per_rail(cluster, rng);
+            let uplink = leaf_uplinks(cluster, &nodes)
+                .choose(rng)
+                .expect("a leaf with uplinks")
+                .clone();
+            let fault = match rng.gen_range(0..3) {
+                0 => format!("fabric:degrade:{uplink}:{}", fraction(rng)),
+                1 => format!("fabric:errors:{uplink}:1e4"),
+                _ => format!("fabric:flap:{uplink}:{}", fraction(rng)),
             };
             (vec![fault], Verdict::Neither, vec![])
         }
@@ -329,7 +358,10 @@ fn case(cluster: &Cluster, class: &'static str, sizes: &[usize], rng: &mut ChaCh
                 format!("fabric:errors:{cable}:1e4"),
             ],
             Verdict::Both,
-            vec![host_culprit(&host), cable_culprit(&cable)],
+            vec![
+                host_culprit(&host, "link_failure"),
+                cable_culprit(&cable, "link_errors"),
+            ],
         ),
         "mapping" => {
             // Ranks in the order a dynamic rendezvous hands them out: every ring step
@@ -361,6 +393,41 @@ fn case(cluster: &Cluster, class: &'static str, sizes: &[usize], rng: &mut ChaCh
         verdict,
         culprits,
     }
+}
+
+/// Two or more hosts whose RNICs hang from the same leaves, rail by rail (a job's
+/// rail-local collectives then never leave a leaf), in rank order.
+fn one_leaf_per_rail(cluster: &Cluster, rng: &mut ChaCha8Rng) -> Vec<String> {
+    let first = rng.gen_range(0..cluster.hosts.len());
+    let port = |host| RnicPort { host, rnic: 0 };
+    let mut group: Vec<usize> = (0..cluster.hosts.len())
+        .filter(|&h| h != first && cluster.same_leaf(port(first), port(h)))
+        .collect();
+    group.shuffle(rng);
+    group.truncate(rng.gen_range(1..=group.len().max(1)));
+    group.push(first);
+    group.sort_unstable();
+    group
+        .iter()
+        .map(|&h| cluster.hosts[h].name.clone())
+        .collect()
+}
+
+/// The cables from the leaves of `nodes`' RNICs up to the next level, named by their leaf
+/// ends as pairs' `cables` name them.
+fn leaf_uplinks(cluster: &Cluster, nodes: &[String]) -> Vec<String> {
+    let topology = &cluster.fabric.topology;
+    let leaves: BTreeSet<SwitchId> = cluster
+        .rnic_ports()
+        .filter(|p| nodes.contains(&cluster.hosts[p.host].name))
+        .map(|p| topology.leaf_of(cluster.node_of(p)))
+        .collect();
+    (0..topology.num_ports() as u32)
+        .map(|i| topology.port_ref(i))
+        .filter(|p| leaves.contains(&p.switch))
+        .filter(|&p| matches!(topology.peer(p), Peer::Switch { .. }))
+        .map(|p| cluster.cable_label(cluster.cable_at(p)))
+        .collect()
 }
 
 /// One case run and scored.
@@ -426,7 +493,11 @@ pub fn run(cluster: &Cluster, case: &Case) -> Result<Outcome, ClusterError> {
 
 fn matches(expected: &ExpectedCulprit, got: &model::job::Culprit) -> bool {
     match expected.layer {
-        "host" => matches!(got.layer, Layer::Host | Layer::Rnic) && got.host == expected.host,
+        "host" => {
+            matches!(got.layer, Layer::Host | Layer::Rnic)
+                && got.host == expected.host
+                && expected.cause.is_none_or(|c| got.cause == c)
+        }
         "job" => got.layer == Layer::Job && expected.cause.is_none_or(|c| got.cause == c),
         _ => {
             got.layer == Layer::Fabric

@@ -38,7 +38,12 @@ impl Source for Pairs {
             ranking
                 .named_cables
                 .extend(finding.elements.iter().cloned());
-            if corroborated {
+            if off_the_jobs_routes(judged, &culprit) {
+                // Pairs chosen for coverage cross cables the job's own traffic never does
+                // (a cross-rail pair of a job with one leaf per rail): what they find there
+                // is not the job's (DESIGN 4.7).
+                ranking.not_the_jobs.push(culprit);
+            } else if corroborated {
                 ranking.culprits.push(culprit);
             } else {
                 ranking.queued_behind.extend(
@@ -64,6 +69,19 @@ impl Source for Pairs {
     fn report(&self, judged: &Judged<'_>, report: &mut JobReport) {
         report.pairs = judged.evidence().pairs.clone();
     }
+}
+
+/// Whether the cable `culprit` names (proven, or the likeliest of a group) is off the job's
+/// routes, or, where it names none, every cable of its group. With the job's cables unknown
+/// (an empty list), none is.
+fn off_the_jobs_routes(judged: &Judged<'_>, culprit: &Culprit) -> bool {
+    let job_cables = &judged.evidence().job_cables;
+    let off = |cable: &String| !job_cables.contains(cable);
+    !job_cables.is_empty()
+        && match &culprit.component {
+            Some(named) => off(named),
+            None => culprit.candidates.iter().all(off),
+        }
 }
 
 /// A culprit for a group of cables the tomography found, and whether counters or
@@ -241,5 +259,23 @@ mod tests {
         assert!(culprits.is_empty(), "{culprits:?}");
         assert_eq!(aside.len(), 1, "{aside:?}");
         assert_eq!(aside[0].candidates, ["leaf1/1", "leaf1/2"]);
+    }
+
+    #[test]
+    fn a_finding_off_the_jobs_routes_is_not_the_jobs() {
+        // A coverage pair crossing two uplinks the job's traffic never takes: its errors
+        // are found and listed, never the job's culprit.
+        let mut e = slow_pair(7);
+        e.pairs[0].cables = vec!["leaf1/9".into(), "leaf5/9".into()];
+        let (culprits, not_the_jobs, aside) = ranked(&e, &[&Pairs]);
+        assert!(culprits.is_empty(), "{culprits:?}");
+        assert!(aside.is_empty(), "{aside:?}");
+        assert_eq!(not_the_jobs.len(), 1, "{not_the_jobs:?}");
+        assert_eq!(not_the_jobs[0].candidates, ["leaf1/9", "leaf5/9"]);
+        // With the job's cables unknown, nothing is known to be off its routes.
+        e.job_cables.clear();
+        let (culprits, not_the_jobs, _) = ranked(&e, &[&Pairs]);
+        assert_eq!(culprits.len(), 1, "{culprits:?}");
+        assert!(not_the_jobs.is_empty(), "{not_the_jobs:?}");
     }
 }
