@@ -103,6 +103,36 @@ fn faults_the_job_does_not_use_are_listed_but_never_blamed() {
     );
 }
 
+/// Issue 38: a job placed one leaf per rail keeps its rail-local collectives on the leaves,
+/// though the pairs chosen for coverage cross rails over the uplinks; and an RNIC's IOTLB
+/// misses at its root port slow its DMA into memory, not a GPU job's peer-to-peer paths.
+#[test]
+fn faults_off_a_one_leaf_per_rail_jobs_routes_and_off_its_gpu_paths_are_not_its() {
+    for fault in [
+        "fabric:degrade:leaf1/9:0.5",
+        "fabric:errors:leaf1/10:1e4",
+        "fabric:flap:leaf5/12:0.5",
+    ] {
+        let r = job_on("node[001-004]", &[fault]);
+        assert_eq!(r.verdict, Verdict::Neither, "{fault}: {}", r.summary);
+        assert!(r.culprits.is_empty(), "{fault}: {:?}", r.culprits);
+        let port = fault.split(':').nth(2).unwrap();
+        assert!(
+            r.not_the_jobs
+                .iter()
+                .any(|c| c.component.as_deref() == Some(port)
+                    || c.candidates.iter().any(|x| x == port)),
+            "{fault}: {:?}",
+            r.not_the_jobs
+        );
+    }
+    let iommu = job_on("node[001-008]", &["node007:iommu:rnic0:4096"]);
+    assert_eq!(iommu.verdict, Verdict::Neither, "{}", iommu.summary);
+    assert!(iommu.culprits.is_empty(), "{:?}", iommu.culprits);
+    assert_eq!(iommu.not_the_jobs[0].host.as_deref(), Some("node007"));
+    assert_eq!(iommu.not_the_jobs[0].cause, "iommu_congestion");
+}
+
 #[test]
 fn other_jobs_traffic_is_network_with_its_cause_and_no_cable_blamed() {
     let r = job(&["fabric:background:0.5"]);
