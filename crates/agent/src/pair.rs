@@ -16,7 +16,7 @@ use fleet_api::pair::{NetworkFrom, PairStatus, RouteSource};
 use model::odp_bench::TransportDelta;
 use model::pair::PairFigures;
 use model::{ComponentClass, ComponentId, HostTopology};
-use probe::{latency_stats, LatencySpec, ProbeEngine};
+use probe::{half_iqr_us, latency_stats, LatencySpec, ProbeEngine};
 use rdma::engine::pair::{initiate, respond, PairError, PairOffer, PairPort, PairResult, PairSpec};
 use rdma::odp_bench::counters::{read_port, transport, PortReading};
 use rdma::sysfs::SysRoot;
@@ -206,8 +206,8 @@ impl Local {
         Duration::from_millis(self.probe.timeout_ms)
     }
 
-    /// This host's part: half the p50 loopback latency of `rnic -> endpoint`, in us.
-    pub fn host_part(&mut self) -> Result<f64, HostPartError> {
+    /// This host's part: half the p50 loopback latency of `rnic -> endpoint`, with its noise.
+    pub fn host_part(&mut self) -> Result<Timed, HostPartError> {
         let fail = |why: HostPartFailure| HostPartError {
             rnic: self.rnic.clone(),
             endpoint: self.endpoint.clone(),
@@ -230,7 +230,10 @@ impl Local {
             .map_err(|e| fail(HostPartFailure::Probe(e)))?;
         let stats =
             latency_stats(&samples.small_ns).ok_or_else(|| fail(HostPartFailure::NoSamples))?;
-        Ok(stats.p50_us / 2.0)
+        Ok(Timed {
+            us: stats.p50_us / 2.0,
+            noise_us: half_iqr_us(&samples.small_ns).unwrap_or(0.0) / 2.0,
+        })
     }
 
     /// Its port's counters now (`hw_counters`, read after the driver's cache time).
@@ -239,10 +242,12 @@ impl Local {
     }
 
     /// `offer` as this side sends it: with its host name and its own part.
-    fn carried(&self, offer: &PairOffer, part: &Result<f64, HostPartError>) -> PairOffer {
+    fn carried(&self, offer: &PairOffer, part: &Result<Timed, HostPartError>) -> PairOffer {
+        let part = part.as_ref().ok();
         PairOffer {
             host: Some(self.name.clone()),
-            host_loopback_us: part.as_ref().ok().copied(),
+            host_loopback_us: part.map(|p| p.us),
+            host_loopback_noise_us: part.map(|p| p.noise_us),
             ..offer.clone()
         }
     }
@@ -446,37 +451,78 @@ pub enum PeerFailure {
 pub use fleet_api::pair::End;
 /// DESIGN 4.6's pair object, measured: the contract's type, which this side fills.
 pub use fleet_api::pair::PairReport;
-/// The network's part: the latency less both hosts' parts (`None` unless all three are
-/// known). May come out negative where a host's loopback costs more than its share of the
-/// pair's path (a software RNIC, whose loopback never leaves the host's CPU).
+/// A time taken as the median of its samples, with their noise (half their interquartile
+/// range), us.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Timed {
+    /// The median, us.
+    pub us: f64,
+    /// Its noise, us.
+    pub noise_us: f64,
+}
+
+/// The network's part, its noise and where it comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NetworkSplit {
+    /// The part, us: never negative (`None` unless every figure it needs is known).
+    pub us: Option<f64>,
+    /// Its noise, us.
+    pub noise_us: Option<f64>,
+    /// Where it comes from.
+    pub from: NetworkFrom,
+    /// Where the latency less both host parts came out inside the noise (negative, or
+    /// positive by less than the noise), so the network's part cannot be told from nothing:
+    /// that, in words.
+    pub note: Option<String>,
+}
+
+/// The network's part: the latency less both hosts' parts, with the three noises added in
+/// quadrature (`None` unless all three are known). A difference inside the noise is
+/// "within noise", and the part is never negative: a software RNIC's loopback may cost
+/// more than its share of the pair's path, and the host parts move between the phases
+/// they are measured in (issue 38).
 pub fn network_part(
-    latency_us: Option<f64>,
-    host_a: Option<f64>,
-    host_b: Option<f64>,
-) -> Option<f64> {
-    Some(latency_us? - host_a? - host_b?)
+    latency: Option<Timed>,
+    host_a: Option<Timed>,
+    host_b: Option<Timed>,
+) -> NetworkSplit {
+    let known = latency.zip(host_a).zip(host_b);
+    let difference = known.map(|((l, a), b)| l.us - a.us - b.us);
+    let noise = known
+        .map(|((l, a), b)| (l.noise_us.powi(2) + a.noise_us.powi(2) + b.noise_us.powi(2)).sqrt());
+    NetworkSplit {
+        us: difference.map(|d| d.max(0.0)),
+        noise_us: noise,
+        from: NetworkFrom::LatencyLessHostParts,
+        note: difference.zip(noise).filter(|(d, n)| d <= n).map(|(d, n)| {
+            format!(
+                "within noise: the latency less both host parts is {d:+.2} us, inside its \
+                 noise of {n:.2} us"
+            )
+        }),
+    }
 }
 
 /// The network's part and where it comes from: half the median of the round trips host A's
 /// RNIC timed (`nic_round_trip_ns`, no host software in them: R-Pingmesh, SIGCOMM'24,
 /// section 4) where there are any, else [`network_part`].
 pub fn network_split(
-    latency_us: Option<f64>,
-    host_a: Option<f64>,
-    host_b: Option<f64>,
+    latency: Option<Timed>,
+    host_a: Option<Timed>,
+    host_b: Option<Timed>,
     nic_round_trip_ns: &[f64],
-) -> (Option<f64>, NetworkFrom) {
+) -> NetworkSplit {
     if nic_round_trip_ns.is_empty() {
-        return (
-            network_part(latency_us, host_a, host_b),
-            NetworkFrom::LatencyLessHostParts,
-        );
+        return network_part(latency, host_a, host_b);
     }
     let rtt_ns = analyze::robust::median(nic_round_trip_ns.iter().copied());
-    (
-        rtt_ns.map(|ns| ns / 2.0 / 1e3),
-        NetworkFrom::CompletionTimestamps,
-    )
+    let noise = half_iqr_us(nic_round_trip_ns).map(|n| n / 2.0);
+    NetworkSplit {
+        us: rtt_ns.map(|ns| ns / 2.0 / 1e3),
+        noise_us: noise,
+        from: NetworkFrom::CompletionTimestamps,
+        note: None,
+    }
 }
 
 /// A probe as the initiator ran it: its report, and the error when it stopped.
@@ -520,6 +566,14 @@ pub fn initiate_probe(
     let delta = transport(&before, &local.counters());
     let answer = answer.into_inner();
     let peer_offer = answer.as_ref().and_then(|a| a.offer.as_ref());
+    let host_a = part_a.as_ref().ok().copied();
+    // A peer of an older version sends its part without its noise: taken as none.
+    let host_b = peer_offer.and_then(|o| {
+        Some(Timed {
+            us: o.host_loopback_us?,
+            noise_us: o.host_loopback_noise_us.unwrap_or(0.0),
+        })
+    });
     let end = |host: String, id: Option<&str>, device: String| match id {
         Some(id) => End {
             host,
@@ -543,10 +597,12 @@ pub fn initiate_probe(
         ),
         latency_us: None,
         bandwidth_gbps: None,
-        host_a_us: part_a.as_ref().ok().copied(),
-        host_b_us: peer_offer.and_then(|o| o.host_loopback_us),
+        host_a_us: host_a.map(|p| p.us),
+        host_b_us: host_b.map(|p| p.us),
         network_us: None,
         network_from: NetworkFrom::LatencyLessHostParts,
+        network_noise_us: None,
+        network_note: None,
         timestamps: None,
         timestamps_note: None,
         route: Some(Vec::new()),
@@ -572,7 +628,7 @@ pub fn initiate_probe(
     };
     match outcome {
         Ok(result) => {
-            fill(&mut report, &result);
+            fill(&mut report, &result, host_a, host_b);
             Probed {
                 report,
                 error: None,
@@ -588,19 +644,27 @@ pub fn initiate_probe(
     }
 }
 
-/// The report's figures from a finished probe.
-fn fill(report: &mut PairReport, result: &PairResult) {
+/// The report's figures from a finished probe, with both hosts' parts.
+fn fill(
+    report: &mut PairReport,
+    result: &PairResult,
+    host_a: Option<Timed>,
+    host_b: Option<Timed>,
+) {
     report.latency = latency_stats(&result.latency.small_ns);
     report.latency_us = report.latency.map(|l| l.p50_us);
     report.bandwidth_gbps = result.bandwidth_gbps;
     report.bw_iterations = result.iterations;
     report.verified = result.verified;
-    (report.network_us, report.network_from) = network_split(
-        report.latency_us,
-        report.host_a_us,
-        report.host_b_us,
-        &result.nic_round_trip_ns,
-    );
+    let latency = report.latency_us.map(|us| Timed {
+        us,
+        noise_us: half_iqr_us(&result.latency.small_ns).unwrap_or(0.0),
+    });
+    let split = network_split(latency, host_a, host_b, &result.nic_round_trip_ns);
+    report.network_us = split.us;
+    report.network_from = split.from;
+    report.network_noise_us = split.noise_us;
+    report.network_note = split.note;
     report.timestamps = Some(result.timestamps);
     report.timestamps_note = result.timestamps_note.clone();
     (report.status, report.reason) = if result.verified {
@@ -676,6 +740,7 @@ mod tests {
             spec: PairSpec::default(),
             host: Some("node-b".into()),
             host_loopback_us: Some(9.5),
+            host_loopback_noise_us: Some(0.25),
         }
     }
 
@@ -700,30 +765,56 @@ mod tests {
         assert_eq!(refusal, Answer::refusal("bw_bytes too big".into()));
     }
 
+    fn t(us: f64, noise_us: f64) -> Option<Timed> {
+        Some(Timed { us, noise_us })
+    }
+
     #[test]
     fn the_network_part_is_the_latency_less_both_hosts_parts() {
-        let net = network_part(Some(25.0), Some(8.5), Some(9.0)).unwrap();
-        assert!((net - 7.5).abs() < 1e-9, "{net}");
+        let net = network_part(t(25.0, 0.3), t(8.5, 0.4), t(9.0, 1.2));
+        assert!((net.us.unwrap() - 7.5).abs() < 1e-9, "{net:?}");
+        // The three noises add in quadrature: sqrt(0.09 + 0.16 + 1.44) = 1.3.
+        assert!((net.noise_us.unwrap() - 1.3).abs() < 1e-9, "{net:?}");
+        assert_eq!(net.note, None);
         // 200 us more on the cable: all of it is the network's.
-        let slow = network_part(Some(225.0), Some(8.5), Some(9.0)).unwrap();
-        assert!((slow - net - 200.0).abs() < 1e-9);
-        // A software RNIC's loopback may cost more than its share: negative, not hidden.
-        assert!(network_part(Some(10.0), Some(6.0), Some(6.0)).unwrap() < 0.0);
+        let slow = network_part(t(225.0, 0.3), t(8.5, 0.4), t(9.0, 1.2));
+        assert!((slow.us.unwrap() - net.us.unwrap() - 200.0).abs() < 1e-9);
+        // A software RNIC's loopback may cost more than its share: the difference is -2 us,
+        // inside its noise of 3 us. A time is never negative: 0, within noise, and said so.
+        let inside = network_part(t(10.0, 0.0), t(6.0, 3.0), t(6.0, 0.0));
+        assert_eq!(inside.us, Some(0.0));
+        let note = inside.note.unwrap();
+        assert!(
+            note.contains("-2.00 us, inside its noise of 3.00 us"),
+            "{note}"
+        );
+        // Positive but inside the noise: kept, and said to be within noise.
+        let small = network_part(t(13.0, 0.0), t(6.0, 3.0), t(6.0, 0.0));
+        assert_eq!(small.us, Some(1.0));
+        assert!(small.note.is_some());
         // A part not measured leaves the network's unknown.
-        assert_eq!(network_part(Some(25.0), None, Some(9.0)), None);
-        assert_eq!(network_part(None, Some(8.5), Some(9.0)), None);
+        assert_eq!(network_part(t(25.0, 0.0), None, t(9.0, 0.0)).us, None);
+        assert_eq!(network_part(None, t(8.5, 0.0), t(9.0, 0.0)).us, None);
     }
 
     #[test]
     fn the_rnics_own_round_trips_replace_the_subtraction_where_there_are_any() {
         // No timestamps (rxe): the latency less both parts.
-        let (net, from) = network_split(Some(25.0), Some(8.5), Some(9.0), &[]);
-        assert_eq!((net, from.as_str()), (Some(7.5), "latency_less_host_parts"));
+        let net = network_split(t(25.0, 0.0), t(8.5, 0.0), t(9.0, 0.0), &[]);
+        assert_eq!(
+            (net.us, net.from.as_str()),
+            (Some(7.5), "latency_less_host_parts")
+        );
         // Stamped round trips of 4.0, 4.4 and 9.0 us: half the median, whatever the CPU's
         // latency and the host parts say.
-        let (net, from) = network_split(Some(25.0), None, Some(9.0), &[4_000.0, 9_000.0, 4_400.0]);
-        assert_eq!(from.as_str(), "completion_timestamps");
-        assert!((net.unwrap() - 2.2).abs() < 1e-9, "{net:?}");
+        let net = network_split(
+            t(25.0, 0.0),
+            None,
+            t(9.0, 0.0),
+            &[4_000.0, 9_000.0, 4_400.0],
+        );
+        assert_eq!(net.from.as_str(), "completion_timestamps");
+        assert!((net.us.unwrap() - 2.2).abs() < 1e-9, "{net:?}");
     }
 
     fn judged(
@@ -749,6 +840,7 @@ mod tests {
             host_a_us: Some(10.0),
             host_b_us: Some(10.0),
             network_us: Some(5.0),
+            network_noise_us: None,
             bandwidth_gbps: Some(0.2),
             latency: Some(stats(40.0)),
         };
@@ -761,6 +853,8 @@ mod tests {
             host_b_us: Some(b),
             network_us: Some(net),
             network_from: NetworkFrom::LatencyLessHostParts,
+            network_noise_us: None,
+            network_note: None,
             timestamps: None,
             timestamps_note: None,
             route: Some(Vec::new()),

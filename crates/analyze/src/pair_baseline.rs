@@ -31,7 +31,9 @@ pub struct PartsJudged {
 /// - a host part is abnormal when its loopback share grew past `th`;
 /// - the network part is abnormal when it grew by more than `th` of the pair's baseline
 ///   latency (not of its own value: on a software RNIC it is the small difference of large
-///   loopbacks, and its noise is that of the whole pair), when the tail grew past
+///   loopbacks, and its noise is that of the whole pair) and by more than the noise of both
+///   network parts together (their `network_noise_us`, added in quadrature), when the tail
+///   grew past
 ///   [`TAIL_FACTOR`], or when the bandwidth fell below `1 - th` of the baseline's.
 pub fn judge_against(now: &PairFigures, baseline: &PairFigures, th: f64) -> PartsJudged {
     let host = |now: Option<f64>, then: Option<f64>, name: &str, why: &mut Vec<String>| match (
@@ -62,8 +64,13 @@ pub fn judge_against(now: &PairFigures, baseline: &PairFigures, th: f64) -> Part
         .network_us
         .zip(baseline.network_us)
         .zip(baseline.latency_us);
+    // Both probes' noises, where known: a growth inside it is not a change (issue 38).
+    let noise = now
+        .network_noise_us
+        .unwrap_or(0.0)
+        .hypot(baseline.network_noise_us.unwrap_or(0.0));
     if let Some(((now, then), pair)) = network_known {
-        if now - then > th * pair {
+        if now - then > th * pair && now - then > noise {
             network.push(format!(
                 "network part {now:.2} us vs {then:.2} us (+{:.2} us, over {:.0} % of the \
                  pair's {pair:.2} us)",
@@ -111,5 +118,43 @@ pub fn judge_against(now: &PairFigures, baseline: &PairFigures, th: f64) -> Part
         network: network_status,
         status,
         reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::pair::PairEnd;
+
+    fn figures(network_us: f64, network_noise_us: Option<f64>) -> PairFigures {
+        let end = |host: &str| PairEnd {
+            host: host.into(),
+            rnic: "rxe0".into(),
+            device: None,
+        };
+        PairFigures {
+            a: end("a"),
+            b: end("b"),
+            latency_us: Some(25.0),
+            host_a_us: Some(10.0),
+            host_b_us: Some(10.0),
+            network_us: Some(network_us),
+            network_noise_us,
+            bandwidth_gbps: None,
+            latency: None,
+        }
+    }
+
+    #[test]
+    fn a_network_part_grown_inside_its_noise_is_normal_and_past_it_abnormal() {
+        // +8 us, past 20 % of the pair's 25 us: abnormal without a noise...
+        let judged = judge_against(&figures(13.0, None), &figures(5.0, None), 0.2);
+        assert_eq!(judged.network, PartStatus::Abnormal, "{}", judged.reason);
+        // ...normal inside the noise of both probes (6 and 8 us: 10 us together)...
+        let judged = judge_against(&figures(13.0, Some(6.0)), &figures(5.0, Some(8.0)), 0.2);
+        assert_eq!(judged.network, PartStatus::Normal, "{}", judged.reason);
+        // ...and abnormal again once it grew past that noise.
+        let judged = judge_against(&figures(16.0, Some(6.0)), &figures(5.0, Some(8.0)), 0.2);
+        assert_eq!(judged.network, PartStatus::Abnormal, "{}", judged.reason);
     }
 }

@@ -301,6 +301,12 @@ impl MeshPair {
         }
     }
 
+    /// Whether its figures came from a simulated host (an agent run with `--sim`); a pair
+    /// that did not run has none.
+    pub fn simulated(&self) -> bool {
+        matches!(self, MeshPair::Ran(r) if r.simulated)
+    }
+
     /// The pair's status.
     pub fn status(&self) -> PairStatus {
         match self {
@@ -319,6 +325,7 @@ impl MeshPair {
                 host_a_us: p.host_a_us,
                 host_b_us: p.host_b_us,
                 network_us: p.network_us,
+                network_noise_us: None,
                 bandwidth_gbps: p.bandwidth_gbps,
                 latency: None,
             },

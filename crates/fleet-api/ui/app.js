@@ -533,6 +533,7 @@
     const culpritHosts = new Set((report.culprits || []).map((c) => c.host).filter(Boolean));
     $("verdict").replaceChildren(
       h("span", { class: "badge " + (VERDICT_HEALTH[report.verdict] || ""), "data-verdict": report.verdict }, report.verdict),
+      report.simulated ? h("span", { class: "badge simulated", id: "verdict-simulated" }, "SIMULATED") : "",
       " ", h("span", { id: "verdict-summary" }, report.summary));
     $("culprits").replaceChildren(...(report.culprits || []).map(culpritItem));
     listSection("job-not-judged", report.not_judged, (n) =>

@@ -48,7 +48,7 @@ pub fn run(args: JobArgs) -> Result<Outcome> {
     .report;
     bar.finish_and_clear();
     print(args.format, &report, |r| {
-        words::render(r, Style::for_stdout())
+        words::render(r, words::Observed::Simulated, Style::for_stdout())
     })?;
     Ok(outcome(&report))
 }

@@ -186,11 +186,17 @@ fn table(r: &PairReport) -> String {
     } else {
         "latency - host A - host B"
     };
+    let noise = r
+        .network_noise_us
+        .map_or(String::new(), |n| format!(" +/- {n:.2} us"));
     out += &format!(
-        "  network    {}{} ({from})\n",
+        "  network    {}{noise}{} ({from})\n",
         us(r.network_us),
         judged(r.network_status)
     );
+    if let Some(note) = &r.network_note {
+        out += &format!("             {note}\n");
+    }
     out += "  route      not traced\n";
     out += &format!("  status     {}: {}\n", r.status.as_str(), r.reason);
     if let Some(e) = &r.error {

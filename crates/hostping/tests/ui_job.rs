@@ -223,6 +223,9 @@ fn the_job_page_shows_the_verdict_the_culprits_and_the_ports() {
         )
         .await;
         assert!(is_red(rgb(badge.as_str().unwrap())), "{badge}");
+        // The runs come from simulated hosts: the verdict and the page say so (issue 38).
+        assert!(report.simulated, "{}", report.summary);
+        assert_eq!(text(&c, "#verdict-simulated").await, "SIMULATED");
         assert_eq!(text(&c, "#job-title").await, "Job 77");
 
         // Each culprit ranked as the API ranks them, with its evidence and action in words.

@@ -82,6 +82,9 @@ pub struct PairFigures {
     /// The network's part, us.
     #[serde(default)]
     pub network_us: Option<f64>,
+    /// Its noise, us (DESIGN 4.6's `network_noise_us`), where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_noise_us: Option<f64>,
     /// The bandwidth phase's rate, Gb/s.
     #[serde(default)]
     pub bandwidth_gbps: Option<f64>,

@@ -23,4 +23,4 @@ mod stats;
 
 pub use engine::{LatencySamples, LatencySpec, Monitor, ProbeEngine, ProbeError, StreamSpec};
 pub use plan::{plan, run, Plan, RunSpec};
-pub use stats::{bandwidth_from_latency_gbps, latency_stats, measurement};
+pub use stats::{bandwidth_from_latency_gbps, half_iqr_us, latency_stats, measurement};

@@ -3,6 +3,21 @@
 use crate::engine::{LatencySamples, LatencySpec, ProbeError};
 use model::{LatencyStats, PathMeasurement};
 
+/// The noise of the median of samples given in ns, in us: half their interquartile range
+/// (nearest rank), a spread that a few outliers do not move. `None` for no samples.
+pub fn half_iqr_us(samples_ns: &[f64]) -> Option<f64> {
+    if samples_ns.is_empty() {
+        return None;
+    }
+    let mut sorted = samples_ns.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = |q: f64| {
+        let i = (q * sorted.len() as f64).ceil() as usize;
+        sorted[i.clamp(1, sorted.len()) - 1]
+    };
+    Some((rank(0.75) - rank(0.25)) / 2.0 / 1000.0)
+}
+
 /// Percentiles of round-trip samples given in ns, reported in us (nearest rank).
 ///
 /// Returns `None` for an empty sample set.

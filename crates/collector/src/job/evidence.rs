@@ -13,7 +13,9 @@ use super::routes::{job_routes, rnic_cables, JobRoutes};
 use crate::mesh::{Access, MeshRequest, Refusal};
 use crate::pair_baselines;
 use axum::http::StatusCode;
+use fleet_api::mesh::MeshPair;
 use model::job::{FollowUp, JobEvidence, NotJudgedItem};
+use model::Provenance;
 use std::time::Duration;
 
 /// The longest the reads of the database may take together: past it the request is
@@ -84,11 +86,13 @@ pub async fn gather(
         Some(token) => check_unjudged(access, &mut hosts, token, &mut not_judged).await,
         None => Vec::new(),
     };
+    let mut simulated_pairs = false;
     let pairs = match probe_token {
         // A one-node job has no pair to probe.
         Some(token) if query.nodes.len() > 1 => {
             let request = probe_request(access, &query.nodes).await?;
             let mesh = access.measure(&request, token).await?;
+            simulated_pairs = mesh.pairs.iter().any(MeshPair::simulated);
             mesh.pairs
                 .iter()
                 .map(|p| job_pair(p, routes.as_ref()))
@@ -96,6 +100,14 @@ pub async fn gather(
         }
         _ => Vec::new(),
     };
+    // A simulated number is always labelled: one simulated run or pair (an agent run with
+    // `--sim`) makes the verdict simulated.
+    let simulated = simulated_pairs
+        || hosts.iter().any(|h| {
+            h.report
+                .as_ref()
+                .is_some_and(|r| r.provenance == Provenance::Simulated)
+        });
     let job_cables = match &routes {
         Some(routes) => routes.cables(),
         None if access.fabric.is_none() => rnic_cables(access, &query.nodes)
@@ -111,7 +123,7 @@ pub async fn gather(
         ports,
         job_cables,
         what_if: None,
-        simulated: false,
+        simulated,
         not_judged,
     };
     Ok(Gathered {

@@ -56,7 +56,7 @@ pub fn run(args: &JobArgs) -> Result<Outcome> {
     }
     let report = client.job_verdict(&query, wait).map_err(collector_error)?;
     print(args.format, &report, |r| {
-        words::render(r, Style::for_stdout())
+        words::render(r, words::Observed::Measured, Style::for_stdout())
     })?;
     Ok(outcome(&report))
 }

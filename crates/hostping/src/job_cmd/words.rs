@@ -8,8 +8,17 @@ use model::job::{Culprit, JobReport, Verdict};
 
 use views::Style;
 
+/// Where the job's observed time (the what-if's `observed`) comes from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Observed {
+    /// The simulated cluster simulated the job.
+    Simulated,
+    /// The job measured it (`--observed-time`), whatever its hosts' runs came from.
+    Measured,
+}
+
 /// The report in words.
-pub fn render(report: &JobReport, style: Style) -> String {
+pub fn render(report: &JobReport, observed: Observed, style: Style) -> String {
     let mut out = String::new();
     let label = if report.simulated { " (SIMULATED)" } else { "" };
     let who = match &report.job {
@@ -65,15 +74,14 @@ pub fn render(report: &JobReport, style: Style) -> String {
         }
     }
     if let Some(w) = &report.what_if {
-        // On real hosts the observed time is the job's own, measured; every replay is
-        // simulated either way.
-        let (labels, measured) = if report.simulated {
-            (", SIMULATED", None)
-        } else {
-            (
+        // Through a collector the observed time is the job's own, measured, though its
+        // hosts' runs may come from simulated hosts; every replay is simulated either way.
+        let (labels, measured) = match observed {
+            Observed::Simulated => (", SIMULATED", None),
+            Observed::Measured => (
                 "; observed: measured, the replays: SIMULATED",
                 Some("observed"),
-            )
+            ),
         };
         let _ = writeln!(out);
         let _ = writeln!(

@@ -80,9 +80,17 @@ fn table(report: &MeshAnswer, collector: &str, style: Style) -> String {
     let mut out = String::new();
     let (pairs, nodes) = (&report.pairs, &report.nodes);
     let count = |s: PairStatus| pairs.iter().filter(|p| p.status() == s).count();
+    // A simulated number is always labelled: agents run with `--sim` answer from their
+    // virtual hosts.
+    let simulated = pairs.iter().filter(|p| p.simulated()).count();
+    let provenance = match simulated {
+        0 => "measured, not simulated".to_string(),
+        n if n == pairs.len() => style.yellow("SIMULATED: the agents run virtual hosts"),
+        n => style.yellow(&format!("{n} of {} pairs SIMULATED", pairs.len())),
+    };
     let _ = writeln!(
         out,
-        "{} {} hosts, {} pairs through {collector} (measured, not simulated)",
+        "{} {} hosts, {} pairs through {collector} ({provenance})",
         style.bold("mesh:"),
         nodes.len(),
         pairs.len(),

@@ -143,6 +143,14 @@ pub struct PairReport {
     pub network_us: Option<f64>,
     /// Where `network_us` comes from.
     pub network_from: NetworkFrom,
+    /// The noise of `network_us`, us: its samples' and both host parts' (half their
+    /// interquartile ranges, added in quadrature). A network part inside it is "within
+    /// noise"; absent where not known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_noise_us: Option<f64>,
+    /// Where the network part is within noise, that in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_note: Option<String>,
     /// Where the probe's times came from (`cpu_no_completion_timestamps` on rxe).
     pub timestamps: Option<TimestampSource>,
     /// Why offered completion timestamps were not used.
@@ -210,6 +218,7 @@ impl PairReport {
             host_a_us: self.host_a_us,
             host_b_us: self.host_b_us,
             network_us: self.network_us,
+            network_noise_us: self.network_noise_us,
             bandwidth_gbps: self.bandwidth_gbps,
             latency: self.latency,
         }

@@ -233,6 +233,10 @@ pub struct PairOffer {
     /// it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_loopback_us: Option<f64>,
+    /// The noise of that share, us (half the interquartile range of its samples, halved
+    /// as the share is); set and read as `host_loopback_us` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_loopback_noise_us: Option<f64>,
 }
 
 /// Where a probe's times come from: a word of the pair's report (DESIGN 4.6), so its
@@ -838,6 +842,7 @@ fn offer_of(
         spec: *spec,
         host: None,
         host_loopback_us: None,
+        host_loopback_noise_us: None,
     }
 }
 
@@ -1346,6 +1351,7 @@ mod tests {
             spec: PairSpec::default(),
             host: None,
             host_loopback_us: None,
+            host_loopback_noise_us: None,
         };
         assert_eq!(
             offer.gid.as_deref(),
@@ -1361,6 +1367,7 @@ mod tests {
         let with = PairOffer {
             host: Some("node-b".into()),
             host_loopback_us: Some(7.25),
+            host_loopback_noise_us: None,
             ..offer.clone()
         };
         let text = serde_json::to_string(&with).unwrap();
