@@ -82,9 +82,13 @@ fn resolve(arg: &str, engine: Option<Engine>) -> Result<TreeInput, TreeInputErro
                     "holds only comments, no topology (what `fabric discover > FILE` leaves \
                      when discovery fails)",
                 ),
+                // One line per port, named by its port GUID: no node GUID, so neither the
+                // nodes' ids nor which ports are one CA's are in it (ibnetdiscover.c,
+                // dump_ports_report).
                 Format::PortsList => Some(
-                    "is a ports list of `ibnetdiscover -p`, which lacks the switches' port \
-                     counts; run ibnetdiscover without -p",
+                    "is a ports list of `ibnetdiscover -p`, which names ports by their port \
+                     GUIDs and no node by its own, so its nodes cannot be told apart; run \
+                     ibnetdiscover without -p",
                 ),
                 Format::LinkInfo => Some("is the output of `iblinkinfo`, not a topology file"),
             };

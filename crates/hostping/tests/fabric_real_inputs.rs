@@ -94,6 +94,40 @@ const EXPECTED: &[Expected] = &[
         ],
     },
     Expected {
+        file: "hk-lab4-ring-lone-cr.topo",
+        // The ring with lone CRs ending its port lines: read as the ring.
+        status: 1,
+        says: &[
+            "not a fat tree (leaf switches",
+            "simulated as cabled, routed minhop: updn found no root",
+            "8 hosts, paths of up to 3 hops",
+        ],
+    },
+    Expected {
+        file: "hk-lab4-ring-putty-session.topo",
+        // The ring in a PuTTY session log: its header and the prompts passed over, named.
+        status: 1,
+        says: &[
+            "note: skipped 3 lines that are not topology: line 1 (`=~=~=~=~=~=~=~=~=~=~=~= PuTTY \
+             log 2023.02.03 09:32:49 =~=~=~=~=~=~=~=~=~=~=~=`, not topology, before its first \
+             line); line 2 (`[root@l-csi-r750-05 ~]# ibnetdiscover`, not topology, before its \
+             first line); line 143 (`[root@l-csi-r750-05 ~]#`, a terminal's prompt or log \
+             header)",
+            "simulated as cabled, routed minhop: updn found no root",
+            "8 hosts, paths of up to 3 hops",
+        ],
+    },
+    Expected {
+        file: "hk-quantum-lab60-tabs-removed.topo",
+        // The Quantum lab with every TAB deleted (`Switch41 "S-..."# "..."`): read as it.
+        status: 0,
+        says: &[
+            "note: left out 19 loopback cables",
+            "simulated as cabled, routed updn from 58 roots; 60 switches",
+            "each link at its own rate, as the file gives them (4xHDR x 786, 4xSDR x 2)",
+        ],
+    },
+    Expected {
         file: "jabl-ibm-one-switch.topo",
         // Simulated; too few packets in 100 us of 4xSDR to judge a link: inconclusive.
         status: 3,
@@ -177,6 +211,16 @@ const EXPECTED: &[Expected] = &[
         file: "treydock-ports-qdr-one.txt",
         status: 2,
         says: &["treydock-ports-qdr-one.txt: is a ports list of `ibnetdiscover -p`"],
+    },
+    Expected {
+        file: "zyp-sonic-router-xdr-excerpt.topo",
+        // An IB router's block (indented, spaces for TABs, a 1xXDR link) read; the excerpt
+        // lacks the block of the switch it is cabled to.
+        status: 2,
+        says: &[
+            "zyp-sonic-router-xdr-excerpt.topo:6: names node b8e924030000b921, whose block is \
+             missing from the file: the capture was cut short",
+        ],
     },
 ];
 
