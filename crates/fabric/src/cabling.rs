@@ -504,9 +504,9 @@ impl Cabling {
         }
         let in_pod = |s: usize| has_hosts(s) || far[s].iter().any(|&t| has_hosts(t));
         let mut hosts_in: BTreeMap<usize, usize> = BTreeMap::new();
-        for s in 0..n {
+        for (s, hosts) in hosts_on.iter().enumerate() {
             let p = root(&mut pod, s);
-            *hosts_in.entry(p).or_default() += hosts_on[s].len();
+            *hosts_in.entry(p).or_default() += hosts.len();
         }
         // Per pod: the other pods its switches without hosts are cabled to, through theirs.
         let mut joined: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
