@@ -16,7 +16,7 @@
 //!   without an up/down path) is refused with the first cable or switch that does not fit,
 //!   never simulated as something it is not.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use crate::topology::{
@@ -157,12 +157,6 @@ pub enum NotAFatTree {
     NoUplinks {
         /// The leaf without uplinks, by name.
         leaf: String,
-    },
-    /// A switch has no path to any host.
-    #[error("switch '{switch}' reaches no host")]
-    Unreachable {
-        /// The switch that reaches no host, by name.
-        switch: String,
     },
     /// The pods (leaf/aggregation components) are not joined by any core switch.
     #[error("the leaves and the switches above them form {pods} separate groups and no core switch joins them")]
@@ -470,6 +464,87 @@ impl Cabling {
         (kept, left_out)
     }
 
+    /// The fabric without its extra pods' switches that have hosts (and their cables), and
+    /// those switches by name, each with its hosts' names. Management switches cabled into the cores
+    /// of a three-level tree make the cores look like aggregation switches (switches cabled
+    /// to a switch with hosts) and the tree no fat tree. Grouped as recognition groups pods
+    /// (the switches with hosts and the switches without hosts cabled to them), such a pod's
+    /// switches without hosts are the cores: cabled to those of two or more other pods, each
+    /// of which holds more hosts than it. A tree's own pods are not: their aggregation
+    /// switches are cabled to cores, which belong to no pod, or to the extra pods only.
+    /// Without the extra pods' switches the cores are cores again.
+    pub fn without_extra_pods(&self) -> (Cabling, Vec<(String, Vec<String>)>) {
+        let n = self.switches.len();
+        let mut hosts_on = vec![Vec::new(); n];
+        let mut far: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for cable in &self.cables {
+            for (here, there) in [(cable.a, cable.b), (cable.b, cable.a)] {
+                match (here.device, there.device) {
+                    (Device::Switch(s), Device::Host(h)) => hosts_on[s].push(h),
+                    (Device::Switch(s), Device::Switch(t)) => far[s].push(t),
+                    _ => {}
+                }
+            }
+        }
+        let has_hosts = |s: usize| !hosts_on[s].is_empty();
+        // Pods: a switch with hosts and the switches without hosts cabled to it, joined.
+        let mut pod: Vec<usize> = (0..n).collect();
+        fn root(pod: &mut [usize], mut s: usize) -> usize {
+            while pod[s] != s {
+                pod[s] = pod[pod[s]];
+                s = pod[s];
+            }
+            s
+        }
+        for s in (0..n).filter(|&s| has_hosts(s)) {
+            for &t in far[s].iter().filter(|&&t| !has_hosts(t)) {
+                let (a, b) = (root(&mut pod, s), root(&mut pod, t));
+                pod[a] = b;
+            }
+        }
+        let in_pod = |s: usize| has_hosts(s) || far[s].iter().any(|&t| has_hosts(t));
+        let mut hosts_in: BTreeMap<usize, usize> = BTreeMap::new();
+        for (s, hosts) in hosts_on.iter().enumerate() {
+            let p = root(&mut pod, s);
+            *hosts_in.entry(p).or_default() += hosts.len();
+        }
+        // Per pod: the other pods its switches without hosts are cabled to, through theirs.
+        let mut joined: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+        for s in (0..n).filter(|&s| !has_hosts(s) && in_pod(s)) {
+            let p = root(&mut pod, s);
+            for &t in far[s].iter().filter(|&&t| !has_hosts(t) && in_pod(t)) {
+                let q = root(&mut pod, t);
+                if q != p {
+                    joined.entry(p).or_default().insert(q);
+                }
+            }
+        }
+        let extra: BTreeSet<usize> = joined
+            .iter()
+            .filter(|(p, others)| {
+                others.len() >= 2 && others.iter().all(|q| hosts_in[q] > hosts_in[p])
+            })
+            .map(|(&p, _)| p)
+            .collect();
+        let out: Vec<bool> = (0..n)
+            .map(|s| has_hosts(s) && extra.contains(&root(&mut pod, s)))
+            .collect();
+        let left_out = (0..n)
+            .filter(|&s| out[s])
+            .map(|s| {
+                let mut hosts: Vec<String> =
+                    hosts_on[s].iter().map(|&h| self.hosts[h].clone()).collect();
+                hosts.sort();
+                hosts.dedup();
+                (self.switches[s].clone(), hosts)
+            })
+            .collect();
+        let mut kept = self.clone();
+        let on_out = |end: CableEnd| matches!(end.device, Device::Switch(s) if out[s]);
+        kept.cables.retain(|c| !on_out(c.a) && !on_out(c.b));
+        (kept, left_out)
+    }
+
     /// The name of a device.
     pub fn name(&self, device: Device) -> &str {
         match device {
@@ -596,14 +671,11 @@ impl Shape {
             }
         }
         let pods = leaf_pods(&levels, &neighbours);
+        // A switch without cables (an extra pod's once [`Cabling::without_extra_pods`] left
+        // them out) is no part of the tree.
         let cores: Vec<usize> = (0..switches)
-            .filter(|&s| levels[s] == Level::Core)
+            .filter(|&s| levels[s] == Level::Core && !ports[s].is_empty())
             .collect();
-        if let Some(&core) = cores.iter().find(|&&c| neighbours[c].is_empty()) {
-            return Err(NotAFatTree::Unreachable {
-                switch: cabling.switches[core].clone(),
-            });
-        }
         // One switch with its hosts is a one-level tree; a leaf among several needs uplinks.
         let one_switch = switches == 1;
         if let Some((leaves, _)) = pods.iter().find(|(_, aggs)| aggs.is_empty() && !one_switch) {

@@ -582,6 +582,20 @@ fn recognize_real(
             above.join(", ")
         ));
     }
+    let (compute, extra) = compute.without_extra_pods();
+    if !extra.is_empty() {
+        let hosts: usize = extra.iter().map(|(_, hosts)| hosts.len()).sum();
+        let named: Vec<String> = extra
+            .iter()
+            .map(|(switch, hosts)| format!("'{switch}' ({})", hosts.join(", ")))
+            .collect();
+        notes.push(format!(
+            "left out {} switches cabled into the cores beside the tree (an extra pod: \
+             management, UFM or storage switches) and their {hosts} hosts: {}",
+            extra.len(),
+            named.join(", ")
+        ));
+    }
     let radix = fabric.radix(&compute)?;
     let recognized = compute.recognize_with_radix(name, Some(radix))?;
     let layout = GraphLayout {

@@ -1,7 +1,9 @@
 //! What real fabrics hold besides a tree, as recognition meets it: hosts cabled to spines
 //! (UFM, login, storage) are left out rather than making the spine a leaf; a fabric of one
 //! switch is the one-level tree it is; the radix is the switches' own, not what the
-//! cables use; a missing cable is named and simulated absent.
+//! cables use; a missing cable is named and simulated absent; management switches cabled
+//! into a three-level tree's cores are an extra pod, left out, and the tree beside them is
+//! recognised.
 
 use fabric::cabling::{Cable, CableEnd, Cabling, Device, NotAFatTree};
 use fabric::topology::{FatTreeParams, Topology};
@@ -125,4 +127,84 @@ fn a_missing_leaf_cable_is_named_and_simulated_absent() {
     for index in absent {
         assert_eq!(found.fabric_ports[index as usize], 0);
     }
+}
+
+/// A three-level tree of 6 pods (radix 8, 8 cores with 6 pods' links and 2 free ports) with
+/// management switches, 2 hosts each, cabled into the cores: `cores_each` cores per switch,
+/// in turn.
+fn with_management(switches: usize, cores_each: usize) -> (Topology, Cabling) {
+    let tree = Topology::new(FatTreeParams {
+        name: "pods6".into(),
+        radix: 8,
+        nodes_per_leaf: 4,
+        leaves: 12,
+        leaves_per_pod: 2,
+        aggs_per_pod: 2,
+    })
+    .unwrap();
+    let mut cabling = Cabling::of_tree(&tree);
+    let cores: Vec<usize> = (0..cabling.switches.len())
+        .filter(|&s| cabling.switches[s].starts_with("core-"))
+        .collect();
+    let mut next_port = vec![7u16; cabling.switches.len()];
+    for m in 0..switches {
+        cabling.switches.push(format!("mgmt-{m}"));
+        let s = cabling.switches.len() - 1;
+        for h in 0..2 {
+            cabling.hosts.push(format!("ufm-{m}-{h}"));
+            cabling.cables.push(Cable {
+                a: end(Device::Switch(s), h + 1),
+                b: end(Device::Host(cabling.hosts.len() - 1), 1),
+            });
+        }
+        for k in 0..cores_each {
+            let core = cores[(m * cores_each + k) % cores.len()];
+            cabling.cables.push(Cable {
+                a: end(Device::Switch(s), k as u16 + 3),
+                b: end(Device::Switch(core), next_port[core]),
+            });
+            next_port[core] += 1;
+        }
+    }
+    (tree, cabling)
+}
+
+#[test]
+fn management_switches_cabled_into_the_cores_are_an_extra_pod_beside_the_tree() {
+    for (switches, cores_each) in [(1, 8), (2, 4), (2, 8), (3, 5)] {
+        let (tree, cabling) = with_management(switches, cores_each);
+        // As it was: the cores, cabled to a switch with hosts, look like aggregation
+        // switches, and the fabric is no fat tree.
+        assert!(cabling.recognize("pods6").is_err());
+        let (kept, extra) = cabling.without_extra_pods();
+        let names: Vec<&str> = extra.iter().map(|(s, _)| s.as_str()).collect();
+        let want: Vec<String> = (0..switches).map(|m| format!("mgmt-{m}")).collect();
+        assert_eq!(names, want, "{switches} x {cores_each}");
+        assert_eq!(extra[0].1, ["ufm-0-0", "ufm-0-1"]);
+        let found = kept.recognize_with_radix("pods6", Some(8)).unwrap();
+        let t = &found.topology;
+        assert_eq!(
+            (t.num_pods(), t.num_aggs(), t.num_cores()),
+            (tree.num_pods(), tree.num_aggs(), tree.num_cores())
+        );
+        assert!(found.missing_cables.is_empty());
+        assert_eq!(found.node_hosts.iter().flatten().count(), 48);
+    }
+}
+
+#[test]
+fn a_tree_without_an_extra_pod_keeps_every_switch() {
+    for tree in [
+        Topology::new(FatTreeParams::radix8()).unwrap(),
+        with_management(0, 0).0,
+    ] {
+        let cabling = Cabling::of_tree(&tree);
+        let (kept, extra) = cabling.without_extra_pods();
+        assert!(extra.is_empty());
+        assert_eq!(kept, cabling);
+    }
+    // A spine's management host is no extra pod: it is left out as a host above the leaves.
+    let ufm = (Device::Switch(4), 8, Device::Host(8), 1);
+    let cabling = two_level(&[ufm], 9);
+    assert!(cabling.without_extra_pods().1.is_empty());
 }

@@ -7,8 +7,9 @@
 //!   (rank 0), and a route may go up (towards a lower rank, or at equal rank towards the
 //!   smaller GUID) and then only down: no route turns from down to up, which breaks every
 //!   cycle of channel dependencies and so makes the routing deadlock free on rings and meshes
-//!   as well as on trees. Without a root file opensm finds the roots from the min-hop tables
-//!   ([`roots`]); where none qualifies it disables up/down and routes min-hop instead.
+//!   as well as on trees. Without a root file opensm finds the roots from the min-hop tables;
+//!   of those it finds, the top rank are the roots here ([`Links::roots`]); where none
+//!   qualifies opensm disables up/down and routes min-hop instead.
 //!
 //! This module answers, for one destination switch, which links of every switch lead on
 //! (the candidates); [`super::graph`] picks among them as opensm balances.
@@ -58,17 +59,30 @@ impl Links {
         dist
     }
 
-    /// The roots opensm's up/down engine finds without a root file
-    /// (`updn_find_root_nodes_by_min_hop`): count the hosts by their hop distance from the
-    /// switch (at the switch they hang from); the switch is a root when one distance holds
-    /// more than 90 % of all hosts and no other holds more than 5 %: the spines of a fat
-    /// tree, from which every leaf is equally far. A ring or a mesh usually has none.
+    /// The up/down roots, found without a root file as opensm finds them, at the top rank.
+    ///
+    /// opensm's test (`updn_find_root_nodes_by_min_hop`, opensm/osm_ucast_updn.c): count
+    /// the hosts by their hop distance from the switch (at the switch they hang from); the
+    /// switch qualifies when one distance holds more than 90 % of all hosts and no other
+    /// holds more than 5 %. A fat tree's cores qualify, and a ring or a mesh usually has no
+    /// switch that does. But on a fat tree of more than 20 pods a pod holds under 5 % of the
+    /// hosts, so its aggregation switches and leaves qualify too (they see their own pod
+    /// near and the rest, over 90 %, farther), and up/down with nearly every switch a root
+    /// is no up/down at all. So of the switches that qualify only the top rank are roots, as
+    /// opensm's fat-tree engine roots a tree at the rank farthest from the CAs' leaves
+    /// (`fabric_rank_from_hcas`, opensm/osm_ucast_ftree.c): the switches that see the bulk
+    /// of the hosts at the fewest hops, the cores, from which every leaf is equally far.
+    /// The switches below them, and management switches cabled into the cores (an extra
+    /// pod), see the bulk one hop or more farther. Where the top rank leaves a switch
+    /// without an up/down path to a switch with hosts (two management switches cabled to
+    /// different cores), the next ranks join the roots until none is left without.
     pub fn roots(&self, dist: &[u16]) -> Vec<u32> {
         let n = self.switches();
         let hosts: u32 = self.hosts.iter().sum();
         let (thd1, thd2) = (f64::from(hosts) * 0.9, f64::from(hosts) * 0.05);
-        (0..n)
-            .filter(|&s| {
+        // Each switch that passes opensm's test, with the distance of its 90 % bar.
+        let mut qualified: Vec<(usize, u32)> = (0..n)
+            .filter_map(|s| {
                 let mut bars: Vec<u32> = Vec::new();
                 for (t, &h) in self.hosts.iter().enumerate().filter(|(_, &h)| h > 0) {
                     let d = dist[s * n + t];
@@ -81,10 +95,22 @@ impl Links {
                     bars[usize::from(d)] += h;
                 }
                 let over = |thd: f64| bars.iter().filter(|&&b| f64::from(b) > thd).count();
-                over(thd1) == 1 && over(thd2) == 1
+                let bulk = bars.iter().position(|&b| f64::from(b) > thd1)?;
+                (over(thd1) == 1 && over(thd2) == 1).then_some((bulk, s as u32))
             })
-            .map(|s| s as u32)
-            .collect()
+            .collect();
+        qualified.sort_unstable();
+        let mut roots = Vec::new();
+        for rank in qualified.chunk_by(|a, b| a.0 == b.0) {
+            roots.extend(rank.iter().map(|&(_, s)| s));
+            let rank = self.ranks(&roots, dist);
+            let mut with_hosts = (0..n).filter(|&t| self.hosts[t] > 0);
+            if with_hosts.all(|dst| self.updn(&rank, dst as u32).is_ok()) {
+                break;
+            }
+        }
+        roots.sort_unstable();
+        roots
     }
 
     /// Each switch's rank: hops to the nearest root (`updn_subn_rank`); 0 for every switch

@@ -591,7 +591,7 @@ impl Topology {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::cabling::Cabling;
+    use crate::cabling::{Cable, CableEnd, Cabling, Device};
     use crate::topology::Level;
     use proptest::prelude::*;
 
@@ -794,6 +794,57 @@ pub(crate) mod tests {
                 "{s} -> {d}"
             );
         }
+    }
+
+    /// A fat tree of 22 pods, with a management switch (two hosts) cabled into its cores:
+    /// each pod holds under 5 % of the hosts, so opensm's test passes its aggregation
+    /// switches and leaves too (they see the other pods' hosts, over 90 %, at one distance),
+    /// and the management switch as well. The roots are the top rank, the cores alone, and
+    /// up/down routes the tree over its own paths.
+    #[test]
+    fn a_fat_tree_of_many_pods_is_rooted_at_its_cores_alone() {
+        let tree = Topology::new(FatTreeParams {
+            name: "pods22".into(),
+            radix: 24,
+            nodes_per_leaf: 4,
+            leaves: 44,
+            leaves_per_pod: 2,
+            aggs_per_pod: 2,
+        })
+        .unwrap();
+        let mut cabling = Cabling::of_tree(&tree);
+        let cores: Vec<usize> = (0..cabling.switches.len())
+            .filter(|&s| tree.level(SwitchId(s as u32)) == Level::Core)
+            .collect();
+        let mgmt = cabling.switches.len();
+        cabling.switches.push("mgmt".into());
+        let end = |device, port| CableEnd { device, port };
+        for h in 0..2 {
+            cabling.hosts.push(format!("ufm-{h}"));
+            cabling.cables.push(Cable {
+                a: end(Device::Switch(mgmt), h as u16 + 1),
+                b: end(Device::Host(cabling.hosts.len() - 1), 1),
+            });
+        }
+        for (k, &core) in cores.iter().enumerate() {
+            cabling.cables.push(Cable {
+                a: end(Device::Switch(mgmt), k as u16 + 3),
+                b: end(Device::Switch(core), 24),
+            });
+        }
+        let ids: Vec<u64> = (1..=cabling.switches.len() as u64).collect();
+        let (spec, _) = cabling.graph_spec("pods22", &ids).unwrap();
+        let (t, layout) = Topology::graph(&spec, Engine::UpDown).unwrap();
+        let Some(GraphRouting::UpDown { roots }) = t.graph_routing() else {
+            panic!("{:?}", t.graph_routing());
+        };
+        let mut found: Vec<usize> = roots
+            .iter()
+            .map(|r| layout.switches[r.0 as usize])
+            .collect();
+        found.sort_unstable();
+        assert_eq!(found, cores);
+        assert_eq!(t.diameter(), tree.diameter());
     }
 
     /// A tree's cables as a graph number switches, nodes and ports as the tree does, and
