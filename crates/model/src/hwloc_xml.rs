@@ -126,16 +126,20 @@ fn read(source_name: &str, doc: &roxmltree::Document) -> Result<Host, ModelError
     if host.sockets.is_empty() {
         host.sockets.push(Socket::default());
     }
+    let position = |o: X| socket_objects.iter().position(|s| *s == o);
+    // The socket an object is in, or (1.x nests packages in NUMA nodes) the one in it.
+    let own = |o: X| {
+        o.ancestors()
+            .find_map(position)
+            .or_else(|| o.descendants().find_map(position))
+    };
+    // An object's socket; an I/O object in a 1.x NUMA node is on that node's socket.
     let socket_of = |n: X| -> usize {
-        // The object's own socket or the nearest above it; 1.x nests packages in NUMA
-        // nodes, so a NUMA node's socket may be below it.
-        let above = n
-            .ancestors()
-            .find_map(|a| socket_objects.iter().position(|s| *s == a));
-        above
+        own(n)
             .or_else(|| {
-                n.descendants()
-                    .find_map(|d| socket_objects.iter().position(|s| *s == d))
+                n.ancestors()
+                    .find(|a| is_object(*a, "NUMANode"))
+                    .and_then(own)
             })
             .unwrap_or(0)
     };
@@ -373,5 +377,32 @@ mod tests {
             "{leaf:?}"
         );
         assert_eq!(host.distances, Some(vec![vec![10, 21], vec![21, 10]]));
+    }
+
+    /// hwloc 1.x nests packages (`Socket`) in NUMA nodes and hangs I/O from the node.
+    #[test]
+    fn hwloc1_io_in_a_numa_node_is_on_that_nodes_socket() {
+        let text = r#"<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE topology SYSTEM "hwloc.dtd">
+<topology>
+  <object type="Machine" os_index="0">
+    <object type="NUMANode" os_index="0"><object type="Socket" os_index="0"/></object>
+    <object type="NUMANode" os_index="1">
+      <object type="Socket" os_index="1"/>
+      <object type="Bridge" bridge_type="0-1" depth="0">
+        <object type="PCIDev" pci_busid="0000:81:00.0" pci_type="0207 [15b3:1003] [15b3:0050] 00 00">
+          <object type="OSDev" name="mlx4_0" osdev_type="3"/>
+        </object>
+      </object>
+    </object>
+  </object>
+</topology>"#;
+        let doc = host_tree::parse_xml("v1.xml", text).unwrap();
+        let host = read("v1.xml", &doc).unwrap();
+        assert_eq!(host.sockets[1].memory, [1]);
+        assert!(host.sockets[0].below.is_empty());
+        assert!(
+            matches!(&host.sockets[1].below[..], [Node::Rnic { name: Some(n), .. }] if n == "mlx4_0")
+        );
     }
 }
