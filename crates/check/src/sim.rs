@@ -21,7 +21,8 @@ impl From<vhost::FaultError> for SimError {
     }
 }
 
-/// Loads a built-in model by name, or a TOML host-model file.
+/// Loads a built-in model by name, or a host-model file: TOML, hwloc XML or an NCCL
+/// topology ([`model::builtin::Format`]).
 pub fn load_host(name_or_path: &str) -> Result<HostTopology, SimError> {
     Ok(builtin::resolve(name_or_path, |path| {
         std::fs::read_to_string(path)

@@ -1,5 +1,6 @@
-//! The built-in host models. Their TOML files live in `crates/model/hosts/` and double as
-//! examples of the format.
+//! The built-in host models, and [`resolve`], the one loader of a host model by name or
+//! file. Their TOML files live in `crates/model/hosts/` and double as examples of the
+//! format; a file may also be another tool's topology ([`Format`]).
 
 use crate::hostfile::{parse, ModelError};
 use crate::topology::HostTopology;
@@ -44,9 +45,87 @@ pub enum LoadError {
     Model(#[from] ModelError),
 }
 
-/// A built-in model by name, else the TOML host-model file at that path, read by `read`
-/// (the caller's file system: this crate does no I/O, so the one resolution serves every
-/// crate that loads a host model).
+/// The formats a host-model file may be in, told apart by its content, not its name: hwloc
+/// and NCCL files are both `.xml`, and operators name their files as they like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The project's own TOML ([`crate::hostfile`]).
+    Toml,
+    /// hwloc's `lstopo --of xml`: the first element is `<topology>` ([`crate::hwloc_xml`]).
+    HwlocXml,
+    /// NCCL's topology dump: the first element is `<system>` ([`crate::nccl_topo`]).
+    NcclTopo,
+}
+
+impl Format {
+    /// The format of a file's text: XML by its first element (after any byte-order mark,
+    /// blank lines, declaration, comments and DTD), else TOML. XML with another first
+    /// element is refused with its name.
+    pub fn of(source_name: &str, text: &str) -> Result<Format, ModelError> {
+        let Some(name) = first_element(text) else {
+            return Ok(Format::Toml);
+        };
+        match name {
+            "topology" => Ok(Format::HwlocXml),
+            "system" => Ok(Format::NcclTopo),
+            other => Err(ModelError {
+                source_name: source_name.to_string(),
+                field: "xml".into(),
+                reason: format!(
+                    "the first element is <{other}>; a host model in XML is hwloc's <topology> (lstopo --of xml) or NCCL's <system> (NCCL_TOPO_DUMP_FILE)"
+                ),
+            }),
+        }
+    }
+}
+
+/// The name of the first element of an XML text; `None` when the text is not XML (its
+/// first character, after a byte-order mark and white space, is not `<`).
+fn first_element(text: &str) -> Option<&str> {
+    let mut rest = text.trim_start_matches('\u{feff}').trim_start();
+    if !rest.starts_with('<') {
+        return None;
+    }
+    loop {
+        rest = rest.trim_start();
+        let skip_to = |s: &str, end: &str| s.find(end).map(|i| i + end.len());
+        let skipped = if rest.starts_with("<?") {
+            skip_to(rest, "?>")
+        } else if rest.starts_with("<!--") {
+            skip_to(rest, "-->")
+        } else if rest.starts_with("<!") {
+            // A DTD, whose internal subset `[...]` may hold `>`.
+            match (rest.find('['), rest.find('>')) {
+                (Some(open), Some(close)) if open < close => skip_to(rest, "]>"),
+                _ => skip_to(rest, ">"),
+            }
+        } else {
+            let name = rest[1..]
+                .split(|c: char| c.is_whitespace() || c == '>' || c == '/')
+                .next()
+                .unwrap_or("");
+            return Some(name);
+        };
+        // An unclosed declaration or comment: the XML parser will say where.
+        rest = &rest[skipped.unwrap_or(rest.len())..];
+        if rest.is_empty() {
+            return Some("");
+        }
+    }
+}
+
+/// Parses a host-model file in any [`Format`]; errors name `source_name`.
+pub fn parse_file(source_name: &str, text: &str) -> Result<HostTopology, ModelError> {
+    match Format::of(source_name, text)? {
+        Format::Toml => parse(source_name, text),
+        Format::HwlocXml => crate::hwloc_xml::parse(source_name, text),
+        Format::NcclTopo => crate::nccl_topo::parse(source_name, text),
+    }
+}
+
+/// A built-in model by name, else the host-model file at that path in any [`Format`], read
+/// by `read` (the caller's file system: this crate does no I/O, so the one resolution serves
+/// every crate that loads a host model: `check --sim` and cluster files alike).
 pub fn resolve(
     name_or_path: &str,
     read: impl FnOnce(&str) -> std::io::Result<String>,
@@ -59,7 +138,7 @@ pub fn resolve(
         reason: e.to_string(),
         builtins: names().collect::<Vec<_>>().join(", "),
     })?;
-    Ok(parse(name_or_path, &text)?)
+    Ok(parse_file(name_or_path, &text)?)
 }
 
 #[cfg(test)]

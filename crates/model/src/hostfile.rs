@@ -30,6 +30,13 @@ pub mod defaults {
     pub const RNIC_READ_WINDOW_BYTES: f64 = 34_512.0;
     /// Per-QP in-flight limit of a healthy RNIC: large enough for one QP to reach line rate.
     pub const RNIC_QP_WINDOW_BYTES: f64 = 4.0 * 1024.0 * 1024.0;
+    /// Memory-channel capacity per NUMA node where the source of a model does not say
+    /// (sysfs, hwloc and NCCL files): 8 channels of DDR4-3200 (8 x 25.6 GB/s), as in the
+    /// built-in `dgx-a100` model.
+    pub const MEMORY_CHANNEL_GBPS: f64 = 1638.4;
+    /// Inter-socket capacity per link where the source of a model does not say: 3 UPI links
+    /// at 11.2 GT/s (3 x 22.4 GB/s), as in the built-in `dgx-a100` model.
+    pub const INTER_SOCKET_GBPS: f64 = 537.6;
 
     use crate::topology::LinkKind;
     /// One-way hop latency by link kind, ns. Same-switch GDR = 2 x (100 + 100) + 600 =
@@ -367,7 +374,7 @@ fn component_kind(rc: RawComponent) -> Result<(String, ComponentKind), (String, 
 
 /// Each class of component within its cap ([`limits`]): a model's paths are every RNIC
 /// times every endpoint, each probed on every check.
-fn check_class_counts(components: &[Component]) -> Result<(), limits::AboveCap> {
+pub(crate) fn check_class_counts(components: &[Component]) -> Result<(), limits::AboveCap> {
     let count = |class| components.iter().filter(|c| c.class() == class).count();
     for (what, class, cap) in [
         (

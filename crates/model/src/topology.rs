@@ -195,7 +195,8 @@ pub struct Link {
     /// False when nothing the host reports says what this link can carry (a virtual
     /// machine's emulated PCIe bridges report 2.5 GT/s x1 whatever runs below them):
     /// `capacity_gbps` is then a placeholder that nothing may be judged against, and the
-    /// paths across the link have `capacity_known` false. True in every model file.
+    /// paths across the link have `capacity_known` false. True in every TOML model file; an NCCL
+    /// topology file of a virtual machine gives it for the same reason ([`crate::nccl_topo`]).
     pub capacity_known: bool,
     /// One-way latency of the hop, ns.
     pub latency_ns: f64,

@@ -42,12 +42,9 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-/// Assumed memory-channel capacity per NUMA node: 8 channels of DDR4-3200
-/// (8 x 25.6 GB/s), as in the built-in `dgx-a100` model.
-pub const MEMORY_CHANNEL_GBPS: f64 = 1638.4;
-/// Assumed inter-socket capacity: 3 UPI links at 11.2 GT/s (3 x 22.4 GB/s), as in the
-/// built-in `dgx-a100` model.
-pub const INTER_SOCKET_GBPS: f64 = 537.6;
+/// Assumed capacities of what sysfs does not report: the host-model defaults every
+/// source without them shares.
+pub use defaults::{INTER_SOCKET_GBPS, MEMORY_CHANNEL_GBPS};
 /// The capacity assumed for a PCIe link that reports none: Gen4 x16.
 const ASSUMED_PCIE: PcieLink = PcieLink {
     gts: 16.0,
