@@ -2,6 +2,7 @@
 //! scoping of links, Algorithm 1 and the indistinguishable groups. The rules read these
 //! facts; none of them changes them.
 
+use crate::bound;
 use crate::status::{self, PathVerdict, Reference, RnicCondition};
 use crate::tomography::{self, LinkGroup, LinkVerdict, ObservedPath};
 use crate::Input;
@@ -26,8 +27,11 @@ pub(crate) struct Facts<'a> {
     pub observed: Vec<ObservedPath>,
     /// `observed[j]` judges `verdicts[observed_verdict[j]]`.
     pub observed_verdict: Vec<usize>,
-    /// Algorithm 1's verdict per link, host order.
+    /// Algorithm 1's verdict per link, host order; a link only latency-bound paths cross
+    /// is normal down to its bound ([`crate::bound`]).
     pub links: Vec<LinkVerdict>,
+    /// Per link, host order: how far it was judged, when only latency-bound paths did.
+    pub bounds: Vec<Option<model::LinkBound>>,
     /// Indistinguishable groups, in order of their first link.
     pub groups: Vec<LinkGroup>,
     /// Link -> index of its group.
@@ -74,7 +78,15 @@ impl<'a> Facts<'a> {
             }
         }
         let link_ids: Vec<LinkId> = host.links().iter().map(|l| l.id.clone()).collect();
-        let links = tomography::detect_abnormal_links(&observed, &link_ids);
+        let mut links = tomography::detect_abnormal_links(&observed, &link_ids);
+        let bounds = bound::judge(
+            host,
+            &observed,
+            &verdicts,
+            &observed_verdict,
+            &mut links,
+            th,
+        );
         let groups = tomography::indistinguishable_groups(&observed, &link_ids);
         let mut group_of = HashMap::new();
         for (g, group) in groups.iter().enumerate() {
@@ -97,6 +109,7 @@ impl<'a> Facts<'a> {
             observed,
             observed_verdict,
             links,
+            bounds,
             groups,
             group_of,
             link_index,

@@ -179,6 +179,7 @@ mod tests {
                 status,
                 abnormal_cnt: 0,
                 utilisation: None,
+                bound: None,
             }],
             diagnoses: vec![],
             baseline: None,

@@ -20,7 +20,8 @@
 //! Paths without a baseline or whose probe failed are always named, even when other paths
 //! judged their links; a path left out by design (busy mode's plan) or that could not show
 //! a degraded link is named only where it leaves a link uncertain (on a healthy idle host
-//! the latency-bound paths are uncertain, and their links judged by affinitive ones).
+//! the latency-bound paths are uncertain, and their links judged by affinitive ones, or,
+//! where no path of the model reaches them at line rate, down to a bound: module `bound`).
 
 use crate::facts::Facts;
 use crate::status::{PathVerdict, Reference};

@@ -19,7 +19,8 @@ falls off ([`iotlb_knee`], HotNets'22 3.1).
 # Order of the rules
 
 1. path status (idle: against the baseline; busy: relative), Algorithm 1 and indistinguishable groups
-   ([`tomography`]);
+   ([`tomography`]); a link that only latency-bound paths cross is normal down to the loss
+   they could have shown, and its report says that bound (module `bound`);
 2. PCIe misconfiguration first: slow GPU paths that should turn in a switch (ACS / ATS);
    then IOMMU congestion: slow memory paths of an RNIC whose translated DMA the IOTLB bound
    of HotNets'22 3.1 explains (module `iommu`);
@@ -83,6 +84,7 @@ assert_eq!(report.diagnoses[0].links, ["gpu4--lsw4".into()] as [model::LinkId; 1
 */
 #![deny(missing_docs)]
 
+mod bound;
 mod causes;
 mod evidence;
 mod facts;
@@ -183,12 +185,14 @@ pub fn analyze(input: &Input, follow_up: &mut dyn FollowUp) -> Report {
             .links
             .iter()
             .zip(input.host.links())
-            .map(|(v, l)| LinkReport {
+            .zip(&f.bounds)
+            .map(|((v, l), bound)| LinkReport {
                 id: v.id.clone(),
                 kind: l.kind,
                 status: v.status,
                 abnormal_cnt: v.abnormal_cnt,
                 utilisation: input.snapshot.utilisation(&l.id),
+                bound: bound.clone(),
             })
             .collect(),
         diagnoses: Vec::new(),

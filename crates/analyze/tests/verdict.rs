@@ -207,3 +207,77 @@ fn an_rnic_below_util_high_is_not_overloaded() {
     let r = m.analyze(&snap, &History::new(8), &mut NoFollowUp);
     assert!(r.diagnoses.is_empty(), "{:?}", r.diagnoses);
 }
+
+#[test]
+fn links_only_latency_bound_paths_cross_are_judged_down_to_their_bound() {
+    // amd-2s (issue 38, 2): no RNIC sits under sw1 or sw3, and the narrow xGMI keeps every
+    // remote path below line rate, so seven links have only latency-bound paths (Hostping
+    // 3.2.2). Idle and healthy, they are judged normal down to the loss those paths could
+    // have shown, and the host is judged: healthy, not inconclusive.
+    let m = Matrix::with("amd-2s", Mode::Idle, |_, _, _| None);
+    let r = m.quick();
+    assert!(r.healthy && !r.inconclusive, "{:?}", r.not_judged);
+    assert_eq!(r.verdict(), Verdict::Healthy);
+    assert!(r.links.iter().all(|l| l.status == LinkStatus::Normal));
+    let mut bounded: Vec<&str> = r
+        .links
+        .iter()
+        .filter(|l| l.bound.is_some())
+        .map(|l| l.id.as_str())
+        .collect();
+    bounded.sort();
+    assert_eq!(
+        bounded,
+        [
+            "cpu0--cpu1",
+            "gpu2--sw1",
+            "gpu3--sw1",
+            "gpu6--sw3",
+            "gpu7--sw3",
+            "sw1--cpu0",
+            "sw3--cpu1"
+        ]
+    );
+    // rnic0->gpu2 carries 125.5 Gb/s: below 0.8 x 125.5 = 100.4 Gb/s it is abnormal, which a
+    // 252 Gb/s PCIe Gen4 x16 link reaches once it loses 60 %.
+    let b = link(&r, "gpu2--sw1").bound.as_ref().unwrap();
+    assert_eq!(b.path, "rnic0->gpu2");
+    assert_eq!(b.paths, ["rnic0->gpu2", "rnic1->gpu2"]);
+    assert!((b.below_gbps - 100.4).abs() < 1e-9, "{b:?}");
+    assert!(
+        (b.loss_above - (1.0 - 100.4 / 252.06)).abs() < 1e-3,
+        "{b:?}"
+    );
+    // The xGMI (144 Gb/s) is what caps remote memory (140 Gb/s): a loss above 22 % shows.
+    let x = link(&r, "cpu0--cpu1").bound.as_ref().unwrap();
+    assert!((x.loss_above - (1.0 - 112.0 / 144.0)).abs() < 1e-9, "{x:?}");
+    // A link judged at line rate carries no bound.
+    assert!(link(&r, "gpu0--sw0").bound.is_none());
+}
+
+#[test]
+fn a_link_with_a_line_rate_path_is_not_judged_by_a_bound_when_that_path_failed() {
+    // gpu0--sw0 has a line-rate path (rnic0->gpu0): with it failed, the latency-bound
+    // rnic1->gpu0 does not stand in for it, and the link stays unjudged.
+    let mut m = Matrix::with("amd-2s", Mode::Idle, |_, _, _| None);
+    m.fail("rnic0", "gpu0", "ibv_poll_cq: work completion in error");
+    let r = m.quick();
+    assert!(r.inconclusive);
+    assert_eq!(link(&r, "gpu0--sw0").status, LinkStatus::Uncertain);
+    assert!(link(&r, "gpu0--sw0").bound.is_none());
+}
+
+#[test]
+fn a_loss_beyond_the_bound_on_a_latency_bound_link_is_found() {
+    // gpu2--sw1 keeps 30 % (75.6 Gb/s): both paths to gpu2 fall below 80 % of baseline.
+    let m = Matrix::with("amd-2s", Mode::Idle, |_, e, (_, lat)| {
+        (e == "gpu2").then_some((75.6, lat))
+    });
+    let r = m.quick();
+    assert_eq!(r.verdict(), Verdict::Findings);
+    assert!(r.diagnoses.iter().any(
+        |d| d.cause == Cause::LinkFailure && d.links.iter().any(|l| l.as_str() == "gpu2--sw1")
+    ));
+    assert!(link(&r, "gpu2--sw1").bound.is_none());
+    assert_eq!(link(&r, "gpu2--sw1").status, LinkStatus::Abnormal);
+}

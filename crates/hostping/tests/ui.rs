@@ -501,10 +501,10 @@ fn a_fleet_in_a_real_browser() {
         assert_eq!(by_name("node-fail").1, "unhealthy");
         assert!(by_name("node-fail").2.contains(&"link_failure".to_string()));
         assert!(by_name("node-flap").2.contains(&"link_flapping".to_string()), "{drawn:?}");
-        // A fault-free amd-2s is not called healthy: the GPU links behind its root complex
-        // are crossed only by latency-bound paths, which cannot show a degraded link
-        // (Hostping 3.2.2), so they stay unjudged.
-        assert_eq!(by_name(MARKUP_HOST).1, "inconclusive");
+        // A fault-free amd-2s is healthy: the GPU links behind its root complex are crossed
+        // only by latency-bound paths (Hostping 3.2.2), which judge them down to the loss
+        // they could have shown (issue 38, 2; it was "inconclusive" before).
+        assert_eq!(by_name(MARKUP_HOST).1, "healthy");
         assert!(by_name(MARKUP_HOST).2.is_empty());
         // The markup in a host name is text, not elements.
         assert_eq!(js(&c, "return document.querySelectorAll('#hosts b').length;").await, 0);

@@ -311,3 +311,67 @@ fn read_is_refused_on_the_virtual_host_which_models_write_only() {
     assert_input_error(&o, &["--op read"]);
     assert!(!file.exists());
 }
+
+#[test]
+fn every_built_in_model_healthy_and_idle_is_judged() {
+    // Issue 38, 2: amd-2s used to exit 3 whatever its health, its seven links crossed
+    // only by latency-bound GDR paths (Hostping 3.2.2). They are judged down to a bound.
+    for name in model::builtin::names() {
+        let o = hostping(&["check", "--sim", name, "--format", "json"]);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stdout(&o));
+        let v = json(&o);
+        assert_eq!(v["healthy"], true, "{name}");
+        assert!(v.get("not_judged").is_none(), "{name}: {}", v["not_judged"]);
+        for l in v["links"].as_array().unwrap() {
+            assert_eq!(l["status"], "normal", "{name}: {l}");
+        }
+    }
+    let o = hostping(&["check", "--sim", "amd-2s", "--format", "json"]);
+    let v = json(&o);
+    let bounded: Vec<&str> = v["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l.get("bound").is_some())
+        .map(|l| l["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(bounded.len(), 7, "{bounded:?}");
+    let gpu2 = v["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["id"] == "gpu2--sw1")
+        .unwrap();
+    let loss = gpu2["bound"]["loss_above"].as_f64().unwrap();
+    assert!(loss > 0.0 && loss < 1.0, "{gpu2}");
+    // In words too.
+    let o = hostping(&["check", "--sim", "amd-2s"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("judged down to a bound"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn a_degraded_link_that_only_latency_bound_paths_cross_is_found() {
+    // Beyond the loss its paths could see: the GPU link behind amd-2s's RNIC-less root port,
+    // and the narrow xGMI (which caps remote memory itself, so half its width shows).
+    for (fault, link) in [
+        ("degrade:gpu2--sw1:0.3", "gpu2--sw1"),
+        ("degrade:cpu0--cpu1:0.5", "cpu0--cpu1"),
+    ] {
+        let o = hostping(&[
+            "check", "--sim", "amd-2s", "--inject", fault, "--format", "json",
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{fault}: {}", stdout(&o));
+        let v = json(&o);
+        let named = v["diagnoses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["links"].as_array().unwrap().iter().any(|l| l == link));
+        assert!(named, "{fault}: {}", v["diagnoses"]);
+    }
+}

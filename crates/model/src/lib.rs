@@ -55,8 +55,8 @@ pub use measure::{
 };
 pub use odp_model::OdpModel;
 pub use report::{
-    BaselineKind, Cause, Diagnosis, LinkReport, LinkStatus, NotJudged, NotJudgedReason, PathReport,
-    PathStatus, Report, Setting,
+    BaselineKind, Cause, Diagnosis, LinkBound, LinkReport, LinkStatus, NotJudged, NotJudgedReason,
+    PathReport, PathStatus, Report, Setting,
 };
 pub use snapshot::{
     GpuActivity, HostSnapshot, IommuActivity, LinkUtilisation, MemoryBandwidth, OdpKind, OdpRegion,

@@ -209,6 +209,32 @@ pub struct LinkReport {
     /// Utilisation from the bus monitor, if read.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub utilisation: Option<f64>,
+    /// Set when only latency-bound paths cross the link (no path of the host model reaches
+    /// line rate over it) and they were as expected: the link is `normal` down to the loss
+    /// those paths could have shown, and no further (Hostping 3.2.2, 4.3). Absent for a
+    /// link judged by a path at line rate, or not judged.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub bound: Option<LinkBound>,
+}
+
+/// How far a link judged only by latency-bound paths was judged (DESIGN 4.3
+/// `links[].bound`). A latency-bound path stays below line rate (Hostping 3.2.2), so a
+/// link on it can lose part of its capacity before the path slows: "if the bandwidth of a
+/// link degrades but is still higher than the RNIC rate, the measured bandwidth is still
+/// close to the baseline" (Hostping 4.3). What the paths do show is a loss large enough to
+/// bring the link below what they carry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkBound {
+    /// The share of the link's capacity above which a loss would have made one of its
+    /// paths abnormal (0.6: the link could have lost up to 60 % unseen). The smallest over
+    /// its paths.
+    pub loss_above: f64,
+    /// The link's capacity below which that path would have been abnormal, Gb/s.
+    pub below_gbps: f64,
+    /// The path that sees the smallest loss, `rnic->endpoint`.
+    pub path: String,
+    /// Every latency-bound path that judged the link, `rnic->endpoint`.
+    pub paths: Vec<String>,
 }
 
 /// The result of one check (DESIGN 4.3).

@@ -285,8 +285,40 @@ pub fn report(host: &HostTopology, report: &Report, runs: u32, style: Style) -> 
             style.red("no bottleneck among the measured paths, but some probes failed (above): the check is incomplete.")
         );
     }
+    bounded(&mut out, report, style);
     not_judged(&mut out, report, style);
     out
+}
+
+/// Links judged only by latency-bound paths (DESIGN 4.3 `links[].bound`): normal, but only
+/// down to the loss those paths could have shown, which is said for each.
+fn bounded(out: &mut String, report: &Report, style: Style) {
+    let bounded: Vec<_> = report
+        .links
+        .iter()
+        .filter_map(|l| l.bound.as_ref().map(|b| (l, b)))
+        .collect();
+    if bounded.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n{}",
+        style.bold(
+            "judged down to a bound (only latency-bound paths cross these links, Hostping 3.2.2)"
+        )
+    );
+    for (l, b) in bounded {
+        let _ = writeln!(
+            out,
+            "  {:<16} normal: a loss above {:.0} % of its capacity (below {:.1} Gb/s) would have shown on {} ({} path(s))",
+            l.id.as_str(),
+            b.loss_above * 100.0,
+            b.below_gbps,
+            b.path,
+            b.paths.len()
+        );
+    }
 }
 
 /// What was not judged and why (DESIGN 4.3 `not_judged`), under the word "inconclusive"

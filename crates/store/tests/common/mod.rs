@@ -68,6 +68,7 @@ pub fn link(id: &str, kind: LinkKind, status: LinkStatus, abnormal_cnt: u32) -> 
         status,
         abnormal_cnt,
         utilisation: None,
+        bound: None,
     }
 }
 
@@ -251,6 +252,7 @@ fn link_report() -> impl Strategy<Value = LinkReport> {
             status,
             abnormal_cnt,
             utilisation,
+            bound: None,
         })
 }
 
