@@ -99,8 +99,7 @@ pub fn expand_unique(list: &str) -> Result<Vec<String>, HostlistError> {
 /// assert_eq!(compress(&names), "node[001-003,007],gpu[9-10],x");
 /// ```
 pub fn compress<S: AsRef<str>>(names: &[S]) -> String {
-    // Each group: a prefix and its runs of numbers (first digits as written, last number).
-    let mut groups: Vec<(&str, Vec<(String, u64, u64)>)> = Vec::new();
+    let mut groups: Vec<(&str, Vec<Run>)> = Vec::new();
     for name in names {
         let name = name.as_ref();
         let Some((prefix, digits, n)) = numbered(name) else {
@@ -144,6 +143,10 @@ pub fn compress<S: AsRef<str>>(names: &[S]) -> String {
         .collect();
     written.join(",")
 }
+
+/// A run of consecutive numbers after one prefix in [`compress`]: the first one's digits as
+/// written (their width pads the run), its value, and the last value.
+type Run = (String, u64, u64);
 
 /// A name as its text before a trailing number, the number's digits and its value; `None`
 /// for a name without one, or one that brackets could not give back (a bracket or a comma
