@@ -204,6 +204,40 @@ pub enum LoadError {
     Query(#[from] tokio_postgres::Error),
 }
 
+/// The hosts of `names` the collector does not know, in the order given: no agent registered
+/// it and it sent no run. A job or a mesh naming one is an input error (a typo, another
+/// fleet's host), not a host without a run in the window.
+pub async fn unknown_hosts(pool: &Pool, names: &[String]) -> Result<Vec<String>, LoadError> {
+    let client = pool.get().await?;
+    let rows = client
+        .query(
+            "SELECT n FROM unnest($1::text[]) WITH ORDINALITY AS given(n, i)
+             WHERE NOT EXISTS (SELECT 1 FROM agents a WHERE a.host = n)
+               AND NOT EXISTS (SELECT 1 FROM hosts h WHERE h.name = n)
+             ORDER BY i",
+            &[&names],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// The refusal of a request naming hosts the collector does not know (404), each named, in
+/// hostlist syntax: the job verdict's and the mesh's words.
+pub(crate) fn unknown_refusal(unknown: &[String]) -> (StatusCode, String) {
+    let (s, them, it) = if unknown.len() > 1 {
+        ("s", "them", "they")
+    } else {
+        ("", "it", "it")
+    };
+    (
+        StatusCode::NOT_FOUND,
+        format!(
+            "unknown node{s}: {} (no agent registered {them} and {it} sent no run)",
+            model::hostlist::compress(unknown)
+        ),
+    )
+}
+
 /// The registered agents, of `hosts` only when given, by host.
 pub async fn load(pool: &Pool, hosts: Option<&[String]>) -> Result<Vec<AgentEntry>, LoadError> {
     let client = pool.get().await?;

@@ -160,14 +160,7 @@ impl Access {
     async fn nodes(&self, names: &[String]) -> Result<Vec<Node>, Refusal> {
         match find_nodes(&self.pool, names).await {
             Ok(Ok(nodes)) => Ok(nodes),
-            Ok(Err(unknown)) => Err((
-                StatusCode::NOT_FOUND,
-                format!(
-                    "unknown node{}: {} (no agent registered it and it sent no run)",
-                    if unknown.len() > 1 { "s" } else { "" },
-                    unknown.join(", ")
-                ),
-            )),
+            Ok(Err(unknown)) => Err(agents::unknown_refusal(&unknown)),
             Err(e) => Err(database(e)),
         }
     }

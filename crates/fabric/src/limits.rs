@@ -50,6 +50,22 @@ pub const MAX_MESSAGE_BYTES: u64 = 1 << 30;
 /// case study (18 ms, 4.3). A packet-level simulation of a full tree for longer takes days.
 pub const MAX_END_PS: u64 = 1_000_000_000_000;
 
+/// Gb/s of one cable (a cluster file's `link_gbps`): 16 000, ten times the fastest ports of
+/// today (1.6 Tb/s Ethernet, 800 Gb/s XDR InfiniBand). A rate of 1e12 Gb/s is a typo, and
+/// the simulator's serialisation times round to zero long before it.
+pub const MAX_LINK_GBPS: f64 = 16_000.0;
+
+/// Errors a second on one cable (`fabric:errors:<port>:<per_second>`): 1e10. A cable cannot
+/// corrupt more packets than it carries, and the fastest port of today (1.6 Tb/s) carries at
+/// most 3.1e9 packets a second even of the smallest (64 bytes: 1.6e12 b/s / 512 b); 1e10
+/// leaves a margin of three. A real bad cable counts hundreds to millions a second.
+pub const MAX_ERRORS_PER_SECOND: f64 = 1e10;
+
+/// Hosts of a simulated cluster (a cluster file's `[[hosts]]`): [`MAX_NODES`]. Every host
+/// has at least one RNIC port and every port takes one of the subnet's unicast LIDs, so no
+/// fabric cables more hosts. Counted from the host lists before a host is built.
+pub const MAX_CLUSTER_HOSTS: u32 = MAX_NODES;
+
 /// A value above its cap, in words: "radix 65535 is above the cap of 256 ports".
 pub fn above_cap(
     what: &str,

@@ -15,10 +15,11 @@ pub const DEFAULT_WINDOW_S: i64 = 3600;
 /// The buffer a what-if all-reduce reduces when `bytes` is not given (`hostping job
 /// --bytes`'s default too).
 pub const DEFAULT_WHAT_IF_BYTES: u64 = 64 << 20;
-/// The largest buffer a what-if replays: 1 GiB, sixteen times the default. The replay's
-/// cost grows with the packets it moves (about 15 s for 64 MiB over 256 hosts,
-/// BENCHMARKS.md), and a request must not hold a core for hours.
-pub const MAX_WHAT_IF_BYTES: u64 = 1 << 30;
+/// The largest buffer a what-if replays: [`model::limits::WHAT_IF_BYTES`] (1 GiB, sixteen
+/// times the default), the cap `hostping job --bytes` has too. The replay's cost grows with
+/// the packets it moves (about 15 s for 64 MiB over 256 hosts, BENCHMARKS.md), and a
+/// request must not hold a core for hours.
+pub const MAX_WHAT_IF_BYTES: u64 = model::limits::WHAT_IF_BYTES;
 
 /// The all-reduce a what-if replays: `ring` or `tree`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,8 +131,12 @@ pub enum QueryError {
         /// The host.
         host: String,
     },
-    /// `since` or `until` is not Unix seconds.
-    #[error("{name}={value}: wants Unix seconds (a whole number, 0 or more)")]
+    /// `since` or `until` is neither Unix seconds nor an RFC 3339 time with its offset
+    /// (read by `model::time::unix_seconds`, as `hostping job --since` reads it).
+    #[error(
+        "{name}={value}: wants Unix seconds or an RFC 3339 time with its offset \
+         (2026-11-27T13:00:00Z, 2026-11-27T15:00:00+02:00)"
+    )]
     Seconds {
         /// `since` or `until`.
         name: &'static str,
@@ -261,7 +266,7 @@ impl TryFrom<Given> for VerdictQuery {
         }
         let seconds = |name: &'static str, v: Option<&str>| -> Result<Option<i64>, QueryError> {
             v.map(|v| {
-                v.parse::<i64>()
+                model::time::unix_seconds(name, v)
                     .ok()
                     .filter(|s| (0..=i64::MAX / 1_000_000_000).contains(s))
                     .ok_or_else(|| QueryError::Seconds {
@@ -365,6 +370,28 @@ mod tests {
 
     fn parse(g: Given) -> Result<VerdictQuery, QueryError> {
         VerdictQuery::try_from(g)
+    }
+
+    /// The window's times as Unix seconds or RFC 3339 with an offset, read as `hostping job
+    /// --since` reads them.
+    #[test]
+    fn times_are_unix_seconds_or_rfc_3339() {
+        let q = parse(given(
+            "a",
+            Some("2026-11-27T12:26:05+02:00"),
+            Some("1795778765"),
+        ))
+        .unwrap();
+        assert_eq!(
+            (q.since_s, q.until_s),
+            (Some(1_795_775_165), Some(1_795_778_765))
+        );
+        let e = parse(given("a", Some("2026-11-27T10:26:05"), None)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "since=2026-11-27T10:26:05: wants Unix seconds or an RFC 3339 time with its offset \
+             (2026-11-27T13:00:00Z, 2026-11-27T15:00:00+02:00)"
+        );
     }
 
     #[test]

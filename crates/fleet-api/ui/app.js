@@ -76,6 +76,13 @@
     if (!isNum(ms)) return "never";
     return new Date(ms).toISOString().replace("T", " ").slice(0, 19) + " UTC";
   }
+  // A time as typed in the job form, in ms: Unix seconds or RFC 3339 with its offset, the
+  // two forms the collector reads (model::time::unix_seconds), which checks it; the page
+  // sends the text as typed and reads it here only to show the window.
+  function instantMs(text) {
+    const t = String(text).trim();
+    return /^[0-9]+$/.test(t) ? 1000 * Number(t) : Date.parse(t);
+  }
   function ago(ms) {
     if (!isNum(ms)) return "";
     const s = Math.round((Date.now() - ms) / 1000);
@@ -524,7 +531,7 @@
     $("job-title").textContent = name;
     document.title = name + " · hostping";
     const span = params.get("since") && params.get("until")
-      ? when(1000 * Number(params.get("since"))) + " to " + when(1000 * Number(params.get("until")))
+      ? when(instantMs(params.get("since"))) + " to " + when(instantMs(params.get("until")))
       : "the collector's default window";
     $("job-status").textContent = report.nodes.length + " hosts, " + span +
       (report.simulated ? " · simulated measurements" : "");

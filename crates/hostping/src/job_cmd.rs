@@ -14,9 +14,8 @@ use simcluster::{Cluster, ClusterFaults, Endpoint};
 
 use crate::cli::job::JobArgs;
 use crate::mesh_cmd::read_fabric;
-use crate::output::{print, Outcome};
+use crate::output::{print_to, Outcome};
 use crate::progress;
-use views::Style;
 
 /// Runs `hostping job`.
 pub fn run(args: JobArgs) -> Result<Outcome> {
@@ -47,8 +46,8 @@ pub fn run(args: JobArgs) -> Result<Outcome> {
     })?
     .report;
     bar.finish_and_clear();
-    print(args.format, &report, |r| {
-        words::render(r, words::Observed::Simulated, Style::for_stdout())
+    print_to(args.output.as_deref(), args.format, &report, |r, style| {
+        words::render(r, words::Observed::Simulated, style)
     })?;
     Ok(outcome(&report))
 }

@@ -15,7 +15,7 @@ use simcluster::{Cluster, ClusterFaults, Endpoint};
 
 use crate::cli::{MeshArgs, MeshEndpoint};
 use crate::fabric_cmd::topology_input;
-use crate::output::{print, Outcome};
+use crate::output::{print_to, Outcome};
 use crate::progress;
 use views::Style;
 
@@ -45,7 +45,7 @@ pub fn run(args: MeshArgs) -> Result<Outcome> {
         bar.set_position(done as u64);
     })?;
     bar.finish_and_clear();
-    print(args.format, &report, |r| table(r, Style::for_stdout()))?;
+    print_to(args.output.as_deref(), args.format, &report, table)?;
     Ok(match report.exit_code() {
         0 => Outcome::Healthy,
         3 => Outcome::Inconclusive,

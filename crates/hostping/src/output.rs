@@ -6,6 +6,8 @@ use crate::cli::Format;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::io::Write;
+use std::path::Path;
+use views::Style;
 
 /// What a command concluded (DESIGN 4.3's exit status: 0 healthy, 1 bottleneck found,
 /// 3 inconclusive).
@@ -72,6 +74,24 @@ pub fn print<T: Serialize + ?Sized>(
         Format::Table => view(value),
     };
     write_stdout(&text)
+}
+
+/// Writes `value` as [`print`] does, to the file of `-o/--output` when one is given (the
+/// view then without colour: a file is no terminal), else to stdout.
+pub fn print_to<T: Serialize + ?Sized>(
+    output: Option<&Path>,
+    format: Format,
+    value: &T,
+    view: impl FnOnce(&T, Style) -> String,
+) -> Result<()> {
+    let Some(path) = output else {
+        return print(format, value, |v| view(v, Style::for_stdout()));
+    };
+    let text = match format {
+        Format::Json => serde_json::to_string_pretty(value)? + "\n",
+        Format::Table => view(value, Style { color: false }),
+    };
+    std::fs::write(path, text).with_context(|| format!("-o {}: cannot write", path.display()))
 }
 
 /// Writes `text` to stdout, flushed.

@@ -7,7 +7,6 @@
 //! mesh`); this module is the flags and the table.
 
 use crate::cli::pair::{PairCommand, PairDeviceArgs, PairEndpoint, PairProbeArgs, PairServeArgs};
-use crate::cli::Format;
 use crate::output::{self, Outcome};
 use agent::pair::{self, wire, Local, LocalOptions, PairReport};
 use anyhow::{anyhow, bail, Context, Result};
@@ -40,8 +39,8 @@ fn open_local(args: &PairDeviceArgs) -> Result<Local> {
 
 fn serve(args: &PairServeArgs) -> Result<Outcome> {
     let mut local = open_local(&args.local)?;
-    let listener = TcpListener::bind((args.listen, args.port))
-        .with_context(|| format!("--listen {} --port {}", args.listen, args.port))?;
+    let listen = args.address().map_err(anyhow::Error::msg)?;
+    let listener = TcpListener::bind(listen).with_context(|| format!("--listen {listen}"))?;
     let addr = listener.local_addr()?;
     output::write_stdout(&format!(
         "pair serve: {} on {} listening on {addr}\n",
@@ -115,22 +114,23 @@ fn probe(args: &PairProbeArgs) -> Result<Outcome> {
                 let th = model::Thresholds::default().abnormal_th;
                 pair::judge_against(&mut report, baseline, th);
             }
-            print(args.format, &report)?;
+            print(args, &report)?;
             Ok(Outcome::found(
                 !report.verified || report.status == fleet_api::pair::PairStatus::Abnormal,
             ))
         }
         Some(e) => {
             if report.latency.is_some() {
-                print(args.format, &report)?;
+                print(args, &report)?;
             }
             Err(anyhow!("pair probe to {peer}: {e}"))
         }
     }
 }
 
-fn print(format: Format, report: &PairReport) -> Result<()> {
-    output::print(format, report, table)
+/// The report, to `-o/--output` or stdout.
+fn print(args: &PairProbeArgs, report: &PairReport) -> Result<()> {
+    output::print_to(args.output.as_deref(), args.format, report, |r, _| table(r))
 }
 
 /// The report for people.
@@ -232,13 +232,63 @@ mod tests {
         assert!(text.starts_with("--device nosuch: "), "{text}");
     }
 
+    /// `--listen ADDR:PORT` as everywhere else; the first form (`--listen ADDR --port N`)
+    /// still works, hidden; a port given both ways is refused.
+    #[test]
+    fn serve_listens_on_addr_port_and_still_takes_the_first_form() {
+        let serve = |args: &[&str]| {
+            let mut all = vec!["serve", "--device", "rxe_b"];
+            all.extend_from_slice(args);
+            match pair_command(&all) {
+                PairCommand::Serve(serve) => serve.address(),
+                PairCommand::Probe(_) => panic!("not serve"),
+            }
+        };
+        assert_eq!(
+            serve(&["--listen", "192.168.77.2:0"]).unwrap().to_string(),
+            "192.168.77.2:0"
+        );
+        assert_eq!(
+            serve(&["--listen", "[::1]:9500"]).unwrap().to_string(),
+            "[::1]:9500"
+        );
+        assert_eq!(
+            serve(&["--listen", "192.168.77.2", "--port", "0"])
+                .unwrap()
+                .to_string(),
+            "192.168.77.2:0"
+        );
+        assert_eq!(
+            serve(&["--listen", "10.0.0.2"]).unwrap().to_string(),
+            "10.0.0.2:9471"
+        );
+        assert_eq!(
+            serve(&["--listen", "10.0.0.2:1", "--port", "2"]).unwrap_err(),
+            "--listen 10.0.0.2:1 already has a port: --port 2 goes only with a bare --listen \
+             ADDR (prefer --listen ADDR:PORT)"
+        );
+        let mut cmd = crate::cli::command();
+        let help = cmd
+            .find_subcommand_mut("pair")
+            .unwrap()
+            .find_subcommand_mut("serve")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        assert!(help.contains("--listen <ADDR:PORT>"), "{help}");
+        assert!(!help.contains("--port"), "{help}");
+    }
+
     #[test]
     fn the_flags_default_as_documented_and_the_help_teaches() {
         let PairCommand::Serve(serve) = pair_command(&["serve", "--device", "mlx5_0"]) else {
             panic!("not serve");
         };
-        assert_eq!(serve.port, crate::cli::pair::DEFAULT_PORT);
-        assert_eq!(serve.listen.to_string(), "0.0.0.0");
+        assert_eq!(
+            serve.address().unwrap().port(),
+            crate::cli::pair::DEFAULT_PORT
+        );
+        assert_eq!(serve.address().unwrap().ip().to_string(), "0.0.0.0");
         assert_eq!(serve.local.timeout_ms, 2000);
         let PairCommand::Probe(probe) = pair_command(&[
             "probe", "--device", "rxe_a", "--peer", "h:1", "--format", "json",

@@ -502,6 +502,63 @@ fn a_host_its_own_check_passed_is_judged_against_its_kinds_fleet() {
     );
 }
 
+/// Hosts the collector has never heard of (a typo) are an input error naming them, not
+/// hosts without a run in the window; the window's times are Unix seconds or RFC 3339 with
+/// its offset in the API as on the command line (issue 38).
+#[test]
+fn unknown_nodes_are_refused_and_times_take_both_forms() {
+    let dir = temp_dir("job-unknown-nodes");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let tokens = tokens_file(
+        &dir,
+        &[("node01", &token("node01")), ("node02", &token("node02"))],
+    );
+    let c = Collector::start(&pg, &tokens, &[]);
+    let now = now_s();
+    post_run(c.addr, "node01", 1, now - 300, &sim_report(&[]));
+    register(c.addr, "node02", "mlx5_0");
+
+    let (status, body) = get(c.addr, "/api/jobs/verdict?nodes=node01,gpu[1-2]");
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(
+        body["error"],
+        "unknown nodes: gpu[1-2] (no agent registered them and they sent no run)"
+    );
+    let url = format!("http://{}", c.addr);
+    let out = hostping(&["job", "--nodes", "node01,gpu[1-2]", "--collector", &url]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("unknown nodes: gpu[1-2]"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A registered host without a run is known: not judged, not refused.
+    let since = humantime::format_rfc3339_seconds(
+        std::time::UNIX_EPOCH + Duration::from_secs((now - 600) as u64),
+    );
+    let (status, report) = get(
+        c.addr,
+        &format!("/api/jobs/verdict?nodes=node01,node02&since={since}&until={now}"),
+    );
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["nodes"], json!(["node01", "node02"]), "{report}");
+    let (status, body) = get(
+        c.addr,
+        "/api/jobs/verdict?nodes=node01&since=2026-11-27T10:00:00&until=1795787165",
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("since=2026-11-27T10:00:00: wants Unix seconds or an RFC 3339 time"),
+        "{body}"
+    );
+}
+
 /// Without Slurm's tools, `--slurm` is an input error that says what is missing, before any
 /// collector is asked.
 #[test]

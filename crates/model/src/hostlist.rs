@@ -58,6 +58,111 @@ pub fn expand(list: &str) -> Result<Vec<String>, HostlistError> {
     Ok(out)
 }
 
+/// [`expand`], refusing a list that names a host more than once, naming each such host.
+/// The one rule of every command that takes a list of hosts (`--nodes`, the collector's
+/// `nodes=`): a host given twice is a typo or a list pasted twice, and judging it twice
+/// would count its pairs twice, so it is refused rather than silently dropped.
+///
+/// ```
+/// use model::hostlist::expand_unique;
+/// assert_eq!(expand_unique("n[1-2],n3").unwrap(), ["n1", "n2", "n3"]);
+/// assert_eq!(expand_unique("n[1-3],n[2-3]").unwrap_err().to_string(),
+///            "hostlist `n[1-3],n[2-3]`: n[2-3] named more than once: each host once");
+/// ```
+pub fn expand_unique(list: &str) -> Result<Vec<String>, HostlistError> {
+    let names = expand(list)?;
+    let mut seen = std::collections::HashSet::with_capacity(names.len());
+    let mut twice: Vec<String> = Vec::new();
+    for name in &names {
+        if !seen.insert(name.as_str()) && !twice.contains(name) {
+            twice.push(name.clone());
+        }
+    }
+    if twice.is_empty() {
+        Ok(names)
+    } else {
+        Err(HostlistError {
+            list: list.to_string(),
+            reason: format!("{} named more than once: each host once", compress(&twice)),
+        })
+    }
+}
+
+/// Names written back in hostlist syntax, in their order: a run of names that differ only
+/// in a trailing number shares one bracket (`leaf1`..`leaf16`, `spine1`..`spine8` is
+/// `leaf[1-16],spine[1-8]`), so that a list of switches or hosts in a message is short and
+/// reads as what it is. [`expand`] gives the names back.
+///
+/// ```
+/// use model::hostlist::compress;
+/// let names = ["node001", "node002", "node003", "node007", "gpu9", "gpu10", "x"];
+/// assert_eq!(compress(&names), "node[001-003,007],gpu[9-10],x");
+/// ```
+pub fn compress<S: AsRef<str>>(names: &[S]) -> String {
+    let mut groups: Vec<(&str, Vec<Run>)> = Vec::new();
+    for name in names {
+        let name = name.as_ref();
+        let Some((prefix, digits, n)) = numbered(name) else {
+            groups.push((name, Vec::new()));
+            continue;
+        };
+        if let Some((last_prefix, runs)) = groups.last_mut() {
+            if *last_prefix == prefix && !runs.is_empty() {
+                let (low, _, high) = runs.last_mut().expect("not empty");
+                let width = low.len();
+                if Some(n) == high.checked_add(1) && format!("{n:0width$}") == digits {
+                    *high = n;
+                } else {
+                    runs.push((digits.to_string(), n, n));
+                }
+                continue;
+            }
+        }
+        groups.push((prefix, vec![(digits.to_string(), n, n)]));
+    }
+    let written: Vec<String> = groups
+        .into_iter()
+        .map(|(prefix, runs)| match runs.as_slice() {
+            [] => prefix.to_string(),
+            [(low, first, last)] if first == last => format!("{prefix}{low}"),
+            _ => {
+                let items: Vec<String> = runs
+                    .iter()
+                    .map(|(low, first, last)| {
+                        let width = low.len();
+                        if first == last {
+                            low.clone()
+                        } else {
+                            format!("{low}-{last:0width$}")
+                        }
+                    })
+                    .collect();
+                format!("{prefix}[{}]", items.join(","))
+            }
+        })
+        .collect();
+    written.join(",")
+}
+
+/// A run of consecutive numbers after one prefix in [`compress`]: the first one's digits as
+/// written (their width pads the run), its value, and the last value.
+type Run = (String, u64, u64);
+
+/// A name as its text before a trailing number, the number's digits and its value; `None`
+/// for a name without one, or one that brackets could not give back (a bracket or a comma
+/// in it, or a number of more than 18 digits).
+fn numbered(name: &str) -> Option<(&str, &str, u64)> {
+    if name.contains(['[', ']', ',']) {
+        return None;
+    }
+    let start = name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let digits = &name[start..];
+    if digits.is_empty() || digits.len() > 18 {
+        return None;
+    }
+    Some((&name[..start], digits, digits.parse().ok()?))
+}
+
 /// Text, or the numbers of one bracket, each with the width to pad it to.
 #[derive(Debug)]
 enum Part {
@@ -198,6 +303,26 @@ mod tests {
     }
 
     #[test]
+    fn names_compress_to_ranges_per_prefix() {
+        let switches: Vec<String> = (1..=16)
+            .map(|n| format!("leaf{n}"))
+            .chain((1..=8).map(|n| format!("spine{n}")))
+            .collect();
+        assert_eq!(compress(&switches), "leaf[1-16],spine[1-8]");
+        assert_eq!(compress(&["n08", "n09", "n10", "n7"]), "n[08-10,7]");
+        let hosts: Vec<String> = (1..=32).map(|n| format!("node{n:03}")).collect();
+        assert_eq!(compress(&hosts), "node[001-032]");
+        assert_eq!(compress(&["a", "b1", "b3"]), "a,b[1,3]");
+        assert_eq!(compress(&["x1"]), "x1");
+        assert_eq!(
+            expand_unique("gpu[1-2],gpu2,gpu1,gpu3")
+                .unwrap_err()
+                .to_string(),
+            "hostlist `gpu[1-2],gpu2,gpu1,gpu3`: gpu[2,1] named more than once: each host once"
+        );
+    }
+
+    #[test]
     fn malformed_lists_are_refused_with_the_reason() {
         for (list, says) in [
             ("", "empty"),
@@ -220,6 +345,29 @@ mod tests {
     }
 
     proptest! {
+        /// Names written back as a hostlist expand to the same names, in order.
+        #[test]
+        fn compressed_names_expand_back(names in proptest::collection::vec("[a-c]{0,2}-?[0-9]{0,4}", 0..30)) {
+            let names: Vec<String> = names.into_iter().filter(|n| !n.is_empty()).collect();
+            prop_assume!(!names.is_empty());
+            prop_assert_eq!(expand(&compress(&names)).unwrap(), names);
+        }
+
+        /// A list is unique-expanded exactly when no name repeats, and a refusal names the
+        /// repeated hosts.
+        #[test]
+        fn repeats_are_refused_naming_them(list in "[a-b][0-3]{1,2}(,[a-b][0-3]{1,2}){0,6}") {
+            let names = expand(&list).unwrap();
+            let distinct: std::collections::HashSet<&String> = names.iter().collect();
+            match expand_unique(&list) {
+                Ok(unique) => prop_assert_eq!(unique.len(), distinct.len()),
+                Err(e) => {
+                    prop_assert!(distinct.len() < names.len());
+                    prop_assert!(e.to_string().contains("named more than once"), "{}", e);
+                }
+            }
+        }
+
         #[test]
         fn any_text_is_expanded_or_refused_never_a_panic(list in "[a-c0-9,\\[\\]-]{0,24}") {
             if let Ok(names) = expand(&list) {

@@ -139,6 +139,12 @@ pub const BENCH_QUERIES: u64 = 100_000;
 /// otherwise be a hundred million names held in memory.
 pub const HOSTLIST_NAMES: u64 = 65_536;
 
+/// Bytes each rank reduces in a what-if all-reduce (`job --what-if --bytes`, the collector's
+/// `bytes=`): 1 GiB, the collector's cap since its first what-if. The replay's cost grows
+/// with the packets it moves (8 GiB over pod-32 takes 13 s on a simulated cluster, a
+/// thousand times that runs for hours), and NCCL's own benchmarks stop at a few GiB.
+pub const WHAT_IF_BYTES: u64 = 1 << 30;
+
 /// A number above its cap, in one line naming the cap.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{what} {value} is above the cap of {cap}")]

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use fabric::limits::{above_cap, MAX_ERRORS_PER_SECOND};
 use fabric::topology::PortRef;
 
 pub use verdict::links::FabricFault;
@@ -95,11 +96,11 @@ impl ClusterFaults {
         }
         for (host, texts) in host_texts {
             let model = cluster.hosts[host].model();
-            let parsed =
-                check::sim::parse_faults(&texts, model).map_err(|e| ClusterError::Fault {
-                    text: format!("{}:{}", cluster.hosts[host].name, texts.join(", ")),
-                    reason: e.to_string(),
-                })?;
+            // The fault's own error: `ClusterError::Fault` names `--inject` already.
+            let parsed = vhost::parse_faults(&texts, model).map_err(|e| ClusterError::Fault {
+                text: format!("{}:{}", cluster.hosts[host].name, texts.join(", ")),
+                reason: e.to_string(),
+            })?;
             faults.hosts.insert(host, parsed);
         }
         Ok(faults)
@@ -172,6 +173,14 @@ fn parse_fabric(text: &str, cluster: &Cluster) -> Result<FabricFault, String> {
                 .ok()
                 .filter(|r: &f64| r.is_finite() && *r > 0.0)
                 .ok_or_else(|| format!("errors per second `{rate}` is not a positive number"))?;
+            if per_second > MAX_ERRORS_PER_SECOND {
+                return Err(above_cap(
+                    "errors per second",
+                    rate,
+                    MAX_ERRORS_PER_SECOND,
+                    "(a cable corrupts no more packets than it carries)",
+                ));
+            }
             FabricFault::Errors {
                 cable: cluster.cable_at(cable(port)?),
                 per_second,
@@ -261,6 +270,28 @@ mod tests {
             let err = parse(&[text]).unwrap_err();
             assert!(err.contains(says), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn an_error_rate_above_the_cap_is_refused_naming_it() {
+        assert_eq!(
+            parse(&["fabric:errors:leaf2/9:1e300"]).unwrap_err(),
+            "--inject `fabric:errors:leaf2/9:1e300`: errors per second 1e300 is above the cap \
+             of 10000000000 (a cable corrupts no more packets than it carries)"
+        );
+        assert!(parse(&["fabric:errors:leaf2/9:1e10"]).is_ok());
+    }
+
+    #[test]
+    fn a_hosts_bad_fault_names_the_flag_once() {
+        let err = parse(&["node007:degrade:gpu9--lsw4:0.5"]).unwrap_err();
+        assert!(
+            err.starts_with(
+                "--inject `node007:degrade:gpu9--lsw4:0.5`: bad fault `degrade:gpu9--lsw4:0.5`: "
+            ),
+            "{err}"
+        );
+        assert_eq!(err.matches("--inject").count(), 1, "{err}");
     }
 
     #[test]

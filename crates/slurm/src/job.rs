@@ -37,6 +37,20 @@ pub enum SlurmError {
         /// What sacct said on stderr.
         sacct: String,
     },
+    /// scontrol reached no controller (no slurm.conf, slurmctld down or unreachable), and
+    /// sacct failed too.
+    #[error(
+        "--slurm {job}: scontrol could not reach a Slurm controller ({scontrol}) and sacct \
+         failed ({sacct})"
+    )]
+    NoController {
+        /// The job id.
+        job: String,
+        /// What scontrol said on stderr.
+        scontrol: String,
+        /// What sacct said on stderr.
+        sacct: String,
+    },
     /// scontrol does not know the job, and sacct lists nothing.
     #[error("--slurm {job}: no such job: scontrol does not know it ({scontrol}) and sacct lists nothing")]
     NoSuchJob {
@@ -125,8 +139,15 @@ pub fn ask(job: &str, now_s: i64) -> Result<SlurmJob, SlurmError> {
         "sacct",
         &["-j", job, "-X", "-n", "-P", "-o", "NodeList,Start,End"],
     )?;
-    let said = |o: &Output| text(&o.stderr).trim().to_string();
+    let said = |o: &Output| stderr_line(&o.stderr);
     if !sacct.status.success() {
+        if !controller_answered(&text(&scontrol.stderr)) {
+            return Err(SlurmError::NoController {
+                job: job.to_string(),
+                scontrol: said(&scontrol),
+                sacct: said(&sacct),
+            });
+        }
         return Err(SlurmError::Unknown {
             job: job.to_string(),
             scontrol: said(&scontrol),
@@ -137,6 +158,24 @@ pub fn ask(job: &str, now_s: i64) -> Result<SlurmJob, SlurmError> {
         job: job.to_string(),
         scontrol: said(&scontrol),
     })
+}
+
+/// Whether scontrol's failure is the controller's answer that it does not know the job
+/// (`slurm_load_jobs error: Invalid job id specified`), rather than no controller reached
+/// (`Could not establish a configuration source`, `Unable to contact slurm controller`).
+fn controller_answered(stderr: &str) -> bool {
+    stderr.contains("Invalid job id")
+}
+
+/// A tool's stderr in one line: its lines joined with `; `.
+fn stderr_line(bytes: &[u8]) -> String {
+    let text = text(bytes);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.join("; ")
 }
 
 /// A tool's output as text.
@@ -393,6 +432,29 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("not a Slurm job id"));
+    }
+
+    #[test]
+    fn no_controller_is_told_apart_from_an_unknown_job() {
+        let scontrol = fixture("scontrol-no-controller.stderr");
+        assert!(!controller_answered(&scontrol));
+        assert!(controller_answered(&fixture("scontrol-unknown.stderr")));
+        let e = SlurmError::NoController {
+            job: "12345".into(),
+            scontrol: stderr_line(scontrol.as_bytes()),
+            sacct: stderr_line(fixture("sacct-no-controller.stderr").as_bytes()),
+        };
+        assert_eq!(
+            e.to_string(),
+            "--slurm 12345: scontrol could not reach a Slurm controller (scontrol: error: \
+             resolve_ctls_from_dns_srv: res_nsearch error: Unknown host; scontrol: error: \
+             fetch_config: DNS SRV lookup failed; scontrol: error: _establish_config_source: \
+             failed to fetch config; scontrol: fatal: Could not establish a configuration \
+             source) and sacct failed (sacct: error: resolve_ctls_from_dns_srv: res_nsearch \
+             error: Unknown host; sacct: error: fetch_config: DNS SRV lookup failed; sacct: \
+             error: _establish_config_source: failed to fetch config; sacct: fatal: Could not \
+             establish a configuration source)"
+        );
     }
 
     proptest! {

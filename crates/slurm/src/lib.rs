@@ -4,9 +4,9 @@ The Slurm adapter: what hostping asks of Slurm and how it reads the answers.
 This crate **owns** running Slurm's client tools (within [`job::TOOL_WAIT`], with
 `SLURM_TIME_FORMAT=%s` so that times come as Unix seconds rather than in the local time of
 whoever runs them) and reading what they print: a job's nodes and window from `scontrol
-show job -o` or, once slurmctld forgot the job, from `sacct` ([`job`]), and the times of a
-window given by hand ([`time`]: Unix seconds or RFC 3339 with its offset). Actions on Slurm
-(draining a node) belong here too, beside the reads.
+show job -o` or, once slurmctld forgot the job, from `sacct` ([`job`]). Actions on Slurm
+(draining a node) belong here too, beside the reads. (The times of a window given by hand
+are read by `model::time::unix_seconds`, the one reader the collector's queries use too.)
 
 It **must not** judge or decide: whether a job's nodes are healthy is `analyze`'s word, read
 from the collector; this crate only says which nodes and when. It talks to no collector,
@@ -16,7 +16,5 @@ stores nothing and prints nothing; its errors name the flag the value came from
 #![deny(missing_docs)]
 
 pub mod job;
-pub mod time;
 
 pub use job::{SlurmError, SlurmJob};
-pub use time::TimeError;

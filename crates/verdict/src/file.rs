@@ -22,8 +22,10 @@
 //! routes = "tables.json"    # optional: `hostping fabric route --dump -o tables.json`
 //! ```
 
+use std::collections::HashSet;
 use std::path::Path;
 
+use fabric::limits::{above_cap, MAX_CLUSTER_HOSTS, MAX_LINK_GBPS};
 use serde::Deserialize;
 
 use crate::spec::{self, CabledFabric, Cluster, ClusterHost};
@@ -90,9 +92,31 @@ impl Cluster {
         if file.hosts.is_empty() {
             return Err(bad("no [[hosts]] group".to_string()));
         }
-        let mut hosts: Vec<ClusterHost> = Vec::new();
-        for group in &file.hosts {
+        // Every group's names first, counted against the cap before a host is built.
+        let mut groups = Vec::with_capacity(file.hosts.len());
+        let mut count: usize = 0;
+        for (i, group) in file.hosts.iter().enumerate() {
             let names = model::hostlist::expand(&group.names).map_err(|e| bad(e.to_string()))?;
+            count = count.saturating_add(names.len());
+            if count > MAX_CLUSTER_HOSTS as usize {
+                let more = if i + 1 < file.hosts.len() {
+                    " or more"
+                } else {
+                    ""
+                };
+                let cap = above_cap(
+                    "hosts",
+                    format!("{count}{more}"),
+                    MAX_CLUSTER_HOSTS,
+                    "(one LID each)",
+                );
+                return Err(bad(format!("[[hosts]]: {cap}")));
+            }
+            groups.push((group, names));
+        }
+        let mut hosts: Vec<ClusterHost> = Vec::with_capacity(count);
+        let mut seen: HashSet<String> = HashSet::with_capacity(count);
+        for (group, names) in groups {
             let model_path = match path.parent() {
                 Some(dir) if model::builtin::load(&group.model).is_none() => {
                     dir.join(&group.model).display().to_string()
@@ -102,7 +126,7 @@ impl Cluster {
             let model = model::builtin::resolve(&model_path, |path| std::fs::read_to_string(path))
                 .map_err(|e| bad(format!("hosts `{}`: {e}", group.names)))?;
             for name in names {
-                if hosts.iter().any(|h| h.name == name) {
+                if !seen.insert(name.clone()) {
                     return Err(bad(format!("host `{name}` is in two [[hosts]] groups")));
                 }
                 hosts.push(ClusterHost::new(name, model.clone()));
@@ -121,6 +145,12 @@ impl Cluster {
             }
             (Some(radix), None) => {
                 let link_gbps = match file.fabric.link_gbps {
+                    Some(rate) if rate > MAX_LINK_GBPS => {
+                        return Err(bad(format!(
+                            "fabric.link_gbps: {}",
+                            above_cap("link rate", rate, MAX_LINK_GBPS, "Gb/s")
+                        )))
+                    }
                     Some(rate) if rate.is_finite() && rate > 0.0 => rate,
                     Some(rate) => {
                         return Err(bad(format!("fabric.link_gbps {rate} is not a positive rate")))
@@ -227,6 +257,28 @@ mod tests {
             assert!(err.contains(says), "{says}: {err}");
             assert!(!err.contains('\n'), "{err}");
         }
+    }
+
+    /// A cluster of more hosts than a subnet has LIDs is refused from its host lists, before
+    /// a host is built; a link rate above any port's is refused naming the cap.
+    #[test]
+    fn sizes_above_their_caps_are_refused_naming_the_cap() {
+        let text = "[[hosts]]\nnames = \"n[00001-30000]\"\nmodel = \"dgx-a100\"\n\
+                    [[hosts]]\nnames = \"m[00001-30000]\"\nmodel = \"dgx-a100\"\n\
+                    [fabric]\nradix = 64\n";
+        assert_eq!(
+            parse(text).unwrap_err(),
+            "lab.toml: [[hosts]]: hosts 60000 is above the cap of 49151 (one LID each)"
+        );
+        let text = "[[hosts]]\nnames = \"n[1-2]\"\nmodel = \"dgx-a100\"\n\
+                    [fabric]\nradix = 8\nlink_gbps = 1e12\n";
+        assert_eq!(
+            parse(text).unwrap_err(),
+            "lab.toml: fabric.link_gbps: link rate 1000000000000 is above the cap of 16000 Gb/s"
+        );
+        let text = "[[hosts]]\nnames = \"n[1-2]\"\nmodel = \"dgx-a100\"\n\
+                    [fabric]\nradix = 8\nlink_gbps = 16000\n";
+        assert!(parse(text).is_ok());
     }
 
     #[test]

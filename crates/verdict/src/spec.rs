@@ -145,9 +145,9 @@ pub enum PortLabelError {
         device: String,
         /// The cluster.
         cluster: String,
-        /// Its switches, as a range of names.
+        /// Its switches, in hostlist syntax (`leaf[1-16],spine[1-8]`).
         switches: String,
-        /// Its hosts, as a range of names.
+        /// Its hosts, in hostlist syntax.
         hosts: String,
     },
     /// The switch has no such port.
@@ -369,12 +369,12 @@ impl Cluster {
     }
 }
 
-/// `leaf1..spine8`: the first and last of a list of names.
+/// A list of names in hostlist syntax (`leaf[1-16],spine[1-8]`): every name, in few words.
 fn name_range(names: &[String]) -> String {
-    match (names.first(), names.last()) {
-        (Some(first), Some(last)) if names.len() > 1 => format!("{first}..{last}"),
-        (Some(only), _) => only.clone(),
-        _ => "none".to_string(),
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        model::hostlist::compress(names)
     }
 }
 
@@ -769,6 +769,12 @@ mod tests {
             let err = pod.parse_port(label).unwrap_err().to_string();
             assert!(err.contains(says), "{label}: {err}");
         }
+        // The switches and hosts listed in hostlist syntax, each series on its own.
+        assert_eq!(
+            pod.parse_port("leafx/1").unwrap_err().to_string(),
+            "`leafx` is neither a switch nor a host of cluster `pod-32` (switches \
+             leaf[1-16],spine[1-8], hosts node[001-032])"
+        );
     }
 
     /// Two leaves of two nodes; the CAs described as given, by node.

@@ -79,6 +79,15 @@ async fn verdict(
         Ok(q) => q,
         Err(why) => return refuse(StatusCode::BAD_REQUEST, why.to_string()),
     };
+    // A host the collector has never heard of is a typo, not a host without a run.
+    match crate::agents::unknown_hosts(&access.pool, &query.nodes).await {
+        Ok(unknown) if unknown.is_empty() => {}
+        Ok(unknown) => {
+            let (code, why) = crate::agents::unknown_refusal(&unknown);
+            return refuse(code, why);
+        }
+        Err(e) => return refuse(StatusCode::SERVICE_UNAVAILABLE, format!("database: {e}")),
+    }
     let token = if query.probe {
         match access.authorize(&headers) {
             Ok(token) => Some(token),

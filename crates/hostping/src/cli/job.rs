@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{capped_f64, parse_hostlist, Above, Format, HostNames};
+use super::{capped_f64, capped_u64, parse_hostlist, Above, Format, HostNames};
 use model::limits;
 
 /// `hostping job`.
@@ -28,16 +28,26 @@ pub struct JobArgs {
     #[arg(
         long,
         value_name = "JOBID",
-        conflicts_with = "nodes",
+        conflicts_with_all = ["nodes", "sim_cluster"],
         requires = "collector"
     )]
     pub slurm: Option<String>,
     /// Start of the window judged (Unix seconds or RFC 3339); the job's start with
     /// --slurm, else an hour before --until.
-    #[arg(long, value_name = "TIME", requires = "collector")]
+    #[arg(
+        long,
+        value_name = "TIME",
+        requires = "collector",
+        conflicts_with = "sim_cluster"
+    )]
     pub since: Option<String>,
     /// End of the window (Unix seconds or RFC 3339); the job's end, else now.
-    #[arg(long, value_name = "TIME", requires = "collector")]
+    #[arg(
+        long,
+        value_name = "TIME",
+        requires = "collector",
+        conflicts_with = "sim_cluster"
+    )]
     pub until: Option<String>,
     /// Run follow-up measurements when the evidence leaves several hypotheses (pair probes
     /// through the agents need a probe token: --token or --token-file).
@@ -48,11 +58,16 @@ pub struct JobArgs {
         long,
         value_name = "TOKEN",
         requires = "collector",
-        conflicts_with = "token_file"
+        conflicts_with_all = ["token_file", "sim_cluster"]
     )]
     pub token: Option<String>,
     /// A file holding that token alone on one line.
-    #[arg(long, value_name = "FILE", requires = "collector")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "collector",
+        conflicts_with = "sim_cluster"
+    )]
     pub token_file: Option<PathBuf>,
     /// Replay the job's traffic on the simulated fabric and say what explains its time
     /// (its pattern, its mapping, other jobs' traffic, a degraded element, or nothing
@@ -70,8 +85,9 @@ pub struct JobArgs {
     /// (`hostping fabric sim` format; on a simulated cluster only).
     #[arg(long, value_name = "ring|tree|FILE", default_value = "ring")]
     pub traffic: String,
-    /// Bytes each rank reduces in the --what-if all-reduce.
-    #[arg(long, value_name = "BYTES", default_value_t = fleet_api::job::DEFAULT_WHAT_IF_BYTES)]
+    /// Bytes each rank reduces in the --what-if all-reduce (1 GiB at most).
+    #[arg(long, value_name = "BYTES", default_value_t = fleet_api::job::DEFAULT_WHAT_IF_BYTES,
+          value_parser = capped_u64("bytes", 1, limits::WHAT_IF_BYTES))]
     pub bytes: u64,
     /// A fault on the simulated cluster (repeatable), as for `hostping mesh`.
     #[arg(long, value_name = "FAULT", conflicts_with = "collector")]
@@ -86,6 +102,9 @@ pub struct JobArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Write the verdict to FILE instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// `--observed-time`: a duration (`8.2ms`, `350us`), more than zero.

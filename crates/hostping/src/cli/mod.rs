@@ -26,8 +26,9 @@ use std::path::PathBuf;
 /// Exit status: 0 healthy, 1 bottleneck found, 2 usage or input error, 3 inconclusive (some
 /// link could not be judged, so the host cannot be called healthy).
 ///
-/// Every command takes --format table|json; -o/--output names a file to write, --out-dir a
-/// folder (README: "Command-line conventions").
+/// Every command takes --format table|json; -o/--output names a file to write (baseline,
+/// job, mesh, pair probe, fabric net, fabric suggest-mapping, fabric route --dump), --out-dir
+/// a folder (README: "Command-line conventions").
 #[derive(Debug, Parser)]
 #[command(name = "hostping", version, max_term_width = 100)]
 pub struct Cli {
@@ -283,23 +284,30 @@ pub struct MeshArgs {
         long,
         value_name = "TOKEN",
         requires = "collector",
-        conflicts_with = "token_file"
+        conflicts_with_all = ["token_file", "sim_cluster"]
     )]
     pub token: Option<String>,
     /// A file holding that token alone on one line.
-    #[arg(long, value_name = "FILE", requires = "collector")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "collector",
+        conflicts_with = "sim_cluster"
+    )]
     pub token_file: Option<PathBuf>,
     /// WRITEs of each real pair's bandwidth phase (ib_write_bw -n); 0: none.
     #[arg(long, value_name = "N", default_value_t = 1000, requires = "collector",
+          conflicts_with = "sim_cluster",
           value_parser = capped_u64("bandwidth iterations", 0, limits::ITERATIONS))]
     pub bw_iterations: u64,
     /// WRITEs outstanding in each real pair's bandwidth phase (ib_write_bw -t).
     #[arg(long, value_name = "N", default_value_t = 128, requires = "collector",
+          conflicts_with = "sim_cluster",
           value_parser = capped_u32("depth", 1, limits::STREAM_DEPTH))]
     pub depth: u32,
     /// Store each measured pair as its baseline (on a healthy fabric); later meshes and
     /// `job --probe` judge each pair against its own.
-    #[arg(long, requires = "collector")]
+    #[arg(long, requires = "collector", conflicts_with = "sim_cluster")]
     pub record_baseline: bool,
     /// A fault (repeatable): `<host>:<fault>` with a fault of `hostping check`, or a fabric
     /// fault (listed below).
@@ -333,6 +341,9 @@ pub struct MeshArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Write the mesh's report to FILE instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// `hostping bench job --suite`.
@@ -538,8 +549,10 @@ pub struct FleetArgs {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostNames(pub Vec<String>);
 
+/// A `--nodes` list: each host once (`model::hostlist::expand_unique`: a repeat is refused,
+/// naming it, on every command that takes a list).
 fn parse_hostlist(list: &str) -> Result<HostNames, String> {
-    model::hostlist::expand(list)
+    model::hostlist::expand_unique(list)
         .map(HostNames)
         .map_err(|e| e.to_string())
 }

@@ -26,9 +26,9 @@ pub enum PairCommand {
     /// and the next one is served.
     #[command(after_long_help = "\
 Examples:
-  hostping pair serve --device mlx5_0           # on 0.0.0.0:9471
-  hostping pair serve --device rxe_b --port 0   # any free port, printed first
-  hostping pair serve --device mlx5_1 --listen 10.0.0.2 --port 9500
+  hostping pair serve --device mlx5_0                    # on 0.0.0.0:9471
+  hostping pair serve --device rxe_b --listen 0.0.0.0:0  # any free port, printed first
+  hostping pair serve --device mlx5_1 --listen 10.0.0.2:9500
 Then, on the other host: hostping pair probe --device mlx5_0 --peer HOST:9471")]
     Serve(PairServeArgs),
     /// Probe RNIC to RNIC (RC, as ib_write_lat and ib_write_bw do) against a `pair serve`
@@ -78,12 +78,50 @@ pub struct PairDeviceArgs {
 pub struct PairServeArgs {
     #[command(flatten)]
     pub local: PairDeviceArgs,
-    /// TCP port to listen on; 0 picks a free one (printed on the first line of stdout).
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_PORT)]
-    pub port: u16,
-    /// Address to listen on.
-    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0")]
-    pub listen: std::net::IpAddr,
+    /// Address to listen on, ADDR:PORT as every other command's --listen; port 0 picks a
+    /// free one (printed on the first line of stdout).
+    #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:9471", value_parser = listen)]
+    pub listen: Listen,
+    /// The port of a bare --listen ADDR: the first form of this flag, kept for the scripts
+    /// that use it (DESIGN 4: flags are added, never renamed), hidden from --help.
+    #[arg(long, value_name = "N", hide = true)]
+    pub port: Option<u16>,
+}
+
+/// `pair serve --listen`: ADDR:PORT, or a bare ADDR (the first form, with `--port`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listen {
+    /// ADDR:PORT.
+    Socket(std::net::SocketAddr),
+    /// ADDR alone.
+    Address(std::net::IpAddr),
+}
+
+impl PairServeArgs {
+    /// Where to listen: --listen ADDR:PORT, or --listen ADDR with --port (default
+    /// [`DEFAULT_PORT`]); a port given both ways is refused.
+    pub fn address(&self) -> Result<std::net::SocketAddr, String> {
+        match (self.listen, self.port) {
+            (Listen::Socket(addr), None) => Ok(addr),
+            (Listen::Socket(addr), Some(port)) => Err(format!(
+                "--listen {addr} already has a port: --port {port} goes only with a bare \
+                 --listen ADDR (prefer --listen ADDR:PORT)"
+            )),
+            (Listen::Address(ip), port) => {
+                Ok(std::net::SocketAddr::new(ip, port.unwrap_or(DEFAULT_PORT)))
+            }
+        }
+    }
+}
+
+/// Parses `--listen`: ADDR:PORT (`10.0.0.2:9500`, `[::1]:0`) or a bare ADDR.
+fn listen(text: &str) -> Result<Listen, String> {
+    if let Ok(addr) = text.parse() {
+        return Ok(Listen::Socket(addr));
+    }
+    text.parse()
+        .map(Listen::Address)
+        .map_err(|_| format!("`{text}` is not ADDR:PORT (10.0.0.2:9471, [::1]:9471, 0.0.0.0:0)"))
 }
 
 /// `hostping pair probe`.
@@ -117,6 +155,9 @@ pub struct PairProbeArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Write the probe's report to FILE instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// `hostping pair --endpoint`.

@@ -12,8 +12,7 @@ use fleet_api::job::{Collective, VerdictQuery, WhatIf};
 
 use super::{outcome, words};
 use crate::cli::job::JobArgs;
-use crate::output::{collector_error, print, Outcome};
-use views::Style;
+use crate::output::{collector_error, print_to, Outcome};
 
 /// The longest wait for the verdict without probes: the collector reads within 30 s.
 const READ_WAIT: Duration = Duration::from_secs(60);
@@ -55,8 +54,8 @@ pub fn run(args: &JobArgs) -> Result<Outcome> {
         client = client.with_token(token);
     }
     let report = client.job_verdict(&query, wait).map_err(collector_error)?;
-    print(args.format, &report, |r| {
-        words::render(r, words::Observed::Measured, Style::for_stdout())
+    print_to(args.output.as_deref(), args.format, &report, |r, style| {
+        words::render(r, words::Observed::Measured, style)
     })?;
     Ok(outcome(&report))
 }
@@ -97,7 +96,7 @@ fn what_if(args: &JobArgs) -> Result<Option<WhatIf>> {
 fn asked(args: &JobArgs, now_s: i64) -> Result<VerdictQuery> {
     let time = |flag: &str, text: &Option<String>| {
         text.as_deref()
-            .map(|t| slurm::time::unix_seconds(flag, t))
+            .map(|t| model::time::unix_seconds(flag, t))
             .transpose()
     };
     let (since, until) = (time("--since", &args.since)?, time("--until", &args.until)?);

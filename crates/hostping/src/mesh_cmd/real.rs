@@ -11,7 +11,7 @@ use fleet_api::mesh::{MeshAnswer, MeshRequest};
 use fleet_api::pair::{End, PairStatus};
 
 use crate::cli::MeshArgs;
-use crate::output::{collector_error, print, Outcome};
+use crate::output::{collector_error, print_to, Outcome};
 use crate::progress;
 use views::Style;
 
@@ -50,9 +50,12 @@ pub fn run(args: &MeshArgs) -> Result<Outcome> {
     let report = answer.map_err(collector_error)?;
     // Printed through a JSON value, whose objects sort their keys: as it was printed when
     // it was read as one.
-    print(args.format, &serde_json::to_value(&report)?, |_| {
-        table(&report, collector, Style::for_stdout())
-    })?;
+    print_to(
+        args.output.as_deref(),
+        args.format,
+        &serde_json::to_value(&report)?,
+        |_, style| table(&report, collector, style),
+    )?;
     Ok(outcome(&report))
 }
 
