@@ -157,13 +157,18 @@ async fn delete_batch(
     if !locked {
         return Ok(None);
     }
-    // The oldest runs past the age (index runs_started), but no host's latest.
+    // The oldest runs past the age, but no host's latest: each host's oldest from its
+    // index (runs_host_started, read backwards), so that a tick in the steady state (a
+    // run or so a host past the age) probes the index once a host and reads no table.
     let rows = tx
         .query(
-            "SELECT r.id, r.host_id FROM runs r
-             WHERE r.started_unix_ms < $1
-               AND NOT EXISTS (SELECT 1 FROM hosts h WHERE h.latest_run_id = r.id)
-             ORDER BY r.started_unix_ms LIMIT $2",
+            "SELECT r.id, r.host_id FROM hosts h
+             CROSS JOIN LATERAL (
+                 SELECT r.id, r.host_id, r.started_unix_ms FROM runs r
+                 WHERE r.host_id = h.id AND r.started_unix_ms < $1
+                   AND r.id IS DISTINCT FROM h.latest_run_id
+                 ORDER BY r.started_unix_ms, r.id LIMIT $2) r
+             ORDER BY r.started_unix_ms, r.id LIMIT $2",
             &[&cutoff_unix_ms, &i64::from(batch)],
         )
         .await?;

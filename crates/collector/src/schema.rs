@@ -269,9 +269,6 @@ const MIGRATIONS: &[(i32, &str)] = &[
     // The switch ports a job verdict asks the samplers to read now, shared by every
     // collector on the database (crate::fabric::board).
     (10, crate::fabric::board::MIGRATION),
-    // Runs by age, for retention's batches (crate::retention): the oldest first without
-    // reading the table.
-    (11, "CREATE INDEX runs_started ON runs (started_unix_ms);"),
 ];
 
 /// Applies the migrations not yet applied. An advisory lock makes two collectors starting

@@ -178,6 +178,11 @@ fn baselines_survive_retention() {
         "INSERT INTO fleet_baselines VALUES ('kept-kind', 'rnic0', 'gpu0', 2.0, 0.1, 0.1,
              190.0, 1.0, 1.0, 5, 45, {old_ms}) RETURNING 1"
     ));
+    // The collector's baseline refresh has seen every host's samples (it runs beside this
+    // test and writes fleet_batches on its own).
+    wait_until("the baseline refresh", Duration::from_secs(30), || {
+        pg.count("hosts WHERE paths_version <> baseline_version") == 0
+    });
     let tables = [
         "host_samples",
         "fleet_baselines",
