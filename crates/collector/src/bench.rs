@@ -102,6 +102,40 @@ pub struct Ingest {
     pub runs_per_s: f64,
 }
 
+/// What the ingested day takes in PostgreSQL, per table: `pg_total_relation_size` (heap,
+/// TOAST, indexes) after it less before it, and the rows it added.
+#[derive(Debug, Clone, Serialize)]
+pub struct TableGrowth {
+    /// The table.
+    pub table: String,
+    /// Whether it grows with every run (retention deletes its rows, crate::retention);
+    /// the others are bounded per host.
+    pub per_run: bool,
+    /// Bytes added.
+    pub bytes: i64,
+    /// Rows added.
+    pub rows: i64,
+}
+
+/// The database's growth over the ingested day.
+#[derive(Debug, Clone, Serialize)]
+pub struct Growth {
+    /// Per table.
+    pub tables: Vec<TableGrowth>,
+    /// The per-run tables' bytes a host a day: what `--keep-runs` multiplies.
+    pub bytes_per_host_day: f64,
+}
+
+/// The tables a run writes: those that grow with every run, then those bounded per host.
+const GROWTH_TABLES: [(&str, bool); 6] = [
+    ("runs", true),
+    ("run_paths", true),
+    ("run_links", true),
+    ("diagnoses", true),
+    ("host_samples", false),
+    ("hosts", false),
+];
+
 /// The history figures.
 #[derive(Debug, Clone, Serialize)]
 pub struct History {
@@ -151,6 +185,8 @@ pub struct CollectorBench {
     pub clients: u32,
     /// Step 2.
     pub ingest: Ingest,
+    /// Step 2's day on disk.
+    pub growth: Growth,
     /// Step 3.
     pub history: History,
     /// Step 4.
@@ -215,7 +251,14 @@ impl CollectorChild {
         let exe = std::env::current_exe()?;
         // The URL through the environment, where `ps` does not show its password.
         let mut child = Command::new(exe)
-            .args(["collector", "--listen", "127.0.0.1:0"])
+            // Every run kept: the history copied is the bench's to read.
+            .args([
+                "collector",
+                "--listen",
+                "127.0.0.1:0",
+                "--keep-runs",
+                "forever",
+            ])
             .env(crate::database_url::ENV, database)
             .arg("--tokens")
             .arg(tokens)
@@ -298,6 +341,7 @@ pub fn run(
     let runs_per_day = (86_400_000 / cadence_ms).max(1);
     let now_ms = model::time::unix_ms(std::time::SystemTime::now());
     let day_start = now_ms - runs_per_day * cadence_ms;
+    let empty = db.table_sizes()?;
     let ingest = ingest_day(
         settings,
         &collector,
@@ -306,6 +350,8 @@ pub fn run(
         day_start,
         progress,
     )?;
+
+    let growth = db.growth(&empty, settings.hosts)?;
 
     let copied = Instant::now();
     progress.phase(
@@ -335,6 +381,7 @@ pub fn run(
         cadence_s: settings.cadence.as_secs_f64(),
         clients: settings.clients,
         ingest,
+        growth,
         history,
         latency,
         collector_peak_rss_mib: collector.peak_rss_mib(),
@@ -662,6 +709,41 @@ impl Database {
         self.scalar(&format!("SELECT count(*) FROM {table}"))
     }
 
+    /// [`GROWTH_TABLES`]' sizes and row counts, in their order.
+    fn table_sizes(&self) -> Result<Vec<(i64, i64)>, BenchError> {
+        GROWTH_TABLES
+            .iter()
+            .map(|(t, _)| {
+                Ok((
+                    self.scalar(&format!("SELECT pg_total_relation_size('{t}')"))?,
+                    self.count(t)?,
+                ))
+            })
+            .collect()
+    }
+
+    /// What the tables grew by since `before` ([`Database::table_sizes`]), one day of
+    /// `hosts`' runs.
+    fn growth(&self, before: &[(i64, i64)], hosts: u32) -> Result<Growth, BenchError> {
+        let tables: Vec<TableGrowth> = GROWTH_TABLES
+            .iter()
+            .zip(self.table_sizes()?.iter().zip(before))
+            .map(
+                |((table, per_run), ((bytes, rows), (bytes0, rows0)))| TableGrowth {
+                    table: (*table).to_owned(),
+                    per_run: *per_run,
+                    bytes: bytes - bytes0,
+                    rows: rows - rows0,
+                },
+            )
+            .collect();
+        let per_run: i64 = tables.iter().filter(|t| t.per_run).map(|t| t.bytes).sum();
+        Ok(Growth {
+            bytes_per_host_day: per_run as f64 / f64::from(hosts.max(1)),
+            tables,
+        })
+    }
+
     pub(crate) fn size(&self) -> Result<i64, BenchError> {
         self.scalar("SELECT pg_database_size(current_database())")
     }
@@ -711,6 +793,7 @@ pub fn table(b: &CollectorBench) -> String {
         "collector with {} simulated hosts of {} ({} paths a run), one run per host every {:.0} s\n\
          ingest (one day through POST /api/runs, {} senders):\n  \
          {} runs, {:.1} MB of bodies in {:.1} s: {:.0} runs/s\n\
+         {}\
          history ({} days; days 2-{} copied in PostgreSQL):\n  \
          {} runs, {} path measurements, database {:.2} GB, copied and analysed in {:.0} s\n\
          reads ({} hosts each):\n",
@@ -723,6 +806,7 @@ pub fn table(b: &CollectorBench) -> String {
         b.ingest.bytes as f64 / 1e6,
         b.ingest.seconds,
         b.ingest.runs_per_s,
+        growth_lines(&b.growth),
         b.days,
         b.days,
         b.history.runs,
@@ -742,6 +826,30 @@ pub fn table(b: &CollectorBench) -> String {
         b.collector_peak_rss_mib
     );
     out
+}
+
+/// The ingested day's growth, a line per table and the figure a host a day.
+fn growth_lines(g: &Growth) -> String {
+    let mut out =
+        "growth over the ingested day (pg_total_relation_size after less before):\n".to_owned();
+    for t in &g.tables {
+        out += &format!(
+            "  {:<13} {:>12} bytes {:>9} rows  {}\n",
+            t.table,
+            t.bytes,
+            t.rows,
+            if t.per_run {
+                "per run"
+            } else {
+                "bounded per host"
+            }
+        );
+    }
+    out + &format!(
+        "  per-run tables: {:.0} bytes a host a day ({:.2} MB)\n",
+        g.bytes_per_host_day,
+        g.bytes_per_host_day / 1e6
+    )
 }
 
 #[cfg(test)]

@@ -19,9 +19,11 @@ pub mod fabric;
 pub mod fleet;
 pub mod job;
 pub mod mesh;
+pub mod metrics;
 pub mod pair_baselines;
 pub mod reads;
 pub mod refresh;
+pub mod retention;
 pub mod schema;
 pub mod timeline;
 pub mod writer;
@@ -66,6 +68,9 @@ pub struct CollectorConfig {
     /// 336 million delta rows, some 150 GB with their indexes (BENCHMARKS.md);
     /// crate::fabric::store).
     pub keep_sweeps: std::time::Duration,
+    /// How old a run may get before it is deleted (`--keep-runs`, 30 days by default;
+    /// `None`: every run is kept), crate::retention.
+    pub keep_runs: Option<std::time::Duration>,
 }
 
 /// Why the collector could not start or stopped.
@@ -185,6 +190,15 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
         tokio::spawn(refresh::refresh_loop(pool.clone(), |line| {
             eprintln!("hostping collector: {line}")
         }));
+        let mut registry = prometheus_client::registry::Registry::default();
+        let retention = retention::Settings::keeping(config.keep_runs);
+        let retained = retention::Metrics::register(&mut registry, retention.keep);
+        tokio::spawn(retention::retention_loop(
+            pool.clone(),
+            retention,
+            retained,
+            |line| eprintln!("hostping collector: {line}"),
+        ));
         let listener = std::net::TcpListener::bind(config.listen).map_err(listen_error)?;
         listener.set_nonblocking(true).map_err(listen_error)?;
         ready(listener.local_addr().map_err(listen_error)?);
@@ -192,7 +206,8 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
         let access = mesh::Access::new(pool.clone(), probe_tokens, config.fabric.clone());
         let app = api::router(pool, writer, tokens, config.max_body, config.keep_sweeps)
             .merge(mesh::routes(access.clone()))
-            .merge(job::routes(access));
+            .merge(job::routes(access))
+            .merge(metrics::routes(std::sync::Arc::new(registry)));
         match tls {
             Some(tls) => {
                 let tls = axum_server::tls_rustls::RustlsConfig::from_config(tls);

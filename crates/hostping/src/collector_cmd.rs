@@ -25,6 +25,7 @@ pub fn run(args: CollectorArgs) -> Result<Outcome> {
             .transpose()?,
         max_body: args.max_body,
         keep_sweeps: args.keep_sweeps,
+        keep_runs: args.keep_runs.0,
         tls: args
             .tls_cert
             .zip(args.tls_key)

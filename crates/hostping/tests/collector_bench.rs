@@ -43,6 +43,33 @@ fn the_bench_stores_every_run_it_counts_and_reads_them_back() {
     let paths = bench["paths_per_run"].as_i64().unwrap();
     assert!(paths > 0);
     assert_eq!(bench["ingest"]["runs"], hosts * runs_a_day);
+    // The ingested day's growth: the rows it added to each table a run writes, and the
+    // per-run tables' bytes a host a day (their sum over the hosts).
+    let growth = &bench["growth"];
+    let table = |name: &str| {
+        growth["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["table"] == name)
+            .unwrap_or_else(|| panic!("{name} in {growth}"))
+            .clone()
+    };
+    for name in ["runs", "run_paths", "run_links"] {
+        assert_eq!(table(name)["rows"], hosts * runs_a_day, "{name}");
+        assert_eq!(table(name)["per_run"], true, "{name}");
+        assert!(table(name)["bytes"].as_i64().unwrap() > 0, "{name}");
+    }
+    assert_eq!(table("hosts")["rows"], hosts);
+    assert_eq!(table("hosts")["per_run"], false);
+    let per_run: i64 = ["runs", "run_paths", "run_links", "diagnoses"]
+        .iter()
+        .map(|n| table(n)["bytes"].as_i64().unwrap())
+        .sum();
+    assert_eq!(
+        growth["bytes_per_host_day"].as_f64().unwrap(),
+        per_run as f64 / hosts as f64
+    );
     let runs = hosts * runs_a_day * days;
     assert_eq!(bench["history"]["runs"], runs);
     assert_eq!(bench["history"]["paths"], runs * paths);

@@ -161,6 +161,7 @@ Read API (JSON; no token):
   GET /api/fabric/ports?since=MS&until=MS[&ports=SWITCH/PORT,...]
                         switch-port counter deltas and rates in a window
   GET /api/health       200 when the database answers (probes)
+  GET /metrics          Prometheus text: what retention deleted, per table
 Agents: POST /api/runs (Authorization: Bearer TOKEN of the --tokens file).
 Samplers (fabric sample --collector): POST /api/fabric/sweeps, same tokens.
 
@@ -517,6 +518,12 @@ pub struct CollectorArgs {
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration,
           default_value = "1d")]
     pub keep_sweeps: std::time::Duration,
+    /// How long runs are kept (30d, 90d, ...), by their start time; older ones are deleted
+    /// in batches every minute, except each host's latest run (baselines are kept apart
+    /// and stay). `forever` keeps every run. About 2.8 MB a host a day at the 5-minute cadence (BENCHMARKS.md).
+    #[arg(long, value_name = "DURATION|forever", value_parser = parse_keep_runs,
+          default_value = "30d")]
+    pub keep_runs: KeepRuns,
     /// Serve HTTPS with this certificate (PEM: the server's, then intermediates).
     /// Agents then use an https:// URL (and --collector-ca for a private CA).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
@@ -524,6 +531,24 @@ pub struct CollectorArgs {
     /// The certificate's private key (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+}
+
+/// `--keep-runs`: how old a run may get; `None` keeps every run.
+#[derive(Debug, Clone, Copy)]
+pub struct KeepRuns(pub Option<std::time::Duration>);
+
+/// `forever`, or a duration of at least a second (`0s` would delete every run but the
+/// latest: refused as a slip).
+fn parse_keep_runs(text: &str) -> Result<KeepRuns, String> {
+    if text == "forever" {
+        return Ok(KeepRuns(None));
+    }
+    let keep = humantime::parse_duration(text)
+        .map_err(|e| format!("{e} (a duration such as 30d, or forever)"))?;
+    if keep < std::time::Duration::from_secs(1) {
+        return Err("less than a second: give a duration such as 30d, or forever".into());
+    }
+    Ok(KeepRuns(Some(keep)))
 }
 
 /// `hostping fleet`.

@@ -262,6 +262,11 @@ impl Collector {
             tokens,
         ];
         args.extend_from_slice(extra);
+        // Every run kept unless a test says otherwise: the tests post runs started at
+        // made-up times (1970), which the default retention would delete at its next tick.
+        if !extra.contains(&"--keep-runs") {
+            args.extend(["--keep-runs", "forever"]);
+        }
         Collector::spawn(&args)
     }
 

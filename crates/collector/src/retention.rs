@@ -1,0 +1,322 @@
+//! Retention of runs (issue 38 section 5): the collector deletes the runs older than
+//! `--keep-runs` (30 days by default, 8,640 runs of a host at the agent's 5-minute cadence,
+//! about 83 MB of it: BENCHMARKS.md; `forever` keeps every run), in batches, on a timer.
+//!
+//! What grows with every run, and is deleted with it: `runs` (the report), `run_paths`,
+//! `run_links` and `diagnoses` (keyed by the run). What is kept:
+//! - each host's latest run, however old (`hosts.latest_run_id`: the fleet overview and the
+//!   host page read it), and the host's row, whose `runs` counts the runs still held;
+//! - the baselines: the fleet baselines are computed from `host_samples` (each host's last
+//!   nine sample sets, a table of their own, bounded per host at ingest) into
+//!   `fleet_baselines`, and a pair's recorded baseline is its own row of `pair_baselines`;
+//!   none of them reads or references a stored run, so deleting runs leaves them whole;
+//! - the switch-port sweeps, which have their own retention (`--keep-sweeps`,
+//!   crate::fabric::store), and the agents' registrations (one row a host).
+//!
+//! Runs are aged by their `started_unix_ms` (the agent's clock, which the timelines use
+//! too) against the collector's clock. A batch is one short transaction: it takes the
+//! oldest [`Settings::batch`] runs past the age, locks their hosts' rows in name order, as
+//! ingest does (crate::batch), so that a run arriving for the same host waits milliseconds
+//! instead of deadlocking, deletes the runs' rows and counts them off their hosts. Each wait
+//! is bounded (`lock_timeout`, `statement_timeout`), and a tick runs at most
+//! [`Settings::batches`] batches. Several collectors may share the database: a transaction-
+//! scoped advisory lock lets one of them delete at a time, and another that finds it taken
+//! skips its tick, so no two delete the same run.
+
+use deadpool_postgres::{Pool, PoolError};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_postgres::Client;
+
+/// The advisory lock that lets one collector delete at a time (schema.rs's migrations hold
+/// 7247, the baselines' refresh 7248, the board of port reads 7249).
+const LOCK: i64 = 7250;
+
+/// How retention runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// How old a run may get; `None` keeps every run.
+    pub keep: Option<Duration>,
+    /// Runs deleted in one transaction.
+    pub batch: u32,
+    /// Batches in one tick at most, so that a first tick on a long history does bounded work.
+    pub batches: u32,
+    /// Between two ticks.
+    pub every: Duration,
+}
+
+impl Settings {
+    /// `keep` with the collector's batch sizes: 1,000 runs a transaction, 10 a tick, a tick
+    /// a minute, which deletes 600,000 runs an hour at most, twice a 1,000-host fleet's
+    /// day (288,000 runs at the 5-minute cadence).
+    pub fn keeping(keep: Option<Duration>) -> Settings {
+        Settings {
+            keep,
+            batch: 1000,
+            batches: 10,
+            every: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Rows deleted, per table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Deleted {
+    /// `runs`.
+    pub runs: u64,
+    /// `run_paths`.
+    pub run_paths: u64,
+    /// `run_links`.
+    pub run_links: u64,
+    /// `diagnoses`.
+    pub diagnoses: u64,
+}
+
+impl Deleted {
+    /// Each table with its count, for metrics and logs.
+    pub fn tables(&self) -> [(&'static str, u64); 4] {
+        [
+            ("runs", self.runs),
+            ("run_paths", self.run_paths),
+            ("run_links", self.run_links),
+            ("diagnoses", self.diagnoses),
+        ]
+    }
+
+    fn add(&mut self, other: Deleted) {
+        self.runs += other.runs;
+        self.run_paths += other.run_paths;
+        self.run_links += other.run_links;
+        self.diagnoses += other.diagnoses;
+    }
+}
+
+/// What a tick did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tick {
+    /// It deleted these rows (none when nothing was old enough).
+    Deleted(Deleted),
+    /// Another collector was deleting: this one skipped its tick (after what it deleted
+    /// before it found the lock taken).
+    Busy(Deleted),
+}
+
+/// Why a tick stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum RetentionError {
+    /// No connection from the pool.
+    #[error("{0}")]
+    Pool(#[from] PoolError),
+    /// A statement failed, or waited past its timeout.
+    #[error("{}", crate::server_words(.0))]
+    Database(#[from] tokio_postgres::Error),
+}
+
+/// Deletes at most `batches` batches of `batch` runs that started before `cutoff_unix_ms`,
+/// each batch in its own transaction, stopping at a short batch.
+pub async fn tick(
+    client: &mut Client,
+    cutoff_unix_ms: i64,
+    batch: u32,
+    batches: u32,
+) -> Result<Tick, RetentionError> {
+    let mut done = Deleted::default();
+    for _ in 0..batches {
+        match delete_batch(client, cutoff_unix_ms, batch).await? {
+            None => return Ok(Tick::Busy(done)),
+            Some(deleted) => {
+                done.add(deleted);
+                if deleted.runs < u64::from(batch) {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(Tick::Deleted(done))
+}
+
+/// One batch: `None` when another collector holds the lock.
+async fn delete_batch(
+    client: &mut Client,
+    cutoff_unix_ms: i64,
+    batch: u32,
+) -> Result<Option<Deleted>, RetentionError> {
+    let tx = client.transaction().await?;
+    tx.batch_execute("SET LOCAL lock_timeout = '5s'; SET LOCAL statement_timeout = '60s'")
+        .await?;
+    let locked: bool = tx
+        .query_one("SELECT pg_try_advisory_xact_lock($1)", &[&LOCK])
+        .await?
+        .get(0);
+    if !locked {
+        return Ok(None);
+    }
+    // The oldest runs past the age, but no host's latest: each host's oldest from its
+    // index (runs_host_started, read backwards), so that a tick in the steady state (a
+    // run or so a host past the age) probes the index once a host and reads no table.
+    let rows = tx
+        .query(
+            "SELECT r.id, r.host_id FROM hosts h
+             CROSS JOIN LATERAL (
+                 SELECT r.id, r.host_id, r.started_unix_ms FROM runs r
+                 WHERE r.host_id = h.id AND r.started_unix_ms < $1
+                   AND r.id IS DISTINCT FROM h.latest_run_id
+                 ORDER BY r.started_unix_ms, r.id LIMIT $2) r
+             ORDER BY r.started_unix_ms, r.id LIMIT $2",
+            &[&cutoff_unix_ms, &i64::from(batch)],
+        )
+        .await?;
+    if rows.is_empty() {
+        return Ok(Some(Deleted::default()));
+    }
+    let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+    let hosts: Vec<i64> = rows.iter().map(|r| r.get(1)).collect();
+    // The hosts' rows in ingest's order; a host's latest only ever moves to a newer run,
+    // so the runs chosen stay deletable.
+    tx.execute(
+        "SELECT 1 FROM hosts WHERE id = ANY($1) ORDER BY name FOR UPDATE",
+        &[&hosts],
+    )
+    .await?;
+    let by_run = |table: &str| format!("DELETE FROM {table} WHERE run_id = ANY($1)");
+    let deleted = Deleted {
+        diagnoses: tx.execute(&by_run("diagnoses"), &[&ids]).await?,
+        run_paths: tx.execute(&by_run("run_paths"), &[&ids]).await?,
+        run_links: tx.execute(&by_run("run_links"), &[&ids]).await?,
+        runs: tx
+            .execute("DELETE FROM runs WHERE id = ANY($1)", &[&ids])
+            .await?,
+    };
+    tx.execute(
+        "UPDATE hosts SET runs = hosts.runs - d.n
+         FROM (SELECT h, count(*) AS n FROM unnest($1::int8[]) AS h GROUP BY h) d
+         WHERE hosts.id = d.h",
+        &[&hosts],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Some(deleted))
+}
+
+fn now_unix_ms() -> i64 {
+    model::time::unix_ms(std::time::SystemTime::now())
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TableLabel {
+    table: String,
+}
+
+/// What retention did, for `GET /metrics`.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    deleted: Family<TableLabel, Counter>,
+    ticks: Counter,
+    busy: Counter,
+    errors: Counter,
+    last_unix_s: Gauge<f64, AtomicU64>,
+    keep_s: Gauge<f64, AtomicU64>,
+}
+
+impl Metrics {
+    /// Registers the series in `registry`; `keep` is the setting (0 s for `forever`).
+    pub fn register(registry: &mut Registry, keep: Option<Duration>) -> Arc<Metrics> {
+        let m = Arc::new(Metrics::default());
+        m.keep_s.set(keep.map_or(0.0, |k| k.as_secs_f64()));
+        registry.register(
+            "hostping_collector_retention_deleted_rows",
+            "Rows retention deleted, per table",
+            m.deleted.clone(),
+        );
+        registry.register(
+            "hostping_collector_retention_ticks",
+            "Retention ticks that ran",
+            m.ticks.clone(),
+        );
+        registry.register(
+            "hostping_collector_retention_busy",
+            "Retention ticks skipped: another collector on the database was deleting",
+            m.busy.clone(),
+        );
+        registry.register(
+            "hostping_collector_retention_errors",
+            "Retention ticks that failed (retried at the next)",
+            m.errors.clone(),
+        );
+        registry.register(
+            "hostping_collector_retention_last_run_timestamp_seconds",
+            "When retention last finished a tick, Unix seconds",
+            m.last_unix_s.clone(),
+        );
+        registry.register(
+            "hostping_collector_retention_keep_seconds",
+            "How old a run may get (--keep-runs); 0: every run is kept",
+            m.keep_s.clone(),
+        );
+        m
+    }
+
+    fn record(&self, tick: &Result<Tick, RetentionError>) {
+        let deleted = match tick {
+            Ok(Tick::Deleted(d)) => d,
+            Ok(Tick::Busy(d)) => {
+                self.busy.inc();
+                d
+            }
+            Err(_) => {
+                self.errors.inc();
+                return;
+            }
+        };
+        self.ticks.inc();
+        for (table, n) in deleted.tables() {
+            self.deleted
+                .get_or_create(&TableLabel {
+                    table: table.to_string(),
+                })
+                .inc_by(n);
+        }
+        self.last_unix_s.set(now_unix_ms() as f64 / 1e3);
+    }
+}
+
+/// Runs a tick at start and every `settings.every`, until the process stops; each tick's
+/// deletions (or failure) go to `log` and `metrics`. Nothing runs with `keep` `None`.
+pub async fn retention_loop(
+    pool: Pool,
+    settings: Settings,
+    metrics: Arc<Metrics>,
+    log: impl Fn(String),
+) {
+    let Some(keep) = settings.keep else { return };
+    let keep_ms = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
+    let mut timer = tokio::time::interval(settings.every);
+    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        timer.tick().await;
+        let cutoff = now_unix_ms().saturating_sub(keep_ms);
+        let outcome = match pool.get().await {
+            Ok(mut client) => tick(&mut client, cutoff, settings.batch, settings.batches).await,
+            Err(e) => Err(e.into()),
+        };
+        metrics.record(&outcome);
+        match &outcome {
+            Ok(Tick::Deleted(d) | Tick::Busy(d)) if d.runs > 0 => log(format!(
+                "retention: deleted runs started before {cutoff} (unix ms): {}",
+                d.tables()
+                    .iter()
+                    .map(|(t, n)| format!("{t} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            Ok(_) => {}
+            Err(e) => log(format!("retention: {e} (retried in {:?})", settings.every)),
+        }
+    }
+}
