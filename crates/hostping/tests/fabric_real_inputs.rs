@@ -120,11 +120,12 @@ const EXPECTED: &[Expected] = &[
     },
     Expected {
         file: "hk-quantum-lab60-tabs-removed.topo",
-        // The Quantum lab with every TAB deleted (`Switch41 "S-..."# "..."`): read as it.
+        // The Quantum lab with every TAB deleted (`Switch41 "S-..."# "..."`): read as it,
+        // to the same 20 roots.
         status: 0,
         says: &[
             "note: left out 19 loopback cables",
-            "simulated as cabled, routed updn from 58 roots; 60 switches",
+            "simulated as cabled, routed updn from 20 roots; 60 switches",
             "each link at its own rate, as the file gives them (4xHDR x 786, 4xSDR x 2)",
         ],
     },

@@ -27,7 +27,7 @@ pub enum PairCommand {
     #[command(after_long_help = "\
 Examples:
   hostping pair serve --device mlx5_0                    # on 0.0.0.0:9471
-  hostping pair serve --device rxe_b --listen 0.0.0.0:0  # any free port, printed first
+  hostping pair serve --device rxe_b --listen 0.0.0.0:0  # a free port, printed
   hostping pair serve --device mlx5_1 --listen 10.0.0.2:9500
 Then, on the other host: hostping pair probe --device mlx5_0 --peer HOST:9471")]
     Serve(PairServeArgs),
