@@ -39,7 +39,7 @@ fn open_local(args: &PairDeviceArgs) -> Result<Local> {
 
 fn serve(args: &PairServeArgs) -> Result<Outcome> {
     let mut local = open_local(&args.local)?;
-    let listen = args.address().map_err(anyhow::Error::msg)?;
+    let listen = args.address()?;
     let listener = TcpListener::bind(listen).with_context(|| format!("--listen {listen}"))?;
     let addr = listener.local_addr()?;
     output::write_stdout(&format!(
@@ -263,7 +263,9 @@ mod tests {
             "10.0.0.2:9471"
         );
         assert_eq!(
-            serve(&["--listen", "10.0.0.2:1", "--port", "2"]).unwrap_err(),
+            serve(&["--listen", "10.0.0.2:1", "--port", "2"])
+                .unwrap_err()
+                .to_string(),
             "--listen 10.0.0.2:1 already has a port: --port 2 goes only with a bare --listen \
              ADDR (prefer --listen ADDR:PORT)"
         );

@@ -27,7 +27,7 @@
 //!   joins every pair of `<cpu>` with a `SYS` link).
 
 use crate::hostfile::{check_class_counts, defaults, pcie_capacity_gbps, ModelError};
-use crate::ids::{ComponentId, LinkId};
+use crate::ids::ComponentId;
 use crate::limits;
 use crate::topology::{Component, ComponentKind, HostTopology, Link, LinkKind, Rnic};
 
@@ -186,7 +186,7 @@ impl Host {
                 let mem = ComponentId::new(format!("mem{n}"));
                 let access_ns = defaults::MEMORY_ACCESS_NS;
                 push(mem.clone(), ComponentKind::Memory { access_ns });
-                links.push(link(
+                links.push(Link::with_default_latency(
                     &mem,
                     &cpu(i),
                     LinkKind::MemoryChannel,
@@ -196,7 +196,12 @@ impl Host {
         }
         for (a, b) in socket_links(self.sockets.len(), self.distances.as_deref()) {
             let kind = LinkKind::InterSocket;
-            links.push(link(&cpu(a), &cpu(b), kind, defaults::INTER_SOCKET_GBPS));
+            links.push(Link::with_default_latency(
+                &cpu(a),
+                &cpu(b),
+                kind,
+                defaults::INTER_SOCKET_GBPS,
+            ));
         }
         for (i, (up, gbps)) in flat.switches.iter().enumerate() {
             let kind = match up {
@@ -210,7 +215,7 @@ impl Host {
                 false => capacity(&format!("switch {id}"), *gbps)?,
             };
             push(id.clone(), ComponentKind::PcieSwitch);
-            let mut l = link(&id, &id_of(*up), kind, gbps);
+            let mut l = Link::with_default_latency(&id, &id_of(*up), kind, gbps);
             l.capacity_known = known;
             links.push(l);
         }
@@ -219,7 +224,7 @@ impl Host {
             let (gbps, known) = capacity(&format!("gpu {busid}"), *gbps)?;
             let access_ns = defaults::GPU_ACCESS_NS;
             push(id.clone(), ComponentKind::Gpu { access_ns });
-            let mut l = link(&id, &id_of(*up), LinkKind::GpuPcie, gbps);
+            let mut l = Link::with_default_latency(&id, &id_of(*up), LinkKind::GpuPcie, gbps);
             l.capacity_known = known;
             links.push(l);
         }
@@ -262,7 +267,7 @@ impl Host {
                     qp_window_bytes: defaults::RNIC_QP_WINDOW_BYTES,
                 }),
             );
-            let mut l = link(&id, &id_of(*up), LinkKind::RnicPcie, pcie_gbps);
+            let mut l = Link::with_default_latency(&id, &id_of(*up), LinkKind::RnicPcie, pcie_gbps);
             l.capacity_known = known;
             links.push(l);
             names.push(format!("{id} {who}"));
@@ -290,19 +295,6 @@ impl Host {
         );
         HostTopology::new(self.name, description, components, links)
             .map_err(|e| err(&e.field, e.reason))
-    }
-}
-
-/// A link with the default latency of its kind.
-fn link(down: &ComponentId, up: &ComponentId, kind: LinkKind, capacity_gbps: f64) -> Link {
-    Link {
-        id: LinkId::between(down, up),
-        kind,
-        down: down.clone(),
-        up: up.clone(),
-        capacity_gbps,
-        capacity_known: true,
-        latency_ns: defaults::link_latency_ns(kind),
     }
 }
 
@@ -426,6 +418,16 @@ pub fn gpu_by_class(class: u16, vendor: Option<u16>) -> bool {
     match vendor {
         Some(v) => v == NVIDIA && (class == 0x0302 || class == 0x0300),
         None => class == 0x0302,
+    }
+}
+
+/// An error of an XML host file at `node`, naming the file and the node's line.
+pub fn error_at(source_name: &str, node: roxmltree::Node, reason: impl Into<String>) -> ModelError {
+    let pos = node.document().text_pos_at(node.range().start);
+    ModelError {
+        source_name: source_name.to_string(),
+        field: format!("line {}", pos.row),
+        reason: reason.into(),
     }
 }
 

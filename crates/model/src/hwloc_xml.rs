@@ -23,7 +23,7 @@
 //! - cpusets and nodesets are not read: where things hang is the tree's structure, so a
 //!   mask cut short changes nothing.
 
-use crate::host_tree::{self, Host, Node, Socket, MAX_DEPTH};
+use crate::host_tree::{self, error_at as error, Host, Node, Socket, MAX_DEPTH};
 use crate::hostfile::ModelError;
 use crate::topology::HostTopology;
 use roxmltree::Node as X;
@@ -33,15 +33,6 @@ pub fn parse(source_name: &str, text: &str) -> Result<HostTopology, ModelError> 
     let prepared = host_tree::xml_text(text);
     let doc = host_tree::parse_xml(source_name, &prepared)?;
     read(source_name, &doc)?.build(source_name)
-}
-
-fn error(source_name: &str, node: X, reason: impl Into<String>) -> ModelError {
-    let pos = node.document().text_pos_at(node.range().start);
-    ModelError {
-        source_name: source_name.to_string(),
-        field: format!("line {}", pos.row),
-        reason: reason.into(),
-    }
 }
 
 fn is_object(n: X, kind: &str) -> bool {

@@ -202,6 +202,27 @@ pub struct Link {
     pub latency_ns: f64,
 }
 
+impl Link {
+    /// A link of known capacity with the default latency of its kind, as discovery and the
+    /// readers of other tools' host files make them.
+    pub fn with_default_latency(
+        down: &ComponentId,
+        up: &ComponentId,
+        kind: LinkKind,
+        capacity_gbps: f64,
+    ) -> Link {
+        Link {
+            id: LinkId::between(down, up),
+            kind,
+            down: down.clone(),
+            up: up.clone(),
+            capacity_gbps,
+            capacity_known: true,
+            latency_ns: crate::hostfile::defaults::link_latency_ns(kind),
+        }
+    }
+}
+
 /// Where a loopback path turns from going up towards the CPU to going down to the endpoint.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "at", content = "id", rename_all = "snake_case")]

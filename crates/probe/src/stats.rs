@@ -6,31 +6,32 @@ use model::{LatencyStats, PathMeasurement};
 /// The noise of the median of samples given in ns, in us: half their interquartile range
 /// (nearest rank), a spread that a few outliers do not move. `None` for no samples.
 pub fn half_iqr_us(samples_ns: &[f64]) -> Option<f64> {
-    if samples_ns.is_empty() {
+    let sorted = sorted(samples_ns)?;
+    Some((rank(&sorted, 0.75) - rank(&sorted, 0.25)) / 2.0 / 1000.0)
+}
+
+/// `samples` in ascending order; `None` for none.
+fn sorted(samples: &[f64]) -> Option<Vec<f64>> {
+    if samples.is_empty() {
         return None;
     }
-    let mut sorted = samples_ns.to_vec();
+    let mut sorted = samples.to_vec();
     sorted.sort_by(f64::total_cmp);
-    let rank = |q: f64| {
-        let i = (q * sorted.len() as f64).ceil() as usize;
-        sorted[i.clamp(1, sorted.len()) - 1]
-    };
-    Some((rank(0.75) - rank(0.25)) / 2.0 / 1000.0)
+    Some(sorted)
+}
+
+/// The `q` quantile of non-empty `sorted` samples by nearest rank.
+fn rank(sorted: &[f64], q: f64) -> f64 {
+    let i = (q * sorted.len() as f64).ceil() as usize;
+    sorted[i.clamp(1, sorted.len()) - 1]
 }
 
 /// Percentiles of round-trip samples given in ns, reported in us (nearest rank).
 ///
 /// Returns `None` for an empty sample set.
 pub fn latency_stats(samples_ns: &[f64]) -> Option<LatencyStats> {
-    if samples_ns.is_empty() {
-        return None;
-    }
-    let mut sorted = samples_ns.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let rank = |q: f64| {
-        let i = (q * sorted.len() as f64).ceil() as usize;
-        sorted[i.clamp(1, sorted.len()) - 1] / 1000.0
-    };
+    let sorted = sorted(samples_ns)?;
+    let rank = |q: f64| rank(&sorted, q) / 1000.0;
     Some(LatencyStats {
         samples: sorted.len() as u32,
         min_us: sorted[0] / 1000.0,
@@ -95,6 +96,18 @@ pub fn measurement(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_noise_of_a_median_is_half_the_interquartile_range() {
+        // 1..=8 us: the 25th percentile is 2 us and the 75th 6 us by nearest rank.
+        let samples: Vec<f64> = (1..=8).map(|us| f64::from(us) * 1000.0).collect();
+        assert_eq!(half_iqr_us(&samples), Some(2.0));
+        // One wild sample does not move it.
+        let mut wild = samples.clone();
+        wild[7] = 1e9;
+        assert_eq!(half_iqr_us(&wild), Some(2.0));
+        assert_eq!(half_iqr_us(&[]), None);
+    }
     use proptest::prelude::*;
 
     #[test]

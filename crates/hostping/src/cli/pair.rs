@@ -97,16 +97,26 @@ pub enum Listen {
     Address(std::net::IpAddr),
 }
 
+/// A port given both in `--listen ADDR:PORT` and in `--port`.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "--listen {addr} already has a port: --port {port} goes only with a bare --listen ADDR \
+     (prefer --listen ADDR:PORT)"
+)]
+pub struct PortTwice {
+    /// The `--listen` given.
+    pub addr: std::net::SocketAddr,
+    /// The `--port` given.
+    pub port: u16,
+}
+
 impl PairServeArgs {
     /// Where to listen: --listen ADDR:PORT, or --listen ADDR with --port (default
     /// [`DEFAULT_PORT`]); a port given both ways is refused.
-    pub fn address(&self) -> Result<std::net::SocketAddr, String> {
+    pub fn address(&self) -> Result<std::net::SocketAddr, PortTwice> {
         match (self.listen, self.port) {
             (Listen::Socket(addr), None) => Ok(addr),
-            (Listen::Socket(addr), Some(port)) => Err(format!(
-                "--listen {addr} already has a port: --port {port} goes only with a bare \
-                 --listen ADDR (prefer --listen ADDR:PORT)"
-            )),
+            (Listen::Socket(addr), Some(port)) => Err(PortTwice { addr, port }),
             (Listen::Address(ip), port) => {
                 Ok(std::net::SocketAddr::new(ip, port.unwrap_or(DEFAULT_PORT)))
             }

@@ -372,8 +372,12 @@ impl Model<'_> {
                 let access_ns = defaults::MEMORY_ACCESS_NS;
                 self.push(&mem, ComponentKind::Memory { access_ns });
                 let kind = LinkKind::MemoryChannel;
-                self.links
-                    .push(link(&mem, &cpu_id(s.package), kind, MEMORY_CHANNEL_GBPS));
+                self.links.push(Link::with_default_latency(
+                    &mem,
+                    &cpu_id(s.package),
+                    kind,
+                    MEMORY_CHANNEL_GBPS,
+                ));
                 self.bindings.memory.push((mem, n));
             }
         }
@@ -382,8 +386,12 @@ impl Model<'_> {
         ));
         for &(a, b) in &layout.links {
             let kind = LinkKind::InterSocket;
-            self.links
-                .push(link(&cpu_id(a), &cpu_id(b), kind, INTER_SOCKET_GBPS));
+            self.links.push(Link::with_default_latency(
+                &cpu_id(a),
+                &cpu_id(b),
+                kind,
+                INTER_SOCKET_GBPS,
+            ));
         }
         if !layout.links.is_empty() {
             self.notes.push(format!(
@@ -400,7 +408,7 @@ impl Model<'_> {
             Up::Cpu(_) => LinkKind::RootPort,
             Up::Switch(_) => LinkKind::SwitchUplink,
         };
-        let mut l = link(&id, &up, kind, 0.0);
+        let mut l = Link::with_default_latency(&id, &up, kind, 0.0);
         (l.capacity_gbps, l.capacity_known) = self.pcie_capacity(switch.link, addr, &l.id, true);
         self.bindings.pcie_links.push((l.id.clone(), addr));
         self.links.push(l);
@@ -416,7 +424,7 @@ impl Model<'_> {
         let access_ns = defaults::GPU_ACCESS_NS;
         self.push(&id, ComponentKind::Gpu { access_ns });
         let up = self.id_of(placed.up);
-        let mut l = link(&id, &up, LinkKind::GpuPcie, 0.0);
+        let mut l = Link::with_default_latency(&id, &up, LinkKind::GpuPcie, 0.0);
         (l.capacity_gbps, l.capacity_known) =
             self.pcie_capacity(placed.link, gpu.pci, &l.id, false);
         self.bindings.pcie_links.push((l.id.clone(), gpu.pci));
@@ -466,7 +474,7 @@ impl Model<'_> {
                 line_rate
             }
         };
-        let mut l = link(&id, &up, LinkKind::RnicPcie, capacity);
+        let mut l = Link::with_default_latency(&id, &up, LinkKind::RnicPcie, capacity);
         l.capacity_known = known;
         if let (Some(addr), false) = (placed.addr, port.software) {
             self.bindings.pcie_links.push((l.id.clone(), addr));
@@ -526,19 +534,6 @@ const VM: &str = "this host is a virtual machine (`hypervisor` in proc/cpuinfo)"
 
 fn cpu_id(node: u32) -> ComponentId {
     ComponentId::new(format!("cpu{node}"))
-}
-
-/// A link with the default latency of its kind.
-fn link(down: &ComponentId, up: &ComponentId, kind: LinkKind, capacity_gbps: f64) -> Link {
-    Link {
-        id: LinkId::between(down, up),
-        kind,
-        down: down.clone(),
-        up: up.clone(),
-        capacity_gbps,
-        capacity_known: true,
-        latency_ns: defaults::link_latency_ns(kind),
-    }
 }
 
 /// `2s-4rnic200-8gpu-1a2b3c4d`: sockets, RNICs by line rate, GPUs, structure hash.
@@ -710,7 +705,7 @@ mod tests {
 
     /// A link as the builder makes it, for whole-value comparisons.
     fn l(down: &str, up: &str, kind: LinkKind, capacity_gbps: f64) -> Link {
-        link(&down.into(), &up.into(), kind, capacity_gbps)
+        Link::with_default_latency(&down.into(), &up.into(), kind, capacity_gbps)
     }
 
     fn build_one(
