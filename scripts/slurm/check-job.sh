@@ -2,8 +2,10 @@
 # check-job.sh HOSTPING: the test of `hostping job --slurm` (run by ./test.sh). Starts a
 # one-node Slurm (one-node.sh), a throw-away PostgreSQL and `hostping collector` on it,
 # submits a `sleep` job, and asks `hostping job --slurm ID --collector URL --format json`:
-# the answer names the job and its node, and, with no run posted for the node, the verdict
-# is `inconclusive` (exit 3); a pending job and an unknown one are input errors (exit 2). Needs root, Debian's slurm-wlm, munge and postgresql
+# the answer names the job and its node, and, with the node's agent registered but no run
+# posted for it, the verdict is `inconclusive` (exit 3); before the node is registered it is
+# unknown to the collector, and a pending job and an unknown one are input errors (exit 2).
+# Needs root, Debian's slurm-wlm, munge and postgresql
 # (./test.sh installs them). About 10 s.
 # On failure it prints the jobs and the logs, and keeps its folder.
 set -euo pipefail
@@ -57,8 +59,10 @@ port=$((10000 + RANDOM % (first - 10000)))
 as_nobody "$pg_bin/pg_ctl" -D "$pg/data" -l "$pg/postgres.log" -w -t 20 \
     -o "-c port=$port -c listen_addresses=127.0.0.1 -c unix_socket_directories=$pg -c fsync=off" \
     start >/dev/null || fail "PostgreSQL did not start"
+token=tok-check-job-0123456789abcdef
+echo "$node $token" >"$work/tokens"
 "$hostping" collector --database "postgres://hostping@127.0.0.1:$port/postgres" \
-    --listen 127.0.0.1:0 2>"$work/collector.log" &
+    --tokens "$work/tokens" --listen 127.0.0.1:0 2>"$work/collector.log" &
 collector_pid=$!
 url=""
 for ((i = 0; i < 200; i++)); do # 20 s at most
@@ -80,6 +84,24 @@ for ((i = 0; i < 100; i++)); do # 10 s at most
     sleep 0.1
 done
 [ "$state" = RUNNING ] || fail "job $job is '$state', not RUNNING, after 10 s"
+# The node has no agent yet: unknown to the collector, an input error naming it (exit 2).
+rc=0
+"$hostping" job --slurm "$job" --collector "$url" >/dev/null 2>"$work/job-unknown.log" || rc=$?
+[ "$rc" -eq 2 ] || fail "hostping job --slurm $job with $node unknown exited $rc, want 2"
+grep -qF -- "unknown node: $node" "$work/job-unknown.log" ||
+    fail "job --slurm $job: want 'unknown node: $node': $(cat "$work/job-unknown.log")"
+# Its agent registers (PUT /api/hosts/NODE/agent with the node's token; bash's /dev/tcp, so
+# that no HTTP client need be installed) and posts no run.
+register() {
+    local body='{"url": "http://127.0.0.1:9", "rnics": ["rnic0"]}' hostport=${url#http://} answer
+    exec 3<>"/dev/tcp/${hostport%:*}/${hostport##*:}" || return 1
+    printf 'PUT /api/hosts/%s/agent HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' \
+        "$node" "$hostport" "$token" "${#body}" "$body" >&3
+    IFS= read -r -t 10 answer <&3 || answer="no answer in 10 s"
+    exec 3<&-
+    [[ "$answer" == "HTTP/1.1 2"* ]] || { say "registering $node: $answer"; return 1; }
+}
+register || fail "the node's agent could not register"
 rc=0
 "$hostping" job --slurm "$job" --collector "$url" --format json >"$work/verdict.json" \
     2>"$work/job.log" || rc=$?
@@ -103,4 +125,4 @@ done
 scancel "$pending" || true
 
 ok=1
-say "passed in $(elapsed) s: job $job on $node read from scontrol; no run posted: inconclusive, exit 3; pending and unknown jobs: exit 2"
+say "passed in $(elapsed) s: job $job on $node read from scontrol; the node unknown: exit 2; registered, no run posted: inconclusive, exit 3; pending and unknown jobs: exit 2"

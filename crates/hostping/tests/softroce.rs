@@ -865,7 +865,7 @@ fn mesh_round(dir: &Path, i: u32) -> f64 {
         field("network_us"),
     );
     assert!(a > 0.0 && b > 0.0, "{measured:#}");
-    assert_split_adds_up(&measured, (lat, a, b, net));
+    assert_split_adds_up(measured, (lat, a, b, net));
     assert!(field("bandwidth_gbps") > 0.0, "{measured:#}");
     for p in pairs.iter().filter(|p| !between(p, "node01", "node02")) {
         assert_eq!(p["status"], "unreachable", "{p:#}");
