@@ -282,40 +282,15 @@ fn greedy_cover(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use model::job::{JobPath, PairParts};
-    use model::pair::PairEnd;
+    use model::job::JobPath;
 
+    /// The job tests' pair between hosts `a` and `b`, over `cables`.
     fn pair(a: &str, b: &str, cables: &[&str], network: PartStatus) -> JobPair {
-        JobPair {
-            parts: PairParts {
-                a: PairEnd {
-                    host: a.into(),
-                    rnic: "rnic0".into(),
-                    device: None,
-                },
-                b: PairEnd {
-                    host: b.into(),
-                    rnic: "rnic0".into(),
-                    device: None,
-                },
-                latency_us: Some(3.0),
-                bandwidth_gbps: Some(190.0),
-                host_a_us: Some(1.0),
-                host_b_us: Some(1.0),
-                network_us: Some(1.0),
-                route: vec![],
-                status: network,
-                host_a_status: PartStatus::Normal,
-                host_b_status: PartStatus::Normal,
-                network_status: network,
-                endpoint_a: "gpu0".into(),
-                endpoint_b: "gpu0".into(),
-            },
-            cables: cables.iter().map(|c| c.to_string()).collect(),
-            retransmitted_packets: 0,
-            reason: None,
-            counters_a: None,
-        }
+        let mut pair = crate::job::tests::pair(network);
+        pair.parts.a.host = a.into();
+        pair.parts.b.host = b.into();
+        pair.cables = cables.iter().map(|c| c.to_string()).collect();
+        pair
     }
 
     fn path() -> JobPath {
