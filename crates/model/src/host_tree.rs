@@ -27,7 +27,7 @@
 //!   joins every pair of `<cpu>` with a `SYS` link).
 
 use crate::hostfile::{check_class_counts, defaults, pcie_capacity_gbps, ModelError};
-use crate::ids::ComponentId;
+use crate::ids::{natural_order, ComponentId};
 use crate::limits;
 use crate::topology::{Component, ComponentKind, HostTopology, Link, LinkKind, Rnic};
 
@@ -117,11 +117,31 @@ impl<'a> Flat<'a> {
     }
 }
 
-/// `mlx5_10` sorts after `mlx5_2`: the name without its trailing number, then the number.
-fn natural(name: &str) -> (&str, u64) {
-    let digits = name.len() - name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
-    let (stem, number) = name.split_at(name.len() - digits);
-    (stem, number.parse().unwrap_or(0))
+/// RNICs in the order discovery names them: named ones first, in natural order of their
+/// device names (`mlx5_2` before `mlx5_10`), then by PCI function.
+fn rnic_order(a: &Node, b: &Node) -> std::cmp::Ordering {
+    let (
+        Node::Rnic {
+            name: na,
+            busid: ba,
+            ..
+        },
+        Node::Rnic {
+            name: nb,
+            busid: bb,
+            ..
+        },
+    ) = (a, b)
+    else {
+        unreachable!("only RNICs are collected");
+    };
+    na.is_none()
+        .cmp(&nb.is_none())
+        .then_with(|| match (na, nb) {
+            (Some(x), Some(y)) => natural_order(x, y),
+            _ => std::cmp::Ordering::Equal,
+        })
+        .then_with(|| ba.cmp(bb))
 }
 
 impl Host {
@@ -141,12 +161,7 @@ impl Host {
             flat.add(&s.below, Up::Socket(i));
         }
         flat.gpus.sort_by(|a, b| a.0.cmp(b.0));
-        flat.rnics.sort_by_key(|(n, _)| match n {
-            Node::Rnic { name, busid, .. } => {
-                (name.is_none(), name.as_deref().map(natural), busid.clone())
-            }
-            _ => unreachable!("only RNICs are collected"),
-        });
+        flat.rnics.sort_by(|(a, _), (b, _)| rnic_order(a, b));
 
         let cpu = |i: usize| ComponentId::new(format!("cpu{}", self.sockets[i].id));
         let switch = |i: usize| ComponentId::new(format!("sw{i}"));
@@ -299,43 +314,14 @@ impl Host {
 }
 
 /// The inter-socket links of `n` sockets as (lower, higher) index pairs: without distances
-/// every pair; with them, the pairs at the smallest distance, then at each next distance the
-/// pairs that join groups still apart, until all are joined.
+/// every pair (as NCCL joins them); with them, [`crate::sockets::joined_by_distance`].
 fn socket_links(n: usize, distances: Option<&[Vec<u64>]>) -> Vec<(usize, usize)> {
-    let pairs = (0..n).flat_map(|a| (a + 1..n).map(move |b| (a, b)));
-    let Some(d) = distances else {
-        return pairs.collect();
-    };
-    let mut group: Vec<usize> = (0..n).collect();
-    fn root(group: &mut [usize], mut i: usize) -> usize {
-        while group[i] != i {
-            group[i] = group[group[i]];
-            i = group[i];
-        }
-        i
+    match distances {
+        Some(d) => crate::sockets::joined_by_distance(n, |a, b| Some(d[a][b])),
+        None => (0..n)
+            .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
+            .collect(),
     }
-    let mut levels: Vec<u64> = pairs.clone().map(|(a, b)| d[a][b]).collect();
-    levels.sort_unstable();
-    levels.dedup();
-    let mut out = Vec::new();
-    for level in levels {
-        // Joined after the whole level is read: every pair at this distance between groups
-        // apart is a link, including those that close a ring or a mesh.
-        let apart: Vec<(usize, usize)> = pairs
-            .clone()
-            .filter(|&(a, b)| d[a][b] == level && root(&mut group, a) != root(&mut group, b))
-            .collect();
-        for &(a, b) in &apart {
-            let (ra, rb) = (root(&mut group, a), root(&mut group, b));
-            group[ra] = rb;
-        }
-        out.extend(apart);
-        if (0..n).all(|i| root(&mut group, i) == root(&mut group, 0)) {
-            break;
-        }
-    }
-    out.sort_unstable();
-    out
 }
 
 /// The tree of an XML file: a leading byte-order mark and blank lines are skipped (an XML
@@ -449,24 +435,6 @@ mod tests {
             socket_links(4, Some(&ring)),
             [(0, 1), (0, 3), (1, 2), (2, 3)]
         );
-        // Two near pairs, far apart: every pair at the far distance between them.
-        let pairs = vec![
-            vec![10, 12, 30, 30],
-            vec![12, 10, 30, 30],
-            vec![30, 30, 10, 12],
-            vec![30, 30, 12, 10],
-        ];
-        assert_eq!(
-            socket_links(4, Some(&pairs)),
-            [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
-        );
-    }
-
-    #[test]
-    fn names_sort_by_their_number() {
-        let mut names = ["mlx5_10", "mlx5_2", "mlx4_0"];
-        names.sort_by_key(|n| natural(n));
-        assert_eq!(names, ["mlx4_0", "mlx5_2", "mlx5_10"]);
     }
 
     #[test]

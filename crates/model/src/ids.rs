@@ -70,6 +70,16 @@ impl From<&str> for LinkId {
     }
 }
 
+/// Orders device names naturally: `mlx5_2` before `mlx5_10` (as discovery names RNICs in
+/// order, and as readers of other tools' host files do).
+pub fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
+    fn split(s: &str) -> (&str, Option<u64>) {
+        let head = s.trim_end_matches(|c: char| c.is_ascii_digit());
+        (head, s[head.len()..].parse().ok())
+    }
+    split(a).cmp(&split(b)).then_with(|| a.cmp(b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +94,15 @@ mod tests {
     fn ids_serialize_as_plain_strings() {
         let json = serde_json::to_string(&LinkId::from("usw0--cpu0")).unwrap();
         assert_eq!(json, "\"usw0--cpu0\"");
+    }
+
+    #[test]
+    fn devices_sort_naturally() {
+        let mut names = vec!["mlx5_10", "rxe0", "mlx5_2", "mlx5_1", "mlx4_0", "siw_eth0"];
+        names.sort_by(|a, b| natural_order(a, b));
+        assert_eq!(
+            names,
+            ["mlx4_0", "mlx5_1", "mlx5_2", "mlx5_10", "rxe0", "siw_eth0"]
+        );
     }
 }

@@ -36,6 +36,7 @@ pub mod odp_model;
 pub mod pair;
 pub mod report;
 pub mod snapshot;
+pub mod sockets;
 pub mod switch_port;
 pub mod thresholds;
 pub mod time;

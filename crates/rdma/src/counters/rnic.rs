@@ -37,8 +37,9 @@ a counter then to sit at exactly `u32::MAX`, it would be refused as saturated, n
 misread.
 */
 
-use crate::sysfs::ib::{natural_order, parse_link_layer, parse_rate, parse_state};
+use crate::sysfs::ib::{parse_link_layer, parse_rate, parse_state};
 use crate::sysfs::{DiscoverError, LinkLayer, ParseError, PciAddr, PortState, SysRoot};
+use model::ids::natural_order;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;

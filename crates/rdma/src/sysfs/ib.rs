@@ -26,8 +26,8 @@ the table from index 0, so the addresses a loopback test needs sit at the front.
 
 use super::pci::{self, parse_decimal, parse_decimal_u32, PciAddr};
 use super::{DiscoverError, ParseError, SysRoot};
+use model::ids::natural_order;
 use serde::Serialize;
-use std::cmp::Ordering;
 use std::fmt;
 use std::path::Path;
 
@@ -295,15 +295,6 @@ pub fn format_gid(gid: &[u8; 16]) -> String {
         .map(|p| format!("{:02x}{:02x}", p[0], p[1]))
         .collect::<Vec<_>>()
         .join(":")
-}
-
-/// Orders device names naturally: `mlx5_2` before `mlx5_10`.
-pub(crate) fn natural_order(a: &str, b: &str) -> Ordering {
-    fn split(s: &str) -> (&str, Option<u64>) {
-        let head = s.trim_end_matches(|c: char| c.is_ascii_digit());
-        (head, s[head.len()..].parse().ok())
-    }
-    split(a).cmp(&split(b)).then_with(|| a.cmp(b))
 }
 
 /// Every port of every RDMA device, sorted by (device, port).
@@ -612,16 +603,6 @@ mod tests {
         assert_eq!(roce(vec![]).loopback_gid(), None);
         let ib = port(LinkLayer::InfiniBand, all);
         assert_eq!(ib.loopback_gid().map(|g| g.index), Some(0));
-    }
-
-    #[test]
-    fn devices_sort_naturally() {
-        let mut names = vec!["mlx5_10", "rxe0", "mlx5_2", "mlx5_1", "mlx4_0", "siw_eth0"];
-        names.sort_by(|a, b| natural_order(a, b));
-        assert_eq!(
-            names,
-            ["mlx4_0", "mlx5_1", "mlx5_2", "mlx5_10", "rxe0", "siw_eth0"]
-        );
     }
 
     proptest! {

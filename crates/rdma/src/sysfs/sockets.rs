@@ -216,36 +216,15 @@ fn socket_links(
         );
         return packages.windows(2).map(|p| (p[0], p[1])).collect();
     };
-    // Union-find over packages: `group[p]` is the group of package p.
-    let mut group: BTreeMap<u32, u32> = packages.iter().map(|&p| (p, p)).collect();
-    let mut levels: Vec<u32> = distances.values().copied().collect();
-    levels.sort_unstable();
-    levels.dedup();
-    let mut links = Vec::new();
-    for level in levels {
-        let apart: Vec<(u32, u32)> = distances
-            .iter()
-            .filter(|(pair, d)| **d == level && group[&pair.0] != group[&pair.1])
-            .map(|(pair, _)| *pair)
-            .collect();
-        // Joined after the whole level is read: every pair at this distance is a link,
-        // including those that close a ring or a mesh.
-        for (a, b) in apart {
-            let (ga, gb) = (group[&a], group[&b]);
-            if ga != gb {
-                for g in group.values_mut().filter(|g| **g == gb) {
-                    *g = ga;
-                }
-            }
-            links.push((a, b));
-        }
-        let first = group[&packages[0]];
-        if group.values().all(|g| *g == first) {
-            break;
-        }
-    }
-    links.sort_unstable();
-    links
+    // `packages` is ascending, so index pairs map to (lower, higher) package pairs in order.
+    model::sockets::joined_by_distance(packages.len(), |a, b| {
+        distances
+            .get(&(packages[a], packages[b]))
+            .map(|&d| u64::from(d))
+    })
+    .into_iter()
+    .map(|(a, b)| (packages[a], packages[b]))
+    .collect()
 }
 
 /// The distance between each pair of sockets (lower package first): the smallest between
