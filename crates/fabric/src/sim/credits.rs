@@ -39,20 +39,20 @@ impl Links {
         self.flows[link as usize].credits
     }
 
-    /// The loads of links `start..start + count` (a switch's up ports) into `loads`, in
-    /// order: output queue bytes plus the flow units the far buffer holds or will hold for
-    /// the sender (spent and not yet given back), in bytes, what adaptive routing compares.
-    /// Returns the least load and how many links have it. Reads only the compact [`Flow`]
-    /// array, in one pass without branches on the loads (ties are common, so a branch on
-    /// them mispredicts).
+    /// The least loaded of links `start..start + count` (a switch's up ports): their
+    /// positions in `tied`, in order; returns the least load and how many links have it. A link's load is its output
+    /// queue bytes plus the flow units the far buffer holds or will hold for the sender
+    /// (spent and not yet given back), in bytes, what adaptive routing compares. Reads only
+    /// the compact [`Flow`] array, in one pass without branches on the loads (ties are
+    /// common, so a branch on them mispredicts).
     #[inline]
-    pub fn loads_into(
+    pub fn least_loaded_into(
         &mut self,
         start: u32,
         count: u32,
         now: u64,
         unit_bytes: u32,
-        loads: &mut Vec<u64>,
+        tied: &mut Vec<u32>,
     ) -> (u64, usize) {
         let range = start as usize..(start + count) as usize;
         if self.flows[range.clone()]
@@ -63,22 +63,17 @@ impl Links {
                 self.available(link as u32, now);
             }
         }
-        least_load(
-            self.flows[range].iter(),
-            self.buffer_units,
-            unit_bytes,
-            loads,
-        )
+        least_load(self.flows[range].iter(), self.buffer_units, unit_bytes, tied)
     }
 
-    /// [`Links::loads_into`] of the listed links (the up ports left where links are
+    /// [`Links::least_loaded_into`] of the listed links (the up ports left where links are
     /// missing).
-    pub fn loads_of(
+    pub fn least_loaded_of(
         &mut self,
         links: &[u32],
         now: u64,
         unit_bytes: u32,
-        loads: &mut Vec<u64>,
+        tied: &mut Vec<u32>,
     ) -> (u64, usize) {
         if links
             .iter()
@@ -89,7 +84,7 @@ impl Links {
             }
         }
         let flows = links.iter().map(|&link| &self.flows[link as usize]);
-        least_load(flows, self.buffer_units, unit_bytes, loads)
+        least_load(flows, self.buffer_units, unit_bytes, tied)
     }
 
     #[cold]
@@ -187,29 +182,30 @@ impl Links {
     }
 }
 
-/// The loads of `flows` into `loads` (see [`Links::loads_into`]), the least of them and how
-/// many have it.
+/// The positions of the least loaded of `flows` into `tied` (see
+/// [`Links::least_loaded_into`]), the least load and how many have it. Each position is written at the
+/// list's end whatever its load, and the end moves on only for a tie (or restarts at a new
+/// least): no branch on the loads, and no second pass to find the ties.
 #[inline]
 fn least_load<'a>(
-    flows: impl Iterator<Item = &'a Flow>,
+    flows: impl ExactSizeIterator<Item = &'a Flow>,
     buffer_units: u32,
     unit_bytes: u32,
-    loads: &mut Vec<u64>,
+    tied: &mut Vec<u32>,
 ) -> (u64, usize) {
+    if tied.len() < flows.len() {
+        tied.resize(flows.len(), 0);
+    }
     let unit_bytes = u64::from(unit_bytes);
     let (mut best, mut ties) = (u64::MAX, 0);
-    loads.clear();
-    loads.extend(flows.map(|flow| {
+    for (k, flow) in flows.enumerate() {
         let load =
             u64::from(flow.queue_bytes) + u64::from(buffer_units - flow.credits) * unit_bytes;
-        ties = if load < best {
-            1
-        } else {
-            ties + usize::from(load == best)
-        };
+        let slot = if load < best { 0 } else { ties };
+        tied[slot] = k as u32;
+        ties = slot + usize::from(load <= best);
         best = best.min(load);
-        load
-    }));
+    }
     (best, ties)
 }
 
@@ -232,11 +228,40 @@ mod tests {
         assert_eq!(credits.take(0, 150, 6), Ok(()));
         credits.set_queue_bytes(0, 300);
         // 300 queued + 10 units outstanding of 64 B.
-        let mut loads = Vec::new();
+        let mut tied = Vec::new();
         assert_eq!(
-            credits.loads_into(0, 1, 150, 64, &mut loads),
+            credits.least_loaded_into(0, 1, 150, 64, &mut tied),
             (300 + 640, 1)
         );
-        assert_eq!(loads, [300 + 640]);
+        assert_eq!(tied[0], 0);
+    }
+
+    proptest::proptest! {
+        /// The one-pass tie list holds exactly the positions of the least load, in order.
+        #[test]
+        fn the_tie_list_is_the_least_loaded_positions(
+            flows in proptest::collection::vec((0u32..4, 0u32..3), 1..40),
+        ) {
+            let flows: Vec<Flow> = flows
+                .into_iter()
+                .map(|(queue, spent)| Flow {
+                    next_return_ps: u64::MAX,
+                    credits: 8 - spent,
+                    queue_bytes: queue * 64,
+                })
+                .collect();
+            let loads: Vec<u64> = flows
+                .iter()
+                .map(|f| u64::from(f.queue_bytes) + u64::from(8 - f.credits) * 64)
+                .collect();
+            let least = *loads.iter().min().unwrap();
+            let expected: Vec<u32> = (0..loads.len() as u32)
+                .filter(|&k| loads[k as usize] == least)
+                .collect();
+            let mut tied = vec![7; 3];
+            let (best, ties) = least_load(flows.iter(), 8, 64, &mut tied);
+            proptest::prop_assert_eq!(best, least);
+            proptest::prop_assert_eq!(&tied[..ties], &expected[..]);
+        }
     }
 }

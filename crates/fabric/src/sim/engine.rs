@@ -67,8 +67,8 @@ pub(crate) struct Engine {
     pub collector: Option<Collector>,
     /// Input buffers whose blocked head just moved on, with more packets behind it.
     pub unblocked: VecDeque<u32>,
-    /// Scratch list of the loads of a switch's up ports.
-    pub loads: Vec<u64>,
+    /// Scratch list of a switch's least loaded up ports.
+    pub tied: Vec<u32>,
     pub now: u64,
     pub next_packet_id: u32,
     /// XmitWait of every link (`counters`).
@@ -162,7 +162,7 @@ impl Engine {
             programs,
             events: EventQueue::new(lanes),
             unblocked: VecDeque::new(),
-            loads: Vec::new(),
+            tied: Vec::new(),
             now: 0,
             next_packet_id: 0,
             waits: vec![Default::default(); wiring_links],

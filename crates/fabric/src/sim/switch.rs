@@ -74,14 +74,14 @@ impl Engine {
             }
             Route::Up { start, count } => {
                 let now = self.now;
-                let (best, ties) = self.links.loads_into(
+                let (_, ties) = self.links.least_loaded_into(
                     start,
                     count,
                     now,
                     self.timing.unit_bytes,
-                    &mut self.loads,
+                    &mut self.tied,
                 );
-                start + least_loaded(&self.loads, best, ties, &mut self.routing_rng)
+                start + pick_tied(&self.tied, ties, &mut self.routing_rng)
             }
             Route::UpAmong { at, count } => self.choose_among(switch, at, count, dst),
         }
@@ -98,10 +98,10 @@ impl Engine {
         }
         let ports = self.wiring.up_list(at, count);
         let now = self.now;
-        let (best, ties) = self
+        let (_, ties) = self
             .links
-            .loads_of(ports, now, self.timing.unit_bytes, &mut self.loads);
-        ports[least_loaded(&self.loads, best, ties, &mut self.routing_rng) as usize]
+            .least_loaded_of(ports, now, self.timing.unit_bytes, &mut self.tied);
+        ports[pick_tied(&self.tied, ties, &mut self.routing_rng) as usize]
     }
 
     fn block(&mut self, link: u32, port: u32) {
@@ -246,18 +246,10 @@ impl Engine {
     }
 }
 
-/// Which of the ports whose `loads` were just read is the least loaded (`best`, shared by
-/// `ties` of them), a random one among equals.
-fn least_loaded(loads: &[u64], best: u64, ties: usize, rng: &mut ChaCha8Rng) -> u32 {
-    let pick = match ties {
-        1 => 0,
-        n => rand::Rng::gen_range(rng, 0..n),
-    };
-    let (k, _) = loads
-        .iter()
-        .enumerate()
-        .filter(|&(_, &load)| load == best)
-        .nth(pick)
-        .expect("a least loaded port");
-    k as u32
+/// One of the `ties` least loaded ports listed in `tied`, at random when there are several.
+fn pick_tied(tied: &[u32], ties: usize, rng: &mut ChaCha8Rng) -> u32 {
+    match ties {
+        1 => tied[0],
+        n => tied[rand::Rng::gen_range(rng, 0..n)],
+    }
 }
