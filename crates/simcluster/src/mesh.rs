@@ -137,7 +137,10 @@ pub fn run(
         },
         None => pairs::select(cluster, &hosts),
     };
-    let fabric = FaultedFabric::new(cluster, &faults.fabric)?;
+    // Other jobs run off the job's hosts; a mesh of the whole fleet is no job, and they run
+    // on every host but the pair probed.
+    let job: &[usize] = if settings.nodes.is_some() { &hosts } else { &[] };
+    let fabric = FaultedFabric::new(cluster, &faults.fabric, job)?;
     let healthy = FaultedFabric::healthy(cluster);
     let flap_offset_s = ChaCha8Rng::seed_from_u64(settings.seed ^ 0xf1a9).gen_range(0.0..2.0)
         * FABRIC_FLAP_HALF_PERIOD_S;
@@ -282,7 +285,8 @@ fn port_counters(
     let topology = &cluster.fabric.topology;
     let mut ports = vec![SwitchPortCounters::default(); topology.num_ports()];
     for m in measured.iter().flatten() {
-        for (sum, c) in ports.iter_mut().zip(&m.ports) {
+        for &(i, ref c) in &m.ports {
+            let sum = &mut ports[i as usize];
             for (total, value) in [
                 (&mut sum.xmit_data_bytes, c.xmit_data_bytes),
                 (&mut sum.rcv_data_bytes, c.rcv_data_bytes),

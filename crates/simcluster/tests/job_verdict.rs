@@ -135,13 +135,24 @@ fn faults_off_a_one_leaf_per_rail_jobs_routes_and_off_its_gpu_paths_are_not_its(
 
 #[test]
 fn other_jobs_traffic_is_network_with_its_cause_and_no_cable_blamed() {
-    let r = job(&["fabric:background:0.5"]);
+    // The job shares its leaves with other jobs (docs/cluster.md's what-if example).
+    let r = job_on("node[005-012],node[021-028]", &["fabric:background:0.5"]);
     assert_eq!(r.verdict, Verdict::Network, "{}", r.summary);
     assert_eq!(r.culprits[0].cause, "background_traffic");
     assert!(r
         .culprits
         .iter()
         .all(|c| c.cause == "background_traffic" || c.layer != Layer::Fabric));
+}
+
+/// Other jobs run where the job does not, for the mesh as for the what-if (issue 38: the
+/// mesh ran them on the job's own hosts and blamed them, 0.70, where the what-if of the same
+/// report found they crossed none of the job's links). node001..016 hold their leaves alone.
+#[test]
+fn other_jobs_on_leaves_the_job_does_not_use_are_not_its_problem() {
+    let r = job(&["fabric:background:0.6"]);
+    assert_eq!(r.verdict, Verdict::Neither, "{}", r.summary);
+    assert!(r.culprits.is_empty(), "{:?}", r.culprits);
 }
 
 #[test]

@@ -30,6 +30,7 @@ host. Every time the what-if replays is simulated and says so.
 */
 #![deny(missing_docs)]
 
+pub mod background;
 pub mod file;
 pub mod follow_up;
 pub mod job;

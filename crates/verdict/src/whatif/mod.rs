@@ -31,7 +31,6 @@ use crate::spec::{Cable, Cluster, RnicPort};
 use crate::PlanError;
 use replay::{Outcome, Replay};
 
-pub use replay::{BACKGROUND_SPAN, BACKGROUND_WARMUP_PS};
 pub use states::LinkStates;
 pub use traffic::{JobTraffic, TREE_SLICE_BYTES};
 

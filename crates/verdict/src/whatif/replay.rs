@@ -5,23 +5,14 @@ use std::collections::HashSet;
 
 use fabric::sim::{SimConfig, Simulation};
 use fabric::telemetry::{TelemetryConfig, TelemetryKind};
-use fabric::topology::{NodeId, Peer, Topology};
-use fabric::traffic::{Job, Uniform, Workload};
+use fabric::topology::{NodeId, Peer};
+use fabric::traffic::Job;
 
 use super::states::LinkStates;
 use super::traffic::{JobTraffic, RailShare};
-use crate::links;
+use crate::{background, links};
 use crate::spec::{Cable, Cluster, RnicPort};
 use crate::PlanError;
-
-/// Other jobs' traffic runs this long before the job starts, so the job meets it in a
-/// steady state (as the mesh's probes do).
-pub const BACKGROUND_WARMUP_PS: u64 = 10_000_000;
-/// Other jobs send for this many times the job's healthy time; a job slowed more than that
-/// meets no other traffic in its tail (docs/cluster.md).
-pub const BACKGROUND_SPAN: u64 = 2;
-/// Other jobs' messages, bytes (the mesh's background sends the same).
-const BACKGROUND_MESSAGE_BYTES: u64 = 65536;
 
 /// The job, ready to replay.
 pub(crate) struct Replay<'a> {
@@ -66,7 +57,7 @@ impl Replay<'_> {
     }
 
     /// Replays the job with hosts in rank order `order` under `states`. Other jobs'
-    /// traffic, when `states` has it, runs for [`BACKGROUND_SPAN`] x `healthy_ps`.
+    /// traffic, when `states` has it, is [`background::other_jobs`] beside a job of `healthy_ps`.
     pub fn run(
         &self,
         order: &[usize],
@@ -87,7 +78,7 @@ impl Replay<'_> {
         let faults = states.as_faults(config.link_gbps, config.packet_bytes, message_packets);
         let topology = &links::phases(self.cluster, &faults)?.healthy;
         let start_ps = if states.background.is_some() {
-            BACKGROUND_WARMUP_PS
+            background::WARMUP_PS
         } else {
             0
         };
@@ -106,22 +97,14 @@ impl Replay<'_> {
             })
             .collect();
         if let Some(load) = states.background {
-            let others = background_nodes(topology, &used);
-            if others.len() > 1 {
-                let background = Uniform {
-                    ranks: others.len() as u32,
-                    bytes: BACKGROUND_MESSAGE_BYTES,
-                    load,
-                    link_gbps: config.link_gbps,
-                    end_ps: Some(start_ps + BACKGROUND_SPAN * healthy_ps.max(1)),
-                    messages: None,
-                };
-                jobs.push(Job {
-                    name: "background".to_string(),
-                    placement: others,
-                    program: Workload::Uniform(background).program(),
-                });
-            }
+            let used = background::job_nodes(self.cluster, order);
+            jobs.extend(background::other_jobs(
+                topology,
+                &used,
+                load,
+                config.link_gbps,
+                healthy_ps,
+            ));
         }
         let result = Simulation::new(topology, config, jobs)
             .map_err(|e| PlanError::Fabric(format!("what-if: {e}")))?
@@ -144,14 +127,3 @@ impl Replay<'_> {
     }
 }
 
-/// Other jobs' nodes: every node of the tree the job does not use, on the leaves of the pods
-/// it uses (traffic of pods it does not touch crosses none of its links but the cores').
-fn background_nodes(topology: &Topology, used: &HashSet<NodeId>) -> Vec<NodeId> {
-    let pod = |node: NodeId| topology.pod_of(topology.leaf_of(node));
-    let pods: HashSet<Option<u32>> = used.iter().map(|&n| pod(n)).collect();
-    topology
-        .compute_nodes()
-        .into_iter()
-        .filter(|n| !used.contains(n) && pods.contains(&pod(*n)))
-        .collect()
-}

@@ -1,7 +1,8 @@
 //! The fabric's link states a what-if replays: cables degraded, flapping, down or corrupting
 //! packets, and other jobs' traffic; from injected faults or from the culprits a verdict found.
 
-use model::job::{Culprit, JobEvidence, Layer};
+use model::job::{Culprit, JobEvidence, JobPair, Layer};
+use model::pair::PartStatus;
 
 use crate::links::FabricFault;
 use crate::spec::{Cable, Cluster};
@@ -47,7 +48,7 @@ impl LinkStates {
     /// from: a degraded or flapping cable keeps the share of line rate of the slowest pair
     /// probed across it; a corrupting cable the errors a second its ports counted (symbol
     /// errors, receive errors, discards); background traffic takes the share of line rate
-    /// the median pair probed between the job's hosts lost. Culprits of other layers are
+    /// the median pair it slowed lost (of every pair probed, when none was slowed). Culprits of other layers are
     /// skipped; a fabric culprit the evidence cannot size is an error naming it.
     pub fn from_culprits(
         cluster: &Cluster,
@@ -68,8 +69,14 @@ impl LinkStates {
                 ))
             };
             if culprit.cause == "background_traffic" {
-                let mut bandwidths: Vec<f64> = evidence
-                    .pairs
+                // Other jobs share some of the job's links, not all: the pairs they slowed
+                // (the network part abnormal) say how much, where there are such pairs.
+                let slowed = |p: &&JobPair| p.parts.network_status == PartStatus::Abnormal;
+                let sizing: Vec<&JobPair> = match evidence.pairs.iter().filter(slowed).count() {
+                    0 => evidence.pairs.iter().collect(),
+                    _ => evidence.pairs.iter().filter(slowed).collect(),
+                };
+                let mut bandwidths: Vec<f64> = sizing
                     .iter()
                     .filter_map(|p| p.parts.bandwidth_gbps)
                     .collect();
