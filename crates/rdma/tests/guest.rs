@@ -319,12 +319,19 @@ fn pin_to(cpu: usize) {
     }
 }
 
-/// Runs of each tool, interleaved so that the guest's noise (TCG, a busy host) spreads over
-/// both; figures are medians over the runs, and the two tools are compared round by round.
-/// Seven: on a CI-kind machine running the guest at half the recorded speed, each tool's
-/// t_typical came out 35-41 us in some rounds and 66-97 us in others (both tools alike in
-/// a round), so a median of five fell on either side.
+/// Full rounds (latency and bandwidth) of each tool, interleaved so that the guest's noise
+/// (TCG, a busy host) spreads over both; bandwidth is compared by the medians over them.
 const ROUNDS: usize = 7;
+
+/// Latency-only runs of each tool after the full rounds, so that the latency comparison
+/// draws on sixteen runs a tool at least. A CI run's rounds showed the guest's state
+/// flipping per process, not per round: 38-41 us or 75-93 us for either tool, three rounds
+/// with perftest fast and hostping slow and one the other way, so no pairing of runs holds
+/// the noise still. Each tool's fastest run does (the flips only add time), once both tools
+/// have met the fast state (CI: 4 runs in 14 did).
+const LATENCY_ONLY_ROUNDS: usize = 9;
+/// At most this many latency-only rounds in all (see the test).
+const MAX_LATENCY_ROUNDS: usize = 25;
 
 /// A median half round trip above these (us) measured the scheduler, not the cable: the
 /// busy polling of both sides needs both vCPUs at once, and when the host (2 cores shared
@@ -598,33 +605,79 @@ fn inside_the_guest_pair_probe() {
             pt_bw[round - 1]
         );
     }
+    // More latency runs of each tool, alternating which goes first; then, while the two
+    // fastest runs are more than 15 % apart, more rounds of both (up to MAX_LATENCY_ROUNDS):
+    // a floor only gets better known with more runs, so a tool that truly measured more
+    // would stay apart however many rounds were added.
+    let latency_only = PairSpec {
+        bw_iterations: 0,
+        ..PairSpec::default()
+    };
+    let fastest = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    let apart = |hp: &[f64], pt: &[f64]| (fastest(hp) / fastest(pt) - 1.0).abs() > 0.15;
+    let mut round = 0;
+    while round < LATENCY_ONLY_ROUNDS
+        || (round < MAX_LATENCY_ROUNDS && apart(&hp_lat, &pt_lat))
+    {
+        round += 1;
+        let mut run_perftest = |pt_lat: &mut Vec<f64>| {
+            let (lat, ()) = unstarved("ib_write_lat", STARVED_US, || {
+                let lat = perftest(
+                    &net,
+                    "ib_write_lat",
+                    &["-s", "2", "-n", "1000"],
+                    "t_typical[usec]",
+                    &mut port,
+                );
+                (lat, ())
+            });
+            pt_lat.push(lat);
+        };
+        if round % 2 == 1 {
+            run_perftest(&mut pt_lat);
+        }
+        let (lat, (r, served)) = unstarved("the pair probe", STARVED_US, || {
+            let (r, served) = pair_probe(&net, &latency_only, &dir);
+            (median_us(&r), (r, served))
+        });
+        // Pings only: the responder has no WRITEs to verify.
+        assert!(
+            r.verified && served.checksum.is_none(),
+            "latency round {round}: {served:?}"
+        );
+        assert_eq!(r.latency.small_ns.len(), 1000);
+        hp_lat.push(lat);
+        if round % 2 == 0 {
+            run_perftest(&mut pt_lat);
+        }
+        println!(
+            "pair latency round {round}: hostping {lat:.2} us, perftest {:.2} us",
+            pt_lat[pt_lat.len() - 1]
+        );
+    }
     let (hl, pl, hb, pb) = (
         median(&hp_lat),
         median(&pt_lat),
         median(&hp_bw),
         median(&pt_bw),
     );
+    let runs = hp_lat.len();
     println!(
-        "pair figures: latency 2 B (us, median of {ROUNDS} runs): hostping {hl:.2} (half RTT, p50 of 1000) vs perftest {pl:.2} (ib_write_lat -s 2 -n 1000, t_typical); runs hostping {hp_lat:.2?} perftest {pt_lat:.2?}"
+        "pair figures: latency 2 B (us, {runs} runs each): hostping fastest {:.2}, median {hl:.2} (half RTT, p50 of 1000) vs perftest fastest {:.2}, median {pl:.2} (ib_write_lat -s 2 -n 1000, t_typical); runs hostping {hp_lat:.2?} perftest {pt_lat:.2?}",
+        fastest(&hp_lat),
+        fastest(&pt_lat)
     );
     println!(
         "pair figures: bandwidth 64 KiB (Gb/s, median of {ROUNDS} runs): hostping {hb:.3} (1000 WRITEs, depth 128) vs perftest {pb:.3} (ib_write_bw -s 65536 -n 1000, BW average); runs hostping {hp_bw:.3?} perftest {pt_bw:.3?}"
     );
-    // The same work measured alike: in the median round, hostping's half RTT is within
-    // 15 % of perftest's. Within a round both tools share the guest's state (the rounds
-    // above move both by 2x together); what is left is TCG's run-to-run noise, under which
-    // one run's ratio ranged 0.84-1.18 (on hardware the two agree within a few %).
-    let ratio = median(
-        &hp_lat
-            .iter()
-            .zip(&pt_lat)
-            .map(|(h, p)| h / p)
-            .collect::<Vec<_>>(),
-    );
-    println!("pair figures: hostping / perftest half RTT, median over the rounds: {ratio:.3}");
+    // The same work measured alike: each tool's fastest run (the guest's quiet state; its
+    // noise only ever adds time) within 15 % of the other's. On hardware the two agree
+    // within a few %.
+    let ratio = fastest(&hp_lat) / fastest(&pt_lat);
+    println!("pair figures: hostping / perftest half RTT, fastest runs: {ratio:.3}");
     assert!(
         (ratio - 1.0).abs() <= 0.15,
-        "hostping's half RTT is {ratio:.3} of perftest's in the median round (medians {hl:.2} us and {pl:.2} us)"
+        "hostping's fastest half RTT is {ratio:.3} of perftest's (medians {hl:.2} us and {pl:.2} us)"
     );
     assert!(
         hb >= 0.9 * pb,

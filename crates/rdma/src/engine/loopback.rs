@@ -172,7 +172,7 @@ pub(super) fn wait(
     timeout: Duration,
     what: &str,
 ) -> Result<usize, ProbeError> {
-    cq.wait(wc, Instant::now() + timeout).map_err(|e| match e {
+    cq.wait(wc, timeout).map_err(|e| match e {
         CqWaitError::Timeout => ProbeError::Timeout {
             what: what.to_string(),
             after_ms: timeout.as_millis() as u64,

@@ -128,7 +128,7 @@ impl Reads {
         label: &Label,
     ) -> Result<usize, BenchError> {
         let n = cq
-            .wait(wc, Instant::now() + timeout)
+            .wait(wc, timeout)
             .map_err(|e| self.wait_error(e, label, timeout))?;
         self.absorb_labelled(&wc[..n], Instant::now(), label)?;
         Ok(n)
