@@ -1,6 +1,8 @@
 // hostping web UI: the fleet overview, the host page and the job page, filled from the read
 // API. One script for the collector (/, /hosts/{host}, /job) and the agent (/, its own host).
-// It only reads.
+// It only reads, but for the job page's probe form: given a probe token by its reader, it
+// asks the collector for the verdict with follow-up probes (`probe=1`), as `hostping job
+// --probe` does. The token goes in the request's Authorization header, never in the URL.
 // Every string from the API enters the DOM as a text node or an attribute value, never as
 // markup. Optional endpoints (baselines, slow hosts, racks) are used when they answer and
 // skipped quietly when they do not.
@@ -25,10 +27,12 @@
 
   // The answer, or an error in words: the API's own refusal (`{"error": ...}`) when it
   // gives one, or that the server did not answer.
-  async function getJson(url) {
+  async function getJson(url, token) {
     let r;
+    const headers = { Accept: "application/json" };
+    if (token) headers.Authorization = "Bearer " + token;
     try {
-      r = await fetch(url, { headers: { Accept: "application/json" } });
+      r = await fetch(url, { headers });
     } catch (e) {
       throw new Error(url + ": the server did not answer (" + e.message + ")");
     }
@@ -527,6 +531,12 @@
     } catch (e) {
       return fail($("job-status"), e);
     }
+    showJob(report, params);
+    probeOffer(report, params, q);
+  }
+
+  // The verdict drawn, whether asked with probes or not.
+  function showJob(report, params) {
     const name = report.job ? "Job " + report.job : "Job verdict";
     $("job-title").textContent = name;
     document.title = name + " · hostping";
@@ -547,12 +557,63 @@
       h("li", { "data-what": n.what }, h("strong", null, n.what), ": " + n.why));
     listSection("not-the-jobs", report.not_the_jobs, culpritItem);
     jobHosts(report.hosts || [], culpritHosts);
-    switchPorts(report.ports || []);
+    switchPorts(report.ports || [], report.ports_unread);
     jobPairs(report.pairs || [], portStates);
     listSection("follow-ups", report.follow_ups, (f) =>
       h("li", { "data-kind": f.kind }, h("strong", null, f.kind + " " + f.target), ": " + f.outcome,
         h("span", { class: "evidence" }, "why: " + f.why)));
     whatIf(report.what_if);
+  }
+
+  // A value as one shell word: as it is when it holds nothing a shell reads, else quoted
+  // (a hostlist's brackets are a glob).
+  function shellWord(v) {
+    return /^[A-Za-z0-9._:\/,=@+-]+$/.test(v) ? v : "'" + v.replace(/'/g, "'\\''") + "'";
+  }
+
+  // Where the verdict says follow-up probes would judge more (no pair probed between its
+  // hosts, or a host without a check), the command that runs them, to copy, and a form that
+  // asks this collector for them with a probe token (GET /api/jobs/verdict with probe=1).
+  function probeOffer(report, params, q) {
+    const unprobed = (report.pairs || []).length === 0 && (report.nodes || []).length > 1;
+    const unchecked = (report.hosts || []).some((x) => x.healthy !== true && x.healthy !== false);
+    $("probe-section").hidden = !(unprobed || unchecked);
+    if ($("probe-section").hidden) return;
+    const args = ["hostping", "job", "--collector", location.origin, "--nodes", params.get("nodes")];
+    for (const k of ["since", "until"]) if (params.get(k)) args.push("--" + k, params.get(k));
+    args.push("--probe", "--token-file", "FILE");
+    $("probe-command").textContent = args.map(shellWord).join(" ");
+    $("probe-copy").onclick = async () => {
+      const text = $("probe-command").textContent;
+      try {
+        await navigator.clipboard.writeText(text);
+        $("probe-status").textContent = "Command copied.";
+      } catch (e) {
+        // No clipboard outside a secure context: the command is selected to copy by hand.
+        getSelection().selectAllChildren($("probe-command"));
+      }
+    };
+    $("probe-form").onsubmit = async (ev) => {
+      ev.preventDefault();
+      const token = $("probe-token").value.trim();
+      const status = $("probe-status");
+      status.classList.remove("error");
+      status.textContent = "Probing the job's pairs and hosts through their agents…";
+      const probed = new URLSearchParams(q);
+      probed.set("probe", "1");
+      let answer;
+      try {
+        answer = await getJson("/api/jobs/verdict?" + probed.toString(), token);
+      } catch (e) {
+        status.textContent = "Not probed: " + e.message;
+        status.classList.add("error");
+        return;
+      }
+      $("probe-token").value = "";
+      showJob(answer, params);
+      status.textContent = "Probed: the verdict above includes the follow-up probes.";
+      status.dataset.probed = "true";
+    };
   }
 
   // A list section, hidden when the list is empty.
@@ -605,7 +666,8 @@
 
   // The ports the verdict read, one box per switch (those on the job's routes first), each
   // port a cell coloured by its state, the job's route ports outlined.
-  function switchPorts(ports) {
+  // `unread`: why no port was read, when the collector says (it has no fabric).
+  function switchPorts(ports, unread) {
     const bySwitch = new Map();
     for (const p of ports) {
       const [sw, n] = splitPort(String(p.port));
@@ -625,7 +687,10 @@
           "data-state": p.state, "data-route": String(p.on_job_route), title: portText(p),
           role: "img", "aria-label": portText(p) }, n || p.port))));
     });
-    $("switches").replaceChildren(...(boxes.length ? boxes : [h("p", { class: "note" }, "No switch port was read for this job (see Not judged).")]));
+    const none = unread
+      ? "No switch port was read for this job: " + unread + "."
+      : "No switch port was read for this job (see Not judged).";
+    $("switches").replaceChildren(...(boxes.length ? boxes : [h("p", { class: "note", id: "switches-note" }, none)]));
     $("ports").replaceChildren(
       h("thead", null, h("tr", null, ["Port", "On the job's routes", "State", "Errors/s", "XmitWait/s"].map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", null, ports.map((p) => h("tr", { "data-port": p.port, "data-state": p.state },

@@ -35,6 +35,32 @@ fn check_sim_runs_the_simulated_check_on_an_nccl_topology_dump() {
 }
 
 #[test]
+fn check_sim_on_azure_ndv4_turns_each_gpu_nic_pair_around_at_its_virtual_switch() {
+    // Each ffff:ff bridge is the switch its two GPUs and two RNICs share (issue 38
+    // section 4): GPUDirect between them never reaches the CPU.
+    let file = fixture("nccl-azure-ndv4-topo.xml");
+    let o = hostping(&["check", "--sim", &file, "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["healthy"], true);
+    let links: Vec<&str> = v["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l["id"].as_str())
+        .collect();
+    for id in [
+        "rnic0--sw1",
+        "gpu0--sw1",
+        "sw1--cpu1",
+        "rnic2--sw0",
+        "gpu2--sw0",
+    ] {
+        assert!(links.contains(&id), "{id} missing from {links:?}");
+    }
+}
+
+#[test]
 fn check_sim_finds_a_fault_injected_on_an_hwloc_host() {
     let file = fixture("hwloc-32em64t-2n8c2t-pci-wholeio.xml");
     let o = hostping(&[

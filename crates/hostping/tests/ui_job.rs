@@ -364,3 +364,145 @@ fn the_job_page_shows_the_verdict_the_culprits_and_the_ports() {
         c.close().await.unwrap();
     });
 }
+
+/// The probe token of the follow-up test's collector (`--probe-tokens`).
+const OPS: &str = "tok-ops-ui-0123456789abcdef";
+
+/// Issue 38 section 1, the job page: a collector without `--fabric` (and with
+/// `--probe-tokens`), runs posted for a job's two hosts, no pair probed. The page must say
+/// why no switch port was read (the collector's words, naming `--fabric`), show the
+/// `hostping job ... --probe` command that follows up, hostlist quoted for a shell, and its
+/// probe form must ask the collector for the verdict with probes: refused in words with a
+/// wrong token, and with the right one the verdict drawn again with the pair probed (its
+/// agents are down: the pair failed, with why), the token in no URL.
+#[test]
+fn the_job_page_says_why_no_port_was_read_and_offers_the_probe_follow_up() {
+    let Some(driver) = ChromeDriver::start() else {
+        return;
+    };
+    let dir = temp_dir("ui-job-probe");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let hosts = ["node01", "node02"];
+    let nodes = "node[01-02]";
+    let tokens: Vec<(String, String)> = hosts.iter().map(|h| (h.to_string(), token(h))).collect();
+    let pairs: Vec<(&str, &str)> = tokens
+        .iter()
+        .map(|(h, t)| (h.as_str(), t.as_str()))
+        .collect();
+    let probe_tokens = common::probe_tokens_file(&dir, OPS);
+    let collector = Collector::start(
+        &pg,
+        &tokens_file(&dir, &pairs),
+        &["--probe-tokens", probe_tokens.to_str().unwrap()],
+    );
+    let addr = collector.addr;
+    let now = now_s();
+    let (since, until) = (now - 600, now);
+    for host in hosts {
+        register(addr, host, "mlx4_0");
+        post_run(addr, host, 1, now - 300, &sim_report(&[]));
+    }
+    let query = format!("nodes={nodes}&since={since}&until={until}");
+    let (status, answer) = get(addr, &format!("/api/jobs/verdict?{query}"));
+    assert_eq!(status, 200, "{answer}");
+    // The API says why no port was read; the report itself reads as before.
+    let unread = answer["ports_unread"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer:#}"));
+    assert!(unread.contains("without --fabric"), "{unread}");
+    let report: JobReport = serde_json::from_value(answer.clone()).unwrap();
+    assert!(
+        report.ports.is_empty() && report.pairs.is_empty(),
+        "{answer}"
+    );
+
+    let url = format!("http://{addr}");
+    let runtime = common::postgres::runtime();
+    runtime.block_on(async {
+        let c = driver.session(1280, 1800).await;
+        c.goto(&format!("{url}/job?{query}")).await.unwrap();
+        wait_for_verdict(&c).await;
+        assert_eq!(
+            text(&c, "#switches-note").await,
+            format!("No switch port was read for this job: {unread}.")
+        );
+
+        // The follow-up: the command to copy, the hostlist quoted (its brackets are a glob).
+        assert_eq!(
+            js(&c, "return document.getElementById('probe-section').hidden;").await,
+            false
+        );
+        assert_eq!(
+            text(&c, "#probe-command").await,
+            format!(
+                "hostping job --collector {url} --nodes '{nodes}' --since {since} --until {until} --probe --token-file FILE"
+            )
+        );
+        screenshot(&c, "job-probe-offer").await;
+
+        // The form: a wrong token is refused in the collector's words.
+        let probe = |token: &'static str| {
+            let c = c.clone();
+            async move {
+                let input = c.find(Locator::Id("probe-token")).await.unwrap();
+                input.clear().await.unwrap();
+                input.send_keys(token).await.unwrap();
+                c.find(Locator::Css("#probe-form button[type=submit]"))
+                    .await
+                    .unwrap()
+                    .click()
+                    .await
+                    .unwrap();
+            }
+        };
+        probe("not-a-probe-token").await;
+        wait_until(
+            &c,
+            "the refusal",
+            "document.getElementById('probe-status').classList.contains('error')",
+        )
+        .await;
+        let said = text(&c, "#probe-status").await;
+        assert!(said.contains("HTTP 401"), "{said}");
+
+        // The right token: the verdict asked with probe=1, drawn again with the pair.
+        probe(OPS).await;
+        wait_until(
+            &c,
+            "the probed verdict",
+            "document.getElementById('probe-status').dataset.probed === 'true'",
+        )
+        .await;
+        let drawn: Vec<(String, String)> = serde_json::from_value(
+            js(
+                &c,
+                "return [...document.querySelectorAll('#pairs tbody tr')].map(r =>
+                    [r.dataset.pair, r.dataset.status]);",
+            )
+            .await,
+        )
+        .unwrap();
+        assert_eq!(
+            drawn,
+            [(
+                "node01/rnic0<->node02/rnic0".to_string(),
+                "failed".to_string()
+            )]
+        );
+        let why = text(&c, "#pairs tbody tr td:last-child").await;
+        assert!(why.contains("unreachable"), "{why}");
+        assert!(text(&c, "#pairs-note").await.starts_with("1 RNIC-to-RNIC pairs"));
+        // The token went in a header: neither the page's address nor the field keeps it.
+        let address = c.current_url().await.unwrap();
+        assert!(!address.as_str().contains(OPS), "{address}");
+        assert!(address.query_pairs().all(|(k, _)| k != "probe"), "{address}");
+        assert_eq!(
+            js(&c, "return document.getElementById('probe-token').value;").await,
+            ""
+        );
+        screenshot(&c, "job-probed").await;
+        c.close().await.unwrap();
+    });
+}

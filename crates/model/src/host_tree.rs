@@ -381,8 +381,9 @@ pub(crate) fn number(s: &str) -> Option<u64> {
     }
 }
 
-/// Whether a PCI address is one of the virtual bridges hypervisors and cloud images write
-/// (`ffff:ff:01.0`): no hardware, so no switch; what is below it hangs from its parent.
+/// Whether a PCI address is one of the virtual bridges cloud images write (`ffff:ff:01.0`):
+/// no device of the VM, but the grouping of the GPUs and NICs that share a PCIe switch the
+/// VM cannot see, so the readers take it for that switch.
 pub(crate) fn is_virtual_busid(busid: &str) -> bool {
     busid.split(':').next().is_some_and(|domain| {
         !domain.is_empty() && domain.chars().all(|c| c.eq_ignore_ascii_case(&'f'))

@@ -9,8 +9,9 @@
 //!   (the first socket when hwloc placed them above all packages). Below a host bridge a
 //!   bridge is a root port; below a root port a bridge is a switch's upstream port and the
 //!   bridges below that its downstream ports, where devices and the next switch hang, as
-//!   the kernel lays out PCIe (discovery reads the same chains from sysfs). Virtual bridges
-//!   (`ffff:ff:..`) are no hardware and are looked through.
+//!   the kernel lays out PCIe (discovery reads the same chains from sysfs). A virtual bridge
+//!   (`ffff:ff:..`, as NCCL's files of Azure VMs write) is read as the PCIe switch it
+//!   stands for, wherever it sits, as [`crate::nccl_topo`] reads one.
 //! - A link's capacity is the `pci_link_speed` of its lower end, which hwloc gives in GB/s
 //!   after encoding; `0` (hwloc could not read it) counts as not given.
 //! - An RNIC is a PCI function with an OpenFabrics OS device (`mlx5_0`, which names it;
@@ -157,11 +158,9 @@ fn read(source_name: &str, doc: &roxmltree::Document) -> Result<Host, ModelError
         // Without a host bridge above it, an object is on a root bus.
         let below = if is_object(io, "PCIDev") {
             device(version, io)
-        } else if is_host_bridge(io)
-            || io
-                .attribute("pci_busid")
-                .is_some_and(host_tree::is_virtual_busid)
-        {
+        } else if is_virtual(io) {
+            vec![virtual_switch(source_name, version, io, 0)?]
+        } else if is_host_bridge(io) {
             walk(source_name, version, io, Role::Host, 0)?
         } else {
             walk(source_name, version, io, Role::RootPort, 0)?
@@ -217,10 +216,8 @@ fn walk(
             out.extend(device(version, c));
             continue;
         }
-        if c.attribute("pci_busid")
-            .is_some_and(host_tree::is_virtual_busid)
-        {
-            out.extend(walk(source_name, version, c, role, depth + 1)?);
+        if is_virtual(c) {
+            out.push(virtual_switch(source_name, version, c, depth + 1)?);
             continue;
         }
         match role {
@@ -239,6 +236,29 @@ fn walk(
         }
     }
     Ok(out)
+}
+
+/// A bridge at a virtual address (`ffff:ff:01.0`): what a hypervisor shows of a PCIe switch
+/// it hides.
+fn is_virtual(n: X) -> bool {
+    is_object(n, "Bridge")
+        && n.attribute("pci_busid")
+            .is_some_and(host_tree::is_virtual_busid)
+}
+
+/// A virtual bridge is the switch it stands for, whatever its place: the devices below it
+/// share that switch (hanging them from the socket, as a root port's, would part a GPU from
+/// the NIC it shares the switch with), and a bridge below it is a further switch.
+fn virtual_switch(
+    source_name: &str,
+    version: Version,
+    bridge: X,
+    depth: usize,
+) -> Result<Node, ModelError> {
+    Ok(Node::Switch {
+        link: link_gbps(bridge),
+        below: walk(source_name, version, bridge, Role::SwitchDown, depth + 1)?,
+    })
 }
 
 /// `pci_link_speed` is GB/s; 0 means hwloc could not read it.

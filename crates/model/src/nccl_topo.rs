@@ -9,9 +9,9 @@
 //!   other, as NCCL joins every pair of `<cpu>` with a `SYS` link.
 //! - NCCL writes a PCIe switch as one `<pci>` of bridge class (0x0604), its upstream port,
 //!   and leaves out root ports and downstream ports: each such `<pci>` is a switch, and what
-//!   sits right in a `<cpu>` hangs from its root complex. Virtual bridges (`ffff:ff:01.0`,
-//!   which Azure's images write to group a GPU with its NIC) are no hardware and are looked
-//!   through.
+//!   sits right in a `<cpu>` hangs from its root complex. A virtual bridge (`ffff:ff:01.0`,
+//!   which Azure's images write over the GPUs and NICs that share a PCIe switch the VM cannot
+//!   see) is read as that switch, as NCCL reads it: its GPUs and NICs share it.
 //! - A link's capacity is `link_speed` (GT/s) times `link_width` of its lower end; a speed
 //!   NCCL could not read (`""`, `Unknown`) or a width of 0 counts as not given.
 //! - An RNIC is each `<net>` of a `<nic>` (its `name` names it, its `speed` in Mb/s is the
@@ -94,15 +94,11 @@ fn walk(source_name: &str, parent: X, depth: usize) -> Result<Vec<Node>, ModelEr
                 let (class, vendor) = class_and_vendor(c);
                 let busid = c.attribute("busid").unwrap_or("?").to_ascii_lowercase();
                 if class == 0x0604 {
-                    let below = walk(source_name, c, depth + 1)?;
-                    if host_tree::is_virtual_busid(&busid) {
-                        out.extend(below);
-                    } else {
-                        out.push(Node::Switch {
-                            link: link_gbps(c),
-                            below,
-                        });
-                    }
+                    // A virtual bridge too: it stands for the switch the hypervisor hides.
+                    out.push(Node::Switch {
+                        link: link_gbps(c),
+                        below: walk(source_name, c, depth + 1)?,
+                    });
                 } else {
                     out.extend(device(c, busid, class, vendor));
                 }

@@ -11,6 +11,8 @@ const MLX4: &str = include_str!("../testdata/hosts/hwloc-24em64t-2n6c2t-pci.xml"
 const DGX2: &str = include_str!("../testdata/hosts/hwloc-nvidia-dgx2.xml");
 const NDV4: &str = include_str!("../testdata/hosts/nccl-azure-ndv4-topo.xml");
 const NDV5: &str = include_str!("../testdata/hosts/nccl-azure-ndv5-topo.xml");
+const NDV4_2021: &str = include_str!("../testdata/hosts/nccl-azure-ndv4-2021-onecpu-topo.xml");
+const NDV5_2023: &str = include_str!("../testdata/hosts/nccl-azure-ndv5-2023-topo.xml");
 const IBM: &str = include_str!("../testdata/hosts/nccl-ibm-h100-vsi-topo.xml");
 
 fn read(name: &str, text: &str) -> HostTopology {
@@ -124,39 +126,139 @@ fn hwloc_dgx2_without_a_network_device_is_refused_naming_the_file_and_why() {
     assert!(e.reason.contains("names no RDMA NIC"), "{e}");
 }
 
-#[test]
-fn azure_ndv4_looks_through_its_virtual_bridges() {
-    let h = read("ndv4-topo.xml", NDV4);
-    // 4 NUMA nodes (AMD NPS), each its own socket; ffff:ff:0N.0 bridges are no switches.
-    assert_eq!(counts(&h), (4, 8, 8, 0, 4));
-    for g in 0..8 {
-        assert!(above(&h, &format!("gpu{g}")).starts_with("cpu"));
+/// Each GPU and RNIC named hangs from `switch`, and each RNIC's loopback to each GPU
+/// turns around there, on the GPUs' side of the socket.
+fn share_a_switch(h: &HostTopology, switch: &str, gpus: &[&str], rnics: &[&str]) {
+    for id in gpus.iter().chain(rnics) {
+        assert_eq!(above(h, id), switch, "{id}");
     }
+    for rnic in rnics {
+        for gpu in gpus {
+            let p = h.path(&(*rnic).into(), &(*gpu).into()).unwrap();
+            assert_eq!(p.turnaround, model::Turnaround::Switch(switch.into()));
+            assert!(p.affinitive, "{rnic} {gpu}");
+        }
+    }
+}
+
+#[test]
+fn azure_ndv4_reads_each_virtual_bridge_as_the_switch_its_gpus_and_nics_share() {
+    let h = read("ndv4-topo.xml", NDV4);
+    // 4 NUMA nodes (AMD NPS), each its own socket; each ffff:ff:0N.0 bridge is the PCIe
+    // switch of its two GPUs and two InfiniBand functions, as NCCL reads it.
+    assert_eq!(counts(&h), (4, 8, 8, 4, 4));
     // Class 0x020700 without a vendor is an RNIC; named by PCI address, ordered by it.
     assert!(
         h.description.contains("rnic0 0101:00:00.0"),
         "{}",
         h.description
     );
-    assert_eq!(above(&h, "rnic0"), "cpu1");
-    assert_eq!(above(&h, "rnic2"), "cpu0");
+    // Switches in file order: ffff:ff:01.0 (cpu0) over 0003, 0103, 0004, 0104.
+    share_a_switch(&h, "sw0", &["gpu2", "gpu3"], &["rnic2", "rnic3"]);
+    share_a_switch(&h, "sw1", &["gpu0", "gpu1"], &["rnic0", "rnic1"]);
+    share_a_switch(&h, "sw2", &["gpu6", "gpu7"], &["rnic6", "rnic7"]);
+    share_a_switch(&h, "sw3", &["gpu4", "gpu5"], &["rnic4", "rnic5"]);
+    assert_eq!(link(&h, "sw1--cpu1").kind, LinkKind::RootPort);
+    // A GPU of another switch is reached through the sockets.
+    let p = h.path(&"rnic0".into(), &"gpu2".into()).unwrap();
+    assert!(
+        matches!(p.turnaround, model::Turnaround::RootComplex(_)),
+        "{p:?}"
+    );
     // NCCL joins every pair of <cpu>: 6 inter-socket links among 4.
     let inter = h.links().iter().filter(|l| l.kind == LinkKind::InterSocket);
     assert_eq!(inter.count(), 6);
-    assert_eq!(
-        link(&h, "rnic0--cpu1").capacity_gbps,
-        model::hostfile::pcie_capacity_gbps("gen4x16").unwrap()
-    );
+    let gen4 = model::hostfile::pcie_capacity_gbps("gen4x16").unwrap();
+    assert_eq!(link(&h, "rnic0--sw1").capacity_gbps, gen4);
+    // The bridge's 16 GT/s x16 is the switch's uplink.
+    assert_eq!(link(&h, "sw1--cpu1").capacity_gbps, gen4);
+    assert!(h.links().iter().all(|l| l.capacity_known));
 }
 
 #[test]
-fn azure_ndv5_reads_eight_gpus_and_eight_rnics_at_gen5() {
+fn azure_ndv4_of_2021_puts_four_switches_under_one_cpu_and_keeps_them_apart() {
+    // The first NDv4 file Azure shipped: every bridge under one <cpu>. Looked through, the
+    // eight GPUs and eight RNICs would all hang from cpu0, each RNIC as near every GPU.
+    let h = read("ndv4-2021.xml", NDV4_2021);
+    assert_eq!(counts(&h), (1, 8, 8, 4, 1));
+    share_a_switch(&h, "sw0", &["gpu0", "gpu1"], &["rnic0", "rnic1"]);
+    share_a_switch(&h, "sw1", &["gpu2", "gpu3"], &["rnic2", "rnic3"]);
+    share_a_switch(&h, "sw2", &["gpu4", "gpu5"], &["rnic4", "rnic5"]);
+    share_a_switch(&h, "sw3", &["gpu6", "gpu7"], &["rnic6", "rnic7"]);
+    let p = h.path(&"rnic0".into(), &"gpu2".into()).unwrap();
+    assert_eq!(p.turnaround, model::Turnaround::RootComplex("cpu0".into()));
+}
+
+#[test]
+fn azure_ndv5_pairs_each_gpu_with_its_rnic_behind_a_gen5_switch() {
     let h = read("ndv5-topo.xml", NDV5);
-    assert_eq!(counts(&h), (2, 8, 8, 0, 2));
+    assert_eq!(counts(&h), (2, 8, 8, 8, 2));
     let gen5 = model::hostfile::pcie_capacity_gbps("gen5x16").unwrap();
     assert_eq!(rate(&h, "rnic7"), gen5);
-    assert_eq!(above(&h, "rnic7"), "cpu1");
+    // One bridge per GPU and RNIC, in PCI order: gpuN and rnicN share swN.
+    for n in 0..8 {
+        share_a_switch(
+            &h,
+            &format!("sw{n}"),
+            &[&format!("gpu{n}")],
+            &[&format!("rnic{n}")],
+        );
+    }
+    assert_eq!(above(&h, "sw7"), "cpu1");
+    assert_eq!(link(&h, "sw7--cpu1").capacity_gbps, gen5);
     assert!(h.links().iter().all(|l| l.capacity_known));
+}
+
+#[test]
+fn azure_ndv5_of_2023_with_zero_vendor_bridges_reads_as_the_current_file() {
+    // The NDv5 file of April 2023: numaid 1 first, each bridge with vendor="0x0000" and
+    // device ids 0. The same machine as the current file, the <cpu>s in the other order.
+    let h = read("ndv5-2023.xml", NDV5_2023);
+    assert_eq!(counts(&h), (2, 8, 8, 8, 2));
+    for n in 0..8 {
+        share_a_switch(
+            &h,
+            &format!("sw{n}"),
+            &[&format!("gpu{n}")],
+            &[&format!("rnic{n}")],
+        );
+    }
+    assert_eq!(above(&h, "sw0"), "cpu1");
+    assert_eq!(above(&h, "sw7"), "cpu0");
+}
+
+#[test]
+fn hwloc_reads_a_virtual_bridge_as_the_switch_it_stands_for() {
+    // Written in this test, not a capture: no public hwloc XML with an ffff:ff bridge was
+    // found (hwloc's own host bridges carry no PCI address). The shape is NDv4's NCCL file
+    // in hwloc's words: a bridge at ffff:ff:01.0 on a root bus, over a GPU and a ConnectX-6.
+    let text = r#"<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE topology SYSTEM "hwloc2.dtd">
+<topology version="2.0">
+  <object type="Machine" os_index="0">
+    <object type="Package" os_index="0">
+      <object type="NUMANode" os_index="0"/>
+      <object type="Bridge" bridge_type="1-1" depth="0" pci_busid="ffff:ff:01.0" pci_type="0604 [0000:0000] [0000:0000] 00 00" pci_link_speed="31.507692">
+        <object type="PCIDev" pci_busid="0001:00:00.0" pci_type="0302 [10de:20b0] [10de:134f] a1 00" pci_link_speed="31.507692"/>
+        <object type="PCIDev" pci_busid="0101:00:00.0" pci_type="0207 [15b3:101c] [15b3:0007] 00 00" pci_link_speed="31.507692">
+          <object type="OSDev" name="mlx5_0" osdev_type="3"/>
+        </object>
+      </object>
+      <object type="Bridge" bridge_type="0-1" depth="0">
+        <object type="Bridge" bridge_type="1-1" depth="1" pci_busid="ffff:ff:02.0">
+          <object type="PCIDev" pci_busid="0002:00:00.0" pci_type="0302 [10de:20b0] [10de:134f] a1 00"/>
+        </object>
+      </object>
+    </object>
+  </object>
+</topology>"#;
+    let h = read("virtual.xml", text);
+    assert_eq!(counts(&h), (1, 2, 1, 2, 1));
+    share_a_switch(&h, "sw0", &["gpu0"], &["rnic0"]);
+    assert_eq!(above(&h, "gpu1"), "sw1");
+    // 31.5 GB/s, Gen4 x16, on the bridge and below it.
+    assert_eq!(link(&h, "sw0--cpu0").capacity_gbps, 31.507692 * 8.0);
+    assert_eq!(link(&h, "sw1--cpu0").kind, LinkKind::RootPort);
 }
 
 #[test]
@@ -189,7 +291,11 @@ fn ibm_h100_vm_pairs_each_connectx7_with_one_gpu_behind_an_emulated_switch() {
 #[test]
 fn a_leading_blank_line_reads_as_the_file_does() {
     // Derived: each real file with blank lines added above its first line.
-    for (name, text) in [("wholeio.xml", WHOLEIO), ("ibm.xml", IBM)] {
+    for (name, text) in [
+        ("wholeio.xml", WHOLEIO),
+        ("ibm.xml", IBM),
+        ("ndv4.xml", NDV4),
+    ] {
         let blank = format!("\n  \n{text}");
         assert_eq!(
             summary(&read(name, &blank)),
@@ -223,9 +329,14 @@ fn cpusets_and_affinity_masks_cut_short_change_nothing() {
         summary(&read("w.xml", &hwloc)),
         summary(&read("w.xml", WHOLEIO))
     );
-    let nccl = cut(IBM, "affinity");
-    assert_ne!(nccl, IBM);
-    assert_eq!(summary(&read("i.xml", &nccl)), summary(&read("i.xml", IBM)));
+    for nccl in [IBM, NDV4] {
+        let cut_short = cut(nccl, "affinity");
+        assert_ne!(cut_short, nccl);
+        assert_eq!(
+            summary(&read("i.xml", &cut_short)),
+            summary(&read("i.xml", nccl))
+        );
+    }
 }
 
 #[test]
@@ -314,6 +425,8 @@ fn fixtures() -> impl Strategy<Value = &'static str> {
         Just(MLX4),
         Just(NDV4),
         Just(NDV5),
+        Just(NDV4_2021),
+        Just(NDV5_2023),
         Just(IBM),
         Just(CX8)
     ]

@@ -10,7 +10,8 @@
 //! parameter; 503 when the database does not answer within [`evidence::READ_WAIT`].
 //! `what_if` replays the job's traffic on the collector's fabric and compares it with the
 //! job's measured time `observed_us` (issue 28 section 3); without a fabric it is listed in
-//! `not_judged`.
+//! `not_judged`. Without a fabric the answer also says why no switch port was read
+//! (`ports_unread`, an addition to the report).
 //!
 //! The sequence (gather, judge, follow-ups, judge, port reads, judge, what-if) is the
 //! verdict crate's (`verdict::pipeline::run`), the same as a simulated job's; these modules
@@ -102,7 +103,35 @@ async fn verdict(
     };
     let mut fleet = measure::Fleet::new(&access, &query, token);
     match pipeline::run(&mut fleet, options).await {
-        Ok(run) => Json(run.report).into_response(),
+        Ok(run) => {
+            let ports_unread = (access.fabric.is_none() && run.report.ports.is_empty())
+                .then(|| NO_FABRIC.to_string());
+            Json(Answer {
+                report: run.report,
+                ports_unread,
+            })
+            .into_response()
+        }
         Err((code, why)) => refuse(code, why),
     }
+}
+
+/// Why a collector without a fabric reads no switch port for a job. Not a gap of the
+/// verdict's (it is no `not_judged` item, and the verdict stays what the pairs and hosts
+/// make it): without the cabling, no port is known to be on the job's routes or off them.
+pub const NO_FABRIC: &str = "the collector was started without --fabric (the fabric's \
+     cabling, an ibnetdiscover capture), so it does not know which switch ports the job's \
+     routes cross and reads none";
+
+/// The verdict as the collector answers it: DESIGN 4.7's report, and what only the
+/// collector knows of it (an addition to the contract; `hostping job` reads the report and
+/// passes over it).
+#[derive(serde::Serialize)]
+struct Answer {
+    #[serde(flatten)]
+    report: model::job::JobReport,
+    /// Why no switch port was read, where the collector knows: it has no fabric
+    /// ([`NO_FABRIC`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ports_unread: Option<String>,
 }
