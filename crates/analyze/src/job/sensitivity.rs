@@ -38,7 +38,7 @@ fn host_layer(evidence: &JobEvidence, hosts: &Hosts<'_>) -> LayerSensitivity {
         let th = report.judged_with().abnormal_th;
         threshold = Some(threshold.map_or(th, |t| t.max(th)));
         for link in job_path_bounds(report, host) {
-            if bounded.as_ref().map_or(true, |(loss, _, _)| link.0 > *loss) {
+            if !matches!(&bounded, Some((loss, _, _)) if *loss >= link.0) {
                 bounded = Some((link.0, host.host.clone(), link.1));
             }
         }
