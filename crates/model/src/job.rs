@@ -324,6 +324,31 @@ pub struct JobReport {
     pub what_if: Option<WhatIf>,
     /// Follow-up measurements run (`--probe`) and why.
     pub follow_ups: Vec<FollowUp>,
+    /// The smallest loss each layer's measurements could have seen (issue 38): what lies
+    /// under it is not called healthy, only not seen.
+    #[serde(default)]
+    pub sensitivity: Sensitivity,
+}
+
+/// The smallest losses the job's measurements would have flagged, layer by layer: a
+/// verdict of `neither` says nothing of a loss under them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sensitivity {
+    /// The hosts' own checks on the job's paths.
+    pub host: LayerSensitivity,
+    /// The pairs between the job's hosts (the fabric).
+    pub network: LayerSensitivity,
+}
+
+/// How far one layer was judged.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LayerSensitivity {
+    /// The share of its rate an element of the layer had to lose before a measurement
+    /// would call it abnormal (0.2: losses of up to 20 % do not show), the largest over
+    /// what the layer measured; `None` when nothing of the layer was measured.
+    pub min_visible_loss: Option<f64>,
+    /// What the bound rests on, in words: the threshold and what it is applied to.
+    pub basis: String,
 }
 
 /// A host in the report.
@@ -331,10 +356,27 @@ pub struct JobReport {
 pub struct JobHostSummary {
     /// Host name.
     pub host: String,
-    /// Its check's verdict; `None` when it was not judged.
+    /// Its own check's verdict (`None` when it has no run in the window): `true` says
+    /// only that nothing its probes reached was abnormal past Abnormal_th. The job's
+    /// verdict judges the host on the job's paths alone: `job_paths_healthy`,
+    /// `unjudged_links` and `judged` say what that covers, and the report's `sensitivity`
+    /// how small a loss could have been seen.
     pub healthy: Option<bool>,
     /// Causes its check found.
     pub causes: Vec<String>,
+    /// Whether the job's paths on the host are healthy in its check: `None` when one was not
+    /// judged (or the host has no run).
+    #[serde(default)]
+    pub job_paths_healthy: Option<bool>,
+    /// The host's links the job's verdict did not judge: those no job path crosses (a fault
+    /// there is not the job's, and their health is not vouched for) and those on the job's
+    /// paths that its check left uncertain.
+    #[serde(default)]
+    pub unjudged_links: Vec<String>,
+    /// What was judged, in words (`the job's paths are healthy; links not on them were not
+    /// judged: mem0--cpu0, ...`).
+    #[serde(default)]
+    pub judged: String,
 }
 
 /// A switch port in the report.

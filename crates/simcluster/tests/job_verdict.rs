@@ -193,3 +193,68 @@ fn the_fast_labelled_suite_meets_the_targets() {
     assert_eq!(s.false_culprits_on_healthy, 0, "{wrong:?}");
     assert!(s.seconds_p95 < 30.0);
 }
+
+/// Issue 38 section 5: a host is healthy only where it was judged. node012's memory channel
+/// keeps 40 % (CPU cores' traffic holds 60 %); no job path (each GPU to its nearest RNIC)
+/// crosses it, so its entry says the job's paths are healthy and names the channel among
+/// the links not judged, beside its check's own `healthy`. Read as JSON, the contract.
+#[test]
+fn a_host_is_called_healthy_only_on_the_jobs_paths_and_names_the_links_not_judged() {
+    let r = job(&["node012:membw:mem0:0.6"]);
+    assert_eq!(r.verdict, Verdict::Neither, "{}", r.summary);
+    let json = serde_json::to_value(&r).unwrap();
+    let node012 = json["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["host"] == "node012")
+        .unwrap();
+    assert_eq!(node012["healthy"], true, "{node012}");
+    assert_eq!(node012["job_paths_healthy"], true, "{node012}");
+    let unjudged: Vec<&str> = node012["unjudged_links"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|l| l.as_str()).collect())
+        .unwrap_or_default();
+    assert!(unjudged.contains(&"mem0--cpu0"), "{node012}");
+    // The job's GPU paths cross their RNIC's and GPU's links only.
+    assert!(!unjudged.contains(&"gpu0--lsw0"), "{node012}");
+    assert!(!unjudged.contains(&"rnic0--lsw0"), "{node012}");
+    let words = node012["judged"].as_str().unwrap_or_default();
+    assert!(
+        words.starts_with("the job's paths are healthy; links not on them were not judged: ")
+            && words.contains("mem0--cpu0"),
+        "{node012}"
+    );
+}
+
+/// Issue 38 section 1: a cable that keeps 80 % of its rate, and a link on a job path that
+/// keeps 80 % of its capacity, answer `neither`; the report then says how small a loss each
+/// layer could have seen, in JSON and in its summary.
+#[test]
+fn neither_says_the_smallest_loss_each_layer_could_have_seen() {
+    for inject in [
+        "fabric:degrade:leaf1/3:0.8",
+        "node003:degrade:gpu0--lsw0:0.8",
+    ] {
+        let r = job(&[inject]);
+        assert_eq!(r.verdict, Verdict::Neither, "{inject}: {}", r.summary);
+        let json = serde_json::to_value(&r).unwrap();
+        let s = &json["sensitivity"];
+        assert_eq!(s["host"]["min_visible_loss"], 0.2, "{inject}: {s}");
+        assert_eq!(s["network"]["min_visible_loss"], 0.2, "{inject}: {s}");
+        assert!(
+            s["network"]["basis"]
+                .as_str()
+                .is_some_and(|b| b.contains("keeps more than 80 % of its rate does not show")),
+            "{inject}: {s}"
+        );
+        assert!(
+            r.summary.contains(
+                "losses of up to 20 % of a job path's bandwidth on the hosts and up to 20 % \
+                 of a pair's rate on the fabric would not show"
+            ),
+            "{inject}: {}",
+            r.summary
+        );
+    }
+}

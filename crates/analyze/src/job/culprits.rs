@@ -2,11 +2,12 @@
 //! share, and the verdict from the ranked culprits (DESIGN 4.7). Each source ranks its own
 //! culprits ([`super::source::Source::rank`]); [`super::judge`] sorts them.
 
-use model::job::{Culprit, JobEvidence, Layer, NotJudgedItem, Verdict};
+use model::job::{Culprit, JobEvidence, Layer, NotJudgedItem, Sensitivity, Verdict};
 
 use crate::job::hosts::Hosts;
 use crate::job::paths::Tomography;
 use crate::job::ports::JudgedPort;
+use crate::job::sensitivity::percent;
 
 /// Score of an element the tomography alone proves: it explains abnormal observations and
 /// every other element on them is normal on some other observation.
@@ -121,8 +122,14 @@ pub fn verdict(culprits: &[Culprit], not_judged: &[NotJudgedItem]) -> Verdict {
     }
 }
 
-/// The verdict in one sentence.
-pub fn summary(verdict: Verdict, culprits: &[Culprit], not_judged: &[NotJudgedItem]) -> String {
+/// The verdict in one sentence; `neither` says the losses its measurements could not have
+/// seen ([`Sensitivity`]), so that nothing under them is called healthy unsaid.
+pub fn summary(
+    verdict: Verdict,
+    culprits: &[Culprit],
+    not_judged: &[NotJudgedItem],
+    sensitivity: &Sensitivity,
+) -> String {
     let name = |c: &Culprit| {
         let what = match (&c.host, &c.component) {
             (Some(h), Some(x)) => format!("{x} on {h}"),
@@ -140,14 +147,20 @@ pub fn summary(verdict: Verdict, culprits: &[Culprit], not_judged: &[NotJudgedIt
             "inconclusive: {} part(s) of the job were not judged, and nothing judged is faulty",
             not_judged.len()
         ),
-        Verdict::Neither => match culprits.first() {
-            Some(c) => format!(
-                "neither: the hosts and the fabric on the job's routes are healthy; the job's \
-                 own {} slows it",
-                c.cause
-            ),
-            None => "neither: the hosts and the fabric on the job's routes are healthy".to_string(),
-        },
+        Verdict::Neither => {
+            let mut out = match culprits.first() {
+                Some(c) => format!(
+                    "neither: the hosts and the fabric on the job's routes are healthy; the \
+                     job's own {} slows it",
+                    c.cause
+                ),
+                None => {
+                    "neither: the hosts and the fabric on the job's routes are healthy".to_string()
+                }
+            };
+            out.push_str(&unseen(sensitivity));
+            out
+        }
         _ => format!(
             "{}: {}",
             verdict.as_str(),
@@ -160,6 +173,28 @@ pub fn summary(verdict: Verdict, culprits: &[Culprit], not_judged: &[NotJudgedIt
                 .join(", ")
         ),
     }
+}
+
+/// `; losses of up to 20 % of a job path's bandwidth on the hosts and up to 20 % of a
+/// pair's rate on the fabric would not show`; empty when neither layer was measured.
+fn unseen(sensitivity: &Sensitivity) -> String {
+    let parts: Vec<String> = [
+        (
+            sensitivity.host.min_visible_loss,
+            "of a job path's bandwidth on the hosts",
+        ),
+        (
+            sensitivity.network.min_visible_loss,
+            "of a pair's rate on the fabric",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(loss, what)| loss.map(|l| format!("up to {} {what}", percent(l))))
+    .collect();
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!("; losses of {} would not show", parts.join(" and "))
 }
 
 /// What to do about a fabric culprit: the cable at `port`, or the candidates.

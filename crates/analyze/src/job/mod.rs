@@ -18,7 +18,8 @@
 //!    healthy infrastructure's time; a time it finds slow and no measured state explains is
 //!    not judged.
 //! 5. The verdict ([`culprits`]): host, network, both; neither only when every host and
-//!    every cable of the job's routes was judged; inconclusive otherwise.
+//!    every cable of the job's routes was judged; inconclusive otherwise. How small a loss
+//!    each layer could have seen ([`sensitivity`]) goes with it: `neither` says it.
 //!
 //! Each kind of evidence is a source ([`source::Source`], one module each under [`source`],
 //! registered in [`SOURCES`]): the host checks ([`hosts`]), the switch ports ([`ports`]), the
@@ -33,6 +34,7 @@ pub mod direction;
 pub mod hosts;
 pub mod paths;
 pub mod ports;
+pub mod sensitivity;
 pub mod source;
 pub mod what_if;
 
@@ -81,11 +83,12 @@ pub fn judge(evidence: &JobEvidence) -> JobReport {
         not_judged.extend(source.not_judged(&judged));
     }
     let verdict = culprits::verdict(&culprits, &not_judged);
+    let sensitivity = sensitivity::of(evidence, &reading.hosts);
     let mut report = JobReport {
         job: evidence.job.clone(),
         nodes: evidence.nodes.clone(),
         verdict,
-        summary: culprits::summary(verdict, &culprits, &not_judged),
+        summary: culprits::summary(verdict, &culprits, &not_judged, &sensitivity),
         culprits,
         pairs: Vec::new(),
         not_judged,
@@ -95,6 +98,7 @@ pub fn judge(evidence: &JobEvidence) -> JobReport {
         ports: Vec::new(),
         what_if: None,
         follow_ups: Vec::new(),
+        sensitivity,
     };
     for source in SOURCES.iter() {
         source.report(&judged, &mut report);

@@ -47,6 +47,7 @@ pub fn render(report: &JobReport, observed: Observed, style: Style) -> String {
         }
         let _ = writeln!(out, "   action: {}", c.action);
     }
+    write_judged(&mut out, report, style);
     if !report.follow_ups.is_empty() {
         let _ = writeln!(out);
         let _ = writeln!(out, "{}", style.bold("follow-ups run:"));
@@ -105,6 +106,45 @@ pub fn render(report: &JobReport, observed: Observed, style: Style) -> String {
     out
 }
 
+/// Most hosts the words name before counting the rest.
+const LISTED: usize = 3;
+
+/// How small a loss each layer could have seen, and the hosts judged on the job's paths
+/// only: what `neither` vouches for, and what it does not.
+fn write_judged(out: &mut String, report: &JobReport, style: Style) {
+    let _ = writeln!(out);
+    let _ = writeln!(out, "{}", style.bold("judged down to:"));
+    for (layer, s) in [
+        ("host", &report.sensitivity.host),
+        ("network", &report.sensitivity.network),
+    ] {
+        let loss = s.min_visible_loss.map_or("not measured".to_string(), |l| {
+            format!("losses of up to {:.0} % do not show", l * 100.0)
+        });
+        let _ = writeln!(out, "  {layer:<8} {loss}: {}", s.basis);
+    }
+    let partly: Vec<&str> = report
+        .hosts
+        .iter()
+        .filter(|h| !h.unjudged_links.is_empty())
+        .map(|h| h.host.as_str())
+        .collect();
+    if let Some(first) = report.hosts.iter().find(|h| !h.unjudged_links.is_empty()) {
+        let more = match partly.len() {
+            n if n > LISTED => format!(" and {} more", n - LISTED),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "  {} host(s) judged on the job's paths only ({}{more}): e.g. {}: {}",
+            partly.len(),
+            partly[..partly.len().min(LISTED)].join(", "),
+            first.host,
+            first.judged
+        );
+    }
+}
+
 /// `link_errors at leaf2/9 (fabric, score 0.95)`.
 fn culprit_title(c: &Culprit) -> String {
     let what = match (&c.host, &c.component) {
@@ -118,4 +158,58 @@ fn culprit_title(c: &Culprit) -> String {
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default();
     format!("{}{what} ({layer}, score {:.2})", c.cause, c.score)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::job::{JobHostSummary, LayerSensitivity, Sensitivity};
+
+    #[test]
+    fn the_words_say_how_small_a_loss_was_seen_and_what_hosts_were_judged_on() {
+        let report = JobReport {
+            job: None,
+            nodes: vec!["node012".into()],
+            verdict: Verdict::Neither,
+            culprits: Vec::new(),
+            pairs: Vec::new(),
+            not_judged: Vec::new(),
+            simulated: true,
+            summary: "neither".into(),
+            not_the_jobs: Vec::new(),
+            hosts: vec![JobHostSummary {
+                host: "node012".into(),
+                healthy: Some(true),
+                causes: Vec::new(),
+                job_paths_healthy: Some(true),
+                unjudged_links: vec!["mem0--cpu0".into()],
+                judged: "the job's paths are healthy; links not on them were not judged: \
+                         mem0--cpu0"
+                    .into(),
+            }],
+            ports: Vec::new(),
+            what_if: None,
+            follow_ups: Vec::new(),
+            sensitivity: Sensitivity {
+                host: LayerSensitivity {
+                    min_visible_loss: Some(0.2),
+                    basis: "Abnormal_th".into(),
+                },
+                network: LayerSensitivity {
+                    min_visible_loss: None,
+                    basis: "no pair".into(),
+                },
+            },
+        };
+        let text = render(&report, Observed::Simulated, Style { color: false });
+        assert!(
+            text.contains("host     losses of up to 20 % do not show"),
+            "{text}"
+        );
+        assert!(text.contains("network  not measured"), "{text}");
+        assert!(
+            text.contains("links not on them were not judged: mem0--cpu0"),
+            "{text}"
+        );
+    }
 }

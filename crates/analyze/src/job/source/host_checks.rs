@@ -2,9 +2,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use model::job::{Culprit, JobEvidence, JobHostSummary, JobReport, Layer, NotJudgedItem};
+use model::job::{Culprit, JobEvidence, JobHost, JobHostSummary, JobReport, Layer, NotJudgedItem};
 use model::pair::PartStatus;
-use model::{Cause, LinkStatus};
+use model::{Cause, LinkStatus, PathStatus};
 
 use super::{Phase, Ranking, Reading, Source};
 use crate::job::culprits::{
@@ -63,17 +63,87 @@ impl Source for HostChecks {
             .evidence()
             .hosts
             .iter()
-            .map(|h| JobHostSummary {
-                host: h.host.clone(),
-                healthy: h.report.as_ref().map(|r| r.healthy),
-                causes: h.report.as_ref().map_or(Vec::new(), |r| {
-                    r.diagnoses
-                        .iter()
-                        .map(|d| d.cause.as_str().to_string())
-                        .collect()
-                }),
-            })
+            .map(|h| host_summary(judged, h))
             .collect();
+    }
+}
+
+/// A host in the report: its check's verdict, and what the job's verdict judged of it (the
+/// job's paths), so that a host is never called healthy for links no job path crosses.
+fn host_summary(judged: &Judged<'_>, h: &JobHost) -> JobHostSummary {
+    let Some(report) = &h.report else {
+        return JobHostSummary {
+            host: h.host.clone(),
+            healthy: None,
+            causes: Vec::new(),
+            job_paths_healthy: None,
+            unjudged_links: Vec::new(),
+            judged: "not judged: no run of its own check in the window".to_string(),
+        };
+    };
+    let segments: Vec<_> = judged
+        .hosts()
+        .segments
+        .iter()
+        .filter(|s| s.host == h.host)
+        .collect();
+    let on_job_paths = judged
+        .hosts()
+        .findings
+        .iter()
+        .any(|f| f.host == h.host && !f.job_paths.is_empty());
+    let job_paths_healthy =
+        if on_job_paths || segments.iter().any(|s| s.status == PathStatus::Abnormal) {
+            Some(false)
+        } else if segments.iter().all(|s| s.status == PathStatus::Normal) {
+            Some(true)
+        } else {
+            None
+        };
+    let links_known = h.job_paths.iter().all(|p| !p.links.is_empty());
+    // (links no job path crosses, links on them its check left uncertain)
+    let (mut off_paths, mut uncertain) = (Vec::new(), Vec::new());
+    for l in report.links.iter().filter(|_| links_known) {
+        if !h.job_paths.iter().any(|p| p.links.contains(&l.id)) {
+            off_paths.push(l.id.to_string());
+        } else if l.status == LinkStatus::Uncertain {
+            uncertain.push(l.id.to_string());
+        }
+    }
+    let mut words = match job_paths_healthy {
+        Some(true) => "the job's paths are healthy".to_string(),
+        Some(false) => "the job's paths are not healthy".to_string(),
+        None => "the job's paths were not all judged".to_string(),
+    };
+    if !links_known {
+        words.push_str("; which links they cross is unknown, so no other link was judged");
+    } else if off_paths.is_empty() {
+        words.push_str("; they cross every link of the host");
+    } else {
+        words.push_str(&format!(
+            "; links not on them were not judged: {}",
+            off_paths.join(", ")
+        ));
+    }
+    if !uncertain.is_empty() {
+        words.push_str(&format!(
+            "; its check left {} on them uncertain",
+            uncertain.join(", ")
+        ));
+    }
+    let mut unjudged_links = off_paths;
+    unjudged_links.extend(uncertain);
+    JobHostSummary {
+        host: h.host.clone(),
+        healthy: Some(report.healthy),
+        causes: report
+            .diagnoses
+            .iter()
+            .map(|d| d.cause.as_str().to_string())
+            .collect(),
+        job_paths_healthy,
+        unjudged_links,
+        judged: words,
     }
 }
 
@@ -262,6 +332,40 @@ mod tests {
     use super::HostChecks;
     use crate::job::culprits::SCORE_CANDIDATES;
     use crate::job::tests::{evidence, host, ranked, report};
+
+    /// Issue 38 section 5: a host's entry says it was judged on the job's paths, and names
+    /// the links no job path crosses, which its `healthy` does not vouch for.
+    #[test]
+    fn a_hosts_entry_says_what_the_jobs_paths_left_unjudged() {
+        let link = |id: &str, status| model::LinkReport {
+            id: id.into(),
+            kind: model::LinkKind::GpuPcie,
+            status,
+            abnormal_cnt: 0,
+            utilisation: None,
+            bound: None,
+        };
+        let mut checked = report("n1", PathStatus::Normal);
+        checked.links = vec![
+            link("rnic0--lsw0", model::LinkStatus::Normal),
+            link("gpu0--lsw0", model::LinkStatus::Normal),
+            link("mem0--cpu0", model::LinkStatus::Normal),
+        ];
+        let mut n1 = host("n1", Some(checked));
+        n1.job_paths[0].links = vec!["rnic0--lsw0".into(), "gpu0--lsw0".into()];
+        let r = crate::job::judge(&evidence(vec![n1, host("n2", None)], vec![]));
+        let n1 = &r.hosts[0];
+        assert_eq!(n1.healthy, Some(true));
+        assert_eq!(n1.job_paths_healthy, Some(true));
+        assert_eq!(n1.unjudged_links, ["mem0--cpu0"]);
+        assert_eq!(
+            n1.judged,
+            "the job's paths are healthy; links not on them were not judged: mem0--cpu0"
+        );
+        let n2 = &r.hosts[1];
+        assert_eq!((n2.healthy, n2.job_paths_healthy), (None, None));
+        assert!(n2.judged.starts_with("not judged"), "{}", n2.judged);
+    }
 
     #[test]
     fn an_abnormal_job_path_no_diagnosis_explains_names_its_host() {
