@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use fabric::sim::{Progress, SimConfig, SimResult, Simulation};
-use fabric::topology::Topology;
+use fabric::topology::{NodeId, Topology};
 use fabric::traffic::{self, MappingSpec, WorkloadSpec};
 use indicatif::ProgressBar;
 use std::time::Instant;
@@ -43,6 +43,26 @@ pub fn prepare(
 ) -> Result<Simulation> {
     let jobs = traffic::build_jobs(workload, mapping, topology, &config.job_settings())?;
     Ok(Simulation::new(topology, config, jobs)?)
+}
+
+/// As [`prepare`], with what a workload of uniform random traffic alone offers the fabric
+/// (the node of each rank, and each rank's offer in Gb/s), which no placement changes and the
+/// diagnosis judges oversubscription by (`fabric::analysis::judge_uniform`); `None` for any
+/// other workload.
+pub fn prepare_with_uniform(
+    topology: &Topology,
+    workload: &WorkloadSpec,
+    mapping: &MappingSpec,
+    config: SimConfig,
+) -> Result<(Simulation, Option<(Vec<NodeId>, f64)>)> {
+    let jobs = traffic::build_jobs(workload, mapping, topology, &config.job_settings())?;
+    let uniform = match (workload, &jobs[..]) {
+        (WorkloadSpec::Uniform { load, .. }, [job]) => {
+            Some((job.placement.clone(), load * config.link_gbps))
+        }
+        _ => None,
+    };
+    Ok((Simulation::new(topology, config, jobs)?, uniform))
 }
 
 /// Runs a simulation with a progress bar on stderr.
