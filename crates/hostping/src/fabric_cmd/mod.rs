@@ -151,10 +151,10 @@ fn sim(args: &SimArgs) -> Result<Outcome> {
     let estimate = LinkView::build(&topology, &result, &spec)?;
     let truth = LinkView::build(&topology, &result, &ViewSpec::ground_truth(jobs))?;
     let mut diagnosis = diagnose(&topology, &estimate, &Thresholds::default());
-    if let Some((placement, rank_gbps)) = &uniform {
+    if let Some(offer) = &uniform {
         let load = UniformLoad {
-            placement,
-            rank_gbps: *rank_gbps,
+            placement: &offer.placement,
+            rank_gbps: offer.rank_gbps,
         };
         diagnosis = judge_uniform(diagnosis, &topology, link_gbps, &load);
     }

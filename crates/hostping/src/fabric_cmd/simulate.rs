@@ -45,21 +45,29 @@ pub fn prepare(
     Ok(Simulation::new(topology, config, jobs)?)
 }
 
-/// As [`prepare`], with what a workload of uniform random traffic alone offers the fabric
-/// (the node of each rank, and each rank's offer in Gb/s), which no placement changes and the
-/// diagnosis judges oversubscription by (`fabric::analysis::judge_uniform`); `None` for any
-/// other workload.
+/// What a workload of uniform random traffic alone offers the fabric, which no placement
+/// changes and the diagnosis judges oversubscription by (`fabric::analysis::judge_uniform`).
+pub struct UniformOffer {
+    /// The node of each rank.
+    pub placement: Vec<NodeId>,
+    /// Each rank's offer, Gb/s.
+    pub rank_gbps: f64,
+}
+
+/// As [`prepare`], with the [`UniformOffer`] of a workload of uniform random traffic alone;
+/// `None` for any other workload.
 pub fn prepare_with_uniform(
     topology: &Topology,
     workload: &WorkloadSpec,
     mapping: &MappingSpec,
     config: SimConfig,
-) -> Result<(Simulation, Option<(Vec<NodeId>, f64)>)> {
+) -> Result<(Simulation, Option<UniformOffer>)> {
     let jobs = traffic::build_jobs(workload, mapping, topology, &config.job_settings())?;
     let uniform = match (workload, &jobs[..]) {
-        (WorkloadSpec::Uniform { load, .. }, [job]) => {
-            Some((job.placement.clone(), load * config.link_gbps))
-        }
+        (WorkloadSpec::Uniform { load, .. }, [job]) => Some(UniformOffer {
+            placement: job.placement.clone(),
+            rank_gbps: load * config.link_gbps,
+        }),
         _ => None,
     };
     Ok((Simulation::new(topology, config, jobs)?, uniform))
