@@ -472,7 +472,9 @@ impl Cabling {
     /// switches without hosts are the cores: cabled to those of two or more other pods, each
     /// of which holds more hosts than it. A tree's own pods are not: their aggregation
     /// switches are cabled to cores, which belong to no pod, or to the extra pods only.
-    /// Without the extra pods' switches the cores are cores again.
+    /// Without the extra pods' switches the cores are cores again. In a two-level tree the
+    /// extra switches are cabled into the spines beside the leaves and look like leaves missing
+    /// most of their cables ([`beside_the_spines`]); they are left out alike.
     pub fn without_extra_pods(&self) -> (Cabling, Vec<(String, Vec<String>)>) {
         let n = self.switches.len();
         let mut hosts_on = vec![Vec::new(); n];
@@ -526,9 +528,12 @@ impl Cabling {
             })
             .map(|(&p, _)| p)
             .collect();
-        let out: Vec<bool> = (0..n)
+        let mut out: Vec<bool> = (0..n)
             .map(|s| has_hosts(s) && extra.contains(&root(&mut pod, s)))
             .collect();
+        if !out.contains(&true) {
+            out = beside_the_spines(&hosts_on, &far);
+        }
         let left_out = (0..n)
             .filter(|&s| out[s])
             .map(|s| {
@@ -1062,6 +1067,45 @@ impl Shape {
             missing_cables,
         })
     }
+}
+
+/// The switches with hosts cabled into a two-level tree's spines beside its leaves (an extra
+/// pod's, [`Cabling::without_extra_pods`]), by switch, from each switch's hosts and the
+/// switches it is cabled to. The fabric is two-level when every switch without hosts is
+/// cabled only to switches with hosts (a spine); a leaf of the tree is cabled to every spine
+/// and to nothing else. A management switch is cabled to spines only, but not to all of them,
+/// and holds fewer hosts than every leaf: as a leaf it would be one with most of its cables
+/// missing, and its hosts would have no up/down path to each other. A leaf that lost cables
+/// stays a leaf (simulated without them) unless it also holds fewer hosts than every leaf.
+fn beside_the_spines(hosts_on: &[Vec<usize>], far: &[Vec<usize>]) -> Vec<bool> {
+    let n = far.len();
+    let none = vec![false; n];
+    let hosts = |s: usize| hosts_on[s].len();
+    let spines: BTreeSet<usize> = (0..n)
+        .filter(|&s| hosts(s) == 0 && !far[s].is_empty())
+        .collect();
+    let two_level = spines.iter().all(|&s| far[s].iter().all(|&t| hosts(t) > 0));
+    if spines.is_empty() || !two_level {
+        return none;
+    }
+    let reached = |s: usize| far[s].iter().copied().collect::<BTreeSet<usize>>();
+    let leaves: Vec<usize> = (0..n)
+        .filter(|&s| hosts(s) > 0 && reached(s) == spines)
+        .collect();
+    let fewest = match leaves.iter().map(|&l| hosts(l)).min() {
+        Some(fewest) if leaves.len() >= 2 => fewest,
+        _ => return none,
+    };
+    (0..n)
+        .map(|s| {
+            let reach = reached(s);
+            hosts(s) > 0
+                && hosts(s) < fewest
+                && !reach.is_empty()
+                && reach != spines
+                && reach.is_subset(&spines)
+        })
+        .collect()
 }
 
 /// Leaves and aggregation switches grouped into pods (connected through each other, not

@@ -583,21 +583,30 @@ fn recognize_real(
         ));
     }
     let (compute, extra) = compute.without_extra_pods();
+    let recognized = fabric.radix(&compute).and_then(|radix| {
+        compute
+            .recognize_with_radix(name, Some(radix))
+            .map_err(RealFabricError::from)
+    });
     if !extra.is_empty() {
         let hosts: usize = extra.iter().map(|(_, hosts)| hosts.len()).sum();
         let named: Vec<String> = extra
             .iter()
             .map(|(switch, hosts)| format!("'{switch}' ({})", hosts.join(", ")))
             .collect();
+        // A two-level tree's top rank is its spines.
+        let top = match &recognized {
+            Ok(tree) if tree.topology.num_cores() == 0 => "spines",
+            _ => "cores",
+        };
         notes.push(format!(
-            "left out {} switches cabled into the cores beside the tree (an extra pod: \
+            "left out {} switches cabled into the {top} beside the tree (an extra pod: \
              management, UFM or storage switches) and their {hosts} hosts: {}",
             extra.len(),
             named.join(", ")
         ));
     }
-    let radix = fabric.radix(&compute)?;
-    let recognized = compute.recognize_with_radix(name, Some(radix))?;
+    let recognized = recognized?;
     let layout = GraphLayout {
         switches: recognized.fabric_switches.clone(),
         node_hosts: Vec::new(),

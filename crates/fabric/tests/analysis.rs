@@ -802,3 +802,30 @@ fn table_is_aligned_and_round_trips_through_json() {
     let back: ComparisonTable = serde_json::from_str(&json).unwrap();
     assert_eq!(back, table);
 }
+
+/// Uniform traffic's load on a leaf's up links is the leaf's ranks' offer times the share of
+/// the other ranks elsewhere, whatever the placement: 6 ranks a leaf at 10 Gb/s, 18 of the
+/// other 23 on other leaves, over 2 up links of 100 Gb/s (3:1).
+#[test]
+fn uniform_load_on_a_leafs_up_links_is_its_ranks_offer_to_other_leaves() {
+    use fabric::analysis::{oversubscription, UniformLoad};
+    let t = Topology::new(FatTreeParams {
+        name: "three-to-one".into(),
+        radix: 8,
+        nodes_per_leaf: 6,
+        leaves: 4,
+        leaves_per_pod: 4,
+        aggs_per_pod: 2,
+    })
+    .unwrap();
+    let placement: Vec<NodeId> = (0..24).map(NodeId).collect();
+    let load = UniformLoad {
+        placement: &placement,
+        rank_gbps: 10.0,
+    };
+    let o = oversubscription(&t, 100.0, &load).unwrap();
+    assert_eq!((o.ranks, o.up_links), (6, 2));
+    assert!(close(o.ratio, 3.0, 1e-9), "{o:?}");
+    assert!(close(o.offered_gbps, 60.0 * 18.0 / 23.0, 1e-9), "{o:?}");
+    assert!(close(o.up_gbps, 200.0, 1e-9), "{o:?}");
+}

@@ -2,8 +2,8 @@
 //! (UFM, login, storage) are left out rather than making the spine a leaf; a fabric of one
 //! switch is the one-level tree it is; the radix is the switches' own, not what the
 //! cables use; a missing cable is named and simulated absent; management switches cabled
-//! into a three-level tree's cores are an extra pod, left out, and the tree beside them is
-//! recognised.
+//! into a three-level tree's cores, or into a two-level tree's spines, are an extra pod, left
+//! out, and the tree beside them is recognised.
 
 use fabric::cabling::{Cable, CableEnd, Cabling, Device, NotAFatTree};
 use fabric::topology::{FatTreeParams, Topology};
@@ -207,4 +207,86 @@ fn a_tree_without_an_extra_pod_keeps_every_switch() {
     let ufm = (Device::Switch(4), 8, Device::Host(8), 1);
     let cabling = two_level(&[ufm], 9);
     assert!(cabling.without_extra_pods().1.is_empty());
+}
+
+/// A two-level tree, 4 leaves of 4 hosts under 4 spines (one cable each, 4 spine ports
+/// free), with management switches, 2 hosts each, cabled into the spines in turn: switch
+/// `m` to spines `m`, `m + switches`, ... (issue 38, 3).
+fn leaf_spine_with_management(switches: usize) -> (Topology, Cabling) {
+    let tree = Topology::new(FatTreeParams {
+        name: "leafspine".into(),
+        radix: 8,
+        nodes_per_leaf: 4,
+        leaves: 4,
+        leaves_per_pod: 4,
+        aggs_per_pod: 4,
+    })
+    .unwrap();
+    let mut cabling = Cabling::of_tree(&tree);
+    let spines: Vec<usize> = (0..cabling.switches.len())
+        .filter(|&s| cabling.switches[s].starts_with("agg-"))
+        .collect();
+    let mut next_port = vec![5u16; cabling.switches.len()];
+    for m in 0..switches {
+        cabling.switches.push(format!("mgmt-{m}"));
+        let s = cabling.switches.len() - 1;
+        for h in 0..2 {
+            cabling.hosts.push(format!("ufm-{m}-{h}"));
+            cabling.cables.push(Cable {
+                a: end(Device::Switch(s), h + 1),
+                b: end(Device::Host(cabling.hosts.len() - 1), 1),
+            });
+        }
+        for (k, &spine) in spines.iter().skip(m).step_by(switches).enumerate() {
+            cabling.cables.push(Cable {
+                a: end(Device::Switch(s), k as u16 + 3),
+                b: end(Device::Switch(spine), next_port[spine]),
+            });
+            next_port[spine] += 1;
+        }
+    }
+    (tree, cabling)
+}
+
+#[test]
+fn management_switches_cabled_into_the_spines_are_an_extra_pod_beside_the_tree() {
+    for switches in [2, 3] {
+        let (tree, cabling) = leaf_spine_with_management(switches);
+        let (kept, extra) = cabling.without_extra_pods();
+        let names: Vec<&str> = extra.iter().map(|(s, _)| s.as_str()).collect();
+        let want: Vec<String> = (0..switches).map(|m| format!("mgmt-{m}")).collect();
+        assert_eq!(names, want, "{switches} management switches");
+        assert_eq!(extra[0].1, ["ufm-0-0", "ufm-0-1"]);
+        let found = kept.recognize_with_radix("leafspine", Some(8)).unwrap();
+        let t = &found.topology;
+        assert_eq!(
+            (t.num_leaves(), t.num_aggs(), t.num_cores()),
+            (tree.num_leaves(), tree.num_aggs(), 0)
+        );
+        assert!(found.missing_cables.is_empty());
+        assert_eq!(found.node_hosts.iter().flatten().count(), 16);
+    }
+    // One management switch cabled to every spine, as a leaf is, is a leaf with free ports.
+    let (_, cabling) = leaf_spine_with_management(1);
+    let (kept, extra) = cabling.without_extra_pods();
+    assert!(extra.is_empty(), "{extra:?}");
+    let found = kept.recognize_with_radix("leafspine", Some(8)).unwrap();
+    assert_eq!(found.topology.num_leaves(), 5);
+    // A leaf that lost its one cable to a spine is still a leaf (as many hosts as the
+    // others): simulated without the cable, not left out.
+    let (_, mut cabling) = leaf_spine_with_management(0);
+    let at = cabling
+        .cables
+        .iter()
+        .position(|c| {
+            matches!(
+                (c.a.device, c.b.device),
+                (Device::Switch(1), Device::Switch(_))
+            )
+        })
+        .unwrap();
+    cabling.cables.remove(at);
+    let (kept, extra) = cabling.without_extra_pods();
+    assert!(extra.is_empty(), "{extra:?}");
+    assert_eq!(kept, cabling);
 }

@@ -330,3 +330,74 @@ fn link_gbps_overrides_the_files_rates_and_says_so() {
         serde_json::json!(["'MF0;ib1:SX6036/U1' -- 'MF0;ib8:SX6036/U1' (3 of 4 cables)"])
     );
 }
+
+/// Issue 38, 3: uniform random traffic at 0.3 load on the real two-level fat trees.
+/// loginoff's is healthy: 24 hosts a leaf at 4xQDR (32 Gb/s) over 8 trunks at 4xFDR10 (40
+/// Gb/s), 2.4:1, so 0.3 load offers the trunks 60 % of what they carry (69 % on ib1, one
+/// cable short). It is not diagnosed: the 6 hosts that ib8's missing cable to ib1 led to
+/// took the next cable, all of them, 48 Gb/s on a 40 Gb/s trunk, diagnosed `mapping`; they
+/// are spread over the 3 cables left now, as a subnet manager balances them. gary's is not
+/// healthy for this load: 32 hosts at 4xNDR a leaf over one 4xNDR up link, 32:1, offered 8.4
+/// times what it carries, whatever the placement: diagnosed `oversubscription` with those
+/// figures, not `mapping`.
+#[test]
+fn uniform_load_on_the_real_fat_trees_is_no_mapping() {
+    let out = temp_dir("fabric-real-inputs-uniform");
+    let run = |file: &str, seed: &str| {
+        let (path, out) = (folder().join(file), out.join(format!("{file}-{seed}")));
+        hostping(&[
+            "fabric",
+            "sim",
+            "--topology",
+            path.to_str().unwrap(),
+            "--workload",
+            "uniform,load=0.3,bytes=16KiB",
+            "--end",
+            "100us",
+            "--seed",
+            seed,
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    for seed in ["1", "2", "3"] {
+        let o = run("loginoff-sx6036-fattree.topo", seed);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "seed {seed}: {text}{}",
+            stderr(&o)
+        );
+        assert!(text.contains("diagnosis: no_congestion"), "{text}");
+        for file in [
+            "gary-ibdiagnet2-ndr.ibnetdiscover",
+            "gary-ibdiagnet2-ndr-default.ibnetdiscover",
+        ] {
+            let o = run(file, seed);
+            let text = String::from_utf8_lossy(&o.stdout);
+            assert_eq!(o.status.code(), Some(1), "{file} seed {seed}: {text}");
+            assert!(text.contains("diagnosis: oversubscription"), "{text}");
+            let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(
+                flat.contains(
+                    "holds 32 ranks, 12800 Gb/s of node links, over 1 up link of 400 Gb/s \
+                     together (32.0:1 oversubscribed); uniform traffic offers 3373 Gb/s up them \
+                     (8.4 times what they carry) wherever its ranks run, so no mapping relieves it"
+                ),
+                "{file}: {text}"
+            );
+            assert!(!text.contains("diagnosis: mapping"), "{text}");
+            // Scripts read the figures from the summary.
+            let summary = out.join(format!("{file}-{seed}")).join("summary.json");
+            let summary: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(summary).unwrap()).unwrap();
+            let figures = &summary["diagnosis"]["oversubscription"];
+            assert_eq!(
+                (figures["ratio"].as_f64(), figures["up_links"].as_u64()),
+                (Some(32.0), Some(1)),
+                "{figures}"
+            );
+        }
+    }
+}

@@ -39,6 +39,11 @@ pub enum Cause {
     /// A root inside the network is congested well under line rate in samples that leave jobs
     /// out: traffic they cannot see fills it (thesis 4.4).
     BackgroundTraffic,
+    /// A root inside the network at line rate under traffic whose load on the leaves' up
+    /// links no placement changes (uniform random traffic), offered beyond what a leaf's up
+    /// links carry: the fabric is oversubscribed for this load, and no mapping relieves it
+    /// ([`judge_uniform`]).
+    Oversubscription,
     /// No link is congested.
     NoCongestion,
     /// No congestion was found in what could be judged, but too little was sampled to call the
@@ -54,6 +59,7 @@ impl Cause {
             Cause::CommunicationPattern => "communication_pattern",
             Cause::Mapping => "mapping",
             Cause::BackgroundTraffic => "background_traffic",
+            Cause::Oversubscription => "oversubscription",
             Cause::NoCongestion => "no_congestion",
             Cause::Inconclusive => "inconclusive",
         }
@@ -251,6 +257,177 @@ pub struct Diagnosis {
     /// Set when the cause is [`Cause::Inconclusive`]: what could not be judged, and why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_judged: Option<NotJudged>,
+    /// Set when the cause is [`Cause::Oversubscription`]: the leaf whose up links the traffic
+    /// oversubscribes most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oversubscription: Option<Oversubscription>,
+}
+
+/// Uniform random traffic on a fat tree: each rank offers `rank_gbps` to destinations drawn
+/// evenly from the other ranks, so the load on a leaf's up links depends on how many ranks
+/// it holds, never on which ranks they are.
+#[derive(Copy, Clone, Debug)]
+pub struct UniformLoad<'a> {
+    /// The node of each rank.
+    pub placement: &'a [NodeId],
+    /// What each rank offers, Gb/s.
+    pub rank_gbps: f64,
+}
+
+/// The leaf whose up links uniform traffic loads most, against what they carry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Oversubscription {
+    /// The leaf (`leaf 3`).
+    pub leaf: String,
+    /// Ranks on it.
+    pub ranks: usize,
+    /// Line rate of their node links together, Gb/s.
+    pub ranks_line_gbps: f64,
+    /// Its up links (those present).
+    pub up_links: usize,
+    /// Their line rate together, Gb/s.
+    pub up_gbps: f64,
+    /// `ranks_line_gbps / up_gbps`: the leaf's oversubscription (32 for 32:1).
+    pub ratio: f64,
+    /// What the traffic offers up those links, whatever the placement, Gb/s: the ranks'
+    /// offer times the share of the other ranks that run on other leaves.
+    pub offered_gbps: f64,
+}
+
+/// The leaf of `topology` (a fat tree with a level above its leaves) whose up links `load`
+/// loads most against their line rate (`link_gbps` where the tree has no rates per link);
+/// `None` for a one-switch tree, a graph, or fewer than two ranks.
+pub fn oversubscription(
+    topology: &Topology,
+    link_gbps: f64,
+    load: &UniformLoad,
+) -> Option<Oversubscription> {
+    let ranks = load.placement.len();
+    if topology.is_graph() || topology.num_aggs() == 0 || ranks < 2 {
+        return None;
+    }
+    let rate = |port: PortRef| {
+        topology
+            .link_rates()
+            .map_or(link_gbps, |rates| rates[topology.port_index(port) as usize])
+    };
+    let mut on_leaf = vec![Vec::new(); topology.num_leaves() as usize];
+    for &node in load.placement {
+        on_leaf[topology.leaf_of(node).0 as usize].push(node);
+    }
+    on_leaf
+        .iter()
+        .enumerate()
+        .filter(|(_, nodes)| !nodes.is_empty())
+        .map(|(leaf, nodes)| {
+            let switch = crate::topology::SwitchId(leaf as u32);
+            let up: Vec<PortRef> = topology
+                .up_ports(switch)
+                .map(|port| PortRef { switch, port })
+                .filter(|&port| !topology.is_absent(port))
+                .collect();
+            let up_gbps: f64 = up.iter().map(|&port| rate(port)).sum();
+            let ranks_line_gbps: f64 = nodes
+                .iter()
+                .map(|&node| {
+                    let port = (node.0 % topology.nodes_per_leaf()) as u16;
+                    rate(PortRef { switch, port })
+                })
+                .sum();
+            let elsewhere = (ranks - nodes.len()) as f64 / (ranks - 1) as f64;
+            Oversubscription {
+                leaf: switch_name(topology, switch),
+                ranks: nodes.len(),
+                ranks_line_gbps,
+                up_links: up.len(),
+                up_gbps,
+                ratio: ranks_line_gbps / up_gbps,
+                offered_gbps: nodes.len() as f64 * load.rank_gbps * elsewhere,
+            }
+        })
+        .max_by(|a, b| (a.offered_gbps / a.up_gbps).total_cmp(&(b.offered_gbps / b.up_gbps)))
+}
+
+/// `diagnosis` under uniform traffic (`load`): congestion rooted inside the network at line
+/// rate is no mapping's when the traffic offers a leaf's up links more than they carry,
+/// since no placement of uniform traffic changes that load (Theorem 4.2's oversubscribed
+/// root, with the fabric as the cause): it is [`Cause::Oversubscription`], with the leaf's
+/// figures. Any other diagnosis is returned as it is.
+pub fn judge_uniform(
+    mut diagnosis: Diagnosis,
+    topology: &Topology,
+    link_gbps: f64,
+    load: &UniformLoad,
+) -> Diagnosis {
+    if diagnosis.cause != Cause::Mapping {
+        return diagnosis;
+    }
+    let Some(worst) = oversubscription(topology, link_gbps, load) else {
+        return diagnosis;
+    };
+    // The largest mapping tree's root is listed: trees are listed largest first.
+    let listed = diagnosis
+        .evidence
+        .roots
+        .iter()
+        .any(|r| r.cause == Cause::Mapping);
+    if worst.offered_gbps < worst.up_gbps || !listed {
+        return diagnosis;
+    }
+    for share in &mut diagnosis.causes {
+        if share.cause == Cause::Mapping {
+            share.cause = Cause::Oversubscription;
+        }
+    }
+    for root in &mut diagnosis.evidence.roots {
+        if root.cause == Cause::Mapping {
+            root.cause = Cause::Oversubscription;
+        }
+    }
+    diagnosis.cause = Cause::Oversubscription;
+    let main = diagnosis
+        .evidence
+        .roots
+        .iter()
+        .find(|r| r.cause == Cause::Oversubscription)
+        .expect("listed, as checked above");
+    let trees = diagnosis.causes[0].trees;
+    let mut text = format!(
+        "The fabric is oversubscribed for this load: {trees} congestion tree{} rooted at \
+         switches, the largest at {} ({}, {}). The most loaded leaf, {}, holds {} ranks, {:.0} \
+         Gb/s of node links, over {} up link{} of {:.0} Gb/s together ({:.1}:1 oversubscribed); uniform traffic \
+         offers {:.0} Gb/s up them ({:.1} times what they carry) wherever its ranks run, so no \
+         mapping relieves it: offer each rank under {:.1} Gb/s, or cable more up links.",
+        plural(trees),
+        far_switch(topology, main.port),
+        root_facts(main),
+        tree_size(main.tree_links),
+        worst.leaf,
+        worst.ranks,
+        worst.ranks_line_gbps,
+        worst.up_links,
+        plural(worst.up_links),
+        worst.up_gbps,
+        worst.ratio,
+        worst.offered_gbps,
+        worst.offered_gbps / worst.up_gbps,
+        load.rank_gbps * worst.up_gbps / worst.offered_gbps,
+    );
+    for other in diagnosis.causes[1..]
+        .iter()
+        .filter(|c| c.share >= MENTIONED_SHARE)
+    {
+        text += &format!(
+            " Also: {} ({:.0} % of the congested packets, {} tree{}).",
+            other.cause.as_str(),
+            other.share * 100.0,
+            other.trees,
+            plural(other.trees)
+        );
+    }
+    diagnosis.summary = text;
+    diagnosis.oversubscription = Some(worst);
+    diagnosis
 }
 
 /// What a view could not judge (the cause is then [`Cause::Inconclusive`]).
@@ -344,6 +521,7 @@ pub fn diagnose(topology: &Topology, view: &LinkView, thresholds: &Thresholds) -
             stages: stage_summaries(view, thresholds),
         },
         not_judged,
+        oversubscription: None,
     }
 }
 
@@ -418,10 +596,15 @@ fn not_judged(topology: &Topology, view: &LinkView, thresholds: &Thresholds) -> 
 
 /// Theorem 4.1 for a root at a compute node; Theorem 4.2, and its contrapositive when the
 /// samples leave jobs out (thesis 4.4), for a root inside the network.
-fn root_cause(root: &LinkStats, view: &LinkView, thresholds: &Thresholds) -> Cause {
+fn root_cause(
+    root: &LinkStats,
+    line_rate_gbps: f64,
+    view: &LinkView,
+    thresholds: &Thresholds,
+) -> Cause {
     if root.endpoint.is_some() {
         Cause::CommunicationPattern
-    } else if root.gbps >= thresholds.line_rate_fraction * view.link_gbps {
+    } else if root.gbps >= thresholds.line_rate_fraction * line_rate_gbps {
         Cause::Mapping
     } else if !view.samples.all_jobs {
         Cause::BackgroundTraffic
@@ -437,18 +620,28 @@ fn root_link(
     tree: &CongestionTree,
 ) -> RootLink {
     let root = view.link(tree.root);
+    let line_rate_gbps = line_rate(topology, view, root.port);
     RootLink {
         link: link_name(topology, root.port),
         port: root.port,
         endpoint: root.endpoint,
-        cause: root_cause(root, view, thresholds),
+        cause: root_cause(root, line_rate_gbps, view, thresholds),
         congested_fraction: root.congested_fraction,
         congested_fraction_sd: root.congested_fraction_sd,
         gbps: root.gbps,
-        line_rate_gbps: view.link_gbps,
+        line_rate_gbps,
         tree_links: tree.links.len(),
         tree_congested_count: tree.congested_count,
     }
+}
+
+/// The line rate of the link out of `port`: its own where the tree's links run at rates of
+/// their own (a real fabric's QDR hosts under FDR10 trunks: a trunk at 36 Gb/s runs at 90 %
+/// of its 40, not above the run's 32), the view's one rate otherwise.
+fn line_rate(topology: &Topology, view: &LinkView, port: PortRef) -> f64 {
+    topology.link_rates().map_or(view.link_gbps, |rates| {
+        rates[topology.port_index(port) as usize]
+    })
 }
 
 /// Causes by the congested weighted count of their trees, largest first.
@@ -545,7 +738,7 @@ fn cause_summary(
                 root_facts(main),
                 tree_size(main.tree_links),
             );
-            if main.gbps < thresholds.line_rate_fraction * view.link_gbps {
+            if main.gbps < thresholds.line_rate_fraction * main.line_rate_gbps {
                 text += &format!(
                     " The root carries less than {percent:.0} % of line rate on average, so the \
                      congestion came in bursts; plots by time window (Figure 4.11) show when."
@@ -565,8 +758,8 @@ fn cause_summary(
             root_facts(main),
             tree_size(main.tree_links),
         ),
-        Cause::NoCongestion | Cause::Inconclusive => {
-            unreachable!("a tree's root is judged a cause of congestion")
+        Cause::NoCongestion | Cause::Inconclusive | Cause::Oversubscription => {
+            unreachable!("a tree's root is judged one of the three causes above")
         }
     }
 }

@@ -22,7 +22,10 @@ pub mod table;
 pub(crate) mod trees;
 pub mod view;
 
-pub use diagnose::{diagnose, Cause, Diagnosis, Thresholds};
+pub use diagnose::{
+    diagnose, judge_uniform, oversubscription, Cause, Diagnosis, Oversubscription, Thresholds,
+    UniformLoad,
+};
 pub use plot::{write_plots, write_window_plots, Diagram, Directions, PlotOptions};
 pub use report::render_text;
 pub use table::{ComparisonTable, ReferenceFigures, TableRow};

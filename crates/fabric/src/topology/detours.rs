@@ -119,10 +119,15 @@ impl Topology {
         })
     }
 
-    /// The down port towards `dst` once links are missing: of the ports the complete tree
+    /// The down port towards `dst` once links are missing: the complete tree's own choice
+    /// when it is present and leads on; otherwise one of the other ports the complete tree
     /// chooses among (parallel links to the leaf, the aggregation switches of a core's group
-    /// in the destination pod), the first present one that leads on, starting from the
-    /// complete tree's own choice. `None` when none does (no route uses this switch then).
+    /// in the destination pod) that do, by the destination's next digit. The destinations of
+    /// a missing link are so spread over the links left, as a subnet manager balances the
+    /// routes it assigns (opensm gives each LID the least used of the equal ports); all of
+    /// them on the next link would load it twice as much as the others (a healthy fabric
+    /// with one missing cable congested at 0.3 uniform load). `None` when no port leads on
+    /// (no route uses this switch then).
     pub(super) fn detour_down(&self, switch: SwitchId, dst: NodeId, chosen: u16) -> Option<u16> {
         let d = self.detours.as_ref()?;
         let (first, count) = match self.level(switch) {
@@ -137,19 +142,25 @@ impl Topology {
             }
         };
         let leaf = self.leaf_of(dst).0;
-        (0..count)
-            .map(|k| first + (chosen - first + k) % count)
-            .find(|&port| {
-                let here = PortRef { switch, port };
-                !d.absent[self.port_index(here) as usize]
-                    && match self.peer(here) {
-                        Peer::Switch { switch: far, .. } => {
-                            self.level(far) == Level::Leaf && far.0 == leaf
-                                || d.reaches[(far.0 * self.num_leaves() + leaf) as usize]
-                        }
-                        Peer::Node(_) => true,
+        let leads_on = |port: u16| {
+            let here = PortRef { switch, port };
+            !d.absent[self.port_index(here) as usize]
+                && match self.peer(here) {
+                    Peer::Switch { switch: far, .. } => {
+                        self.level(far) == Level::Leaf && far.0 == leaf
+                            || d.reaches[(far.0 * self.num_leaves() + leaf) as usize]
                     }
-            })
+                    Peer::Node(_) => true,
+                }
+        };
+        if leads_on(chosen) {
+            return Some(chosen);
+        }
+        // The complete tree chose by `dst mod count`; the digit above it spreads the
+        // destinations of the missing port over those left.
+        let left: Vec<u16> = (first..first + count).filter(|&p| leads_on(p)).collect();
+        let digit = (dst.0 / u32::from(count)) as usize;
+        (!left.is_empty()).then(|| left[digit % left.len()])
     }
 
     /// Per (switch, leaf): reached by up/down routing from that aggregation or core switch
@@ -305,6 +316,36 @@ pub(super) mod tests {
             formula.sort_unstable();
             walked.sort_unstable();
             assert_eq!(formula, walked, "{src} -> {dst}");
+        }
+    }
+
+    /// The destinations of a missing link between an aggregation switch and a leaf are
+    /// spread over the parallel links left: 6 nodes a leaf over 3 links, one missing, are 3
+    /// and 3, where taking the next link gave it 4 and the other 2.
+    #[test]
+    fn a_missing_parallel_links_destinations_spread_over_those_left() {
+        let complete = Topology::new(FatTreeParams {
+            name: "lpp3".into(),
+            radix: 12,
+            nodes_per_leaf: 6,
+            leaves: 4,
+            leaves_per_pod: 4,
+            aggs_per_pod: 2,
+        })
+        .unwrap();
+        let agg = complete.switches_at(Level::Aggregation).start;
+        // Aggregation ports 0..3 lead to leaf 0; port 2 is missing.
+        let t = complete.without_links(&[port(agg, 2)]).unwrap();
+        let mut per_port = [0; 3];
+        for dst in 0..6 {
+            let p = t.down_port(SwitchId(agg), NodeId(dst)).unwrap();
+            per_port[usize::from(p)] += 1;
+        }
+        assert_eq!(per_port, [3, 3, 0]);
+        for src in 6..t.num_nodes() {
+            for dst in 0..6 {
+                assert_eq!(walk(&t, src, dst, 0), 3);
+            }
         }
     }
 

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use fabric::sim::{Progress, SimConfig, SimResult, Simulation};
-use fabric::topology::Topology;
+use fabric::topology::{NodeId, Topology};
 use fabric::traffic::{self, MappingSpec, WorkloadSpec};
 use indicatif::ProgressBar;
 use std::time::Instant;
@@ -43,6 +43,34 @@ pub fn prepare(
 ) -> Result<Simulation> {
     let jobs = traffic::build_jobs(workload, mapping, topology, &config.job_settings())?;
     Ok(Simulation::new(topology, config, jobs)?)
+}
+
+/// What a workload of uniform random traffic alone offers the fabric, which no placement
+/// changes and the diagnosis judges oversubscription by (`fabric::analysis::judge_uniform`).
+pub struct UniformOffer {
+    /// The node of each rank.
+    pub placement: Vec<NodeId>,
+    /// Each rank's offer, Gb/s.
+    pub rank_gbps: f64,
+}
+
+/// As [`prepare`], with the [`UniformOffer`] of a workload of uniform random traffic alone;
+/// `None` for any other workload.
+pub fn prepare_with_uniform(
+    topology: &Topology,
+    workload: &WorkloadSpec,
+    mapping: &MappingSpec,
+    config: SimConfig,
+) -> Result<(Simulation, Option<UniformOffer>)> {
+    let jobs = traffic::build_jobs(workload, mapping, topology, &config.job_settings())?;
+    let uniform = match (workload, &jobs[..]) {
+        (WorkloadSpec::Uniform { load, .. }, [job]) => Some(UniformOffer {
+            placement: job.placement.clone(),
+            rank_gbps: load * config.link_gbps,
+        }),
+        _ => None,
+    };
+    Ok((Simulation::new(topology, config, jobs)?, uniform))
 }
 
 /// Runs a simulation with a progress bar on stderr.
