@@ -558,6 +558,60 @@ fn odp_bench_on_this_machine_without_rdma_exits_two_and_says_so() {
 /// `hostping mesh` on the built-in `pod-32` (DESIGN 4.6): the JSON contract, the exit
 /// status, and a degraded cable found on exactly the pairs whose routes cross it.
 #[test]
+fn a_one_host_job_is_inconclusive_on_the_network_and_judged_on_its_host() {
+    let o = hostping(&["job", "--sim-cluster", "pod-32", "--nodes", "node001"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(3), "{out}{}", stderr(&o));
+    assert!(out.contains("inconclusive"), "{out}");
+    assert!(
+        out.contains("one host: no pair between hosts to probe; the network was not judged"),
+        "{out}"
+    );
+    // The host's own check still counts: its fault is named as the host's.
+    let o = hostping(&[
+        "job",
+        "--sim-cluster",
+        "pod-32",
+        "--nodes",
+        "node001",
+        "--inject",
+        "node001:degrade:gpu2--lsw2:0.5",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["verdict"], "host", "{v}");
+    assert_eq!(v["culprits"][0]["host"], "node001", "{v}");
+}
+
+#[test]
+fn a_jobs_pairs_are_counted_once_and_its_follow_ups_name_their_rounds() {
+    let o = hostping(&["job", "--sim-cluster", "pod-32", "--nodes", "node[001-008]"]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("8 host(s), 46 pair(s) probed, 92 probes in 2 rounds"),
+        "{out}"
+    );
+    let o = hostping(&[
+        "job",
+        "--sim-cluster",
+        "pod-32",
+        "--nodes",
+        "node[001-016]",
+        "--inject",
+        "fabric:flap:leaf1/9:0.25",
+        "--probe",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    assert!(out.contains(" follow-ups in 2 rounds)"), "{out}");
+    for round in ["round 1 of 2 (follow-up): ", "round 2 of 2 (follow-up): "] {
+        assert!(out.contains(round), "`{round}` missing from: {out}");
+    }
+}
+
+#[test]
 fn mesh_finds_a_degraded_cable_on_the_pairs_across_it_as_the_contract_says() {
     let o = hostping(&[
         "mesh",

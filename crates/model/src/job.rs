@@ -201,6 +201,60 @@ pub struct JobPair {
     /// lost); `None` where not read (a simulated pair, a port that could not be read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters_a: Option<crate::odp_bench::TransportDelta>,
+    /// Which probe of the pair this is (issue 38): a pair probed in several rounds is one
+    /// pair probed several times. `None` where the producer did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<ProbeRound>,
+}
+
+/// When a pair was probed: the window's mesh or a follow-up (`--probe`), and which of its
+/// rounds (a simulated job's mesh and follow-ups each run twice, half a flap period apart,
+/// so that a flapping cable shows in one of them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeRound {
+    /// `mesh` or `follow_up`.
+    pub phase: ProbePhase,
+    /// The round, from 1.
+    pub round: u32,
+    /// Rounds of that phase.
+    pub rounds: u32,
+}
+
+/// What probed a pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbePhase {
+    /// The pairs of the job's window (`hostping mesh` over its hosts).
+    Mesh,
+    /// Pairs that split a culprit's candidates (`--probe`).
+    FollowUp,
+}
+
+impl std::fmt::Display for ProbeRound {
+    /// `round 1 of 2 (mesh)`, `round 2 of 2 (follow-up)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let phase = match self.phase {
+            ProbePhase::Mesh => "mesh",
+            ProbePhase::FollowUp => "follow-up",
+        };
+        write!(f, "round {} of {} ({phase})", self.round, self.rounds)
+    }
+}
+
+/// How much was probed between the job's hosts (issue 38): a pair probed in several
+/// rounds counts once in `pairs` and once a round in `probes`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeCount {
+    /// Distinct pairs of RNICs probed (either way round).
+    pub pairs: usize,
+    /// Probes run: every entry of `pairs[]`.
+    pub probes: usize,
+    /// Rounds of the window's mesh.
+    pub mesh_rounds: u32,
+    /// Of `probes`, those run as follow-ups (`--probe`).
+    pub follow_up_probes: usize,
+    /// Rounds of the follow-ups.
+    pub follow_up_rounds: u32,
 }
 
 /// One switch port's counters over the job's window, and outside it.
@@ -328,6 +382,9 @@ pub struct JobReport {
     /// under it is not called healthy, only not seen.
     #[serde(default)]
     pub sensitivity: Sensitivity,
+    /// Distinct pairs probed, probes and rounds (issue 38: `pairs` lists every probe).
+    #[serde(default)]
+    pub probed: ProbeCount,
 }
 
 /// The smallest losses the job's measurements would have flagged, layer by layer: a
@@ -405,4 +462,8 @@ pub struct FollowUp {
     pub why: String,
     /// What it found.
     pub outcome: String,
+    /// The round of a follow-up pair (each runs in both phases of a flap); `None` for
+    /// other kinds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<ProbeRound>,
 }

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeSet;
 
-use model::job::{JobEvidence, JobHost, JobPair, JobPort};
+use model::job::{JobEvidence, JobHost, JobPair, JobPort, ProbePhase, ProbeRound};
 use model::switch_port::SwitchPortCounters;
 use verdict::job::{job_cables, job_paths, pair_cables};
 use verdict::pipeline::{self, Gathered, Measure, Options, PairsMeasured, Replay, Step};
@@ -51,7 +51,11 @@ pub fn evidence(
     Ok(JobEvidence {
         job: None,
         hosts: job_hosts(cluster, &hosts, &report, settings.endpoint),
-        pairs: report.pairs.iter().map(|p| job_pair(cluster, p)).collect(),
+        pairs: report
+            .pairs
+            .iter()
+            .map(|p| job_pair(cluster, p, ProbePhase::Mesh))
+            .collect(),
         ports: job_ports(
             cluster,
             &report,
@@ -179,7 +183,10 @@ impl Simulated<'_> {
         };
         let measured = mesh::run(cluster, self.faults, &probe, &|_, _| {})?.pairs;
         Ok(PairsMeasured::Measured(
-            measured.iter().map(|p| job_pair(cluster, p)).collect(),
+            measured
+                .iter()
+                .map(|p| job_pair(cluster, p, ProbePhase::FollowUp))
+                .collect(),
         ))
     }
 }
@@ -209,8 +216,9 @@ fn job_hosts(
         .collect()
 }
 
-/// A mesh pair as the verdict reads it: with the cables it crossed both ways.
-pub(crate) fn job_pair(cluster: &Cluster, p: &PairReport) -> JobPair {
+/// A mesh pair as the verdict reads it: with the cables it crossed both ways, and its
+/// round of `phase` ([`ROUNDS`] of each).
+pub(crate) fn job_pair(cluster: &Cluster, p: &PairReport, phase: ProbePhase) -> JobPair {
     JobPair {
         parts: p.parts.clone(),
         cables: pair_cables(
@@ -221,6 +229,11 @@ pub(crate) fn job_pair(cluster: &Cluster, p: &PairReport) -> JobPair {
         retransmitted_packets: p.retransmitted_packets,
         reason: p.reason.clone(),
         counters_a: None,
+        round: Some(ProbeRound {
+            phase,
+            round: p.round,
+            rounds: ROUNDS,
+        }),
     }
 }
 

@@ -167,6 +167,7 @@ pub fn run(
                 route_back: cluster.route_labels(fabric.topology(), b, a),
                 probes: (rate * settings.duration_s).round().max(1.0) as u32,
                 at_s,
+                round,
                 flapped: ((at_s + flap_offset_s) / FABRIC_FLAP_HALF_PERIOD_S) as u64 % 2 == 1,
                 seed: settings
                     .seed
@@ -394,6 +395,8 @@ struct PairJob {
     route_back: Vec<String>,
     probes: u32,
     at_s: f64,
+    /// The mesh's round, from 0.
+    round: u32,
     flapped: bool,
     seed: u64,
 }
@@ -511,6 +514,7 @@ fn judge_pair(
         simulated_round_trips: 0,
         retransmitted_packets: 0,
         probed_at_s: job.at_s,
+        round: job.round + 1,
         reason: None,
     };
     let network = match network {

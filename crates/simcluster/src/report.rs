@@ -36,6 +36,9 @@ pub struct PairReport {
     pub retransmitted_packets: u64,
     /// When the pair was probed, seconds into the mesh.
     pub probed_at_s: f64,
+    /// The mesh's round the pair was probed in, from 1 (`MeshSettings::rounds`: the same
+    /// pairs again, half a flap period later).
+    pub round: u32,
     /// Why the pair is not normal, in words; `None` when it is.
     pub reason: Option<String>,
 }

@@ -363,6 +363,7 @@ fn pair(a: &str, b: &str, gbps: f64, cables: &[&str]) -> JobPair {
         retransmitted_packets: 0,
         reason: None,
         counters_a: None,
+        round: None,
     }
 }
 

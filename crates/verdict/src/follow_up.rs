@@ -70,6 +70,7 @@ pub fn plan(cluster: &Cluster, report: &JobReport, nodes: &[String]) -> Plan {
                     target: group[i].clone(),
                     why: format!("to tell {} from the others", group[i]),
                     outcome: "no pair examined crosses it without the others".to_string(),
+                    round: None,
                 }),
             }
         }
@@ -169,6 +170,7 @@ pub fn plan_port_reads(cluster: &Cluster, report: &JobReport, evidence: &JobEvid
                 target: ports.join(", "),
                 why,
                 outcome: format!("not run: past the {MAX_PORT_READS} ports one verdict reads"),
+                round: None,
             });
             continue;
         }

@@ -13,7 +13,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use model::job::{FollowUp, JobEvidence, JobPair, JobReport, NotJudgedItem};
+use model::job::{
+    FollowUp, JobEvidence, JobPair, JobReport, NotJudgedItem, ProbePhase, ProbeRound,
+};
 
 use crate::follow_up::{self, PortRead};
 use crate::job::judge_with_what_if;
@@ -204,13 +206,25 @@ async fn separate<M: Measure>(
     let asked = plan.pairs.iter().map(|&(a, b, _)| (a, b)).collect();
     match measure.measure_pairs(asked).await? {
         PairsMeasured::Measured(pairs) => {
-            for (k, pair) in pairs.into_iter().enumerate() {
-                let (_, _, why) = &plan.pairs[k % plan.pairs.len()];
+            // Pair `k` answers the `k % n`-th asked, in round `k / n`: each is labelled
+            // with its round, so that one pair normal in one round and abnormal in the
+            // other reads as two phases of a flap, not as two answers.
+            let asked = plan.pairs.len();
+            let rounds = pairs.len().div_ceil(asked) as u32;
+            for (k, mut pair) in pairs.into_iter().enumerate() {
+                let (_, _, why) = &plan.pairs[k % asked];
+                let round = Some(ProbeRound {
+                    phase: ProbePhase::FollowUp,
+                    round: (k / asked) as u32 + 1,
+                    rounds,
+                });
+                pair.round = round;
                 step.push(FollowUp {
                     kind: "pair".to_string(),
                     target: analyze::job::paths::pair_name(&pair),
                     why: why.clone(),
                     outcome: follow_up::outcome(pair.parts.network_status, pair.reason.as_deref()),
+                    round,
                 });
                 evidence.pairs.push(pair);
             }
@@ -221,6 +235,7 @@ async fn separate<M: Measure>(
                 target: name,
                 why: reason.clone(),
                 outcome: format!("not run: {why}"),
+                round: None,
             },
         )),
     }

@@ -26,6 +26,8 @@ pub const BACKGROUND_MIN_PORTS: usize = 3;
 /// Cables that pairs call slow, with no counter to accuse any, before the slowness is called
 /// other jobs' traffic rather than as many faults at once.
 pub const BACKGROUND_MIN_FINDINGS: usize = 3;
+/// Why a one-host job's network is not judged.
+pub const ONE_HOST: &str = "one host: no pair between hosts to probe; the network was not judged";
 /// Most ports or pairs an evidence text lists by name.
 pub(super) const LISTED: usize = 3;
 
@@ -73,9 +75,16 @@ impl<'a> Judged<'a> {
         self.ports
     }
 
-    /// The cables of the job's routes that no judged observation crossed.
+    /// The cables of the job's routes that no judged observation crossed; on one host,
+    /// the network as a whole (DESIGN 4.7 rule 7: no pair probed, so the network layer
+    /// was never judged, whatever the host's own check says).
     pub fn unjudged_cables(&self) -> Vec<NotJudgedItem> {
-        // A job on one host crosses no cable.
+        if self.evidence.nodes.len() == 1 && self.evidence.pairs.is_empty() {
+            return vec![NotJudgedItem {
+                what: "the network".to_string(),
+                why: ONE_HOST.to_string(),
+            }];
+        }
         if self.evidence.nodes.len() < 2 {
             return Vec::new();
         }
@@ -143,10 +152,17 @@ pub fn summary(
         format!("{} ({what})", c.cause)
     };
     match verdict {
-        Verdict::Inconclusive => format!(
-            "inconclusive: {} part(s) of the job were not judged, and nothing judged is faulty",
-            not_judged.len()
-        ),
+        Verdict::Inconclusive => match not_judged {
+            [only] => format!(
+                "inconclusive ({}): {}; nothing judged is faulty",
+                only.what, only.why
+            ),
+            _ => format!(
+                "inconclusive: {} part(s) of the job were not judged, and nothing judged is \
+                 faulty",
+                not_judged.len()
+            ),
+        },
         Verdict::Neither => {
             let mut out = match culprits.first() {
                 Some(c) => format!(

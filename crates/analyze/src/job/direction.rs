@@ -80,6 +80,7 @@ mod tests {
             retransmitted_packets: 0,
             reason: None,
             counters_a: counters,
+            round: None,
         }
     }
 

@@ -74,10 +74,11 @@ pub fn judge(evidence: &JobEvidence) -> JobReport {
     }
     let Ranking {
         mut culprits,
-        not_the_jobs,
+        mut not_the_jobs,
         ..
     } = ranking;
     culprits.sort_by(|a, b| b.score.total_cmp(&a.score));
+    once_each(&mut not_the_jobs);
     let mut not_judged = evidence.not_judged.clone();
     for source in SOURCES.iter() {
         not_judged.extend(source.not_judged(&judged));
@@ -99,11 +100,27 @@ pub fn judge(evidence: &JobEvidence) -> JobReport {
         what_if: None,
         follow_ups: Vec::new(),
         sensitivity,
+        probed: model::job::ProbeCount::default(),
     };
     for source in SOURCES.iter() {
         source.report(&judged, &mut report);
     }
     report
+}
+
+/// Keeps the first of the faults that name the same component for the same cause (a
+/// cable both of whose ends counted, a fault two sources found): each is listed once.
+fn once_each(found: &mut Vec<model::job::Culprit>) {
+    let mut seen = std::collections::HashSet::new();
+    found.retain(|c| {
+        c.component.is_none()
+            || seen.insert((
+                c.layer,
+                c.host.clone(),
+                c.component.clone(),
+                c.cause.clone(),
+            ))
+    });
 }
 
 #[cfg(test)]
@@ -226,6 +243,7 @@ mod tests {
             retransmitted_packets: 0,
             reason: None,
             counters_a: None,
+            round: None,
         }
     }
 
@@ -316,13 +334,21 @@ mod tests {
     }
 
     #[test]
-    fn a_job_on_one_healthy_host_crosses_no_cable_and_is_neither() {
+    fn a_job_on_one_host_leaves_the_network_unjudged_and_its_host_judged() {
+        // Issue 38: with no pair between hosts the network was never judged (DESIGN 4.7
+        // rule 7); this asserted `neither` before.
         let mut e = evidence(
             vec![host("n1", Some(report("n1", PathStatus::Normal)))],
             vec![],
         );
         e.job_cables.clear();
-        assert_eq!(judge(&e).verdict, Verdict::Neither);
+        let r = judge(&e);
+        assert_eq!(r.verdict, Verdict::Inconclusive, "{}", r.summary);
+        assert_eq!(r.verdict.exit_code(), 3);
+        assert_eq!(r.not_judged.len(), 1, "{:?}", r.not_judged);
+        assert_eq!(r.not_judged[0].what, "the network");
+        assert_eq!(r.not_judged[0].why, culprits::ONE_HOST);
+        assert!(r.summary.contains("one host: no pair"), "{}", r.summary);
         let abnormal = evidence(
             vec![host("n1", Some(report("n1", PathStatus::Abnormal)))],
             vec![],

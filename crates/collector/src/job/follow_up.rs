@@ -53,6 +53,7 @@ pub async fn check_unjudged(
              its part of a pair cannot be told from the network's"
         ),
         outcome,
+        round: None,
     };
     let (agents, mut client) = match (
         agents::load(&access.pool, Some(&names)).await,

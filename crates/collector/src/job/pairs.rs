@@ -62,6 +62,9 @@ pub fn job_pair(pair: &MeshPair, routes: Option<&JobRoutes>) -> JobPair {
         retransmitted_packets: 0,
         counters_a: report.and_then(|r| r.counters_a),
         reason: words.filter(|r| !r.is_empty()).map(str::to_owned),
+        // The window's pairs may come from several meshes: the pipeline labels its own
+        // follow-ups' rounds.
+        round: None,
     }
 }
 

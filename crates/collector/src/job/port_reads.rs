@@ -98,6 +98,7 @@ fn follow_up(read: &PortRead, outcome: String) -> FollowUp {
         target: read.ports.join(", "),
         why: read.why.clone(),
         outcome,
+        round: None,
     }
 }
 

@@ -27,10 +27,10 @@ pub fn render(report: &JobReport, observed: Observed, style: Style) -> String {
     };
     let _ = writeln!(
         out,
-        "{} {} host(s), {} pair(s) probed{label}",
+        "{} {} host(s), {}{label}",
         style.bold(&format!("{who}:")),
         report.nodes.len(),
-        report.pairs.len(),
+        probed(report),
     );
     let verdict = match report.verdict {
         Verdict::Neither => style.green(&report.summary),
@@ -52,7 +52,8 @@ pub fn render(report: &JobReport, observed: Observed, style: Style) -> String {
         let _ = writeln!(out);
         let _ = writeln!(out, "{}", style.bold("follow-ups run:"));
         for f in &report.follow_ups {
-            let _ = writeln!(out, "  {} {}: {}", f.kind, f.target, f.outcome);
+            let round = f.round.map(|r| format!(", {r}")).unwrap_or_default();
+            let _ = writeln!(out, "  {} {}{round}: {}", f.kind, f.target, f.outcome);
             let _ = writeln!(out, "    why: {}", f.why);
         }
     }
@@ -145,6 +146,34 @@ fn write_judged(out: &mut String, report: &JobReport, style: Style) {
     }
 }
 
+/// `46 pair(s) probed, 92 probes in 2 rounds`: each pair counted once, however many
+/// rounds probed it (issue 38); a report without the count (an older collector's) says
+/// how many probes it lists.
+fn probed(report: &JobReport) -> String {
+    let c = &report.probed;
+    if c.probes == 0 {
+        return format!("{} pair(s) probed", report.pairs.len());
+    }
+    let mesh = c.probes - c.follow_up_probes;
+    let rounds = |n: u32| match n {
+        0 => String::new(),
+        1 => " in 1 round".to_string(),
+        n => format!(" in {n} rounds"),
+    };
+    let mut out = format!("{} pair(s) probed, {} probes", c.pairs, c.probes);
+    if c.follow_up_probes == 0 {
+        out.push_str(&rounds(c.mesh_rounds));
+    } else {
+        out.push_str(&format!(
+            " ({mesh} in the mesh{}, {} follow-ups{})",
+            rounds(c.mesh_rounds),
+            c.follow_up_probes,
+            rounds(c.follow_up_rounds)
+        ));
+    }
+    out
+}
+
 /// `link_errors at leaf2/9 (fabric, score 0.95)`.
 fn culprit_title(c: &Culprit) -> String {
     let what = match (&c.host, &c.component) {
@@ -190,6 +219,7 @@ mod tests {
             ports: Vec::new(),
             what_if: None,
             follow_ups: Vec::new(),
+            probed: Default::default(),
             sensitivity: Sensitivity {
                 host: LayerSensitivity {
                     min_visible_loss: Some(0.2),

@@ -50,8 +50,9 @@ impl Source for SwitchPorts {
                 continue;
             }
             let culprit = counters_culprit(port);
+            // A cable is named once, by the first of its two ends that counted.
+            ranking.named_cables.insert(port.port.cable.clone());
             if port.port.on_job_route {
-                ranking.named_cables.insert(port.port.cable.clone());
                 ranking.culprits.push(culprit);
             } else {
                 ranking.not_the_jobs.push(culprit);
