@@ -616,9 +616,7 @@ fn inside_the_guest_pair_probe() {
     let fastest = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
     let apart = |hp: &[f64], pt: &[f64]| (fastest(hp) / fastest(pt) - 1.0).abs() > 0.15;
     let mut round = 0;
-    while round < LATENCY_ONLY_ROUNDS
-        || (round < MAX_LATENCY_ROUNDS && apart(&hp_lat, &pt_lat))
-    {
+    while round < LATENCY_ONLY_ROUNDS || (round < MAX_LATENCY_ROUNDS && apart(&hp_lat, &pt_lat)) {
         round += 1;
         let mut run_perftest = |pt_lat: &mut Vec<f64>| {
             let (lat, ()) = unstarved("ib_write_lat", STARVED_US, || {

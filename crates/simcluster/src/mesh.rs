@@ -139,7 +139,11 @@ pub fn run(
     };
     // Other jobs run off the job's hosts; a mesh of the whole fleet is no job, and they run
     // on every host but the pair probed.
-    let job: &[usize] = if settings.nodes.is_some() { &hosts } else { &[] };
+    let job: &[usize] = if settings.nodes.is_some() {
+        &hosts
+    } else {
+        &[]
+    };
     let fabric = FaultedFabric::new(cluster, &faults.fabric, job)?;
     let healthy = FaultedFabric::healthy(cluster);
     let flap_offset_s = ChaCha8Rng::seed_from_u64(settings.seed ^ 0xf1a9).gen_range(0.0..2.0)

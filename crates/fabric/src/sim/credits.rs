@@ -63,7 +63,12 @@ impl Links {
                 self.available(link as u32, now);
             }
         }
-        least_load(self.flows[range].iter(), self.buffer_units, unit_bytes, tied)
+        least_load(
+            self.flows[range].iter(),
+            self.buffer_units,
+            unit_bytes,
+            tied,
+        )
     }
 
     /// [`Links::least_loaded_into`] of the listed links (the up ports left where links are

@@ -98,9 +98,9 @@ impl Engine {
         }
         let ports = self.wiring.up_list(at, count);
         let now = self.now;
-        let (_, ties) = self
-            .links
-            .least_loaded_of(ports, now, self.timing.unit_bytes, &mut self.tied);
+        let (_, ties) =
+            self.links
+                .least_loaded_of(ports, now, self.timing.unit_bytes, &mut self.tied);
         ports[pick_tied(&self.tied, ties, &mut self.routing_rng) as usize]
     }
 

@@ -10,9 +10,9 @@ use fabric::traffic::Job;
 
 use super::states::LinkStates;
 use super::traffic::{JobTraffic, RailShare};
-use crate::{background, links};
 use crate::spec::{Cable, Cluster, RnicPort};
 use crate::PlanError;
+use crate::{background, links};
 
 /// The job, ready to replay.
 pub(crate) struct Replay<'a> {
@@ -126,4 +126,3 @@ impl Replay<'_> {
         })
     }
 }
-
