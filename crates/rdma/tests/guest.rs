@@ -455,6 +455,22 @@ fn perftest(net: &PairNet, tool: &str, args: &[&str], column: &str, port: &mut u
     panic!("{tool} {args:?} gave no {column} in three attempts:\n{outputs}");
 }
 
+/// `ib_write_lat`'s half round trip of 2 B (t_typical, us), a run the host starved
+/// repeated.
+fn write_lat(net: &PairNet, port: &mut u16) -> f64 {
+    let (lat, ()) = unstarved("ib_write_lat", STARVED_US, || {
+        let lat = perftest(
+            net,
+            "ib_write_lat",
+            &["-s", "2", "-n", "1000"],
+            "t_typical[usec]",
+            port,
+        );
+        (lat, ())
+    });
+    lat
+}
+
 /// The value under `column` in the first data row after perftest's `#bytes` header (names
 /// with a space joined by `_`, as scripts/guest/perftest.sh does).
 fn perftest_column(text: &str, column: &str) -> Option<f64> {
@@ -558,17 +574,7 @@ fn inside_the_guest_pair_probe() {
     let spec = PairSpec::default(); // 2 B x 1000 pings, 64 KiB x 1000 WRITEs, depth 128
     let (mut hp_lat, mut hp_bw, mut pt_lat, mut pt_bw) = (vec![], vec![], vec![], vec![]);
     for round in 1..=ROUNDS {
-        let (lat, ()) = unstarved("ib_write_lat", STARVED_US, || {
-            let lat = perftest(
-                &net,
-                "ib_write_lat",
-                &["-s", "2", "-n", "1000"],
-                "t_typical[usec]",
-                &mut port,
-            );
-            (lat, ())
-        });
-        pt_lat.push(lat);
+        pt_lat.push(write_lat(&net, &mut port));
         let (_, (r, served)) = unstarved("the pair probe", STARVED_US, || {
             let (r, served) = pair_probe(&net, &spec, &dir);
             (median_us(&r), (r, served))
@@ -618,21 +624,8 @@ fn inside_the_guest_pair_probe() {
     let mut round = 0;
     while round < LATENCY_ONLY_ROUNDS || (round < MAX_LATENCY_ROUNDS && apart(&hp_lat, &pt_lat)) {
         round += 1;
-        let mut run_perftest = |pt_lat: &mut Vec<f64>| {
-            let (lat, ()) = unstarved("ib_write_lat", STARVED_US, || {
-                let lat = perftest(
-                    &net,
-                    "ib_write_lat",
-                    &["-s", "2", "-n", "1000"],
-                    "t_typical[usec]",
-                    &mut port,
-                );
-                (lat, ())
-            });
-            pt_lat.push(lat);
-        };
         if round % 2 == 1 {
-            run_perftest(&mut pt_lat);
+            pt_lat.push(write_lat(&net, &mut port));
         }
         let (lat, (r, served)) = unstarved("the pair probe", STARVED_US, || {
             let (r, served) = pair_probe(&net, &latency_only, &dir);
@@ -646,7 +639,7 @@ fn inside_the_guest_pair_probe() {
         assert_eq!(r.latency.small_ns.len(), 1000);
         hp_lat.push(lat);
         if round % 2 == 0 {
-            run_perftest(&mut pt_lat);
+            pt_lat.push(write_lat(&net, &mut port));
         }
         println!(
             "pair latency round {round}: hostping {lat:.2} us, perftest {:.2} us",
