@@ -413,18 +413,7 @@ pub fn judge_uniform(
         worst.offered_gbps / worst.up_gbps,
         load.rank_gbps * worst.up_gbps / worst.offered_gbps,
     );
-    for other in diagnosis.causes[1..]
-        .iter()
-        .filter(|c| c.share >= MENTIONED_SHARE)
-    {
-        text += &format!(
-            " Also: {} ({:.0} % of the congested packets, {} tree{}).",
-            other.cause.as_str(),
-            other.share * 100.0,
-            other.trees,
-            plural(other.trees)
-        );
-    }
+    text += &also(&diagnosis.causes[1..]);
     diagnosis.summary = text;
     diagnosis.oversubscription = Some(worst);
     diagnosis
@@ -488,15 +477,7 @@ pub fn diagnose(topology: &Topology, view: &LinkView, thresholds: &Thresholds) -
                 .expect("the dominant cause has a tree");
             let same = causes[0].trees;
             let mut text = cause_summary(topology, view, thresholds, main, same);
-            for other in causes[1..].iter().filter(|c| c.share >= MENTIONED_SHARE) {
-                text += &format!(
-                    " Also: {} ({:.0} % of the congested packets, {} tree{}).",
-                    other.cause.as_str(),
-                    other.share * 100.0,
-                    other.trees,
-                    plural(other.trees)
-                );
-            }
+            text += &also(&causes[1..]);
             text
         }
     };
@@ -676,6 +657,23 @@ fn cause_shares(roots: &[RootLink]) -> Vec<CauseShare> {
 /// "1 congested link", "53 congested links".
 fn tree_size(links: usize) -> String {
     format!("{links} congested link{}", plural(links))
+}
+
+/// " Also: ..." for each cause after the dominant one with a share worth mentioning.
+fn also(others: &[CauseShare]) -> String {
+    others
+        .iter()
+        .filter(|c| c.share >= MENTIONED_SHARE)
+        .map(|other| {
+            format!(
+                " Also: {} ({:.0} % of the congested packets, {} tree{}).",
+                other.cause.as_str(),
+                other.share * 100.0,
+                other.trees,
+                plural(other.trees)
+            )
+        })
+        .collect()
 }
 
 fn plural(n: usize) -> &'static str {
