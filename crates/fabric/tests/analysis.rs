@@ -818,9 +818,8 @@ fn uniform_load_on_a_leafs_up_links_is_its_ranks_offer_to_other_leaves() {
         aggs_per_pod: 2,
     })
     .unwrap();
-    let placement: Vec<NodeId> = (0..24).map(NodeId).collect();
     let load = UniformLoad {
-        placement: &placement,
+        placement: (0..24).map(NodeId).collect(),
         rank_gbps: 10.0,
     };
     let o = oversubscription(&t, 100.0, &load).unwrap();

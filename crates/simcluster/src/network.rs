@@ -243,9 +243,7 @@ impl FaultedFabric {
             .iter()
             .filter(|(cable, _)| cables.contains(cable))
             .map(|&(cable, per_second)| {
-                let gbps = topology
-                    .link_rates()
-                    .map_or(self.config.link_gbps, |r| r[cable.0 as usize]);
+                let gbps = topology.link_rate_or(cable.0, self.config.link_gbps);
                 (cable, (per_second * packet_bits / (gbps * 1e9)).min(1.0))
             })
             .collect()

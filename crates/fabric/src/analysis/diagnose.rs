@@ -266,10 +266,10 @@ pub struct Diagnosis {
 /// Uniform random traffic on a fat tree: each rank offers `rank_gbps` to destinations drawn
 /// evenly from the other ranks, so the load on a leaf's up links depends on how many ranks
 /// it holds, never on which ranks they are.
-#[derive(Copy, Clone, Debug)]
-pub struct UniformLoad<'a> {
+#[derive(Clone, Debug)]
+pub struct UniformLoad {
     /// The node of each rank.
-    pub placement: &'a [NodeId],
+    pub placement: Vec<NodeId>,
     /// What each rank offers, Gb/s.
     pub rank_gbps: f64,
 }
@@ -306,13 +306,9 @@ pub fn oversubscription(
     if topology.is_graph() || topology.num_aggs() == 0 || ranks < 2 {
         return None;
     }
-    let rate = |port: PortRef| {
-        topology
-            .link_rates()
-            .map_or(link_gbps, |rates| rates[topology.port_index(port) as usize])
-    };
+    let rate = |port: PortRef| topology.link_rate_or(topology.port_index(port), link_gbps);
     let mut on_leaf = vec![Vec::new(); topology.num_leaves() as usize];
-    for &node in load.placement {
+    for &node in &load.placement {
         on_leaf[topology.leaf_of(node).0 as usize].push(node);
     }
     on_leaf
@@ -329,10 +325,7 @@ pub fn oversubscription(
             let up_gbps: f64 = up.iter().map(|&port| rate(port)).sum();
             let ranks_line_gbps: f64 = nodes
                 .iter()
-                .map(|&node| {
-                    let port = (node.0 % topology.nodes_per_leaf()) as u16;
-                    rate(PortRef { switch, port })
-                })
+                .map(|&node| rate(topology.node_port(node)))
                 .sum();
             let elsewhere = (ranks - nodes.len()) as f64 / (ranks - 1) as f64;
             Oversubscription {
@@ -620,9 +613,7 @@ fn root_link(
 /// their own (a real fabric's QDR hosts under FDR10 trunks: a trunk at 36 Gb/s runs at 90 %
 /// of its 40, not above the run's 32), the view's one rate otherwise.
 fn line_rate(topology: &Topology, view: &LinkView, port: PortRef) -> f64 {
-    topology.link_rates().map_or(view.link_gbps, |rates| {
-        rates[topology.port_index(port) as usize]
-    })
+    topology.link_rate_or(topology.port_index(port), view.link_gbps)
 }
 
 /// Causes by the congested weighted count of their trees, largest first.

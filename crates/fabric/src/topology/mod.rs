@@ -685,6 +685,13 @@ impl Topology {
         self.link_gbps.as_deref()
     }
 
+    /// The rate of the link out of port `index`, Gb/s: its own where the tree has rates per
+    /// link, `default_gbps` (the run's one rate) otherwise.
+    pub fn link_rate_or(&self, index: PortIndex, default_gbps: f64) -> f64 {
+        self.link_rates()
+            .map_or(default_gbps, |rates| rates[index as usize])
+    }
+
     /// The nodes with no host cabled ([`Topology::with_free_nodes`]), ascending.
     pub fn free_nodes(&self) -> &[u32] {
         &self.free_nodes

@@ -175,7 +175,7 @@ fn peer_child(args: &PeerArgs) -> Result<bool> {
     let config = workload.config(args.seed);
     let link_latency_ns = config.link_latency_ns;
     let spec = WorkloadSpec::from_str(&workload.workload_spec())?;
-    let simulation = prepare(&topology, &spec, &MappingSpec::RowMajor, config)?;
+    let (simulation, _) = prepare(&topology, &spec, &MappingSpec::RowMajor, config)?;
     let result = simulation.run(&mut |_| {});
     let peak_rss = peak_resident_bytes().context("/proc/self/status: no VmHWM")?;
     let figures = PeerFigures::of_run(

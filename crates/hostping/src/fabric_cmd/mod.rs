@@ -20,7 +20,7 @@ use clap::ValueEnum;
 use fabric::analysis::view::JobSelection;
 use fabric::analysis::{
     diagnose, judge_uniform, render_text, write_plots, write_window_plots, Cause, Directions,
-    LinkView, PlotOptions, Thresholds, UniformLoad, ViewSpec,
+    LinkView, PlotOptions, Thresholds, ViewSpec,
 };
 use fabric::real_fabric::{RealFabricError, TreeInput};
 use fabric::sim::{CongestionRule, SimConfig};
@@ -34,7 +34,7 @@ use crate::cli::fabric::{
     TelemetryChoice,
 };
 use fabric::summary::{ports_csv, RunSummary, DIAGNOSIS_FILE, PLOT_STEM, PORTS_FILE, SUMMARY_FILE};
-use simulate::{duration_ps, prepare_with_uniform, run_with_progress};
+use simulate::{duration_ps, prepare, run_with_progress};
 
 /// Runs one fabric command; `Findings` when it found congestion (exit status 1),
 /// `Inconclusive` when a simulation could not be judged (exit status 3).
@@ -136,7 +136,7 @@ fn sim(args: &SimArgs) -> Result<Outcome> {
     let mapping = MappingSpec::from_str(&args.mapping)?;
     let config = sim_config(args, link_gbps)?;
     let end_ps = config.end_ps;
-    let (simulation, uniform) = prepare_with_uniform(&topology, &workload, &mapping, config)?;
+    let (simulation, uniform) = prepare(&topology, &workload, &mapping, config)?;
     // Before the run, so that a folder we cannot write to does not cost a simulation.
     std::fs::create_dir_all(&args.out_dir).with_context(|| {
         format!(
@@ -151,12 +151,8 @@ fn sim(args: &SimArgs) -> Result<Outcome> {
     let estimate = LinkView::build(&topology, &result, &spec)?;
     let truth = LinkView::build(&topology, &result, &ViewSpec::ground_truth(jobs))?;
     let mut diagnosis = diagnose(&topology, &estimate, &Thresholds::default());
-    if let Some(offer) = &uniform {
-        let load = UniformLoad {
-            placement: &offer.placement,
-            rank_gbps: offer.rank_gbps,
-        };
-        diagnosis = judge_uniform(diagnosis, &topology, link_gbps, &load);
+    if let Some(load) = &uniform {
+        diagnosis = judge_uniform(diagnosis, &topology, link_gbps, load);
     }
 
     let telemetry = args.telemetry.to_possible_value().expect("named");

@@ -2,8 +2,9 @@
 //! the jobs built and checked, and the run under a progress bar of simulated time on stderr.
 
 use anyhow::Result;
+use fabric::analysis::UniformLoad;
 use fabric::sim::{Progress, SimConfig, SimResult, Simulation};
-use fabric::topology::{NodeId, Topology};
+use fabric::topology::Topology;
 use fabric::traffic::{self, MappingSpec, WorkloadSpec};
 use indicatif::ProgressBar;
 use std::time::Instant;
@@ -34,37 +35,19 @@ pub fn progress_bar(label: &str, end_ps: Option<u64>) -> (ProgressBar, impl FnMu
     (bar, update)
 }
 
-/// The jobs of `workload` mapped by `mapping`, ready to run: every input checked.
+/// The jobs of `workload` mapped by `mapping`, ready to run: every input checked. With
+/// them, what a workload of uniform random traffic alone offers the fabric, which no
+/// placement changes and the diagnosis judges oversubscription by
+/// (`fabric::analysis::judge_uniform`); `None` for any other workload.
 pub fn prepare(
     topology: &Topology,
     workload: &WorkloadSpec,
     mapping: &MappingSpec,
     config: SimConfig,
-) -> Result<Simulation> {
-    let jobs = traffic::build_jobs(workload, mapping, topology, &config.job_settings())?;
-    Ok(Simulation::new(topology, config, jobs)?)
-}
-
-/// What a workload of uniform random traffic alone offers the fabric, which no placement
-/// changes and the diagnosis judges oversubscription by (`fabric::analysis::judge_uniform`).
-pub struct UniformOffer {
-    /// The node of each rank.
-    pub placement: Vec<NodeId>,
-    /// Each rank's offer, Gb/s.
-    pub rank_gbps: f64,
-}
-
-/// As [`prepare`], with the [`UniformOffer`] of a workload of uniform random traffic alone;
-/// `None` for any other workload.
-pub fn prepare_with_uniform(
-    topology: &Topology,
-    workload: &WorkloadSpec,
-    mapping: &MappingSpec,
-    config: SimConfig,
-) -> Result<(Simulation, Option<UniformOffer>)> {
+) -> Result<(Simulation, Option<UniformLoad>)> {
     let jobs = traffic::build_jobs(workload, mapping, topology, &config.job_settings())?;
     let uniform = match (workload, &jobs[..]) {
-        (WorkloadSpec::Uniform { load, .. }, [job]) => Some(UniformOffer {
+        (WorkloadSpec::Uniform { load, .. }, [job]) => Some(UniformLoad {
             placement: job.placement.clone(),
             rank_gbps: load * config.link_gbps,
         }),
