@@ -2,6 +2,8 @@
 //! network between them. An abnormal pair whose host parts are normal is a network problem;
 //! one whose network part is normal is a host problem.
 
+use std::collections::BTreeMap;
+
 use model::pair::{HostPart, NetworkPart, PartStatus};
 
 /// What a pair's parts add up to, and what is wrong with them.
@@ -17,6 +19,18 @@ pub struct PairJudgement {
     pub status: PartStatus,
     /// Why the network part is abnormal, in words (empty when it is not).
     pub network_reasons: Vec<String>,
+}
+
+/// The Abnormal_th a pair between `a` and `b` is judged with: the larger of its two hosts'
+/// (`by_host`), so that a pair is no stricter than the agent of either end; Hostping 5's
+/// 20 % where neither has one.
+pub fn pair_th(by_host: &BTreeMap<String, f64>, a: &str, b: &str) -> f64 {
+    [by_host.get(a), by_host.get(b)]
+        .into_iter()
+        .flatten()
+        .copied()
+        .reduce(f64::max)
+        .unwrap_or(model::Thresholds::default().abnormal_th)
 }
 
 /// Judges a pair. The network part is abnormal past Abnormal_th (Hostping 5: 20 %): its

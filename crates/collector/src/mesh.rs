@@ -182,7 +182,7 @@ impl Access {
         for pair in &mut answer.pairs {
             match pair_baselines::key(pair).map(|k| (baselines.get(&k), k)) {
                 Some((Some(baseline), (a, b))) => {
-                    let th = pair_baselines::pair_th(&by_host, &a.host, &b.host);
+                    let th = analyze::pair::pair_th(&by_host, &a.host, &b.host);
                     pair_baselines::judge(pair, baseline, th);
                 }
                 _ => pair_baselines::not_judged(pair),

@@ -207,18 +207,6 @@ pub async fn abnormal_th(
         .collect())
 }
 
-/// The Abnormal_th a pair between `a` and `b` is judged with: the larger of its two hosts'
-/// (`by_host`, [`abnormal_th`]), so that a pair is no stricter than the agent of either
-/// end; Hostping 5's 20 % where neither has one.
-pub fn pair_th(by_host: &BTreeMap<String, f64>, a: &str, b: &str) -> f64 {
-    [by_host.get(a), by_host.get(b)]
-        .into_iter()
-        .flatten()
-        .copied()
-        .reduce(f64::max)
-        .unwrap_or(model::Thresholds::default().abnormal_th)
-}
-
 /// Judges a measured pair report against its recorded baseline with Abnormal_th `th`, in
 /// place: each part's status, the pair's, the reason, and when the baseline was recorded
 /// (`baseline_recorded_unix_ms`). A pair that did not finish, or whose figures do not
@@ -251,6 +239,7 @@ pub fn not_judged(pair: &mut MeshPair) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use analyze::pair::pair_th;
     use fleet_api::mesh::NotRun;
     use fleet_api::pair::End as PairEnd;
     use model::LatencyStats;

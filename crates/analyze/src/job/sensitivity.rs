@@ -5,10 +5,13 @@
 //! ([`crate::pair::judge`]): a link or a cable that keeps 80 % of its rate answers healthy.
 //! A verdict of `neither` is only as fine as these bounds, and says them.
 
+use std::collections::BTreeMap;
+
 use model::job::{JobEvidence, LayerSensitivity, Sensitivity};
 use model::{LinkStatus, PathStatus, Report};
 
 use super::hosts::Hosts;
+use crate::pair::pair_th;
 
 /// The bounds of the hosts' checks (on the job's paths they judged) and of the pairs whose
 /// network part was judged, each with the thresholds they were judged with.
@@ -89,17 +92,11 @@ fn job_path_bounds<'r>(
 /// of its two hosts', as the collector judges it) below what its hosts' paths and the
 /// healthy fabric allow, or its latency rises that far above the healthy fabric's.
 fn network_layer(evidence: &JobEvidence) -> LayerSensitivity {
-    let th_of = |host: &str| {
-        evidence
-            .hosts
-            .iter()
-            .find(|h| h.host == host)
-            .and_then(|h| h.report.as_ref())
-            .map_or_else(
-                || model::Thresholds::default().abnormal_th,
-                |r| r.judged_with().abnormal_th,
-            )
-    };
+    let by_host: BTreeMap<String, f64> = evidence
+        .hosts
+        .iter()
+        .filter_map(|h| Some((h.host.clone(), h.report.as_ref()?.judged_with().abnormal_th)))
+        .collect();
     let threshold = evidence
         .pairs
         .iter()
@@ -109,7 +106,7 @@ fn network_layer(evidence: &JobEvidence) -> LayerSensitivity {
                 model::pair::PartStatus::Normal | model::pair::PartStatus::Abnormal
             )
         })
-        .map(|p| th_of(&p.parts.a.host).max(th_of(&p.parts.b.host)))
+        .map(|p| pair_th(&by_host, &p.parts.a.host, &p.parts.b.host))
         .reduce(f64::max);
     let Some(th) = threshold else {
         return LayerSensitivity {
