@@ -231,8 +231,8 @@ pub(super) fn fabric_action(cause: &str, port: Option<&str>) -> String {
     }
 }
 
-/// The first few names, and how many more.
-pub(super) fn listed(names: impl Iterator<Item = impl AsRef<str>>) -> String {
+/// The first few names, and how many more (the job's words in the CLI list hosts so too).
+pub fn listed(names: impl Iterator<Item = impl AsRef<str>>) -> String {
     let names: Vec<String> = names.map(|n| n.as_ref().to_string()).collect();
     let mut out = names
         .iter()

@@ -38,6 +38,7 @@ pub mod sensitivity;
 pub mod source;
 pub mod what_if;
 
+pub use culprits::listed;
 use model::job::{JobEvidence, JobReport};
 use source::{host_checks::HostChecks, pairs::Pairs, switch_ports::SwitchPorts};
 use source::{what_if::WhatIfSource, Ranking, Reading, Source};

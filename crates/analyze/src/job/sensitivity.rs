@@ -131,7 +131,7 @@ fn network_layer(evidence: &JobEvidence) -> LayerSensitivity {
 }
 
 /// `20 %`.
-pub(super) fn percent(fraction: f64) -> String {
+pub fn percent(fraction: f64) -> String {
     format!("{:.0} %", fraction * 100.0)
 }
 

@@ -4,7 +4,9 @@
 
 use std::fmt::Write as _;
 
-use model::job::{Culprit, JobReport, Verdict};
+use analyze::job::listed;
+use analyze::job::sensitivity::percent;
+use model::job::{Culprit, JobHostSummary, JobReport, Verdict};
 
 use views::Style;
 
@@ -107,9 +109,6 @@ pub fn render(report: &JobReport, observed: Observed, style: Style) -> String {
     out
 }
 
-/// Most hosts the words name before counting the rest.
-const LISTED: usize = 3;
-
 /// How small a loss each layer could have seen, and the hosts judged on the job's paths
 /// only: what `neither` vouches for, and what it does not.
 fn write_judged(out: &mut String, report: &JobReport, style: Style) {
@@ -120,26 +119,21 @@ fn write_judged(out: &mut String, report: &JobReport, style: Style) {
         ("network", &report.sensitivity.network),
     ] {
         let loss = s.min_visible_loss.map_or("not measured".to_string(), |l| {
-            format!("losses of up to {:.0} % do not show", l * 100.0)
+            format!("losses of up to {} do not show", percent(l))
         });
         let _ = writeln!(out, "  {layer:<8} {loss}: {}", s.basis);
     }
-    let partly: Vec<&str> = report
+    let partly: Vec<&JobHostSummary> = report
         .hosts
         .iter()
         .filter(|h| !h.unjudged_links.is_empty())
-        .map(|h| h.host.as_str())
         .collect();
-    if let Some(first) = report.hosts.iter().find(|h| !h.unjudged_links.is_empty()) {
-        let more = match partly.len() {
-            n if n > LISTED => format!(" and {} more", n - LISTED),
-            _ => String::new(),
-        };
+    if let Some(first) = partly.first() {
         let _ = writeln!(
             out,
-            "  {} host(s) judged on the job's paths only ({}{more}): e.g. {}: {}",
+            "  {} host(s) judged on the job's paths only ({}): e.g. {}: {}",
             partly.len(),
-            partly[..partly.len().min(LISTED)].join(", "),
+            listed(partly.iter().map(|h| h.host.as_str())),
             first.host,
             first.judged
         );
@@ -192,7 +186,7 @@ fn culprit_title(c: &Culprit) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use model::job::{JobHostSummary, LayerSensitivity, Sensitivity};
+    use model::job::{LayerSensitivity, Sensitivity};
 
     #[test]
     fn the_words_say_how_small_a_loss_was_seen_and_what_hosts_were_judged_on() {
