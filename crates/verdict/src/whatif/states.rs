@@ -71,10 +71,15 @@ impl LinkStates {
             if culprit.cause == "background_traffic" {
                 // Other jobs share some of the job's links, not all: the pairs they slowed
                 // (the network part abnormal) say how much, where there are such pairs.
-                let slowed = |p: &&JobPair| p.parts.network_status == PartStatus::Abnormal;
-                let sizing: Vec<&JobPair> = match evidence.pairs.iter().filter(slowed).count() {
-                    0 => evidence.pairs.iter().collect(),
-                    _ => evidence.pairs.iter().filter(slowed).collect(),
+                let slowed: Vec<&JobPair> = evidence
+                    .pairs
+                    .iter()
+                    .filter(|p| p.parts.network_status == PartStatus::Abnormal)
+                    .collect();
+                let sizing = if slowed.is_empty() {
+                    evidence.pairs.iter().collect()
+                } else {
+                    slowed
                 };
                 let mut bandwidths: Vec<f64> = sizing
                     .iter()
