@@ -51,11 +51,7 @@ pub fn evidence(
     Ok(JobEvidence {
         job: None,
         hosts: job_hosts(cluster, &hosts, &report, settings.endpoint),
-        pairs: report
-            .pairs
-            .iter()
-            .map(|p| job_pair(cluster, p, ProbePhase::Mesh))
-            .collect(),
+        pairs: report.pairs.iter().map(|p| job_pair(cluster, p)).collect(),
         ports: job_ports(
             cluster,
             &report,
@@ -183,10 +179,7 @@ impl Simulated<'_> {
         };
         let measured = mesh::run(cluster, self.faults, &probe, &|_, _| {})?.pairs;
         Ok(PairsMeasured::Measured(
-            measured
-                .iter()
-                .map(|p| job_pair(cluster, p, ProbePhase::FollowUp))
-                .collect(),
+            measured.iter().map(|p| job_pair(cluster, p)).collect(),
         ))
     }
 }
@@ -217,8 +210,9 @@ fn job_hosts(
 }
 
 /// A mesh pair as the verdict reads it: with the cables it crossed both ways, and its
-/// round of `phase` ([`ROUNDS`] of each).
-pub(crate) fn job_pair(cluster: &Cluster, p: &PairReport, phase: ProbePhase) -> JobPair {
+/// round of the mesh ([`ROUNDS`]). Follow-up pairs are labelled again as such by the
+/// pipeline (`verdict::pipeline`), which numbers their rounds for every kind of cluster.
+pub(crate) fn job_pair(cluster: &Cluster, p: &PairReport) -> JobPair {
     JobPair {
         parts: p.parts.clone(),
         cables: pair_cables(
@@ -230,7 +224,7 @@ pub(crate) fn job_pair(cluster: &Cluster, p: &PairReport, phase: ProbePhase) -> 
         reason: p.reason.clone(),
         counters_a: None,
         round: Some(ProbeRound {
-            phase,
+            phase: ProbePhase::Mesh,
             round: p.round,
             rounds: ROUNDS,
         }),
