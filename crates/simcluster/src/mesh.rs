@@ -356,9 +356,43 @@ fn chosen_hosts(cluster: &Cluster, nodes: Option<&[String]>) -> Result<Vec<usize
     Ok(hosts)
 }
 
+/// Runs in a host's series when its first run names a failure: a flap that stayed degraded
+/// through one run looks like a failure, and only the history tells them apart (Hostping 4.3:
+/// "links marked as gray in three consecutive loopback tests will be identified as flapping
+/// links").
+const FAILURE_CONFIRM_RUNS: u32 = 3;
+
 /// One host's own check: its virtual host with its faults, judged against its model's
-/// simulated baseline (what `hostping check --sim MODEL` does).
+/// simulated baseline (what `hostping check --sim MODEL` does). A run that names a link
+/// failure is confirmed by a short series, whose last report (judged with the runs before
+/// it) is the host's.
 fn check_host(
+    cluster: &Cluster,
+    faults: &ClusterFaults,
+    host: usize,
+    baseline: &model::Baseline,
+    check_settings: &check::pipeline::CheckSettings,
+    settings: &MeshSettings,
+) -> Report {
+    let first = check_series(cluster, faults, host, baseline, check_settings, settings);
+    let failure = first
+        .diagnoses
+        .iter()
+        .any(|d| d.cause == model::Cause::LinkFailure);
+    if !failure || check_settings.runs >= FAILURE_CONFIRM_RUNS {
+        return first;
+    }
+    // At the host-status cadence, as `hostping check --runs` and the agent run them.
+    let confirm = check::pipeline::CheckSettings {
+        runs: FAILURE_CONFIRM_RUNS,
+        ..check_settings.clone()
+    };
+    check_series(cluster, faults, host, baseline, &confirm, settings)
+}
+
+/// The last report of a series of `check_settings.runs` runs on a fresh virtual host (the
+/// same seed, so a longer series starts with the same runs).
+fn check_series(
     cluster: &Cluster,
     faults: &ClusterFaults,
     host: usize,
@@ -384,7 +418,7 @@ fn check_host(
         &mut |_| {},
         &mut |_, _, _| {},
     );
-    let mut report = reports.pop().expect("one run gives one report");
+    let mut report = reports.pop().expect("a series has at least one run");
     report.host = cluster.hosts[host].name.clone();
     report
 }
