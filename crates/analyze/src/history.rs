@@ -167,6 +167,7 @@ mod tests {
         Report {
             host: "dgx-a100".into(),
             mode: Mode::Idle,
+            busy: Vec::new(),
             healthy: false,
             inconclusive: false,
             not_judged: Vec::new(),

@@ -29,8 +29,10 @@ use model::{LinkId, LinkStatus, NotJudged, NotJudgedReason, Path, PathStatus};
 use std::collections::BTreeMap;
 
 /// What was not judged, one entry per reason (in the order of [`NotJudgedReason`]), and
-/// whether that leaves the host inconclusive (a link uncertain, or no path at all).
-pub(crate) fn not_judged(f: &Facts<'_>) -> (bool, Vec<NotJudged>) {
+/// whether that leaves the host inconclusive (a link uncertain, or no path at all). `busy`
+/// says what made the run busy ([`crate::mode::busy_because`]): the paths busy mode left
+/// out or could not judge are worded with it.
+pub(crate) fn not_judged(f: &Facts<'_>, busy: &[String]) -> (bool, Vec<NotJudged>) {
     let uncertain: Vec<&LinkId> = f
         .links
         .iter()
@@ -88,9 +90,17 @@ pub(crate) fn not_judged(f: &Facts<'_>) -> (bool, Vec<NotJudged>) {
         .into_iter()
         .map(|(reason, (paths, links))| {
             let links = in_host_order(f, links);
+            let mut detail = detail(reason, paths.len(), links.len());
+            if matches!(
+                reason,
+                NotJudgedReason::NotProbed | NotJudgedReason::NotMeasurable
+            ) && !busy.is_empty()
+            {
+                detail.push_str(&format!("; the host is busy: {}", busy.join("; ")));
+            }
             NotJudged {
                 reason,
-                detail: detail(reason, paths.len(), links.len()),
+                detail,
                 paths,
                 links,
             }

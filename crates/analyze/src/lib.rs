@@ -122,8 +122,8 @@ pub use symptoms::{symptoms, Symptom};
 
 use facts::Facts;
 use model::{
-    Baseline, HostSnapshot, HostTopology, LinkReport, PathReport, PathStatus, ProbeRun, Report,
-    Thresholds,
+    Baseline, HostSnapshot, HostTopology, LinkReport, Mode, PathReport, PathStatus, ProbeRun,
+    Report, Thresholds,
 };
 
 /// Everything one analysis reads.
@@ -161,12 +161,17 @@ pub fn analyze(input: &Input, follow_up: &mut dyn FollowUp) -> Report {
     diagnoses.extend(odp::diagnose(&f));
     // What is left in `remaining` lies only on normal links: gray, no cause from one run.
     let reprobes = reprobe::run(&f, follow_up);
-    let (inconclusive, not_judged) = judged::not_judged(&f);
-
     let run = input.run;
+    let busy = match run.mode {
+        Mode::Busy => mode::busy_because(input.host, input.snapshot, input.thresholds),
+        Mode::Idle => Vec::new(),
+    };
+    let (inconclusive, not_judged) = judged::not_judged(&f, &busy);
+
     let mut report = Report {
         host: run.host.clone(),
         mode: run.mode,
+        busy,
         healthy: false,
         inconclusive,
         not_judged,

@@ -31,19 +31,35 @@ impl ModeChoice {
 /// The mode Hostping's hardware monitor would pick from a snapshot (Hostping 4.2, 5). An
 /// RNIC or GPU the monitor could not read does not make the host busy.
 pub fn mode_from_snapshot(host: &HostTopology, snapshot: &HostSnapshot, th: &Thresholds) -> Mode {
-    let rnic_busy = host.rnics().any(|r| {
-        let line = r.rnic().map_or(0.0, |n| n.line_rate_gbps);
-        snapshot
-            .rnic(&r.id)
-            .and_then(|a| a.throughput_gbps)
-            .is_some_and(|t| !th.rnic_idle(t, line))
-    });
-    let gpu_busy = snapshot.gpus.iter().any(|g| g.busy == Some(true));
-    if rnic_busy || gpu_busy {
-        Mode::Busy
-    } else {
+    if busy_because(host, snapshot, th).is_empty() {
         Mode::Idle
+    } else {
+        Mode::Busy
     }
+}
+
+/// What makes the host busy in `snapshot`, for people: each RNIC above Thp_low with the
+/// traffic it carries, and each GPU running work. Empty on an idle host.
+pub fn busy_because(host: &HostTopology, snapshot: &HostSnapshot, th: &Thresholds) -> Vec<String> {
+    let rnics = host.rnics().filter_map(|r| {
+        let line = r.rnic().map_or(0.0, |n| n.line_rate_gbps);
+        let carried = snapshot.rnic(&r.id).and_then(|a| a.throughput_gbps)?;
+        (!th.rnic_idle(carried, line)).then(|| {
+            format!(
+                "{} carries {carried:.1} Gb/s of other traffic ({:.0} % of its {line} Gb/s; \
+                 idle is at most Thp_low, {:.0} %)",
+                r.id,
+                100.0 * carried / line,
+                100.0 * th.thp_low
+            )
+        })
+    });
+    let gpus = snapshot
+        .gpus
+        .iter()
+        .filter(|g| g.busy == Some(true))
+        .map(|g| format!("{} is running work", g.id));
+    rnics.chain(gpus).collect()
 }
 
 #[cfg(test)]
@@ -78,6 +94,17 @@ mod tests {
         assert_eq!(mode(&with(Some(0.0), Some(true))), Mode::Busy);
         // Unread is not busy.
         assert_eq!(mode(&with(None, None)), Mode::Idle);
+        // And the words name what made it busy.
+        let why = |s: &HostSnapshot| busy_because(&host, s, &th);
+        assert!(why(&with(Some(5.0), Some(false))).is_empty());
+        assert_eq!(
+            why(&with(Some(150.0), Some(true))),
+            [
+                "rnic0 carries 150.0 Gb/s of other traffic (75 % of its 200 Gb/s; idle is at \
+                 most Thp_low, 5 %)",
+                "gpu0 is running work"
+            ]
+        );
         assert_eq!(
             ModeChoice::Busy.resolve(&host, &with(None, None), &th),
             Mode::Busy

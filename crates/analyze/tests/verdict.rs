@@ -174,6 +174,21 @@ fn a_busy_rnics_own_link_cannot_be_judged_by_its_probes() {
     // Busy mode probes affinitive paths only: the rest were not probed.
     assert!(reasons(&r).contains(&NotJudgedReason::NotProbed));
     assert_eq!(r.verdict(), Verdict::Inconclusive);
+    // The report says what kept the host busy, and the words of what it left unjudged too.
+    let busy = "rnic0 carries 150.0 Gb/s of other traffic (75 % of its 200 Gb/s";
+    assert_eq!(r.busy.len(), 1, "{:?}", r.busy);
+    assert!(r.busy[0].starts_with(busy), "{:?}", r.busy);
+    for n in &r.not_judged {
+        assert!(
+            n.detail.contains(&format!("the host is busy: {busy}")),
+            "{}",
+            n.detail
+        );
+    }
+    // An idle host has nothing to say there, and its JSON reads as before.
+    let idle = m.quick();
+    assert!(idle.busy.is_empty());
+    assert!(serde_json::to_value(&idle).unwrap().get("busy").is_none());
 }
 
 #[test]

@@ -244,6 +244,11 @@ pub struct Report {
     pub host: String,
     /// Idle or busy.
     pub mode: Mode,
+    /// What made the monitors call the host busy: each RNIC above Thp_low with the traffic
+    /// it carries, each GPU running work (Hostping 4.2, 5). Empty when idle, or when busy
+    /// mode was asked for; written only when not empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub busy: Vec<String>,
     /// True when nothing is wrong (and `diagnoses` is empty) and every link was judged.
     pub healthy: bool,
     /// True when some link could not be judged, so the host cannot be called healthy

@@ -220,6 +220,74 @@ fn a_flapping_cable_is_caught_across_rounds_and_a_down_one_by_its_counters() {
     assert_eq!(down.culprits[0].component.as_deref(), Some("leaf2/9"));
 }
 
+/// Issue 38: a flap that stayed degraded through a host's one run was named `link_failure`
+/// (node007's check with seeds 1, 5, 7, 8, 9 and 12 here). A run that names a failure is now
+/// confirmed by a short series, which tells a flap from a failure; a degraded link stays a
+/// failure.
+#[test]
+fn a_host_link_that_flaps_is_named_flapping_and_one_that_failed_a_failure() {
+    let cluster = pod();
+    let on = |inject: &str, seed: u64| {
+        let faults = ClusterFaults::parse(&[inject.to_string()], &cluster).unwrap();
+        let settings = MeshSettings {
+            nodes: Some(model::hostlist::expand("node[005-008]").unwrap()),
+            seed,
+            ..MeshSettings::default()
+        };
+        let r = simcluster::job::run(
+            &cluster,
+            &faults,
+            &settings,
+            &Default::default(),
+            &|_, _| {},
+        )
+        .unwrap()
+        .report;
+        assert_eq!(
+            r.verdict,
+            Verdict::Host,
+            "{inject} seed {seed}: {}",
+            r.summary
+        );
+        assert_eq!(r.culprits[0].host.as_deref(), Some("node007"));
+        r.culprits[0].cause.clone()
+    };
+    for seed in 1..=12 {
+        assert_eq!(
+            on("node007:flap:gpu1--lsw1:0.3", seed),
+            "link_flapping",
+            "seed {seed}"
+        );
+    }
+    for seed in 1..=3 {
+        assert_eq!(
+            on("node007:degrade:gpu1--lsw1:0.3", seed),
+            "link_failure",
+            "seed {seed}"
+        );
+    }
+}
+
+/// Issue 38: a host whose RNIC carries other traffic is judged in busy mode, which leaves
+/// the job's paths from that RNIC unjudged; the report says what kept it busy.
+#[test]
+fn a_busy_rnic_left_unjudged_says_the_traffic_it_carries() {
+    let r = job_on("node[005-008]", &["node007:service:rnic0:150"]);
+    assert_eq!(r.verdict, Verdict::Inconclusive, "{}", r.summary);
+    let node007 = r
+        .not_judged
+        .iter()
+        .find(|n| n.what == "node007")
+        .expect("node007 is not judged");
+    assert!(
+        node007
+            .why
+            .contains("as the host was busy: rnic0 carries 150.0 Gb/s of other traffic (75 %"),
+        "{}",
+        node007.why
+    );
+}
+
 /// The fast subset of `hostping bench job`: the issue's targets hold on it.
 #[test]
 fn the_fast_labelled_suite_meets_the_targets() {

@@ -102,10 +102,17 @@ pub fn read(hosts: &[JobHost]) -> Hosts<'_> {
             });
         }
         if !unjudged.is_empty() {
+            // A busy host's check judges its paths only against each other (Hostping 4.3):
+            // say what kept it busy, which is often the answer the reader came for.
+            let busy = if report.busy.is_empty() {
+                String::new()
+            } else {
+                format!(", as the host was busy: {}", report.busy.join("; "))
+            };
             out.not_judged.push(NotJudgedItem {
                 what: host.host.clone(),
                 why: format!(
-                    "its check did not judge the job's path{} {}",
+                    "its check did not judge the job's path{} {}{busy}",
                     if unjudged.len() > 1 { "s" } else { "" },
                     unjudged.join(", ")
                 ),
@@ -167,6 +174,7 @@ mod tests {
         Report {
             host: "node001".into(),
             mode: model::Mode::Idle,
+            busy: Vec::new(),
             healthy: diagnoses.is_empty(),
             inconclusive: false,
             not_judged: Vec::new(),

@@ -173,6 +173,7 @@ mod tests {
         Report {
             host: host.into(),
             mode: model::Mode::Idle,
+            busy: Vec::new(),
             healthy: status == PathStatus::Normal,
             inconclusive: false,
             not_judged: Vec::new(),

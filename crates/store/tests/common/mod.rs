@@ -88,6 +88,7 @@ pub fn healthy(host: &str, paths: usize) -> Report {
     Report {
         host: host.to_string(),
         mode: Mode::Idle,
+        busy: Vec::new(),
         healthy: true,
         inconclusive: false,
         not_judged: Vec::new(),
@@ -323,6 +324,7 @@ pub fn report() -> impl Strategy<Value = Report> {
                 Report {
                     host,
                     mode,
+                    busy: Vec::new(),
                     healthy,
                     inconclusive: false,
                     not_judged: Vec::new(),
