@@ -234,14 +234,18 @@ fn fabric_culprit(judged: &Judged<'_>, finding: &Finding) -> (Culprit, bool) {
         (None, _) => {}
     }
     let follow_ups = follow_ups_on(judged, &finding.elements);
-    let confirmed = follow_ups.is_some_and(|f| f.abnormal > 0);
+    // Whether the follow-ups saw it again; `None` when they did not cross every member.
+    let seen_again = follow_ups.map(|f| f.abnormal > 0);
     let score = match (proven, likeliest) {
         // The follow-ups crossed each member alone and every one of their rounds was
         // normal: what the first probes saw is no longer there (DESIGN 4.7 rule 8).
-        _ if follow_ups.is_some_and(|f| f.abnormal == 0) => SCORE_CLEARED,
-        // A flapping member a follow-up pair crossing it alone caught degraded: the
-        // probes prove it.
-        (Some(_), _) if finding.gray && !corroborated && !confirmed => SCORE_CANDIDATES + 0.1,
+        _ if seen_again == Some(false) => SCORE_CLEARED,
+        // A flapping member that no counter and no follow-up caught degraded is a
+        // candidate, not proven; once a follow-up pair crossing it alone catches it, the
+        // probes prove it (the next arm).
+        (Some(_), _) if finding.gray && !corroborated && seen_again.is_none() => {
+            SCORE_CANDIDATES + 0.1
+        }
         (Some(_), _) => {
             SCORE_PROVEN
                 + if corroborated {
