@@ -13,9 +13,12 @@
 //! What adaptive routing compares for every up port of a switch (credits in hand, the output
 //! queue, and whether a return is due) is a 16-byte [`Flow`] in an array of its own, four
 //! ports to a cache line: a scan of a `full` switch's 18 up ports reads 5 lines, not 18 link
-//! records.
+//! records. The scan looks for due returns to fold in only while some link into a switch has
+//! one in flight (`Links::switch_returns`): never where links have no propagation delay, as
+//! a return between switches is then due when it is given.
 
 use super::links::{Flow, Links, Stall};
+use super::packets::NIL;
 
 impl Links {
     #[inline]
@@ -55,9 +58,10 @@ impl Links {
         tied: &mut Vec<u32>,
     ) -> (u64, usize) {
         let range = start as usize..(start + count) as usize;
-        if self.flows[range.clone()]
-            .iter()
-            .any(|flow| flow.next_return_ps <= now)
+        if self.switch_returns > 0
+            && self.flows[range.clone()]
+                .iter()
+                .any(|flow| flow.next_return_ps <= now)
         {
             for link in range.clone() {
                 self.available(link as u32, now);
@@ -80,9 +84,10 @@ impl Links {
         unit_bytes: u32,
         tied: &mut Vec<u32>,
     ) -> (u64, usize) {
-        if links
-            .iter()
-            .any(|&link| self.flows[link as usize].next_return_ps <= now)
+        if self.switch_returns > 0
+            && links
+                .iter()
+                .any(|&link| self.flows[link as usize].next_return_ps <= now)
         {
             for &link in links {
                 self.available(link, now);
@@ -110,6 +115,15 @@ impl Links {
             flow.credits <= self.buffer_units,
             "link {link}: credits over buffer"
         );
+        if flow.next_return_ps == u64::MAX && self.leads_to_switch(link) {
+            self.switch_returns -= 1;
+        }
+    }
+
+    /// Whether the far end of `link` is a switch (which routing may compare the link for).
+    #[inline]
+    fn leads_to_switch(&self, link: u32) -> bool {
+        self[link].input.switch() != NIL
     }
 
     /// Credits in hand plus all returns in flight.
@@ -165,6 +179,9 @@ impl Links {
         } else if flow.next_return_ps == u64::MAX {
             flow.next_return_ps = at;
             returns.next_return_units = units;
+            if self.leads_to_switch(link) {
+                self.switch_returns += 1;
+            }
         } else {
             let spill = &mut self.spills[link as usize];
             debug_assert!(spill.back().map_or(flow.next_return_ps, |&(t, _)| t) <= at);
@@ -201,6 +218,9 @@ fn least_load<'a>(
     if tied.len() < flows.len() {
         tied.resize(flows.len(), 0);
     }
+    // A slice of its own, so that its start and length stay in registers through the loop
+    // (writes through the vector could, for all the compiler knows, change them).
+    let tied = &mut tied[..flows.len()];
     let unit_bytes = u64::from(unit_bytes);
     let (mut best, mut ties) = (u64::MAX, 0);
     for (k, flow) in flows.enumerate() {
@@ -239,6 +259,32 @@ mod tests {
             (300 + 640, 1)
         );
         assert_eq!(tied[0], 0);
+    }
+
+    /// Routing skips the look for due returns only while no link into a switch has one in
+    /// flight: a return on an up port is folded in when it is due, not before.
+    #[test]
+    fn routing_sees_returns_on_links_into_switches_when_due() {
+        let into_switch = || InputBuffer::new(FarEnd::Switch(0));
+        let mut links = Links::new([into_switch(), into_switch()], 10);
+        assert_eq!(links.take(0, 0, 4), Ok(()));
+        assert_eq!(links.take(1, 0, 2), Ok(()));
+        assert_eq!(links.give_back(0, 10, 100, 4), None);
+        let mut tied = Vec::new();
+        assert_eq!(
+            links.least_loaded_into(0, 2, 50, 64, &mut tied),
+            (2 * 64, 1)
+        );
+        assert_eq!(tied[0], 1);
+        assert_eq!(links.least_loaded_into(0, 2, 100, 64, &mut tied), (0, 1));
+        assert_eq!(tied[0], 0);
+        // Folded in: none in flight any more, and the next return is seen again.
+        assert_eq!(links.switch_returns, 0);
+        assert_eq!(links.take(1, 100, 8), Ok(()));
+        assert_eq!(links.give_back(1, 110, 200, 10), None);
+        assert_eq!(links.least_loaded_into(0, 2, 150, 64, &mut tied), (0, 1));
+        assert_eq!(tied[0], 0);
+        assert_eq!(links.least_loaded_of(&[1], 200, 64, &mut tied), (0, 1));
     }
 
     proptest::proptest! {

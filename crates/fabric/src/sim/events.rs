@@ -5,12 +5,14 @@
 //! starts, its node serialisation + link latency after, its link is free serialisation after.
 //! Events pushed a fixed delay after a clock that never goes back come out of a plain FIFO
 //! already sorted, so each such delay gets a FIFO lane; the rest (message start times, waits
-//! for a busy link) go to a calendar of 1 ns buckets ([`Calendar`]) whose next bucket is a
-//! small 4-ary heap (half the levels of a binary heap, and a node's children share a cache
-//! line or two). A pop takes the earliest of the lane heads and the calendar's. Every event
-//! carries a sequence number, so ties leave in scheduling order whichever structure holds
-//! them.
+//! for a busy link) go to a calendar of 1 ns buckets ([`Calendar`]) whose next bucket is
+//! sorted once when it comes due (a bucket is filled before it is read, so one sort costs
+//! less than keeping it a heap). A pop takes the earliest of the lane heads and the
+//! calendar's, which are kept beside each other ([`EventQueue::heads`]) so that finding the
+//! next one compares a few numbers in one line. Every event carries a sequence number, so
+//! ties leave in scheduling order whichever structure holds them.
 
+use std::cmp::Reverse;
 use std::collections::VecDeque;
 
 /// One scheduled event: when, and an opaque payload the engine decodes.
@@ -20,51 +22,72 @@ pub(crate) struct Event {
     pub what: u64,
 }
 
-/// Field order gives the order: time, then sequence (unique, so `what` never decides).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// An event with its sequence number; ordered by [`Entry::key`].
+#[derive(Copy, Clone, Debug)]
 struct Entry {
     time: u64,
     seq: u64,
     what: u64,
 }
 
-struct Lane {
-    delay: u64,
-    events: VecDeque<Entry>,
+impl Entry {
+    /// The head of an empty lane or calendar: after every real entry, whose sequence numbers
+    /// stay below `u64::MAX`.
+    const NONE: Entry = Entry {
+        time: u64::MAX,
+        seq: u64::MAX,
+        what: 0,
+    };
+
+    /// Time, then sequence (unique, so `what` never decides), as one number: comparing two
+    /// compiles to a compare and a subtract with borrow, where comparing field by field
+    /// branches.
+    #[inline]
+    fn key(&self) -> u128 {
+        u128::from(self.time) << 64 | u128::from(self.seq)
+    }
+
+    fn is_none(&self) -> bool {
+        self.seq == u64::MAX
+    }
 }
 
 pub(crate) struct EventQueue {
     /// Time of the latest popped event; nothing may be scheduled before it.
     now: u64,
     seq: u64,
-    lanes: Vec<Lane>,
+    /// The delay of each lane, apart from the lanes so that a push's search reads one line.
+    delays: Vec<u64>,
+    lanes: Vec<VecDeque<Entry>>,
     calendar: Calendar,
-    /// The lane the latest pop came from (`None`: the calendar).
-    popped_lane: Option<usize>,
-    /// The earliest entry and where it is (lane, or `None`: the calendar), kept up to date so
-    /// that a pop and the peek after it scan the lane heads once.
-    earliest: Option<(Entry, Option<usize>)>,
+    /// The earliest entry of each lane, then the calendar's ([`Entry::NONE`]: empty), copied
+    /// out so that a pop finds the next earliest without reading the lanes.
+    heads: Vec<Entry>,
+    /// Where in `heads` the earliest entry is.
+    earliest: usize,
+    /// The lane the latest pop came from (`lanes.len()`: the calendar).
+    popped: usize,
 }
 
 impl EventQueue {
     /// `lane_delays`: the delays (picoseconds) that get a FIFO lane.
     pub fn new(lane_delays: impl IntoIterator<Item = u64>) -> Self {
-        let mut lanes: Vec<Lane> = Vec::new();
+        let mut delays: Vec<u64> = Vec::new();
         for delay in lane_delays {
-            if lanes.iter().all(|lane| lane.delay != delay) {
-                lanes.push(Lane {
-                    delay,
-                    events: VecDeque::new(),
-                });
+            if !delays.contains(&delay) {
+                delays.push(delay);
             }
         }
+        let lanes = delays.len();
         EventQueue {
             now: 0,
             seq: 0,
-            lanes,
+            delays,
+            lanes: (0..lanes).map(|_| VecDeque::new()).collect(),
             calendar: Calendar::new(),
-            popped_lane: None,
-            earliest: None,
+            heads: vec![Entry::NONE; lanes + 1],
+            earliest: 0,
+            popped: lanes,
         }
     }
 
@@ -83,33 +106,39 @@ impl EventQueue {
         };
         self.seq += 1;
         let delay = time - self.now;
-        let place = match self.lanes.iter().position(|lane| lane.delay == delay) {
+        // A new head is the only way the earliest entry changes: an entry behind its lane's
+        // head is later than it, one later than the calendar's earliest is not its earliest.
+        let place = match self.delays.iter().position(|&d| d == delay) {
             Some(i) => {
-                self.lanes[i].events.push_back(entry);
-                Some(i)
+                let lane = &mut self.lanes[i];
+                lane.push_back(entry);
+                if lane.len() > 1 {
+                    return;
+                }
+                i
             }
             None => {
                 self.calendar.push(entry);
-                None
+                let calendar = self.lanes.len();
+                if entry.key() > self.heads[calendar].key() {
+                    return;
+                }
+                calendar
             }
         };
-        // A new earliest entry is the head of its lane (older lane entries are earlier) or the
-        // earliest of the calendar.
-        let earliest = match self.earliest {
-            Some((e, _)) => entry < e,
-            None => true,
-        };
-        if earliest {
-            self.earliest = Some((entry, place));
+        self.heads[place] = entry;
+        if entry.key() < self.heads[self.earliest].key() {
+            self.earliest = place;
         }
     }
 
     /// The event [`Self::pop`] would return now.
     #[inline]
     pub fn peek(&self) -> Option<Event> {
-        self.earliest.map(|(entry, _)| Event {
-            time: entry.time,
-            what: entry.what,
+        let head = self.heads[self.earliest];
+        (!head.is_none()).then_some(Event {
+            time: head.time,
+            what: head.what,
         })
     }
 
@@ -118,41 +147,31 @@ impl EventQueue {
     /// there sees each lane event once).
     #[inline]
     pub fn upcoming(&self, distance: usize) -> Option<u64> {
-        let lane = &self.lanes[self.popped_lane?];
-        lane.events.get(distance).map(|e| e.what)
-    }
-
-    /// Finds the earliest entry, and the lane holding it (`None`: the calendar).
-    #[inline]
-    fn find_earliest(&mut self) -> Option<(Entry, Option<usize>)> {
-        let mut best = self.calendar.peek();
-        let mut best_lane = None;
-        for (i, lane) in self.lanes.iter().enumerate() {
-            if let Some(&head) = lane.events.front() {
-                let earlier = match best {
-                    Some(b) => head < b,
-                    None => true,
-                };
-                if earlier {
-                    best = Some(head);
-                    best_lane = Some(i);
-                }
-            }
-        }
-        best.map(|entry| (entry, best_lane))
+        let lane = self.lanes.get(self.popped)?;
+        lane.get(distance).map(|e| e.what)
     }
 
     /// The earliest event (the first scheduled among equal times), or `None` when none is left.
     #[inline]
     pub fn pop(&mut self) -> Option<Event> {
-        let (entry, lane) = self.earliest?;
-        match lane {
-            Some(i) => self.lanes[i].events.pop_front(),
-            None => Some(self.calendar.pop()),
+        let at = self.earliest;
+        let entry = self.heads[at];
+        if entry.is_none() {
+            return None;
+        }
+        self.heads[at] = match self.lanes.get_mut(at) {
+            Some(lane) => {
+                lane.pop_front();
+                lane.front().copied().unwrap_or(Entry::NONE)
+            }
+            None => {
+                self.calendar.pop();
+                self.calendar.peek()
+            }
         };
-        self.popped_lane = lane;
+        self.popped = at;
         self.now = entry.time;
-        self.earliest = self.find_earliest();
+        self.earliest = earliest_of(&self.heads);
         Some(Event {
             time: entry.time,
             what: entry.what,
@@ -160,15 +179,28 @@ impl EventQueue {
     }
 }
 
+/// The position of the earliest of `heads` (not empty), without branches on their order
+/// (which a processor could not predict).
+#[inline]
+fn earliest_of(heads: &[Entry]) -> usize {
+    let (mut best, mut best_key) = (0, heads[0].key());
+    for (i, head) in heads.iter().enumerate().skip(1) {
+        let key = head.key();
+        let earlier = key < best_key;
+        best = if earlier { i } else { best };
+        best_key = if earlier { key } else { best_key };
+    }
+    best
+}
+
 /// The events that fit no lane, bucketed by time (a calendar queue): only the bucket due
-/// next is kept ordered, in a small heap that stays in the first-level cache, and the
-/// buckets after it are plain vectors that take a push in a few instructions. A bucket is
-/// 2^[`BUCKET_SHIFT`] ps wide; events beyond the ring's [`RING`] buckets wait in an overflow
-/// heap.
+/// next is kept ordered, sorted when it comes due, and the buckets after it are plain
+/// vectors that take a push in a few instructions. A bucket is 2^[`BUCKET_SHIFT`] ps wide;
+/// events beyond the ring's [`RING`] buckets wait in an overflow heap.
 struct Calendar {
-    /// Entries of buckets up to `current`, ordered.
-    active: QuaternaryHeap,
-    /// The bucket number (time >> shift) the active heap has reached.
+    /// Entries of buckets up to `current`, latest first (a pop takes the last).
+    active: Vec<Entry>,
+    /// The bucket number (time >> shift) the active entries have reached.
     current: u64,
     /// Buckets `current + 1 ..= current + RING - 1`, at their number modulo `RING`, unordered.
     ring: Vec<Vec<Entry>>,
@@ -178,7 +210,7 @@ struct Calendar {
 }
 
 /// A bucket is 1.024 ns: the irregular events of a large fabric under load (message starts,
-/// waits for a busy link) come at tens to hundreds per nanosecond, so a bucket's heap is small.
+/// waits for a busy link) come at tens to hundreds per nanosecond, so a bucket's sort is short.
 const BUCKET_SHIFT: u32 = 10;
 /// The ring spans 0.5 us ahead, past nearly every wait for a link or a message start (at
 /// half load a 512 B message's gap exceeds it one time in a thousand); every bucket keeps
@@ -188,7 +220,7 @@ const RING: u64 = 512;
 impl Calendar {
     fn new() -> Self {
         Calendar {
-            active: QuaternaryHeap::default(),
+            active: Vec::new(),
             current: 0,
             ring: (0..RING).map(|_| Vec::new()).collect(),
             in_ring: 0,
@@ -200,7 +232,7 @@ impl Calendar {
     fn push(&mut self, entry: Entry) {
         let bucket = entry.time >> BUCKET_SHIFT;
         if bucket <= self.current {
-            self.active.push(entry);
+            self.activate(entry);
         } else if bucket - self.current < RING {
             self.ring[(bucket % RING) as usize].push(entry);
             self.in_ring += 1;
@@ -209,25 +241,35 @@ impl Calendar {
         }
     }
 
-    /// The earliest entry, moving the next bucket into the active heap when it is empty.
+    /// Puts `entry` among the active ones, in order (rare: most entries come due in a
+    /// later bucket).
+    fn activate(&mut self, entry: Entry) {
+        let key = entry.key();
+        let at = self.active.partition_point(|e| e.key() > key);
+        self.active.insert(at, entry);
+    }
+
+    /// The earliest entry ([`Entry::NONE`]: none), moving the next bucket in when the
+    /// active ones are gone.
     #[inline]
-    fn peek(&mut self) -> Option<Entry> {
+    fn peek(&mut self) -> Entry {
         if self.active.is_empty() {
             self.advance();
         }
-        self.active.peek()
+        self.active.last().copied().unwrap_or(Entry::NONE)
     }
 
     /// Removes the earliest entry; the calendar must not be empty.
     #[inline]
-    fn pop(&mut self) -> Entry {
+    fn pop(&mut self) {
         if self.active.is_empty() {
             self.advance();
         }
-        self.active.pop()
+        self.active.pop().expect("non-empty calendar");
     }
 
-    /// Makes the earliest non-empty bucket (in the ring or the overflow) the active one.
+    /// Makes the earliest non-empty bucket (in the ring or the overflow) the active one; the
+    /// active entries are gone.
     fn advance(&mut self) {
         let from_ring = (self.in_ring > 0).then(|| {
             (self.current + 1..)
@@ -242,25 +284,24 @@ impl Calendar {
         };
         self.current = next;
         if from_ring == Some(next) {
+            // The empty active vector takes the bucket's place, so that both keep the
+            // capacity they reached.
             let slot = (next % RING) as usize;
-            let mut bucket = std::mem::take(&mut self.ring[slot]);
-            self.in_ring -= bucket.len();
-            for entry in bucket.drain(..) {
-                self.active.push(entry);
-            }
-            self.ring[slot] = bucket;
+            std::mem::swap(&mut self.active, &mut self.ring[slot]);
+            self.in_ring -= self.active.len();
+            self.active.sort_unstable_by_key(|e| Reverse(e.key()));
         }
         while let Some(entry) = self.overflow.peek() {
             if entry.time >> BUCKET_SHIFT != next {
                 break;
             }
             self.overflow.pop();
-            self.active.push(entry);
+            self.activate(entry);
         }
     }
 }
 
-/// A min-heap of entries with four children per node. Keys (time, then sequence) are one
+/// A min-heap of entries with four children per node (the calendar's overflow). Keys (time, then sequence) are one
 /// `u128` so that picking the smallest child compiles to conditional moves rather than
 /// branches the processor cannot predict; payloads sit in a parallel vector.
 #[derive(Default)]
@@ -270,14 +311,6 @@ struct QuaternaryHeap {
 }
 
 impl QuaternaryHeap {
-    fn key(entry: &Entry) -> u128 {
-        u128::from(entry.time) << 64 | u128::from(entry.seq)
-    }
-
-    fn is_empty(&self) -> bool {
-        self.keys.is_empty()
-    }
-
     #[inline]
     fn peek(&self) -> Option<Entry> {
         let key = *self.keys.first()?;
@@ -289,7 +322,7 @@ impl QuaternaryHeap {
     }
 
     fn push(&mut self, entry: Entry) {
-        let key = Self::key(&entry);
+        let key = entry.key();
         let mut hole = self.keys.len();
         self.keys.push(key);
         self.whats.push(entry.what);

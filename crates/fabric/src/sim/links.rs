@@ -57,6 +57,10 @@ pub(crate) struct Links {
     pub(super) flows: Vec<Flow>,
     /// Credit returns in flight behind the first one, per link (see `credits`).
     pub(super) spills: Vec<VecDeque<(u64, u32)>>,
+    /// Links into switches with a credit return in flight (see `credits`). Routing compares
+    /// only such links (a switch's up ports); while there are none, as when links have no
+    /// propagation delay, it need not look for returns to fold in.
+    pub(super) switch_returns: u32,
     pub(super) buffer_units: u32,
 }
 
@@ -89,6 +93,7 @@ impl Links {
                 .take(items.len())
                 .collect(),
             items,
+            switch_returns: 0,
             buffer_units,
         }
     }

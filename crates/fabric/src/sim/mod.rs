@@ -73,10 +73,11 @@
 //!   pass without branches on the loads (`credits`). The tree is flattened into per-link,
 //!   per-switch and per-destination tables (`wiring`).
 //! - The future event list (`events`) keeps the events scheduled a fixed delay ahead (most of
-//!   them) in FIFO lanes and the rest in a calendar of 1 ns buckets whose next bucket is a
-//!   small 4-ary heap; sequence numbers break ties in scheduling order. The loop prefetches
-//!   the lines of the events coming next, so that their misses overlap the current event's
-//!   work (`engine`).
+//!   them) in FIFO lanes and the rest in a calendar of 1 ns buckets whose next bucket is
+//!   sorted when it comes due; the lanes' and the calendar's earliest entries sit side by
+//!   side, so that the next event is found in one line; sequence numbers break ties in
+//!   scheduling order. The loop prefetches the lines of the events coming next, so that
+//!   their misses overlap the current event's work (`engine`).
 //! - Seeded ChaCha8 streams make runs reproducible bit for bit: one for routing tie-breaks,
 //!   one for the traffic programs, and one for telemetry, so that telemetry observes a run
 //!   without changing it (the same seed gives the same routes and ground truth whatever
