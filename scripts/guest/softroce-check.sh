@@ -78,6 +78,8 @@ step hostping-bench-read "$hostping" check --format json --runs "$perftest_runs"
     --iterations 1000 --reprobe-rounds 0
 if [ -x "$here/perftest.sh" ]; then
     step perftest "$here/perftest.sh" "$perftest_runs"
+    # The loopback READ beside ib_read_lat, run by run in turn: the pass mark.
+    step read-pass-mark "$here/read-pass-mark.sh" "$hostping"
 fi
 dmesg | tail -20 >"$out/dmesg.txt" 2>/dev/null
 for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do
