@@ -117,18 +117,16 @@ pub fn run(
             baselines.push((model.name.clone(), recorded));
         }
     }
-    let checks: Vec<Report> = hosts
-        .iter()
-        .map(|&h| {
-            let model = cluster.hosts[h].model();
-            let baseline = &baselines
-                .iter()
-                .find(|(name, _)| *name == model.name)
-                .expect("recorded above")
-                .1;
-            check_host(cluster, faults, h, baseline, &check_settings, settings)
-        })
-        .collect();
+    // Each host's check has a seed of its own: on several workers, the same reports.
+    let checks: Vec<Report> = in_parallel(&hosts, settings.threads, &|_, _| {}, |&h| {
+        let model = cluster.hosts[h].model();
+        let baseline = &baselines
+            .iter()
+            .find(|(name, _)| *name == model.name)
+            .expect("recorded above")
+            .1;
+        check_host(cluster, faults, h, baseline, &check_settings, settings)
+    });
     let selection = match &settings.pairs {
         Some(chosen) => pairs::Selection {
             pairs: chosen.clone(),
@@ -447,28 +445,41 @@ fn measure_all(
     threads: usize,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Vec<Result<NetworkMeasurement, Unreachable>> {
+    in_parallel(jobs, threads, progress, |job| {
+        let (src, dst) = (cluster.node_of(job.a), cluster.node_of(job.b));
+        fabric.measure(cluster, src, dst, job.probes, job.flapped, job.seed)
+    })
+}
+
+/// `f` of every item, in the items' order, worked out on `threads` workers that take the
+/// next item as they come free; `progress` hears (done, all) after each.
+fn in_parallel<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    progress: &(dyn Fn(usize, usize) + Sync),
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let done = std::sync::atomic::AtomicUsize::new(0);
-    let mut results: Vec<Option<Result<NetworkMeasurement, Unreachable>>> = vec![None; jobs.len()];
-    let slots: Vec<std::sync::Mutex<&mut Option<_>>> =
+    let mut results: Vec<Option<R>> = std::iter::repeat_with(|| None).take(items.len()).collect();
+    let slots: Vec<std::sync::Mutex<&mut Option<R>>> =
         results.iter_mut().map(std::sync::Mutex::new).collect();
     std::thread::scope(|scope| {
-        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
+        for _ in 0..threads.clamp(1, items.len().max(1)) {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(job) = jobs.get(i) else { break };
-                let (src, dst) = (cluster.node_of(job.a), cluster.node_of(job.b));
-                let m = fabric.measure(cluster, src, dst, job.probes, job.flapped, job.seed);
-                **slots[i].lock().expect("no worker panics holding a slot") = Some(m);
+                let Some(item) = items.get(i) else { break };
+                let result = f(item);
+                **slots[i].lock().expect("no worker panics holding a slot") = Some(result);
                 let finished = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                progress(finished, jobs.len());
+                progress(finished, items.len());
             });
         }
     });
     drop(slots);
     results
         .into_iter()
-        .map(|r| r.expect("every pair was measured"))
+        .map(|r| r.expect("every item was worked out"))
         .collect()
 }
 

@@ -11,9 +11,10 @@
 //! a stream packet by go-back-N (the receiver's NAK a round trip later, then the message
 //! sent again). docs/cluster.md gives the whole model.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Mutex;
 
-use fabric::sim::{CounterSnapshot, SimConfig, Simulation};
+use fabric::sim::{CounterSnapshot, Prepared, SimConfig};
 use fabric::telemetry::{TelemetryConfig, TelemetryKind};
 use fabric::topology::{NodeId, Peer, Topology};
 use fabric::traffic::{Job, Op, Program};
@@ -70,6 +71,10 @@ pub struct FaultedFabric {
     /// The tree nodes of the job's RNICs, where other jobs never run.
     job: HashSet<NodeId>,
     config: SimConfig,
+    /// Simulators prepared on each phase (healthy, flapped), idle, for the next probes: a
+    /// probe's run is a few packets, and preparing the engine for a large tree costs more
+    /// (issue 38). One per worker that has measured; a run resets what it used.
+    engines: [Mutex<Vec<Prepared>>; 2],
 }
 
 /// Why a pair could not be probed at all.
@@ -114,6 +119,7 @@ impl FaultedFabric {
             background,
             job: background::job_nodes(cluster, job),
             config: probe_config(cluster.fabric.link_gbps),
+            engines: Default::default(),
         })
     }
 
@@ -138,9 +144,9 @@ impl FaultedFabric {
         flapped: bool,
         seed: u64,
     ) -> Result<NetworkMeasurement, Unreachable> {
-        let topology = match (&self.flapped_phase, flapped) {
-            (Some(flapped), true) => flapped,
-            _ => &self.healthy_phase,
+        let (topology, phase) = match (&self.flapped_phase, flapped) {
+            (Some(flapped), true) => (flapped, 1),
+            _ => (&self.healthy_phase, 0),
         };
         let cables = self.cables_between(cluster, src, dst);
         if let Some(down) = cables.iter().find(|c| self.down_host_cables.contains(c)) {
@@ -150,17 +156,27 @@ impl FaultedFabric {
             )));
         }
         let round_trips = round_trips.clamp(1, MAX_SIMULATED_ROUND_TRIPS);
-        let mut ports = vec![SwitchPortCounters::default(); topology.num_ports()];
-        let ping = self.run(
-            topology,
-            src,
-            dst,
-            Probe::PingPong { round_trips },
-            seed,
-            &mut ports,
-        );
+        let mut ports = BTreeMap::new();
+        let (ping, stream_ns) = self.with_engine(topology, phase, |engine| {
+            let ping = self.run(
+                engine,
+                topology,
+                (src, dst),
+                Probe::PingPong { round_trips },
+                seed,
+                &mut ports,
+            );
+            let stream = self.run(
+                engine,
+                topology,
+                (src, dst),
+                Probe::Stream,
+                seed ^ 0x5eed,
+                &mut ports,
+            );
+            (ping, stream)
+        });
         let one_way_ns = ping / (2.0 * f64::from(round_trips));
-        let stream_ns = self.run(topology, src, dst, Probe::Stream, seed ^ 0x5eed, &mut ports);
         let stream_bytes = STREAM_MESSAGE_BYTES * u64::from(STREAM_MESSAGES);
         let mut stream_ns = stream_ns;
         let mut latency_ns = vec![one_way_ns; round_trips as usize];
@@ -208,9 +224,7 @@ impl FaultedFabric {
             lost_on,
             ports: ports
                 .into_iter()
-                .enumerate()
                 .filter(|(_, c)| *c != SwitchPortCounters::default())
-                .map(|(i, c)| (i as u32, c))
                 .collect(),
         })
     }
@@ -249,16 +263,44 @@ impl FaultedFabric {
             .collect()
     }
 
+    /// Calls `f` with an idle simulator prepared on `topology`, phase `phase` of
+    /// `engines`, and keeps it for later probes (not when `f` panics).
+    fn with_engine<R>(
+        &self,
+        topology: &Topology,
+        phase: usize,
+        f: impl FnOnce(&mut Prepared) -> R,
+    ) -> R {
+        let idle = |pool: &Mutex<Vec<Prepared>>| {
+            pool.lock().expect("no probe panics holding the pool").pop()
+        };
+        let mut engine = idle(&self.engines[phase]).unwrap_or_else(|| {
+            // One snapshot, at the end of the run: the counters' totals. (The periodic one,
+            // a simulated second away, is never due: a probe's run lasts microseconds.)
+            let config = SimConfig {
+                counter_interval_ps: Some(1_000_000_000_000),
+                ..self.config.clone()
+            };
+            Prepared::new(topology, config).expect("the probes' settings are valid")
+        });
+        let result = f(&mut engine);
+        self.engines[phase]
+            .lock()
+            .expect("no probe panics holding the pool")
+            .push(engine);
+        result
+    }
+
     /// Simulated time of one probe, ns from its first send to its end; the run's port
     /// counters are added to `ports`.
     fn run(
         &self,
+        engine: &mut Prepared,
         topology: &Topology,
-        src: NodeId,
-        dst: NodeId,
+        (src, dst): (NodeId, NodeId),
         probe: Probe,
         seed: u64,
-        ports: &mut [SwitchPortCounters],
+        ports: &mut BTreeMap<u32, SwitchPortCounters>,
     ) -> f64 {
         let start_ps = if self.background.is_some() {
             background::WARMUP_PS
@@ -282,25 +324,17 @@ impl FaultedFabric {
                 healthy_ps,
             ));
         }
-        // One snapshot, at the end of the run: the counters' totals. (The periodic one, a
-        // simulated second away, is never due: a probe's run lasts microseconds.)
-        let config = SimConfig {
-            seed,
-            counter_interval_ps: Some(1_000_000_000_000),
-            ..self.config.clone()
-        };
-        let result = Simulation::new(topology, config, jobs)
-            .expect("a probe between two nodes of the tree is a valid run")
-            .run(&mut |_| {});
+        let result = engine
+            .run(seed, jobs)
+            .expect("a probe between two nodes of the tree is a valid run");
         let tick_ps = CounterSnapshot::tick_ps(self.config.link_gbps, self.config.flow_unit_bytes);
-        if let Some(end) = result.counters.last() {
-            for (sum, c) in ports.iter_mut().zip(&end.ports) {
-                sum.xmit_data_bytes += c.xmit_bytes;
-                sum.rcv_data_bytes += c.rcv_bytes;
-                sum.xmit_pkts += c.xmit_packets;
-                sum.rcv_pkts += c.rcv_packets;
-                sum.xmit_wait += c.xmit_wait_ticks(tick_ps);
-            }
+        for (port, c) in &result.ports {
+            let sum: &mut SwitchPortCounters = ports.entry(*port).or_default();
+            sum.xmit_data_bytes += c.xmit_bytes;
+            sum.rcv_data_bytes += c.rcv_bytes;
+            sum.xmit_pkts += c.xmit_packets;
+            sum.rcv_pkts += c.rcv_packets;
+            sum.xmit_wait += c.xmit_wait_ticks(tick_ps);
         }
         let probe = &result.jobs[0];
         assert!(probe.finished, "a probe on a routable fabric finishes");
@@ -528,6 +562,56 @@ mod tests {
             loaded.latency_ns[0] > quiet.latency_ns[0],
             "{loaded:?} {quiet:?}"
         );
+    }
+
+    /// A fabric measures pair after pair on simulators it prepared once per phase (issue
+    /// 38); each measurement is exactly the one a fabric built for that pair alone gives:
+    /// with other jobs' traffic, a flapping cable in both its phases, a degraded one, a down
+    /// uplink routed around and a corrupting cable, seeds changing from pair to pair.
+    #[test]
+    fn reused_simulators_measure_exactly_as_fresh_ones() {
+        let pod = pod();
+        let cable = |port: &str| pod.cable_at(pod.parse_port(port).unwrap());
+        let faults = [
+            FabricFault::Background { load: 0.6 },
+            FabricFault::Flap {
+                cable: cable("leaf1/9"),
+                fraction: 0.25,
+            },
+            FabricFault::Degrade {
+                cable: cable("leaf2/10"),
+                fraction: 0.5,
+            },
+            FabricFault::Down {
+                cable: cable("leaf3/11"),
+            },
+            FabricFault::Errors {
+                cable: cable("leaf1/1"),
+                per_second: 1e5,
+            },
+        ];
+        let job = [0, 1, 8, 9, 16, 17];
+        let shared = FaultedFabric::new(&pod, &faults, &job).unwrap();
+        let pairs = [
+            ((0, 0), (8, 0)),
+            ((1, 0), (9, 0)),
+            ((0, 0), (1, 0)),
+            ((16, 0), (0, 0)),
+            ((8, 0), (17, 0)),
+            ((9, 0), (16, 0)),
+        ];
+        for (i, &(a, b)) in pairs.iter().cycle().take(12).enumerate() {
+            let (src, dst) = nodes(&pod, a, b);
+            let flapped = i % 3 == 1;
+            let seed = 11 + 7 * i as u64;
+            let reused = shared.measure(&pod, src, dst, 3, flapped, seed).unwrap();
+            let fresh = FaultedFabric::new(&pod, &faults, &job)
+                .unwrap()
+                .measure(&pod, src, dst, 3, flapped, seed)
+                .unwrap();
+            assert_eq!(reused, fresh, "pair {i}: {a:?} {b:?}, flapped {flapped}");
+            assert!(!reused.ports.is_empty(), "{reused:?}");
+        }
     }
 
     /// Other jobs run off the job's hosts, as the what-if has them (docs/cluster.md's

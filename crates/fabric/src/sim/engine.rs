@@ -27,9 +27,9 @@ use super::prefetch::prefetch;
 use super::tally::{PortTotals, Tally};
 use super::timing::Timing;
 use super::wiring::{FarEnd, Route, Wiring};
-use super::{BufferPeaks, Progress, SimConfig, SimResult};
+use super::{BufferPeaks, PreparedResult, Progress, SimConfig, SimResult};
 use crate::telemetry::{Collector, TelemetryKind};
-use crate::topology::{NodeId, Topology};
+use crate::topology::{NodeId, PortIndex, Topology};
 use crate::traffic::{Job, Program};
 
 /// How far down an event lane the data of upcoming events is prefetched: far enough for the
@@ -57,6 +57,9 @@ pub(crate) struct Engine {
     pub programs: Vec<Box<dyn Program>>,
     pub tally: Tally,
     pub events: EventQueue,
+    /// The event list's lanes (`lanes`), worked out once: on a tree whose links have rates
+    /// of their own that looks at every link.
+    pub lanes: Vec<u64>,
     /// Three streams of one seed. Routing tie-breaks.
     pub routing_rng: ChaCha8Rng,
     /// The traffic programs' draws.
@@ -73,6 +76,9 @@ pub(crate) struct Engine {
     pub next_packet_id: u32,
     /// XmitWait of every link (`counters`).
     pub waits: Waits,
+    /// Links the run has sent on, to reset after a prepared run (`reset`); a link may be
+    /// listed more than once.
+    pub touched: Vec<u32>,
     pub snapshots: Vec<CounterSnapshot>,
     /// The MAD service model (`mads`), idle without samplers.
     pub mads: Mads,
@@ -85,26 +91,62 @@ impl Engine {
         jobs: Vec<Job>,
         samplers: Vec<SamplerSpec>,
     ) -> Self {
+        let mut engine = Self::idle(topology, config, samplers);
+        engine.load(jobs, true);
+        engine
+    }
+
+    /// The engine of `topology` with no job loaded: everything that depends on the tree and
+    /// the configuration alone (the wiring, the links, the MAD model), built once.
+    pub fn idle(topology: Topology, config: SimConfig, samplers: Vec<SamplerSpec>) -> Self {
         let timing = Timing::new(&config, &topology);
-        // Packets go to the jobs' nodes and MAD answers to the samplers: routes towards
-        // those alone.
-        let mut destinations: Vec<NodeId> = jobs
-            .iter()
-            .flat_map(|job| job.placement.iter().copied())
-            .chain(samplers.iter().map(|s| s.node))
-            .collect();
-        destinations.sort_unstable_by_key(|n| n.0);
-        destinations.dedup();
-        let wiring = Wiring::towards(&topology, &destinations);
+        let wiring = Wiring::towards(&topology, &[]);
         let wiring_links = wiring.num_links();
+        let lanes = Self::lanes(&timing);
         let mads = Mads::new(&topology, wiring_links, samplers);
         let links = Links::new(
             (0..wiring.num_links() as u32).map(|link| InputBuffer::new(wiring.far_end(link))),
             timing.buffer_units,
         );
-        // Full-size packets at each link rate: arrival at the next switch, delivery, the
-        // link free again.
-        let lanes: Vec<u64> = timing
+        let stream = |n| {
+            let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+            rng.set_stream(n);
+            rng
+        };
+        Engine {
+            tally: Tally::new(0, Vec::new()),
+            links,
+            routing_rng: stream(0),
+            traffic_rng: stream(1),
+            telemetry_rng: stream(2),
+            collector: None,
+            node_nic: vec![NIL; topology.num_nodes() as usize],
+            events: EventQueue::new(lanes.iter().copied()),
+            lanes,
+            topology,
+            config,
+            timing,
+            wiring,
+            packets: Packets::new(),
+            messages: Pool::new(),
+            nics: Vec::new(),
+            first_nic: Vec::new(),
+            programs: Vec::new(),
+            unblocked: VecDeque::new(),
+            tied: Vec::new(),
+            now: 0,
+            next_packet_id: 0,
+            waits: vec![Default::default(); wiring_links],
+            touched: Vec::new(),
+            snapshots: Vec::new(),
+            mads,
+        }
+    }
+
+    /// The delays that get a lane in the event list: full-size packets at each link rate
+    /// (arrival at the next switch, delivery, the link free again).
+    fn lanes(timing: &Timing) -> Vec<u64> {
+        timing
             .full_packet_times()
             .into_iter()
             .flat_map(|full| {
@@ -114,66 +156,136 @@ impl Engine {
                     full,
                 ]
             })
+            .collect()
+    }
+
+    /// Loads `jobs` for a run from time 0 with `config.seed`, on an engine that is idle (just
+    /// built, or [`Self::reset`]). `per_job_ports`: split the ground truth's per-port counts
+    /// by job, which costs jobs x ports counters (a prepared run reports no ground truth).
+    pub fn load(&mut self, jobs: Vec<Job>, per_job_ports: bool) {
+        // Packets go to the jobs' nodes and MAD answers to the samplers: routes towards
+        // those alone.
+        let mut destinations: Vec<NodeId> = jobs
+            .iter()
+            .flat_map(|job| job.placement.iter().copied())
+            .chain(self.mads.samplers.iter().map(|s| s.spec.node))
             .collect();
-        let mut nics = Vec::new();
-        let mut first_nic = Vec::new();
-        let mut programs = Vec::new();
+        destinations.sort_unstable_by_key(|n| n.0);
+        destinations.dedup();
+        self.wiring.route_towards(&self.topology, &destinations);
         let mut names = Vec::new();
-        let mut node_nic = vec![NIL; topology.num_nodes() as usize];
         for (j, job) in jobs.into_iter().enumerate() {
-            first_nic.push(nics.len() as u32);
+            self.first_nic.push(self.nics.len() as u32);
             for (rank, node) in job.placement.iter().enumerate() {
-                node_nic[node.0 as usize] = nics.len() as u32;
-                nics.push(Nic::new(j as u16, rank as u32, node.0));
+                self.node_nic[node.0 as usize] = self.nics.len() as u32;
+                self.nics.push(Nic::new(j as u16, rank as u32, node.0));
             }
             names.push((job.name, job.placement.len() as u32));
-            programs.push(job.program);
+            self.programs.push(job.program);
         }
-        first_nic.push(nics.len() as u32);
-        let collector = (config.telemetry.kind != TelemetryKind::Off).then(|| {
+        self.first_nic.push(self.nics.len() as u32);
+        self.collector = (self.config.telemetry.kind != TelemetryKind::Off).then(|| {
             Collector::new(
-                &topology,
-                &config.telemetry,
-                programs.len(),
-                config.window_ps,
+                &self.topology,
+                &self.config.telemetry,
+                self.programs.len(),
+                self.config.window_ps,
             )
         });
+        let ports = if per_job_ports {
+            self.topology.num_ports()
+        } else {
+            0
+        };
+        self.tally = Tally::new(ports, names);
         let stream = |n| {
-            let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+            let mut rng = ChaCha8Rng::seed_from_u64(self.config.seed);
             rng.set_stream(n);
             rng
         };
-        Engine {
-            tally: Tally::new(topology.num_ports(), names),
-            links,
-            routing_rng: stream(0),
-            traffic_rng: stream(1),
-            telemetry_rng: stream(2),
-            collector,
-            topology,
-            config,
-            timing,
-            wiring,
-            packets: Packets::new(),
-            messages: Pool::new(),
-            nics,
-            first_nic,
-            node_nic,
-            programs,
-            events: EventQueue::new(lanes),
-            unblocked: VecDeque::new(),
-            tied: Vec::new(),
-            now: 0,
-            next_packet_id: 0,
-            waits: vec![Default::default(); wiring_links],
-            snapshots: Vec::new(),
-            mads,
-        }
+        self.routing_rng = stream(0);
+        self.traffic_rng = stream(1);
+        self.telemetry_rng = stream(2);
     }
 
     pub fn run(mut self, progress: &mut dyn FnMut(Progress)) -> (SimResult, BufferPeaks) {
         let started = Instant::now();
-        let mut last_report = started;
+        let (end_ps, events, _) = self.simulate(progress);
+        if self.config.counter_interval_ps.is_some() {
+            // The counters at the end, unless a periodic snapshot was taken then.
+            if !matches!(self.snapshots.last(), Some(s) if s.at_ps >= end_ps) {
+                let snapshot = self.counter_snapshot();
+                self.snapshots.push(snapshot);
+            }
+        }
+        self.finish(end_ps, events, started.elapsed().as_secs_f64())
+    }
+
+    /// Runs the loaded jobs as [`Self::run`] does, but reports only what a short run on a
+    /// large tree needs ([`PreparedResult`]: the jobs, the counters of the ports the run
+    /// used), then resets the engine for the next [`Self::load`].
+    pub fn run_prepared(&mut self) -> PreparedResult {
+        let (end_ps, events, cut_off) = self.simulate(&mut |_| {});
+        let mut ports: Vec<PortIndex> = self
+            .touched
+            .iter()
+            .flat_map(|&link| {
+                let sent = (link < self.wiring.num_ports).then_some(link);
+                sent.into_iter().chain(self.wiring.receiving_port(link))
+            })
+            .collect();
+        ports.sort_unstable();
+        ports.dedup();
+        let tally = std::mem::replace(&mut self.tally, Tally::new(0, Vec::new()));
+        let result = PreparedResult {
+            end_ps,
+            events,
+            packets_delivered: tally.packets_delivered,
+            jobs: tally.job_results(end_ps),
+            ports: ports
+                .into_iter()
+                .map(|port| (port, self.port_counters(port)))
+                .collect(),
+        };
+        self.reset(cut_off);
+        result
+    }
+
+    /// Puts the engine back as [`Self::idle`] left it. A run that drained (every event
+    /// handled) left state only on the links it sent on (`touched`): a packet queued at a
+    /// port or held in a buffer was sent on from there, and a sender waits for credits only
+    /// after its first packet (one always fits in a buffer). A run cut off at its end may
+    /// have left packets queued and wake-ups pending on any link: all are reset then.
+    fn reset(&mut self, all_links: bool) {
+        let links: Vec<u32> = if all_links {
+            (0..self.wiring.num_links() as u32).collect()
+        } else {
+            std::mem::take(&mut self.touched)
+        };
+        for link in links {
+            self.links
+                .reset(link, InputBuffer::new(self.wiring.far_end(link)));
+            self.waits[link as usize] = Default::default();
+        }
+        self.touched.clear();
+        for nic in self.nics.drain(..) {
+            self.node_nic[nic.node as usize] = NIL;
+        }
+        self.first_nic.clear();
+        self.programs.clear();
+        self.packets = Packets::new();
+        self.messages = Pool::new();
+        self.events = EventQueue::new(self.lanes.iter().copied());
+        self.unblocked.clear();
+        self.now = 0;
+        self.next_packet_id = 0;
+        self.snapshots.clear();
+    }
+
+    /// The event loop, to the end of the run: returns when it ended, the events handled,
+    /// and whether `end_ps` cut it off. The clock is left at the end.
+    fn simulate(&mut self, progress: &mut dyn FnMut(Progress)) -> (u64, u64, bool) {
+        let mut last_report = Instant::now();
         for nic in 0..self.nics.len() as u32 {
             self.advance_nic(nic);
         }
@@ -230,19 +342,12 @@ impl Engine {
             }
         }
         let end_ps = if cut_off { limit } else { last_activity };
-        if self.config.counter_interval_ps.is_some() {
-            // The counters at the end, unless a periodic snapshot was taken then.
-            self.now = end_ps;
-            if !matches!(self.snapshots.last(), Some(s) if s.at_ps >= end_ps) {
-                let snapshot = self.counter_snapshot();
-                self.snapshots.push(snapshot);
-            }
-        }
+        self.now = end_ps;
         progress(Progress {
             sim_ps: end_ps,
             ..self.progress(events)
         });
-        self.finish(end_ps, events, started.elapsed().as_secs_f64())
+        (end_ps, events, cut_off)
     }
 
     fn progress(&self, events: u64) -> Progress {
@@ -362,6 +467,10 @@ impl Engine {
         let bytes = self.packets[packet].bytes;
         let serialisation = self.timing.serialisation_ps(link, bytes);
         let sender = &mut self.links[link];
+        if sender.busy_ps == 0 {
+            // Its first packet this run (or one of none but zero-time ones, listed again).
+            self.touched.push(link);
+        }
         sender.busy_until = self.now + serialisation;
         sender.busy_ps += serialisation;
         self.packets[packet].link = link;
@@ -386,29 +495,31 @@ impl Engine {
 
     /// Every switch port's counters now.
     pub fn counter_snapshot(&self) -> CounterSnapshot {
-        let ports = (0..self.wiring.num_ports)
-            .map(|port| {
-                let out = &self.links[port];
-                let mut queued = 0u64;
-                let mut packet = out.queue.head;
-                while packet != NIL {
-                    queued += 1;
-                    packet = self.packets[packet].next;
-                }
-                let inbound = &self.links[self.wiring.inbound(port)];
-                let mads = self.mads.port_counts(port);
-                PortCounters {
-                    xmit_bytes: out.bytes - u64::from(self.links.queue_bytes(port)) + mads.bytes,
-                    xmit_packets: out.packets - queued + mads.packets,
-                    rcv_bytes: inbound.rcv_bytes,
-                    rcv_packets: inbound.rcv_packets,
-                    xmit_wait_ps: self.waits[port as usize].total_at(self.now, out.returns.waiting),
-                }
-            })
-            .collect();
         CounterSnapshot {
             at_ps: self.now,
-            ports,
+            ports: (0..self.wiring.num_ports)
+                .map(|port| self.port_counters(port))
+                .collect(),
+        }
+    }
+
+    /// One switch port's counters now.
+    fn port_counters(&self, port: PortIndex) -> PortCounters {
+        let out = &self.links[port];
+        let mut queued = 0u64;
+        let mut packet = out.queue.head;
+        while packet != NIL {
+            queued += 1;
+            packet = self.packets[packet].next;
+        }
+        let inbound = &self.links[self.wiring.inbound(port)];
+        let mads = self.mads.port_counts(port);
+        PortCounters {
+            xmit_bytes: out.bytes - u64::from(self.links.queue_bytes(port)) + mads.bytes,
+            xmit_packets: out.packets - queued + mads.packets,
+            rcv_bytes: inbound.rcv_bytes,
+            rcv_packets: inbound.rcv_packets,
+            xmit_wait_ps: self.waits[port as usize].total_at(self.now, out.returns.waiting),
         }
     }
 

@@ -51,6 +51,27 @@ pub(crate) struct Link {
 
 const _: () = assert!(std::mem::size_of::<Link>() == 128);
 
+impl Link {
+    /// A link before any run: idle, nothing queued or counted, `input` empty.
+    fn idle(input: InputBuffer) -> Self {
+        Link {
+            returns: Returns::default(),
+            busy_until: 0,
+            wake_at: u64::MAX,
+            queue: Fifo::EMPTY,
+            blocked_head: NIL,
+            blocked_tail: NIL,
+            packets: 0,
+            congested: 0,
+            bytes: 0,
+            busy_ps: 0,
+            input,
+            rcv_bytes: 0,
+            rcv_packets: 0,
+        }
+    }
+}
+
 pub(crate) struct Links {
     pub(super) items: Vec<Link>,
     /// Per link, what adaptive routing compares (see `credits`).
@@ -67,24 +88,7 @@ pub(crate) struct Links {
 impl Links {
     /// `inputs`: the buffer at the far end of each link.
     pub fn new(inputs: impl IntoIterator<Item = InputBuffer>, buffer_units: u32) -> Self {
-        let items: Vec<Link> = inputs
-            .into_iter()
-            .map(|input| Link {
-                returns: Returns::default(),
-                busy_until: 0,
-                wake_at: u64::MAX,
-                queue: Fifo::EMPTY,
-                blocked_head: NIL,
-                blocked_tail: NIL,
-                packets: 0,
-                congested: 0,
-                bytes: 0,
-                busy_ps: 0,
-                input,
-                rcv_bytes: 0,
-                rcv_packets: 0,
-            })
-            .collect();
+        let items: Vec<Link> = inputs.into_iter().map(Link::idle).collect();
         Links {
             flows: vec![Flow::new(buffer_units); items.len()],
             // Built, not cloned: `vec![x; n]` clones an empty deque n times, a tenth of a
@@ -96,6 +100,14 @@ impl Links {
             switch_returns: 0,
             buffer_units,
         }
+    }
+
+    /// Puts `link` back as [`Links::new`] made it, its far-end buffer `input`: what a
+    /// prepared simulator does to the links a run used before the next run.
+    pub fn reset(&mut self, link: u32, input: InputBuffer) {
+        self.items[link as usize] = Link::idle(input);
+        self.flows[link as usize] = Flow::new(self.buffer_units);
+        self.spills[link as usize].clear();
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Link> {

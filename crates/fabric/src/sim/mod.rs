@@ -269,7 +269,7 @@ pub struct GroundTruth {
 }
 
 /// What one job did in a run.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct JobResult {
     /// The job's name.
     pub name: String,
@@ -414,6 +414,60 @@ impl Simulation {
         progress: &mut dyn FnMut(Progress),
     ) -> (SimResult, BufferPeaks) {
         self.engine.run(progress)
+    }
+}
+
+/// A simulator built once for a tree and a configuration, for many short runs in a row: a
+/// mesh's probes are a few packets each on a tree of thousands of ports, where setting up a
+/// [`Simulation`] (its links, buffers and routes) costs far more than the run (issue 38). Each
+/// run gives exactly what a [`Simulation`] of the same tree, configuration, seed and jobs
+/// gives; after it, only the links it used are reset. No samplers.
+pub struct Prepared {
+    /// Idle between runs.
+    engine: engine::Engine,
+}
+
+/// What one run of a [`Prepared`] simulator produced: a [`SimResult`]'s jobs, and its last
+/// counter snapshot restricted to the switch ports the run used (every other port counted
+/// nothing). No ground truth, telemetry or buffer peaks: their per-port tables are what a
+/// short run on a large tree cannot afford.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PreparedResult {
+    /// Simulated time when the run stopped.
+    pub end_ps: u64,
+    /// Events the engine processed.
+    pub events: u64,
+    /// Packets delivered, all jobs.
+    pub packets_delivered: u64,
+    /// One result per job, in the workload's order.
+    pub jobs: Vec<JobResult>,
+    /// The counters at the end of the run of the ports it sent on or received at, by
+    /// [`crate::topology::PortIndex`], ascending; some may be all zero.
+    pub ports: Vec<(crate::topology::PortIndex, PortCounters)>,
+}
+
+impl Prepared {
+    /// Builds the engine's per-tree state once; fails as [`Simulation::new`] does for a
+    /// configuration that does not hold together.
+    pub fn new(topology: &Topology, config: SimConfig) -> Result<Self, SimError> {
+        validate::check_config(&config)?;
+        Ok(Prepared {
+            engine: engine::Engine::idle(topology.clone(), config, Vec::new()),
+        })
+    }
+
+    /// Runs `jobs` with the configuration's `seed` replaced by `seed`, as
+    /// `Simulation::new(topology, config, jobs)?.run(..)` would; fails as it does for jobs
+    /// that do not fit the tree.
+    ///
+    /// # Panics
+    ///
+    /// When a program sends to a rank its job does not have.
+    pub fn run(&mut self, seed: u64, jobs: Vec<Job>) -> Result<PreparedResult, SimError> {
+        validate::check_jobs(&self.engine.topology, &jobs)?;
+        self.engine.config.seed = seed;
+        self.engine.load(jobs, false);
+        Ok(self.engine.run_prepared())
     }
 }
 

@@ -36,7 +36,8 @@ pub(crate) struct Tally {
 }
 
 impl Tally {
-    /// `jobs`: each job's name and number of ranks.
+    /// `jobs`: each job's name and number of ranks; `ports`: the switch ports, whose counts
+    /// are split by job when there are several (0: not split, no per-job ground truth).
     pub fn new(ports: usize, jobs: impl IntoIterator<Item = (String, u32)>) -> Self {
         let jobs: Vec<JobTally> = jobs
             .into_iter()
@@ -115,9 +116,32 @@ impl Tally {
 
     /// The results, with `end_ps` as the completion time of the jobs that did not finish.
     pub fn finish(self, end_ps: u64, totals: PortTotals) -> (Vec<JobResult>, GroundTruth) {
-        let jobs: Vec<JobResult> = self
-            .jobs
-            .into_iter()
+        let jobs = Self::results(self.jobs, end_ps);
+        let per_job = |which: usize, total: Vec<u64>| -> Vec<Vec<u64>> {
+            if self.job_ports.is_empty() {
+                return vec![total; jobs.len()];
+            }
+            self.job_ports
+                .chunks(self.ports)
+                .map(|job| job.iter().map(|counts| counts[which]).collect())
+                .collect()
+        };
+        let ground_truth = GroundTruth {
+            packets: per_job(0, totals.packets),
+            congested: per_job(1, totals.congested),
+            bytes: totals.bytes,
+            busy_ps: totals.busy_ps,
+        };
+        (jobs, ground_truth)
+    }
+
+    /// The jobs' results alone (see [`Self::finish`]).
+    pub fn job_results(self, end_ps: u64) -> Vec<JobResult> {
+        Self::results(self.jobs, end_ps)
+    }
+
+    fn results(jobs: Vec<JobTally>, end_ps: u64) -> Vec<JobResult> {
+        jobs.into_iter()
             .map(|j| {
                 let mean_ps = if j.messages_delivered == 0 {
                     0.0
@@ -138,22 +162,6 @@ impl Tally {
                     max_message_latency_ns: j.latency_max_ps as f64 / 1000.0,
                 }
             })
-            .collect();
-        let per_job = |which: usize, total: Vec<u64>| -> Vec<Vec<u64>> {
-            if self.job_ports.is_empty() {
-                return vec![total; jobs.len()];
-            }
-            self.job_ports
-                .chunks(self.ports)
-                .map(|job| job.iter().map(|counts| counts[which]).collect())
-                .collect()
-        };
-        let ground_truth = GroundTruth {
-            packets: per_job(0, totals.packets),
-            congested: per_job(1, totals.congested),
-            bytes: totals.bytes,
-            busy_ps: totals.busy_ps,
-        };
-        (jobs, ground_truth)
+            .collect()
     }
 }

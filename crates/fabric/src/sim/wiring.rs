@@ -54,6 +54,8 @@ pub(crate) struct Wiring {
     /// The link arriving at each switch port's input (the peer port's link, or the node's
     /// injection link), whose far-end buffer counts what the port receives.
     inbound: Vec<u32>,
+    /// The leaf port each node is cabled to.
+    node_ports: Vec<PortIndex>,
     switches: Vec<SwitchRoute>,
     dests: Vec<DestRoute>,
     port_refs: Vec<PortRef>,
@@ -101,6 +103,7 @@ impl Wiring {
         let mut far = Vec::with_capacity(num_ports as usize + topology.num_nodes() as usize);
         let mut port_refs = Vec::with_capacity(num_ports as usize);
         let mut inbound = Vec::with_capacity(num_ports as usize);
+        let mut node_ports = vec![PortIndex::MAX; topology.num_nodes() as usize];
         for index in 0..num_ports {
             let port = topology.port_ref(index);
             port_refs.push(port);
@@ -108,6 +111,7 @@ impl Wiring {
                 Peer::Node(n) => {
                     far.push(FarEnd::Node(n.0));
                     inbound.push(num_ports + n.0);
+                    node_ports[n.0 as usize] = index;
                 }
                 Peer::Switch { switch, port } => {
                     far.push(FarEnd::Switch(switch.0));
@@ -143,6 +147,7 @@ impl Wiring {
             num_ports,
             far,
             inbound,
+            node_ports,
             switches,
             dests: Self::dest_routes(topology),
             port_refs,
@@ -150,9 +155,7 @@ impl Wiring {
             up_lists: Vec::new(),
             graph_hops: Vec::new(),
         };
-        if !topology.is_complete() || topology.has_forwarding() || topology.is_graph() {
-            wiring.add_detours(topology, destinations);
-        }
+        wiring.route_towards(topology, destinations);
         if topology.is_graph() {
             let nodes = topology.num_nodes();
             wiring.graph_hops = (0..topology.num_leaves())
@@ -163,6 +166,23 @@ impl Wiring {
                 .collect();
         }
         wiring
+    }
+
+    /// Keeps the detours towards `destinations` only, in place of those kept so far (the
+    /// wiring of [`Wiring::towards`] with these destinations): a prepared simulator's next
+    /// run sends elsewhere. Nothing to do on a complete tree, which has none.
+    pub fn route_towards(&mut self, topology: &Topology, destinations: &[NodeId]) {
+        let routed_otherwise =
+            !topology.is_complete() || topology.has_forwarding() || topology.is_graph();
+        if !routed_otherwise {
+            return;
+        }
+        self.detours.clear();
+        self.up_lists.clear();
+        for switch in &mut self.switches {
+            switch.detoured = false;
+        }
+        self.add_detours(topology, destinations);
     }
 
     /// Records every route of `topology` that the per-level tables do not give: down ports
@@ -265,6 +285,18 @@ impl Wiring {
     #[inline]
     pub fn inbound(&self, port: u32) -> u32 {
         self.inbound[port as usize]
+    }
+
+    /// The switch port whose input `link` arrives at (its PortRcv counters count what the
+    /// link carries); `None` for a link into a node.
+    pub fn receiving_port(&self, link: u32) -> Option<PortIndex> {
+        match self.far[link as usize] {
+            FarEnd::Node(_) => None,
+            // A switch port's link arrives at its peer, the port `inbound` names for it.
+            _ if link < self.num_ports => Some(self.inbound[link as usize]),
+            // An injection link arrives at its node's leaf port, whose peer is the node.
+            _ => Some(self.node_ports[(link - self.num_ports) as usize]),
+        }
     }
 
     /// The injection link of a node.
