@@ -37,20 +37,6 @@ pub mod defaults {
     /// Inter-socket capacity per link where the source of a model does not say: 3 UPI links
     /// at 11.2 GT/s (3 x 22.4 GB/s), as in the built-in `dgx-a100` model.
     pub const INTER_SOCKET_GBPS: f64 = 537.6;
-
-    use crate::topology::LinkKind;
-    /// One-way hop latency by link kind, ns. Same-switch GDR = 2 x (100 + 100) + 600 =
-    /// 1.0 us; across root ports 2 x (100 + 25 + 75) x 2 + 600 + 800 = 2.2 us; across the
-    /// socket link +2 x 100 = 2.4 us (Hostping 3.2.2: 1.0, 2.2, +0.2 us).
-    pub fn link_latency_ns(kind: LinkKind) -> f64 {
-        match kind {
-            LinkKind::RnicPcie | LinkKind::GpuPcie => 100.0,
-            LinkKind::SwitchUplink => 25.0,
-            LinkKind::RootPort => 75.0,
-            LinkKind::MemoryChannel => 50.0,
-            LinkKind::InterSocket => 100.0,
-        }
-    }
 }
 
 /// A host-model file that cannot be used, in one line: `source: field: reason`.
@@ -255,9 +241,7 @@ pub fn parse(source_name: &str, text: &str) -> Result<HostTopology, ModelError> 
             up: up_id,
             capacity_gbps,
             capacity_known: true,
-            latency_ns: rl
-                .latency_ns
-                .unwrap_or_else(|| defaults::link_latency_ns(kind)),
+            latency_ns: rl.latency_ns.unwrap_or_else(|| kind.default_latency_ns()),
         });
     }
     raw.iommu

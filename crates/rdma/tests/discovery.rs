@@ -4,7 +4,6 @@
 mod common;
 
 use common::TempTree;
-use model::hostfile::defaults;
 use model::{
     Component, ComponentId, ComponentKind, Link, LinkKind, Path as ModelPath, Rnic, Turnaround,
 };
@@ -66,7 +65,7 @@ fn link(down: &str, up: &str, kind: LinkKind, capacity_gbps: f64) -> Link {
         up: id(up),
         capacity_gbps,
         capacity_known: true,
-        latency_ns: defaults::link_latency_ns(kind),
+        latency_ns: kind.default_latency_ns(),
     }
 }
 
