@@ -372,53 +372,45 @@ fn check_host(
     check_settings: &check::pipeline::CheckSettings,
     settings: &MeshSettings,
 ) -> Report {
-    let first = check_series(cluster, faults, host, baseline, check_settings, settings);
+    // The last report of a series of `runs` on a fresh virtual host: the same seed, so a
+    // longer series starts with the same runs. At the host-status cadence, as `hostping
+    // check --runs` and the agent run them.
+    let series = |runs: u32| {
+        let model = cluster.hosts[host].model();
+        let config = VhostConfig {
+            seed: settings.seed.wrapping_add(host as u64 + 1),
+            noise: settings.noise,
+            ..VhostConfig::default()
+        };
+        let host_faults = faults.hosts.get(&host).cloned().unwrap_or_default();
+        let mut vhost = VirtualHost::new(model.clone(), host_faults, config);
+        let source = check::pipeline::BaselineSource::Given(baseline, BaselineKind::Simulated);
+        let series_settings = check::pipeline::CheckSettings {
+            runs,
+            ..check_settings.clone()
+        };
+        let mut reports = check::pipeline::check(
+            &mut vhost,
+            model,
+            source,
+            &series_settings,
+            &mut |_| {},
+            &mut |_, _, _| {},
+        );
+        let mut report = reports.pop().expect("a series has at least one run");
+        report.host = cluster.hosts[host].name.clone();
+        report
+    };
+    let first = series(check_settings.runs);
     let failure = first
         .diagnoses
         .iter()
         .any(|d| d.cause == model::Cause::LinkFailure);
-    if !failure || check_settings.runs >= FAILURE_CONFIRM_RUNS {
-        return first;
+    if failure && check_settings.runs < FAILURE_CONFIRM_RUNS {
+        series(FAILURE_CONFIRM_RUNS)
+    } else {
+        first
     }
-    // At the host-status cadence, as `hostping check --runs` and the agent run them.
-    let confirm = check::pipeline::CheckSettings {
-        runs: FAILURE_CONFIRM_RUNS,
-        ..check_settings.clone()
-    };
-    check_series(cluster, faults, host, baseline, &confirm, settings)
-}
-
-/// The last report of a series of `check_settings.runs` runs on a fresh virtual host (the
-/// same seed, so a longer series starts with the same runs).
-fn check_series(
-    cluster: &Cluster,
-    faults: &ClusterFaults,
-    host: usize,
-    baseline: &model::Baseline,
-    check_settings: &check::pipeline::CheckSettings,
-    settings: &MeshSettings,
-) -> Report {
-    let model = cluster.hosts[host].model();
-    let host_seed = settings.seed.wrapping_add(host as u64 + 1);
-    let config = VhostConfig {
-        seed: host_seed,
-        noise: settings.noise,
-        ..VhostConfig::default()
-    };
-    let host_faults = faults.hosts.get(&host).cloned().unwrap_or_default();
-    let mut vhost = VirtualHost::new(model.clone(), host_faults, config);
-    let source = check::pipeline::BaselineSource::Given(baseline, BaselineKind::Simulated);
-    let mut reports = check::pipeline::check(
-        &mut vhost,
-        model,
-        source,
-        check_settings,
-        &mut |_| {},
-        &mut |_, _, _| {},
-    );
-    let mut report = reports.pop().expect("a series has at least one run");
-    report.host = cluster.hosts[host].name.clone();
-    report
 }
 
 /// One pair to probe.

@@ -16,11 +16,16 @@ fn job(inject: &[&str]) -> JobReport {
 }
 
 fn job_on(nodes: &str, inject: &[&str]) -> JobReport {
+    job_seeded(nodes, inject, MeshSettings::default().seed)
+}
+
+fn job_seeded(nodes: &str, inject: &[&str], seed: u64) -> JobReport {
     let cluster = pod();
     let texts: Vec<String> = inject.iter().map(|s| s.to_string()).collect();
     let faults = ClusterFaults::parse(&texts, &cluster).unwrap();
     let settings = MeshSettings {
         nodes: Some(model::hostlist::expand(nodes).unwrap()),
+        seed,
         ..MeshSettings::default()
     };
     simcluster::job::run(
@@ -226,23 +231,8 @@ fn a_flapping_cable_is_caught_across_rounds_and_a_down_one_by_its_counters() {
 /// failure.
 #[test]
 fn a_host_link_that_flaps_is_named_flapping_and_one_that_failed_a_failure() {
-    let cluster = pod();
     let on = |inject: &str, seed: u64| {
-        let faults = ClusterFaults::parse(&[inject.to_string()], &cluster).unwrap();
-        let settings = MeshSettings {
-            nodes: Some(model::hostlist::expand("node[005-008]").unwrap()),
-            seed,
-            ..MeshSettings::default()
-        };
-        let r = simcluster::job::run(
-            &cluster,
-            &faults,
-            &settings,
-            &Default::default(),
-            &|_, _| {},
-        )
-        .unwrap()
-        .report;
+        let r = job_seeded("node[005-008]", &[inject], seed);
         assert_eq!(
             r.verdict,
             Verdict::Host,
