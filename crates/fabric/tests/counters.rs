@@ -4,18 +4,14 @@
 
 mod common;
 
-use common::{send, Script};
+use common::{radix8, send, Script};
 use std::collections::VecDeque;
 
 use fabric::sim::{CounterSnapshot, SimConfig, SimResult, Simulation};
 use fabric::telemetry::{TelemetryConfig, TelemetryKind};
-use fabric::topology::{FatTreeParams, Level, NodeId, Peer, SwitchId, Topology};
+use fabric::topology::{Level, NodeId, Peer, SwitchId, Topology};
 use fabric::traffic::{Job, Op};
 use rand::{Rng, SeedableRng};
-
-fn radix8() -> Topology {
-    Topology::new(FatTreeParams::radix8()).unwrap()
-}
 
 fn config(interval_ps: u64) -> SimConfig {
     SimConfig {

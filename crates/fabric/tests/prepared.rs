@@ -6,18 +6,14 @@
 
 mod common;
 
-use common::{send, Script};
+use common::{radix8, send, Script};
 use std::collections::VecDeque;
 
 use fabric::sim::{PortCounters, Prepared, SimConfig, Simulation};
 use fabric::telemetry::{TelemetryConfig, TelemetryKind};
-use fabric::topology::{FatTreeParams, Level, NodeId, PortRef, SwitchId, Topology};
+use fabric::topology::{Level, NodeId, PortRef, SwitchId, Topology};
 use fabric::traffic::{Job, Op, Uniform, Workload};
 use rand::{Rng, SeedableRng};
-
-fn radix8() -> Topology {
-    Topology::new(FatTreeParams::radix8()).unwrap()
-}
 
 fn config() -> SimConfig {
     SimConfig {

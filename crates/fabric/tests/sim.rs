@@ -4,19 +4,14 @@
 
 mod common;
 
-use common::{send, Script};
+use common::{radix8, send, Script};
 use std::collections::VecDeque;
 
 use fabric::sim::{Progress, SimConfig, SimResult, Simulation};
 use fabric::telemetry::{TelemetryConfig, TelemetryKind};
-use fabric::topology::{FatTreeParams, NodeId, PortRef, SwitchId, Topology};
+use fabric::topology::{NodeId, PortRef, SwitchId, Topology};
 use fabric::traffic::{Job, Op, Program};
 use rand::{Rng, RngCore};
-
-/// Radix 8: 4 nodes per leaf, 4 leaves per pod, 8 pods, 128 nodes.
-fn radix8() -> Topology {
-    Topology::new(FatTreeParams::radix8()).unwrap()
-}
 
 fn config() -> SimConfig {
     SimConfig {

@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 
+use fabric::topology::{FatTreeParams, Topology};
 use fabric::traffic::{Op, Program};
 use rand::RngCore;
 
@@ -22,4 +23,9 @@ pub fn send(dst: u32, bytes: u64) -> Op {
         bytes,
         not_before_ps: 0,
     }
+}
+
+/// Radix 8: 4 nodes per leaf, 4 leaves per pod, 8 pods, 128 nodes.
+pub fn radix8() -> Topology {
+    Topology::new(FatTreeParams::radix8()).unwrap()
 }
