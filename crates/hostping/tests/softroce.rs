@@ -361,9 +361,11 @@ fn real_backends_on_soft_roce() {
     println!("| 64 KiB WRITE bandwidth, 1 QP, depth 128 (Gb/s) | {bw:.3} | {write_bw:.3} (ib_write_bw) | {:.2} |", bw / write_bw);
 
     // The pass mark (issue 38): the loopback engine's 1 B READ within 10 % of ib_read_lat.
-    // The medians above are too noisy for one (TCG's speed flips from one process to the
-    // next, and only ever adds time): each tool's fastest run of rounds run in turn is
-    // compared (scripts/guest/read-pass-mark.sh).
+    // The medians above are too noisy for one: TCG's speed flips from one test to the next
+    // (a QP's 1,000 READs take about 62 us each, the next QP's 130 us, in the same process
+    // too), and the flips only ever add time. So each tool's fastest of the same number of
+    // tests, run in turn, is compared: per round one `check` (two paths, mem0 and mem1, each
+    // its own QP) and two ib_read_lat runs (scripts/guest/read-pass-mark.sh).
     assert_eq!(
         status(&dir, "read-pass-mark"),
         0,
@@ -379,28 +381,34 @@ fn real_backends_on_soft_roce() {
         let hostping: Option<Value> = std::fs::read_to_string(at.join("hostping.json"))
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok());
-        if let Some(us) = hostping.and_then(|r| path(&r, "mem0")["latency_us"].as_f64()) {
-            hp_read.push(us);
+        if let Some(report) = hostping {
+            hp_read.extend(
+                ["mem0", "mem1"]
+                    .iter()
+                    .filter_map(|m| path(&report, m)["latency_us"].as_f64()),
+            );
         }
         let perftest: Option<Value> = std::fs::read_to_string(at.join("perftest/summary.json"))
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok());
-        if let Some(us) = perftest.and_then(|p| p["runs"][0]["t_typical_us"].as_f64()) {
-            pt_read.push(us);
+        if let Some(runs) = perftest.as_ref().and_then(|p| p["runs"].as_array()) {
+            pt_read.extend(runs.iter().filter_map(|r| r["t_typical_us"].as_f64()));
         }
     }
     println!(
         "read pass mark: {rounds} rounds, hostping {hp_read:.2?} us, ib_read_lat {pt_read:.2?} us"
     );
     assert!(
-        rounds >= 12 && hp_read.len() * 4 >= rounds * 3 && pt_read.len() * 4 >= rounds * 3,
-        "most rounds gave each tool a figure: {hp_read:?} {pt_read:?}\n{}",
+        rounds >= 12 && hp_read.len() * 4 >= rounds * 6 && pt_read.len() * 4 >= rounds * 6,
+        "most tests gave a figure (two per round for each tool): {hp_read:?} {pt_read:?}\n{}",
         read(&dir, "read-pass-mark.err")
     );
     let fastest = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
     let read_ratio = fastest(&hp_read) / fastest(&pt_read);
     println!(
-        "| 1 B READ latency, fastest of {rounds} runs in turn (us) | {:.2} | {:.2} (ib_read_lat) | {read_ratio:.2} |",
+        "| 1 B READ latency, fastest of {} and {} tests in turn (us) | {:.2} | {:.2} (ib_read_lat) | {read_ratio:.2} |",
+        hp_read.len(),
+        pt_read.len(),
         fastest(&hp_read),
         fastest(&pt_read)
     );
