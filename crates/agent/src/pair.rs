@@ -5,9 +5,11 @@
 //! accepts, the split of the pair's latency into host A, host B and the network
 //! (docs/cluster.md, "The split") and the pair's report (DESIGN 4.6's pair object).
 //!
-//! Each side measures its loopback before the probe runs (the initiator before it sends its
-//! offer, the responder before it answers), so neither loopback shares the CPU or the
-//! device with the pair probe. Nothing is judged: a single pair has no baseline, so a
+//! Each side measures its loopback in batches between the ping-pong's segments
+//! (`rdma::engine::pair`, "Host parts"): in the same rounds as the pair's latency, so a
+//! host whose own path moves from one minute to the next moves both alike, and never while
+//! the pair's WRITEs are in flight, so neither shares the CPU or the device with them. Its
+//! part is half the median of every batch's samples. Nothing is judged: a single pair has no baseline, so a
 //! finished probe is `uncertain` with its reason, and `failed` when the data the responder
 //! received did not verify or the probe stopped.
 
@@ -15,9 +17,11 @@ use check::host::{Host, HostOptions, HostSpec, ProbeOptions};
 use fleet_api::pair::{NetworkFrom, PairStatus, RouteSource};
 use model::odp_bench::TransportDelta;
 use model::pair::PairFigures;
-use model::{ComponentClass, ComponentId, HostTopology};
+use model::{ComponentClass, ComponentId, HostTopology, Path};
 use probe::{half_iqr_us, latency_stats, LatencySpec, ProbeEngine};
-use rdma::engine::pair::{initiate, respond, PairError, PairOffer, PairPort, PairResult, PairSpec};
+use rdma::engine::pair::{
+    initiate, respond, OwnPart, PairError, PairOffer, PairPort, PairResult, PairSpec,
+};
 use rdma::odp_bench::counters::{read_port, transport, PortReading};
 use rdma::sysfs::SysRoot;
 use rdma::verbs::Verbs;
@@ -30,8 +34,8 @@ pub mod wire;
 /// Most bytes of one bandwidth message (perftest's `-s` goes to 8 MiB; a responder refuses
 /// offers above this too).
 pub const MAX_BW_BYTES: u64 = 1 << 24;
-/// Longest wait for the responder's answer: it measures its own loopback (a few hundred
-/// milliseconds on a real host, seconds under emulation) and connects its QP first.
+/// Longest wait for the responder's answer: it opens its device and its loopback's engine
+/// and connects its QP first (seconds under emulation).
 pub const ANSWER_WAIT: Duration = Duration::from_secs(60);
 /// How long a responder serves one probe at most; a vanished initiator ends it sooner, at
 /// the probe's own per-wait deadline.
@@ -206,49 +210,116 @@ impl Local {
         Duration::from_millis(self.probe.timeout_ms)
     }
 
-    /// This host's part: half the p50 loopback latency of `rnic -> endpoint`, with its noise.
-    pub fn host_part(&mut self) -> Result<Timed, HostPartError> {
-        let fail = |why: HostPartFailure| HostPartError {
-            rnic: self.rnic.clone(),
-            endpoint: self.endpoint.clone(),
-            device: self.device.clone(),
-            why: Box::new(why),
+    /// This host's loopback batches for a probe of `spec`: its path and engine checked
+    /// now, so that a part that cannot be measured is said before the probe starts.
+    fn batches(&mut self, spec: &PairSpec) -> PartBatches {
+        let segments = spec.segment_ends().len().max(1) as u32;
+        let batch = LatencySpec {
+            iterations: self.loopback.iterations.div_ceil(segments).max(1),
+            ..self.loopback
         };
         let path = self
             .host
             .model()
             .and_then(|m| m.path(&self.rnic, &self.endpoint))
             .cloned()
-            .ok_or_else(|| fail(HostPartFailure::NoPath))?;
-        let engine = match self.host.verbs_engine(&self.probe) {
-            Ok(Some(engine)) => engine,
-            Ok(None) => return Err(fail(HostPartFailure::NotReal)),
-            Err(e) => return Err(fail(HostPartFailure::Host(e))),
+            .ok_or(HostPartFailure::NoPath);
+        let path = path.and_then(|path| match self.host.verbs_engine(&self.probe) {
+            Ok(Some(_)) => Ok(path),
+            Ok(None) => Err(HostPartFailure::NotReal),
+            Err(e) => Err(HostPartFailure::Host(e)),
+        });
+        let (path, failure) = match path {
+            Ok(path) => (Some(path), None),
+            Err(why) => (None, Some(why)),
         };
-        let samples = engine
-            .latency(&path, &self.loopback)
-            .map_err(|e| fail(HostPartFailure::Probe(e)))?;
-        let stats =
-            latency_stats(&samples.small_ns).ok_or_else(|| fail(HostPartFailure::NoSamples))?;
-        Ok(Timed {
-            us: stats.p50_us / 2.0,
-            noise_us: half_iqr_us(&samples.small_ns).unwrap_or(0.0) / 2.0,
-        })
+        PartBatches {
+            path,
+            batch,
+            small_ns: Vec::new(),
+            failure,
+        }
+    }
+
+    /// `why` there is no part, naming the loopback.
+    fn part_error(&self, why: HostPartFailure) -> HostPartError {
+        HostPartError {
+            rnic: self.rnic.clone(),
+            endpoint: self.endpoint.clone(),
+            device: self.device.clone(),
+            why: Box::new(why),
+        }
     }
 
     /// Its port's counters now (`hw_counters`, read after the driver's cache time).
     fn counters(&self) -> PortReading {
         read_port(&SysRoot::system(), &self.device, self.port_number)
     }
+}
 
-    /// `offer` as this side sends it: with its host name and its own part.
-    fn carried(&self, offer: &PairOffer, part: &Result<Timed, HostPartError>) -> PairOffer {
-        let part = part.as_ref().ok();
-        PairOffer {
-            host: Some(self.name.clone()),
-            host_loopback_us: part.map(|p| p.us),
-            host_loopback_noise_us: part.map(|p| p.noise_us),
-            ..offer.clone()
+/// `offer` as the side on host `name` sends it: with its host name.
+fn carried(name: &str, offer: &PairOffer) -> PairOffer {
+    PairOffer {
+        host: Some(name.to_string()),
+        ..offer.clone()
+    }
+}
+
+/// One host's loopback over a probe, batch by batch between the ping-pong's segments: its
+/// part is half the median of every batch's samples. A batch that fails ends the batches
+/// and says why there is no part.
+struct PartBatches {
+    /// The loopback's path; `None` when it cannot be measured (`failure` says why).
+    path: Option<Path>,
+    /// One batch: the host's loopback iterations shared among the segments.
+    batch: LatencySpec,
+    /// Every batch's samples, ns.
+    small_ns: Vec<f64>,
+    /// Why there is no part.
+    failure: Option<HostPartFailure>,
+}
+
+impl PartBatches {
+    /// Runs one batch on `host` unless one failed already; returns the part so far.
+    fn run(&mut self, host: &mut Host, probe: &ProbeOptions) -> Option<OwnPart> {
+        if let (Some(path), None) = (&self.path, &self.failure) {
+            let samples = match host.verbs_engine(probe) {
+                Ok(Some(engine)) => engine
+                    .latency(path, &self.batch)
+                    .map_err(HostPartFailure::Probe),
+                Ok(None) => Err(HostPartFailure::NotReal),
+                Err(e) => Err(HostPartFailure::Host(e)),
+            };
+            match samples {
+                Ok(samples) => self.small_ns.extend(samples.small_ns),
+                Err(why) => self.failure = Some(why),
+            }
+        }
+        self.part().map(|p| OwnPart {
+            us: p.us,
+            noise_us: p.noise_us,
+        })
+    }
+
+    /// Half the p50 loopback latency over every batch, with its noise; `None` before the
+    /// first batch, or after a failed one.
+    fn part(&self) -> Option<Timed> {
+        if self.failure.is_some() {
+            return None;
+        }
+        let stats = latency_stats(&self.small_ns)?;
+        Some(Timed {
+            us: stats.p50_us / 2.0,
+            noise_us: half_iqr_us(&self.small_ns).unwrap_or(0.0) / 2.0,
+        })
+    }
+
+    /// The part, or why there is none.
+    fn finish(self) -> Result<Timed, HostPartFailure> {
+        match (self.part(), self.failure) {
+            (_, Some(why)) => Err(why),
+            (Some(part), None) => Ok(part),
+            (None, None) => Err(HostPartFailure::NoSamples),
         }
     }
 }
@@ -306,8 +377,7 @@ fn nearest_memory(model: &HostTopology, rnic: &ComponentId) -> Option<ComponentI
     memory(true).or_else(|| memory(false))
 }
 
-/// The responder's answer to an offer: its own offer (with its `host` and
-/// `host_loopback_us`), or why it refuses.
+/// The responder's answer to an offer: its own offer (with its `host`), or why it refuses.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Answer {
     /// The responder's offer; `None` when it refused.
@@ -359,6 +429,11 @@ pub fn acceptable(spec: &PairSpec) -> Result<(), AboveCap> {
         ("bw_duration_ms", spec.bw_duration_ms, 60_000),
         ("depth", u64::from(spec.depth), limits::STREAM_DEPTH),
         ("timeout_ms", spec.timeout_ms, limits::TIMEOUT_MS),
+        (
+            "loopback_segments",
+            u64::from(spec.loopback_segments),
+            u64::from(rdma::engine::pair::MAX_LOOPBACK_SEGMENTS),
+        ),
     ];
     match checks.iter().find(|(_, v, cap)| v > cap) {
         Some(&(what, value, cap)) => Err(AboveCap { what, value, cap }),
@@ -408,18 +483,31 @@ pub fn serve_offer<E: Into<Box<dyn std::error::Error + Send + Sync>>>(
             source,
         });
     }
-    let part = local.host_part();
+    let mut batches = local.batches(&offer.spec);
+    // A part that cannot be measured at all is said in the answer; one whose batch fails
+    // later reaches the initiator as no part, and this side's words say why.
+    let cannot = batches.failure.take().map(|why| local.part_error(why));
+    let name = &local.name;
     let answer = |mine: &PairOffer| {
         send(&Answer {
-            offer: Some(local.carried(mine, &part)),
-            host_loopback_error: part.as_ref().err().map(ToString::to_string),
+            offer: Some(carried(name, mine)),
+            host_loopback_error: cannot.as_ref().map(ToString::to_string),
             error: None,
         })
         .map_err(|e| format!("sending the answer: {e}"))
     };
-    match respond(&local.port, offer, answer, SERVE_LIMIT) {
+    let (host, probe) = (&mut local.host, &local.probe);
+    let served = respond(&local.port, offer, answer, SERVE_LIMIT, &mut || {
+        batches.run(host, probe)
+    });
+    let part = match (cannot, batches.finish()) {
+        (Some(e), _) => format!("no host part: {e}"),
+        (None, Ok(part)) => format!("its host part {:.2} us", part.us),
+        (None, Err(why)) => format!("no host part: {}", local.part_error(why)),
+    };
+    match served {
         Ok(served) => Ok(format!(
-            "served {} from {}: {} rounds, {} messages, data {}",
+            "served {} from {}: {} rounds, {} messages, data {}, {part}",
             local.device,
             offer.device,
             served.rounds,
@@ -544,12 +632,13 @@ pub fn initiate_probe(
     ends: (Option<&str>, Option<&str>),
     exchange: impl FnOnce(&PairOffer) -> Result<Answer, PeerFailure>,
 ) -> Probed {
-    let part_a = local.host_part();
+    let mut batches = local.batches(spec);
     let before = local.counters();
     let answer: RefCell<Option<Answer>> = RefCell::new(None);
     let unreachable = RefCell::new(false);
-    let outcome = initiate(&local.port, spec, |mine: &PairOffer| {
-        let got = exchange(&local.carried(mine, &part_a)).map_err(|e| match e {
+    let name = &local.name;
+    let exchange = |mine: &PairOffer| {
+        let got = exchange(&carried(name, mine)).map_err(|e| match e {
             PeerFailure::Unreachable(why) => {
                 *unreachable.borrow_mut() = true;
                 why
@@ -562,18 +651,35 @@ pub fn initiate_probe(
             (Some(offer), None) => Ok(offer),
             (None, None) => Err(format!("{peer} answered without an offer")),
         }
+    };
+    let (host, probe) = (&mut local.host, &local.probe);
+    let outcome = initiate(&local.port, spec, exchange, &mut || {
+        batches.run(host, probe)
     });
     let delta = transport(&before, &local.counters());
     let answer = answer.into_inner();
     let peer_offer = answer.as_ref().and_then(|a| a.offer.as_ref());
+    let part_a = batches.finish().map_err(|why| local.part_error(why));
     let host_a = part_a.as_ref().ok().copied();
-    // A peer of an older version sends its part without its noise: taken as none.
-    let host_b = peer_offer.and_then(|o| {
-        Some(Timed {
-            us: o.host_loopback_us?,
-            noise_us: o.host_loopback_noise_us.unwrap_or(0.0),
-        })
-    });
+    let host_b = outcome
+        .as_ref()
+        .ok()
+        .and_then(|r| r.peer_part)
+        .map(|p| Timed {
+            us: p.us,
+            noise_us: p.noise_us,
+        });
+    // Why the peer's part is missing: it said so in its answer, or it sent none.
+    let host_b_error = answer
+        .as_ref()
+        .and_then(|a| a.host_loopback_error.clone())
+        .or_else(|| {
+            (outcome.is_ok() && host_b.is_none()).then(|| {
+                format!(
+                    "{peer} sent no host part of its own: its loopback failed (its log says why)"
+                )
+            })
+        });
     let end = |host: String, id: Option<&str>, device: String| match id {
         Some(id) => End {
             host,
@@ -620,7 +726,7 @@ pub fn initiate_probe(
         bw_iterations: 0,
         verified: false,
         host_a_error: part_a.as_ref().err().map(ToString::to_string),
-        host_b_error: answer.as_ref().and_then(|a| a.host_loopback_error.clone()),
+        host_b_error,
         peer: peer.to_string(),
         error: None,
         counters_a: (delta != TransportDelta::default()).then_some(delta),
@@ -739,8 +845,6 @@ mod tests {
             completion_timestamps: false,
             spec: PairSpec::default(),
             host: Some("node-b".into()),
-            host_loopback_us: Some(9.5),
-            host_loopback_noise_us: Some(0.25),
         }
     }
 
@@ -759,7 +863,7 @@ mod tests {
         let text = serde_json::to_string(&answer).unwrap();
         let back: Answer = serde_json::from_str(&text).unwrap();
         assert_eq!(back, answer);
-        assert_eq!(back.offer.unwrap().host_loopback_us, Some(9.5));
+        assert_eq!(back.offer.unwrap().host.as_deref(), Some("node-b"));
         // A refusal is an error and no offer.
         let refusal: Answer = serde_json::from_str(r#"{"error": "bw_bytes too big"}"#).unwrap();
         assert_eq!(refusal, Answer::refusal("bw_bytes too big".into()));

@@ -1,15 +1,16 @@
 //! `hostping pair serve|probe`'s socket: the two offers carried over a TCP connection, one
 //! JSON line each way.
 //!
-//! 1. The initiator measures its own part first, then connects and sends its [`PairOffer`]
-//!    as one JSON line, with its host name and its part (`host_loopback_us`).
-//! 2. The responder reads that line, measures its own part the same way, connects its QP
-//!    and sends one [`Answer`] line: its offer with its host and part, or why it refuses.
-//!    It then serves the probe on the device (the socket is not used again) and takes the
-//!    next connection.
+//! 1. The initiator connects and sends its [`PairOffer`] as one JSON line, with its host
+//!    name.
+//! 2. The responder reads that line, connects its QP and sends one [`Answer`] line: its
+//!    offer with its host (and why its own part cannot be measured, if it cannot), or why
+//!    it refuses. It then serves the probe on the device (the socket is not used again; the
+//!    host parts travel in the probe's own records, `rdma::engine::pair`, "Host parts") and
+//!    takes the next connection.
 //!
 //! Every read and write on the socket has a deadline (the local side's timeout; the wait
-//! for the answer also covers the peer's loopback, [`ANSWER_WAIT`]), and a line is at most
+//! for the answer also covers the peer opening its device, [`ANSWER_WAIT`]), and a line is at most
 //! [`MAX_LINE`] bytes. The messages name the peer as `hostping pair probe --peer` gives it,
 //! and so do the reports that carry them.
 
