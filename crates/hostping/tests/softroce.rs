@@ -363,9 +363,11 @@ fn real_backends_on_soft_roce() {
     // The loopback engine's 1 B READ beside ib_read_lat (issue 38 asks for 10 %). The medians
     // above are too noisy for a bound: TCG's speed flips from one test to the next
     // (a QP's 1,000 READs take about 62 us each, the next QP's 130 us, in the same process
-    // too), and the flips only ever add time. So each tool's fastest of the same number of
-    // tests, run in turn, is compared: per round one `check` (two paths, mem0 and mem1, each
-    // its own QP) and two ib_read_lat runs (scripts/guest/read-pass-mark.sh).
+    // too), and the flips only ever add time. So each tool's floor over the same number of
+    // tests, run in turn, is compared: its third-fastest test, as a tool's odd test far below
+    // its others would make the fastest a measure of that one (the pair test's `floor`,
+    // crates/rdma/tests/guest.rs). Per round one `check` (two paths, mem0 and mem1, each its
+    // own QP) and two ib_read_lat runs (scripts/guest/read-pass-mark.sh).
     assert_eq!(
         status(&dir, "read-pass-mark"),
         0,
@@ -403,22 +405,26 @@ fn real_backends_on_soft_roce() {
         "most tests gave a figure (two per round for each tool): {hp_read:?} {pt_read:?}\n{}",
         read(&dir, "read-pass-mark.err")
     );
-    let fastest = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
-    let read_ratio = fastest(&hp_read) / fastest(&pt_read);
+    let floor = |v: &[f64]| {
+        let mut sorted = v.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        sorted[2.min(sorted.len() - 1)]
+    };
+    let read_ratio = floor(&hp_read) / floor(&pt_read);
     println!(
-        "| 1 B READ latency, fastest of {} and {} tests in turn (us) | {:.2} | {:.2} (ib_read_lat) | {read_ratio:.2} |",
+        "| 1 B READ latency, third-fastest of {} and {} tests in turn (us) | {:.2} | {:.2} (ib_read_lat) | {read_ratio:.2} |",
         hp_read.len(),
         pt_read.len(),
-        fastest(&hp_read),
-        fastest(&pt_read)
+        floor(&hp_read),
+        floor(&pt_read)
     );
-    // The bound guards against a cost per iteration coming back, such as the clock read
-    // inside the timed wait that made the gap 1.22 (BENCHMARKS.md). It is not the issue's
-    // 10 %: three runs of this guest gave 1.05, 1.14 and 1.15, and the gap left is not
-    // understood (BENCHMARKS.md, "READ pass mark").
+    // The bound guards against a cost per iteration coming back, such as the two clock reads
+    // inside each timed wait that made the medians' gap 1.22 (BENCHMARKS.md): about 6 us of
+    // 60 on top of today's gap. It is not the issue's 10 %: runs of this guest gave 1.05 to
+    // 1.16, and the gap left is not understood (BENCHMARKS.md, "READ pass mark").
     assert!(
-        read_ratio <= 1.20,
-        "the loopback READ's fastest run is {read_ratio:.3} of ib_read_lat's: {hp_read:?} {pt_read:?}"
+        read_ratio <= 1.25,
+        "the loopback READ's floor is {read_ratio:.3} of ib_read_lat's: {hp_read:?} {pt_read:?}"
     );
 
     // ODP micro-benchmarks (ISPASS'21): rxe of Linux 6.1 has no ODP (it landed in 6.14), so

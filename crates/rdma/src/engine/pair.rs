@@ -1114,7 +1114,8 @@ fn initiate_inner<E: std::fmt::Display>(
             }
         };
         let interval = Duration::from_micros(spec.latency_interval_us);
-        // The schedule starts again after each segment's host parts.
+        // The schedule, from when and which round; it starts again after a segment's host
+        // parts only where they took past the next round's time.
         let mut paced_from = (Instant::now(), 0u64);
         for round in 0..rounds {
             if !interval.is_zero() {
@@ -1138,7 +1139,10 @@ fn initiate_inner<E: std::fmt::Display>(
             let t1 = t1.and_then(|t1| {
                 if let Some(seg) = segment_ends.iter().position(|&end| end == round + 1) {
                     peer_part = link.initiator_segment_end(seg as u64 + 1, between)?;
-                    paced_from = (Instant::now(), round + 1);
+                    let next_due = paced_from.0 + interval * (round + 1 - paced_from.1) as u32;
+                    if Instant::now() > next_due {
+                        paced_from = (Instant::now(), round + 1);
+                    }
                 }
                 Ok(t1)
             });
@@ -1378,6 +1382,10 @@ fn respond_inner<E: std::fmt::Display>(
         // When the first ping of the schedule came, and its round: the schedule starts
         // again after each segment's host parts.
         let mut first_ping: Option<(Instant, u64)> = None;
+        // When the last ping came, paced: the first ping after a segment's host parts is due
+        // an interval after it (the initiator keeps its schedule unless the parts took
+        // longer).
+        let mut last_ping: Option<Instant> = None;
         let segment_ends = spec.segment_ends();
         // When the responder woke for this round, paced; and how many rounds in a row it
         // woke with most of its margin to spare.
@@ -1404,6 +1412,7 @@ fn respond_inner<E: std::fmt::Display>(
                     if !interval.is_zero() {
                         let now = Instant::now();
                         first_ping.get_or_insert((now, round));
+                        last_ping = Some(now);
                         // Woke in good time, most of the margin spent polling, round after
                         // round: the sleeps are more exact than the margin allows for.
                         if woke.is_some_and(|w| now - w > margin * 3 / 4) {
@@ -1436,9 +1445,18 @@ fn respond_inner<E: std::fmt::Display>(
                         return Err(e);
                     }
                 }
+                // The schedule is anchored again on the next ping, due an interval after
+                // the last one: sleep until just before it, then poll.
                 first_ping = None;
                 woke = None;
                 early = 0;
+                let due = last_ping.map(|last| last + interval);
+                let wake = due
+                    .and_then(|due| due.checked_sub(margin))
+                    .filter(|&w| w > Instant::now());
+                if let Some(wake) = wake {
+                    std::thread::sleep(wake - Instant::now());
+                }
                 continue;
             }
             if let Some((first, first_round)) = first_ping {
