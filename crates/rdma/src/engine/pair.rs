@@ -888,6 +888,15 @@ impl LazyDeadline {
     }
 }
 
+/// Sleeps until `margin` before `due` (not at all when that has passed): a paced responder
+/// wakes that early and polls for the ping.
+fn sleep_until_margin_before(due: Instant, margin: Duration) {
+    let wake = due.checked_sub(margin).filter(|&w| w > Instant::now());
+    if let Some(wake) = wake {
+        std::thread::sleep(wake - Instant::now());
+    }
+}
+
 /// A limit that is no limit.
 fn far_future() -> Instant {
     Instant::now() + Duration::from_secs(86400 * 365)
@@ -1117,9 +1126,12 @@ fn initiate_inner<E: std::fmt::Display>(
         // The schedule, from when and which round; it starts again after a segment's host
         // parts only where they took past the next round's time.
         let mut paced_from = (Instant::now(), 0u64);
+        let due_of = |(from, from_round): (Instant, u64), round: u64| {
+            from + interval * (round - from_round) as u32
+        };
         for round in 0..rounds {
             if !interval.is_zero() {
-                let due = paced_from.0 + interval * (round - paced_from.1) as u32;
+                let due = due_of(paced_from, round);
                 std::thread::sleep(due.saturating_duration_since(Instant::now()));
             }
             let v = round_byte(round);
@@ -1139,8 +1151,7 @@ fn initiate_inner<E: std::fmt::Display>(
             let t1 = t1.and_then(|t1| {
                 if let Some(seg) = segment_ends.iter().position(|&end| end == round + 1) {
                     peer_part = link.initiator_segment_end(seg as u64 + 1, between)?;
-                    let next_due = paced_from.0 + interval * (round + 1 - paced_from.1) as u32;
-                    if Instant::now() > next_due {
+                    if Instant::now() > due_of(paced_from, round + 1) {
                         paced_from = (Instant::now(), round + 1);
                     }
                 }
@@ -1450,21 +1461,16 @@ fn respond_inner<E: std::fmt::Display>(
                 first_ping = None;
                 woke = None;
                 early = 0;
-                let due = last_ping.map(|last| last + interval);
-                let wake = due
-                    .and_then(|due| due.checked_sub(margin))
-                    .filter(|&w| w > Instant::now());
-                if let Some(wake) = wake {
-                    std::thread::sleep(wake - Instant::now());
+                if let Some(last) = last_ping {
+                    sleep_until_margin_before(last + interval, margin);
                 }
                 continue;
             }
             if let Some((first, first_round)) = first_ping {
-                let due = first + interval * (round + 1 - first_round) as u32;
-                let wake = due.checked_sub(margin).filter(|&w| w > Instant::now());
-                if let Some(wake) = wake {
-                    std::thread::sleep(wake - Instant::now());
-                }
+                sleep_until_margin_before(
+                    first + interval * (round + 1 - first_round) as u32,
+                    margin,
+                );
                 woke = Some(Instant::now());
             }
         }
