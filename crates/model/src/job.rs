@@ -345,6 +345,20 @@ pub struct JobEvidence {
     /// that does not read): not judged, so never called healthy.
     #[serde(default)]
     pub not_judged: Vec<NotJudgedItem>,
+    /// The job's own collectives (NCCL Inspector, DESIGN 4.8), when any record was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collectives: Option<CollectiveEvidence>,
+}
+
+/// The job's collectives as read: each rank's summaries and what the reading skipped.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CollectiveEvidence {
+    /// Records read.
+    pub records: u64,
+    /// Per rank, collective kind and size, and time bucket.
+    pub summaries: Vec<crate::inspector::RankSummary>,
+    /// What was not used.
+    pub skipped: crate::inspector::Skipped,
 }
 
 /// `hostping job --format json` and `GET /api/jobs/verdict` (DESIGN 4.7; fields after
@@ -385,6 +399,10 @@ pub struct JobReport {
     /// Distinct pairs probed, probes and rounds (issue 38: `pairs` lists every probe).
     #[serde(default)]
     pub probed: ProbeCount,
+    /// The job's own symptom from its collectives (DESIGN 4.8); absent when no record was
+    /// read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symptom: Option<crate::inspector::Symptom>,
 }
 
 /// The smallest losses the job's measurements would have flagged, layer by layer: a

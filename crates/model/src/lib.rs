@@ -26,6 +26,7 @@ pub mod hostfile;
 pub mod hostlist;
 pub mod hwloc_xml;
 pub mod ids;
+pub mod inspector;
 pub mod iommu;
 pub mod job;
 pub mod limits;

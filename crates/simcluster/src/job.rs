@@ -63,6 +63,7 @@ pub fn evidence(
         what_if: None,
         simulated: true,
         not_judged: Vec::new(),
+        collectives: None,
     })
 }
 

@@ -102,6 +102,7 @@ pub fn judge(evidence: &JobEvidence) -> JobReport {
         follow_ups: Vec::new(),
         sensitivity,
         probed: model::job::ProbeCount::default(),
+        symptom: None,
     };
     for source in SOURCES.iter() {
         source.report(&judged, &mut report);

@@ -125,6 +125,7 @@ pub async fn gather(
         what_if: None,
         simulated,
         not_judged,
+        collectives: None,
     };
     Ok(Gathered {
         evidence,

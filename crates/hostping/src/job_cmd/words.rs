@@ -214,6 +214,7 @@ mod tests {
             what_if: None,
             follow_ups: Vec::new(),
             probed: Default::default(),
+            symptom: None,
             sensitivity: Sensitivity {
                 host: LayerSensitivity {
                     min_visible_loss: Some(0.2),
