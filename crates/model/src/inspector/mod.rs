@@ -11,6 +11,34 @@
 
 use serde::{Deserialize, Serialize};
 
+mod json;
+mod textfile;
+
+pub use json::parse_json;
+pub use textfile::parse_textfile;
+
+/// Reads one file's text, whichever mode wrote it: JSON when its first non-whitespace byte is
+/// `{`, else the textfile mode (where text that is not UTF-8 is all bad: one bad record per
+/// non-blank line). The one entry point for callers that walk dump directories.
+pub fn parse(bytes: &[u8]) -> Parsed {
+    match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => parse_json(bytes),
+        _ => match std::str::from_utf8(bytes) {
+            Ok(text) => parse_textfile(text),
+            Err(_) => Parsed {
+                skipped: Skipped {
+                    bad_records: bytes
+                        .split(|b| *b == b'\n')
+                        .filter(|line| !line.trim_ascii().is_empty())
+                        .count() as u64,
+                    ..Skipped::default()
+                },
+                ..Parsed::default()
+            },
+        },
+    }
+}
+
 /// One collective on one rank of one communicator: the fields of a `v4.0` record (or of one
 /// textfile sample) that the symptom uses.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -47,8 +75,10 @@ pub struct CollectiveRecord {
     /// records' `event_trace_ts.kernel_events[].kernel_start_ts`); `None` without a trace.
     pub kernel_start_us: Option<f64>,
     /// When the collective ran, us since the epoch: the kernel start where traced, else the
-    /// record's dump time less its execution time (`dump_timestamp_us - coll_exec_time_us`,
-    /// at most one dump interval late), else the textfile sample's timestamp.
+    /// traced collective start (`event_trace_ts.coll_start_ts`), else the record's dump time
+    /// less its execution time (`dump_timestamp_us - coll_exec_time_us`, at most one dump
+    /// interval late); in the textfile mode, the sample's `timestamp` label (the dump time, to
+    /// the second), else the sample's own timestamp.
     pub at_us: f64,
     /// The job, where the record names it (textfile `slurm_job_id`, other than `unknown`).
     pub job: Option<String>,
