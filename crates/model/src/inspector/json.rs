@@ -1,10 +1,11 @@
 //! The plugin's JSON files: pretty-printed objects one after another (NVIDIA/nccl
 //! `ext-profiler/inspector/README.md`, "Output Example"), appended while the job runs.
 //!
-//! One pass of serde_json's stream deserializer over the bytes. Each top-level object is first
-//! split into its sections as raw (borrowed) JSON, so that the version can be checked before
-//! the collective's fields are typed: a later format or another kind of record is then
-//! "unknown", not "bad", whatever its fields look like.
+//! One pass of serde_json's stream deserializer over the bytes, typing each object's sections
+//! as it goes (borrowed strings, nothing kept but the records). An object whose fields do not
+//! type is read again as raw sections, so that the version is checked before the fields: a
+//! later format or another kind of record is then "unknown", not "bad", whatever its fields
+//! look like; the common case is read once.
 
 use std::borrow::Cow;
 
@@ -35,17 +36,34 @@ pub fn parse_json(bytes: &[u8]) -> Parsed {
 /// (`bytes.len()` when done). A stream deserializer stops for good at its first error, so
 /// each error starts a new one past the broken object.
 fn parse_from(bytes: &[u8], pos: usize, parsed: &mut Parsed) -> usize {
-    let mut stream = serde_json::Deserializer::from_slice(&bytes[pos..]).into_iter::<RawObject>();
+    let mut stream = serde_json::Deserializer::from_slice(&bytes[pos..]).into_iter::<Sections>();
     loop {
         let before = pos + stream.byte_offset();
         match stream.next() {
             None => return bytes.len(),
-            Some(Ok(object)) => classify(&object, parsed),
+            Some(Ok(sections)) => count(read_record(sections), parsed),
             Some(Err(error)) => {
                 let start = before + leading_whitespace(&bytes[before..]);
-                return recover(bytes, start, error.classify(), parsed);
+                if error.classify() != Category::Data {
+                    return recover(bytes, start, error.classify(), parsed);
+                }
+                return read_raw_from(bytes, start, parsed);
             }
         }
+    }
+}
+
+/// Reads the object at `start`, whose fields did not type, as raw sections; returns where
+/// to go on.
+fn read_raw_from(bytes: &[u8], start: usize, parsed: &mut Parsed) -> usize {
+    let mut stream = serde_json::Deserializer::from_slice(&bytes[start..]).into_iter::<RawObject>();
+    match stream.next() {
+        Some(Ok(raw)) => {
+            count(read_raw(&raw), parsed);
+            start + stream.byte_offset()
+        }
+        Some(Err(error)) => recover(bytes, start, error.classify(), parsed),
+        None => bytes.len(),
     }
 }
 
@@ -123,33 +141,45 @@ fn leading_whitespace(bytes: &[u8]) -> usize {
         .count()
 }
 
-/// Counts one well-formed top-level object, or reads it into a record.
-fn classify(object: &RawObject, parsed: &mut Parsed) {
-    match read_record(object) {
+/// Adds one well-formed top-level object: a record, or a count of what it was.
+fn count(read: Result<Option<CollectiveRecord>, ()>, parsed: &mut Parsed) {
+    match read {
         Ok(Some(record)) => parsed.records.push(record),
         Ok(None) => parsed.skipped.unknown_records += 1,
         Err(()) => parsed.skipped.bad_records += 1,
     }
 }
 
-/// `Ok(None)`: not a `v4.x` collective record; `Err`: one with a field missing or mistyped.
-fn read_record(object: &RawObject) -> Result<Option<CollectiveRecord>, ()> {
-    let Some(metadata) = object.metadata else {
+/// [`read_record`] on raw sections, typing each only once the ones before it said the
+/// object is a `v4.x` collective record.
+fn read_raw(raw: &RawObject) -> Result<Option<CollectiveRecord>, ()> {
+    let metadata: Option<Metadata> = raw.metadata.map(typed).transpose()?;
+    if !metadata.as_ref().is_some_and(Metadata::known_version) {
+        return Ok(None);
+    }
+    let coll_perf: Option<CollPerf> = raw.coll_perf.map(typed).transpose()?;
+    if !matches!(&coll_perf, Some(CollPerf { coll: Some(_), .. })) {
+        return Ok(None);
+    }
+    read_record(Sections {
+        header: raw.header.map(typed).transpose()?,
+        metadata,
+        coll_perf,
+    })
+}
+
+/// `Ok(None)`: not a `v4.x` collective record; `Err`: one with a field missing.
+fn read_record(sections: Sections) -> Result<Option<CollectiveRecord>, ()> {
+    let Some(metadata) = sections.metadata.filter(Metadata::known_version) else {
         return Ok(None);
     };
-    let metadata: Metadata = typed(metadata)?;
-    let known_version = metadata
-        .inspector_output_format_version
-        .as_deref()
-        .is_some_and(|v| v.starts_with("v4."));
-    let Some(coll_perf) = object.coll_perf.filter(|_| known_version) else {
+    let Some(perf) = sections.coll_perf else {
         return Ok(None);
     };
-    let perf: CollPerf = typed(coll_perf)?;
     let Some(collective) = perf.coll else {
         return Ok(None);
     };
-    let header: Header = typed(object.header.ok_or(())?)?;
+    let header = sections.header.ok_or(())?;
 
     let exec_us = perf.coll_exec_time_us.ok_or(())?.as_f64();
     let trace = perf.event_trace_ts.as_ref();
@@ -196,6 +226,18 @@ fn uint<T: TryFrom<u64>>(n: Option<Num>) -> Result<T, ()> {
         .ok_or(())
 }
 
+/// A top-level object's sections, typed; other keys (`dump_stats`, a point-to-point
+/// record's own section) are skipped unread.
+#[derive(Deserialize)]
+struct Sections<'a> {
+    #[serde(borrow)]
+    header: Option<Header<'a>>,
+    #[serde(borrow)]
+    metadata: Option<Metadata<'a>>,
+    #[serde(borrow)]
+    coll_perf: Option<CollPerf<'a>>,
+}
+
 /// A top-level object, split into the sections read; other keys (`dump_stats`, a
 /// point-to-point record's own section) are skipped unread.
 #[derive(Deserialize)]
@@ -225,6 +267,15 @@ struct Metadata<'a> {
     #[serde(borrow)]
     hostname: Option<Cow<'a, str>>,
     pid: Option<Num>,
+}
+
+impl Metadata<'_> {
+    /// Format `v4.x`, the one this reader knows.
+    fn known_version(&self) -> bool {
+        self.inspector_output_format_version
+            .as_deref()
+            .is_some_and(|v| v.starts_with("v4."))
+    }
 }
 
 #[derive(Deserialize)]
