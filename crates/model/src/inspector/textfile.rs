@@ -18,24 +18,14 @@ use super::{CollectiveRecord, Parsed};
 /// metrics other than the plugin's three are ignored; a sample line that does not parse, or
 /// lacks a label a record needs, counts as one
 /// [`Skipped::bad_records`](super::Skipped::bad_records), and so does a collective missing
-/// one of its three samples. A last line without its newline (a file being written) is left
-/// unread, as [`Parsed::incomplete_tail`].
+/// one of its three samples. Every line is read, the last one too with no newline after it:
+/// the plugin rewrites a textfile whole each interval (its README, "Prometheus Mode"), so
+/// no reader tails one and nothing is left for a later read.
 pub fn parse_textfile(text: &str) -> Parsed {
-    let (whole, tail) = match text.rfind('\n') {
-        Some(end) => text.split_at(end + 1),
-        None => ("", text),
-    };
-    let mut parsed = Parsed {
-        incomplete_tail: if tail.trim().is_empty() {
-            0
-        } else {
-            tail.len()
-        },
-        ..Parsed::default()
-    };
+    let mut parsed = Parsed::default();
     let mut groups: Vec<Group> = Vec::new();
     let mut index: HashMap<(Cow<str>, u32, u64), usize> = HashMap::new();
-    for line in whole.lines() {
+    for line in text.lines() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
