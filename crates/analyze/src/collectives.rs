@@ -519,6 +519,27 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_straggler_since_the_onset_is_judged_over_the_slow_period() {
+        // Late in the last 6 of 12 buckets: not most of the window, all of the slow period.
+        let records = job(|id, global, t| {
+            if id == "0xa" && global != 6 && t >= 30.0 {
+                EXEC + 40_000.0
+            } else {
+                EXEC
+            }
+        });
+        let s = symptom(&evidence(&records));
+        assert!(s.slow && s.communicators[0].slow, "{s:?}");
+        assert_eq!(s.since, Some(T0 + 30.0));
+        assert_eq!(s.stragglers.len(), 1, "{:?}", s.stragglers);
+        assert_eq!((s.stragglers[0].rank, s.stragglers[0].collectives), (6, 60));
+        assert_eq!(
+            s.stragglers[0].gpu, None,
+            "no GPU said, no one-node communicator"
+        );
+    }
+
+    #[test]
     fn a_gpu_the_records_name_is_the_stragglers() {
         let mut records = straggler_job();
         for r in records.iter_mut().filter(|r| r.communicator == "0xa") {
