@@ -86,6 +86,7 @@ assert_eq!(report.diagnoses[0].links, ["gpu4--lsw4".into()] as [model::LinkId; 1
 
 mod bound;
 mod causes;
+pub mod collectives;
 mod evidence;
 mod facts;
 mod flap_common;

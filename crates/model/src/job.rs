@@ -359,6 +359,21 @@ pub struct CollectiveEvidence {
     pub summaries: Vec<crate::inspector::RankSummary>,
     /// What was not used.
     pub skipped: crate::inspector::Skipped,
+    /// What the job's topology allows a communicator's bus bandwidth to reach, set by
+    /// producers that know the hosts (DESIGN 4.8's `expected`); unknown by default.
+    #[serde(default)]
+    pub expected_busbw_gbs: ExpectedBusBandwidth,
+}
+
+/// The bus bandwidth the job's hardware allows, GB/s, by where a communicator's ranks are.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExpectedBusBandwidth {
+    /// A communicator across hosts (`nnodes` > 1): the RNICs' line rate.
+    #[serde(default)]
+    pub across_hosts: Option<f64>,
+    /// A communicator within one host (`nnodes` 1): its NVLink or PCIe rate.
+    #[serde(default)]
+    pub within_host: Option<f64>,
 }
 
 /// `hostping job --format json` and `GET /api/jobs/verdict` (DESIGN 4.7; fields after

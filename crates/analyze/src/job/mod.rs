@@ -20,14 +20,20 @@
 //! 5. The verdict ([`culprits`]): host, network, both; neither only when every host and
 //!    every cable of the job's routes was judged; inconclusive otherwise. How small a loss
 //!    each layer could have seen ([`sensitivity`]) goes with it: `neither` says it.
+//! 6. The job's own collectives (DESIGN 4.8, [`crate::collectives`]), when read: the
+//!    report's `symptom`; each rank that arrives late again and again names its host a
+//!    culprit (`straggler`), whatever its own check says (the evidence says what it found).
+//!    With the collectives alone (no host check, pair or port), the infrastructure is not
+//!    judged: a straggler makes the verdict `host`, no straggler `inconclusive`.
 //!
 //! Each kind of evidence is a source ([`source::Source`], one module each under [`source`],
 //! registered in [`SOURCES`]): the host checks ([`hosts`]), the switch ports ([`ports`]), the
-//! pairs ([`paths`]) and the what-if ([`what_if`]). [`judge`] has each read its part, runs
-//! the one tomography, has each rank its culprits in its phase ([`source::Phase`]: the
-//! fabric findings, the ports' counters and other jobs' traffic, the hosts, the what-if's
-//! support) into one [`source::Ranking`], sorts them by score, and has each list what it
-//! could not judge and write its part of the report.
+//! pairs ([`paths`]), the what-if ([`what_if`]) and the job's collectives. [`judge`] has
+//! each read its part, runs the one tomography, has each rank its culprits in its phase
+//! ([`source::Phase`]: the fabric findings, the ports' counters and other jobs' traffic, the
+//! hosts and the stragglers, the what-if's support) into one [`source::Ranking`], sorts
+//! them by score, and has each list what it could not judge and write its part of the
+//! report.
 
 mod culprits;
 pub mod direction;
@@ -40,7 +46,8 @@ pub mod what_if;
 
 pub use culprits::listed;
 use model::job::{JobEvidence, JobReport};
-use source::{host_checks::HostChecks, pairs::Pairs, switch_ports::SwitchPorts};
+use source::switch_ports::SwitchPorts;
+use source::{collectives::Collectives, host_checks::HostChecks, pairs::Pairs};
 use source::{what_if::WhatIfSource, Ranking, Reading, Source};
 
 pub use culprits::{Judged, BACKGROUND_MIN_PORTS, SCORE_CANDIDATES, SCORE_COUNTERS, SCORE_PROVEN};
@@ -48,8 +55,16 @@ pub use culprits::{Judged, BACKGROUND_MIN_PORTS, SCORE_CANDIDATES, SCORE_COUNTER
 /// Every evidence source, in the order the verdict reads them, lists what they could not
 /// judge, and writes their parts of the report. The host checks come first: the
 /// tomography's host paths and the report's first unjudged items are theirs; the switch
-/// ports before the pairs, whose tomography takes the cables the ports accuse.
-pub static SOURCES: [&dyn Source; 4] = [&HostChecks, &SwitchPorts, &Pairs, &WhatIfSource];
+/// ports before the pairs, whose tomography takes the cables the ports accuse. The job's
+/// collectives come last: they read nothing into the tomography, and what they leave
+/// unjudged (the infrastructure, when they are all there is) follows the others' items.
+pub static SOURCES: [&dyn Source; 5] = [
+    &HostChecks,
+    &SwitchPorts,
+    &Pairs,
+    &WhatIfSource,
+    &Collectives,
+];
 
 /// [`SOURCES`] in the order they rank: by [`source::Phase`], one phase's sources in
 /// [`SOURCES`]' order (the sort is stable).
@@ -132,13 +147,31 @@ mod tests {
     #[test]
     fn every_source_is_registered_once_by_its_name() {
         let names: Vec<&str> = SOURCES.iter().map(|s| s.name()).collect();
-        assert_eq!(names, ["host checks", "switch ports", "pairs", "what-if"]);
+        assert_eq!(
+            names,
+            [
+                "host checks",
+                "switch ports",
+                "pairs",
+                "what-if",
+                "collectives"
+            ]
+        );
     }
 
     #[test]
     fn the_sources_rank_fabric_findings_first_and_the_what_if_last() {
         let names: Vec<&str> = rank_order().iter().map(|s| s.name()).collect();
-        assert_eq!(names, ["pairs", "switch ports", "host checks", "what-if"]);
+        assert_eq!(
+            names,
+            [
+                "pairs",
+                "switch ports",
+                "host checks",
+                "collectives",
+                "what-if"
+            ]
+        );
     }
 
     /// What `sources` alone rank of `e`, in their order, after every source read it: the

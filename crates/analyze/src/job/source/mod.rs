@@ -3,8 +3,9 @@
 //! pairs' network parts, cables its own counters accuse), its culprits and how it moves
 //! the others' ranking ([`Ranking`]), what of it could not be judged, and its part of the
 //! [`JobReport`]. [`judge`] iterates [`SOURCES`] at each of those steps, in their order
-//! there, except the ranking, which goes by each source's [`Phase`]; so a new source (the
-//! job's NCCL collectives, next) is one module here and one line in [`SOURCES`].
+//! there, except the ranking, which goes by each source's [`Phase`]; so a new source is one
+//! module here and one line in [`SOURCES`] (as the job's NCCL collectives were:
+//! [`collectives`]).
 //!
 //! [`judge`]: super::judge
 //! [`SOURCES`]: super::SOURCES
@@ -17,6 +18,7 @@ use super::culprits::Judged;
 use super::hosts::Hosts;
 use super::ports::JudgedPort;
 
+pub mod collectives;
 pub mod host_checks;
 pub mod pairs;
 pub mod switch_ports;
@@ -71,7 +73,7 @@ pub enum Phase {
     /// The switch ports' counters, on the cables the fabric findings did not name, and
     /// then other jobs' traffic, which needs both the ports and the pairs' findings.
     Counters,
-    /// The hosts' own checks.
+    /// The hosts' own checks, then the job's stragglers.
     Hosts,
     /// Words on the culprits every other phase named (the what-if's).
     Support,
