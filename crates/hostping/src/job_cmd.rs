@@ -3,11 +3,12 @@
 //! (`GET /api/jobs/verdict`, [`real`]). `analyze::job` judges both the same way, and
 //! [`words`] prints both for people.
 
+mod nccl;
 mod real;
 pub mod words;
 
 use anyhow::Result;
-use model::job::JobReport;
+use model::job::{CollectiveEvidence, JobEvidence, JobReport};
 use simcluster::mesh::MeshSettings;
 use simcluster::whatif::JobTraffic;
 use simcluster::{Cluster, ClusterFaults, Endpoint};
@@ -19,8 +20,12 @@ use crate::progress;
 
 /// Runs `hostping job`.
 pub fn run(args: JobArgs) -> Result<Outcome> {
+    let collectives = args.nccl.as_deref().map(nccl::read).transpose()?;
     let Some(sim_cluster) = &args.sim_cluster else {
-        return real::run(&args);
+        return match collectives {
+            Some(collectives) => collectives_alone(&args, collectives),
+            None => real::run(&args),
+        };
     };
     let cluster = Cluster::resolve(sim_cluster, &|path, routes| Ok(read_fabric(path, routes)?))?;
     let faults = ClusterFaults::parse(&args.inject, &cluster)?;
@@ -39,6 +44,7 @@ pub fn run(args: JobArgs) -> Result<Outcome> {
         } else {
             None
         },
+        collectives,
     };
     let report = simcluster::job::run(&cluster, &faults, &settings, &options, &|done, total| {
         bar.set_length(total as u64);
@@ -50,6 +56,59 @@ pub fn run(args: JobArgs) -> Result<Outcome> {
         words::render(r, words::Observed::Simulated, style)
     })?;
     Ok(outcome(&report))
+}
+
+/// `--nccl` with no cluster: the verdict from the job's collectives alone (DESIGN 4.8): a
+/// straggler names its host; anything else is inconclusive, the symptom reported, as no
+/// host or cable was measured. The job's hosts are --nodes, else those the records name.
+fn collectives_alone(args: &JobArgs, collectives: CollectiveEvidence) -> Result<Outcome> {
+    let nodes = match &args.nodes {
+        Some(nodes) => nodes.0.clone(),
+        None => hosts_in_rank_order(&collectives),
+    };
+    let evidence = JobEvidence {
+        nodes,
+        collectives: Some(collectives),
+        ..JobEvidence::default()
+    };
+    let report = analyze::job::judge(&evidence);
+    print_to(args.output.as_deref(), args.format, &report, |r, style| {
+        words::render(r, words::Observed::Measured, style)
+    })?;
+    Ok(outcome(&report))
+}
+
+/// The hosts the records name, in the rank order of the communicator spanning the most
+/// hosts (the job's world), then any other in name order.
+fn hosts_in_rank_order(collectives: &CollectiveEvidence) -> Vec<String> {
+    let widest = collectives
+        .summaries
+        .iter()
+        .max_by_key(|s| (s.n_nodes, s.n_ranks))
+        .map(|s| s.communicator.clone());
+    let mut ranked: Vec<(u32, &str)> = collectives
+        .summaries
+        .iter()
+        .filter(|s| Some(&s.communicator) == widest.as_ref())
+        .map(|s| (s.rank, s.hostname.as_str()))
+        .collect();
+    ranked.sort();
+    let mut nodes: Vec<String> = Vec::new();
+    for (_, host) in ranked {
+        if !nodes.iter().any(|n| n == host) {
+            nodes.push(host.to_string());
+        }
+    }
+    let mut others: Vec<&str> = collectives
+        .summaries
+        .iter()
+        .map(|s| s.hostname.as_str())
+        .filter(|h| !nodes.iter().any(|n| n == h))
+        .collect();
+    others.sort();
+    others.dedup();
+    nodes.extend(others.into_iter().map(String::from));
+    nodes
 }
 
 /// DESIGN 4.7's exit status as an outcome: 0 neither, 1 host / network / both, 3

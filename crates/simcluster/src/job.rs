@@ -10,7 +10,9 @@
 
 use std::collections::BTreeSet;
 
-use model::job::{JobEvidence, JobHost, JobPair, JobPort, ProbePhase, ProbeRound};
+use model::job::{
+    CollectiveEvidence, JobEvidence, JobHost, JobPair, JobPort, ProbePhase, ProbeRound,
+};
 use model::switch_port::SwitchPortCounters;
 use verdict::job::{job_cables, job_paths, pair_cables};
 use verdict::pipeline::{self, Gathered, Measure, Options, PairsMeasured, Replay, Step};
@@ -79,6 +81,9 @@ pub struct JobOptions {
     /// Replay this traffic on the fabric and say what explains the job's time
     /// (`verdict::whatif`).
     pub what_if: Option<JobTraffic>,
+    /// The job's own collectives, as read from its NCCL Inspector records (DESIGN 4.8):
+    /// judged beside the simulated evidence.
+    pub collectives: Option<CollectiveEvidence>,
 }
 
 /// Gathers the evidence and judges it; then runs the follow-ups and the what-if that
@@ -90,6 +95,7 @@ pub fn run(
     options: &JobOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<JobRun, ClusterError> {
+    let collectives = options.collectives.clone();
     let options = Options {
         probe: options.probe,
         what_if: options
@@ -109,6 +115,7 @@ pub fn run(
         faults,
         settings,
         progress,
+        collectives,
     };
     pipeline::block_on(pipeline::run(&mut simulated, options))
 }
@@ -126,16 +133,30 @@ pub struct Simulated<'a> {
     pub settings: &'a MeshSettings,
     /// Called with (done, total) as the evidence's mesh runs.
     pub progress: &'a (dyn Fn(usize, usize) + Sync),
+    /// The job's own collectives, added to the evidence gathered.
+    pub collectives: Option<CollectiveEvidence>,
 }
 
 impl Measure for Simulated<'_> {
     type Error = ClusterError;
 
     fn gather(&mut self) -> Step<'_, Result<Gathered, ClusterError>> {
+        // A communicator across hosts runs at most at the RNICs' line rate: NCCL's bus
+        // bandwidth approaches its slowest link's (reference/nccl-inspector.md).
+        let line_rate_gbs = self.cluster.fabric.link_gbps / 8.0;
+        let collectives = self.collectives.clone().map(|mut c| {
+            c.expected_busbw_gbs
+                .across_hosts
+                .get_or_insert(line_rate_gbs);
+            c
+        });
         let gathered =
             evidence(self.cluster, self.faults, self.settings, self.progress).map(|evidence| {
                 Gathered {
-                    evidence,
+                    evidence: JobEvidence {
+                        collectives,
+                        ..evidence
+                    },
                     follow_ups: Vec::new(),
                 }
             });

@@ -79,7 +79,7 @@ fn pairs_count_once_and_each_follow_up_names_its_round() {
     };
     let options = simcluster::job::JobOptions {
         probe: true,
-        what_if: None,
+        ..Default::default()
     };
     let r = simcluster::job::run(&cluster, &faults, &settings, &options, &|_, _| {})
         .unwrap()

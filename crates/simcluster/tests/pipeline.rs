@@ -89,6 +89,7 @@ fn the_simulated_cluster_and_a_real_measurer_give_the_same_verdict_bytes() {
     let options = JobOptions {
         probe: true,
         what_if: Some(traffic.clone()),
+        collectives: None,
     };
     let simulated: JobRun =
         simcluster::job::run(&cluster, &faults, &settings, &options, &|_, _| {}).unwrap();

@@ -12,7 +12,7 @@ use model::limits;
 #[derive(Debug, Args)]
 pub struct JobArgs {
     /// The simulated cluster: `pod-32` or a cluster TOML file (docs/cluster.md).
-    #[arg(long, value_name = "NAME|FILE", required_unless_present = "collector")]
+    #[arg(long, value_name = "NAME|FILE", required_unless_present_any = ["collector", "nccl"])]
     pub sim_cluster: Option<String>,
     /// The fleet collector holding the hosts' runs and the switch ports' counters.
     #[arg(long, value_name = "URL", conflicts_with = "sim_cluster",
@@ -21,7 +21,7 @@ pub struct JobArgs {
     /// The job's hosts, Slurm hostlist syntax (`node[001-016,020]`), in rank order; on a
     /// simulated cluster all of them by default.
     #[arg(long, value_name = "LIST", value_parser = parse_hostlist,
-          required_unless_present_any = ["slurm", "sim_cluster"])]
+          required_unless_present_any = ["slurm", "sim_cluster", "nccl"])]
     pub nodes: Option<HostNames>,
     /// A Slurm job: its hosts and its window from `scontrol show job` (or `sacct` once it
     /// has ended).
@@ -99,6 +99,13 @@ pub struct JobArgs {
     #[arg(long, default_value_t = 0.02, conflicts_with = "collector",
           value_parser = capped_f64("noise", Above::OrAtZero, limits::NOISE))]
     pub noise: f64,
+    /// The job's own collectives: the directory NCCL's Inspector plugin wrote
+    /// (NCCL_INSPECTOR_DUMP_DIR, by default nccl-inspector-<jobid>), JSON dumps or
+    /// node_exporter textfiles; every file under it is read. They say whether the job is
+    /// slow, since when, and which rank arrives late (a straggler names its host). Alone,
+    /// or with --sim-cluster; --nodes then limits the blame to those hosts.
+    #[arg(long, value_name = "DIR", conflicts_with = "collector")]
+    pub nccl: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,

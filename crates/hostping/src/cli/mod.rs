@@ -251,7 +251,9 @@ either end names the cable.")]
     /// against the same ports before it and against ports off its routes) and, with
     /// --what-if, a replay of the job's traffic on the simulated fabric. One tomography
     /// over every pair's whole path names a host's link, a cable or both; a fault on a
-    /// host or cable the job does not use is listed apart, never blamed.
+    /// host or cable the job does not use is listed apart, never blamed. With --nccl, the
+    /// job's own collectives (NCCL Inspector records) say whether it is slow, since when,
+    /// and which rank arrives late: a straggler names its host.
     ///
     /// Verdicts: host, network, both, neither (the infrastructure is healthy: a slow job
     /// then comes from its pattern or its mapping), inconclusive (too little was
@@ -263,6 +265,7 @@ Examples:
   hostping job --sim-cluster pod-32 --nodes 'node[001-016]' \\
       --inject fabric:errors:leaf2/9:1e5 --format json | jq .culprits
   hostping job --slurm 12345 --collector http://fleet:9470
+  hostping job --nccl nccl-inspector-12345 --format json | jq .symptom
   hostping job --nodes 'node[01-04]' --collector http://fleet:9470 \\
       --since 2026-11-27T10:00:00Z --probe \\
       --token-file /etc/hostping/probe-token")]

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use analyze::job::listed;
 use analyze::job::sensitivity::percent;
+use model::inspector::Symptom;
 use model::job::{Culprit, JobHostSummary, JobReport, Verdict};
 
 use views::Style;
@@ -40,6 +41,9 @@ pub fn render(report: &JobReport, observed: Observed, style: Style) -> String {
         _ => style.red(&report.summary),
     };
     let _ = writeln!(out, "{verdict}");
+    if let Some(symptom) = &report.symptom {
+        write_symptom(&mut out, symptom, style);
+    }
     for (i, c) in report.culprits.iter().enumerate() {
         let _ = writeln!(out);
         let _ = writeln!(out, "{}. {}", i + 1, style.bold(&culprit_title(c)));
@@ -107,6 +111,94 @@ pub fn render(report: &JobReport, observed: Observed, style: Style) -> String {
         }
     }
     out
+}
+
+/// What the job's own collectives say (DESIGN 4.8): slow or not and since when, each
+/// communicator that slowed, and the ranks that arrive late.
+fn write_symptom(out: &mut String, symptom: &Symptom, style: Style) {
+    let _ = writeln!(out);
+    let gbs = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1} GB/s"));
+    let expected = symptom
+        .busbw_gbs
+        .expected
+        .map(|e| format!("; its links allow {e:.1} GB/s"))
+        .unwrap_or_default();
+    let state = match (symptom.slow, symptom.since) {
+        (true, Some(since)) => style.red(&format!(
+            "slow since {} (bus bandwidth {} before, {} during{expected})",
+            unix_time(since),
+            gbs(symptom.busbw_gbs.before),
+            gbs(symptom.busbw_gbs.during),
+        )),
+        (true, None) => style.red(&format!(
+            "slow (bus bandwidth {}{expected})",
+            gbs(symptom.busbw_gbs.during)
+        )),
+        (false, _) => style.green(&format!(
+            "not slow (bus bandwidth {}{expected})",
+            gbs(symptom.busbw_gbs.before)
+        )),
+    };
+    let skipped = &symptom.skipped;
+    let _ = writeln!(
+        out,
+        "{} {} records: {state}",
+        style.bold("the job's collectives (NCCL Inspector):"),
+        symptom.records
+    );
+    if skipped.unknown_records + skipped.bad_records > 0 {
+        let _ = writeln!(
+            out,
+            "  skipped: {} record(s) of kinds or versions not read, {} malformed",
+            skipped.unknown_records, skipped.bad_records
+        );
+    }
+    for c in symptom.communicators.iter().filter(|c| c.slow) {
+        let _ = writeln!(
+            out,
+            "  slowed: {} {} of {} on {} rank(s) over {} host(s), {:.1} GB/s{}",
+            c.id,
+            c.collective,
+            size(c.bytes),
+            c.ranks,
+            c.nnodes,
+            c.busbw_gbs,
+            c.since
+                .map(|s| format!(" since {}", unix_time(s)))
+                .unwrap_or_default()
+        );
+    }
+    for s in &symptom.stragglers {
+        let _ = writeln!(
+            out,
+            "  straggler: rank {} of {} on {}{}, {:.0} us late in {} collective(s)",
+            s.rank,
+            s.communicator,
+            s.host,
+            s.gpu
+                .as_ref()
+                .map(|g| format!(" ({g})"))
+                .unwrap_or_default(),
+            s.late_us,
+            s.collectives
+        );
+    }
+}
+
+/// A message size as `256MiB`, or `1000 B` where no binary unit divides it.
+fn size(bytes: u64) -> String {
+    let text = fabric::traffic::units::format_bytes(bytes);
+    if text.ends_with(|c: char| c.is_ascii_digit()) {
+        format!("{text} B")
+    } else {
+        text
+    }
+}
+
+/// Unix seconds as RFC 3339 (UTC, to the second).
+fn unix_time(s: f64) -> String {
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(s.max(0.0));
+    humantime::format_rfc3339_seconds(at).to_string()
 }
 
 /// How small a loss each layer could have seen, and the hosts judged on the job's paths

@@ -476,6 +476,7 @@ pub fn run(cluster: &Cluster, case: &Case) -> Result<Outcome, ClusterError> {
                 bytes: WHAT_IF_BYTES,
             },
         }),
+        collectives: None,
     };
     let start = Instant::now();
     let run = crate::job::run(cluster, &faults, &settings, &options, &|_, _| {})?;
