@@ -2,8 +2,10 @@
 //! judges them): the symptom goes in the report, and each straggler's host is a culprit
 //! whatever its intra-host network shows, the evidence saying what its own check found.
 
-use model::inspector::Straggler;
-use model::job::{Culprit, JobReport, Layer, NotJudgedItem};
+use std::collections::BTreeSet;
+
+use model::inspector::{CommunicatorSymptom, Straggler, Symptom};
+use model::job::{Culprit, JobEvidence, JobReport, Layer, NotJudgedItem};
 use model::PathStatus;
 
 use super::{Phase, Ranking, Source};
@@ -15,6 +17,11 @@ use crate::job::culprits::Judged;
 /// 0.75); but it names the host, not the part of it (compute, data loading, the GPU, its
 /// paths), as a proven element does ([`crate::job::SCORE_PROVEN`], 0.9).
 pub const SCORE_STRAGGLER: f64 = 0.8;
+/// What a culprit gains when a communicator that slowed without a straggler runs over it:
+/// the job's own timing agrees with the measurement that named it (DESIGN 4.8: such a
+/// communicator narrows the other evidence to its ranks' paths and cables). Small: it
+/// orders culprits the measurements already named, and never names one itself.
+pub const SCORE_SUPPORT: f64 = 0.05;
 /// A straggler's cause (DESIGN 4.8).
 pub const STRAGGLER: &str = "straggler";
 /// Why the infrastructure is not judged when only the collectives were read.
@@ -42,7 +49,8 @@ impl Source for Collectives {
         let Some(collectives) = &evidence.collectives else {
             return;
         };
-        for s in &symptom(collectives).stragglers {
+        let symptom = symptom(collectives);
+        for s in &symptom.stragglers {
             let culprit = culprit(judged, s);
             if !evidence.nodes.is_empty() && !evidence.nodes.contains(&s.host) {
                 ranking.not_the_jobs.push(culprit);
@@ -52,6 +60,7 @@ impl Source for Collectives {
                 ranking.culprits.push(culprit);
             }
         }
+        support(&symptom, evidence, &mut ranking.culprits);
     }
 
     /// With the collectives alone, the infrastructure: a slow job is then never `neither`.
@@ -73,6 +82,63 @@ impl Source for Collectives {
     fn report(&self, judged: &Judged<'_>, report: &mut JobReport) {
         report.symptom = judged.evidence().collectives.as_ref().map(symptom);
     }
+}
+
+/// Each communicator that slowed with no straggler in it (the transfer itself is slow:
+/// reference/nccl-inspector.md) supports the culprits on its ranks' hosts and, across
+/// hosts, on the cables of the pairs between them ([`SCORE_SUPPORT`]), saying so in their
+/// evidence.
+fn support(symptom: &Symptom, evidence: &JobEvidence, culprits: &mut [Culprit]) {
+    let late: BTreeSet<&str> = symptom
+        .stragglers
+        .iter()
+        .map(|s| s.communicator.as_str())
+        .collect();
+    for comm in symptom
+        .communicators
+        .iter()
+        .filter(|c| c.slow && !late.contains(c.id.as_str()))
+    {
+        let hosts: BTreeSet<&str> = comm.hosts.iter().map(String::as_str).collect();
+        let cables: BTreeSet<&str> = if comm.nnodes > 1 {
+            evidence
+                .pairs
+                .iter()
+                .filter(|p| {
+                    hosts.contains(p.parts.a.host.as_str())
+                        && hosts.contains(p.parts.b.host.as_str())
+                })
+                .flat_map(|p| p.cables.iter().map(String::as_str))
+                .collect()
+        } else {
+            BTreeSet::new()
+        };
+        let words = agreement(comm);
+        for c in culprits.iter_mut().filter(|c| c.cause != STRAGGLER) {
+            let on_it = match c.layer {
+                Layer::Host | Layer::Rnic => c.host.as_deref().is_some_and(|h| hosts.contains(h)),
+                Layer::Fabric => std::iter::once(c.component.as_deref())
+                    .flatten()
+                    .chain(c.candidates.iter().map(String::as_str))
+                    .any(|cable| cables.contains(cable)),
+                Layer::Job => false,
+            };
+            if on_it && !c.evidence.contains(&words) {
+                c.score = (c.score + SCORE_SUPPORT).min(1.0);
+                c.evidence.push_str("; ");
+                c.evidence.push_str(&words);
+            }
+        }
+    }
+}
+
+/// The words a supported culprit's evidence gains from `comm`.
+fn agreement(comm: &CommunicatorSymptom) -> String {
+    format!(
+        "the job's own collectives agree: communicator {} ({} over {} host(s)) slowed to \
+         {:.1} GB/s with no rank late",
+        comm.id, comm.collective, comm.nnodes, comm.busbw_gbs
+    )
 }
 
 /// A straggler's host as a culprit.
@@ -149,7 +215,7 @@ fn own_check(judged: &Judged<'_>, host: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use model::job::{JobEvidence, Layer, Verdict};
+    use model::job::{JobEvidence, JobReport, Layer, Verdict};
     use model::pair::PartStatus;
     use model::PathStatus;
 
@@ -235,6 +301,70 @@ mod tests {
         assert_eq!(r.not_judged.len(), 1, "{:?}", r.not_judged);
         assert_eq!(r.not_judged[0].why, NOT_MEASURED);
         assert!(r.symptom.is_some_and(|s| !s.slow));
+    }
+
+    /// An abnormal pair between node001 and node002, crossing leaf1/1 and leaf1/2.
+    fn abnormal_pair(a: &str, b: &str) -> model::job::JobPair {
+        let mut p = pair(PartStatus::Abnormal);
+        p.parts.a.host = a.into();
+        p.parts.b.host = b.into();
+        p
+    }
+
+    /// Communicator `0xb` (all 8 hosts) runs at half speed from second 30, no rank late.
+    fn slow_rail() -> model::job::CollectiveEvidence {
+        collectives(&job(|id, _, t| {
+            if id == "0xb" && t >= 30.0 {
+                2.0 * EXEC
+            } else {
+                EXEC
+            }
+        }))
+    }
+
+    #[test]
+    fn a_slow_communicator_supports_the_culprits_on_its_hosts_and_cables() {
+        let hosts: Vec<_> = ["node001", "node002"]
+            .iter()
+            .map(|n| host(n, Some(report(n, PathStatus::Normal))))
+            .collect();
+        let mut e = evidence(hosts.clone(), vec![abnormal_pair("node001", "node002")]);
+        e.nodes = nodes();
+        let before = judge(&e);
+        let fabric = |r: &JobReport| {
+            r.culprits
+                .iter()
+                .find(|c| c.layer == Layer::Fabric)
+                .cloned()
+                .unwrap_or_else(|| panic!("{:?}", r.culprits))
+        };
+        e.collectives = Some(slow_rail());
+        let after = judge(&e);
+        assert!(after
+            .symptom
+            .as_ref()
+            .is_some_and(|s| s.slow && s.stragglers.is_empty()));
+        let (was, now) = (fabric(&before), fabric(&after));
+        assert!(
+            (now.score - was.score - SCORE_SUPPORT).abs() < 1e-9,
+            "{was:?} {now:?}"
+        );
+        assert!(
+            now.evidence.contains("the job's own collectives agree"),
+            "{}",
+            now.evidence
+        );
+        assert!(now.evidence.contains("0xb"), "{}", now.evidence);
+        assert_eq!(after.verdict, before.verdict);
+
+        // A pair between hosts the slow communicator does not run on: no support.
+        let mut e = evidence(hosts, vec![abnormal_pair("node101", "node102")]);
+        e.nodes = nodes();
+        let before = judge(&e);
+        e.collectives = Some(slow_rail());
+        let after = judge(&e);
+        assert_eq!(fabric(&after).score, fabric(&before).score);
+        assert!(!fabric(&after).evidence.contains("agree"));
     }
 
     #[test]
