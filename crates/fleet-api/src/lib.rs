@@ -10,6 +10,8 @@ serves the fleet's, and `hostping fleet` and the web UI that read them.
   [`read::ReadStore`] each of them implements.
 - [`pair`]: DESIGN 4.6's pair object as an agent measures it and the collector passes it
   on, and the request that asks an agent for one.
+- [`collectives`]: a job's NCCL collectives as agents post them (`POST /api/collectives`),
+  and the jobs list (`GET /api/jobs`).
 - [`client`]: one blocking client of the collector (its read API, the mesh, the job
   verdict) for the CLI.
 - [`job`]: DESIGN 4.7's query of the job verdict, written by the CLI and read by the
@@ -34,6 +36,7 @@ It holds no storage and no judgement: the collector and the agent bring their st
 #![deny(missing_docs)]
 
 pub mod client;
+pub mod collectives;
 pub mod job;
 pub mod mesh;
 pub mod pair;

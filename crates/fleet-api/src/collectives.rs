@@ -1,0 +1,60 @@
+//! A job's collectives between the agent and the collector (DESIGN 4.8): the body of
+//! `POST /api/collectives`, compact per-rank summaries of closed time buckets that an agent
+//! tailing a host's NCCL Inspector dumps sends (never raw records), and `GET /api/jobs`,
+//! the running and recent jobs the collector knows of, the slow ones first.
+
+use model::inspector::{RankSummary, Skipped};
+use serde::{Deserialize, Serialize};
+
+/// The path of the agents' posts.
+pub const PATH: &str = "/api/collectives";
+/// The path of the jobs list.
+pub const JOBS_PATH: &str = "/api/jobs";
+
+/// One job's collectives as one host's agent read them since its last post.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobCollectives {
+    /// The job (its dump folder's `nccl-inspector-<jobid>`, else the records' own); `None`
+    /// when neither says.
+    pub job: Option<String>,
+    /// Records read into these summaries.
+    pub records: u64,
+    /// What the reading skipped.
+    pub skipped: Skipped,
+    /// Per rank, collective kind and size, and closed time bucket.
+    pub summaries: Vec<RankSummary>,
+}
+
+/// The body of `POST /api/collectives`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CollectivesUpload {
+    /// The host's name in the fleet (the token must belong to it).
+    pub host: String,
+    /// Its jobs' collectives.
+    pub jobs: Vec<JobCollectives>,
+}
+
+/// One job of `GET /api/jobs` (DESIGN 4.8).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobEntry {
+    /// The job.
+    pub job: String,
+    /// The hosts its records came from, in name order.
+    pub nodes: Vec<String>,
+    /// Whether its collectives slowed.
+    pub slow: bool,
+    /// When, Unix seconds: the first slow collective's start.
+    pub since: Option<f64>,
+    /// The hardest-hit communicator's bus bandwidth now (during the slowdown when slow),
+    /// GB/s.
+    pub busbw_gbs: Option<f64>,
+    /// What its links allow, where known, GB/s.
+    pub expected_gbs: Option<f64>,
+    /// The verdict the collector reached on it, when it judged the job.
+    pub verdict: Option<String>,
+    /// When, Unix seconds.
+    pub verdict_at: Option<f64>,
+    /// The newest record's bucket end, Unix seconds (an addition: running jobs have recent
+    /// ones).
+    pub last_seen: f64,
+}
