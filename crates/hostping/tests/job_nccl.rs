@@ -154,6 +154,30 @@ fn a_straggler_names_its_host_and_gpu_from_the_records_alone() {
     let onset = (START_US + 60 * 1_000_000) as f64 / 1e6;
     assert!((since - onset).abs() <= 2.0, "since {since}, onset {onset}");
     assert_eq!(report["simulated"], false);
+    // DESIGN 4.8's JSON: every documented key, with its type.
+    for key in ["source", "records", "slow", "since", "busbw_gbs", "communicators"] {
+        assert!(!symptom[key].is_null(), "{key}: {symptom:#}");
+    }
+    for key in ["before", "during"] {
+        assert!(symptom["busbw_gbs"][key].is_f64(), "{key}: {symptom:#}");
+    }
+    assert!(symptom["busbw_gbs"].get("expected").is_some());
+    let comm = symptom["communicators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == WORLD)
+        .unwrap();
+    for key in ["collective", "ranks", "nnodes", "hosts", "slow", "busbw_gbs"] {
+        assert!(!comm[key].is_null(), "{key}: {comm:#}");
+    }
+    assert_eq!((comm["ranks"].as_u64(), comm["nnodes"].as_u64()), (Some(16), Some(4)));
+    for key in ["host", "gpu", "late_us", "collectives"] {
+        assert!(!straggler[key].is_null(), "{key}: {straggler:#}");
+    }
+    for key in ["unknown_records", "bad_records"] {
+        assert_eq!(symptom["skipped"][key], 0, "{key}");
+    }
 }
 
 #[test]
