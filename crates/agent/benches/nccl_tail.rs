@@ -62,7 +62,7 @@ fn main() {
                 .and_then(|mut f| f.write_all(chunk.as_bytes()))
                 .expect("appending to a dump file");
         }
-        if (second + 1) % POLL_EVERY_S == 0 {
+        if (second + 1).is_multiple_of(POLL_EVERY_S) {
             poll(second + 1, &mut watcher);
         }
     }

@@ -146,7 +146,10 @@ impl NcclWatcher {
     /// the buckets that closed.
     pub fn poll(&mut self, now: SystemTime) -> NcclPoll {
         let mut poll = NcclPoll::default();
-        if self.polls % u64::from(self.settings.rescan_every.max(1)) == 0 {
+        if self
+            .polls
+            .is_multiple_of(u64::from(self.settings.rescan_every.max(1)))
+        {
             self.rescan(&mut poll.problems);
         }
         self.polls += 1;
