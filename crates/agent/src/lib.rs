@@ -48,6 +48,7 @@ pub mod cost;
 pub mod duty;
 pub mod http;
 pub mod lock;
+pub mod nccl;
 pub mod pair;
 pub mod register;
 pub mod sender;
