@@ -11,8 +11,9 @@ pub const PATH: &str = "/api/collectives";
 /// The path of the jobs list.
 pub const JOBS_PATH: &str = "/api/jobs";
 
-/// One job's collectives as one host's agent read them since its last post.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One job's collectives as one host's agent read them since its last post
+/// (`agent::nccl`'s watcher).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct JobCollectives {
     /// The job (its dump folder's `nccl-inspector-<jobid>`, else the records' own); `None`
     /// when neither says.
@@ -21,7 +22,11 @@ pub struct JobCollectives {
     pub records: u64,
     /// What the reading skipped.
     pub skipped: Skipped,
-    /// Per rank, collective kind and size, and closed time bucket.
+    /// Records read but not kept: their bucket had closed already (late), or the job's open
+    /// records were at the agent's cap.
+    #[serde(default)]
+    pub dropped: u64,
+    /// Per rank, collective kind and size, and closed time bucket, each bucket once.
     pub summaries: Vec<RankSummary>,
 }
 

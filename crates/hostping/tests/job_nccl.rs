@@ -155,7 +155,14 @@ fn a_straggler_names_its_host_and_gpu_from_the_records_alone() {
     assert!((since - onset).abs() <= 2.0, "since {since}, onset {onset}");
     assert_eq!(report["simulated"], false);
     // DESIGN 4.8's JSON: every documented key, with its type.
-    for key in ["source", "records", "slow", "since", "busbw_gbs", "communicators"] {
+    for key in [
+        "source",
+        "records",
+        "slow",
+        "since",
+        "busbw_gbs",
+        "communicators",
+    ] {
         assert!(!symptom[key].is_null(), "{key}: {symptom:#}");
     }
     for key in ["before", "during"] {
@@ -168,10 +175,20 @@ fn a_straggler_names_its_host_and_gpu_from_the_records_alone() {
         .iter()
         .find(|c| c["id"] == WORLD)
         .unwrap();
-    for key in ["collective", "ranks", "nnodes", "hosts", "slow", "busbw_gbs"] {
+    for key in [
+        "collective",
+        "ranks",
+        "nnodes",
+        "hosts",
+        "slow",
+        "busbw_gbs",
+    ] {
         assert!(!comm[key].is_null(), "{key}: {comm:#}");
     }
-    assert_eq!((comm["ranks"].as_u64(), comm["nnodes"].as_u64()), (Some(16), Some(4)));
+    assert_eq!(
+        (comm["ranks"].as_u64(), comm["nnodes"].as_u64()),
+        (Some(16), Some(4))
+    );
     for key in ["host", "gpu", "late_us", "collectives"] {
         assert!(!straggler[key].is_null(), "{key}: {straggler:#}");
     }

@@ -20,7 +20,8 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use model::inspector::{RankSummary, Skipped};
+pub use fleet_api::collectives::JobCollectives;
+use model::inspector::Skipped;
 use serde::{Deserialize, Serialize};
 
 use buckets::JobBuckets;
@@ -68,23 +69,6 @@ impl Default for NcclSettings {
             rescan_every: 3,
         }
     }
-}
-
-/// One job's collectives read in one poll: what the agent sends the collector.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct JobCollectives {
-    /// The job: the dump folder's `<jobid>`, else the records' own (`slurm_job_id` in the
-    /// textfile mode); `None` when neither says.
-    pub job: Option<String>,
-    /// Records read in this poll.
-    pub records: u64,
-    /// What was not used in this poll.
-    pub skipped: Skipped,
-    /// Records read but not kept: their bucket had closed already (late), or the job's
-    /// open records were at [`NcclSettings::max_open_records`].
-    pub dropped: u64,
-    /// The per-rank summaries of the buckets that closed in this poll, each bucket once.
-    pub summaries: Vec<RankSummary>,
 }
 
 /// A file or folder that could not be read in a poll; it is tried again on the next.
