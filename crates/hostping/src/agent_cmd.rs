@@ -18,6 +18,13 @@ use std::sync::{Arc, Mutex};
 pub fn run(args: AgentArgs) -> Result<Outcome> {
     let config = config(&args)?;
     let token = collector_token(&args)?;
+    if let Some(dir) = args.nccl_dir.as_ref().filter(|d| !d.is_dir()) {
+        // The plugin makes each job's folder; the folder it makes them in must be there.
+        anyhow::bail!(
+            "--nccl-dir {}: not a directory (give the folder the jobs' nccl-inspector-<jobid> folders are made in, or a job's NCCL_INSPECTOR_DUMP_DIR)",
+            dir.display()
+        );
+    }
     let control = Arc::new(Control::default());
     let signals = stop_on_signals(&control)?;
     let host = Host::open(
@@ -113,6 +120,7 @@ pub fn run(args: AgentArgs) -> Result<Outcome> {
         None => None,
     };
     let mut registering = None;
+    let mut nccl = None;
     let sender = match (&args.collector, token) {
         (Some(url), Some(token)) => {
             eprintln!("hostping agent: sending runs to {url} as {name}");
@@ -145,6 +153,16 @@ pub fn run(args: AgentArgs) -> Result<Outcome> {
                     .clone()
                     .or_else(|| config.agent.rack.clone().filter(|r| !r.is_empty())),
             };
+            if let Some(dir) = &args.nccl_dir {
+                eprintln!(
+                    "hostping agent: sending the collectives of the jobs in {} to {url}",
+                    dir.display()
+                );
+                nccl = Some(
+                    agent::nccl::report::start(dir.clone(), target.clone(), control.clone(), log)
+                        .context("cannot start the NCCL thread")?,
+                );
+            }
             Some(sender::start(target, db.clone(), metrics.clone(), log)?)
         }
         _ => None,
@@ -163,6 +181,10 @@ pub fn run(args: AgentArgs) -> Result<Outcome> {
         // The loop ended by a signal or --run-for: the sampler ends with it.
         control.stop();
         fabric.join();
+    }
+    if let Some(nccl) = nccl {
+        control.stop();
+        nccl.join();
     }
     if let Some(sender) = sender {
         sender.finish();

@@ -4,109 +4,11 @@
 
 mod common;
 
-use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use common::nccl::{write_job, Late, COLLECTIVES, HOSTS, START_US, WORLD};
 use common::{hostping, stderr, stdout, temp_dir};
 use serde_json::Value;
-
-/// Hosts of the written job, and GPUs (ranks) on each.
-const HOSTS: [&str; 4] = ["node001", "node002", "node003", "node004"];
-const GPUS: u32 = 4;
-/// The world communicator and each host's own (rank `g` of host `h`'s is its GPU `g`).
-const WORLD: &str = "0x5a0000000004";
-/// One all-reduce a second for two minutes, 256 MiB, 20 ms when healthy.
-const COLLECTIVES: u64 = 120;
-const BYTES: u64 = 256 << 20;
-const HEALTHY_US: f64 = 20_000.0;
-const START_US: u64 = 1_795_000_000_000_000;
-
-/// How the written job behaves: a rank that arrives `late_us` late at every world
-/// collective from the `from`-th on.
-#[derive(Clone, Copy)]
-struct Late {
-    rank: u32,
-    from: u64,
-    late_us: f64,
-}
-
-/// Writes one file per process, as the plugin does; returns the directory.
-fn write_job(name: &str, late: Option<Late>, extra: &str) -> PathBuf {
-    let dir = temp_dir(name).join("nccl-inspector-4242");
-    std::fs::create_dir_all(&dir).unwrap();
-    for (h, host) in HOSTS.iter().enumerate() {
-        for gpu in 0..GPUS {
-            let rank = h as u32 * GPUS + gpu;
-            let pid = 1000 + rank;
-            let mut text = String::new();
-            for sn in 0..COLLECTIVES {
-                let late_here = late.filter(|l| sn >= l.from);
-                // The late rank's own kernel runs only the transfer; the others wait for it.
-                let exec_us = match late_here {
-                    Some(l) if l.rank == rank => HEALTHY_US,
-                    Some(l) => HEALTHY_US + l.late_us,
-                    None => HEALTHY_US,
-                } + f64::from((rank * 7 + sn as u32) % 5) * 20.0;
-                let n = HOSTS.len() as u32 * GPUS;
-                record(&mut text, WORLD, rank, n, 4, host, pid, sn, exec_us);
-                // The host's own communicator: rank = the GPU, always healthy (NVLink).
-                let local = format!("0x7a00000000{h:02}");
-                record(&mut text, &local, gpu, GPUS, 1, host, pid, sn, 2_000.0);
-            }
-            if rank == 0 {
-                text.push_str(extra);
-            }
-            std::fs::write(dir.join(format!("{host}-{pid}.log")), text).unwrap();
-        }
-    }
-    dir
-}
-
-/// One v4.0 record, pretty-printed as the plugin writes it.
-#[allow(clippy::too_many_arguments)]
-fn record(
-    out: &mut String,
-    comm: &str,
-    rank: u32,
-    n_ranks: u32,
-    nnodes: u32,
-    host: &str,
-    pid: u32,
-    sn: u64,
-    exec_us: f64,
-) {
-    let algobw = BYTES as f64 / (exec_us * 1e-6) / 1e9;
-    let busbw = algobw * 2.0 * f64::from(n_ranks - 1) / f64::from(n_ranks);
-    let dump = START_US + sn * 1_000_000 + exec_us as u64 + 300;
-    let _ = write!(
-        out,
-        r#"{{
-  "header": {{
-    "id": "{comm}",
-    "rank": {rank},
-    "n_ranks": {n_ranks},
-    "nnodes": {nnodes}
-  }},
-  "metadata": {{
-    "inspector_output_format_version": "v4.0",
-    "git_rev": "",
-    "rec_mechanism": "profiler_plugin",
-    "dump_timestamp_us": {dump},
-    "hostname": "{host}",
-    "pid": {pid}
-  }},
-  "coll_perf": {{
-    "coll": "AllReduce",
-    "coll_sn": {sn},
-    "coll_msg_size_bytes": {BYTES},
-    "coll_exec_time_us": {exec_us:.0},
-    "coll_algobw_gbs": {algobw:.6},
-    "coll_busbw_gbs": {busbw:.6}
-  }}
-}}
-"#
-    );
-}
 
 fn job_json(args: &[&str]) -> (i32, Value, String) {
     let mut all = vec!["job", "--format", "json"];
@@ -128,7 +30,12 @@ fn a_straggler_names_its_host_and_gpu_from_the_records_alone() {
         from: 60,
         late_us: 40_000.0,
     };
-    let dir = write_job("nccl-straggler", Some(late), "");
+    let dir = write_job(
+        &temp_dir("nccl-straggler").join("nccl-inspector-4242"),
+        START_US,
+        Some(late),
+        "",
+    );
     let (code, report, err) = job_json(&["--nccl", dir_arg(&dir)]);
     assert_eq!(code, 1, "{err}\n{report:#}");
     assert_eq!(report["verdict"], "host", "{report:#}");
@@ -199,7 +106,12 @@ fn a_straggler_names_its_host_and_gpu_from_the_records_alone() {
 
 #[test]
 fn a_healthy_job_alone_is_inconclusive_with_its_symptom_reported() {
-    let dir = write_job("nccl-healthy", None, "");
+    let dir = write_job(
+        &temp_dir("nccl-healthy").join("nccl-inspector-4242"),
+        START_US,
+        None,
+        "",
+    );
     let (code, report, err) = job_json(&["--nccl", dir_arg(&dir)]);
     // No host or cable was measured: the records alone never vouch for the infrastructure.
     assert_eq!(code, 3, "{err}\n{report:#}");
@@ -233,7 +145,12 @@ fn records_not_read_are_counted_and_the_rest_judged() {
 {"dump_stats": {"dropped": 0}}
 { "header": { "id": "0x5a0000000004", "rank": 
 "#;
-    let dir = write_job("nccl-skipped", None, extra);
+    let dir = write_job(
+        &temp_dir("nccl-skipped").join("nccl-inspector-4242"),
+        START_US,
+        None,
+        extra,
+    );
     let (code, report, err) = job_json(&["--nccl", dir_arg(&dir)]);
     assert_eq!(code, 3, "{err}");
     let skipped = &report["symptom"]["skipped"];
@@ -248,7 +165,12 @@ fn a_straggler_off_the_jobs_nodes_is_not_blamed() {
         from: 0,
         late_us: 40_000.0,
     };
-    let dir = write_job("nccl-off-nodes", Some(late), "");
+    let dir = write_job(
+        &temp_dir("nccl-off-nodes").join("nccl-inspector-4242"),
+        START_US,
+        Some(late),
+        "",
+    );
     let (code, report, err) = job_json(&[
         "--nccl",
         dir_arg(&dir),
@@ -273,7 +195,12 @@ fn beside_a_simulated_cluster_the_straggler_joins_the_verdict() {
         from: 60,
         late_us: 40_000.0,
     };
-    let dir = write_job("nccl-sim", Some(late), "");
+    let dir = write_job(
+        &temp_dir("nccl-sim").join("nccl-inspector-4242"),
+        START_US,
+        Some(late),
+        "",
+    );
     let (code, report, err) = job_json(&[
         "--sim-cluster",
         "pod-32",
@@ -340,7 +267,12 @@ fn the_words_show_the_symptom_and_the_straggler() {
         from: 60,
         late_us: 40_000.0,
     };
-    let dir = write_job("nccl-words", Some(late), "");
+    let dir = write_job(
+        &temp_dir("nccl-words").join("nccl-inspector-4242"),
+        START_US,
+        Some(late),
+        "",
+    );
     let out = hostping(&["job", "--nccl", dir_arg(&dir)]);
     let text = stdout(&out);
     assert!(text.contains("NCCL Inspector"), "{text}");
@@ -371,7 +303,12 @@ fn bad_directories_are_refused_naming_them() {
     );
 
     // Not with a collector (yet: the collector judges there, from the agents' summaries).
-    let dir = write_job("nccl-collector", None, "");
+    let dir = write_job(
+        &temp_dir("nccl-collector").join("nccl-inspector-4242"),
+        START_US,
+        None,
+        "",
+    );
     let out = hostping(&[
         "job",
         "--nccl",

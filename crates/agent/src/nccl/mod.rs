@@ -13,6 +13,7 @@
 //! tried again on the next poll; nothing here is fatal to the agent.
 
 mod buckets;
+pub mod report;
 mod tail;
 
 use std::collections::BTreeMap;

@@ -461,6 +461,11 @@ pub struct AgentArgs {
     /// `agent.rack`); the fleet API and UI group and filter hosts by it.
     #[arg(long, value_name = "NAME", requires = "collector", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub rack: Option<String>,
+    /// The job's own collectives: watch DIR, where NCCL's Inspector plugin writes (and the
+    /// nccl-inspector-<jobid> folders in it), tail its files as they grow and send each
+    /// job's per-rank summaries to the collector every 5 s (never raw records).
+    #[arg(long, value_name = "DIR", requires = "collector")]
+    pub nccl_dir: Option<PathBuf>,
     /// The most runs kept waiting for the collector; past it the oldest are dropped unsent
     /// (they stay in the database), counted in hostping_outbox_dropped_total.
     #[arg(long, value_name = "RUNS", default_value_t = 10_000)]

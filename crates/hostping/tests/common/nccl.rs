@@ -1,0 +1,119 @@
+//! NCCL Inspector dump directories as the plugin writes them (one file per process, v4.0
+//! objects pretty-printed one after another), for the tests of `job --nccl` and of the
+//! agent's `--nccl-dir`: a 16-rank job on 4 hosts, healthy or with a rank that arrives late.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Hosts of the written job, and GPUs (ranks) on each.
+pub const HOSTS: [&str; 4] = ["node001", "node002", "node003", "node004"];
+pub const GPUS: u32 = 4;
+/// The world communicator and each host's own (rank `g` of host `h`'s is its GPU `g`).
+pub const WORLD: &str = "0x5a0000000004";
+/// One all-reduce a second for two minutes, 256 MiB, 20 ms when healthy.
+pub const COLLECTIVES: u64 = 120;
+pub const BYTES: u64 = 256 << 20;
+pub const HEALTHY_US: f64 = 20_000.0;
+pub const START_US: u64 = 1_795_000_000_000_000;
+
+/// How the written job behaves: a rank that arrives `late_us` late at every world
+/// collective from the `from`-th on.
+#[derive(Clone, Copy)]
+pub struct Late {
+    pub rank: u32,
+    pub from: u64,
+    pub late_us: f64,
+}
+
+/// Writes one file per process into `dir`, as the plugin does, the job's collectives one a
+/// second from `start_us` (Unix us); `extra` goes at the end of rank 0's file. Returns
+/// `dir`.
+pub fn write_job(dir: &Path, start_us: u64, late: Option<Late>, extra: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    for (h, host) in HOSTS.iter().enumerate() {
+        for gpu in 0..GPUS {
+            let rank = h as u32 * GPUS + gpu;
+            let pid = 1000 + rank;
+            let mut text = String::new();
+            for sn in 0..COLLECTIVES {
+                let late_here = late.filter(|l| sn >= l.from);
+                // The late rank's own kernel runs only the transfer; the others wait for it.
+                let exec_us = match late_here {
+                    Some(l) if l.rank == rank => HEALTHY_US,
+                    Some(l) => HEALTHY_US + l.late_us,
+                    None => HEALTHY_US,
+                } + f64::from((rank * 7 + sn as u32) % 5) * 20.0;
+                let n = HOSTS.len() as u32 * GPUS;
+                record(
+                    &mut text,
+                    (WORLD, rank, n, 4),
+                    host,
+                    pid,
+                    start_us,
+                    sn,
+                    exec_us,
+                );
+                // The host's own communicator: rank = the GPU, always healthy (NVLink).
+                let local = format!("0x7a00000000{h:02}");
+                record(
+                    &mut text,
+                    (&local, gpu, GPUS, 1),
+                    host,
+                    pid,
+                    start_us,
+                    sn,
+                    2_000.0,
+                );
+            }
+            if rank == 0 {
+                text.push_str(extra);
+            }
+            std::fs::write(dir.join(format!("{host}-{pid}.log")), text).unwrap();
+        }
+    }
+    dir.to_path_buf()
+}
+
+/// One v4.0 record of communicator `(id, rank, n_ranks, nnodes)`, pretty-printed as the
+/// plugin writes it.
+fn record(
+    out: &mut String,
+    (comm, rank, n_ranks, nnodes): (&str, u32, u32, u32),
+    host: &str,
+    pid: u32,
+    start_us: u64,
+    sn: u64,
+    exec_us: f64,
+) {
+    let algobw = BYTES as f64 / (exec_us * 1e-6) / 1e9;
+    let busbw = algobw * 2.0 * f64::from(n_ranks - 1) / f64::from(n_ranks);
+    let dump = start_us + sn * 1_000_000 + exec_us as u64 + 300;
+    let _ = write!(
+        out,
+        r#"{{
+  "header": {{
+    "id": "{comm}",
+    "rank": {rank},
+    "n_ranks": {n_ranks},
+    "nnodes": {nnodes}
+  }},
+  "metadata": {{
+    "inspector_output_format_version": "v4.0",
+    "git_rev": "",
+    "rec_mechanism": "profiler_plugin",
+    "dump_timestamp_us": {dump},
+    "hostname": "{host}",
+    "pid": {pid}
+  }},
+  "coll_perf": {{
+    "coll": "AllReduce",
+    "coll_sn": {sn},
+    "coll_msg_size_bytes": {BYTES},
+    "coll_exec_time_us": {exec_us:.0},
+    "coll_algobw_gbs": {algobw:.6},
+    "coll_busbw_gbs": {busbw:.6}
+  }}
+}}
+"#
+    );
+}
