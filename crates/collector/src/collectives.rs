@@ -40,6 +40,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use deadpool_postgres::Pool;
+use deadpool_postgres::Transaction;
 use fleet_api::collectives::{CollectivesStored, CollectivesUpload, JobCollectives, JobEntry};
 use fleet_api::tokens::Tokens;
 use model::inspector::{RankSummary, Skipped, Symptom};
@@ -47,7 +48,6 @@ use model::job::CollectiveEvidence;
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::SystemTime;
-use deadpool_postgres::Transaction;
 
 /// The tables (schema version 11). `start_s + width_s` (the bucket's end) is what the
 /// window and retention age rows by, hence its index.
@@ -421,7 +421,7 @@ async fn list_jobs(
     let mut entries = Vec::with_capacity(jobs.len());
     for row in jobs {
         let job: String = row.get(0);
-        if let Some(read) = read_job(&**client, &job, since).await? {
+        if let Some(read) = read_job(&client, &job, since).await? {
             entries.push(entry(job, &read));
         }
     }
@@ -442,7 +442,7 @@ async fn job_symptom(
 ) -> Result<Json<Symptom>, ApiError> {
     let since = params.since()?;
     let client = pool.get().await?;
-    match read_job(&**client, &job, since).await? {
+    match read_job(&client, &job, since).await? {
         Some(read) => Ok(Json(read.symptom)),
         None => Err(ApiError::NotFound(format!(
             "job {job}: no collectives since {since}"

@@ -204,7 +204,10 @@ fn the_jobs_list_puts_the_straggler_job_first_and_its_symptom_names_the_straggle
     // The median rank waits 40 ms more: 64 MiB over ~46 ms, ring busbw x 15/8.
     let during = a.busbw_gbs.unwrap();
     assert!((1.5..3.5).contains(&during), "{during}");
-    assert_eq!((a.expected_gbs, &a.verdict, a.verdict_at), (None, &None, None));
+    assert_eq!(
+        (a.expected_gbs, &a.verdict, a.verdict_at),
+        (None, &None, None)
+    );
 
     assert_eq!(b.job, "4343");
     assert!(!b.slow && b.since.is_none(), "{b:?}");
@@ -238,7 +241,10 @@ fn the_jobs_list_puts_the_straggler_job_first_and_its_symptom_names_the_straggle
         &upload("node003", &[("4242", &slow)]),
     );
     assert_eq!(status, 200, "{answer}");
-    assert_eq!((answer["new"].as_u64(), answer["replaced"].as_u64()), (Some(0), Some(48)));
+    assert_eq!(
+        (answer["new"].as_u64(), answer["replaced"].as_u64()),
+        (Some(0), Some(48))
+    );
     assert_eq!(
         fleet.pg.count("job_collectives") as usize,
         slow.len() + healthy.len()
@@ -319,10 +325,18 @@ fn posts_outside_the_contract_or_of_another_host_are_refused() {
         "{answer}"
     );
 
-    let (status, answer) =
-        post_to(addr, "/api/collectives", Some(&token("node001")), b"{\"host\": 1}");
+    let (status, answer) = post_to(
+        addr,
+        "/api/collectives",
+        Some(&token("node001")),
+        b"{\"host\": 1}",
+    );
     assert_eq!(status, 400, "{answer}");
-    assert_eq!(fleet.pg.count("job_collectives"), 0, "nothing refused is stored");
+    assert_eq!(
+        fleet.pg.count("job_collectives"),
+        0,
+        "nothing refused is stored"
+    );
 }
 
 #[test]
