@@ -8,6 +8,9 @@
 //! | `PUT /api/hosts/{host}/agent`, `GET /api/agents` | where each agent listens, for pair probes | [`crate::agents`] |
 //! | `POST /api/mesh` | a real mesh through the agents, for holders of a probe token | [`crate::mesh`], merged by [`crate::run`] |
 //! | `GET /api/jobs/verdict?nodes=LIST&since=T&until=T[&job=ID][&probe=1]` | the job verdict (DESIGN 4.7); `probe=1` for holders of a probe token | [`crate::job`], merged by [`crate::run`] |
+//! | `POST /api/collectives` | an agent's per-rank summaries of its jobs' NCCL Inspector collectives (`Authorization: Bearer TOKEN`): 201 stored, 200 every summary stored before | [`crate::collectives`] |
+//! | `GET /api/jobs?since=T` | the jobs with collectives since `T` (a day by default), the slow ones first | [`crate::collectives`] |
+//! | `GET /api/jobs/{job}/symptom?since=T` | a job's symptom from its collectives (DESIGN 4.8), 404 for a job without any | [`crate::collectives`] |
 //! | `GET /api/health` | 200 with the schema version when the database answers, else 503 (for probes) | here |
 //! | `GET /api/hosts`, `/api/hosts/{host}/runs?limit=N`, `/api/hosts/{host}/timeline?rnic=R&endpoint=E` | hosts, runs, one path over runs: the read API the agents serve too | `fleet_api::read::routes` over [`crate::reads`] |
 //! | `GET /api/hosts/{host}/baseline`, `/api/kinds/{kind}/baseline`, `/api/fleet/...` | fleet baselines, slow hosts, status and causes | [`crate::fleet`] |
@@ -22,7 +25,9 @@
 //! (the agent keeps the run and retries), 500 the collector failed (the agent keeps the run
 //! too). A 2xx is sent only after the commit. A sweep is refused as a run is (401, 403 for a
 //! token of another host than its `sampler`, 413, 400), 422 when the database refuses it
-//! for what it holds, 503 when the database is unreachable. The reads refuse as
+//! for what it holds, 503 when the database is unreachable. Collectives are refused as a
+//! run is, and 400 names the summary and field outside the contract ([`crate::collectives`]).
+//! The reads refuse as
 //! `fleet_api::read::ReadError` says: 400 a query outside the contract, 404 an unknown host
 //! or kind, 503 the database is unreachable, 500 what is stored cannot be served.
 
@@ -55,9 +60,10 @@ struct Shared {
     keep_sweeps: Duration,
 }
 
-/// A refused run (or health check): its status and a message for the caller.
+/// A refused run (or health check, sweep, collectives): its status and a message for the
+/// caller.
 #[derive(Debug, thiserror::Error)]
-enum ApiError {
+pub(crate) enum ApiError {
     #[error("no valid bearer token")]
     Unauthorized,
     #[error("the token belongs to host {token_host}, not {host}")]
@@ -78,6 +84,12 @@ enum ApiError {
     /// A checked sweep the database refused for what it holds.
     #[error("sweep refused by the database: {0}")]
     SweepRefused(String),
+    /// A checked body the database refused for what it holds, in its words.
+    #[error("refused by the database: {0}")]
+    Refused(String),
+    /// What was asked for is not stored.
+    #[error("{0}")]
+    NotFound(String),
 }
 
 impl IntoResponse for ApiError {
@@ -88,7 +100,8 @@ impl IntoResponse for ApiError {
             ApiError::BadRequest(_) | ApiError::BadPorts(_) => StatusCode::BAD_REQUEST,
             ApiError::Database(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::SweepRefused(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::SweepRefused(_) | ApiError::Refused(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             // Refused for what it holds: sent again it would be refused again, so the
             // agent drops it. The database's availability, or the collector's own failure:
             // the run is fine, and the agent keeps it and sends it again.
@@ -166,6 +179,11 @@ pub fn router(
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(shared)
         .merge(fleet_api::read::routes().with_state(PgReads::new(pool.clone())))
+        .merge(crate::collectives::routes(
+            pool.clone(),
+            tokens.clone(),
+            max_body,
+        ))
         .merge(crate::agents::routes(pool.clone(), tokens))
         .merge(crate::fleet::routes().with_state(pool))
         // The web UI (fleet_api::ui).
@@ -276,13 +294,13 @@ async fn discard(mut body: Body, bytes: u64) {
 /// (as it always was), so that a client reading its answer sees the 401; only a host of the
 /// fleet is worth reading more than the limit for, to answer its oversized body a 413 it
 /// can read.
-async fn authorized_body(
-    shared: &Shared,
+pub(crate) async fn authorized_body(
+    tokens: &Tokens,
     headers: &HeaderMap,
     body: Body,
     max_body: usize,
 ) -> Result<(Bytes, String), ApiError> {
-    let token_host = bearer(headers).and_then(|t| shared.tokens.host_of(t));
+    let token_host = bearer(headers).and_then(|t| tokens.host_of(t));
     let discard_up_to = if token_host.is_some() {
         DISCARD_BYTES
     } else {
@@ -299,7 +317,7 @@ async fn post_run(
     body: Body,
     max_body: usize,
 ) -> Result<Response, ApiError> {
-    let (body, token_host) = authorized_body(&shared, &headers, body, max_body).await?;
+    let (body, token_host) = authorized_body(&shared.tokens, &headers, body, max_body).await?;
     let (upload, report) = upload::parse(&body).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     if upload.host != token_host {
         return Err(ApiError::WrongHost {
@@ -341,7 +359,7 @@ async fn post_sweep(
     body: Body,
     max_body: usize,
 ) -> Result<Response, ApiError> {
-    let (body, token_host) = authorized_body(&shared, &headers, body, max_body).await?;
+    let (body, token_host) = authorized_body(&shared.tokens, &headers, body, max_body).await?;
     let upload = fabric::upload::parse(&body).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     if upload.sampler != token_host {
         return Err(ApiError::WrongHost {

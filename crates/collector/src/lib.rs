@@ -13,6 +13,7 @@ pub mod agents;
 pub mod api;
 pub mod batch;
 pub mod bench;
+pub mod collectives;
 mod database;
 pub mod database_url;
 pub mod fabric;

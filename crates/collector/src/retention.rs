@@ -22,6 +22,11 @@
 //! [`Settings::batches`] batches. Several collectors may share the database: a transaction-
 //! scoped advisory lock lets one of them delete at a time, and another that finds it taken
 //! skips its tick, so no two delete the same run.
+//!
+//! Jobs' collectives (`job_collectives`, `job_collective_reads`, crate::collectives) fall
+//! under the same setting: after the runs, a tick deletes those whose buckets ended before
+//! the cutoff (Unix seconds, the agent's clock), in batches of [`COLLECTIVE_ROWS_PER_RUN`]
+//! rows per run of [`Settings::batch`], under the same lock.
 
 use deadpool_postgres::{Pool, PoolError};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -37,6 +42,12 @@ use tokio_postgres::Client;
 /// The advisory lock that lets one collector delete at a time (schema.rs's migrations hold
 /// 7247, the baselines' refresh 7248, the board of port reads 7249).
 const LOCK: i64 = 7250;
+
+/// Collective summary rows deleted in a transaction for each run its batch may delete:
+/// a 128-rank job posts some 280,000 summaries an hour, so a batch of the default 1,000
+/// runs deletes 50,000 summaries (a few MB, well within the statement timeout), and a
+/// tick's ten batches keep up with a hundred such jobs.
+pub const COLLECTIVE_ROWS_PER_RUN: i64 = 50;
 
 /// How retention runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,16 +87,22 @@ pub struct Deleted {
     pub run_links: u64,
     /// `diagnoses`.
     pub diagnoses: u64,
+    /// `job_collectives`.
+    pub job_collectives: u64,
+    /// `job_collective_reads`.
+    pub job_collective_reads: u64,
 }
 
 impl Deleted {
     /// Each table with its count, for metrics and logs.
-    pub fn tables(&self) -> [(&'static str, u64); 4] {
+    pub fn tables(&self) -> [(&'static str, u64); 6] {
         [
             ("runs", self.runs),
             ("run_paths", self.run_paths),
             ("run_links", self.run_links),
             ("diagnoses", self.diagnoses),
+            ("job_collectives", self.job_collectives),
+            ("job_collective_reads", self.job_collective_reads),
         ]
     }
 
@@ -94,6 +111,13 @@ impl Deleted {
         self.run_paths += other.run_paths;
         self.run_links += other.run_links;
         self.diagnoses += other.diagnoses;
+        self.job_collectives += other.job_collectives;
+        self.job_collective_reads += other.job_collective_reads;
+    }
+
+    /// Whether any row was deleted.
+    fn any(&self) -> bool {
+        self.tables().iter().any(|(_, n)| *n > 0)
     }
 }
 
@@ -119,7 +143,9 @@ pub enum RetentionError {
 }
 
 /// Deletes at most `batches` batches of `batch` runs that started before `cutoff_unix_ms`,
-/// each batch in its own transaction, stopping at a short batch.
+/// each batch in its own transaction, stopping at a short batch; then as many batches of
+/// jobs' collectives whose buckets ended before it ([`COLLECTIVE_ROWS_PER_RUN`] rows a run
+/// of `batch`, per table).
 pub async fn tick(
     client: &mut Client,
     cutoff_unix_ms: i64,
@@ -138,7 +164,59 @@ pub async fn tick(
             }
         }
     }
+    let rows = i64::from(batch) * COLLECTIVE_ROWS_PER_RUN;
+    for _ in 0..batches {
+        match delete_collectives(client, cutoff_unix_ms, rows).await? {
+            None => return Ok(Tick::Busy(done)),
+            Some(deleted) => {
+                done.add(deleted);
+                if deleted.job_collectives.max(deleted.job_collective_reads) < rows as u64 {
+                    break;
+                }
+            }
+        }
+    }
     Ok(Tick::Deleted(done))
+}
+
+/// One batch of jobs' collectives (at most `rows` of each table), under the same lock as
+/// the runs': `None` when another collector holds it.
+async fn delete_collectives(
+    client: &mut Client,
+    cutoff_unix_ms: i64,
+    rows: i64,
+) -> Result<Option<Deleted>, RetentionError> {
+    let tx = client.transaction().await?;
+    tx.batch_execute("SET LOCAL lock_timeout = '5s'; SET LOCAL statement_timeout = '60s'")
+        .await?;
+    let locked: bool = tx
+        .query_one("SELECT pg_try_advisory_xact_lock($1)", &[&LOCK])
+        .await?
+        .get(0);
+    if !locked {
+        return Ok(None);
+    }
+    let cutoff_s = cutoff_unix_ms as f64 / 1e3;
+    // Through the bucket-end indexes (crate::collectives::MIGRATION).
+    let deleted = Deleted {
+        job_collectives: tx
+            .execute(
+                "DELETE FROM job_collectives WHERE ctid = ANY(ARRAY(
+                     SELECT ctid FROM job_collectives WHERE start_s + width_s < $1 LIMIT $2))",
+                &[&cutoff_s, &rows],
+            )
+            .await?,
+        job_collective_reads: tx
+            .execute(
+                "DELETE FROM job_collective_reads WHERE ctid = ANY(ARRAY(
+                     SELECT ctid FROM job_collective_reads WHERE last_end_s < $1 LIMIT $2))",
+                &[&cutoff_s, &rows],
+            )
+            .await?,
+        ..Deleted::default()
+    };
+    tx.commit().await?;
+    Ok(Some(deleted))
 }
 
 /// One batch: `None` when another collector holds the lock.
@@ -192,6 +270,7 @@ async fn delete_batch(
         runs: tx
             .execute("DELETE FROM runs WHERE id = ANY($1)", &[&ids])
             .await?,
+        ..Deleted::default()
     };
     tx.execute(
         "UPDATE hosts SET runs = hosts.runs - d.n
@@ -307,8 +386,9 @@ pub async fn retention_loop(
         };
         metrics.record(&outcome);
         match &outcome {
-            Ok(Tick::Deleted(d) | Tick::Busy(d)) if d.runs > 0 => log(format!(
-                "retention: deleted runs started before {cutoff} (unix ms): {}",
+            Ok(Tick::Deleted(d) | Tick::Busy(d)) if d.any() => log(format!(
+                "retention: deleted runs started and collectives ended before {cutoff} \
+                 (unix ms): {}",
                 d.tables()
                     .iter()
                     .map(|(t, n)| format!("{t} {n}"))

@@ -269,6 +269,9 @@ const MIGRATIONS: &[(i32, &str)] = &[
     // The switch ports a job verdict asks the samplers to read now, shared by every
     // collector on the database (crate::fabric::board).
     (10, crate::fabric::board::MIGRATION),
+    // Jobs' collectives: the agents' per-rank summaries and their read counts
+    // (crate::collectives).
+    (11, crate::collectives::MIGRATION),
 ];
 
 /// Applies the migrations not yet applied. An advisory lock makes two collectors starting

@@ -11,6 +11,11 @@ pub const PATH: &str = "/api/collectives";
 /// The path of the jobs list.
 pub const JOBS_PATH: &str = "/api/jobs";
 
+/// The path of one job's symptom (`GET`, the full `model::inspector::Symptom`).
+pub fn symptom_path(job: &str) -> String {
+    format!("{JOBS_PATH}/{job}/symptom")
+}
+
 /// One job's collectives as one host's agent read them since its last post
 /// (`agent::nccl`'s watcher).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -37,6 +42,19 @@ pub struct CollectivesUpload {
     pub host: String,
     /// Its jobs' collectives.
     pub jobs: Vec<JobCollectives>,
+}
+
+/// The answer to `POST /api/collectives`: what was stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CollectivesStored {
+    /// The host that posted.
+    pub host: String,
+    /// Jobs in the post.
+    pub jobs: u64,
+    /// Summaries stored for the first time.
+    pub new: u64,
+    /// Summaries stored before, replaced by the post's (a resend).
+    pub replaced: u64,
 }
 
 /// One job of `GET /api/jobs` (DESIGN 4.8).

@@ -132,6 +132,7 @@ fn runs_past_the_setting_are_deleted_with_their_rows_and_the_rest_kept() {
             run_paths: OLD,
             run_links: OLD,
             diagnoses: OLD_DIAGNOSED,
+            ..Deleted::default()
         })
     );
     // n1 keeps its two recent runs; n2 its latest, 58 days old, which the fleet overview

@@ -1,0 +1,106 @@
+//! A job's own collectives through the fleet (DESIGN 4.8, issue 39): a real agent watches a
+//! dump folder as NCCL's Inspector plugin fills it (`--nccl-dir`), posts per-rank summaries
+//! to a real collector on PostgreSQL, and the collector lists the job slow, since its
+//! onset, with its straggler (`GET /api/jobs`, `GET /api/jobs/{job}/symptom`).
+
+mod common;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use common::nccl::{write_job, Late};
+use common::postgres::{Collector, Postgres};
+use common::{agent, http_get, temp_dir, tokens_file, wait_until};
+use serde_json::Value;
+
+const TOKEN: &str = "tok-node-1-nccl-0123456789";
+
+#[test]
+fn an_agent_sends_a_jobs_collectives_and_the_collector_finds_its_straggler() {
+    let dir = temp_dir("agent-nccl");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let tokens = tokens_file(&dir, &[("node-1", TOKEN)]);
+    let collector = Collector::start(&pg, &tokens, &[]);
+    let url = format!("http://{}", collector.addr);
+
+    // Two minutes of a running job, ending now; rank 6 (node002's gpu2) is 40 ms late from
+    // its 60th all-reduce on.
+    let now_s = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let start_s = now_s - 120;
+    let dumps = dir.join("nccl");
+    let late = Late {
+        rank: 6,
+        from: 60,
+        late_us: 40_000.0,
+    };
+    write_job(
+        &dumps.join("nccl-inspector-4242"),
+        start_s * 1_000_000,
+        Some(late),
+        "",
+    );
+    let db = dir.join("runs.db");
+    let dumps_arg = dumps.to_str().unwrap().to_string();
+    let mut agent = agent(
+        &db,
+        &[
+            "--collector",
+            &url,
+            "--token",
+            TOKEN,
+            "--name",
+            "node-1",
+            "--nccl-dir",
+            &dumps_arg,
+        ],
+        &[],
+    );
+
+    let mut jobs = Value::Null;
+    wait_until("the job in GET /api/jobs", Duration::from_secs(60), || {
+        let (status, body) = http_get(collector.addr, "/api/jobs");
+        jobs = serde_json::from_str(&body).unwrap_or(Value::Null);
+        status == 200
+            && jobs
+                .as_array()
+                .is_some_and(|j| j.iter().any(|j| j["job"] == "4242"))
+    });
+    let job = jobs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["job"] == "4242")
+        .unwrap();
+    assert_eq!(job["slow"], true, "{job:#}");
+    let onset = (start_s + 60) as f64;
+    let since = job["since"].as_f64().unwrap();
+    // One bucket (10 s) of the agent's summaries at most.
+    assert!((since - onset).abs() <= 10.0, "since {since}, onset {onset}");
+    let nodes: Vec<&str> = job["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert_eq!(nodes, ["node001", "node002", "node003", "node004"]);
+
+    let (status, body) = http_get(collector.addr, "/api/jobs/4242/symptom");
+    assert_eq!(status, 200, "{body}");
+    let symptom: Value = serde_json::from_str(&body).unwrap();
+    let straggler = &symptom["stragglers"][0];
+    assert_eq!(straggler["rank"], 6, "{symptom:#}");
+    assert_eq!(straggler["host"], "node002");
+    assert_eq!(straggler["gpu"], "gpu2");
+
+    agent.signal(libc::SIGTERM);
+    let finished = agent.wait_output();
+    assert!(finished.status.success(), "{}", finished.stderr);
+    assert!(
+        finished
+            .stderr
+            .contains("sending the collectives of the jobs in"),
+        "{}",
+        finished.stderr
+    );
+}

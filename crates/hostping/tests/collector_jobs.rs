@@ -1,0 +1,378 @@
+//! Jobs' collectives at the collector (DESIGN 4.8, collector::collectives), on a throwaway
+//! PostgreSQL cluster and a real `hostping collector`, with summaries posted as agents
+//! post them (`POST /api/collectives`, each host with its own token):
+//!
+//! - a straggler job (16 ranks over 4 hosts, rank 6 short and the others 40 ms longer from
+//!   an onset on) and a healthy one (8 ranks over 2 hosts): `GET /api/jobs` lists both,
+//!   the slow one first with its onset, and `GET /api/jobs/{job}/symptom` names the
+//!   straggler; a resend replaces, never adds; an unknown job is 404;
+//! - refusals: no token 401, another host's token 403, a summary outside the contract 400
+//!   naming the field, more summaries than the cap 400;
+//! - retention (`--keep-runs`) deletes collectives whose buckets ended before its cutoff.
+//!
+//! Skipped (with a message) when PostgreSQL's server binaries are missing, unless
+//! `HOSTPING_REQUIRE_POSTGRES` is set, as `./test.sh` does.
+
+mod common;
+
+use collector::retention::{self, Tick};
+use common::job::{now_s, token};
+use common::postgres::{get, post_to, Collector, Postgres};
+use common::{temp_dir, tokens_file};
+use fleet_api::collectives::{CollectivesUpload, JobCollectives, JobEntry};
+use model::inspector::{RankSummary, Skipped, Symptom};
+use serde_json::Value;
+
+/// The bucket width, seconds.
+const WIDTH: f64 = 5.0;
+/// Buckets of each job.
+const BUCKETS: u32 = 12;
+/// Collectives per rank and bucket.
+const PER_BUCKET: u64 = 10;
+/// The message size.
+const BYTES: u64 = 64 << 20;
+/// A rank's healthy execution time, us.
+const EXEC: f64 = 6000.0;
+/// The first slow bucket of the straggler job.
+const ONSET_BUCKET: u32 = 6;
+/// The fleet's hosts, each with a token.
+const HOSTS: [&str; 4] = ["node001", "node002", "node003", "node004"];
+
+/// A summary of `rank` of `communicator` (`n_ranks` ranks over `n_nodes` hosts) in bucket
+/// `b` of the window starting at `t0`, its median execution time `exec_us`.
+fn summary(
+    communicator: &str,
+    (rank, n_ranks, n_nodes): (u32, u32, u32),
+    t0: f64,
+    b: u32,
+    exec_us: f64,
+) -> RankSummary {
+    // A few percent of deterministic jitter, so that the earlier level has a spread.
+    let exec_us = exec_us * (1.0 + 0.03 * ((b * 7 + rank * 3) % 5) as f64 / 4.0);
+    let n = n_ranks as f64;
+    let algobw = BYTES as f64 / (exec_us * 1e-6) / 1e9;
+    RankSummary {
+        communicator: communicator.into(),
+        rank,
+        n_ranks,
+        n_nodes,
+        hostname: HOSTS[(rank % n_nodes) as usize].into(),
+        pid: Some(1000 + rank as u64),
+        gpu: None,
+        collective: "AllReduce".into(),
+        bytes: BYTES,
+        start_s: t0 + b as f64 * WIDTH,
+        width_s: WIDTH,
+        count: PER_BUCKET,
+        first_seq: b as u64 * PER_BUCKET,
+        last_seq: b as u64 * PER_BUCKET + PER_BUCKET - 1,
+        exec_us,
+        busbw_gbs: algobw * 2.0 * (n - 1.0) / n,
+    }
+}
+
+/// Job `4242`: 16 ranks on the four hosts (rank r on `HOSTS[r % 4]`); from
+/// [`ONSET_BUCKET`] on every rank but 6 waits 40 ms for rank 6.
+fn straggler_job(t0: f64) -> Vec<RankSummary> {
+    let mut out = Vec::new();
+    for b in 0..BUCKETS {
+        for rank in 0..16 {
+            let late = b >= ONSET_BUCKET && rank != 6;
+            let exec = if late { EXEC + 40_000.0 } else { EXEC };
+            out.push(summary("0xa", (rank, 16, 4), t0, b, exec));
+        }
+    }
+    out
+}
+
+/// Job `4343`: 8 ranks on node001 and node002, steady.
+fn healthy_job(t0: f64) -> Vec<RankSummary> {
+    (0..BUCKETS)
+        .flat_map(|b| (0..8).map(move |rank| summary("0xb", (rank, 8, 2), t0, b, EXEC)))
+        .collect()
+}
+
+/// What `host`'s agent posts of `summaries` of `job`: its own ranks'.
+fn upload(host: &str, jobs: &[(&str, &[RankSummary])]) -> CollectivesUpload {
+    CollectivesUpload {
+        host: host.into(),
+        jobs: jobs
+            .iter()
+            .map(|(job, summaries)| {
+                let mine: Vec<RankSummary> = summaries
+                    .iter()
+                    .filter(|s| s.hostname == host)
+                    .cloned()
+                    .collect();
+                JobCollectives {
+                    job: Some(job.to_string()),
+                    records: mine.iter().map(|s| s.count).sum(),
+                    skipped: Skipped {
+                        unknown_records: 1,
+                        bad_records: 0,
+                    },
+                    summaries: mine,
+                }
+            })
+            .filter(|j| !j.summaries.is_empty())
+            .collect(),
+    }
+}
+
+/// Posts `upload` with `host`'s token: the status and the answer.
+fn post(addr: std::net::SocketAddr, token_of: &str, upload: &CollectivesUpload) -> (u16, Value) {
+    let body = serde_json::to_vec(upload).unwrap();
+    post_to(addr, "/api/collectives", Some(&token(token_of)), &body)
+}
+
+struct Fleet {
+    pg: Postgres,
+    collector: Collector,
+}
+
+fn fleet(name: &str) -> Option<Fleet> {
+    let dir = temp_dir(name);
+    let pg = Postgres::start(&dir)?;
+    let tokens: Vec<(&str, String)> = HOSTS.iter().map(|h| (*h, token(h))).collect();
+    let tokens: Vec<(&str, &str)> = tokens.iter().map(|(h, t)| (*h, t.as_str())).collect();
+    let collector = Collector::start(&pg, &tokens_file(&dir, &tokens), &[]);
+    Some(Fleet { pg, collector })
+}
+
+/// The window's start: an hour ago, on a bucket boundary.
+fn t0() -> f64 {
+    ((now_s() - 3600) / 5 * 5) as f64
+}
+
+/// Posts both jobs, each host its own ranks: the healthy job a minute later than the
+/// straggler job, so that it is the newest.
+fn post_jobs(fleet: &Fleet, t0: f64) -> (Vec<RankSummary>, Vec<RankSummary>) {
+    let (slow, healthy) = (straggler_job(t0), healthy_job(t0 + 60.0));
+    for host in HOSTS {
+        let (status, answer) = post(
+            fleet.collector.addr,
+            host,
+            &upload(host, &[("4242", &slow), ("4343", &healthy)]),
+        );
+        assert_eq!(status, 201, "{answer}");
+        let jobs = if matches!(host, "node001" | "node002") {
+            2
+        } else {
+            1
+        };
+        let mine = 4 * BUCKETS as u64 + if jobs == 2 { 4 * BUCKETS as u64 } else { 0 };
+        assert_eq!(answer["host"], host, "{answer}");
+        assert_eq!(answer["jobs"], jobs, "{answer}");
+        assert_eq!(answer["new"], mine, "{answer}");
+        assert_eq!(answer["replaced"], 0, "{answer}");
+    }
+    (slow, healthy)
+}
+
+fn jobs(fleet: &Fleet, query: &str) -> Vec<JobEntry> {
+    let (status, answer) = get(fleet.collector.addr, &format!("/api/jobs{query}"));
+    assert_eq!(status, 200, "{answer}");
+    serde_json::from_value(answer).unwrap()
+}
+
+fn symptom(fleet: &Fleet, job: &str) -> Symptom {
+    let (status, answer) = get(fleet.collector.addr, &format!("/api/jobs/{job}/symptom"));
+    assert_eq!(status, 200, "{answer}");
+    serde_json::from_value(answer).unwrap()
+}
+
+#[test]
+fn the_jobs_list_puts_the_straggler_job_first_and_its_symptom_names_the_straggler() {
+    let Some(fleet) = fleet("collector-jobs") else {
+        return;
+    };
+    let t0 = t0();
+    let (slow, healthy) = post_jobs(&fleet, t0);
+    assert_eq!(
+        fleet.pg.count("job_collectives") as usize,
+        slow.len() + healthy.len()
+    );
+
+    let listed = jobs(&fleet, "");
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    let (a, b) = (&listed[0], &listed[1]);
+    assert_eq!(a.job, "4242", "slow first, though the healthy job is newer");
+    assert!(a.slow);
+    assert_eq!(a.since, Some(t0 + ONSET_BUCKET as f64 * WIDTH));
+    assert_eq!(a.nodes, HOSTS.to_vec());
+    assert_eq!(a.last_seen, t0 + BUCKETS as f64 * WIDTH);
+    // The median rank waits 40 ms more: 64 MiB over ~46 ms, ring busbw x 15/8.
+    let during = a.busbw_gbs.unwrap();
+    assert!((1.5..3.5).contains(&during), "{during}");
+    assert_eq!(
+        (a.expected_gbs, &a.verdict, a.verdict_at),
+        (None, &None, None)
+    );
+
+    assert_eq!(b.job, "4343");
+    assert!(!b.slow && b.since.is_none(), "{b:?}");
+    assert_eq!(b.nodes, vec!["node001", "node002"]);
+    assert_eq!(b.last_seen, t0 + 60.0 + BUCKETS as f64 * WIDTH);
+    let before = b.busbw_gbs.unwrap();
+    assert!((15.0..22.0).contains(&before), "64 MiB in ~6 ms: {before}");
+
+    let s = symptom(&fleet, "4242");
+    assert!(s.slow);
+    assert_eq!(s.since, a.since);
+    assert_eq!(s.stragglers.len(), 1, "{:?}", s.stragglers);
+    let st = &s.stragglers[0];
+    assert_eq!((st.rank, st.communicator.as_str()), (6, "0xa"));
+    assert_eq!(st.host, "node003", "rank 6 on HOSTS[6 % 4]");
+    assert!((st.late_us - 40_000.0).abs() < 3_000.0, "{}", st.late_us);
+    assert_eq!(
+        st.collectives,
+        (BUCKETS - ONSET_BUCKET) as u64 * PER_BUCKET,
+        "every collective from the onset on"
+    );
+    assert_eq!(s.records, slow.iter().map(|s| s.count).sum::<u64>());
+    assert_eq!(s.skipped.unknown_records, 4, "one per host's post");
+    let healthy_symptom = symptom(&fleet, "4343");
+    assert!(!healthy_symptom.slow && healthy_symptom.stragglers.is_empty());
+
+    // A resend (an agent that did not see the answer) replaces what it sent before.
+    let (status, answer) = post(
+        fleet.collector.addr,
+        "node003",
+        &upload("node003", &[("4242", &slow)]),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        (answer["new"].as_u64(), answer["replaced"].as_u64()),
+        (Some(0), Some(48))
+    );
+    assert_eq!(
+        fleet.pg.count("job_collectives") as usize,
+        slow.len() + healthy.len()
+    );
+    let again = symptom(&fleet, "4242");
+    assert_eq!(again.records, s.records, "counts are replaced, not added");
+    assert_eq!(again.skipped, s.skipped);
+    assert_eq!(again.stragglers, s.stragglers);
+
+    // A window after the straggler job's end lists the healthy one only.
+    let later = jobs(&fleet, &format!("?since={}", t0 + 61.0));
+    assert_eq!(
+        later.iter().map(|j| j.job.as_str()).collect::<Vec<_>>(),
+        vec!["4343"]
+    );
+
+    let (status, answer) = get(fleet.collector.addr, "/api/jobs/9999/symptom");
+    assert_eq!(status, 404, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("job 9999"),
+        "{answer}"
+    );
+    let (status, answer) = get(fleet.collector.addr, "/api/jobs?since=yesterday");
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer["error"].as_str().unwrap().contains("since"));
+}
+
+#[test]
+fn posts_outside_the_contract_or_of_another_host_are_refused() {
+    let Some(fleet) = fleet("collector-jobs-refused") else {
+        return;
+    };
+    let addr = fleet.collector.addr;
+    let slow = straggler_job(t0());
+    let mine = upload("node001", &[("4242", &slow)]);
+    let body = serde_json::to_vec(&mine).unwrap();
+
+    let (status, answer) = post_to(addr, "/api/collectives", None, &body);
+    assert_eq!(status, 401, "{answer}");
+    let (status, answer) = post_to(addr, "/api/collectives", Some("not-a-token"), &body);
+    assert_eq!(status, 401, "{answer}");
+    let (status, answer) = post(addr, "node002", &mine);
+    assert_eq!(status, 403, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("node002"),
+        "{answer}"
+    );
+
+    let refused = |change: &dyn Fn(&mut RankSummary), field: &str| {
+        let mut bad = mine.clone();
+        change(&mut bad.jobs[0].summaries[3]);
+        let (status, answer) = post(addr, "node001", &bad);
+        assert_eq!(status, 400, "{answer}");
+        let error = answer["error"].as_str().unwrap();
+        assert!(
+            error.starts_with(&format!("jobs[0].summaries[3].{field}:")),
+            "{error}"
+        );
+    };
+    refused(&|s| s.count = 0, "count");
+    refused(&|s| s.width_s = 0.0, "width_s");
+    refused(&|s| s.exec_us = -1.0, "exec_us");
+    refused(&|s| s.first_seq = s.last_seq + 1, "first_seq");
+    refused(&|s| s.hostname.clear(), "hostname");
+
+    let mut many = mine.clone();
+    let one = many.jobs[0].summaries[0].clone();
+    many.jobs[0].summaries = (0..10_001)
+        .map(|i| RankSummary {
+            start_s: one.start_s + i as f64 * WIDTH,
+            ..one.clone()
+        })
+        .collect();
+    let (status, answer) = post(addr, "node001", &many);
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("10000"),
+        "{answer}"
+    );
+
+    let (status, answer) = post_to(
+        addr,
+        "/api/collectives",
+        Some(&token("node001")),
+        b"{\"host\": 1}",
+    );
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(
+        fleet.pg.count("job_collectives"),
+        0,
+        "nothing refused is stored"
+    );
+}
+
+#[test]
+fn retention_deletes_collectives_past_the_setting() {
+    let Some(fleet) = fleet("collector-jobs-retention") else {
+        return;
+    };
+    let day = 86_400.0;
+    let old = straggler_job(t0() - 40.0 * day);
+    let recent = healthy_job(t0());
+    let (status, answer) = post(
+        fleet.collector.addr,
+        "node001",
+        &upload("node001", &[("old", &old), ("recent", &recent)]),
+    );
+    assert_eq!(status, 201, "{answer}");
+    let old_rows = old.iter().filter(|s| s.hostname == "node001").count() as u64;
+    let cutoff_ms = (now_s() - 30 * 86_400) * 1000;
+    let tick = common::postgres::runtime().block_on(async {
+        let pool = fleet.pg.pool(1);
+        let mut client = pool.get().await.unwrap();
+        retention::tick(&mut client, cutoff_ms, 1000, 10)
+            .await
+            .unwrap()
+    });
+    let Tick::Deleted(deleted) = tick else {
+        panic!("{tick:?}")
+    };
+    assert_eq!(
+        (deleted.job_collectives, deleted.job_collective_reads),
+        (old_rows, 1)
+    );
+    assert_eq!(fleet.pg.count("job_collective_reads"), 1);
+    let left = jobs(&fleet, &format!("?since={}", t0() - 50.0 * day));
+    assert_eq!(
+        left.iter().map(|j| j.job.as_str()).collect::<Vec<_>>(),
+        vec!["recent"]
+    );
+}
