@@ -26,7 +26,10 @@ fn an_agent_sends_a_jobs_collectives_and_the_collector_finds_its_straggler() {
 
     // Two minutes of a running job, ending now; rank 6 (node002's gpu2) is 40 ms late from
     // its 60th all-reduce on.
-    let now_s = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let now_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
     let start_s = now_s - 120;
     let dumps = dir.join("nccl");
     let late = Late {
@@ -42,7 +45,7 @@ fn an_agent_sends_a_jobs_collectives_and_the_collector_finds_its_straggler() {
     );
     let db = dir.join("runs.db");
     let dumps_arg = dumps.to_str().unwrap().to_string();
-    let mut agent = agent(
+    let agent = agent(
         &db,
         &[
             "--collector",
@@ -76,7 +79,10 @@ fn an_agent_sends_a_jobs_collectives_and_the_collector_finds_its_straggler() {
     let onset = (start_s + 60) as f64;
     let since = job["since"].as_f64().unwrap();
     // One bucket (10 s) of the agent's summaries at most.
-    assert!((since - onset).abs() <= 10.0, "since {since}, onset {onset}");
+    assert!(
+        (since - onset).abs() <= 10.0,
+        "since {since}, onset {onset}"
+    );
     let nodes: Vec<&str> = job["nodes"]
         .as_array()
         .unwrap()

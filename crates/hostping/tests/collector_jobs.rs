@@ -111,6 +111,7 @@ fn upload(host: &str, jobs: &[(&str, &[RankSummary])]) -> CollectivesUpload {
                         unknown_records: 1,
                         bad_records: 0,
                     },
+                    dropped: 0,
                     summaries: mine,
                 }
             })
