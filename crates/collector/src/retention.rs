@@ -37,7 +37,7 @@ use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_postgres::Client;
+use tokio_postgres::{Client, Transaction};
 
 /// The advisory lock that lets one collector delete at a time (schema.rs's migrations hold
 /// 7247, the baselines' refresh 7248, the board of port reads 7249).
@@ -179,13 +179,9 @@ pub async fn tick(
     Ok(Tick::Deleted(done))
 }
 
-/// One batch of jobs' collectives (at most `rows` of each table), under the same lock as
-/// the runs': `None` when another collector holds it.
-async fn delete_collectives(
-    client: &mut Client,
-    cutoff_unix_ms: i64,
-    rows: i64,
-) -> Result<Option<Deleted>, RetentionError> {
+/// A transaction holding the retention lock, its waits bounded; `None` when another
+/// collector holds the lock.
+async fn locked(client: &mut Client) -> Result<Option<Transaction<'_>>, RetentionError> {
     let tx = client.transaction().await?;
     tx.batch_execute("SET LOCAL lock_timeout = '5s'; SET LOCAL statement_timeout = '60s'")
         .await?;
@@ -193,9 +189,19 @@ async fn delete_collectives(
         .query_one("SELECT pg_try_advisory_xact_lock($1)", &[&LOCK])
         .await?
         .get(0);
-    if !locked {
+    Ok(locked.then_some(tx))
+}
+
+/// One batch of jobs' collectives (at most `rows` of each table), under the same lock as
+/// the runs': `None` when another collector holds it.
+async fn delete_collectives(
+    client: &mut Client,
+    cutoff_unix_ms: i64,
+    rows: i64,
+) -> Result<Option<Deleted>, RetentionError> {
+    let Some(tx) = locked(client).await? else {
         return Ok(None);
-    }
+    };
     let cutoff_s = cutoff_unix_ms as f64 / 1e3;
     // Through the bucket-end indexes (crate::collectives::MIGRATION).
     let deleted = Deleted {
@@ -225,16 +231,9 @@ async fn delete_batch(
     cutoff_unix_ms: i64,
     batch: u32,
 ) -> Result<Option<Deleted>, RetentionError> {
-    let tx = client.transaction().await?;
-    tx.batch_execute("SET LOCAL lock_timeout = '5s'; SET LOCAL statement_timeout = '60s'")
-        .await?;
-    let locked: bool = tx
-        .query_one("SELECT pg_try_advisory_xact_lock($1)", &[&LOCK])
-        .await?
-        .get(0);
-    if !locked {
+    let Some(tx) = locked(client).await? else {
         return Ok(None);
-    }
+    };
     // The oldest runs past the age, but no host's latest: each host's oldest from its
     // index (runs_host_started, read backwards), so that a tick in the steady state (a
     // run or so a host past the age) probes the index once a host and reads no table.

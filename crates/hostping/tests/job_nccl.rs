@@ -10,6 +10,18 @@ use common::nccl::{write_job, Late, COLLECTIVES, HOSTS, START_US, WORLD};
 use common::{hostping, stderr, stdout, temp_dir};
 use serde_json::Value;
 
+/// The job with rank 6 (node002's gpu2) 40 ms late at every collective from the `from`-th
+/// on, written under a test folder named `name`.
+fn straggler_job(name: &str, from: u64) -> std::path::PathBuf {
+    let late = Late {
+        rank: 6,
+        from,
+        late_us: 40_000.0,
+    };
+    let dir = temp_dir(name).join("nccl-inspector-4242");
+    write_job(&dir, START_US, Some(late), "")
+}
+
 fn job_json(args: &[&str]) -> (i32, Value, String) {
     let mut all = vec!["job", "--format", "json"];
     all.extend_from_slice(args);
@@ -25,17 +37,7 @@ fn dir_arg(dir: &Path) -> &str {
 
 #[test]
 fn a_straggler_names_its_host_and_gpu_from_the_records_alone() {
-    let late = Late {
-        rank: 6,
-        from: 60,
-        late_us: 40_000.0,
-    };
-    let dir = write_job(
-        &temp_dir("nccl-straggler").join("nccl-inspector-4242"),
-        START_US,
-        Some(late),
-        "",
-    );
+    let dir = straggler_job("nccl-straggler", 60);
     let (code, report, err) = job_json(&["--nccl", dir_arg(&dir)]);
     assert_eq!(code, 1, "{err}\n{report:#}");
     assert_eq!(report["verdict"], "host", "{report:#}");
@@ -160,17 +162,7 @@ fn records_not_read_are_counted_and_the_rest_judged() {
 
 #[test]
 fn a_straggler_off_the_jobs_nodes_is_not_blamed() {
-    let late = Late {
-        rank: 6,
-        from: 0,
-        late_us: 40_000.0,
-    };
-    let dir = write_job(
-        &temp_dir("nccl-off-nodes").join("nccl-inspector-4242"),
-        START_US,
-        Some(late),
-        "",
-    );
+    let dir = straggler_job("nccl-off-nodes", 0);
     let (code, report, err) = job_json(&[
         "--nccl",
         dir_arg(&dir),
@@ -190,17 +182,7 @@ fn a_straggler_off_the_jobs_nodes_is_not_blamed() {
 
 #[test]
 fn beside_a_simulated_cluster_the_straggler_joins_the_verdict() {
-    let late = Late {
-        rank: 6,
-        from: 60,
-        late_us: 40_000.0,
-    };
-    let dir = write_job(
-        &temp_dir("nccl-sim").join("nccl-inspector-4242"),
-        START_US,
-        Some(late),
-        "",
-    );
+    let dir = straggler_job("nccl-sim", 60);
     let (code, report, err) = job_json(&[
         "--sim-cluster",
         "pod-32",
@@ -262,17 +244,7 @@ fn a_textfile_snapshot_is_read_as_the_plugin_writes_it() {
 
 #[test]
 fn the_words_show_the_symptom_and_the_straggler() {
-    let late = Late {
-        rank: 6,
-        from: 60,
-        late_us: 40_000.0,
-    };
-    let dir = write_job(
-        &temp_dir("nccl-words").join("nccl-inspector-4242"),
-        START_US,
-        Some(late),
-        "",
-    );
+    let dir = straggler_job("nccl-words", 60);
     let out = hostping(&["job", "--nccl", dir_arg(&dir)]);
     let text = stdout(&out);
     assert!(text.contains("NCCL Inspector"), "{text}");
