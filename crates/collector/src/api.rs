@@ -153,11 +153,10 @@ impl From<tokio_postgres::Error> for ApiError {
 pub fn router(
     pool: Pool,
     writer: Writer,
-    tokens: Tokens,
+    tokens: Arc<Tokens>,
     max_body: usize,
     keep_sweeps: Duration,
 ) -> Router {
-    let tokens = Arc::new(tokens);
     let shared = Shared {
         pool: pool.clone(),
         writer,
@@ -179,11 +178,6 @@ pub fn router(
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(shared)
         .merge(fleet_api::read::routes().with_state(PgReads::new(pool.clone())))
-        .merge(crate::collectives::routes(
-            pool.clone(),
-            tokens.clone(),
-            max_body,
-        ))
         .merge(crate::agents::routes(pool.clone(), tokens))
         .merge(crate::fleet::routes().with_state(pool))
         // The web UI (fleet_api::ui).

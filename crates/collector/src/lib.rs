@@ -205,7 +205,16 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
         ready(listener.local_addr().map_err(listen_error)?);
         let writer = writer::Writer::start(pool.clone(), WRITERS);
         let access = mesh::Access::new(pool.clone(), probe_tokens, config.fabric.clone());
-        let app = api::router(pool, writer, tokens, config.max_body, config.keep_sweeps)
+        let tokens = std::sync::Arc::new(tokens);
+        // The jobs' collectives take the runs' tokens and body limit (`api::authorized_body`).
+        let app = collectives::routes(pool.clone(), tokens.clone(), config.max_body)
+            .merge(api::router(
+                pool,
+                writer,
+                tokens,
+                config.max_body,
+                config.keep_sweeps,
+            ))
             .merge(mesh::routes(access.clone()))
             .merge(job::routes(access))
             .merge(metrics::routes(std::sync::Arc::new(registry)));
