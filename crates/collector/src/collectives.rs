@@ -169,8 +169,9 @@ fn database_error(e: &tokio_postgres::Error) -> ApiError {
     }
 }
 
-/// Why `upload` is outside the contract, naming the job, summary and field.
-pub fn check(upload: &CollectivesUpload) -> Result<(), String> {
+/// Why `upload` is outside the contract, naming the job, summary and field: the words of
+/// the 400 ([`ApiError::BadRequest`]) its one caller answers.
+fn check(upload: &CollectivesUpload) -> Result<(), String> {
     if upload.jobs.len() > MAX_JOBS {
         return Err(format!(
             "jobs: {} is more than {MAX_JOBS}",
