@@ -364,9 +364,8 @@ fn real_backends_on_soft_roce() {
     // above are too noisy for a bound: TCG's speed flips from one test to the next
     // (a QP's 1,000 READs take about 62 us each, the next QP's 130 us, in the same process
     // too), and the flips only ever add time. So each tool's floor over the same number of
-    // tests, run in turn, is compared: its third-fastest test, as a tool's odd test far below
-    // its others would make the fastest a measure of that one (the pair test's `floor`,
-    // crates/rdma/tests/guest.rs). Per round one `check` (two paths, mem0 and mem1, each its
+    // tests, run in turn, is compared: the same fastest test of each, the third where both
+    // met the fast state three times (`analyze::robust::floors`). Per round one `check` (two paths, mem0 and mem1, each its
     // own QP) and two ib_read_lat runs (scripts/guest/read-pass-mark.sh).
     assert_eq!(
         status(&dir, "read-pass-mark"),
@@ -405,18 +404,17 @@ fn real_backends_on_soft_roce() {
         "most tests gave a figure (two per round for each tool): {hp_read:?} {pt_read:?}\n{}",
         read(&dir, "read-pass-mark.err")
     );
-    let floor = |v: &[f64]| {
-        let mut sorted = v.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        sorted[2.min(sorted.len() - 1)]
-    };
-    let read_ratio = floor(&hp_read) / floor(&pt_read);
+    let floors = analyze::robust::floors(&hp_read, &pt_read).expect("runs of both");
+    let read_ratio = floors.a / floors.b;
     println!(
-        "| 1 B READ latency, third-fastest of {} and {} tests in turn (us) | {:.2} | {:.2} (ib_read_lat) | {read_ratio:.2} |",
+        "| 1 B READ latency, floor (run number {} from the fastest) of {} and {} tests in turn, {} and {} in the fast state (us) | {:.2} | {:.2} (ib_read_lat) | {read_ratio:.2} |",
+        floors.k,
         hp_read.len(),
         pt_read.len(),
-        floor(&hp_read),
-        floor(&pt_read)
+        floors.quiet.0,
+        floors.quiet.1,
+        floors.a,
+        floors.b
     );
     // The bound guards against a cost per iteration coming back, such as the two clock reads
     // inside each timed wait that made the medians' gap 1.22 (BENCHMARKS.md): about 6 us of
