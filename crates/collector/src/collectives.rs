@@ -5,7 +5,7 @@
 //! | path | what |
 //! |---|---|
 //! | `POST /api/collectives` | an agent's summaries (`Authorization: Bearer TOKEN` of the posting `host`): 201 with counts, 200 when every summary was stored before |
-//! | `GET /api/jobs?since=T` | the jobs with summaries ending at or after `T` (Unix seconds; the last 24 h by default), slow first, then newest `last_seen` first |
+//! | `GET /api/jobs?since=T` | the jobs with summaries ending at or after `T` (Unix seconds; the last 24 h by default), slow first, then newest `last_seen` first, each with the newest verdict the collector reached on it by itself (crate::slow_jobs) |
 //! | `GET /api/jobs/{job}/symptom?since=T` | the job's full `Symptom` over the same window; 404 naming the job when it has none |
 //!
 //! A post is refused as a run is (401 no or unknown token, 403 a token of another host, 413
@@ -109,6 +109,10 @@ pub const MAX_ROWS_PER_JOB: i64 = 20_000;
 pub const MAX_JOBS_LISTED: i64 = 200;
 /// The window `GET /api/jobs` reads without `since`.
 const DEFAULT_WINDOW_S: f64 = 86_400.0;
+/// How far back a job's collectives are read for a verdict (crate::slow_jobs and
+/// `GET /api/jobs/verdict?job=`): the symptom's earlier level lies before the onset, which
+/// the verdict's own window starts just before.
+pub const SYMPTOM_LOOKBACK_S: f64 = 3600.0;
 
 /// The routes, over the database, the hosts' tokens and the body limit.
 pub fn routes(pool: Pool, tokens: Arc<Tokens>, max_body: usize) -> Router {
@@ -411,19 +415,13 @@ async fn list_jobs(
 ) -> Result<Json<Vec<JobEntry>>, ApiError> {
     let since = params.since()?;
     let client = pool.get().await?;
-    let jobs = client
-        .query(
-            "SELECT job FROM job_collectives
-             WHERE job <> '' AND start_s + width_s >= $1
-             GROUP BY job ORDER BY max(start_s + width_s) DESC, job LIMIT $2",
-            &[&since, &MAX_JOBS_LISTED],
-        )
-        .await?;
+    let jobs = running_jobs(&client, since).await?;
+    let verdicts = crate::slow_jobs::newest_verdicts(&client, &jobs).await?;
     let mut entries = Vec::with_capacity(jobs.len());
-    for row in jobs {
-        let job: String = row.get(0);
+    for job in jobs {
         if let Some(read) = read_job(&client, &job, since).await? {
-            entries.push(entry(job, &read));
+            let verdict = verdicts.get(&job).cloned();
+            entries.push(entry(job, &read, verdict));
         }
     }
     entries.sort_by(|a, b| {
@@ -433,6 +431,23 @@ async fn list_jobs(
             .then_with(|| a.job.cmp(&b.job))
     });
     Ok(Json(entries))
+}
+
+/// The named jobs with summaries ending at or after `since` (Unix seconds), the
+/// [`MAX_JOBS_LISTED`] seen last, newest first.
+pub(crate) async fn running_jobs(
+    client: &tokio_postgres::Client,
+    since: f64,
+) -> Result<Vec<String>, tokio_postgres::Error> {
+    let rows = client
+        .query(
+            "SELECT job FROM job_collectives
+             WHERE job <> '' AND start_s + width_s >= $1
+             GROUP BY job ORDER BY max(start_s + width_s) DESC, job LIMIT $2",
+            &[&since, &MAX_JOBS_LISTED],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
 /// `GET /api/jobs/{job}/symptom?since=T`.
@@ -452,21 +467,24 @@ async fn job_symptom(
 }
 
 /// A job as read from the store, judged.
-struct JobRead {
-    symptom: Symptom,
+pub(crate) struct JobRead {
+    /// What was read.
+    pub evidence: CollectiveEvidence,
+    /// Its symptom.
+    pub symptom: Symptom,
     /// The ranks' hosts, in name order.
-    nodes: Vec<String>,
+    pub nodes: Vec<String>,
     /// The newest bucket's end, Unix seconds.
-    last_seen: f64,
+    pub last_seen: f64,
 }
 
 /// The job's newest summaries in the window (at most [`MAX_ROWS_PER_JOB`]), its counts, and
 /// its symptom; `None` without a summary (the unnamed job `''` included).
-async fn read_job(
+pub(crate) async fn read_job(
     client: &tokio_postgres::Client,
     job: &str,
     since: f64,
-) -> Result<Option<JobRead>, ApiError> {
+) -> Result<Option<JobRead>, tokio_postgres::Error> {
     if job.is_empty() {
         return Ok(None);
     }
@@ -535,13 +553,15 @@ async fn read_job(
     };
     Ok(Some(JobRead {
         symptom: analyze::collectives::symptom(&evidence),
+        evidence,
         nodes: nodes.into_iter().collect(),
         last_seen,
     }))
 }
 
-/// The list's entry of a judged job.
-fn entry(job: String, read: &JobRead) -> JobEntry {
+/// The list's entry of a job read, with the newest verdict the collector reached on it
+/// (crate::slow_jobs): the verdict and when, Unix seconds.
+fn entry(job: String, read: &JobRead, verdict: Option<(String, f64)>) -> JobEntry {
     let s = &read.symptom;
     JobEntry {
         job,
@@ -554,8 +574,8 @@ fn entry(job: String, read: &JobRead) -> JobEntry {
             s.busbw_gbs.before
         },
         expected_gbs: s.busbw_gbs.expected,
-        verdict: None,
-        verdict_at: None,
+        verdict_at: verdict.as_ref().map(|v| v.1),
+        verdict: verdict.map(|v| v.0),
         last_seen: read.last_seen,
     }
 }

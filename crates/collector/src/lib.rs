@@ -26,6 +26,7 @@ pub mod reads;
 pub mod refresh;
 pub mod retention;
 pub mod schema;
+pub mod slow_jobs;
 pub mod timeline;
 pub mod writer;
 
@@ -72,6 +73,9 @@ pub struct CollectorConfig {
     /// How old a run may get before it is deleted (`--keep-runs`, 30 days by default;
     /// `None`: every run is kept), crate::retention.
     pub keep_runs: Option<std::time::Duration>,
+    /// A token of the probe-tokens file the collector probes with when it judges a slow
+    /// job by itself (crate::slow_jobs); `None`: its own verdicts run without probes.
+    pub judge_probe_token: Option<String>,
 }
 
 /// Why the collector could not start or stopped.
@@ -103,6 +107,10 @@ pub enum CollectorError {
         /// scrubbed of the password.
         reason: String,
     },
+    /// The probe token for the collector's own verdicts is not one of the probe-tokens
+    /// file's.
+    #[error("--judge-probe-token-file: {0}")]
+    JudgeToken(String),
     /// The database refused a migration.
     #[error("database {url}: {reason}")]
     Migrate {
@@ -148,6 +156,21 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
         .as_deref()
         .map(Tokens::load)
         .transpose()?;
+    if let Some(token) = &config.judge_probe_token {
+        match &probe_tokens {
+            None => {
+                return Err(CollectorError::JudgeToken(
+                    "probes need --probe-tokens FILE, the file the token is one of".into(),
+                ))
+            }
+            Some(tokens) if tokens.host_of(token).is_none() => {
+                return Err(CollectorError::JudgeToken(
+                    "the token is not one of --probe-tokens' (the agents would refuse it)".into(),
+                ))
+            }
+            Some(_) => {}
+        }
+    }
     let tls = config.tls.as_ref().map(tls::server_config).transpose()?;
     let db = &config.database;
     let pg: tokio_postgres::Config =
@@ -205,8 +228,16 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
         ready(listener.local_addr().map_err(listen_error)?);
         let writer = writer::Writer::start(pool.clone(), WRITERS);
         let access = mesh::Access::new(pool.clone(), probe_tokens, config.fabric.clone());
+        let judged = slow_jobs::Metrics::register(&mut registry);
+        tokio::spawn(slow_jobs::watch_loop(
+            access.clone(),
+            config.judge_probe_token.clone(),
+            judged,
+            |line| eprintln!("hostping collector: {line}"),
+        ));
         let tokens = std::sync::Arc::new(tokens);
         // The jobs' collectives take the runs' tokens and body limit (`api::authorized_body`).
+        let pool_for_verdicts = pool.clone();
         let app = collectives::routes(pool.clone(), tokens.clone(), config.max_body)
             .merge(api::router(
                 pool,
@@ -217,6 +248,7 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
             ))
             .merge(mesh::routes(access.clone()))
             .merge(job::routes(access))
+            .merge(slow_jobs::routes(pool_for_verdicts))
             .merge(metrics::routes(std::sync::Arc::new(registry)));
         match tls {
             Some(tls) => {

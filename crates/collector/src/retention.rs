@@ -26,7 +26,8 @@
 //! Jobs' collectives (`job_collectives`, `job_collective_reads`, crate::collectives) fall
 //! under the same setting: after the runs, a tick deletes those whose buckets ended before
 //! the cutoff (Unix seconds, the agent's clock), in batches of [`COLLECTIVE_ROWS_PER_RUN`]
-//! rows per run of [`Settings::batch`], under the same lock.
+//! rows per run of [`Settings::batch`], under the same lock; and the verdicts the collector
+//! reached on them by itself (`job_verdicts`, crate::slow_jobs), by when they were reached.
 
 use deadpool_postgres::{Pool, PoolError};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -91,11 +92,13 @@ pub struct Deleted {
     pub job_collectives: u64,
     /// `job_collective_reads`.
     pub job_collective_reads: u64,
+    /// `job_verdicts`.
+    pub job_verdicts: u64,
 }
 
 impl Deleted {
     /// Each table with its count, for metrics and logs.
-    pub fn tables(&self) -> [(&'static str, u64); 6] {
+    pub fn tables(&self) -> [(&'static str, u64); 7] {
         [
             ("runs", self.runs),
             ("run_paths", self.run_paths),
@@ -103,6 +106,7 @@ impl Deleted {
             ("diagnoses", self.diagnoses),
             ("job_collectives", self.job_collectives),
             ("job_collective_reads", self.job_collective_reads),
+            ("job_verdicts", self.job_verdicts),
         ]
     }
 
@@ -113,6 +117,7 @@ impl Deleted {
         self.diagnoses += other.diagnoses;
         self.job_collectives += other.job_collectives;
         self.job_collective_reads += other.job_collective_reads;
+        self.job_verdicts += other.job_verdicts;
     }
 
     /// Whether any row was deleted.
@@ -170,7 +175,8 @@ pub async fn tick(
             None => return Ok(Tick::Busy(done)),
             Some(deleted) => {
                 done.add(deleted);
-                if deleted.job_collectives.max(deleted.job_collective_reads) < rows as u64 {
+                let most = deleted.job_collectives.max(deleted.job_collective_reads);
+                if most.max(deleted.job_verdicts) < rows as u64 {
                     break;
                 }
             }
@@ -216,6 +222,14 @@ async fn delete_collectives(
             .execute(
                 "DELETE FROM job_collective_reads WHERE ctid = ANY(ARRAY(
                      SELECT ctid FROM job_collective_reads WHERE last_end_s < $1 LIMIT $2))",
+                &[&cutoff_s, &rows],
+            )
+            .await?,
+        // Through job_verdicts_judged_at (crate::slow_jobs::MIGRATION).
+        job_verdicts: tx
+            .execute(
+                "DELETE FROM job_verdicts WHERE ctid = ANY(ARRAY(
+                     SELECT ctid FROM job_verdicts WHERE judged_at < to_timestamp($1) LIMIT $2))",
                 &[&cutoff_s, &rows],
             )
             .await?,

@@ -272,6 +272,8 @@ const MIGRATIONS: &[(i32, &str)] = &[
     // Jobs' collectives: the agents' per-rank summaries and their read counts
     // (crate::collectives).
     (11, crate::collectives::MIGRATION),
+    // The verdicts the collector reached by itself on jobs that slowed (crate::slow_jobs).
+    (12, crate::slow_jobs::MIGRATION),
 ];
 
 /// Applies the migrations not yet applied. An advisory lock makes two collectors starting

@@ -26,6 +26,14 @@ pub fn run(args: CollectorArgs) -> Result<Outcome> {
         max_body: args.max_body,
         keep_sweeps: args.keep_sweeps,
         keep_runs: args.keep_runs.0,
+        judge_probe_token: args
+            .judge_probe_token_file
+            .as_deref()
+            .map(|file| {
+                agent::sender::read_token_file(file)
+                    .map_err(|e| anyhow!("--judge-probe-token-file: {e}"))
+            })
+            .transpose()?,
         tls: args
             .tls_cert
             .zip(args.tls_key)

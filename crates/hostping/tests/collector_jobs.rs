@@ -8,7 +8,12 @@
 //!   straggler; a resend replaces, never adds; an unknown job is 404;
 //! - refusals: no token 401, another host's token 403, a summary outside the contract 400
 //!   naming the field, more summaries than the cap 400;
-//! - retention (`--keep-runs`) deletes collectives whose buckets ended before its cutoff.
+//! - a job that slowed while running is judged by the collector by itself (crate
+//!   collector::slow_jobs): its verdict is stored once (`GET /api/jobs/{job}/verdict`),
+//!   listed, and exported (`hostping_job_slow`, `hostping_job_verdict`,
+//!   `hostping_job_culprit` on `GET /metrics`); a healthy running job has none;
+//! - retention (`--keep-runs`) deletes collectives whose buckets ended before its cutoff,
+//!   and verdicts reached before it.
 //!
 //! Skipped (with a message) when PostgreSQL's server binaries are missing, unless
 //! `HOSTPING_REQUIRE_POSTGRES` is set, as `./test.sh` does.
@@ -274,6 +279,105 @@ fn the_jobs_list_puts_the_straggler_job_first_and_its_symptom_names_the_straggle
 }
 
 #[test]
+fn the_collector_judges_a_running_job_that_slowed_by_itself() {
+    let Some(fleet) = fleet("collector-jobs-judged") else {
+        return;
+    };
+    // Both jobs running: their newest buckets end now.
+    let t0 = ((now_s() - (BUCKETS as i64 * WIDTH as i64)) / 5 * 5) as f64;
+    let (slow, healthy) = (straggler_job(t0), healthy_job(t0));
+    for host in HOSTS {
+        let (status, answer) = post(
+            fleet.collector.addr,
+            host,
+            &upload(host, &[("4242", &slow), ("4343", &healthy)]),
+        );
+        assert_eq!(status, 201, "{answer}");
+    }
+    let addr = fleet.collector.addr;
+    let mut stored = Value::Null;
+    common::wait_until(
+        "the collector's own verdict on job 4242",
+        std::time::Duration::from_secs(60),
+        || {
+            let (status, answer) = get(addr, "/api/jobs/4242/verdict");
+            stored = answer;
+            status == 200
+        },
+    );
+    let onset = t0 + ONSET_BUCKET as f64 * WIDTH;
+    assert_eq!(stored["job"], "4242");
+    assert_eq!(stored["onset_s"].as_f64(), Some(onset), "{stored:#}");
+    assert_eq!(stored["probed"], false);
+    let report: model::job::JobReport = serde_json::from_value(stored["report"].clone()).unwrap();
+    assert_eq!(report.job.as_deref(), Some("4242"));
+    assert_eq!(report.nodes, HOSTS.to_vec(), "the ranks' hosts");
+    assert!(!report.simulated);
+    let symptom = report
+        .symptom
+        .as_ref()
+        .expect("the job's collectives as evidence");
+    assert!(symptom.slow && symptom.since == Some(onset), "{symptom:?}");
+    assert_eq!(symptom.stragglers[0].host, "node003");
+    let culprit = &report.culprits[0];
+    assert_eq!(
+        (culprit.cause.as_str(), culprit.host.as_deref()),
+        ("straggler", Some("node003")),
+        "{report:#?}"
+    );
+    assert_eq!(
+        culprit.component.as_deref(),
+        Some("rank6"),
+        "no GPU in the records"
+    );
+    // No host sent a check: their own paths are said to be unjudged, not healthy.
+    assert!(
+        report.not_judged.iter().any(|n| n.what.contains("node001")),
+        "{:?}",
+        report.not_judged
+    );
+    let verdict = serde_json::to_value(report.verdict).unwrap();
+    let verdict = verdict.as_str().unwrap();
+
+    // Listed with the job, and exported while it runs.
+    let listed = jobs(&fleet, "");
+    let entry = listed.iter().find(|j| j.job == "4242").unwrap();
+    assert_eq!(entry.verdict.as_deref(), Some(verdict));
+    let judged_at = stored["judged_at"].as_f64().unwrap();
+    assert_eq!(entry.verdict_at, Some(judged_at));
+    let other = listed.iter().find(|j| j.job == "4343").unwrap();
+    assert_eq!((other.slow, &other.verdict), (false, &None));
+    let (status, answer) = get(addr, "/api/jobs/4343/verdict");
+    assert_eq!(status, 404, "{answer}");
+    assert!(answer["error"].as_str().unwrap().contains("job 4343"));
+
+    let mut metrics = String::new();
+    common::wait_until(
+        "the verdict on GET /metrics",
+        std::time::Duration::from_secs(30),
+        || {
+            metrics = common::http_get(addr, "/metrics").1;
+            metrics.contains("hostping_job_verdict{")
+        },
+    );
+    for series in [
+        "hostping_job_slow{job=\"4242\"} 1".to_string(),
+        "hostping_job_slow{job=\"4343\"} 0".to_string(),
+        format!("hostping_job_verdict{{job=\"4242\",verdict=\"{verdict}\"}} 1"),
+        "hostping_job_culprit{job=\"4242\",layer=\"host\",host=\"node003\",component=\"rank6\",cause=\"straggler\"}".to_string(),
+    ] {
+        assert!(metrics.contains(&series), "{series} in\n{metrics}");
+    }
+    assert!(!metrics.contains("job=\"4343\",verdict"), "{metrics}");
+
+    // One verdict a slowdown: later ticks keep it rather than judging again.
+    std::thread::sleep(collector::slow_jobs::EVERY * 2);
+    assert_eq!(fleet.pg.count("job_verdicts"), 1);
+    let (_, again) = get(addr, "/api/jobs/4242/verdict");
+    assert_eq!(again["judged_at"], stored["judged_at"]);
+}
+
+#[test]
 fn posts_outside_the_contract_or_of_another_host_are_refused() {
     let Some(fleet) = fleet("collector-jobs-refused") else {
         return;
@@ -359,6 +463,16 @@ fn retention_deletes_collectives_past_the_setting() {
     let tick = common::postgres::runtime().block_on(async {
         let pool = fleet.pg.pool(1);
         let mut client = pool.get().await.unwrap();
+        // Verdicts reached 40 days ago and now (the collector judges only running jobs:
+        // these two are written as an older collector would have).
+        client
+            .batch_execute(
+                "INSERT INTO job_verdicts (job, onset_s, judged_at, verdict, probed, report)
+                 VALUES ('old', 1, now() - interval '40 days', 'host', false, '{}'),
+                        ('recent', 2, now(), 'neither', false, '{}')",
+            )
+            .await
+            .unwrap();
         retention::tick(&mut client, cutoff_ms, 1000, 10)
             .await
             .unwrap()
@@ -367,8 +481,17 @@ fn retention_deletes_collectives_past_the_setting() {
         panic!("{tick:?}")
     };
     assert_eq!(
-        (deleted.job_collectives, deleted.job_collective_reads),
-        (old_rows, 1)
+        (
+            deleted.job_collectives,
+            deleted.job_collective_reads,
+            deleted.job_verdicts
+        ),
+        (old_rows, 1, 1)
+    );
+    assert_eq!(
+        fleet.pg.count("job_verdicts"),
+        1,
+        "the recent verdict stays"
     );
     assert_eq!(fleet.pg.count("job_collective_reads"), 1);
     let left = jobs(&fleet, &format!("?since={}", t0() - 50.0 * day));

@@ -1,5 +1,6 @@
 //! The verdict's evidence from what the collector holds: the hosts' runs in the window,
-//! the switch ports' counters in it and before it, the job's routes on the fabric (without
+//! the job's collectives when its agents sent them (with `job`), the switch ports' counters
+//! in it and before it, the job's routes on the fabric (without
 //! one, each RNIC's own cable), and, with `probe`, a check of each host without one
 //! (`follow_up`) and the pairs a real mesh measures through the agents, each judged against
 //! its recorded baseline.
@@ -10,6 +11,7 @@ use super::pairs::job_pair;
 use super::ports::ports;
 use super::query::VerdictQuery;
 use super::routes::{job_routes, rnic_cables, JobRoutes};
+use crate::collectives::{read_job, SYMPTOM_LOOKBACK_S};
 use crate::mesh::{Access, MeshRequest, Refusal};
 use crate::pair_baselines;
 use axum::http::StatusCode;
@@ -55,9 +57,24 @@ pub async fn gather(
                 .map_err(|e| crate::server_words(&e))?,
             Err(_) => Vec::new(),
         };
-        Ok::<_, String>((routes, hosts, ports))
+        // The job's own collectives, when its agents sent them (DESIGN 4.8): read over
+        // the hour before the window's end too, as the symptom's earlier level lies before
+        // its onset.
+        let collectives = match &query.job {
+            Some(job) => {
+                let since = (query.window.since_s as f64)
+                    .min(query.window.until_s as f64 - SYMPTOM_LOOKBACK_S);
+                read_job(&client, job, since)
+                    .await
+                    .map_err(|e| crate::server_words(&e))?
+                    .map(|read| read.evidence)
+            }
+            None => None,
+        };
+        Ok::<_, String>((routes, hosts, ports, collectives))
     };
-    let (routes, mut hosts, ports) = match tokio::time::timeout(READ_WAIT, reads).await {
+    let (routes, mut hosts, ports, collectives) = match tokio::time::timeout(READ_WAIT, reads).await
+    {
         Ok(Ok(read)) => read,
         Ok(Err(why)) => return Err(unavailable(format!("database: {why}"))),
         Err(_) => {
@@ -125,7 +142,7 @@ pub async fn gather(
         what_if: None,
         simulated,
         not_judged,
-        collectives: None,
+        collectives,
     };
     Ok(Gathered {
         evidence,

@@ -509,6 +509,12 @@ pub struct CollectorArgs {
     /// lines, as the agents' --probe-tokens. Without one, mesh is off (403).
     #[arg(long, value_name = "FILE")]
     pub probe_tokens: Option<PathBuf>,
+    /// A file holding one token of --probe-tokens: the collector probes with it when it
+    /// judges a job that slowed by itself (checks of hosts without one, pairs, follow-ups,
+    /// as `hostping job --collector --probe`). Without it those verdicts run on what the
+    /// collector holds, without probes.
+    #[arg(long, value_name = "FILE", requires = "probe_tokens")]
+    pub judge_probe_token_file: Option<PathBuf>,
     /// The fabric's ibnetdiscover file, each CA described "HOST DEVICE": a mesh then
     /// picks pairs that cross every cable between its nodes, each with its route.
     /// Without it, pairs are per rail and carry no route.
