@@ -1,7 +1,8 @@
 //! A job's own collectives through the fleet (DESIGN 4.8, issue 39): a real agent watches a
 //! dump folder as NCCL's Inspector plugin fills it (`--nccl-dir`), posts per-rank summaries
 //! to a real collector on PostgreSQL, and the collector lists the job slow, since its
-//! onset, with its straggler (`GET /api/jobs`, `GET /api/jobs/{job}/symptom`).
+//! onset, with its straggler (`GET /api/jobs`, `GET /api/jobs/{job}/symptom`), and judges
+//! it by itself (`GET /api/jobs/{job}/verdict`, `hostping_job_slow`).
 
 mod common;
 
@@ -98,6 +99,29 @@ fn an_agent_sends_a_jobs_collectives_and_the_collector_finds_its_straggler() {
     assert_eq!(straggler["rank"], 6, "{symptom:#}");
     assert_eq!(straggler["host"], "node002");
     assert_eq!(straggler["gpu"], "gpu2");
+
+    // The collector judged the job by itself once it saw it slow: its straggler's host is
+    // the culprit, with the GPU the records name.
+    let mut stored = Value::Null;
+    wait_until(
+        "the collector's own verdict on job 4242",
+        Duration::from_secs(60),
+        || {
+            let (status, body) = http_get(collector.addr, "/api/jobs/4242/verdict");
+            stored = serde_json::from_str(&body).unwrap_or(Value::Null);
+            status == 200
+        },
+    );
+    let culprit = &stored["report"]["culprits"][0];
+    assert_eq!(culprit["cause"], "straggler", "{stored:#}");
+    assert_eq!(culprit["host"], "node002");
+    assert_eq!(culprit["component"], "gpu2");
+    assert_eq!(stored["onset_s"].as_f64(), Some(since));
+    let (_, metrics) = http_get(collector.addr, "/metrics");
+    assert!(
+        metrics.contains("hostping_job_slow{job=\"4242\"} 1"),
+        "{metrics}"
+    );
 
     agent.signal(libc::SIGTERM);
     let finished = agent.wait_output();
