@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::nccl::{write_job, Late};
+use common::nccl::{append_steps, write_job, Late};
 use common::postgres::{Collector, Postgres};
 use common::{agent, http_get, temp_dir, tokens_file, wait_until};
 use serde_json::Value;
@@ -133,4 +133,95 @@ fn an_agent_sends_a_jobs_collectives_and_the_collector_finds_its_straggler() {
         "{}",
         finished.stderr
     );
+}
+
+/// The loop closed while the job runs (issue 39 item 7): a job writes one all-reduce a
+/// second into its dump folder as the plugin's dump thread does, a real agent tails it, and
+/// from the onset on rank 6 is 40 ms late. The collector judges the job by itself; the time
+/// from the onset to the stored verdict is printed (BENCHMARKS.md, "A slow job judged
+/// without asking"), and bounded here only by what shows the loop closed.
+#[test]
+fn a_slowdown_while_the_job_runs_is_judged_without_asking() {
+    let dir = temp_dir("agent-nccl-live");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let tokens = tokens_file(&dir, &[("node-1", TOKEN)]);
+    let collector = Collector::start(&pg, &tokens, &[]);
+    let url = format!("http://{}", collector.addr);
+    let unix_s = || {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    // A minute of healthy history already written: the earlier level the symptom compares
+    // with. Collective `sn` starts at `start_s + sn`.
+    const HISTORY: u64 = 60;
+    const ONSET: u64 = HISTORY + 10;
+    let start_s = unix_s().floor() as u64 - HISTORY;
+    let folder = dir.join("nccl").join("nccl-inspector-4545");
+    let late = Late {
+        rank: 6,
+        from: ONSET,
+        late_us: 40_000.0,
+    };
+    append_steps(&folder, start_s * 1_000_000, 0..HISTORY, Some(late));
+    let db = dir.join("runs.db");
+    let dumps_arg = dir.join("nccl").to_str().unwrap().to_string();
+    let agent = agent(
+        &db,
+        &[
+            "--collector",
+            &url,
+            "--token",
+            TOKEN,
+            "--name",
+            "node-1",
+            "--nccl-dir",
+            &dumps_arg,
+        ],
+        &[],
+    );
+    let mut stored = Value::Null;
+    let mut sn = HISTORY;
+    // Each collective is written once it has run (its record's dump time is past), until the
+    // verdict is stored; two minutes past the onset at most.
+    while sn < ONSET + 120 {
+        let due = (start_s + sn + 1) as f64;
+        std::thread::sleep(Duration::from_secs_f64((due - unix_s()).max(0.0)));
+        append_steps(&folder, start_s * 1_000_000, sn..sn + 1, Some(late));
+        sn += 1;
+        let (status, body) = http_get(collector.addr, "/api/jobs/4545/verdict");
+        if status == 200 {
+            stored = serde_json::from_str(&body).unwrap();
+            break;
+        }
+    }
+    let onset_s = (start_s + ONSET) as f64;
+    assert!(
+        stored.is_object(),
+        "no verdict on job 4545 two minutes after its onset"
+    );
+    let judged_at = stored["judged_at"].as_f64().unwrap();
+    let since = stored["onset_s"].as_f64().unwrap();
+    println!(
+        "a slow job judged without asking: onset {onset_s} (unix s), symptom's onset {since} \
+         ({:+.1} s), verdict stored {:.1} s after the onset (agent buckets of 10 s polled every \
+         5 s, collector ticks every 5 s; {} collectives of 16 ranks written)",
+        since - onset_s,
+        judged_at - onset_s,
+        sn
+    );
+    // The symptom's onset is the first slow bucket's start: within one bucket of the truth.
+    assert!((since - onset_s).abs() <= 10.0, "{stored:#}");
+    assert!(judged_at > onset_s, "judged before the onset: {stored:#}");
+    let culprit = &stored["report"]["culprits"][0];
+    assert_eq!(culprit["cause"], "straggler", "{stored:#}");
+    assert_eq!(
+        (culprit["host"].as_str(), culprit["component"].as_str()),
+        (Some("node002"), Some("gpu2"))
+    );
+    agent.signal(libc::SIGTERM);
+    assert!(agent.wait_output().status.success());
 }

@@ -30,12 +30,44 @@ pub struct Late {
 /// `dir`.
 pub fn write_job(dir: &Path, start_us: u64, late: Option<Late>, extra: &str) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
+    for (rank, file, mut text) in steps(start_us, 0..COLLECTIVES, late) {
+        if rank == 0 {
+            text.push_str(extra);
+        }
+        std::fs::write(dir.join(file), text).unwrap();
+    }
+    dir.to_path_buf()
+}
+
+/// Appends collectives `sns` of the job to its files in `dir` (made when missing), as the
+/// plugin's dump thread does while the job runs: collective `sn` starts at
+/// `start_us + sn` seconds.
+pub fn append_steps(dir: &Path, start_us: u64, sns: std::ops::Range<u64>, late: Option<Late>) {
+    use std::io::Write as _;
+    std::fs::create_dir_all(dir).unwrap();
+    for (_, file, text) in steps(start_us, sns, late) {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(file))
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    }
+}
+
+/// Each process's rank, file name and the records of collectives `sns` it writes.
+fn steps(
+    start_us: u64,
+    sns: std::ops::Range<u64>,
+    late: Option<Late>,
+) -> Vec<(u32, String, String)> {
+    let mut files = Vec::new();
     for (h, host) in HOSTS.iter().enumerate() {
         for gpu in 0..GPUS {
             let rank = h as u32 * GPUS + gpu;
             let pid = 1000 + rank;
             let mut text = String::new();
-            for sn in 0..COLLECTIVES {
+            for sn in sns.clone() {
                 let late_here = late.filter(|l| sn >= l.from);
                 // The late rank's own kernel runs only the transfer; the others wait for it.
                 let exec_us = match late_here {
@@ -65,13 +97,10 @@ pub fn write_job(dir: &Path, start_us: u64, late: Option<Late>, extra: &str) -> 
                     2_000.0,
                 );
             }
-            if rank == 0 {
-                text.push_str(extra);
-            }
-            std::fs::write(dir.join(format!("{host}-{pid}.log")), text).unwrap();
+            files.push((rank, format!("{host}-{pid}.log"), text));
         }
     }
-    dir.to_path_buf()
+    files
 }
 
 /// One v4.0 record of communicator `(id, rank, n_ranks, nnodes)`, pretty-printed as the
