@@ -40,8 +40,11 @@ fn at(s: f64) -> SystemTime {
     UNIX_EPOCH + Duration::from_secs_f64(BASE_S as f64 + s)
 }
 
+/// The defaults, with 10 s buckets (the tests' records are one a second) and every poll
+/// rescanning.
 fn settings() -> NcclSettings {
     NcclSettings {
+        bucket_s: 10.0,
         rescan_every: 1,
         ..NcclSettings::default()
     }

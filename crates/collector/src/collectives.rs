@@ -114,12 +114,20 @@ const DEFAULT_WINDOW_S: f64 = 86_400.0;
 /// the verdict's own window starts just before.
 pub const SYMPTOM_LOOKBACK_S: f64 = 3600.0;
 
-/// The routes, over the database, the hosts' tokens and the body limit.
-pub fn routes(pool: Pool, tokens: Arc<Tokens>, max_body: usize) -> Router {
+/// The routes, over the database, the hosts' tokens and the body limit; each stored post's
+/// jobs are handed to `posted` (crate::slow_jobs judges them at once).
+pub fn routes(
+    pool: Pool,
+    tokens: Arc<Tokens>,
+    max_body: usize,
+    posted: Arc<crate::slow_jobs::Posted>,
+) -> Router {
     Router::new()
         .route(
             fleet_api::collectives::PATH,
-            post(move |state, headers, body| post_collectives(state, headers, body, max_body)),
+            post(move |state, headers, body| {
+                post_collectives(state, headers, body, max_body, posted.clone())
+            }),
         )
         .route(fleet_api::collectives::JOBS_PATH, get(list_jobs))
         .route("/api/jobs/{job}/symptom", get(job_symptom))
@@ -133,6 +141,7 @@ async fn post_collectives(
     headers: HeaderMap,
     body: Body,
     max_body: usize,
+    posted: Arc<crate::slow_jobs::Posted>,
 ) -> Result<Response, ApiError> {
     let (body, token_host) = authorized_body(&tokens, &headers, body, max_body).await?;
     let upload: CollectivesUpload =
@@ -149,6 +158,7 @@ async fn post_collectives(
     let (new, replaced) = store(&mut client, &upload, now_s)
         .await
         .map_err(|e| database_error(&e))?;
+    posted.mark(upload.jobs.iter().filter_map(|j| j.job.clone()));
     let status = if new == 0 && replaced > 0 {
         StatusCode::OK
     } else {

@@ -229,16 +229,18 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
         let writer = writer::Writer::start(pool.clone(), WRITERS);
         let access = mesh::Access::new(pool.clone(), probe_tokens, config.fabric.clone());
         let judged = slow_jobs::Metrics::register(&mut registry);
+        let posted = std::sync::Arc::new(slow_jobs::Posted::default());
         tokio::spawn(slow_jobs::watch_loop(
             access.clone(),
             config.judge_probe_token.clone(),
+            posted.clone(),
             judged,
             |line| eprintln!("hostping collector: {line}"),
         ));
         let tokens = std::sync::Arc::new(tokens);
         // The jobs' collectives take the runs' tokens and body limit (`api::authorized_body`).
         let pool_for_verdicts = pool.clone();
-        let app = collectives::routes(pool.clone(), tokens.clone(), config.max_body)
+        let app = collectives::routes(pool.clone(), tokens.clone(), config.max_body, posted)
             .merge(api::router(
                 pool,
                 writer,

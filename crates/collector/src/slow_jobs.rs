@@ -1,8 +1,10 @@
-//! Slow jobs found and judged without anyone asking (issue 39 item 4, DESIGN 4.8): every
-//! [`EVERY`] the collector reads the symptom of each job whose collectives arrived in the
-//! last [`RUNNING_S`] (crate::collectives), and when one has turned slow it runs the job
-//! verdict itself (`verdict::pipeline`, the same as `GET /api/jobs/verdict` with the job's
-//! ranks' hosts as its nodes), stores it, and exports it to Prometheus.
+//! Slow jobs found and judged without anyone asking (issue 39 item 4, DESIGN 4.8): as soon
+//! as an agent posts a job's collectives (crate::collectives), the collector reads that
+//! job's symptom again, and when the job has turned slow it runs the job verdict itself
+//! (`verdict::pipeline`, the same as `GET /api/jobs/verdict` with the job's ranks' hosts as
+//! its nodes), stores it, and exports it to Prometheus. Every [`EVERY`] it lists the jobs
+//! whose collectives ended in the last [`RUNNING_S`]: the others have ended and leave the
+//! export.
 //!
 //! | path | what |
 //! |---|---|
@@ -31,6 +33,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -50,10 +53,8 @@ pub const MIGRATION: &str = "CREATE TABLE job_verdicts (
     CREATE INDEX job_verdicts_judged_at ON job_verdicts (judged_at);
     CREATE INDEX job_verdicts_job_judged ON job_verdicts (job, judged_at DESC);";
 
-/// How often the running jobs' symptoms are read. The agents post closed buckets every few
-/// seconds (agent::nccl), and a slowdown shows after two slow buckets
-/// (analyze::collectives): with this, a verdict is stored within 30 s of the onset (issue
-/// 39 item 7).
+/// How often the running jobs are listed (those that ended dropped, those not read yet
+/// read). A posted job is read at once ([`Posted`]).
 pub const EVERY: Duration = Duration::from_secs(5);
 /// A job whose newest collectives ended longer ago than this is no longer running: it is
 /// neither judged nor exported any more (it stays in `GET /api/jobs`).
@@ -196,13 +197,13 @@ impl Metrics {
         m
     }
 
-    /// The series of one tick's jobs, replacing the last tick's.
-    fn show(&self, jobs: &[Watched]) {
+    /// The series of the running jobs, replacing the last ones.
+    fn show(&self, running: &BTreeMap<String, Watched>) {
         self.slow.clear();
         self.verdict.clear();
         self.culprit.clear();
-        for w in jobs {
-            let job = w.job.clone();
+        for (job, w) in running {
+            let job = job.clone();
             self.slow
                 .get_or_create(&JobLabel { job: job.clone() })
                 .set(i64::from(w.slow));
@@ -236,100 +237,209 @@ fn word<T: Serialize>(value: &T) -> String {
     }
 }
 
-/// A running job as one tick left it.
+/// A running job as the watch last read it.
 struct Watched {
-    job: String,
     slow: bool,
     /// Its verdict on its current slowdown, when it has one.
     report: Option<JobReport>,
 }
 
-/// Watches the running jobs every [`EVERY`] until the process stops, judging each that
-/// turned slow (probing with `probe_token` when given); a failed tick goes to `log` and is
-/// retried at the next.
-pub async fn watch_loop(
-    access: Access,
-    probe_token: Option<String>,
-    metrics: Arc<Metrics>,
-    log: impl Fn(String),
-) {
-    let mut timer = tokio::time::interval(EVERY);
-    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        timer.tick().await;
-        let now_s = model::time::unix_ms(SystemTime::now()) as f64 / 1e3;
-        match tokio::time::timeout(TICK_WAIT, tick(&access, probe_token.as_deref(), now_s)).await {
-            Ok(Ok((watched, judged))) => {
-                metrics.show(&watched);
-                for line in judged {
-                    log(line);
-                }
-            }
-            Ok(Err(why)) => {
-                metrics.errors.inc();
-                log(format!("slow jobs: {why} (retried in {EVERY:?})"));
-            }
-            Err(_) => {
-                metrics.errors.inc();
-                log(format!(
-                    "slow jobs: the tick took past {} s (retried in {EVERY:?})",
-                    TICK_WAIT.as_secs()
-                ));
-            }
-        }
+/// The jobs whose collectives were posted since the watch last read them, and its wake-up:
+/// a post is judged at once rather than at the next [`EVERY`] (issue 39 item 7: the
+/// verdict within 30 s of the onset), and only the jobs posted are read again.
+#[derive(Debug, Default)]
+pub struct Posted {
+    jobs: std::sync::Mutex<BTreeSet<String>>,
+    wake: tokio::sync::Notify,
+}
+
+impl Posted {
+    /// Marks `jobs` as posted and wakes the watch.
+    pub(crate) fn mark(&self, jobs: impl IntoIterator<Item = String>) {
+        // A poisoned lock only means a panic elsewhere mid-insert: the set is still a set.
+        self.jobs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(jobs);
+        self.wake.notify_one();
+    }
+
+    /// The jobs marked since the last call.
+    fn take(&self) -> BTreeSet<String> {
+        std::mem::take(&mut *self.jobs.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
-/// One tick: each running job read and, when it turned slow without a verdict on this
-/// slowdown, judged and stored. The jobs as left, and a line per verdict reached.
-async fn tick(
-    access: &Access,
-    probe_token: Option<&str>,
-    now_s: f64,
-) -> Result<(Vec<Watched>, Vec<String>), String> {
-    let client = access.pool.get().await.map_err(|e| e.to_string())?;
-    let words = |e: tokio_postgres::Error| crate::server_words(&e);
-    let jobs = running_jobs(&client, now_s - RUNNING_S)
-        .await
-        .map_err(words)?;
-    let stored = stored_onsets(&client, &jobs).await.map_err(words)?;
-    drop(client);
-    let (mut watched, mut lines) = (Vec::new(), Vec::new());
-    for job in jobs {
-        let client = access.pool.get().await.map_err(|e| e.to_string())?;
-        let read = read_job(
-            &client,
-            &job,
-            now_s - crate::collectives::SYMPTOM_LOOKBACK_S,
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-        drop(client);
-        let Some(read) = read else { continue };
-        let onset = read.symptom.since.filter(|_| read.symptom.slow);
-        let last = stored.get(&job);
-        let report = match (onset, last) {
-            (None, _) => None,
-            // This slowdown was judged: keep showing that verdict.
-            (Some(onset), Some((judged_onset, report))) if onset - judged_onset <= NEW_ONSET_S => {
-                Some(report.clone())
-            }
-            (Some(onset), _) => {
-                let report = judge(access, probe_token, &job, &read.nodes, onset, now_s).await?;
-                lines.push(format!(
-                    "slow jobs: job {job} slowed at {onset:.0} (unix s): {}",
-                    report.summary
-                ));
-                Some(report)
-            }
+/// Watches the running jobs until the process stops: the jobs `posted` marks as soon as
+/// they are posted (at most one read a [`MIN_GAP`]), and every [`EVERY`] the list of
+/// running jobs, which drops the jobs that ended and reads those not seen yet (after a
+/// restart). Each job that turned slow is judged (probing with `probe_token` when given); a
+/// failed read goes to `log` and its jobs are read again at the next wake-up.
+pub async fn watch_loop(
+    access: Access,
+    probe_token: Option<String>,
+    posted: Arc<Posted>,
+    metrics: Arc<Metrics>,
+    log: impl Fn(String),
+) {
+    let mut running: BTreeMap<String, Watched> = BTreeMap::new();
+    let mut timer = tokio::time::interval(EVERY);
+    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let list = tokio::select! {
+            _ = timer.tick() => true,
+            _ = posted.wake.notified() => false,
         };
-        watched.push(Watched {
-            job,
-            slow: read.symptom.slow,
-            report,
-        });
+        let now_s = model::time::unix_ms(SystemTime::now()) as f64 / 1e3;
+        let mut jobs = posted.take();
+        let watch = Watch {
+            access: &access,
+            probe_token: probe_token.as_deref(),
+            now_s,
+        };
+        let read = async {
+            if list {
+                watch.list(&mut running, &mut jobs).await?;
+            }
+            watch.read(&mut running, &jobs, &log).await
+        };
+        let failed = match tokio::time::timeout(TICK_WAIT, read).await {
+            Ok(Ok(())) => None,
+            Ok(Err(why)) => Some(why),
+            Err(_) => Some(format!("the reads took past {} s", TICK_WAIT.as_secs())),
+        };
+        if let Some(why) = failed {
+            metrics.errors.inc();
+            log(format!("slow jobs: {why} (read again shortly)"));
+            posted.mark(jobs);
+        }
+        metrics.show(&running);
+        tokio::time::sleep(MIN_GAP).await;
     }
-    Ok((watched, lines))
+}
+
+/// The least time between two reads: posts arriving meanwhile are read together.
+const MIN_GAP: Duration = Duration::from_secs(1);
+
+/// One wake-up's reads.
+struct Watch<'a> {
+    access: &'a Access,
+    probe_token: Option<&'a str>,
+    now_s: f64,
+}
+
+impl Watch<'_> {
+    /// The running jobs listed: those that ended leave `running`, those not in it join
+    /// `jobs`, to be read.
+    async fn list(
+        &self,
+        running: &mut BTreeMap<String, Watched>,
+        jobs: &mut BTreeSet<String>,
+    ) -> Result<(), String> {
+        let client = self.access.pool.get().await.map_err(|e| e.to_string())?;
+        let listed: BTreeSet<String> = running_jobs(&client, self.now_s - RUNNING_S)
+            .await
+            .map_err(|e| crate::server_words(&e))?
+            .into_iter()
+            .collect();
+        running.retain(|job, _| listed.contains(job));
+        jobs.extend(listed.into_iter().filter(|j| !running.contains_key(j)));
+        Ok(())
+    }
+
+    /// Reads each of `jobs` into `running`, judging those that turned slow without a
+    /// verdict on this slowdown; a line to `log` per verdict reached.
+    async fn read(
+        &self,
+        running: &mut BTreeMap<String, Watched>,
+        jobs: &BTreeSet<String>,
+        log: &impl Fn(String),
+    ) -> Result<(), String> {
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        let names: Vec<String> = jobs.iter().cloned().collect();
+        let client = self.access.pool.get().await.map_err(|e| e.to_string())?;
+        let stored = stored_onsets(&client, &names)
+            .await
+            .map_err(|e| crate::server_words(&e))?;
+        drop(client);
+        for job in names {
+            let client = self.access.pool.get().await.map_err(|e| e.to_string())?;
+            let since = self.now_s - crate::collectives::SYMPTOM_LOOKBACK_S;
+            let read = read_job(&client, &job, since)
+                .await
+                .map_err(|e| crate::server_words(&e))?;
+            drop(client);
+            // A resend of an ended job's buckets does not make it running again.
+            let Some(read) = read.filter(|r| r.last_seen >= self.now_s - RUNNING_S) else {
+                running.remove(&job);
+                continue;
+            };
+            let onset = read.symptom.since.filter(|_| read.symptom.slow);
+            let report = match (onset, stored.get(&job)) {
+                (None, _) => None,
+                // This slowdown was judged: keep showing that verdict.
+                (Some(onset), Some((judged_onset, report)))
+                    if onset - judged_onset <= NEW_ONSET_S =>
+                {
+                    Some(report.clone())
+                }
+                (Some(onset), _) => {
+                    let report = self.judge(&job, &read.nodes, onset).await?;
+                    log(format!(
+                        "slow jobs: job {job} slowed at {onset:.0} (unix s): {}",
+                        report.summary
+                    ));
+                    Some(report)
+                }
+            };
+            let slow = read.symptom.slow;
+            running.insert(job, Watched { slow, report });
+        }
+        Ok(())
+    }
+
+    /// Runs the verdict on `job` (its ranks' hosts `nodes`, slow since `onset_s`) over
+    /// [`LEAD_S`] before the onset to now, and stores it.
+    async fn judge(&self, job: &str, nodes: &[String], onset_s: f64) -> Result<JobReport, String> {
+        let until_s = self.now_s.ceil() as i64;
+        let probe = self.probe_token.is_some();
+        let query = VerdictQuery {
+            nodes: nodes.to_vec(),
+            window: Window {
+                since_s: (onset_s.floor() as i64 - LEAD_S).min(until_s - 1),
+                until_s,
+            },
+            job: Some(job.to_string()),
+            probe,
+            what_if: None,
+        };
+        let options = Options {
+            probe,
+            what_if: None,
+        };
+        let token = self.probe_token.map(str::to_string);
+        let mut fleet = Fleet::new(self.access, &query, token);
+        let run = pipeline::run(&mut fleet, options)
+            .await
+            .map_err(|(code, why)| format!("job {job}: the verdict was refused ({code}): {why}"))?;
+        let report = run.report;
+        let text = serde_json::to_string(&report).map_err(|e| e.to_string())?;
+        let client = self.access.pool.get().await.map_err(|e| e.to_string())?;
+        client
+            .execute(
+                "INSERT INTO job_verdicts (job, onset_s, verdict, probed, report)
+                 VALUES ($1, $2, $3, $4, $5::text::jsonb)
+                 ON CONFLICT (job, onset_s) DO UPDATE SET judged_at = now(),
+                     verdict = excluded.verdict, probed = excluded.probed,
+                     report = excluded.report",
+                &[&job, &onset_s, &word(&report.verdict), &probe, &text],
+            )
+            .await
+            .map_err(|e| crate::server_words(&e))?;
+        Ok(report)
+    }
 }
 
 /// Each job's newest stored verdict: (its onset, its report).
@@ -352,55 +462,4 @@ async fn stored_onsets(
             Some((r.get(0), (r.get(1), report)))
         })
         .collect())
-}
-
-/// Runs the verdict on `job` (its ranks' hosts `nodes`, slow since `onset_s`) over
-/// [`LEAD_S`] before the onset to `now_s`, and stores it.
-async fn judge(
-    access: &Access,
-    probe_token: Option<&str>,
-    job: &str,
-    nodes: &[String],
-    onset_s: f64,
-    now_s: f64,
-) -> Result<JobReport, String> {
-    let until_s = now_s.ceil() as i64;
-    let query = VerdictQuery {
-        nodes: nodes.to_vec(),
-        window: Window {
-            since_s: (onset_s.floor() as i64 - LEAD_S).min(until_s - 1),
-            until_s,
-        },
-        job: Some(job.to_string()),
-        probe: probe_token.is_some(),
-        what_if: None,
-    };
-    let options = Options {
-        probe: probe_token.is_some(),
-        what_if: None,
-    };
-    let mut fleet = Fleet::new(access, &query, probe_token.map(str::to_string));
-    let run = pipeline::run(&mut fleet, options)
-        .await
-        .map_err(|(code, why)| format!("job {job}: the verdict was refused ({code}): {why}"))?;
-    let report = run.report;
-    let text = serde_json::to_string(&report).map_err(|e| e.to_string())?;
-    let client = access.pool.get().await.map_err(|e| e.to_string())?;
-    client
-        .execute(
-            "INSERT INTO job_verdicts (job, onset_s, verdict, probed, report)
-             VALUES ($1, $2, $3, $4, $5::text::jsonb)
-             ON CONFLICT (job, onset_s) DO UPDATE SET judged_at = now(),
-                 verdict = excluded.verdict, probed = excluded.probed, report = excluded.report",
-            &[
-                &job,
-                &onset_s,
-                &word(&report.verdict),
-                &probe_token.is_some(),
-                &text,
-            ],
-        )
-        .await
-        .map_err(|e| crate::server_words(&e))?;
-    Ok(report)
 }

@@ -37,9 +37,12 @@ pub const UNKNOWN_JOB: &str = "unknown-jobid";
 /// How the watcher reads and buckets.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NcclSettings {
-    /// The buckets' width in seconds, aligned to its multiples in Unix time: 10 s holds a
-    /// few hundred collectives per communicator, enough for a median, and is a few dump
-    /// intervals.
+    /// The buckets' width in seconds, aligned to its multiples in Unix time: 5 s holds a
+    /// hundred collectives or more per communicator, enough for a median, and is a few dump
+    /// intervals. A bucket is sent a width after its end and a slowdown shows after two
+    /// slow ones (analyze::collectives), so the width sets how soon the collector can
+    /// judge a job that slowed: with 10 s it stored its verdict 41 s after the onset, with
+    /// 5 s within 30 s (issue 39 item 7, BENCHMARKS.md).
     pub bucket_s: f64,
     /// A bucket closes at the latest this long after its end, whatever the job's newest
     /// record: a job that stopped writing still has its last buckets sent.
@@ -60,12 +63,12 @@ pub struct NcclSettings {
 impl Default for NcclSettings {
     fn default() -> Self {
         Self {
-            bucket_s: 10.0,
+            bucket_s: 5.0,
             max_age_s: 120.0,
             chunk_bytes: 4 << 20,
             tail_cap: 1 << 20,
             // A busy 8-GPU host writes ~640 records/s (8 processes x 4 communicators x 20
-            // collectives/s); three 10 s buckets of that are ~20 000.
+            // collectives/s); three 5 s buckets of that are ~10 000.
             max_open_records: 100_000,
             rescan_every: 3,
         }
