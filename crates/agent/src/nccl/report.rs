@@ -24,8 +24,8 @@ use crate::sender::CollectorTarget;
 use crate::Control;
 
 /// How often the dump directory is read: the plugin writes every dump interval (500 us to
-/// 30 s in its examples), and a bucket of [`NcclSettings::bucket_s`] (10 s) closes a width
-/// after its end, so a slowdown reaches the collector within about 25 s.
+/// 30 s in its examples), and a bucket of [`NcclSettings::bucket_s`] (5 s) closes a width
+/// after its end, so a slowdown reaches the collector within about 20 s.
 pub const POLL_EVERY: Duration = Duration::from_secs(5);
 /// Posts kept while the collector cannot take them: 10 minutes of polls.
 pub const MAX_QUEUED: usize = 120;
