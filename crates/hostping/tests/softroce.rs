@@ -1048,10 +1048,17 @@ fn job_verdict_on_soft_roce() {
     );
     assert_eq!(loss["pairs"][0]["network_status"], "abnormal", "{loss:#}");
 
-    // node01 starved: the host, named; the pair's slowness is its noise, not the network's.
+    // node01 starved: the host, named first; the pair's slowness is its noise, not the
+    // network's. node02 shares the guest's two vCPUs with the starved agent's cgroup, and
+    // its own check once found a path abnormal in this window (a fresh-clone run of
+    // 2026-11-30; alone it passed): named, it must come after node01.
     let host = window("host", 1, "host");
     let culprits = host["culprits"].as_array().unwrap();
     assert_eq!(culprits[0]["host"], "node01", "{host:#}");
     assert!(culprits.iter().all(|c| c["layer"] != "fabric"), "{host:#}");
-    assert!(culprits.iter().all(|c| c["host"] != "node02"), "{host:#}");
+    let score = |c: &Value| c["score"].as_f64().unwrap();
+    for c in culprits.iter().filter(|c| c["host"] == "node02") {
+        println!("job host: node02 named too, by its own check: {c}");
+        assert!(score(c) <= score(&culprits[0]), "{host:#}");
+    }
 }
