@@ -5,8 +5,12 @@
 # the answer names the job and its node, and, with the node's agent registered but no run
 # posted for it, the verdict is `inconclusive` (exit 3); before the node is registered it is
 # unknown to the collector, and a pending job and an unknown one are input errors (exit 2).
+# Then a job that writes NCCL Inspector records (nccl-job.sbatch) with a real agent tailing
+# them (`agent --nccl-dir`): the collector judges the job by itself once a rank runs late
+# (GET /api/jobs/ID/verdict), and `hostping job --slurm ID` names that rank's GPU on the
+# node, with the job's symptom.
 # Needs root, Debian's slurm-wlm, munge and postgresql
-# (./test.sh installs them). About 10 s.
+# (./test.sh installs them). About a minute.
 # On failure it prints the jobs and the logs, and keeps its folder.
 set -euo pipefail
 
@@ -22,11 +26,13 @@ cluster=$work/cluster
 pg=$work/pg
 mkdir -p "$pg"
 chmod 777 "$pg" # PostgreSQL runs as nobody: it refuses to run as root
-ok="" collector_pid="" job=""
+ok="" collector_pid="" job="" agent_pid="" nccl_job=""
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
 as_nobody() { runuser -u nobody -- "$@"; }
 cleanup() {
     [ -z "$job" ] || scancel "$job" 2>/dev/null || true
+    [ -z "$nccl_job" ] || scancel "$nccl_job" 2>/dev/null || true
+    [ -z "$agent_pid" ] || { kill "$agent_pid" 2>/dev/null; wait "$agent_pid" 2>/dev/null; } || true
     [ -z "$collector_pid" ] || { kill "$collector_pid" 2>/dev/null; wait "$collector_pid" 2>/dev/null; } || true
     [ ! -f "$pg/data/postmaster.pid" ] || as_nobody "$pg_bin/pg_ctl" -D "$pg/data" -m immediate -w stop >/dev/null 2>&1 || true
     "$here/one-node.sh" stop "$cluster" || true
@@ -124,5 +130,42 @@ for case in "$pending:has no nodes yet" "999999:scontrol does not know the job";
 done
 scancel "$pending" || true
 
+# -- a job's own collectives, tailed by a real agent and judged without asking ----------------
+# get PATH: the collector's answer to GET PATH (status line, headers, body), 10 s at most.
+get() {
+    local hostport=${url#http://}
+    timeout 10 bash -c 'exec 3<>"/dev/tcp/$1/$2" && printf "GET %s HTTP/1.0\r\nHost: %s:%s\r\n\r\n" "$3" "$1" "$2" >&3 && cat <&3' \
+        _ "${hostport%:*}" "${hostport##*:}" "$1"
+}
+dumps=$work/nccl
+mkdir -p "$dumps"
+"$hostping" agent --collector "$url" --token "$token" --name "$node" --nccl-dir "$dumps" \
+    --db "$work/agent.db" --listen 127.0.0.1:0 2>"$work/agent.log" &
+agent_pid=$!
+nccl_job=$(sbatch --parsable --chdir "$work" --output "$work/nccl-job-%j.log" \
+    "$here/nccl-job.sbatch" "$dumps") || fail "sbatch nccl-job.sbatch failed"
+verdict=""
+for ((i = 0; i < 180; i++)); do # 90 s at most: 40 s of history written at once, then live
+    verdict=$(get "/api/jobs/$nccl_job/verdict" || true)
+    [[ "$verdict" == "HTTP/1."?" 200"* ]] && break
+    kill -0 "$agent_pid" 2>/dev/null || fail "the agent exited"
+    sleep 0.5
+done
+[[ "$verdict" == "HTTP/1."?" 200"* ]] ||
+    fail "no verdict of the collector's own on job $nccl_job within 90 s: $(get "/api/jobs/$nccl_job/symptom")"
+say "job $nccl_job judged by the collector without asking after $(elapsed) s"
+rc=0
+"$hostping" job --slurm "$nccl_job" --collector "$url" --format json >"$work/nccl-verdict.json" \
+    2>"$work/nccl-job.log" || rc=$?
+[ "$rc" -eq 1 ] || fail "hostping job --slurm $nccl_job exited $rc, want 1 (a culprit)"
+flat=$(tr -d ' \n' <"$work/nccl-verdict.json")
+for want in "\"job\":\"$nccl_job\"" '"verdict":"host"' \
+    "\"host\":\"$node\",\"component\":\"gpu2\",\"cause\":\"straggler\"" \
+    '"source":"nccl_inspector"' '"slow":true' "\"rank\":2,"; do
+    [[ "$flat" == *"$want"* ]] || fail "job --slurm $nccl_job's verdict has no $want: $(cat "$work/nccl-verdict.json")"
+done
+[[ "$(tr -d ' \n' <<<"${verdict#*$'\r\n\r\n'}")" == *"\"cause\":\"straggler\""* ]] ||
+    fail "the collector's own verdict names no straggler: $verdict"
+
 ok=1
-say "passed in $(elapsed) s: job $job on $node read from scontrol; the node unknown: exit 2; registered, no run posted: inconclusive, exit 3; pending and unknown jobs: exit 2"
+say "passed in $(elapsed) s: job $job on $node read from scontrol; the node unknown: exit 2; registered, no run posted: inconclusive, exit 3; pending and unknown jobs: exit 2; job $nccl_job's records tailed by the agent: judged without asking, and job --slurm names gpu2's straggler with the symptom"
