@@ -200,28 +200,36 @@ fn check(upload: &CollectivesUpload) -> Result<(), String> {
     }
     let mut jobs = HashSet::new();
     for (i, job) in upload.jobs.iter().enumerate() {
-        if job.job.as_deref() == Some("") {
-            return Err(format!("jobs[{i}].job: empty (null when unknown)"));
-        }
         if !jobs.insert(&job.job) {
             return Err(format!("jobs[{i}].job: {:?} is given twice", job.job));
         }
-        let mut keys = HashSet::new();
-        for (k, s) in job.summaries.iter().enumerate() {
-            check_summary(s).map_err(|why| format!("jobs[{i}].summaries[{k}].{why}"))?;
-            let key = (
-                &s.communicator,
-                s.rank,
-                &s.collective,
-                s.bytes,
-                s.start_s.to_bits(),
-            );
-            if !keys.insert(key) {
-                return Err(format!(
-                    "jobs[{i}].summaries[{k}]: communicator, rank, collective, bytes and \
-                     start_s are those of an earlier summary"
-                ));
-            }
+        check_job(job).map_err(|why| format!("jobs[{i}].{why}"))?;
+    }
+    Ok(())
+}
+
+/// Why one job's collectives are outside the contract, naming the field (`summaries[3].
+/// count: 0 ...`): the words of a 400, of an upload ([`check`]) or of the collectives a
+/// verdict's caller posted (crate::job). The summaries' count is the caller's to bound.
+pub(crate) fn check_job(job: &JobCollectives) -> Result<(), String> {
+    if job.job.as_deref() == Some("") {
+        return Err("job: empty (null when unknown)".into());
+    }
+    let mut keys = HashSet::new();
+    for (k, s) in job.summaries.iter().enumerate() {
+        check_summary(s).map_err(|why| format!("summaries[{k}].{why}"))?;
+        let key = (
+            &s.communicator,
+            s.rank,
+            &s.collective,
+            s.bytes,
+            s.start_s.to_bits(),
+        );
+        if !keys.insert(key) {
+            return Err(format!(
+                "summaries[{k}]: communicator, rank, collective, bytes and start_s are those \
+                 of an earlier summary"
+            ));
         }
     }
     Ok(())

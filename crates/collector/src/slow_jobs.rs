@@ -414,6 +414,7 @@ impl Watch<'_> {
             job: Some(job.to_string()),
             probe,
             what_if: None,
+            collectives: None,
         };
         let options = Options {
             probe,

@@ -154,23 +154,35 @@ impl Client {
         })
     }
 
-    /// `GET /api/jobs/verdict?...` (DESIGN 4.7), waiting at most `wait` (probes and replays
-    /// run while the request is open).
+    /// `GET /api/jobs/verdict?...` (DESIGN 4.7), or with the job's own `collectives` a
+    /// `POST` of them to the same URL, waiting at most `wait` (probes and replays run while
+    /// the request is open).
     pub fn job_verdict(
         &self,
         query: &VerdictQuery,
+        collectives: Option<&crate::collectives::JobCollectives>,
         wait: Duration,
     ) -> Result<model::job::JobReport, ClientError> {
+        let url = format!(
+            "{}{}{}",
+            self.base,
+            crate::job::PATH,
+            query.to_query_string()
+        );
+        // With the job's own collectives, a POST of them (the collector judges with them
+        // rather than with those its agents sent); else a GET.
+        let body = collectives
+            .map(serde_json::to_vec)
+            .transpose()
+            .map_err(|source| ClientError::Body {
+                url: url.clone(),
+                source,
+            })?;
         self.ask(Ask {
-            url: format!(
-                "{}{}{}",
-                self.base,
-                crate::job::PATH,
-                query.to_query_string()
-            ),
+            url,
             wait,
             what: "a job verdict",
-            body: None,
+            body: body.as_deref(),
         })
     }
 

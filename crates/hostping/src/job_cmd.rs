@@ -20,11 +20,17 @@ use crate::progress;
 
 /// Runs `hostping job`.
 pub fn run(args: JobArgs) -> Result<Outcome> {
-    let collectives = args.nccl.as_deref().map(nccl::read).transpose()?;
+    // Posted to a collector, the summaries are bounded as an agent's post is.
+    let cap = args.collector.as_ref().map(|_| real::MAX_POSTED_SUMMARIES);
+    let collectives = args
+        .nccl
+        .as_deref()
+        .map(|dir| nccl::read(dir, cap))
+        .transpose()?;
     let Some(sim_cluster) = &args.sim_cluster else {
-        return match collectives {
-            Some(collectives) => collectives_alone(&args, collectives),
-            None => real::run(&args),
+        return match (collectives, &args.collector) {
+            (Some(collectives), None) => collectives_alone(&args, collectives),
+            (collectives, _) => real::run(&args, collectives),
         };
     };
     let cluster = Cluster::resolve(sim_cluster, &|path, routes| Ok(read_fabric(path, routes)?))?;
@@ -80,7 +86,7 @@ fn collectives_alone(args: &JobArgs, collectives: CollectiveEvidence) -> Result<
 
 /// The hosts the records name, in the rank order of the communicator spanning the most
 /// hosts (the job's world), then any other in name order.
-fn hosts_in_rank_order(collectives: &CollectiveEvidence) -> Vec<String> {
+pub(crate) fn hosts_in_rank_order(collectives: &CollectiveEvidence) -> Vec<String> {
     let widest = collectives
         .summaries
         .iter()

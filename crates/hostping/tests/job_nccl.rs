@@ -1,6 +1,7 @@
 //! `hostping job --nccl DIR` (DESIGN 4.8, issue 39): the job's own collectives, read from
 //! a dump directory as NCCL's Inspector plugin writes it (one file per process, v4.0 JSON
-//! objects pretty-printed one after another), judged alone and beside a simulated cluster.
+//! objects pretty-printed one after another), judged alone, beside a simulated cluster, and
+//! sent with the question to a real collector on PostgreSQL (`--collector`).
 
 mod common;
 
@@ -291,4 +292,100 @@ fn bad_directories_are_refused_naming_them() {
         "node001",
     ]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// With `--collector` the records go with the question (`POST /api/jobs/verdict`) and are
+/// judged with the hosts' runs the collector holds; the job's hosts and window are the
+/// records' when not given. node002 (the straggler's host) posted a healthy check inside
+/// the records' span and node001 one ten minutes before it: the first is judged, the
+/// second is outside the window (it would be inside the default hour before now).
+#[test]
+fn with_a_collector_the_records_go_with_the_question() {
+    use common::job::{now_s, post_run, register, token};
+    use common::postgres::{post_to, Collector, Postgres};
+    let dir = temp_dir("job-nccl-collector");
+    let Some(pg) = Postgres::start(&dir) else {
+        return;
+    };
+    let tokens: Vec<(String, String)> = HOSTS.iter().map(|h| (h.to_string(), token(h))).collect();
+    let pairs: Vec<(&str, &str)> = tokens
+        .iter()
+        .map(|(h, t)| (h.as_str(), t.as_str()))
+        .collect();
+    let collector = Collector::start(&pg, &common::tokens_file(&dir, &pairs), &[]);
+    let start_s = now_s() - 180;
+    let late = Late {
+        rank: 6,
+        from: 60,
+        late_us: 40_000.0,
+    };
+    let records = write_job(
+        &dir.join("nccl-inspector-4242"),
+        start_s as u64 * 1_000_000,
+        Some(late),
+        "",
+    );
+    let healthy = common::sim_report(&[]);
+    for host in HOSTS {
+        register(collector.addr, host, "mlx5_0");
+    }
+    post_run(collector.addr, "node002", 1, start_s + 90, &healthy);
+    post_run(collector.addr, "node001", 1, start_s - 600, &healthy);
+
+    let url = format!("http://{}", collector.addr);
+    let (code, report, err) = job_json(&["--collector", &url, "--nccl", dir_arg(&records)]);
+    assert_eq!(code, 1, "{err}\n{report:#}");
+    assert_eq!(report["verdict"], "host", "{report:#}");
+    assert_eq!(
+        report["simulated"], true,
+        "node002's run is a simulated host's"
+    );
+    let nodes: Vec<&str> = report["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert_eq!(nodes, HOSTS, "the records' hosts, in rank order");
+    let culprit = &report["culprits"][0];
+    assert_eq!(
+        (&culprit["cause"], &culprit["host"], &culprit["component"]),
+        (&"straggler".into(), &"node002".into(), &"gpu2".into()),
+        "{report:#}"
+    );
+    let symptom = &report["symptom"];
+    assert_eq!(symptom["slow"], true, "{symptom:#}");
+    assert_eq!(
+        symptom["records"].as_u64(),
+        Some(HOSTS.len() as u64 * 4 * COLLECTIVES * 2),
+        "every record, the world's and each host's own communicator's"
+    );
+    let judged = |host: &str| {
+        report["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["host"] == host)
+            .map(|h| h["healthy"].clone())
+    };
+    assert_eq!(judged("node002"), Some(true.into()), "{report:#}");
+    assert_eq!(judged("node001"), Some(Value::Null), "{report:#}");
+
+    // The collectives are checked as an agent's are: the field named.
+    let mut bad = serde_json::json!({
+        "job": null, "records": 1, "skipped": {"unknown_records": 0, "bad_records": 0},
+        "summaries": [{"communicator": WORLD, "rank": 0, "n_ranks": 16, "n_nodes": 4,
+                       "hostname": "node001", "pid": 1, "gpu": null, "collective": "AllReduce",
+                       "bytes": 1, "start_s": 1.0, "width_s": 1.0, "count": 0, "first_seq": 0,
+                       "last_seq": 0, "exec_us": 1.0, "busbw_gbs": 1.0}]
+    });
+    let path = "/api/jobs/verdict?nodes=node001,node002";
+    let (status, answer) = post_to(collector.addr, path, None, bad.to_string().as_bytes());
+    assert_eq!(status, 400, "{answer}");
+    let error = answer["error"].as_str().unwrap();
+    assert!(error.starts_with("body.summaries[0].count: 0"), "{error}");
+    bad["summaries"][0]["count"] = 1.into();
+    let (status, answer) = post_to(collector.addr, path, None, bad.to_string().as_bytes());
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["symptom"]["records"], 1, "{answer}");
 }

@@ -57,11 +57,12 @@ pub async fn gather(
                 .map_err(|e| crate::server_words(&e))?,
             Err(_) => Vec::new(),
         };
-        // The job's own collectives, when its agents sent them (DESIGN 4.8): read over
-        // the hour before the window's end too, as the symptom's earlier level lies before
-        // its onset.
-        let collectives = match &query.job {
-            Some(job) => {
+        // The job's own collectives (DESIGN 4.8): as the caller posted them, else as its
+        // agents sent them, read over the hour before the window's end too, as the
+        // symptom's earlier level lies before its onset.
+        let collectives = match (&query.collectives, &query.job) {
+            (Some(posted), _) => Some(posted.clone()),
+            (None, Some(job)) => {
                 let since = (query.window.since_s as f64)
                     .min(query.window.until_s as f64 - SYMPTOM_LOOKBACK_S);
                 read_job(&client, job, since)
@@ -69,7 +70,7 @@ pub async fn gather(
                     .map_err(|e| crate::server_words(&e))?
                     .map(|read| read.evidence)
             }
-            None => None,
+            (None, None) => None,
         };
         Ok::<_, String>((routes, hosts, ports, collectives))
     };

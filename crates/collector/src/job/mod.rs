@@ -1,6 +1,8 @@
 //! `GET /api/jobs/verdict?nodes=LIST&since=T&until=T[&job=ID][&probe=1]
 //! [&what_if=ring|tree&observed_us=X[&bytes=N]]`: the job verdict on real hosts (DESIGN
-//! 4.7). The collector gathers a [`model::job::JobEvidence`] from what it holds and answers
+//! 4.7). With `job`, the collectives its agents sent for that job are evidence too (DESIGN
+//! 4.8); a `POST` to the same URL carries the job's own collectives instead, read by the
+//! caller from the job's dump directory (`hostping job --collector --nccl DIR`). The collector gathers a [`model::job::JobEvidence`] from what it holds and answers
 //! `analyze::job::judge`'s [`model::job::JobReport`] with `"simulated": false`.
 //!
 //! Reading is open, as the other GET endpoints are; `probe=1` asks each node without a run
@@ -42,21 +44,35 @@ pub mod routes;
 pub mod what_if;
 
 use crate::agents::refuse;
+use crate::collectives::MAX_SUMMARIES;
 use crate::mesh::Access;
+use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
+use axum::extract::DefaultBodyLimit;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use fleet_api::collectives::JobCollectives;
+use model::job::CollectiveEvidence;
 use query::VerdictQuery;
 use std::time::SystemTime;
 use verdict::pipeline::{self, Options};
 
+/// The most a `POST` of a job's collectives may weigh: [`MAX_SUMMARIES`] summaries of a few
+/// hundred bytes each, with room.
+pub const MAX_POSTED_BYTES: usize = 8 << 20;
+
 /// The route, over [`Access`] (the database, the probe tokens, the fabric).
 pub fn routes(access: Access) -> Router {
     Router::new()
-        .route("/api/jobs/verdict", get(verdict))
+        .route(
+            "/api/jobs/verdict",
+            get(verdict)
+                .post(verdict_with_collectives)
+                .layer(DefaultBodyLimit::max(MAX_POSTED_BYTES)),
+        )
         .with_state(access)
 }
 
@@ -64,6 +80,49 @@ async fn verdict(
     State(access): State<Access>,
     headers: HeaderMap,
     asked: Result<Query<fleet_api::job::VerdictQuery>, QueryRejection>,
+) -> Response {
+    judge(access, headers, asked, None).await
+}
+
+/// `POST`: the body is the job's own collectives (`fleet_api::collectives::JobCollectives`,
+/// at most [`MAX_SUMMARIES`] summaries, checked as an agent's are), judged in place of those
+/// the agents sent; 400 names the field outside the contract, 413 a body over
+/// [`MAX_POSTED_BYTES`].
+async fn verdict_with_collectives(
+    State(access): State<Access>,
+    headers: HeaderMap,
+    asked: Result<Query<fleet_api::job::VerdictQuery>, QueryRejection>,
+    body: Bytes,
+) -> Response {
+    let posted: JobCollectives = match serde_json::from_slice(&body) {
+        Ok(posted) => posted,
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, format!("body: {e}")),
+    };
+    if posted.summaries.len() > MAX_SUMMARIES {
+        let why = format!(
+            "body.summaries: {} is more than {MAX_SUMMARIES}",
+            posted.summaries.len()
+        );
+        return refuse(StatusCode::BAD_REQUEST, why);
+    }
+    if let Err(why) = crate::collectives::check_job(&posted) {
+        return refuse(StatusCode::BAD_REQUEST, format!("body.{why}"));
+    }
+    let evidence = CollectiveEvidence {
+        records: posted.records,
+        summaries: posted.summaries,
+        skipped: posted.skipped,
+        expected_busbw_gbs: Default::default(),
+    };
+    judge(access, headers, asked, Some(evidence)).await
+}
+
+/// The verdict of `asked`, with the job's collectives as the caller posted them when given.
+async fn judge(
+    access: Access,
+    headers: HeaderMap,
+    asked: Result<Query<fleet_api::job::VerdictQuery>, QueryRejection>,
+    posted: Option<CollectiveEvidence>,
 ) -> Response {
     let asked = match asked {
         Ok(Query(asked)) => asked,
@@ -77,7 +136,10 @@ async fn verdict(
     };
     let now_s = model::time::unix_ms(SystemTime::now()) / 1000;
     let query = match VerdictQuery::resolve(asked, now_s) {
-        Ok(q) => q,
+        Ok(q) => VerdictQuery {
+            collectives: posted,
+            ..q
+        },
         Err(why) => return refuse(StatusCode::BAD_REQUEST, why.to_string()),
     };
     // A host the collector has never heard of is a typo, not a host without a run.

@@ -35,6 +35,9 @@ pub struct VerdictQuery {
     pub probe: bool,
     /// The what-if asked for.
     pub what_if: Option<WhatIf>,
+    /// The job's own collectives as the caller posted them (`POST`); `None`: those its
+    /// agents sent, when `job` is given (crate::collectives).
+    pub collectives: Option<model::job::CollectiveEvidence>,
 }
 
 impl VerdictQuery {
@@ -51,6 +54,7 @@ impl VerdictQuery {
             job: asked.job,
             probe: asked.probe,
             what_if: asked.what_if,
+            collectives: None,
         })
     }
 }

@@ -103,8 +103,11 @@ pub struct JobArgs {
     /// (NCCL_INSPECTOR_DUMP_DIR, by default nccl-inspector-<jobid>), JSON dumps or
     /// node_exporter textfiles; every file under it is read. They say whether the job is
     /// slow, since when, and which rank arrives late (a straggler names its host). Alone,
-    /// or with --sim-cluster; --nodes then limits the blame to those hosts.
-    #[arg(long, value_name = "DIR", conflicts_with = "collector")]
+    /// with --sim-cluster, or with --collector (sent with the question, judged with what
+    /// the collector holds; its window is the records' span unless --since/--until or
+    /// --slurm say); --nodes then limits the blame to those hosts, else they are the hosts
+    /// the records name.
+    #[arg(long, value_name = "DIR")]
     pub nccl: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]

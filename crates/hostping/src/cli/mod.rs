@@ -266,6 +266,7 @@ Examples:
       --inject fabric:errors:leaf2/9:1e5 --format json | jq .culprits
   hostping job --slurm 12345 --collector http://fleet:9470
   hostping job --nccl nccl-inspector-12345 --format json | jq .symptom
+  hostping job --nccl nccl-inspector-12345 --collector http://fleet:9470
   hostping job --nodes 'node[01-04]' --collector http://fleet:9470 \\
       --since 2026-11-27T10:00:00Z --probe \\
       --token-file /etc/hostping/probe-token")]

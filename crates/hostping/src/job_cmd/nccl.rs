@@ -22,10 +22,11 @@ struct FileRead {
     skipped: Skipped,
 }
 
-/// Reads every file under `dir` and summarises the records. An unreadable file is an error
-/// naming it; a directory with no record at all is one too (a wrong path, or a job whose
-/// plugin writes only at teardown: reference/nccl-inspector.md).
-pub fn read(dir: &Path) -> Result<CollectiveEvidence> {
+/// Reads every file under `dir` and summarises the records, in at most `max_summaries`
+/// summaries when given (the buckets widened until they fit). An unreadable file is an
+/// error naming it; a directory with no record at all is one too (a wrong path, or a job
+/// whose plugin writes only at teardown: reference/nccl-inspector.md).
+pub fn read(dir: &Path, max_summaries: Option<usize>) -> Result<CollectiveEvidence> {
     let files = files_under(dir)?;
     if files.is_empty() {
         bail!("--nccl {}: no file in it (the Inspector plugin writes one per process into NCCL_INSPECTOR_DUMP_DIR, by default nccl-inspector-<jobid>)", dir.display());
@@ -46,10 +47,26 @@ pub fn read(dir: &Path) -> Result<CollectiveEvidence> {
             skipped.bad_records
         );
     }
-    let width_s = bucket_width_s(&records);
+    let mut width_s = bucket_width_s(&records);
+    let mut summaries = analyze::collectives::summarize(&records, width_s);
+    while max_summaries.is_some_and(|cap| summaries.len() > cap) {
+        // Each doubling halves the buckets; one bucket a rank and kind is the least.
+        width_s *= 2.0;
+        let wider = analyze::collectives::summarize(&records, width_s);
+        if wider.len() >= summaries.len() {
+            bail!(
+                "--nccl {}: its records make {} summaries even in one bucket per rank, \
+                 collective and size, more than the {} a collector takes",
+                dir.display(),
+                wider.len(),
+                max_summaries.unwrap_or_default()
+            );
+        }
+        summaries = wider;
+    }
     Ok(CollectiveEvidence {
         records: records.len() as u64,
-        summaries: analyze::collectives::summarize(&records, width_s),
+        summaries,
         skipped,
         ..CollectiveEvidence::default()
     })

@@ -2,13 +2,17 @@
 //! The collector holds the hosts' runs and the switch ports' counters and judges them
 //! (`GET /api/jobs/verdict`, collector/src/job/); this asks it and prints its answer as it
 //! came (`--format json`) or in words. With `--what-if` the collector replays the job's
-//! traffic on its fabric against the job's own time (`--observed-time`).
+//! traffic on its fabric against the job's own time (`--observed-time`). With `--nccl DIR`
+//! the job's own collectives go with the question (`POST`, DESIGN 4.8): the collector
+//! judges them with what it holds, and the job's hosts and window default to the records'.
 
 use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Result};
 use fleet_api::client::Client;
+use fleet_api::collectives::JobCollectives;
 use fleet_api::job::{Collective, VerdictQuery, WhatIf};
+use model::job::CollectiveEvidence;
 
 use super::{outcome, words};
 use crate::cli::job::JobArgs;
@@ -23,8 +27,13 @@ const PROBE_WAIT: Duration = Duration::from_secs(3600);
 /// hosts), one request at a time at the collector.
 const WHAT_IF_WAIT: Duration = Duration::from_secs(600);
 
-/// Asks the collector for the verdict and prints it.
-pub fn run(args: &JobArgs) -> Result<Outcome> {
+/// The most summaries `--nccl` sends with the question: what the collector takes in one
+/// post.
+pub const MAX_POSTED_SUMMARIES: usize = collector::collectives::MAX_SUMMARIES;
+
+/// Asks the collector for the verdict, with the job's own `collectives` when read, and
+/// prints it.
+pub fn run(args: &JobArgs, collectives: Option<CollectiveEvidence>) -> Result<Outcome> {
     let collector = args.collector.as_deref().expect("clap: --collector");
     let what_if = what_if(args)?;
     let token = if args.probe {
@@ -47,13 +56,22 @@ pub fn run(args: &JobArgs) -> Result<Outcome> {
     let query = VerdictQuery {
         probe: token.is_some(),
         what_if,
-        ..asked(args, now_s)?
+        ..asked(args, collectives.as_ref(), now_s)?
     };
+    let posted = collectives.map(|c| JobCollectives {
+        job: None,
+        records: c.records,
+        skipped: c.skipped,
+        dropped: 0,
+        summaries: c.summaries,
+    });
     let mut client = Client::new(collector, Default::default());
     if let Some(token) = token {
         client = client.with_token(token);
     }
-    let report = client.job_verdict(&query, wait).map_err(collector_error)?;
+    let report = client
+        .job_verdict(&query, posted.as_ref(), wait)
+        .map_err(collector_error)?;
     print_to(args.output.as_deref(), args.format, &report, |r, style| {
         words::render(r, words::Observed::Measured, style)
     })?;
@@ -92,8 +110,13 @@ fn what_if(args: &JobArgs) -> Result<Option<WhatIf>> {
 }
 
 /// The job's nodes and window: from Slurm with `--slurm` (`--since`/`--until` override
-/// its times), else `--nodes` and the times given; neither probes nor a what-if.
-fn asked(args: &JobArgs, now_s: i64) -> Result<VerdictQuery> {
+/// its times), else `--nodes` and the times given; with the job's `collectives`, the hosts
+/// they name and their span stand for what is not given. Neither probes nor a what-if.
+fn asked(
+    args: &JobArgs,
+    collectives: Option<&CollectiveEvidence>,
+    now_s: i64,
+) -> Result<VerdictQuery> {
     let time = |flag: &str, text: &Option<String>| {
         text.as_deref()
             .map(|t| model::time::unix_seconds(flag, t))
@@ -101,12 +124,17 @@ fn asked(args: &JobArgs, now_s: i64) -> Result<VerdictQuery> {
     };
     let (since, until) = (time("--since", &args.since)?, time("--until", &args.until)?);
     let Some(id) = &args.slurm else {
-        let nodes = args.nodes.as_ref().expect("clap: --nodes or --slurm");
+        let nodes = match (&args.nodes, collectives) {
+            (Some(nodes), _) => nodes.0.clone(),
+            (None, Some(c)) => super::hosts_in_rank_order(c),
+            (None, None) => unreachable!("clap: --nodes, --slurm or --nccl"),
+        };
+        let span = collectives.and_then(span_s);
         return Ok(VerdictQuery {
             job: None,
-            nodes: nodes.0.clone(),
-            since_s: since,
-            until_s: until,
+            nodes,
+            since_s: since.or(span.map(|s| s.0)),
+            until_s: until.or(span.map(|s| s.1)),
             probe: false,
             what_if: None,
         });
@@ -123,4 +151,20 @@ fn asked(args: &JobArgs, now_s: i64) -> Result<VerdictQuery> {
         probe: false,
         what_if: None,
     })
+}
+
+/// The window the records span, Unix seconds: from just before the first bucket's start
+/// (the window's start is exclusive) to the last one's end.
+fn span_s(collectives: &CollectiveEvidence) -> Option<(i64, i64)> {
+    let first = collectives
+        .summaries
+        .iter()
+        .map(|s| s.start_s)
+        .reduce(f64::min)?;
+    let last = collectives
+        .summaries
+        .iter()
+        .map(|s| s.start_s + s.width_s)
+        .reduce(f64::max)?;
+    Some((first.floor() as i64 - 1, last.ceil() as i64))
 }
