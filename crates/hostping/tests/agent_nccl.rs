@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::nccl::{append_steps, write_job, Late};
@@ -15,14 +16,36 @@ use serde_json::Value;
 
 const TOKEN: &str = "tok-node-1-nccl-0123456789";
 
+/// A collector on a throwaway PostgreSQL in `dir`, node-1's token its one; `None` without
+/// PostgreSQL.
+fn collector(dir: &Path) -> Option<(Postgres, Collector)> {
+    let pg = Postgres::start(dir)?;
+    let collector = Collector::start(&pg, &tokens_file(dir, &[("node-1", TOKEN)]), &[]);
+    Some((pg, collector))
+}
+
+/// node-1's agent tailing the dump folder `dumps` and posting to the collector at `url`.
+fn nccl_agent(dir: &Path, url: &str, dumps: &Path) -> common::Agent {
+    let dumps = dumps.to_str().unwrap();
+    let args = [
+        "--collector",
+        url,
+        "--token",
+        TOKEN,
+        "--name",
+        "node-1",
+        "--nccl-dir",
+        dumps,
+    ];
+    agent(&dir.join("runs.db"), &args, &[])
+}
+
 #[test]
 fn an_agent_sends_a_jobs_collectives_and_the_collector_finds_its_straggler() {
     let dir = temp_dir("agent-nccl");
-    let Some(pg) = Postgres::start(&dir) else {
+    let Some((_pg, collector)) = collector(&dir) else {
         return;
     };
-    let tokens = tokens_file(&dir, &[("node-1", TOKEN)]);
-    let collector = Collector::start(&pg, &tokens, &[]);
     let url = format!("http://{}", collector.addr);
 
     // Two minutes of a running job, ending now; rank 6 (node002's gpu2) is 40 ms late from
@@ -44,22 +67,7 @@ fn an_agent_sends_a_jobs_collectives_and_the_collector_finds_its_straggler() {
         Some(late),
         "",
     );
-    let db = dir.join("runs.db");
-    let dumps_arg = dumps.to_str().unwrap().to_string();
-    let agent = agent(
-        &db,
-        &[
-            "--collector",
-            &url,
-            "--token",
-            TOKEN,
-            "--name",
-            "node-1",
-            "--nccl-dir",
-            &dumps_arg,
-        ],
-        &[],
-    );
+    let agent = nccl_agent(&dir, &url, &dumps);
 
     let mut jobs = Value::Null;
     wait_until("the job in GET /api/jobs", Duration::from_secs(60), || {
@@ -143,11 +151,9 @@ fn an_agent_sends_a_jobs_collectives_and_the_collector_finds_its_straggler() {
 #[test]
 fn a_slowdown_while_the_job_runs_is_judged_without_asking() {
     let dir = temp_dir("agent-nccl-live");
-    let Some(pg) = Postgres::start(&dir) else {
+    let Some((_pg, collector)) = collector(&dir) else {
         return;
     };
-    let tokens = tokens_file(&dir, &[("node-1", TOKEN)]);
-    let collector = Collector::start(&pg, &tokens, &[]);
     let url = format!("http://{}", collector.addr);
     let unix_s = || {
         SystemTime::now()
@@ -167,22 +173,7 @@ fn a_slowdown_while_the_job_runs_is_judged_without_asking() {
         late_us: 40_000.0,
     };
     append_steps(&folder, start_s * 1_000_000, 0..HISTORY, Some(late));
-    let db = dir.join("runs.db");
-    let dumps_arg = dir.join("nccl").to_str().unwrap().to_string();
-    let agent = agent(
-        &db,
-        &[
-            "--collector",
-            &url,
-            "--token",
-            TOKEN,
-            "--name",
-            "node-1",
-            "--nccl-dir",
-            &dumps_arg,
-        ],
-        &[],
-    );
+    let agent = nccl_agent(&dir, &url, &dir.join("nccl"));
     let mut stored = Value::Null;
     let mut sn = HISTORY;
     // Each collective is written once it has run (its record's dump time is past), until the
