@@ -19,6 +19,7 @@ pub mod database_url;
 pub mod fabric;
 pub mod fleet;
 pub mod job;
+pub mod job_series;
 pub mod mesh;
 pub mod metrics;
 pub mod pair_baselines;
@@ -241,6 +242,7 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
         // The jobs' collectives take the runs' tokens and body limit (`api::authorized_body`).
         let pool_for_verdicts = pool.clone();
         let app = collectives::routes(pool.clone(), tokens.clone(), config.max_body, posted)
+            .merge(job_series::routes(pool.clone()))
             .merge(api::router(
                 pool,
                 writer,

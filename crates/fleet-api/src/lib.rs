@@ -12,6 +12,8 @@ serves the fleet's, and `hostping fleet` and the web UI that read them.
   on, and the request that asks an agent for one.
 - [`collectives`]: a job's NCCL collectives as agents post them (`POST /api/collectives`),
   and the jobs list (`GET /api/jobs`).
+- [`job_series`]: a job's bus bandwidth over time (`GET /api/jobs/{job}/busbw`), for the
+  job page's plot.
 - [`client`]: one blocking client of the collector (its read API, the mesh, the job
   verdict) for the CLI.
 - [`job`]: DESIGN 4.7's query of the job verdict, written by the CLI and read by the
@@ -38,6 +40,7 @@ It holds no storage and no judgement: the collector and the agent bring their st
 pub mod client;
 pub mod collectives;
 pub mod job;
+pub mod job_series;
 pub mod mesh;
 pub mod pair;
 pub mod post;

@@ -1,5 +1,7 @@
 // hostping web UI: the fleet overview, the host page and the job page, filled from the read
-// API. One script for the collector (/, /hosts/{host}, /job) and the agent (/, its own host).
+// API. One script for the collector (/, /hosts/{host}, /job) and the agent (/, its own host);
+// the jobs' pages add jobs.js (the jobs list at /jobs, the job page's collectives and its
+// picture of hosts and switches), which uses the helpers this script shares as `hostping`.
 // It only reads, but for the job page's probe form: given a probe token by its reader, it
 // asks the collector for the verdict with follow-up probes (`probe=1`), as `hostping job
 // --probe` does. The token goes in the request's Authorization header, never in the URL.
@@ -39,7 +41,10 @@
     if (!r.ok) {
       const body = await r.json().catch(() => null);
       const why = body && typeof body.error === "string" ? ": " + body.error : "";
-      throw new Error(url + ": HTTP " + r.status + why);
+      const e = new Error(url + ": HTTP " + r.status + why);
+      // A 404 is an answer for some reads ("not judged"), not a failure: callers tell.
+      e.status = r.status;
+      throw e;
     }
     return r.json();
   }
@@ -57,6 +62,8 @@
     link_degraded: "Link degraded", link_errors: "Link errors", link_down: "Link down",
     background_traffic: "Background traffic", pattern: "Communication pattern",
     mapping: "Rank mapping",
+    // A rank that starts its collectives late (DESIGN 4.8).
+    straggler: "Straggler",
   };
   const causeWords = (c) => CAUSES[c] || String(c);
   // Why part of a host was not judged (DESIGN 4.3 not_judged.reason).
@@ -518,7 +525,10 @@
       }
       location.search = q.toString();
     });
+    const job = params.get("job");
     if (!params.has("nodes")) {
+      // `/job?job=ID` alone: the collector's own verdict or the job's symptom (jobs.js).
+      if (job && window.hostpingJobs) return window.hostpingJobs.jobAlone(job);
       $("job-status").textContent = "Enter the job's nodes and window, then Judge.";
       return;
     }
@@ -529,10 +539,14 @@
     try {
       report = await getJson("/api/jobs/verdict?" + q.toString());
     } catch (e) {
-      return fail($("job-status"), e);
+      fail($("job-status"), e);
+      // The job's own collectives say what they say without a verdict.
+      if (job && window.hostpingJobs) window.hostpingJobs.collectives(job);
+      return;
     }
     showJob(report, params);
     probeOffer(report, params, q);
+    if (job && window.hostpingJobs) window.hostpingJobs.collectives(job);
   }
 
   // The verdict drawn, whether asked with probes or not.
@@ -546,6 +560,7 @@
     $("job-status").textContent = report.nodes.length + " hosts, " + span +
       (report.simulated ? " · simulated measurements" : "");
     $("job-report").hidden = false;
+    $("job-details").hidden = false;
     const portStates = new Map((report.ports || []).map((p) => [p.port, p.state]));
     const culpritHosts = new Set((report.culprits || []).map((c) => c.host).filter(Boolean));
     $("verdict").replaceChildren(
@@ -557,6 +572,7 @@
       h("li", { "data-what": n.what }, h("strong", null, n.what), ": " + n.why));
     listSection("not-the-jobs", report.not_the_jobs, culpritItem);
     jobHosts(report.hosts || [], culpritHosts);
+    if (window.hostpingJobs) window.hostpingJobs.picture(report);
     switchPorts(report.ports || [], report.ports_unread);
     jobPairs(report.pairs || [], portStates);
     listSection("follow-ups", report.follow_ups, (f) =>
@@ -731,10 +747,17 @@
       h("tbody", null, (w.scenarios || []).map((x) => h("tr", null, h("td", null, x.name), h("td", null, x.setting), h("td", null, fmt(x.time_us, 1)), h("td", null, x.packets)))));
   }
 
+  // What jobs.js uses (it runs after this script, before the page is filled).
+  window.hostping = {
+    h, s, $, getJson, fail, when, ago, fmt, isNum, causeWords, naturalCompare, splitPort,
+    showJob, probeOffer, VERDICT_HEALTH, LAYERS,
+  };
+
   document.addEventListener("DOMContentLoaded", () => {
     const page = document.body.dataset.page;
     if (page === "overview") overview();
     else if (page === "job") jobPage();
+    else if (page === "jobs") window.hostpingJobs.jobsPage();
     else hostPage();
   });
 })();

@@ -1,0 +1,238 @@
+//! A job's bus bandwidth over time (DESIGN 4.8), the job page's plot: per communicator,
+//! collective kind and message size, the median over the ranks' summaries of each time
+//! bucket (`fleet_api::job_series`).
+//!
+//! | path | what |
+//! |---|---|
+//! | `GET /api/jobs/{job}/busbw?since=T` | the job's series over the summaries whose buckets end at or after `T` (Unix seconds; the last 24 h by default); 404 naming the job when it has none there, 400 a `since` that is not a number |
+//!
+//! The read is bounded as the symptom's is (crate::collectives): the job's newest
+//! [`MAX_ROWS_PER_JOB`] summaries in the window, the oldest bucket dropped when the cap cut
+//! it (a median over some of its ranks would draw a drop or a rise that is not there), and
+//! at most [`MAX_POINTS`] points a series: a longer series merges neighbouring buckets, each
+//! point then the median over all the ranks' summaries of its buckets. The median per bucket
+//! is the one `analyze::collectives` reads a communicator's level from, so the line drawn
+//! falls where the symptom's onset says.
+
+use crate::api::ApiError;
+use crate::collectives::MAX_ROWS_PER_JOB;
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::routing::get;
+use axum::{Json, Router};
+use deadpool_postgres::Pool;
+use fleet_api::job_series::{BusbwPoint, BusbwSeries, JobBusbw, MAX_POINTS};
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+/// The window read without `since`: the day `GET /api/jobs` lists.
+const DEFAULT_WINDOW_S: f64 = 86_400.0;
+
+/// The routes, over the database.
+pub fn routes(pool: Pool) -> Router {
+    Router::new()
+        .route("/api/jobs/{job}/busbw", get(job_busbw))
+        .with_state(pool)
+}
+
+/// The query string.
+#[derive(Debug, serde::Deserialize)]
+struct Params {
+    since: Option<String>,
+}
+
+/// The window's start, Unix seconds: `since`, else a day before now.
+fn since(params: &Params) -> Result<f64, ApiError> {
+    match &params.since {
+        None => Ok(model::time::unix_ms(SystemTime::now()) as f64 / 1e3 - DEFAULT_WINDOW_S),
+        Some(t) => t
+            .parse::<f64>()
+            .ok()
+            .filter(|t| t.is_finite())
+            .ok_or_else(|| ApiError::BadRequest(format!("since: `{t}` is not Unix seconds"))),
+    }
+}
+
+/// `GET /api/jobs/{job}/busbw?since=T`.
+async fn job_busbw(
+    State(pool): State<Pool>,
+    UrlPath(job): UrlPath<String>,
+    Query(params): Query<Params>,
+) -> Result<Json<JobBusbw>, ApiError> {
+    let since = since(&params)?;
+    let none = || ApiError::NotFound(format!("job {job}: no collectives since {since}"));
+    // The unnamed job '' is stored but never shown (crate::collectives).
+    if job.is_empty() {
+        return Err(none());
+    }
+    let client = pool.get().await?;
+    let rows = client
+        .query(
+            "SELECT communicator, collective, bytes, n_ranks, start_s, width_s, busbw_gbs
+             FROM job_collectives WHERE job = $1 AND start_s + width_s >= $2
+             ORDER BY start_s DESC LIMIT $3",
+            &[&job, &since, &MAX_ROWS_PER_JOB],
+        )
+        .await?;
+    let truncated = rows.len() as i64 == MAX_ROWS_PER_JOB;
+    let rows: Vec<Row> = rows
+        .iter()
+        .map(|r| Row {
+            communicator: r.get(0),
+            collective: r.get(1),
+            bytes: r.get::<_, i64>(2) as u64,
+            n_ranks: r.get::<_, i32>(3) as u32,
+            start_s: r.get(4),
+            width_s: r.get(5),
+            busbw_gbs: r.get(6),
+        })
+        .collect();
+    let (summaries, series) = series(rows, truncated);
+    if series.is_empty() {
+        return Err(none());
+    }
+    Ok(Json(JobBusbw {
+        job,
+        since,
+        summaries,
+        truncated,
+        series,
+    }))
+}
+
+/// One rank's summary of one bucket, as read.
+#[derive(Debug, Clone, PartialEq)]
+struct Row {
+    communicator: String,
+    collective: String,
+    bytes: u64,
+    n_ranks: u32,
+    start_s: f64,
+    width_s: f64,
+    busbw_gbs: f64,
+}
+
+/// The series of `rows` (the job's newest summaries, newest first as read), and how many
+/// summaries they are of. `capped`: the read hit its cap, so the oldest bucket may hold
+/// some of its ranks only and is dropped.
+fn series(mut rows: Vec<Row>, capped: bool) -> (u64, Vec<BusbwSeries>) {
+    if capped {
+        let oldest = rows.iter().map(|r| r.start_s).reduce(f64::min);
+        rows.retain(|r| Some(r.start_s) != oldest);
+    }
+    let summaries = rows.len() as u64;
+    // (communicator, collective, bytes) -> bucket start -> its rows.
+    type Buckets = BTreeMap<u64, Vec<Row>>;
+    let mut groups: BTreeMap<(String, String, u64), Buckets> = BTreeMap::new();
+    for r in rows {
+        // Starts are not negative (the post's contract): their bits sort as the numbers do
+        // (`+ 0.0` makes a -0.0 the 0.0 it equals).
+        let key = (r.communicator.clone(), r.collective.clone(), r.bytes);
+        groups
+            .entry(key)
+            .or_default()
+            .entry((r.start_s + 0.0).to_bits())
+            .or_default()
+            .push(r);
+    }
+    let series = groups
+        .into_iter()
+        .map(|((communicator, collective, bytes), buckets)| {
+            let buckets: Vec<Vec<Row>> = buckets.into_values().collect();
+            let ranks = buckets.iter().flatten().map(|r| r.n_ranks).max();
+            // Neighbouring buckets merged, so that no series has more than MAX_POINTS.
+            let per_point = buckets.len().div_ceil(MAX_POINTS).max(1);
+            let points = buckets.chunks(per_point).map(point).collect();
+            BusbwSeries {
+                communicator,
+                collective,
+                bytes,
+                ranks: ranks.unwrap_or_default(),
+                points,
+            }
+        })
+        .collect();
+    (summaries, series)
+}
+
+/// One point of consecutive buckets (oldest first, none empty): the median over all their
+/// rows.
+fn point(buckets: &[Vec<Row>]) -> BusbwPoint {
+    let first = &buckets[0][0];
+    let end = buckets
+        .iter()
+        .flatten()
+        .map(|r| r.start_s + r.width_s)
+        .fold(first.start_s, f64::max);
+    let values: Vec<f64> = buckets.iter().flatten().map(|r| r.busbw_gbs).collect();
+    BusbwPoint {
+        start_s: first.start_s,
+        width_s: end - first.start_s,
+        busbw_gbs: analyze::robust::median(values.iter().copied()).unwrap_or_default(),
+        summaries: values.len() as u32,
+        buckets: buckets.len() as u32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(communicator: &str, start_s: f64, busbw_gbs: f64) -> Row {
+        Row {
+            communicator: communicator.into(),
+            collective: "AllReduce".into(),
+            bytes: 1 << 20,
+            n_ranks: 4,
+            start_s,
+            width_s: 5.0,
+            busbw_gbs,
+        }
+    }
+
+    #[test]
+    fn each_bucket_is_the_median_of_its_ranks_one_series_per_communicator() {
+        let rows = vec![
+            row("0xb", 5.0, 9.0),
+            row("0xa", 5.0, 4.0),
+            row("0xa", 5.0, 1.0),
+            row("0xa", 5.0, 3.0),
+            row("0xa", 0.0, 2.0),
+            row("0xa", 0.0, 6.0),
+        ];
+        let (n, series) = series(rows, false);
+        assert_eq!(n, 6);
+        assert_eq!(series.len(), 2);
+        let a = &series[0];
+        assert_eq!((a.communicator.as_str(), a.ranks), ("0xa", 4));
+        let points: Vec<(f64, f64, u32)> = a
+            .points
+            .iter()
+            .map(|p| (p.start_s, p.busbw_gbs, p.summaries))
+            .collect();
+        assert_eq!(points, [(0.0, 4.0, 2), (5.0, 3.0, 3)], "oldest first");
+        assert_eq!(series[1].points[0].busbw_gbs, 9.0);
+    }
+
+    #[test]
+    fn a_capped_read_drops_its_oldest_bucket() {
+        let rows = vec![row("0xa", 5.0, 4.0), row("0xa", 0.0, 1.0)];
+        let (n, series) = series(rows, true);
+        assert_eq!(n, 1);
+        assert_eq!(series[0].points.len(), 1);
+        assert_eq!(series[0].points[0].start_s, 5.0);
+    }
+
+    #[test]
+    fn a_long_series_merges_neighbouring_buckets_into_at_most_600_points() {
+        let rows: Vec<Row> = (0..1500)
+            .map(|b| row("0xa", 5.0 * b as f64, b as f64))
+            .collect();
+        let (_, series) = series(rows, false);
+        let points = &series[0].points;
+        assert_eq!(points.len(), 500, "three buckets a point");
+        assert!(points.len() <= MAX_POINTS);
+        let p = &points[1];
+        assert_eq!((p.start_s, p.width_s, p.buckets), (15.0, 15.0, 3));
+        assert_eq!(p.busbw_gbs, 4.0, "the median of 3, 4 and 5");
+    }
+}
