@@ -116,12 +116,7 @@ pub const SYMPTOM_LOOKBACK_S: f64 = 3600.0;
 
 /// The routes, over the database, the hosts' tokens and the body limit; each stored post's
 /// jobs are handed to `posted` (crate::slow_jobs judges them at once).
-pub fn routes(
-    pool: Pool,
-    tokens: Arc<Tokens>,
-    max_body: usize,
-    posted: Arc<crate::slow_jobs::Posted>,
-) -> Router {
+pub fn routes(pool: Pool, tokens: Arc<Tokens>, max_body: usize, posted: Arc<Posted>) -> Router {
     Router::new()
         .route(
             fleet_api::collectives::PATH,
@@ -141,7 +136,7 @@ async fn post_collectives(
     headers: HeaderMap,
     body: Body,
     max_body: usize,
-    posted: Arc<crate::slow_jobs::Posted>,
+    posted: Arc<Posted>,
 ) -> Result<Response, ApiError> {
     let (body, token_host) = authorized_body(&tokens, &headers, body, max_body).await?;
     let upload: CollectivesUpload =
@@ -293,6 +288,37 @@ fn check_summary(s: &RankSummary) -> Result<(), String> {
     Ok(())
 }
 
+/// The jobs whose collectives were posted since the watch last read them, and its wake-up:
+/// a post is judged at once rather than at the next listing (crate::slow_jobs) (issue 39 item 7: the
+/// verdict within 30 s of the onset), and only the jobs posted are read again.
+#[derive(Debug, Default)]
+pub struct Posted {
+    jobs: std::sync::Mutex<BTreeSet<String>>,
+    wake: tokio::sync::Notify,
+}
+
+impl Posted {
+    /// Marks `jobs` as posted and wakes the watch.
+    pub(crate) fn mark(&self, jobs: impl IntoIterator<Item = String>) {
+        // A poisoned lock only means a panic elsewhere mid-insert: the set is still a set.
+        self.jobs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(jobs);
+        self.wake.notify_one();
+    }
+
+    /// Until a job is marked (at once when one was since the last wait).
+    pub(crate) async fn wait(&self) {
+        self.wake.notified().await
+    }
+
+    /// The jobs marked since the last call.
+    pub(crate) fn take(&self) -> BTreeSet<String> {
+        std::mem::take(&mut *self.jobs.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
 /// Stores a checked upload in one transaction: (new, replaced) summaries.
 async fn store(
     client: &mut deadpool_postgres::Client,
@@ -434,7 +460,7 @@ async fn list_jobs(
     let since = params.since()?;
     let client = pool.get().await?;
     let jobs = running_jobs(&client, since).await?;
-    let verdicts = crate::slow_jobs::newest_verdicts(&client, &jobs).await?;
+    let verdicts = crate::verdicts::newest_verdicts(&client, &jobs).await?;
     let mut entries = Vec::with_capacity(jobs.len());
     for job in jobs {
         if let Some(read) = read_job(&client, &job, since).await? {

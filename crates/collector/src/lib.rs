@@ -29,6 +29,7 @@ pub mod retention;
 pub mod schema;
 pub mod slow_jobs;
 pub mod timeline;
+pub mod verdicts;
 pub mod writer;
 
 use database_url::DatabaseUrl;
@@ -230,7 +231,7 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
         let writer = writer::Writer::start(pool.clone(), WRITERS);
         let access = mesh::Access::new(pool.clone(), probe_tokens, config.fabric.clone());
         let judged = slow_jobs::Metrics::register(&mut registry);
-        let posted = std::sync::Arc::new(slow_jobs::Posted::default());
+        let posted = std::sync::Arc::new(collectives::Posted::default());
         tokio::spawn(slow_jobs::watch_loop(
             access.clone(),
             config.judge_probe_token.clone(),
@@ -252,7 +253,7 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
             ))
             .merge(mesh::routes(access.clone()))
             .merge(job::routes(access))
-            .merge(slow_jobs::routes(pool_for_verdicts))
+            .merge(verdicts::routes(pool_for_verdicts))
             .merge(metrics::routes(std::sync::Arc::new(registry)));
         match tls {
             Some(tls) => {

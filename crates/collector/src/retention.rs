@@ -225,7 +225,7 @@ async fn delete_collectives(
                 &[&cutoff_s, &rows],
             )
             .await?,
-        // Through job_verdicts_judged_at (crate::slow_jobs::MIGRATION).
+        // Through job_verdicts_judged_at (crate::verdicts::MIGRATION).
         job_verdicts: tx
             .execute(
                 "DELETE FROM job_verdicts WHERE ctid = ANY(ARRAY(

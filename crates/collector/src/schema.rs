@@ -273,7 +273,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     // (crate::collectives).
     (11, crate::collectives::MIGRATION),
     // The verdicts the collector reached by itself on jobs that slowed (crate::slow_jobs).
-    (12, crate::slow_jobs::MIGRATION),
+    (12, crate::verdicts::MIGRATION),
 ];
 
 /// Applies the migrations not yet applied. An advisory lock makes two collectors starting

@@ -6,9 +6,11 @@
 //! whose collectives ended in the last [`RUNNING_S`]: the others have ended and leave the
 //! export.
 //!
+//! The verdicts are kept in `job_verdicts` and served at `GET /api/jobs/{job}/verdict`
+//! (crate::verdicts).
+//!
 //! | path | what |
 //! |---|---|
-//! | `GET /api/jobs/{job}/verdict` | the newest verdict the collector reached on the job by itself ([`StoredVerdict`]); 404 naming the job when it has none |
 //! | `GET /metrics` | `hostping_job_slow{job}` (1 slow, 0 not) for each running job, `hostping_job_verdict{job,verdict}` and `hostping_job_culprit{job,layer,host,component,cause}` (the culprit's score) for each running job judged |
 //!
 //! One verdict a slowdown: a job is judged again only when its onset moved on by more than
@@ -18,40 +20,21 @@
 //! Probes run when the collector holds a probe token for its own verdicts (`--judge-probe-
 //! token-file`), as `probe=1` does: checks of hosts without one, pairs, follow-ups.
 
-use crate::api::ApiError;
-use crate::collectives::{read_job, running_jobs};
+use crate::collectives::{read_job, running_jobs, Posted};
 use crate::job::measure::Fleet;
 use crate::job::query::{VerdictQuery, Window};
 use crate::mesh::Access;
-use axum::extract::{Path as UrlPath, State};
-use axum::routing::get;
-use axum::{Json, Router};
-use deadpool_postgres::Pool;
+use crate::verdicts;
 use model::job::JobReport;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use verdict::pipeline::{self, Options};
-
-/// The table (schema version 12): one row a judged slowdown.
-pub const MIGRATION: &str = "CREATE TABLE job_verdicts (
-        job TEXT NOT NULL,
-        onset_s DOUBLE PRECISION NOT NULL,
-        judged_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-        verdict TEXT NOT NULL,
-        probed BOOLEAN NOT NULL,
-        report JSONB NOT NULL,
-        PRIMARY KEY (job, onset_s)
-    );
-    -- a job's newest verdict, and retention
-    CREATE INDEX job_verdicts_judged_at ON job_verdicts (judged_at);
-    CREATE INDEX job_verdicts_job_judged ON job_verdicts (job, judged_at DESC);";
 
 /// How often the running jobs are listed (those that ended dropped, those not read yet
 /// read). A posted job is read at once ([`Posted`]).
@@ -69,76 +52,6 @@ const CULPRITS_EXPORTED: usize = 5;
 /// The longest a tick's verdicts may take together (probes included, whose own waits are
 /// shorter): past it the tick is given up and the next one starts over.
 const TICK_WAIT: Duration = Duration::from_secs(300);
-
-/// A verdict the collector reached by itself: `GET /api/jobs/{job}/verdict`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StoredVerdict {
-    /// The job.
-    pub job: String,
-    /// The slowdown's onset, Unix seconds (the symptom's `since`).
-    pub onset_s: f64,
-    /// When the collector judged it, Unix seconds.
-    pub judged_at: f64,
-    /// Whether probes ran.
-    pub probed: bool,
-    /// The verdict, as `GET /api/jobs/verdict` answers it.
-    pub report: JobReport,
-}
-
-/// The routes, over the database.
-pub fn routes(pool: Pool) -> Router {
-    Router::new()
-        .route("/api/jobs/{job}/verdict", get(stored_verdict))
-        .with_state(pool)
-}
-
-/// `GET /api/jobs/{job}/verdict`.
-async fn stored_verdict(
-    State(pool): State<Pool>,
-    UrlPath(job): UrlPath<String>,
-) -> Result<Json<StoredVerdict>, ApiError> {
-    let client = pool.get().await?;
-    let row = client
-        .query_opt(
-            "SELECT onset_s, extract(epoch FROM judged_at)::float8, probed, report::text
-             FROM job_verdicts WHERE job = $1 ORDER BY judged_at DESC LIMIT 1",
-            &[&job],
-        )
-        .await?;
-    let Some(row) = row else {
-        return Err(ApiError::NotFound(format!(
-            "job {job}: the collector has not judged it (it judges a job when its collectives slow)"
-        )));
-    };
-    let report: String = row.get(3);
-    let report = serde_json::from_str(&report)
-        .map_err(|e| ApiError::Database(format!("job {job}'s stored verdict: {e}")))?;
-    Ok(Json(StoredVerdict {
-        job,
-        onset_s: row.get(0),
-        judged_at: row.get(1),
-        probed: row.get(2),
-        report,
-    }))
-}
-
-/// The newest verdict of each of `jobs`: (verdict, judged at, Unix seconds).
-pub(crate) async fn newest_verdicts(
-    client: &tokio_postgres::Client,
-    jobs: &[String],
-) -> Result<std::collections::HashMap<String, (String, f64)>, tokio_postgres::Error> {
-    let rows = client
-        .query(
-            "SELECT DISTINCT ON (job) job, verdict, extract(epoch FROM judged_at)::float8
-             FROM job_verdicts WHERE job = ANY($1) ORDER BY job, judged_at DESC",
-            &[&jobs],
-        )
-        .await?;
-    Ok(rows
-        .iter()
-        .map(|r| (r.get(0), (r.get(1), r.get(2))))
-        .collect())
-}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct JobLabel {
@@ -211,13 +124,13 @@ impl Metrics {
             self.verdict
                 .get_or_create(&VerdictLabels {
                     job: job.clone(),
-                    verdict: word(&report.verdict),
+                    verdict: verdicts::word(&report.verdict),
                 })
                 .set(1);
             for c in report.culprits.iter().take(CULPRITS_EXPORTED) {
                 let labels = CulpritLabels {
                     job: job.clone(),
-                    layer: word(&c.layer),
+                    layer: verdicts::word(&c.layer),
                     host: c.host.clone().unwrap_or_default(),
                     component: c.component.clone().unwrap_or_default(),
                     cause: c.cause.clone(),
@@ -228,46 +141,11 @@ impl Metrics {
     }
 }
 
-/// A value's JSON word (`"network"`), as the contract spells it.
-fn word<T: Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    }
-}
-
 /// A running job as the watch last read it.
 struct Watched {
     slow: bool,
     /// Its verdict on its current slowdown, when it has one.
     report: Option<JobReport>,
-}
-
-/// The jobs whose collectives were posted since the watch last read them, and its wake-up:
-/// a post is judged at once rather than at the next [`EVERY`] (issue 39 item 7: the
-/// verdict within 30 s of the onset), and only the jobs posted are read again.
-#[derive(Debug, Default)]
-pub struct Posted {
-    jobs: std::sync::Mutex<BTreeSet<String>>,
-    wake: tokio::sync::Notify,
-}
-
-impl Posted {
-    /// Marks `jobs` as posted and wakes the watch.
-    pub(crate) fn mark(&self, jobs: impl IntoIterator<Item = String>) {
-        // A poisoned lock only means a panic elsewhere mid-insert: the set is still a set.
-        self.jobs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(jobs);
-        self.wake.notify_one();
-    }
-
-    /// The jobs marked since the last call.
-    fn take(&self) -> BTreeSet<String> {
-        std::mem::take(&mut *self.jobs.lock().unwrap_or_else(|e| e.into_inner()))
-    }
 }
 
 /// Watches the running jobs until the process stops: the jobs `posted` marks as soon as
@@ -288,7 +166,7 @@ pub async fn watch_loop(
     loop {
         let list = tokio::select! {
             _ = timer.tick() => true,
-            _ = posted.wake.notified() => false,
+            _ = posted.wait() => false,
         };
         let now_s = model::time::unix_ms(SystemTime::now()) as f64 / 1e3;
         let mut jobs = posted.take();
@@ -360,7 +238,7 @@ impl Watch<'_> {
         }
         let names: Vec<String> = jobs.iter().cloned().collect();
         let client = self.access.pool.get().await.map_err(|e| e.to_string())?;
-        let stored = stored_onsets(&client, &names)
+        let stored = verdicts::stored_onsets(&client, &names)
             .await
             .map_err(|e| crate::server_words(&e))?;
         drop(client);
@@ -426,41 +304,10 @@ impl Watch<'_> {
             .await
             .map_err(|(code, why)| format!("job {job}: the verdict was refused ({code}): {why}"))?;
         let report = run.report;
-        let text = serde_json::to_string(&report).map_err(|e| e.to_string())?;
         let client = self.access.pool.get().await.map_err(|e| e.to_string())?;
-        client
-            .execute(
-                "INSERT INTO job_verdicts (job, onset_s, verdict, probed, report)
-                 VALUES ($1, $2, $3, $4, $5::text::jsonb)
-                 ON CONFLICT (job, onset_s) DO UPDATE SET judged_at = now(),
-                     verdict = excluded.verdict, probed = excluded.probed,
-                     report = excluded.report",
-                &[&job, &onset_s, &word(&report.verdict), &probe, &text],
-            )
+        verdicts::store(&client, job, onset_s, probe, &report)
             .await
             .map_err(|e| crate::server_words(&e))?;
         Ok(report)
     }
-}
-
-/// Each job's newest stored verdict: (its onset, its report).
-async fn stored_onsets(
-    client: &tokio_postgres::Client,
-    jobs: &[String],
-) -> Result<std::collections::HashMap<String, (f64, JobReport)>, tokio_postgres::Error> {
-    let rows = client
-        .query(
-            "SELECT DISTINCT ON (job) job, onset_s, report::text
-             FROM job_verdicts WHERE job = ANY($1) ORDER BY job, judged_at DESC",
-            &[&jobs],
-        )
-        .await?;
-    Ok(rows
-        .iter()
-        .filter_map(|r| {
-            // A report this collector cannot read (written by a newer one) is judged again.
-            let report = serde_json::from_str(r.get::<_, &str>(2)).ok()?;
-            Some((r.get(0), (r.get(1), report)))
-        })
-        .collect())
 }
