@@ -432,15 +432,15 @@ async fn store_reads(
     Ok(())
 }
 
-/// The query string of the reads.
+/// The query string of the jobs' reads (here and crate::job_series).
 #[derive(Debug, serde::Deserialize)]
-struct WindowParams {
+pub(crate) struct WindowParams {
     since: Option<String>,
 }
 
 impl WindowParams {
     /// The window's start, Unix seconds: `since`, else a day before now.
-    fn since(&self) -> Result<f64, ApiError> {
+    pub(crate) fn since(&self) -> Result<f64, ApiError> {
         match &self.since {
             None => Ok(model::time::unix_ms(SystemTime::now()) as f64 / 1e3 - DEFAULT_WINDOW_S),
             Some(t) => t

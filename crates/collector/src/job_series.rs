@@ -15,17 +15,13 @@
 //! falls where the symptom's onset says.
 
 use crate::api::ApiError;
-use crate::collectives::MAX_ROWS_PER_JOB;
+use crate::collectives::{WindowParams, MAX_ROWS_PER_JOB};
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use deadpool_postgres::Pool;
 use fleet_api::job_series::{BusbwPoint, BusbwSeries, JobBusbw, MAX_POINTS};
 use std::collections::BTreeMap;
-use std::time::SystemTime;
-
-/// The window read without `since`: the day `GET /api/jobs` lists.
-const DEFAULT_WINDOW_S: f64 = 86_400.0;
 
 /// The routes, over the database.
 pub fn routes(pool: Pool) -> Router {
@@ -34,31 +30,13 @@ pub fn routes(pool: Pool) -> Router {
         .with_state(pool)
 }
 
-/// The query string.
-#[derive(Debug, serde::Deserialize)]
-struct Params {
-    since: Option<String>,
-}
-
-/// The window's start, Unix seconds: `since`, else a day before now.
-fn since(params: &Params) -> Result<f64, ApiError> {
-    match &params.since {
-        None => Ok(model::time::unix_ms(SystemTime::now()) as f64 / 1e3 - DEFAULT_WINDOW_S),
-        Some(t) => t
-            .parse::<f64>()
-            .ok()
-            .filter(|t| t.is_finite())
-            .ok_or_else(|| ApiError::BadRequest(format!("since: `{t}` is not Unix seconds"))),
-    }
-}
-
 /// `GET /api/jobs/{job}/busbw?since=T`.
 async fn job_busbw(
     State(pool): State<Pool>,
     UrlPath(job): UrlPath<String>,
-    Query(params): Query<Params>,
+    Query(params): Query<WindowParams>,
 ) -> Result<Json<JobBusbw>, ApiError> {
-    let since = since(&params)?;
+    let since = params.since()?;
     let none = || ApiError::NotFound(format!("job {job}: no collectives since {since}"));
     // The unnamed job '' is stored but never shown (crate::collectives).
     if job.is_empty() {

@@ -23,106 +23,22 @@ mod common;
 use collector::retention::{self, Tick};
 use common::job::{now_s, token};
 use common::postgres::{get, post_to, Collector, Postgres};
+use common::summaries::{
+    healthy_job, straggler_job, BUCKETS, HOSTS, ONSET_BUCKET, PER_BUCKET, WIDTH,
+};
 use common::{temp_dir, tokens_file};
-use fleet_api::collectives::{CollectivesUpload, JobCollectives, JobEntry};
+use fleet_api::collectives::{CollectivesUpload, JobEntry};
 use model::inspector::{RankSummary, Skipped, Symptom};
 use serde_json::Value;
 
-/// The bucket width, seconds.
-const WIDTH: f64 = 5.0;
-/// Buckets of each job.
-const BUCKETS: u32 = 12;
-/// Collectives per rank and bucket.
-const PER_BUCKET: u64 = 10;
-/// The message size.
-const BYTES: u64 = 64 << 20;
-/// A rank's healthy execution time, us.
-const EXEC: f64 = 6000.0;
-/// The first slow bucket of the straggler job.
-const ONSET_BUCKET: u32 = 6;
-/// The fleet's hosts, each with a token.
-const HOSTS: [&str; 4] = ["node001", "node002", "node003", "node004"];
-
-/// A summary of `rank` of `communicator` (`n_ranks` ranks over `n_nodes` hosts) in bucket
-/// `b` of the window starting at `t0`, its median execution time `exec_us`.
-fn summary(
-    communicator: &str,
-    (rank, n_ranks, n_nodes): (u32, u32, u32),
-    t0: f64,
-    b: u32,
-    exec_us: f64,
-) -> RankSummary {
-    // A few percent of deterministic jitter, so that the earlier level has a spread.
-    let exec_us = exec_us * (1.0 + 0.03 * ((b * 7 + rank * 3) % 5) as f64 / 4.0);
-    let n = n_ranks as f64;
-    let algobw = BYTES as f64 / (exec_us * 1e-6) / 1e9;
-    RankSummary {
-        communicator: communicator.into(),
-        rank,
-        n_ranks,
-        n_nodes,
-        hostname: HOSTS[(rank % n_nodes) as usize].into(),
-        pid: Some(1000 + rank as u64),
-        gpu: None,
-        collective: "AllReduce".into(),
-        bytes: BYTES,
-        start_s: t0 + b as f64 * WIDTH,
-        width_s: WIDTH,
-        count: PER_BUCKET,
-        first_seq: b as u64 * PER_BUCKET,
-        last_seq: b as u64 * PER_BUCKET + PER_BUCKET - 1,
-        exec_us,
-        busbw_gbs: algobw * 2.0 * (n - 1.0) / n,
-    }
-}
-
-/// Job `4242`: 16 ranks on the four hosts (rank r on `HOSTS[r % 4]`); from
-/// [`ONSET_BUCKET`] on every rank but 6 waits 40 ms for rank 6.
-fn straggler_job(t0: f64) -> Vec<RankSummary> {
-    let mut out = Vec::new();
-    for b in 0..BUCKETS {
-        for rank in 0..16 {
-            let late = b >= ONSET_BUCKET && rank != 6;
-            let exec = if late { EXEC + 40_000.0 } else { EXEC };
-            out.push(summary("0xa", (rank, 16, 4), t0, b, exec));
-        }
-    }
-    out
-}
-
-/// Job `4343`: 8 ranks on node001 and node002, steady.
-fn healthy_job(t0: f64) -> Vec<RankSummary> {
-    (0..BUCKETS)
-        .flat_map(|b| (0..8).map(move |rank| summary("0xb", (rank, 8, 2), t0, b, EXEC)))
-        .collect()
-}
-
-/// What `host`'s agent posts of `summaries` of `job`: its own ranks'.
+/// What `host`'s agent posts of `jobs`: its own ranks', each job having skipped one
+/// record of a kind not known.
 fn upload(host: &str, jobs: &[(&str, &[RankSummary])]) -> CollectivesUpload {
-    CollectivesUpload {
-        host: host.into(),
-        jobs: jobs
-            .iter()
-            .map(|(job, summaries)| {
-                let mine: Vec<RankSummary> = summaries
-                    .iter()
-                    .filter(|s| s.hostname == host)
-                    .cloned()
-                    .collect();
-                JobCollectives {
-                    job: Some(job.to_string()),
-                    records: mine.iter().map(|s| s.count).sum(),
-                    skipped: Skipped {
-                        unknown_records: 1,
-                        bad_records: 0,
-                    },
-                    dropped: 0,
-                    summaries: mine,
-                }
-            })
-            .filter(|j| !j.summaries.is_empty())
-            .collect(),
-    }
+    let skipped = Skipped {
+        unknown_records: 1,
+        bad_records: 0,
+    };
+    common::summaries::upload(host, jobs, &skipped)
 }
 
 /// Posts `upload` with `host`'s token: the status and the answer.

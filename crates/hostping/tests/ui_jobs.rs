@@ -29,94 +29,34 @@ mod common;
 use common::browser::{is_red, js, rgb, screenshot, wait_until, ChromeDriver};
 use common::job::{now_s, token};
 use common::postgres::{get, post_to, Collector, Postgres};
+use common::summaries::{
+    healthy_job, straggler_job, summary, upload, BUCKETS, BYTES, HOSTS, ONSET_BUCKET, WIDTH,
+};
 use common::{hostping, stdout, temp_dir, tokens_file};
 use fantoccini::{Client, Locator};
-use fleet_api::collectives::{CollectivesUpload, JobCollectives};
 use fleet_api::job_series::JobBusbw;
 use model::inspector::{RankSummary, Skipped};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// The bucket width, seconds.
-const WIDTH: f64 = 5.0;
-/// Buckets of each job.
-const BUCKETS: u32 = 12;
-/// Collectives per rank and bucket.
-const PER_BUCKET: u64 = 10;
-/// The world communicator's all-reduce size, and the per-host communicator's all-gather's.
-const BYTES: u64 = 64 << 20;
+/// The per-host communicator's all-gather's size.
 const SMALL: u64 = 1 << 20;
-/// A rank's healthy execution time of the all-reduce, us.
-const EXEC: f64 = 6000.0;
-/// The first slow bucket of the straggler job.
-const ONSET_BUCKET: u32 = 6;
-/// The fleet's hosts, each with a token.
-const HOSTS: [&str; 4] = ["node001", "node002", "node003", "node004"];
 const SLOW: &str = "4242";
 const HEALTHY: &str = "4343";
 
-/// A summary of `rank` of `communicator` (`n_ranks` ranks over `n_nodes` hosts) on `host`
-/// in bucket `b` of the window starting at `t0`, its median execution time `exec_us`.
-fn summary(
-    (communicator, collective, bytes): (&str, &str, u64),
-    (rank, n_ranks, n_nodes): (u32, u32, u32),
-    host: &str,
-    t0: f64,
-    b: u32,
-    exec_us: f64,
-) -> RankSummary {
-    // A few percent of deterministic jitter, so that the earlier level has a spread and the
-    // medians are not every rank's value.
-    let exec_us = exec_us * (1.0 + 0.03 * ((b * 7 + rank * 3) % 5) as f64 / 4.0);
-    let n = n_ranks as f64;
-    let algobw = bytes as f64 / (exec_us * 1e-6) / 1e9;
-    RankSummary {
-        communicator: communicator.into(),
-        rank,
-        n_ranks,
-        n_nodes,
-        hostname: host.into(),
-        pid: Some(1000 + rank as u64),
-        gpu: None,
-        collective: collective.into(),
-        bytes,
-        start_s: t0 + b as f64 * WIDTH,
-        width_s: WIDTH,
-        count: PER_BUCKET,
-        first_seq: b as u64 * PER_BUCKET,
-        last_seq: b as u64 * PER_BUCKET + PER_BUCKET - 1,
-        exec_us,
-        busbw_gbs: algobw * 2.0 * (n - 1.0) / n,
-    }
-}
-
-/// Job [`SLOW`]: 16 ranks on the four hosts (rank r on `HOSTS[r % 4]`) in communicator
-/// `0xa`, where from [`ONSET_BUCKET`] on every rank but 6 waits 40 ms for rank 6; and a
-/// steady all-gather of one rank per host in communicator `0xc`.
-fn straggler_job(t0: f64) -> Vec<RankSummary> {
-    let mut out = Vec::new();
+/// Job [`SLOW`]: the straggler job of `common::summaries` (communicator `0xa`, rank 6
+/// late from [`ONSET_BUCKET`] on), and a steady all-gather of one rank per host in
+/// communicator `0xc`.
+fn slow_job(t0: f64) -> Vec<RankSummary> {
+    let mut out = straggler_job(t0);
     for b in 0..BUCKETS {
-        for rank in 0..16 {
-            let late = b >= ONSET_BUCKET && rank != 6;
-            let exec = if late { EXEC + 40_000.0 } else { EXEC };
-            let host = HOSTS[(rank % 4) as usize];
-            out.push(summary(
-                ("0xa", "AllReduce", BYTES),
-                (rank, 16, 4),
-                host,
-                t0,
-                b,
-                exec,
-            ));
-        }
         for rank in 0..4 {
             out.push(summary(
                 ("0xc", "AllGather", SMALL),
                 (rank, 4, 4),
                 HOSTS[rank as usize],
-                t0,
-                b,
+                (t0, b),
                 200.0,
             ));
         }
@@ -124,49 +64,16 @@ fn straggler_job(t0: f64) -> Vec<RankSummary> {
     out
 }
 
-/// Job [`HEALTHY`]: 8 ranks on node001 and node002, steady.
-fn healthy_job(t0: f64) -> Vec<RankSummary> {
-    (0..BUCKETS)
-        .flat_map(|b| {
-            (0..8).map(move |rank| {
-                let host = HOSTS[(rank % 2) as usize];
-                summary(("0xb", "AllReduce", BYTES), (rank, 8, 2), host, t0, b, EXEC)
-            })
-        })
-        .collect()
-}
-
-/// What `host`'s agent posts of `jobs`: its own ranks'.
-fn upload(host: &str, jobs: &[(&str, &[RankSummary])]) -> CollectivesUpload {
-    CollectivesUpload {
-        host: host.into(),
-        jobs: jobs
-            .iter()
-            .map(|(job, summaries)| {
-                let mine: Vec<RankSummary> = summaries
-                    .iter()
-                    .filter(|s| s.hostname == host)
-                    .cloned()
-                    .collect();
-                JobCollectives {
-                    job: Some(job.to_string()),
-                    records: mine.iter().map(|s| s.count).sum(),
-                    skipped: Skipped::default(),
-                    dropped: 0,
-                    summaries: mine,
-                }
-            })
-            .filter(|j| !j.summaries.is_empty())
-            .collect(),
-    }
-}
-
 /// Posts both jobs' summaries from `t0` on, each host its own ranks with its own token.
 fn post_jobs(addr: std::net::SocketAddr, t0: f64) -> (Vec<RankSummary>, Vec<RankSummary>) {
-    let (slow, healthy) = (straggler_job(t0), healthy_job(t0));
+    let (slow, healthy) = (slow_job(t0), healthy_job(t0));
     for host in HOSTS {
-        let body =
-            serde_json::to_vec(&upload(host, &[(SLOW, &slow), (HEALTHY, &healthy)])).unwrap();
+        let body = serde_json::to_vec(&upload(
+            host,
+            &[(SLOW, &slow), (HEALTHY, &healthy)],
+            &Skipped::default(),
+        ))
+        .unwrap();
         let (status, answer) = post_to(addr, "/api/collectives", Some(&token(host)), &body);
         assert_eq!(status, 201, "{answer}");
     }

@@ -5,6 +5,7 @@
 pub mod browser;
 pub mod dashboard;
 pub mod nccl;
+pub mod summaries;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
