@@ -206,6 +206,11 @@ fn the_busbw_series_are_the_medians_over_ranks_per_bucket() {
     );
 }
 
+/// What `script` returns, as `T`.
+async fn read<T: serde::de::DeserializeOwned>(c: &Client, script: &str) -> T {
+    serde_json::from_value(js(c, script).await).unwrap()
+}
+
 async fn text(c: &Client, css: &str) -> String {
     c.find(Locator::Css(css))
         .await
@@ -320,17 +325,10 @@ fn the_jobs_page_lists_the_slow_job_first_and_its_page_draws_its_collectives() {
         )
         .await;
         assert_eq!(c.current_url().await.unwrap().path(), "/jobs");
-        let rows: Vec<(String, String, String, String, String)> = serde_json::from_value(
-            js(
-                &c,
-                "return [...document.querySelectorAll('#jobs tbody tr')].map(r => [
+        let rows: Vec<(String, String, String, String, String)> = read(&c, "return [...document.querySelectorAll('#jobs tbody tr')].map(r => [
                     r.dataset.job, r.dataset.slow, r.querySelector('a').getAttribute('href'),
                     r.querySelector('td.nodes').title,
-                    (r.querySelector('.verdict-cell [data-verdict]') || {dataset: {}}).dataset.verdict || '']);",
-            )
-            .await,
-        )
-        .unwrap();
+                    (r.querySelector('.verdict-cell [data-verdict]') || {dataset: {}}).dataset.verdict || '']);").await;
         let nodes = HOSTS.join(", ");
         assert_eq!(
             rows,
@@ -410,30 +408,16 @@ fn the_jobs_page_lists_the_slow_job_first_and_its_page_draws_its_collectives() {
         );
 
         // One line per communicator, the onset where the axis puts it.
-        let lines: Vec<(String, String)> = serde_json::from_value(
-            js(
-                &c,
-                "return [...document.querySelectorAll('#busbw-svg .busbw')].map(l =>
-                    [l.dataset.communicator, l.dataset.points]);",
-            )
-            .await,
-        )
-        .unwrap();
+        let lines: Vec<(String, String)> = read(&c, "return [...document.querySelectorAll('#busbw-svg .busbw')].map(l =>
+                    [l.dataset.communicator, l.dataset.points]);").await;
         assert_eq!(
             lines,
             [("0xa", "12"), ("0xc", "12")].map(|(a, b)| (a.to_string(), b.to_string()))
         );
-        let axis: Vec<f64> = serde_json::from_value(
-            js(
-                &c,
-                "const g = document.getElementById('busbw-svg').dataset;
+        let axis: Vec<f64> = read(&c, "const g = document.getElementById('busbw-svg').dataset;
                  const o = document.getElementById('busbw-onset');
                  return [g.t0, g.t1, g.left, g.width, o.dataset.onsetS, o.getAttribute('x1'),
-                         o.getAttribute('x2')].map(Number);",
-            )
-            .await,
-        )
-        .unwrap();
+                         o.getAttribute('x2')].map(Number);").await;
         let [a0, a1, left, width, drawn_onset, x1, x2] = axis[..] else {
             panic!("{axis:?}")
         };
@@ -445,15 +429,8 @@ fn the_jobs_page_lists_the_slow_job_first_and_its_page_draws_its_collectives() {
         assert_eq!(label, format!("onset {} UTC", clock(onset)));
 
         // The straggler, on its host.
-        let stragglers: Vec<(String, String)> = serde_json::from_value(
-            js(
-                &c,
-                "return [...document.querySelectorAll('#stragglers tbody tr')].map(r =>
-                    [r.dataset.rank, r.dataset.host]);",
-            )
-            .await,
-        )
-        .unwrap();
+        let stragglers: Vec<(String, String)> = read(&c, "return [...document.querySelectorAll('#stragglers tbody tr')].map(r =>
+                    [r.dataset.rank, r.dataset.host]);").await;
         assert_eq!(stragglers, [("6".to_string(), "node003".to_string())]);
         let row = text(&c, "#stragglers tbody tr").await;
         assert!(row.contains("node003") && row.contains("0xa"), "{row}");
@@ -643,15 +620,8 @@ fn the_jobs_page_lists_the_slow_job_first_and_its_page_draws_its_collectives() {
         let (spine, leaf, host) = (y("spine1").await, y("leaf2").await, y("node009").await);
         assert!(spine < leaf && leaf < host, "{spine} {leaf} {host}");
         // The routes' lines: a host to its leaf, the culprit cable leaf2/9 (to spine1) red.
-        let wires: Vec<(String, String, bool)> = serde_json::from_value(
-            js(
-                &c,
-                "return [...document.querySelectorAll('#picture-svg line.wire')].map(l =>
-                    [l.dataset.from, l.dataset.to, l.classList.contains('culprit')]);",
-            )
-            .await,
-        )
-        .unwrap();
+        let wires: Vec<(String, String, bool)> = read(&c, "return [...document.querySelectorAll('#picture-svg line.wire')].map(l =>
+                    [l.dataset.from, l.dataset.to, l.classList.contains('culprit')]);").await;
         let has = |a: &str, b: &str| {
             wires
                 .iter()
