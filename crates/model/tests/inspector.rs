@@ -1,7 +1,9 @@
 //! NCCL Inspector records (`model::inspector`) read from the fixtures in
 //! `testdata/inspector/` (see SOURCES.md there) and from generated streams.
 
-use model::inspector::{parse, parse_json, parse_textfile, CollectiveRecord, Parsed, Skipped};
+use model::inspector::{
+    parse, parse_json, parse_textfile, record_json, CollectiveRecord, Parsed, Skipped,
+};
 use proptest::prelude::*;
 
 fn fixture(name: &str) -> Vec<u8> {
@@ -336,6 +338,33 @@ fn arb_stream() -> impl Strategy<Value = (Vec<CollectiveRecord>, Vec<u8>)> {
         }
         (records, text.into_bytes())
     })
+}
+
+proptest! {
+    /// What the writer writes, the reader reads back: every field, the times to the
+    /// microsecond (the plugin writes whole microseconds).
+    #[test]
+    fn written_records_read_back(records in proptest::collection::vec(arb_record(), 0..6)) {
+        let records: Vec<CollectiveRecord> = records.into_iter().map(|(r, _)| r).collect();
+        let text: String = records.iter().map(record_json).collect();
+        let parsed = parse_json(text.as_bytes());
+        prop_assert_eq!(&parsed.skipped, &Skipped::default());
+        prop_assert_eq!(parsed.records.len(), records.len());
+        for (read, written) in parsed.records.iter().zip(&records) {
+            let close = |a: f64, b: f64| (a - b).abs() <= 0.5;
+            prop_assert!(close(read.at_us, written.at_us), "{} {}", read.at_us, written.at_us);
+            match (read.kernel_start_us, written.kernel_start_us) {
+                (Some(r), Some(w)) => prop_assert!(close(r, w), "{} {}", r, w),
+                (r, w) => prop_assert_eq!(r, w),
+            }
+            let same = CollectiveRecord {
+                at_us: written.at_us,
+                kernel_start_us: written.kernel_start_us,
+                ..read.clone()
+            };
+            prop_assert_eq!(&same, written);
+        }
+    }
 }
 
 proptest! {

@@ -2,7 +2,7 @@
 //! objects pretty-printed one after another), for the tests of `job --nccl` and of the
 //! agent's `--nccl-dir`: a 16-rank job on 4 hosts, healthy or with a rank that arrives late.
 
-use std::fmt::Write as _;
+use model::inspector::CollectiveRecord;
 use std::path::{Path, PathBuf};
 
 /// Hosts of the written job, and GPUs (ranks) on each.
@@ -104,7 +104,8 @@ fn steps(
 }
 
 /// One v4.0 record of communicator `(id, rank, n_ranks, nnodes)`, pretty-printed as the
-/// plugin writes it.
+/// plugin writes it (`model::inspector::record_json`): its kernel ran at `start_us + sn`
+/// seconds (and 300 us) for `exec_us`.
 fn record(
     out: &mut String,
     (comm, rank, n_ranks, nnodes): (&str, u32, u32, u32),
@@ -114,35 +115,24 @@ fn record(
     sn: u64,
     exec_us: f64,
 ) {
-    let algobw = BYTES as f64 / (exec_us * 1e-6) / 1e9;
-    let busbw = algobw * 2.0 * f64::from(n_ranks - 1) / f64::from(n_ranks);
-    let dump = start_us + sn * 1_000_000 + exec_us as u64 + 300;
-    let _ = write!(
-        out,
-        r#"{{
-  "header": {{
-    "id": "{comm}",
-    "rank": {rank},
-    "n_ranks": {n_ranks},
-    "nnodes": {nnodes}
-  }},
-  "metadata": {{
-    "inspector_output_format_version": "v4.0",
-    "git_rev": "",
-    "rec_mechanism": "profiler_plugin",
-    "dump_timestamp_us": {dump},
-    "hostname": "{host}",
-    "pid": {pid}
-  }},
-  "coll_perf": {{
-    "coll": "AllReduce",
-    "coll_sn": {sn},
-    "coll_msg_size_bytes": {BYTES},
-    "coll_exec_time_us": {exec_us:.0},
-    "coll_algobw_gbs": {algobw:.6},
-    "coll_busbw_gbs": {busbw:.6}
-  }}
-}}
-"#
-    );
+    let exec_us = exec_us.round();
+    let algobw_gbs = BYTES as f64 / (exec_us * 1e-6) / 1e9;
+    out.push_str(&model::inspector::record_json(&CollectiveRecord {
+        communicator: comm.to_string(),
+        rank,
+        n_ranks,
+        n_nodes: nnodes,
+        hostname: host.to_string(),
+        pid: Some(u64::from(pid)),
+        gpu: None,
+        collective: "AllReduce".to_string(),
+        seq: sn,
+        bytes: BYTES,
+        exec_us,
+        algobw_gbs,
+        busbw_gbs: algobw_gbs * 2.0 * f64::from(n_ranks - 1) / f64::from(n_ranks),
+        kernel_start_us: None,
+        at_us: (start_us + sn * 1_000_000 + 300) as f64,
+        job: None,
+    }));
 }

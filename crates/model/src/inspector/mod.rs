@@ -13,9 +13,11 @@ use serde::{Deserialize, Serialize};
 
 mod json;
 mod textfile;
+mod write;
 
 pub use json::parse_json;
 pub use textfile::parse_textfile;
+pub use write::record_json;
 
 /// Reads one file's text, whichever mode wrote it: JSON when its first non-whitespace byte is
 /// `{`, else the textfile mode (where text that is not UTF-8 is all bad: one bad record per
