@@ -97,8 +97,8 @@ pub fn floors(a: &[f64], b: &[f64]) -> Option<Floors> {
     let quiet = |v: &[f64]| v.iter().take_while(|&&x| x <= QUIET * fastest).count();
     let quiet = (quiet(&a), quiet(&b));
     let k = quiet.0.min(quiet.1).clamp(1, FLOOR_RANK);
-    // Each has at least one run, and k is at most the fewer quiet runs where that is 1 or more.
-    let kth = |v: &[f64]| v[(k - 1).min(v.len() - 1)];
+    // k is 1, or at most the fewer quiet runs: within each tool's runs.
+    let kth = |v: &[f64]| v[k - 1];
     Some(Floors {
         a: kth(&a),
         b: kth(&b),

@@ -11,7 +11,7 @@
 //! A post is refused as a run is (401 no or unknown token, 403 a token of another host, 413
 //! over the collector's body limit, 422 refused by the database for what it holds, 503 the
 //! database is unreachable), and 400 names the job, summary and field outside the contract
-//! ([`check`]): more than [`MAX_SUMMARIES`] summaries or [`MAX_JOBS`] jobs, a job given
+//! (`check`): more than [`MAX_SUMMARIES`] summaries or [`MAX_JOBS`] jobs, a job given
 //! twice, a summary whose number is not finite or negative, width 0, count 0, sequence
 //! numbers out of order, an empty name, a key given twice.
 //!
@@ -147,7 +147,7 @@ async fn post_collectives(
             host: upload.host,
         });
     }
-    check(&upload).map_err(ApiError::BadRequest)?;
+    check(&upload).map_err(|why| ApiError::BadRequest(why.to_string()))?;
     let mut client = pool.get().await?;
     let now_s = model::time::unix_ms(SystemTime::now()) as f64 / 1e3;
     let (new, replaced) = store(&mut client, &upload, now_s)
@@ -178,41 +178,64 @@ fn database_error(e: &tokio_postgres::Error) -> ApiError {
     }
 }
 
-/// Why `upload` is outside the contract, naming the job, summary and field: the words of
-/// the 400 ([`ApiError::BadRequest`]) its one caller answers.
-fn check(upload: &CollectivesUpload) -> Result<(), String> {
+/// Why posted collectives are outside the contract: the field, then why (`summaries[3].count:
+/// 0 (...)`), the words of a 400.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct OutsideContract(String);
+
+impl OutsideContract {
+    /// The same, of the field `field` holds (`jobs[0]`, `body`).
+    pub(crate) fn under(self, field: &str) -> OutsideContract {
+        OutsideContract(format!("{field}.{}", self.0))
+    }
+}
+
+/// Why `upload` is outside the contract, naming the job, summary and field.
+fn check(upload: &CollectivesUpload) -> Result<(), OutsideContract> {
     if upload.jobs.len() > MAX_JOBS {
-        return Err(format!(
+        return Err(OutsideContract(format!(
             "jobs: {} is more than {MAX_JOBS}",
             upload.jobs.len()
-        ));
+        )));
     }
     let total: usize = upload.jobs.iter().map(|j| j.summaries.len()).sum();
     if total > MAX_SUMMARIES {
-        return Err(format!(
+        return Err(OutsideContract(format!(
             "summaries: {total} is more than {MAX_SUMMARIES} in one post"
-        ));
+        )));
     }
     let mut jobs = HashSet::new();
     for (i, job) in upload.jobs.iter().enumerate() {
         if !jobs.insert(&job.job) {
-            return Err(format!("jobs[{i}].job: {:?} is given twice", job.job));
+            return Err(OutsideContract(format!(
+                "jobs[{i}].job: {:?} is given twice",
+                job.job
+            )));
         }
-        check_job(job).map_err(|why| format!("jobs[{i}].{why}"))?;
+        check_job(job).map_err(|why| why.under(&format!("jobs[{i}]")))?;
     }
     Ok(())
 }
 
-/// Why one job's collectives are outside the contract, naming the field (`summaries[3].
-/// count: 0 ...`): the words of a 400, of an upload ([`check`]) or of the collectives a
-/// verdict's caller posted (crate::job). The summaries' count is the caller's to bound.
-pub(crate) fn check_job(job: &JobCollectives) -> Result<(), String> {
+/// Why one job's collectives are outside the contract, naming the field: those of an upload
+/// ([`check`]) or those a verdict's caller posted (crate::job), at most [`MAX_SUMMARIES`].
+pub(crate) fn check_job(job: &JobCollectives) -> Result<(), OutsideContract> {
+    let outside = |why: String| Err(OutsideContract(why));
+    if job.summaries.len() > MAX_SUMMARIES {
+        return outside(format!(
+            "summaries: {} is more than {MAX_SUMMARIES}",
+            job.summaries.len()
+        ));
+    }
     if job.job.as_deref() == Some("") {
-        return Err("job: empty (null when unknown)".into());
+        return outside("job: empty (null when unknown)".into());
     }
     let mut keys = HashSet::new();
     for (k, s) in job.summaries.iter().enumerate() {
-        check_summary(s).map_err(|why| format!("summaries[{k}].{why}"))?;
+        if let Err(why) = check_summary(s) {
+            return outside(format!("summaries[{k}].{why}"));
+        }
         let key = (
             &s.communicator,
             s.rank,
@@ -221,7 +244,7 @@ pub(crate) fn check_job(job: &JobCollectives) -> Result<(), String> {
             s.start_s.to_bits(),
         );
         if !keys.insert(key) {
-            return Err(format!(
+            return outside(format!(
                 "summaries[{k}]: communicator, rank, collective, bytes and start_s are those \
                  of an earlier summary"
             ));
@@ -288,9 +311,10 @@ fn check_summary(s: &RankSummary) -> Result<(), String> {
     Ok(())
 }
 
-/// The jobs whose collectives were posted since the watch last read them, and its wake-up:
-/// a post is judged at once rather than at the next listing (crate::slow_jobs) (issue 39 item 7: the
-/// verdict within 30 s of the onset), and only the jobs posted are read again.
+/// The jobs whose collectives were posted since the slow-job watch last read them, and its
+/// wake-up (crate::slow_jobs): a post is judged at once rather than at the next listing
+/// (issue 39 item 7: the verdict within 30 s of the onset), and only the jobs posted are
+/// read again.
 #[derive(Debug, Default)]
 pub struct Posted {
     jobs: std::sync::Mutex<BTreeSet<String>>,
@@ -522,16 +546,15 @@ pub(crate) struct JobRead {
     pub last_seen: f64,
 }
 
-/// The job's newest summaries in the window (at most [`MAX_ROWS_PER_JOB`]), its counts, and
-/// its symptom; `None` without a summary (the unnamed job `''` included).
-pub(crate) async fn read_job(
+/// The job's newest summaries whose buckets end at or after `since`: at most
+/// [`MAX_ROWS_PER_JOB`] read, newest first, the oldest bucket dropped when the read hit the
+/// cap ([`drop_cut_bucket`]); and whether it did. The one read of a job's summaries, for its
+/// symptom and its series (crate::job_series).
+pub(crate) async fn newest_summaries(
     client: &tokio_postgres::Client,
     job: &str,
     since: f64,
-) -> Result<Option<JobRead>, tokio_postgres::Error> {
-    if job.is_empty() {
-        return Ok(None);
-    }
+) -> Result<(Vec<RankSummary>, bool), tokio_postgres::Error> {
     let rows = client
         .query(
             "SELECT communicator, rank, n_ranks, n_nodes, hostname, pid, gpu, collective,
@@ -562,12 +585,31 @@ pub(crate) async fn read_job(
             busbw_gbs: r.get(15),
         })
         .collect();
-    if summaries.len() as i64 == MAX_ROWS_PER_JOB {
-        // The cap may have cut the oldest bucket: judged on some of its ranks it would
-        // look like stragglers or a drop that is not there.
-        let oldest = summaries.last().map(|s| s.start_s);
-        summaries.retain(|s| Some(s.start_s) != oldest);
+    let capped = summaries.len() as i64 == MAX_ROWS_PER_JOB;
+    if capped {
+        drop_cut_bucket(&mut summaries);
     }
+    Ok((summaries, capped))
+}
+
+/// Drops the oldest bucket of a read the cap may have cut: judged or drawn on some of its
+/// ranks it would show stragglers, or a drop or a rise, that are not there.
+fn drop_cut_bucket(summaries: &mut Vec<RankSummary>) {
+    let oldest = summaries.iter().map(|s| s.start_s).reduce(f64::min);
+    summaries.retain(|s| Some(s.start_s) != oldest);
+}
+
+/// The job's newest summaries in the window (at most [`MAX_ROWS_PER_JOB`]), its counts, and
+/// its symptom; `None` without a summary (the unnamed job `''` included).
+pub(crate) async fn read_job(
+    client: &tokio_postgres::Client,
+    job: &str,
+    since: f64,
+) -> Result<Option<JobRead>, tokio_postgres::Error> {
+    if job.is_empty() {
+        return Ok(None);
+    }
+    let (summaries, _) = newest_summaries(client, job, since).await?;
     let Some(last_seen) = summaries
         .iter()
         .map(|s| s.start_s + s.width_s)
@@ -621,5 +663,41 @@ fn entry(job: String, read: &JobRead, verdict: Option<(String, f64)>) -> JobEntr
         verdict_at: verdict.as_ref().map(|v| v.1),
         verdict: verdict.map(|v| v.0),
         last_seen: read.last_seen,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(start_s: f64) -> RankSummary {
+        RankSummary {
+            communicator: "0xa".into(),
+            rank: 0,
+            n_ranks: 4,
+            n_nodes: 1,
+            hostname: "node001".into(),
+            pid: None,
+            gpu: None,
+            collective: "AllReduce".into(),
+            bytes: 1 << 20,
+            start_s,
+            width_s: 5.0,
+            count: 1,
+            first_seq: 0,
+            last_seq: 0,
+            exec_us: 1.0,
+            busbw_gbs: 1.0,
+        }
+    }
+
+    #[test]
+    fn a_capped_read_drops_its_oldest_bucket() {
+        let mut read = vec![summary(5.0), summary(5.0), summary(0.0)];
+        drop_cut_bucket(&mut read);
+        assert_eq!(
+            read.iter().map(|s| s.start_s).collect::<Vec<_>>(),
+            [5.0, 5.0]
+        );
     }
 }

@@ -6,8 +6,8 @@
 //! |---|---|
 //! | `GET /api/jobs/{job}/busbw?since=T` | the job's series over the summaries whose buckets end at or after `T` (Unix seconds; the last 24 h by default); 404 naming the job when it has none there, 400 a `since` that is not a number |
 //!
-//! The read is bounded as the symptom's is (crate::collectives): the job's newest
-//! [`MAX_ROWS_PER_JOB`] summaries in the window, the oldest bucket dropped when the cap cut
+//! The read is the symptom's (crate::collectives::newest_summaries): the job's newest
+//! [`MAX_ROWS_PER_JOB`](crate::collectives::MAX_ROWS_PER_JOB) summaries in the window, the oldest bucket dropped when the cap cut
 //! it (a median over some of its ranks would draw a drop or a rise that is not there), and
 //! at most [`MAX_POINTS`] points a series: a longer series merges neighbouring buckets, each
 //! point then the median over all the ranks' summaries of its buckets. The median per bucket
@@ -15,12 +15,13 @@
 //! falls where the symptom's onset says.
 
 use crate::api::ApiError;
-use crate::collectives::{WindowParams, MAX_ROWS_PER_JOB};
+use crate::collectives::{newest_summaries, WindowParams};
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use deadpool_postgres::Pool;
 use fleet_api::job_series::{BusbwPoint, BusbwSeries, JobBusbw, MAX_POINTS};
+use model::inspector::RankSummary;
 use std::collections::BTreeMap;
 
 /// The routes, over the database.
@@ -43,28 +44,9 @@ async fn job_busbw(
         return Err(none());
     }
     let client = pool.get().await?;
-    let rows = client
-        .query(
-            "SELECT communicator, collective, bytes, n_ranks, start_s, width_s, busbw_gbs
-             FROM job_collectives WHERE job = $1 AND start_s + width_s >= $2
-             ORDER BY start_s DESC LIMIT $3",
-            &[&job, &since, &MAX_ROWS_PER_JOB],
-        )
-        .await?;
-    let truncated = rows.len() as i64 == MAX_ROWS_PER_JOB;
-    let rows: Vec<Row> = rows
-        .iter()
-        .map(|r| Row {
-            communicator: r.get(0),
-            collective: r.get(1),
-            bytes: r.get::<_, i64>(2) as u64,
-            n_ranks: r.get::<_, i32>(3) as u32,
-            start_s: r.get(4),
-            width_s: r.get(5),
-            busbw_gbs: r.get(6),
-        })
-        .collect();
-    let (summaries, series) = series(rows, truncated);
+    let (rows, truncated) = newest_summaries(&client, &job, since).await?;
+    let summaries = rows.len() as u64;
+    let series = series(rows);
     if series.is_empty() {
         return Err(none());
     }
@@ -77,29 +59,10 @@ async fn job_busbw(
     }))
 }
 
-/// One rank's summary of one bucket, as read.
-#[derive(Debug, Clone, PartialEq)]
-struct Row {
-    communicator: String,
-    collective: String,
-    bytes: u64,
-    n_ranks: u32,
-    start_s: f64,
-    width_s: f64,
-    busbw_gbs: f64,
-}
-
-/// The series of `rows` (the job's newest summaries, newest first as read), and how many
-/// summaries they are of. `capped`: the read hit its cap, so the oldest bucket may hold
-/// some of its ranks only and is dropped.
-fn series(mut rows: Vec<Row>, capped: bool) -> (u64, Vec<BusbwSeries>) {
-    if capped {
-        let oldest = rows.iter().map(|r| r.start_s).reduce(f64::min);
-        rows.retain(|r| Some(r.start_s) != oldest);
-    }
-    let summaries = rows.len() as u64;
+/// The series of `rows`, a job's summaries as read (crate::collectives::newest_summaries).
+fn series(rows: Vec<RankSummary>) -> Vec<BusbwSeries> {
     // (communicator, collective, bytes) -> bucket start -> its rows.
-    type Buckets = BTreeMap<u64, Vec<Row>>;
+    type Buckets = BTreeMap<u64, Vec<RankSummary>>;
     let mut groups: BTreeMap<(String, String, u64), Buckets> = BTreeMap::new();
     for r in rows {
         // Starts are not negative (the post's contract): their bits sort as the numbers do
@@ -112,10 +75,10 @@ fn series(mut rows: Vec<Row>, capped: bool) -> (u64, Vec<BusbwSeries>) {
             .or_default()
             .push(r);
     }
-    let series = groups
+    groups
         .into_iter()
         .map(|((communicator, collective, bytes), buckets)| {
-            let buckets: Vec<Vec<Row>> = buckets.into_values().collect();
+            let buckets: Vec<Vec<RankSummary>> = buckets.into_values().collect();
             let ranks = buckets.iter().flatten().map(|r| r.n_ranks).max();
             // Neighbouring buckets merged, so that no series has more than MAX_POINTS.
             let per_point = buckets.len().div_ceil(MAX_POINTS).max(1);
@@ -128,13 +91,12 @@ fn series(mut rows: Vec<Row>, capped: bool) -> (u64, Vec<BusbwSeries>) {
                 points,
             }
         })
-        .collect();
-    (summaries, series)
+        .collect()
 }
 
 /// One point of consecutive buckets (oldest first, none empty): the median over all their
 /// rows.
-fn point(buckets: &[Vec<Row>]) -> BusbwPoint {
+fn point(buckets: &[Vec<RankSummary>]) -> BusbwPoint {
     let first = &buckets[0][0];
     let end = buckets
         .iter()
@@ -155,14 +117,23 @@ fn point(buckets: &[Vec<Row>]) -> BusbwPoint {
 mod tests {
     use super::*;
 
-    fn row(communicator: &str, start_s: f64, busbw_gbs: f64) -> Row {
-        Row {
+    fn row(communicator: &str, start_s: f64, busbw_gbs: f64) -> RankSummary {
+        RankSummary {
             communicator: communicator.into(),
+            rank: 0,
+            n_ranks: 4,
+            n_nodes: 1,
+            hostname: "node001".into(),
+            pid: None,
+            gpu: None,
             collective: "AllReduce".into(),
             bytes: 1 << 20,
-            n_ranks: 4,
             start_s,
             width_s: 5.0,
+            count: 1,
+            first_seq: 0,
+            last_seq: 0,
+            exec_us: 1.0,
             busbw_gbs,
         }
     }
@@ -177,8 +148,7 @@ mod tests {
             row("0xa", 0.0, 2.0),
             row("0xa", 0.0, 6.0),
         ];
-        let (n, series) = series(rows, false);
-        assert_eq!(n, 6);
+        let series = series(rows);
         assert_eq!(series.len(), 2);
         let a = &series[0];
         assert_eq!((a.communicator.as_str(), a.ranks), ("0xa", 4));
@@ -192,20 +162,11 @@ mod tests {
     }
 
     #[test]
-    fn a_capped_read_drops_its_oldest_bucket() {
-        let rows = vec![row("0xa", 5.0, 4.0), row("0xa", 0.0, 1.0)];
-        let (n, series) = series(rows, true);
-        assert_eq!(n, 1);
-        assert_eq!(series[0].points.len(), 1);
-        assert_eq!(series[0].points[0].start_s, 5.0);
-    }
-
-    #[test]
     fn a_long_series_merges_neighbouring_buckets_into_at_most_600_points() {
-        let rows: Vec<Row> = (0..1500)
+        let rows: Vec<RankSummary> = (0..1500)
             .map(|b| row("0xa", 5.0 * b as f64, b as f64))
             .collect();
-        let (_, series) = series(rows, false);
+        let series = series(rows);
         let points = &series[0].points;
         assert_eq!(points.len(), 500, "three buckets a point");
         assert!(points.len() <= MAX_POINTS);

@@ -20,7 +20,7 @@
 //! Probes run when the collector holds a probe token for its own verdicts (`--judge-probe-
 //! token-file`), as `probe=1` does: checks of hosts without one, pairs, follow-ups.
 
-use crate::collectives::{read_job, running_jobs, Posted};
+use crate::collectives::{read_job, running_jobs, JobRead, Posted};
 use crate::job::measure::Fleet;
 use crate::job::query::{VerdictQuery, Window};
 use crate::mesh::Access;
@@ -149,7 +149,7 @@ struct Watched {
 }
 
 /// Watches the running jobs until the process stops: the jobs `posted` marks as soon as
-/// they are posted (at most one read a [`MIN_GAP`]), and every [`EVERY`] the list of
+/// they are posted (at most one read a `MIN_GAP` (a second)), and every [`EVERY`] the list of
 /// running jobs, which drops the jobs that ended and reads those not seen yet (after a
 /// restart). Each job that turned slow is judged (probing with `probe_token` when given); a
 /// failed read goes to `log` and its jobs are read again at the next wake-up.
@@ -264,7 +264,7 @@ impl Watch<'_> {
                     Some(report.clone())
                 }
                 (Some(onset), _) => {
-                    let report = self.judge(&job, &read.nodes, onset).await?;
+                    let report = self.judge(&job, &read, onset).await?;
                     log(format!(
                         "slow jobs: job {job} slowed at {onset:.0} (unix s): {}",
                         report.summary
@@ -278,13 +278,14 @@ impl Watch<'_> {
         Ok(())
     }
 
-    /// Runs the verdict on `job` (its ranks' hosts `nodes`, slow since `onset_s`) over
-    /// [`LEAD_S`] before the onset to now, and stores it.
-    async fn judge(&self, job: &str, nodes: &[String], onset_s: f64) -> Result<JobReport, String> {
+    /// Runs the verdict on `job`, slow since `onset_s`, over [`LEAD_S`] before the onset to
+    /// now, and stores it: its nodes are its ranks' hosts, and its collectives those just
+    /// `read` (not read again).
+    async fn judge(&self, job: &str, read: &JobRead, onset_s: f64) -> Result<JobReport, String> {
         let until_s = self.now_s.ceil() as i64;
         let probe = self.probe_token.is_some();
         let query = VerdictQuery {
-            nodes: nodes.to_vec(),
+            nodes: read.nodes.clone(),
             window: Window {
                 since_s: (onset_s.floor() as i64 - LEAD_S).min(until_s - 1),
                 until_s,
@@ -292,7 +293,7 @@ impl Watch<'_> {
             job: Some(job.to_string()),
             probe,
             what_if: None,
-            collectives: None,
+            collectives: Some(read.evidence.clone()),
         };
         let options = Options {
             probe,

@@ -21,7 +21,10 @@ use crate::progress;
 /// Runs `hostping job`.
 pub fn run(args: JobArgs) -> Result<Outcome> {
     // Posted to a collector, the summaries are bounded as an agent's post is.
-    let cap = args.collector.as_ref().map(|_| real::MAX_POSTED_SUMMARIES);
+    let cap = args
+        .collector
+        .as_ref()
+        .map(|_| collector::collectives::MAX_SUMMARIES);
     let collectives = args
         .nccl
         .as_deref()

@@ -1,9 +1,10 @@
 //! `GET /api/jobs/verdict?nodes=LIST&since=T&until=T[&job=ID][&probe=1]
 //! [&what_if=ring|tree&observed_us=X[&bytes=N]]`: the job verdict on real hosts (DESIGN
-//! 4.7). With `job`, the collectives its agents sent for that job are evidence too (DESIGN
-//! 4.8); a `POST` to the same URL carries the job's own collectives instead, read by the
-//! caller from the job's dump directory (`hostping job --collector --nccl DIR`). The collector gathers a [`model::job::JobEvidence`] from what it holds and answers
-//! `analyze::job::judge`'s [`model::job::JobReport`] with `"simulated": false`.
+//! 4.7). The collector gathers a [`model::job::JobEvidence`] from what it holds and answers
+//! `analyze::job::judge`'s [`model::job::JobReport`] with `"simulated": false`. With `job`,
+//! the collectives its agents sent for that job are evidence too (DESIGN 4.8); a `POST` to
+//! the same URL carries the job's own collectives instead, read by the caller from the
+//! job's dump directory (`hostping job --collector --nccl DIR`).
 //!
 //! Reading is open, as the other GET endpoints are; `probe=1` asks each node without a run
 //! in the window for a check and runs pair probes through the agents as `POST /api/mesh`
@@ -44,7 +45,6 @@ pub mod routes;
 pub mod what_if;
 
 use crate::agents::refuse;
-use crate::collectives::MAX_SUMMARIES;
 use crate::mesh::Access;
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
@@ -60,7 +60,7 @@ use query::VerdictQuery;
 use std::time::SystemTime;
 use verdict::pipeline::{self, Options};
 
-/// The most a `POST` of a job's collectives may weigh: [`MAX_SUMMARIES`] summaries of a few
+/// The most a `POST` of a job's collectives may weigh: [`MAX_SUMMARIES`](crate::collectives::MAX_SUMMARIES) summaries of a few
 /// hundred bytes each, with room.
 pub const MAX_POSTED_BYTES: usize = 8 << 20;
 
@@ -85,7 +85,7 @@ async fn verdict(
 }
 
 /// `POST`: the body is the job's own collectives (`fleet_api::collectives::JobCollectives`,
-/// at most [`MAX_SUMMARIES`] summaries, checked as an agent's are), judged in place of those
+/// at most [`MAX_SUMMARIES`](crate::collectives::MAX_SUMMARIES) summaries, checked as an agent's are), judged in place of those
 /// the agents sent; 400 names the field outside the contract, 413 a body over
 /// [`MAX_POSTED_BYTES`].
 async fn verdict_with_collectives(
@@ -98,15 +98,8 @@ async fn verdict_with_collectives(
         Ok(posted) => posted,
         Err(e) => return refuse(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
-    if posted.summaries.len() > MAX_SUMMARIES {
-        let why = format!(
-            "body.summaries: {} is more than {MAX_SUMMARIES}",
-            posted.summaries.len()
-        );
-        return refuse(StatusCode::BAD_REQUEST, why);
-    }
     if let Err(why) = crate::collectives::check_job(&posted) {
-        return refuse(StatusCode::BAD_REQUEST, format!("body.{why}"));
+        return refuse(StatusCode::BAD_REQUEST, why.under("body").to_string());
     }
     let evidence = CollectiveEvidence {
         records: posted.records,

@@ -35,8 +35,9 @@ pub struct VerdictQuery {
     pub probe: bool,
     /// The what-if asked for.
     pub what_if: Option<WhatIf>,
-    /// The job's own collectives as the caller posted them (`POST`); `None`: those its
-    /// agents sent, when `job` is given (crate::collectives).
+    /// The job's own collectives as already read: posted by the caller (`POST`), or read by
+    /// the slow-job watch (crate::slow_jobs); `None`: those its agents sent are read, when
+    /// `job` is given (crate::collectives).
     pub collectives: Option<model::job::CollectiveEvidence>,
 }
 

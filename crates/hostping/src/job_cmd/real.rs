@@ -27,10 +27,6 @@ const PROBE_WAIT: Duration = Duration::from_secs(3600);
 /// hosts), one request at a time at the collector.
 const WHAT_IF_WAIT: Duration = Duration::from_secs(600);
 
-/// The most summaries `--nccl` sends with the question: what the collector takes in one
-/// post.
-pub const MAX_POSTED_SUMMARIES: usize = collector::collectives::MAX_SUMMARIES;
-
 /// Asks the collector for the verdict, with the job's own `collectives` when read, and
 /// prints it.
 pub fn run(args: &JobArgs, collectives: Option<CollectiveEvidence>) -> Result<Outcome> {
