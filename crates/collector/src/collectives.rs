@@ -28,9 +28,9 @@
 //! buckets' ends.
 //!
 //! The reads are bounded: a job's symptom is judged over its newest [`MAX_ROWS_PER_JOB`]
-//! summaries in the window (the oldest bucket dropped when the cap cut it, so that no bucket
-//! is judged on some of its ranks), and the list holds the [`MAX_JOBS_LISTED`] jobs seen
-//! last.
+//! summaries in the window, and the list holds the [`MAX_JOBS_LISTED`] jobs seen last. No
+//! bucket is judged on some of its ranks: the oldest is dropped when the cap cut it, and
+//! one that some ranks' hosts have not posted yet waits for them up to [`LATE_RANKS_S`].
 
 use crate::api::{authorized_body, ApiError};
 use axum::body::Body;
@@ -45,7 +45,7 @@ use fleet_api::collectives::{CollectivesStored, CollectivesUpload, JobCollective
 use fleet_api::tokens::Tokens;
 use model::inspector::{RankSummary, Skipped, Symptom};
 use model::job::CollectiveEvidence;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -589,7 +589,37 @@ pub(crate) async fn newest_summaries(
     if capped {
         drop_cut_bucket(&mut summaries);
     }
+    let now_s = model::time::unix_ms(SystemTime::now()) as f64 / 1e3;
+    drop_unfinished_buckets(&mut summaries, now_s);
     Ok((summaries, capped))
+}
+
+/// How long after its end a bucket may still lack some ranks' summaries: each host's agent
+/// posts a closed bucket at its next poll (agent::nccl: a width and up to 5 s after its
+/// end), so every rank's has arrived within seconds; past this, a rank still missing is one
+/// whose agent does not post, and the bucket is read without it.
+pub const LATE_RANKS_S: f64 = 30.0;
+
+/// Drops the buckets that some ranks of their communicator have not posted yet and that
+/// ended less than [`LATE_RANKS_S`] before `now_s`. Judged on the ranks of the hosts that
+/// posted first, they would show stragglers, or a drop or a rise, that are not there (a
+/// straggler's waiting peers alone read as a slow communicator without one).
+fn drop_unfinished_buckets(summaries: &mut Vec<RankSummary>, now_s: f64) {
+    let key = |s: &RankSummary| {
+        (
+            s.communicator.clone(),
+            s.collective.clone(),
+            s.bytes,
+            s.start_s.to_bits(),
+        )
+    };
+    let mut ranks: HashMap<_, usize> = HashMap::new();
+    for s in summaries.iter() {
+        *ranks.entry(key(s)).or_default() += 1;
+    }
+    summaries.retain(|s| {
+        s.start_s + s.width_s <= now_s - LATE_RANKS_S || ranks[&key(s)] >= s.n_ranks as usize
+    });
 }
 
 /// Drops the oldest bucket of a read the cap may have cut: judged or drawn on some of its
@@ -689,6 +719,22 @@ mod tests {
             exec_us: 1.0,
             busbw_gbs: 1.0,
         }
+    }
+
+    #[test]
+    fn a_bucket_some_ranks_have_not_posted_waits_for_them_a_while() {
+        let of = |rank: u32, start_s: f64| RankSummary {
+            rank,
+            n_ranks: 2,
+            ..summary(start_s)
+        };
+        let now = 100.0;
+        // Bucket 60 has one rank of two but ended 35 s ago: read without the other. Bucket
+        // 80 is whole. Bucket 90 lacks rank 1 and ended 5 s ago: not read yet.
+        let mut read = vec![of(0, 90.0), of(1, 80.0), of(0, 80.0), of(0, 60.0)];
+        drop_unfinished_buckets(&mut read, now);
+        let kept: Vec<(u32, f64)> = read.iter().map(|s| (s.rank, s.start_s)).collect();
+        assert_eq!(kept, [(1, 80.0), (0, 80.0), (0, 60.0)]);
     }
 
     #[test]
