@@ -10,6 +10,12 @@
 # that goes first alternating. A round is one `hostping check` (two tests: mem0 and mem1,
 # each its own QP) and two ib_read_lat runs.
 #
+# hostping's engine posts from the CPUs of rxe0's NUMA node (it pins each test there,
+# crates/rdma/src/engine/affinity.rs); ib_read_lat runs as its users run it by default. Pinned
+# with taskset as well it met, now and then, a state of its own twice as fast (one run of
+# 25.9 us among 46.9-55 us), which the floors pass over but which would decide them if it came
+# three times.
+#
 # Writes, per round R, $out/read-pass-mark/R/hostping.json (`hostping check --op read`'s
 # report) and $out/read-pass-mark/R/perftest/summary.json (perftest.sh's, ib_read_lat alone,
 # two runs).
@@ -18,7 +24,7 @@ set -uo pipefail
 hostping=${1:?usage: read-pass-mark.sh HOSTPING}
 out="${HOSTPING_GUEST_OUT:?run inside scripts/guest/run.sh}/softroce"
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROUNDS=12
+ROUNDS=16
 
 hostping_read() {
     # Its exit status is not looked at: a finding (1; this guest's like paths differ at

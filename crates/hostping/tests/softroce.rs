@@ -400,7 +400,7 @@ fn real_backends_on_soft_roce() {
         "read pass mark: {rounds} rounds, hostping {hp_read:.2?} us, ib_read_lat {pt_read:.2?} us"
     );
     assert!(
-        rounds >= 12 && hp_read.len() * 4 >= rounds * 6 && pt_read.len() * 4 >= rounds * 6,
+        rounds >= 16 && hp_read.len() * 4 >= rounds * 6 && pt_read.len() * 4 >= rounds * 6,
         "most tests gave a figure (two per round for each tool): {hp_read:?} {pt_read:?}\n{}",
         read(&dir, "read-pass-mark.err")
     );
@@ -416,12 +416,10 @@ fn real_backends_on_soft_roce() {
         floors.a,
         floors.b
     );
-    // The bound guards against a cost per iteration coming back, such as the two clock reads
-    // inside each timed wait that made the medians' gap 1.22 (BENCHMARKS.md): about 6 us of
-    // 60 on top of today's gap. It is not the issue's 10 %: runs of this guest gave 1.05 to
-    // 1.16, and the gap left is not understood (BENCHMARKS.md, "READ pass mark").
+    // Issue 38's pass mark: within 10 % (BENCHMARKS.md, "READ pass mark"). The engine posts
+    // from the CPUs of rxe0's NUMA node; ib_read_lat runs unpinned, as by default.
     assert!(
-        read_ratio <= 1.25,
+        read_ratio <= 1.10,
         "the loopback READ's floor is {read_ratio:.3} of ib_read_lat's: {hp_read:?} {pt_read:?}"
     );
 

@@ -487,6 +487,8 @@ fn dgx_a100_ports_gpus_nodes_bindings_and_notes() {
         link_layer,
         lid: Some(lid),
         software: false,
+        // The fixture's first two NICs hang below node 0's root ports, the others node 1's.
+        numa_node: Some(u32::from(device > "mlx5_1")),
     };
     let want = Bindings {
         rnics: vec![

@@ -6,11 +6,13 @@
 //! registration refused, a timeout, a work completion in error) is an error for that path
 //! only; `probe::run` records it and goes on with the next path.
 
+mod affinity;
 mod clock;
 pub mod fault;
 mod loopback;
 pub mod pair;
 
+use crate::counters::uncore::parse_cpulist;
 use crate::memory::cuda::{self, Cuda, GpuUnavailable};
 use crate::memory::host::{numa_supported, HostRegion, Pages};
 use crate::memory::EndpointMemory;
@@ -49,6 +51,8 @@ impl Default for EngineOptions {
 pub struct VerbsEngine {
     verbs: Arc<Verbs>,
     rnics: HashMap<ComponentId, Result<RnicPort, OpenPortError>>,
+    /// Each RNIC's NUMA node's CPUs, which its tests post from ([`affinity`]).
+    local_cpus: HashMap<ComponentId, Vec<u32>>,
     memory_nodes: HashMap<ComponentId, u32>,
     gpus: HashMap<ComponentId, String>,
     cuda: Option<Result<Arc<Cuda>, GpuUnavailable>>,
@@ -143,9 +147,15 @@ impl VerbsEngine {
             .iter()
             .map(|(id, b)| (id.clone(), open_port(&verbs, b)))
             .collect();
+        let local_cpus = bindings
+            .rnics
+            .iter()
+            .filter_map(|(id, b)| Some((id.clone(), node_cpus(&root, b.numa_node?))))
+            .collect();
         VerbsEngine {
             verbs,
             rnics,
+            local_cpus,
             memory_nodes: bindings.memory.iter().cloned().collect(),
             gpus: bindings
                 .gpus
@@ -226,6 +236,17 @@ impl VerbsEngine {
     }
 }
 
+/// The CPUs of NUMA node `node`; none when sysfs does not say (the test then runs where it
+/// is).
+fn node_cpus(root: &SysRoot, node: u32) -> Vec<u32> {
+    let list = root.path(&format!("sys/devices/system/node/node{node}/cpulist"));
+    root.read_optional(&list)
+        .ok()
+        .flatten()
+        .and_then(|text| parse_cpulist(&text).ok())
+        .unwrap_or_default()
+}
+
 /// Read and write regions are whole pages.
 fn region_bytes(bytes: u64) -> usize {
     (bytes.max(1) as usize).next_multiple_of(4096)
@@ -247,6 +268,7 @@ impl ProbeEngine for VerbsEngine {
         self.tests += 1;
         let seed = self.tests as u8;
         let settings = self.settings(path);
+        let _pinned = self.pin_near(&path.rnic);
         loopback::latency(self.port(&path.rnic)?, &mem, region, spec, &settings, seed)
     }
 
@@ -270,6 +292,12 @@ impl VerbsEngine {
         let region = region_bytes(working_set_bytes.max(spec.message_bytes));
         let mem = self.memory(&path.endpoint, 2 * region, pages)?;
         let settings = self.settings(path);
+        let _pinned = self.pin_near(&path.rnic);
         loopback::stream(self.port(&path.rnic)?, &mem, region, spec, &settings)
+    }
+
+    /// Pins the calling thread to `rnic`'s node's CPUs until the guard drops.
+    fn pin_near(&self, rnic: &ComponentId) -> Option<affinity::Pinned> {
+        affinity::Pinned::to(self.local_cpus.get(rnic)?)
     }
 }

@@ -411,6 +411,7 @@ impl PairPort {
             },
             lid: None,
             software: false,
+            numa_node: None,
         };
         open_port(verbs, &binding).map(PairPort)
     }

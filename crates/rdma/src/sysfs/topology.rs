@@ -66,6 +66,9 @@ pub struct RnicBinding {
     pub lid: Option<u16>,
     /// A software device (rxe): no GPU memory through it.
     pub software: bool,
+    /// The NUMA node of its PCI function (its netdev's, for a software device): the node
+    /// whose CPUs a loopback test posts from.
+    pub numa_node: Option<u32>,
 }
 
 /// Model ids to devices, for every RNIC, memory node and GPU of a discovered host.
@@ -487,6 +490,7 @@ impl Model<'_> {
             link_layer: port.link_layer.clone(),
             lid: port.lid,
             software: port.software,
+            numa_node: port.numa_node,
         };
         self.bindings.rnics.push((id.clone(), binding));
         id
