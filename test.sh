@@ -32,6 +32,9 @@ scripts/guest/setup.sh --kernel odp
 # every query of the Grafana dashboard (packaging/grafana/; its switch-port row runs on ibsim
 # in agent_fabric.rs). The Kubernetes and container files are checked by deploy_manifests.rs.
 command -v prometheus >/dev/null 2>&1 || apt_install prometheus
+# A real Alertmanager (Debian's package) receives the collector's alerts and their
+# resolutions in crates/hostping/tests/actions.rs (the test starts its own on a free port).
+command -v prometheus-alertmanager >/dev/null 2>&1 || apt_install prometheus-alertmanager
 # PostgreSQL's server binaries for crates/hostping/tests/collector.rs (each test initdb's a
 # throw-away cluster in a temporary folder, as `nobody` when run as root, on a free port).
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || apt_install postgresql
@@ -54,7 +57,10 @@ if ! command -v slurmctld >/dev/null 2>&1 || ! command -v slurmd >/dev/null 2>&1
     apt_install slurm-wlm munge
 fi
 export HOSTPING_REQUIRE_VERBS_HEADERS=1 HOSTPING_REQUIRE_PROMETHEUS=1 HOSTPING_REQUIRE_IBSIM=1
-# Slurm's scontrol is the reference for hostlist expansion (crates/model/tests/hostlist_scontrol.rs).
+export HOSTPING_REQUIRE_ALERTMANAGER=1
+# Slurm's scontrol is the reference for hostlist expansion (crates/model/tests/hostlist_scontrol.rs);
+# a one-node Slurm is drained and resumed for real by crates/slurm/tests/node_scontrol.rs and
+# by the collector's actions in crates/hostping/tests/actions.rs (both need root).
 export HOSTPING_REQUIRE_SLURM=1
 export HOSTPING_REQUIRE_POSTGRES=1 HOSTPING_REQUIRE_CHROMIUM=1
 cargo test --workspace --locked

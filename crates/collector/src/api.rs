@@ -90,6 +90,10 @@ pub(crate) enum ApiError {
     /// What was asked for is not stored.
     #[error("{0}")]
     NotFound(String),
+    /// What was asked cannot be done in the state things are in (an action that did
+    /// nothing, a node drained by someone else).
+    #[error("{0}")]
+    Conflict(String),
 }
 
 impl IntoResponse for ApiError {
@@ -102,6 +106,7 @@ impl IntoResponse for ApiError {
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::SweepRefused(_) | ApiError::Refused(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
             // Refused for what it holds: sent again it would be refused again, so the
             // agent drops it. The database's availability, or the collector's own failure:
             // the run is fine, and the agent keeps it and sends it again.

@@ -9,6 +9,7 @@
 
 #![deny(missing_docs)]
 
+pub mod actions;
 pub mod agents;
 pub mod api;
 pub mod batch;
@@ -78,6 +79,11 @@ pub struct CollectorConfig {
     /// A token of the probe-tokens file the collector probes with when it judges a slow
     /// job by itself (crate::slow_jobs); `None`: its own verdicts run without probes.
     pub judge_probe_token: Option<String>,
+    /// The action policy (`--actions`, read and checked before the collector starts),
+    /// crate::actions; `None`: nothing acts.
+    pub actions: Option<verdict::actions::Policy>,
+    /// Who may undo an action (`--action-tokens`, the probe-tokens format).
+    pub action_tokens: Option<PathBuf>,
 }
 
 /// Why the collector could not start or stopped.
@@ -173,6 +179,12 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
             Some(_) => {}
         }
     }
+    let action_tokens = config
+        .action_tokens
+        .as_deref()
+        .map(Tokens::load)
+        .transpose()?
+        .map(std::sync::Arc::new);
     let tls = config.tls.as_ref().map(tls::server_config).transpose()?;
     let db = &config.database;
     let pg: tokio_postgres::Config =
@@ -232,9 +244,21 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
         let access = mesh::Access::new(pool.clone(), probe_tokens, config.fabric.clone());
         let judged = slow_jobs::Metrics::register(&mut registry);
         let posted = std::sync::Arc::new(collectives::Posted::default());
+        let acting = config
+            .actions
+            .clone()
+            .map(|policy| actions::Actions::new(pool.clone(), policy));
+        if let Some(acting) = &acting {
+            tokio::spawn(
+                acting
+                    .clone()
+                    .tick_loop(|line| eprintln!("hostping collector: {line}")),
+            );
+        }
         tokio::spawn(slow_jobs::watch_loop(
             access.clone(),
             config.judge_probe_token.clone(),
+            acting.clone(),
             posted.clone(),
             judged,
             |line| eprintln!("hostping collector: {line}"),
@@ -253,6 +277,11 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
             ))
             .merge(mesh::routes(access.clone()))
             .merge(job::routes(access))
+            .merge(actions::api::routes(
+                pool_for_verdicts.clone(),
+                action_tokens,
+                acting,
+            ))
             .merge(verdicts::routes(pool_for_verdicts))
             .merge(metrics::routes(std::sync::Arc::new(registry)));
         match tls {

@@ -27,7 +27,9 @@
 //! under the same setting: after the runs, a tick deletes those whose buckets ended before
 //! the cutoff (Unix seconds, the agent's clock), in batches of [`COLLECTIVE_ROWS_PER_RUN`]
 //! rows per run of [`Settings::batch`], under the same lock; and the verdicts the collector
-//! reached on them by itself (`job_verdicts`, crate::slow_jobs), by when they were reached.
+//! reached on them by itself (`job_verdicts`, crate::slow_jobs), by when they were reached,
+//! and the actions taken on those verdicts (`actions`, crate::actions) that ended (an
+//! action still in force, a node still drained, is kept whatever its age).
 
 use deadpool_postgres::{Pool, PoolError};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -94,11 +96,13 @@ pub struct Deleted {
     pub job_collective_reads: u64,
     /// `job_verdicts`.
     pub job_verdicts: u64,
+    /// `actions` (ended ones).
+    pub actions: u64,
 }
 
 impl Deleted {
     /// Each table with its count, for metrics and logs.
-    pub fn tables(&self) -> [(&'static str, u64); 7] {
+    pub fn tables(&self) -> [(&'static str, u64); 8] {
         [
             ("runs", self.runs),
             ("run_paths", self.run_paths),
@@ -107,6 +111,7 @@ impl Deleted {
             ("job_collectives", self.job_collectives),
             ("job_collective_reads", self.job_collective_reads),
             ("job_verdicts", self.job_verdicts),
+            ("actions", self.actions),
         ]
     }
 
@@ -118,6 +123,7 @@ impl Deleted {
         self.job_collectives += other.job_collectives;
         self.job_collective_reads += other.job_collective_reads;
         self.job_verdicts += other.job_verdicts;
+        self.actions += other.actions;
     }
 
     /// Whether any row was deleted.
@@ -176,7 +182,7 @@ pub async fn tick(
             Some(deleted) => {
                 done.add(deleted);
                 let most = deleted.job_collectives.max(deleted.job_collective_reads);
-                if most.max(deleted.job_verdicts) < rows as u64 {
+                if most.max(deleted.job_verdicts).max(deleted.actions) < rows as u64 {
                     break;
                 }
             }
@@ -230,6 +236,15 @@ async fn delete_collectives(
             .execute(
                 "DELETE FROM job_verdicts WHERE ctid = ANY(ARRAY(
                      SELECT ctid FROM job_verdicts WHERE judged_at < to_timestamp($1) LIMIT $2))",
+                &[&cutoff_s, &rows],
+            )
+            .await?,
+        // Through actions_at (crate::actions::store::MIGRATION); those in force stay.
+        actions: tx
+            .execute(
+                "DELETE FROM actions WHERE ctid = ANY(ARRAY(
+                     SELECT ctid FROM actions
+                     WHERE at < to_timestamp($1) AND ended_at IS NOT NULL LIMIT $2))",
                 &[&cutoff_s, &rows],
             )
             .await?,

@@ -274,6 +274,8 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (11, crate::collectives::MIGRATION),
     // The verdicts the collector reached by itself on jobs that slowed (crate::slow_jobs).
     (12, crate::verdicts::MIGRATION),
+    // The actions the policy proposed, took or refused on those verdicts (crate::actions).
+    (13, crate::actions::store::MIGRATION),
 ];
 
 /// Applies the migrations not yet applied. An advisory lock makes two collectors starting

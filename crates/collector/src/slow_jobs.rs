@@ -151,11 +151,13 @@ struct Watched {
 /// Watches the running jobs until the process stops: the jobs `posted` marks as soon as
 /// they are posted (at most one read a `MIN_GAP` (a second)), and every [`EVERY`] the list of
 /// running jobs, which drops the jobs that ended and reads those not seen yet (after a
-/// restart). Each job that turned slow is judged (probing with `probe_token` when given); a
-/// failed read goes to `log` and its jobs are read again at the next wake-up.
+/// restart). Each job that turned slow is judged (probing with `probe_token` when given),
+/// and its verdict handed to `actions` (the policy, when the collector has one); a failed
+/// read goes to `log` and its jobs are read again at the next wake-up.
 pub async fn watch_loop(
     access: Access,
     probe_token: Option<String>,
+    actions: Option<crate::actions::Actions>,
     posted: Arc<Posted>,
     metrics: Arc<Metrics>,
     log: impl Fn(String),
@@ -173,6 +175,7 @@ pub async fn watch_loop(
         let watch = Watch {
             access: &access,
             probe_token: probe_token.as_deref(),
+            actions: actions.as_ref(),
             now_s,
         };
         let read = async {
@@ -203,6 +206,7 @@ const MIN_GAP: Duration = Duration::from_secs(1);
 struct Watch<'a> {
     access: &'a Access,
     probe_token: Option<&'a str>,
+    actions: Option<&'a crate::actions::Actions>,
     now_s: f64,
 }
 
@@ -269,6 +273,13 @@ impl Watch<'_> {
                         "slow jobs: job {job} slowed at {onset:.0} (unix s): {}",
                         report.summary
                     ));
+                    // The verdict is stored: a failure to act on it is logged, and does not
+                    // judge the job again.
+                    if let Some(actions) = self.actions {
+                        if let Err(e) = actions.on_verdict(&job, onset, &report, log).await {
+                            log(format!("actions: job {job}: {e}"));
+                        }
+                    }
                     Some(report)
                 }
             };

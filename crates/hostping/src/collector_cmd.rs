@@ -26,6 +26,12 @@ pub fn run(args: CollectorArgs) -> Result<Outcome> {
         max_body: args.max_body,
         keep_sweeps: args.keep_sweeps,
         keep_runs: args.keep_runs.0,
+        actions: args
+            .actions
+            .as_deref()
+            .map(verdict::actions::Policy::load)
+            .transpose()?,
+        action_tokens: args.action_tokens,
         judge_probe_token: args
             .judge_probe_token_file
             .as_deref()

@@ -12,6 +12,7 @@ use model::job::{CollectiveEvidence, JobEvidence, JobReport};
 use simcluster::mesh::MeshSettings;
 use simcluster::whatif::JobTraffic;
 use simcluster::{Cluster, ClusterFaults, Endpoint};
+use verdict::actions::{History, Policy};
 
 use crate::cli::job::JobArgs;
 use crate::mesh_cmd::read_fabric;
@@ -20,6 +21,13 @@ use crate::progress;
 
 /// Runs `hostping job`.
 pub fn run(args: JobArgs) -> Result<Outcome> {
+    // A bad policy file is refused before anything is measured.
+    let policy = args
+        .actions
+        .as_deref()
+        .map(verdict::actions::Policy::load)
+        .transpose()?;
+    let policy = policy.as_ref();
     // Posted to a collector, the summaries are bounded as an agent's post is.
     let cap = args
         .collector
@@ -32,8 +40,8 @@ pub fn run(args: JobArgs) -> Result<Outcome> {
         .transpose()?;
     let Some(sim_cluster) = &args.sim_cluster else {
         return match (collectives, &args.collector) {
-            (Some(collectives), None) => collectives_alone(&args, collectives),
-            (collectives, _) => real::run(&args, collectives),
+            (Some(collectives), None) => collectives_alone(&args, collectives, policy),
+            (collectives, _) => real::run(&args, collectives, policy),
         };
     };
     let cluster = Cluster::resolve(sim_cluster, &|path, routes| Ok(read_fabric(path, routes)?))?;
@@ -55,12 +63,14 @@ pub fn run(args: JobArgs) -> Result<Outcome> {
         },
         collectives,
     };
-    let report = simcluster::job::run(&cluster, &faults, &settings, &options, &|done, total| {
-        bar.set_length(total as u64);
-        bar.set_position(done as u64);
-    })?
-    .report;
+    let mut report =
+        simcluster::job::run(&cluster, &faults, &settings, &options, &|done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        })?
+        .report;
     bar.finish_and_clear();
+    propose(&mut report, policy);
     print_to(args.output.as_deref(), args.format, &report, |r, style| {
         words::render(r, words::Observed::Simulated, style)
     })?;
@@ -70,7 +80,11 @@ pub fn run(args: JobArgs) -> Result<Outcome> {
 /// `--nccl` with no cluster: the verdict from the job's collectives alone (DESIGN 4.8): a
 /// straggler names its host; anything else is inconclusive, the symptom reported, as no
 /// host or cable was measured. The job's hosts are --nodes, else those the records name.
-fn collectives_alone(args: &JobArgs, collectives: CollectiveEvidence) -> Result<Outcome> {
+fn collectives_alone(
+    args: &JobArgs,
+    collectives: CollectiveEvidence,
+    policy: Option<&Policy>,
+) -> Result<Outcome> {
     let nodes = match &args.nodes {
         Some(nodes) => nodes.0.clone(),
         None => hosts_in_rank_order(&collectives),
@@ -80,11 +94,20 @@ fn collectives_alone(args: &JobArgs, collectives: CollectiveEvidence) -> Result<
         collectives: Some(collectives),
         ..JobEvidence::default()
     };
-    let report = analyze::job::judge(&evidence);
+    let mut report = analyze::job::judge(&evidence);
+    propose(&mut report, policy);
     print_to(args.output.as_deref(), args.format, &report, |r, style| {
         words::render(r, words::Observed::Measured, style)
     })?;
     Ok(outcome(&report))
+}
+
+/// `--actions`: what `policy` would do with `report`'s culprits, as its `actions`: this
+/// verdict alone (no earlier window, nothing in force, no hour's count), Slurm not asked.
+pub(crate) fn propose(report: &mut JobReport, policy: Option<&Policy>) {
+    if let Some(policy) = policy {
+        report.actions = verdict::actions::decide(policy, report, &History::default());
+    }
 }
 
 /// The hosts the records name, in the rank order of the communicator spanning the most

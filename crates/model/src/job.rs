@@ -58,7 +58,7 @@ impl Verdict {
 
 /// Where a culprit lies (DESIGN 4.7's `layer`; `job` is an addition: the job's own pattern
 /// or mapping, named when the infrastructure is healthy).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Layer {
     /// A host's intra-host network (a PCIe link, a memory channel, the IOMMU).
@@ -418,6 +418,10 @@ pub struct JobReport {
     /// read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub symptom: Option<crate::inspector::Symptom>,
+    /// What the policy would do with this verdict (DESIGN 4.9, `hostping job --actions
+    /// FILE`); absent without a policy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<crate::action::Action>,
 }
 
 /// The smallest losses the job's measurements would have flagged, layer by layer: a

@@ -16,6 +16,7 @@ assert_eq!(affinitive, ["mem0", "mem1", "gpu0", "gpu1"]);
 */
 #![deny(missing_docs)]
 
+pub mod action;
 pub mod baseline;
 pub mod builtin;
 pub mod config;

@@ -168,7 +168,7 @@ fn controller_answered(stderr: &str) -> bool {
 }
 
 /// A tool's stderr in one line: its lines joined with `; `.
-fn stderr_line(bytes: &[u8]) -> String {
+pub(crate) fn stderr_line(bytes: &[u8]) -> String {
     let text = text(bytes);
     let lines: Vec<&str> = text
         .lines()
@@ -179,12 +179,48 @@ fn stderr_line(bytes: &[u8]) -> String {
 }
 
 /// A tool's output as text.
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Why a Slurm tool could not be run to its end.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The tool is not on the PATH.
+    #[error("`{tool}` is not installed (Slurm's client tools: Debian's slurm-client)")]
+    NotInstalled {
+        /// `scontrol` or `sacct`.
+        tool: String,
+    },
+    /// The tool could not be started or waited for.
+    #[error("running `{tool}`")]
+    Run {
+        /// `scontrol` or `sacct`.
+        tool: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The tool did not end within [`TOOL_WAIT`].
+    #[error("`{command}` did not answer within {} s (is slurmctld reachable?)", TOOL_WAIT.as_secs())]
+    Timeout {
+        /// The command line run.
+        command: String,
+    },
+}
+
+impl From<RunError> for SlurmError {
+    fn from(e: RunError) -> SlurmError {
+        match e {
+            RunError::NotInstalled { tool } => SlurmError::NotInstalled { tool },
+            RunError::Run { tool, source } => SlurmError::Run { tool, source },
+            RunError::Timeout { command } => SlurmError::Timeout { command },
+        }
+    }
+}
+
 /// Runs a Slurm tool to its end within [`TOOL_WAIT`], its output read meanwhile.
-fn run(tool: &str, args: &[&str]) -> Result<Output, SlurmError> {
+pub(crate) fn run(tool: &str, args: &[&str]) -> Result<Output, RunError> {
     let mut child = Command::new(tool)
         .args(args)
         .env("SLURM_TIME_FORMAT", "%s")
@@ -193,10 +229,10 @@ fn run(tool: &str, args: &[&str]) -> Result<Output, SlurmError> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => SlurmError::NotInstalled {
+            std::io::ErrorKind::NotFound => RunError::NotInstalled {
                 tool: tool.to_string(),
             },
-            _ => SlurmError::Run {
+            _ => RunError::Run {
                 tool: tool.to_string(),
                 source: e,
             },
@@ -224,7 +260,7 @@ fn run(tool: &str, args: &[&str]) -> Result<Output, SlurmError> {
     );
     let deadline = Instant::now() + TOOL_WAIT;
     let status = loop {
-        let waited = child.try_wait().map_err(|e| SlurmError::Run {
+        let waited = child.try_wait().map_err(|e| RunError::Run {
             tool: tool.to_string(),
             source: e,
         })?;
@@ -234,7 +270,7 @@ fn run(tool: &str, args: &[&str]) -> Result<Output, SlurmError> {
         if Instant::now() >= deadline {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(SlurmError::Timeout {
+            return Err(RunError::Timeout {
                 command: format!("{tool} {}", args.join(" ")),
             });
         }
@@ -249,7 +285,7 @@ fn run(tool: &str, args: &[&str]) -> Result<Output, SlurmError> {
 
 /// The value of `key=` among the whitespace-separated fields of a `scontrol -o` line (the
 /// key whole: `NodeList=`, not `ReqNodeList=`).
-fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+pub(crate) fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     line.split_whitespace()
         .find_map(|f| f.strip_prefix(key)?.strip_prefix('='))
 }

@@ -22,6 +22,8 @@ agents, samplers and PostgreSQL) implement it, so the two cannot drift apart.
 - `whatif`: a job's traffic replayed on the fabric with its placement and link states, and
   what explains its time.
 - `pipeline`: the sequence, over [`pipeline::Measure`].
+- `actions`: confirm, then act (DESIGN 4.9): the policy file and what it does with a
+  verdict's confirmed culprits, within its limits (no I/O: the collector acts).
 
 This crate plans and sequences; it must not judge (that is `analyze`'s), measure a host or a
 pair itself, or touch a database or the network. It depends on `model`, `analyze` and
@@ -30,6 +32,7 @@ host. Every time the what-if replays is simulated and says so.
 */
 #![deny(missing_docs)]
 
+pub mod actions;
 pub mod background;
 pub mod file;
 pub mod follow_up;

@@ -118,6 +118,7 @@ pub fn judge(evidence: &JobEvidence) -> JobReport {
         sensitivity,
         probed: model::job::ProbeCount::default(),
         symptom: None,
+        actions: Vec::new(),
     };
     for source in SOURCES.iter() {
         source.report(&judged, &mut report);

@@ -109,6 +109,12 @@ pub struct JobArgs {
     /// the records name.
     #[arg(long, value_name = "DIR")]
     pub nccl: Option<PathBuf>,
+    /// The action policy (TOML, as `hostping collector --actions`): the report gains
+    /// `actions`, what the policy would do with this verdict's confirmed culprits. The CLI
+    /// never acts (only the collector does), and does not ask Slurm: the partitions' share
+    /// is not checked, and each verdict counts as the only window seen.
+    #[arg(long, value_name = "FILE")]
+    pub actions: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,

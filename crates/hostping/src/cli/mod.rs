@@ -516,6 +516,16 @@ pub struct CollectorArgs {
     /// collector holds, without probes.
     #[arg(long, value_name = "FILE", requires = "probe_tokens")]
     pub judge_probe_token_file: Option<PathBuf>,
+    /// The action policy (TOML, docs/fleet.md "Acting on verdicts"): what the collector
+    /// does with the culprits of its own verdicts that follow-ups confirmed (drain in
+    /// Slurm, alert through Alertmanager), within its limits; `mode = "dry-run"` (the
+    /// default) only proposes. Without it nothing acts. A bad file is refused at start.
+    #[arg(long, value_name = "FILE")]
+    pub actions: Option<PathBuf>,
+    /// Who may undo an action (POST /api/actions/{id}/undo): a file of "NAME TOKEN" lines,
+    /// as --probe-tokens. Without one, undo is refused (401).
+    #[arg(long, value_name = "FILE")]
+    pub action_tokens: Option<PathBuf>,
     /// The fabric's ibnetdiscover file, each CA described "HOST DEVICE": a mesh then
     /// picks pairs that cross every cable between its nodes, each with its route.
     /// Without it, pairs are per rail and carry no route.

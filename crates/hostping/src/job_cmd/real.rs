@@ -29,7 +29,11 @@ const WHAT_IF_WAIT: Duration = Duration::from_secs(600);
 
 /// Asks the collector for the verdict, with the job's own `collectives` when read, and
 /// prints it.
-pub fn run(args: &JobArgs, collectives: Option<CollectiveEvidence>) -> Result<Outcome> {
+pub fn run(
+    args: &JobArgs,
+    collectives: Option<CollectiveEvidence>,
+    policy: Option<&verdict::actions::Policy>,
+) -> Result<Outcome> {
     let collector = args.collector.as_deref().expect("clap: --collector");
     let what_if = what_if(args)?;
     let token = if args.probe {
@@ -65,9 +69,10 @@ pub fn run(args: &JobArgs, collectives: Option<CollectiveEvidence>) -> Result<Ou
     if let Some(token) = token {
         client = client.with_token(token);
     }
-    let report = client
+    let mut report = client
         .job_verdict(&query, posted.as_ref(), wait)
         .map_err(collector_error)?;
+    super::propose(&mut report, policy);
     print_to(args.output.as_deref(), args.format, &report, |r, style| {
         words::render(r, words::Observed::Measured, style)
     })?;

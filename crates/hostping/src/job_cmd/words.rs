@@ -307,6 +307,7 @@ mod tests {
             follow_ups: Vec::new(),
             probed: Default::default(),
             symptom: None,
+            actions: Vec::new(),
             sensitivity: Sensitivity {
                 host: LayerSensitivity {
                     min_visible_loss: Some(0.2),

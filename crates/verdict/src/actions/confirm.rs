@@ -1,0 +1,102 @@
+//! Whether follow-up probes confirmed a culprit, cleared it, or said nothing of it. Only a
+//! culprit a measurement aimed at it found bad again may act; one a measurement found
+//! good never acts, whatever else points at it.
+//!
+//! - A host's or an RNIC's culprit: a loopback of that host. The host's own check in the
+//!   window (`hosts[].causes` holding the culprit's cause) confirms it, as does a loopback
+//!   follow-up (`kind = "loopback"`, `target = "<host> loopback"`) whose check names the
+//!   cause; a loopback follow-up that found the host healthy clears it.
+//! - A cable: a follow-up pair planned to cross it and none of the other candidates
+//!   (`why = "crosses <cable> and not ..."`, `verdict::follow_up::plan`); its network part
+//!   abnormal or the pair failed confirms it, normal clears it. A pair not run says nothing.
+//! - A job's own pattern or mapping: never (no probe measures it).
+
+use model::job::{Culprit, FollowUp, JobReport, Layer};
+
+/// What the follow-ups said of one culprit.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Confirmation {
+    /// A measurement aimed at it found it bad: the follow-ups (or the host's own check)
+    /// that did, in words.
+    Confirmed(Vec<String>),
+    /// A measurement aimed at it found it good: in words. It never acts.
+    Cleared(Vec<String>),
+    /// Nothing aimed at it ran.
+    Unconfirmed,
+}
+
+/// What the follow-ups of `report` said of `culprit`. A clearing outcome wins over a
+/// confirming one: two measurements that disagree are no certainty.
+pub fn confirmation(report: &JobReport, culprit: &Culprit) -> Confirmation {
+    let (confirmed, cleared) = match culprit.layer {
+        Layer::Host | Layer::Rnic => host_outcomes(report, culprit),
+        Layer::Fabric => cable_outcomes(&report.follow_ups, culprit),
+        Layer::Job => (Vec::new(), Vec::new()),
+    };
+    if !cleared.is_empty() {
+        Confirmation::Cleared(cleared)
+    } else if !confirmed.is_empty() {
+        Confirmation::Confirmed(confirmed)
+    } else {
+        Confirmation::Unconfirmed
+    }
+}
+
+fn said(f: &FollowUp) -> String {
+    format!("{} {}: {}", f.kind, f.target, f.outcome)
+}
+
+fn host_outcomes(report: &JobReport, culprit: &Culprit) -> (Vec<String>, Vec<String>) {
+    let mut confirmed = Vec::new();
+    let mut cleared = Vec::new();
+    let Some(host) = culprit.host.as_deref() else {
+        return (confirmed, cleared);
+    };
+    if let Some(h) = report.hosts.iter().find(|h| h.host == host) {
+        if h.causes.iter().any(|c| c == &culprit.cause) {
+            confirmed.push(format!("{host}'s own check found {}", culprit.cause));
+        }
+    }
+    let target = format!("{host} loopback");
+    for f in report
+        .follow_ups
+        .iter()
+        .filter(|f| f.kind == "loopback" && f.target == target)
+    {
+        // `checked (run 12): healthy` or `checked (run 12): pcie_downgraded at ...`.
+        let Some((_, found)) = f.outcome.split_once("): ") else {
+            continue;
+        };
+        if found == "healthy" {
+            cleared.push(said(f));
+        } else if found
+            .split(", ")
+            .any(|d| d.split(' ').next() == Some(culprit.cause.as_str()))
+        {
+            confirmed.push(said(f));
+        }
+    }
+    (confirmed, cleared)
+}
+
+fn cable_outcomes(follow_ups: &[FollowUp], culprit: &Culprit) -> (Vec<String>, Vec<String>) {
+    let mut confirmed = Vec::new();
+    let mut cleared = Vec::new();
+    let Some(cable) = culprit.component.as_deref() else {
+        return (confirmed, cleared);
+    };
+    let aimed = format!("crosses {cable} and not ");
+    for f in follow_ups
+        .iter()
+        .filter(|f| f.kind == "pair" && f.why.starts_with(&aimed))
+    {
+        // verdict::follow_up::outcome's words.
+        if f.outcome == "network part normal" {
+            cleared.push(said(f));
+        } else if f.outcome.starts_with("network part abnormal") || f.outcome.starts_with("failed")
+        {
+            confirmed.push(said(f));
+        }
+    }
+    (confirmed, cleared)
+}
