@@ -343,8 +343,9 @@ impl Posted {
     }
 }
 
-/// Stores a checked upload in one transaction: (new, replaced) summaries.
-async fn store(
+/// Stores a checked upload in one transaction: (new, replaced) summaries. Agents' posts
+/// and what crate::prometheus read.
+pub(crate) async fn store(
     client: &mut deadpool_postgres::Client,
     upload: &CollectivesUpload,
     now_s: f64,

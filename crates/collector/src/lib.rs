@@ -24,6 +24,7 @@ pub mod job_series;
 pub mod mesh;
 pub mod metrics;
 pub mod pair_baselines;
+pub mod prometheus;
 pub mod reads;
 pub mod refresh;
 pub mod retention;
@@ -84,6 +85,9 @@ pub struct CollectorConfig {
     pub actions: Option<verdict::actions::Policy>,
     /// Who may undo an action (`--action-tokens`, the probe-tokens format).
     pub action_tokens: Option<PathBuf>,
+    /// A Prometheus server to read jobs' NCCL Inspector series from (`--prometheus`,
+    /// crate::prometheus); `None`: only agents' posts.
+    pub prometheus: Option<prometheus::PrometheusSource>,
 }
 
 /// Why the collector could not start or stopped.
@@ -263,6 +267,16 @@ pub fn run(config: &CollectorConfig, ready: impl FnOnce(SocketAddr)) -> Result<(
             judged,
             |line| eprintln!("hostping collector: {line}"),
         ));
+        if let Some(source) = config.prometheus.clone() {
+            let read = prometheus::Metrics::register(&mut registry);
+            tokio::spawn(prometheus::poll_loop(
+                pool.clone(),
+                source,
+                posted.clone(),
+                read,
+                |line| eprintln!("hostping collector: {line}"),
+            ));
+        }
         let tokens = std::sync::Arc::new(tokens);
         // The jobs' collectives take the runs' tokens and body limit (`api::authorized_body`).
         let pool_for_verdicts = pool.clone();

@@ -40,6 +40,12 @@ pub fn run(args: CollectorArgs) -> Result<Outcome> {
                     .map_err(|e| anyhow!("--judge-probe-token-file: {e}"))
             })
             .transpose()?,
+        prometheus: args
+            .prometheus
+            .map(|url| collector::prometheus::PrometheusSource {
+                url,
+                bucket_s: args.prometheus_bucket.as_secs_f64(),
+            }),
         tls: args
             .tls_cert
             .zip(args.tls_key)

@@ -93,6 +93,48 @@ fn readme_textfile() {
     );
 }
 
+/// The labels of the README's textfile, as Prometheus returns them (with the `instance`
+/// and `job` of its scrape added), make the record the textfile reader makes of its lines.
+#[test]
+fn labels_make_the_textfile_readers_record() {
+    let from_file = parse(&fixture("readme-textfile.prom")).records;
+    let labels = [
+        ("__name__", "nccl_bus_bandwidth_gbs"),
+        ("comm_id", "0xd152c00f111816"),
+        ("collective", "AllReduce"),
+        ("hostname", "pool0-0002"),
+        ("rank", "4"),
+        ("slurm_job", "unknown"),
+        ("slurm_job_id", "unknown"),
+        ("n_ranks", "8"),
+        ("n_nodes", "1"),
+        ("coll_sn", "228924"),
+        ("timestamp", "2025-10-17T03:31:47Z"),
+        ("gpu_device_id", "GPU4"),
+        ("message_size", "2.00GB"),
+        ("instance", "127.0.0.1:9100"),
+        ("job", "node"),
+    ];
+    let values = [132.456, 231.798, 16213.0];
+    assert_eq!(
+        model::inspector::record_from_labels(labels, values, None),
+        from_file.first().cloned()
+    );
+    assert_eq!(
+        model::inspector::TEXTFILE_METRICS[1],
+        "nccl_bus_bandwidth_gbs"
+    );
+    // Without its timestamp label the sample's own time stands in; without a size, none.
+    let untimed = labels.iter().copied().filter(|(k, _)| *k != "timestamp");
+    let record = model::inspector::record_from_labels(untimed, values, Some(1_760_671_910_500));
+    assert_eq!(record.map(|r| r.at_us), Some(1_760_671_910_500_000.0));
+    let sizeless = labels.iter().copied().filter(|(k, _)| *k != "message_size");
+    assert_eq!(
+        model::inspector::record_from_labels(sizeless, values, None),
+        None
+    );
+}
+
 #[test]
 fn mixed_stream() {
     let bytes = fixture("mixed.json");

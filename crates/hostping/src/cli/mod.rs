@@ -556,6 +556,28 @@ pub struct CollectorArgs {
     /// The certificate's private key (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Also read jobs' NCCL Inspector series from this Prometheus server (http://HOST:PORT),
+    /// for clusters whose jobs run the plugin's textfile mode (NCCL_INSPECTOR_PROM_DUMP=1)
+    /// scraped from node_exporter: every 5 s, over its HTTP API; the jobs are then listed,
+    /// watched and judged as those agents post.
+    #[arg(long, value_name = "URL", value_parser = collector::prometheus::PrometheusUrl::parse)]
+    pub prometheus: Option<collector::prometheus::PrometheusUrl>,
+    /// The time buckets --prometheus's series are summarised in: at least Prometheus's
+    /// scrape interval of node_exporter, and a dump or two of the plugin (every 30 s at
+    /// least in its textfile mode); a bucket is read a width after its end.
+    #[arg(long, value_name = "DURATION", value_parser = parse_bucket, default_value = "60s",
+          requires = "prometheus")]
+    pub prometheus_bucket: std::time::Duration,
+}
+
+/// `--prometheus-bucket`: a duration of at least a second.
+fn parse_bucket(text: &str) -> Result<std::time::Duration, String> {
+    let width =
+        humantime::parse_duration(text).map_err(|e| format!("{e} (a duration such as 60s)"))?;
+    if width < std::time::Duration::from_secs(1) {
+        return Err("less than a second: give a duration such as 60s".into());
+    }
+    Ok(width)
 }
 
 /// `--keep-runs`: how old a run may get; `None` keeps every run.

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 pub mod ibsim;
 pub mod job;
+pub mod node_exporter;
 pub mod postgres;
 pub mod prometheus;
 pub mod tls;

@@ -16,7 +16,7 @@ mod textfile;
 mod write;
 
 pub use json::parse_json;
-pub use textfile::parse_textfile;
+pub use textfile::{parse_textfile, record_from_labels, METRICS as TEXTFILE_METRICS};
 pub use write::record_json;
 
 /// Reads one file's text, whichever mode wrote it: JSON when its first non-whitespace byte is

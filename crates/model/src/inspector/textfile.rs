@@ -55,8 +55,9 @@ pub fn parse_textfile(text: &str) -> Parsed {
     parsed
 }
 
-/// The plugin's metrics, in the order of [`Group::values`].
-const METRICS: [&str; 3] = [
+/// The plugin's metrics, in the order of a record's values (algorithm bandwidth, bus
+/// bandwidth, execution time).
+pub const METRICS: [&str; 3] = [
     "nccl_algorithm_bandwidth_gbs",
     "nccl_bus_bandwidth_gbs",
     "nccl_collective_exec_time_microseconds",
@@ -141,8 +142,8 @@ fn label<'a>(labels: &[Label<'a>], name: &str) -> Option<Cow<'a, str>> {
         .map(|(_, v)| v.clone())
 }
 
-/// Reads the labels of a sample line (`rest` is the line after the metric name); `None` when
-/// the line does not parse or lacks a label the record needs.
+/// Reads a sample line (`rest` is the line after the metric name): its labels and value;
+/// `None` when the line does not parse or lacks a label the record needs.
 fn sample(rest: &str) -> Option<Sample<'_>> {
     let (labels, after) = labels(rest)?;
     let mut fields = after.split_ascii_whitespace();
@@ -151,7 +152,14 @@ fn sample(rest: &str) -> Option<Sample<'_>> {
     if fields.next().is_some() {
         return None;
     }
-    let label = |name: &str| label(&labels, name);
+    labelled(&labels, sample_ms, value)
+}
+
+/// What the labels say of their collective (the sample's own time, Unix ms, standing in for
+/// a missing `timestamp` label), with the sample's `value`; `None` without a label the
+/// record needs.
+fn labelled<'a>(labels: &[Label<'a>], sample_ms: Option<i64>, value: f64) -> Option<Sample<'a>> {
+    let label = |name: &str| label(labels, name);
     let number = |name: &str| label(name)?.parse::<u64>().ok();
     let small = |name: &str| u32::try_from(number(name)?).ok();
     let at_us = match label("timestamp") {
@@ -173,6 +181,28 @@ fn sample(rest: &str) -> Option<Sample<'_>> {
         at_us,
         value,
     })
+}
+
+/// One collective's record from the labels its three series share (the plugin's, as
+/// node_exporter serves them and Prometheus stores them, with whatever labels those add)
+/// and their values in the order of [`METRICS`]: the textfile reader's rules, for readers
+/// that get the series from elsewhere (the collector's `--prometheus`). `sample_ms` (Unix
+/// ms) stands in for a missing `timestamp` label. `None` when a label the record needs is
+/// missing or does not parse.
+pub fn record_from_labels<'a>(
+    labels: impl IntoIterator<Item = (&'a str, &'a str)>,
+    values: [f64; 3],
+    sample_ms: Option<i64>,
+) -> Option<CollectiveRecord> {
+    let labels: Vec<Label<'a>> = labels
+        .into_iter()
+        .map(|(k, v)| (k, Cow::Borrowed(v)))
+        .collect();
+    let group = Group {
+        first: labelled(&labels, sample_ms, values[0])?,
+        values: values.map(Some),
+    };
+    group.record()
 }
 
 /// Splits `{k="v",...}` from the start of `rest` into pairs (values unescaped) and what
