@@ -196,7 +196,9 @@ fn a_job_seen_only_through_prometheus_is_judged_as_an_agents_is() {
         "node_exporter serves the textfiles: {}",
         exporter.metrics()
     );
-    let prom = Prometheus::start(&dir.join("prometheus"), exporter.addr);
+    let prom_dir = dir.join("prometheus");
+    std::fs::create_dir_all(&prom_dir).unwrap();
+    let prom = Prometheus::start(&prom_dir, exporter.addr);
     wait_until(
         "Prometheus to scrape node_exporter",
         Duration::from_secs(60),
