@@ -32,6 +32,10 @@ scripts/guest/setup.sh --kernel odp
 # every query of the Grafana dashboard (packaging/grafana/; its switch-port row runs on ibsim
 # in agent_fabric.rs). The Kubernetes and container files are checked by deploy_manifests.rs.
 command -v prometheus >/dev/null 2>&1 || apt_install prometheus
+# node_exporter (Debian's package) serves NCCL Inspector's textfile mode to that Prometheus
+# in crates/hostping/tests/collector_prometheus.rs, which starts its own on a free port (the
+# package's own service, where its postinst starts one on :9100, is neither used nor touched).
+[ -x /usr/bin/prometheus-node-exporter ] || apt_install prometheus-node-exporter
 # PostgreSQL's server binaries for crates/hostping/tests/collector.rs (each test initdb's a
 # throw-away cluster in a temporary folder, as `nobody` when run as root, on a free port).
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || apt_install postgresql
@@ -54,6 +58,7 @@ if ! command -v slurmctld >/dev/null 2>&1 || ! command -v slurmd >/dev/null 2>&1
     apt_install slurm-wlm munge
 fi
 export HOSTPING_REQUIRE_VERBS_HEADERS=1 HOSTPING_REQUIRE_PROMETHEUS=1 HOSTPING_REQUIRE_IBSIM=1
+export HOSTPING_REQUIRE_NODE_EXPORTER=1
 # Slurm's scontrol is the reference for hostlist expansion (crates/model/tests/hostlist_scontrol.rs).
 export HOSTPING_REQUIRE_SLURM=1
 export HOSTPING_REQUIRE_POSTGRES=1 HOSTPING_REQUIRE_CHROMIUM=1
