@@ -304,7 +304,8 @@ fn a_job_seen_only_through_prometheus_is_judged_as_an_agents_is() {
     let log = collector.lines();
     assert!(
         log.lines()
-            .any(|l| l.contains(&format!("prometheus {url}:")) && l.contains("asked again")),
+            .any(|l| l.contains(&format!("prometheus {url}/api/v1/query: "))
+                && l.contains("asked again")),
         "{log}"
     );
     let (status, symptom_after) = collector.get(&format!("/api/jobs/{JOB}/symptom"));
@@ -347,8 +348,9 @@ fn a_prometheus_that_never_answers_is_given_up_on() {
     assert!(took >= Duration::from_secs(10), "{took:?}");
     let log = collector.lines();
     assert!(
-        log.lines()
-            .any(|l| l.contains(&format!("prometheus {url}:")) && l.contains("asked again")),
+        log.lines().any(|l| l.contains(&format!(
+            "prometheus {url}/api/v1/query: no answer within 10 s"
+        ))),
         "{log}"
     );
     let (status, _) = collector.get("/api/jobs");

@@ -207,35 +207,23 @@ impl Metrics {
     }
 }
 
-/// Why one poll stored nothing.
+/// Why one poll stored nothing (the log line names the endpoint asked).
 #[derive(Debug, thiserror::Error)]
 pub enum PollError {
     /// No answer (refused, reset, timed out, TLS).
-    #[error("{url}: {reason}")]
-    Request {
-        /// The endpoint.
-        url: String,
-        /// Why.
-        reason: String,
-    },
+    #[error("{0}")]
+    Request(String),
     /// An answer other than 200.
-    #[error("{url}: HTTP {status}: {text}")]
+    #[error("HTTP {status}: {text}")]
     Status {
-        /// The endpoint.
-        url: String,
         /// Its status.
         status: u16,
         /// The start of its body.
         text: String,
     },
     /// An answer that is not a matrix.
-    #[error("{url}: {source}")]
-    Response {
-        /// The endpoint.
-        url: String,
-        /// Why.
-        source: ResponseError,
-    },
+    #[error(transparent)]
+    Response(#[from] ResponseError),
     /// The database.
     #[error("the database: {0}")]
     Database(String),
@@ -291,7 +279,7 @@ pub async fn poll_loop(
                 metrics.errors.inc();
                 log(format!(
                     "prometheus {}: {why} (asked again in {} s; what is stored is kept)",
-                    source.url,
+                    source.url.query_endpoint(),
                     POLL_EVERY.as_secs()
                 ));
             }
@@ -312,9 +300,7 @@ impl Read<'_> {
     /// stores them, and says which jobs they were of.
     async fn poll(&self, from: f64, until: f64, now_s: f64) -> Result<Vec<String>, PollError> {
         let body = self.fetch(now_s - from, now_s).await?;
-        let url = self.source.url.query_endpoint();
-        let matrix = parse_matrix(&body, MAX_SERIES)
-            .map_err(|source| PollError::Response { url, source })?;
+        let matrix = parse_matrix(&body, MAX_SERIES)?;
         let m = self.metrics;
         m.series.inc_by(matrix.series.len() as u64);
         m.skipped("bad_series", matrix.skipped.bad_series);
@@ -349,7 +335,7 @@ impl Read<'_> {
     /// The answer to the range selector of the plugin's series over the last `window_s`
     /// before `now_s`, within [`REQUEST_TIMEOUT`] and [`MAX_BODY`].
     async fn fetch(&self, window_s: f64, now_s: f64) -> Result<Vec<u8>, PollError> {
-        let url = self.source.url.query_endpoint();
+        let endpoint = self.source.url.query_endpoint();
         // A second more than the window: a sample scraped at its very start is in.
         let window_ms = ((window_s + 1.0) * 1000.0).ceil() as u64;
         let query = format!(
@@ -358,14 +344,18 @@ impl Read<'_> {
         );
         let time = format!("{now_s:.3}");
         let client = self.client.clone();
-        let endpoint = url.clone();
         let ask = tokio::task::spawn_blocking(move || {
             let mut answer = client
                 .get(&endpoint)
                 .query("query", &query)
                 .query("time", &time)
                 .call()
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| match e {
+                    ureq::Error::Timeout(_) => {
+                        format!("no answer within {} s", REQUEST_TIMEOUT.as_secs())
+                    }
+                    e => e.to_string(),
+                })?;
             let status = answer.status().as_u16();
             let body = answer
                 .body_mut()
@@ -377,32 +367,27 @@ impl Read<'_> {
         });
         // The client's own timeout bounds the request; this bounds the thread's start too.
         let answered = tokio::time::timeout(REQUEST_TIMEOUT + Duration::from_secs(5), ask).await;
-        let request = |reason: String| PollError::Request {
-            url: url.clone(),
-            reason,
-        };
         let (status, body) = match answered {
             Err(_) => {
-                return Err(request(format!(
+                return Err(PollError::Request(format!(
                     "no answer within {} s",
                     REQUEST_TIMEOUT.as_secs()
                 )))
             }
-            Ok(Err(joined)) => return Err(request(joined.to_string())),
-            Ok(Ok(Err(reason))) => return Err(request(reason)),
+            Ok(Err(joined)) => return Err(PollError::Request(joined.to_string())),
+            Ok(Ok(Err(reason))) => return Err(PollError::Request(reason)),
             Ok(Ok(Ok(answer))) => answer,
         };
         // Prometheus answers its API errors (400 bad_data, 422 execution, 503 timeout) with
         // the same envelope: those are read for their words.
         if !matches!(status, 200 | 400 | 422 | 503) {
             let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
-            return Err(PollError::Status { url, status, text });
+            return Err(PollError::Status { status, text });
         }
         if status != 200 {
             return match parse_matrix(&body, 0) {
-                Err(source) => Err(PollError::Response { url, source }),
+                Err(e) => Err(PollError::Response(e)),
                 Ok(_) => Err(PollError::Status {
-                    url,
                     status,
                     text: String::new(),
                 }),
