@@ -490,6 +490,55 @@ mod tests {
         ));
     }
 
+    /// A real answer (testdata/prometheus/README.md): collective 41's three series, scraped
+    /// 8 times, and collective 42's, whose bandwidths went `+Inf` and `NaN`.
+    #[test]
+    fn a_captured_answer_makes_one_record_and_counts_the_rest() {
+        let body = include_bytes!("../../testdata/prometheus/range-selector.json");
+        let m = parse_matrix(body, MAX_SERIES).unwrap();
+        assert_eq!(m.series.len(), 6);
+        assert_eq!(
+            m.skipped,
+            Skipped {
+                bad_series: 0,
+                bad_samples: 6,
+                over_cap: 0
+            },
+            "3 scrapes of collective 42's +Inf and NaN"
+        );
+        let read = job_records(&m.series);
+        assert_eq!(
+            read.skipped,
+            RecordsSkipped {
+                bad_records: 1,
+                no_job: 0
+            },
+            "collective 42 lacks its bandwidths"
+        );
+        let r = &read.jobs["4646"][..];
+        assert_eq!(r.len(), 1);
+        assert_eq!(
+            (r[0].seq, r[0].rank, r[0].n_ranks, r[0].n_nodes),
+            (41, 6, 16, 4)
+        );
+        assert_eq!((r[0].hostname.as_str(), r[0].gpu), ("node002", Some(2)));
+        assert_eq!(
+            (r[0].algobw_gbs, r[0].busbw_gbs, r[0].exec_us),
+            (13.3804, 25.0882, 20062.0)
+        );
+        assert_eq!(r[0].bytes, 256 << 20);
+        // 2026-11-30T13:51:45Z, the dump's `timestamp`, not the scrapes' times.
+        assert_eq!(r[0].at_us, 1_796_046_705.0e6);
+
+        // `query_range`'s answer has the same shape; each sample is repeated at every step.
+        let body = include_bytes!("../../testdata/prometheus/query-range.json");
+        let m = parse_matrix(body, MAX_SERIES).unwrap();
+        assert_eq!(m.series.len(), 2);
+        assert_eq!(m.series[0].samples.len(), 4);
+        assert!(m.series[0].samples.iter().all(|(_, v)| *v == 25.0882));
+        assert_eq!(m.skipped.bad_samples, 2);
+    }
+
     fn record(rank: u32, at_s: f64, seq: u64) -> CollectiveRecord {
         CollectiveRecord {
             communicator: "0xa".into(),
