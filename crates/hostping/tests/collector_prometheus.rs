@@ -271,6 +271,31 @@ fn a_job_seen_only_through_prometheus_is_judged_as_an_agents_is() {
     let late = straggler["late_us"].as_f64().unwrap();
     assert!((late - 40_000.0).abs() < 3_000.0, "{late}");
     assert!(symptom["records"].as_u64().unwrap() > 0, "{symptom:#}");
+    // The job page's plot: the world communicator's bus bandwidth, bucket by bucket, from
+    // ~25 GB/s (256 MiB in 20 ms, x 15/8) down to ~8 GB/s once the others wait 40 ms.
+    let (status, busbw) = collector.get(&format!("/api/jobs/{JOB}/busbw"));
+    assert_eq!(status, 200, "{busbw}");
+    let world = busbw["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["communicator"] == WORLD)
+        .unwrap_or_else(|| panic!("{busbw:#}"));
+    let points: Vec<(f64, f64)> = world["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["width_s"].as_f64().unwrap(),
+                p["busbw_gbs"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(points.iter().all(|(w, _)| *w == 5.0), "{points:?}");
+    let (first, last) = (points[0].1, points[points.len() - 1].1);
+    assert!((22.0..28.0).contains(&first), "{points:?}");
+    assert!((7.0..10.0).contains(&last), "{points:?}");
     // Stored as an agent's posts are, marked as read from Prometheus.
     let rows: i64 = pg
         .scalar("SELECT count(*) FROM job_collectives")
