@@ -251,19 +251,19 @@ pub async fn poll_loop(
     loop {
         timer.tick().await;
         let now_s = unix_now_s();
-        let ready = bucket_floor(now_s - width - LAG_MARGIN_S, width);
-        if now_s - cursor > MAX_WINDOW_S {
-            let skip_to = bucket_floor(now_s - MAX_WINDOW_S, width) + width;
+        let Due { from, until } = due(cursor, now_s, width);
+        if from > cursor {
             log(format!(
-                "prometheus {}: buckets from {cursor:.0} to {skip_to:.0} (unix s) not read: \
+                "prometheus {}: buckets from {cursor:.0} to {from:.0} (unix s) not read: \
                  older than the {MAX_WINDOW_S:.0} s a read reaches back",
                 source.url
             ));
-            cursor = skip_to;
+            cursor = from;
         }
-        if ready <= cursor {
+        if until <= from {
             continue;
         }
+        let ready = until;
         let read = Read {
             pool: &pool,
             client: &client,
@@ -284,6 +284,25 @@ pub async fn poll_loop(
                 ));
             }
         }
+    }
+}
+
+/// The buckets a poll reads, `[from, until)`; none when `until <= from`.
+#[derive(Debug, PartialEq)]
+struct Due {
+    from: f64,
+    until: f64,
+}
+
+/// What a poll at `now_s` reads after the buckets stored up to `cursor`: from the cursor,
+/// or the oldest bucket a read still reaches ([`MAX_WINDOW_S`]) when the cursor is older
+/// (a Prometheus that was down); up to the last bucket that ended a width and
+/// [`LAG_MARGIN_S`] ago.
+fn due(cursor: f64, now_s: f64, width: f64) -> Due {
+    let oldest = bucket_floor(now_s - MAX_WINDOW_S, width) + width;
+    Due {
+        from: cursor.max(oldest),
+        until: bucket_floor(now_s - width - LAG_MARGIN_S, width),
     }
 }
 
@@ -488,6 +507,32 @@ mod tests {
             PrometheusUrl::parse("http://prom :9090"),
             Err(UrlError::NotUrl { .. })
         ));
+    }
+
+    #[test]
+    fn a_poll_reads_the_buckets_closed_since_the_cursor_and_no_further_back_than_its_window() {
+        // 5 s buckets: at 120 the buckets up to 110 have ended more than 5 + 2 s ago.
+        assert_eq!(
+            due(100.0, 120.0, 5.0),
+            Due {
+                from: 100.0,
+                until: 110.0
+            }
+        );
+        // Nothing new a few seconds later.
+        let next = due(110.0, 121.0, 5.0);
+        assert!(next.until <= next.from, "{next:?}");
+        // Down for half an hour: the read starts 15 minutes back, on a bucket.
+        assert_eq!(
+            due(100.0, 2000.0, 5.0),
+            Due {
+                from: 1105.0,
+                until: 1990.0
+            }
+        );
+        // Minute buckets: the minute that ended at 180 waits until 242.
+        assert_eq!(due(120.0, 241.0, 60.0).until, 120.0);
+        assert_eq!(due(120.0, 242.0, 60.0).until, 180.0);
     }
 
     /// A real answer (testdata/prometheus/README.md): collective 41's three series, scraped
