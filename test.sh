@@ -35,6 +35,10 @@ command -v prometheus >/dev/null 2>&1 || apt_install prometheus
 # A real Alertmanager (Debian's package) receives the collector's alerts and their
 # resolutions in crates/hostping/tests/actions.rs (the test starts its own on a free port).
 command -v prometheus-alertmanager >/dev/null 2>&1 || apt_install prometheus-alertmanager
+# node_exporter (Debian's package) serves NCCL Inspector's textfile mode to that Prometheus
+# in crates/hostping/tests/collector_prometheus.rs, which starts its own on a free port (the
+# package's own service, where its postinst starts one on :9100, is neither used nor touched).
+[ -x /usr/bin/prometheus-node-exporter ] || apt_install prometheus-node-exporter
 # PostgreSQL's server binaries for crates/hostping/tests/collector.rs (each test initdb's a
 # throw-away cluster in a temporary folder, as `nobody` when run as root, on a free port).
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || apt_install postgresql
@@ -57,7 +61,7 @@ if ! command -v slurmctld >/dev/null 2>&1 || ! command -v slurmd >/dev/null 2>&1
     apt_install slurm-wlm munge
 fi
 export HOSTPING_REQUIRE_VERBS_HEADERS=1 HOSTPING_REQUIRE_PROMETHEUS=1 HOSTPING_REQUIRE_IBSIM=1
-export HOSTPING_REQUIRE_ALERTMANAGER=1
+export HOSTPING_REQUIRE_ALERTMANAGER=1 HOSTPING_REQUIRE_NODE_EXPORTER=1
 # Slurm's scontrol is the reference for hostlist expansion (crates/model/tests/hostlist_scontrol.rs);
 # a one-node Slurm is drained and resumed for real by crates/slurm/tests/node_scontrol.rs and
 # by the collector's actions in crates/hostping/tests/actions.rs (both need root).

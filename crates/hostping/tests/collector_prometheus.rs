@@ -196,7 +196,9 @@ fn a_job_seen_only_through_prometheus_is_judged_as_an_agents_is() {
         "node_exporter serves the textfiles: {}",
         exporter.metrics()
     );
-    let prom = Prometheus::start(&dir.join("prometheus"), exporter.addr);
+    let prom_dir = dir.join("prometheus");
+    std::fs::create_dir_all(&prom_dir).unwrap();
+    let prom = Prometheus::start(&prom_dir, exporter.addr);
     wait_until(
         "Prometheus to scrape node_exporter",
         Duration::from_secs(60),
@@ -269,6 +271,31 @@ fn a_job_seen_only_through_prometheus_is_judged_as_an_agents_is() {
     let late = straggler["late_us"].as_f64().unwrap();
     assert!((late - 40_000.0).abs() < 3_000.0, "{late}");
     assert!(symptom["records"].as_u64().unwrap() > 0, "{symptom:#}");
+    // The job page's plot: the world communicator's bus bandwidth, bucket by bucket, from
+    // ~25 GB/s (256 MiB in 20 ms, x 15/8) down to ~8 GB/s once the others wait 40 ms.
+    let (status, busbw) = collector.get(&format!("/api/jobs/{JOB}/busbw"));
+    assert_eq!(status, 200, "{busbw}");
+    let world = busbw["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["communicator"] == WORLD)
+        .unwrap_or_else(|| panic!("{busbw:#}"));
+    let points: Vec<(f64, f64)> = world["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["width_s"].as_f64().unwrap(),
+                p["busbw_gbs"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(points.iter().all(|(w, _)| *w == 5.0), "{points:?}");
+    let (first, last) = (points[0].1, points[points.len() - 1].1);
+    assert!((22.0..28.0).contains(&first), "{points:?}");
+    assert!((7.0..10.0).contains(&last), "{points:?}");
     // Stored as an agent's posts are, marked as read from Prometheus.
     let rows: i64 = pg
         .scalar("SELECT count(*) FROM job_collectives")
@@ -302,7 +329,8 @@ fn a_job_seen_only_through_prometheus_is_judged_as_an_agents_is() {
     let log = collector.lines();
     assert!(
         log.lines()
-            .any(|l| l.contains(&format!("prometheus {url}:")) && l.contains("asked again")),
+            .any(|l| l.contains(&format!("prometheus {url}/api/v1/query: "))
+                && l.contains("asked again")),
         "{log}"
     );
     let (status, symptom_after) = collector.get(&format!("/api/jobs/{JOB}/symptom"));
@@ -345,8 +373,9 @@ fn a_prometheus_that_never_answers_is_given_up_on() {
     assert!(took >= Duration::from_secs(10), "{took:?}");
     let log = collector.lines();
     assert!(
-        log.lines()
-            .any(|l| l.contains(&format!("prometheus {url}:")) && l.contains("asked again")),
+        log.lines().any(|l| l.contains(&format!(
+            "prometheus {url}/api/v1/query: no answer within 10 s"
+        ))),
         "{log}"
     );
     let (status, _) = collector.get("/api/jobs");

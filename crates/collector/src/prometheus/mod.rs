@@ -40,9 +40,11 @@
 
 mod response;
 mod series;
+mod url;
 
 pub use response::{parse_matrix, Matrix, ResponseError, Series, Skipped};
 pub use series::{job_records, JobRecords, RecordsSkipped};
+pub use url::{PrometheusUrl, UrlError};
 
 use crate::collectives::{check_job, Posted};
 use deadpool_postgres::Pool;
@@ -81,74 +83,6 @@ pub const BACKFILL_S: f64 = 600.0;
 pub const LAG_MARGIN_S: f64 = 2.0;
 /// The buckets' default width, seconds: two of the plugin's dumps in this mode.
 pub const DEFAULT_BUCKET_S: f64 = 60.0;
-
-/// A Prometheus server's base URL, `http://HOST:PORT` or `https://HOST:PORT`, with a path
-/// prefix when it is served under one (`--web.route-prefix`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PrometheusUrl(String);
-
-/// Why a `--prometheus` URL is refused.
-#[derive(Debug, thiserror::Error)]
-pub enum UrlError {
-    /// Not a URL at all.
-    #[error("`{text}` is not a URL: {source}")]
-    NotUrl {
-        /// What was given.
-        text: String,
-        /// Why.
-        source: ureq::http::uri::InvalidUri,
-    },
-    /// Not http or https.
-    #[error("`{text}`: give an http:// or https:// URL")]
-    Scheme {
-        /// What was given.
-        text: String,
-    },
-    /// No host.
-    #[error("`{text}` names no host")]
-    NoHost {
-        /// What was given.
-        text: String,
-    },
-    /// A query string, which the API's own would clash with.
-    #[error("`{text}`: give the server's base URL, without a query")]
-    Query {
-        /// What was given.
-        text: String,
-    },
-}
-
-impl PrometheusUrl {
-    /// Checks `text` (the CLI's value parser): scheme, host, no query.
-    pub fn parse(text: &str) -> Result<PrometheusUrl, UrlError> {
-        let owned = || text.to_owned();
-        let uri: ureq::http::Uri = text.parse().map_err(|source| UrlError::NotUrl {
-            text: owned(),
-            source,
-        })?;
-        if !matches!(uri.scheme_str(), Some("http" | "https")) {
-            return Err(UrlError::Scheme { text: owned() });
-        }
-        if uri.host().unwrap_or_default().is_empty() {
-            return Err(UrlError::NoHost { text: owned() });
-        }
-        if uri.query().is_some() {
-            return Err(UrlError::Query { text: owned() });
-        }
-        Ok(PrometheusUrl(text.trim_end_matches('/').to_owned()))
-    }
-
-    /// The instant-query endpoint.
-    fn query_endpoint(&self) -> String {
-        format!("{}/api/v1/query", self.0)
-    }
-}
-
-impl std::fmt::Display for PrometheusUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 /// Where and how jobs' collectives are read from Prometheus.
 #[derive(Clone, Debug)]
@@ -207,35 +141,23 @@ impl Metrics {
     }
 }
 
-/// Why one poll stored nothing.
+/// Why one poll stored nothing (the log line names the endpoint asked).
 #[derive(Debug, thiserror::Error)]
 pub enum PollError {
     /// No answer (refused, reset, timed out, TLS).
-    #[error("{url}: {reason}")]
-    Request {
-        /// The endpoint.
-        url: String,
-        /// Why.
-        reason: String,
-    },
+    #[error("{0}")]
+    Request(String),
     /// An answer other than 200.
-    #[error("{url}: HTTP {status}: {text}")]
+    #[error("HTTP {status}: {text}")]
     Status {
-        /// The endpoint.
-        url: String,
         /// Its status.
         status: u16,
         /// The start of its body.
         text: String,
     },
     /// An answer that is not a matrix.
-    #[error("{url}: {source}")]
-    Response {
-        /// The endpoint.
-        url: String,
-        /// Why.
-        source: ResponseError,
-    },
+    #[error(transparent)]
+    Response(#[from] ResponseError),
     /// The database.
     #[error("the database: {0}")]
     Database(String),
@@ -263,19 +185,19 @@ pub async fn poll_loop(
     loop {
         timer.tick().await;
         let now_s = unix_now_s();
-        let ready = bucket_floor(now_s - width - LAG_MARGIN_S, width);
-        if now_s - cursor > MAX_WINDOW_S {
-            let skip_to = bucket_floor(now_s - MAX_WINDOW_S, width) + width;
+        let Due { from, until } = due(cursor, now_s, width);
+        if from > cursor {
             log(format!(
-                "prometheus {}: buckets from {cursor:.0} to {skip_to:.0} (unix s) not read: \
+                "prometheus {}: buckets from {cursor:.0} to {from:.0} (unix s) not read: \
                  older than the {MAX_WINDOW_S:.0} s a read reaches back",
                 source.url
             ));
-            cursor = skip_to;
+            cursor = from;
         }
-        if ready <= cursor {
+        if until <= from {
             continue;
         }
+        let ready = until;
         let read = Read {
             pool: &pool,
             client: &client,
@@ -291,11 +213,30 @@ pub async fn poll_loop(
                 metrics.errors.inc();
                 log(format!(
                     "prometheus {}: {why} (asked again in {} s; what is stored is kept)",
-                    source.url,
+                    source.url.query_endpoint(),
                     POLL_EVERY.as_secs()
                 ));
             }
         }
+    }
+}
+
+/// The buckets a poll reads, `[from, until)`; none when `until <= from`.
+#[derive(Debug, PartialEq)]
+struct Due {
+    from: f64,
+    until: f64,
+}
+
+/// What a poll at `now_s` reads after the buckets stored up to `cursor`: from the cursor,
+/// or the oldest bucket a read still reaches ([`MAX_WINDOW_S`]) when the cursor is older
+/// (a Prometheus that was down); up to the last bucket that ended a width and
+/// [`LAG_MARGIN_S`] ago.
+fn due(cursor: f64, now_s: f64, width: f64) -> Due {
+    let oldest = bucket_floor(now_s - MAX_WINDOW_S, width) + width;
+    Due {
+        from: cursor.max(oldest),
+        until: bucket_floor(now_s - width - LAG_MARGIN_S, width),
     }
 }
 
@@ -312,9 +253,7 @@ impl Read<'_> {
     /// stores them, and says which jobs they were of.
     async fn poll(&self, from: f64, until: f64, now_s: f64) -> Result<Vec<String>, PollError> {
         let body = self.fetch(now_s - from, now_s).await?;
-        let url = self.source.url.query_endpoint();
-        let matrix = parse_matrix(&body, MAX_SERIES)
-            .map_err(|source| PollError::Response { url, source })?;
+        let matrix = parse_matrix(&body, MAX_SERIES)?;
         let m = self.metrics;
         m.series.inc_by(matrix.series.len() as u64);
         m.skipped("bad_series", matrix.skipped.bad_series);
@@ -349,7 +288,7 @@ impl Read<'_> {
     /// The answer to the range selector of the plugin's series over the last `window_s`
     /// before `now_s`, within [`REQUEST_TIMEOUT`] and [`MAX_BODY`].
     async fn fetch(&self, window_s: f64, now_s: f64) -> Result<Vec<u8>, PollError> {
-        let url = self.source.url.query_endpoint();
+        let endpoint = self.source.url.query_endpoint();
         // A second more than the window: a sample scraped at its very start is in.
         let window_ms = ((window_s + 1.0) * 1000.0).ceil() as u64;
         let query = format!(
@@ -358,14 +297,18 @@ impl Read<'_> {
         );
         let time = format!("{now_s:.3}");
         let client = self.client.clone();
-        let endpoint = url.clone();
         let ask = tokio::task::spawn_blocking(move || {
             let mut answer = client
                 .get(&endpoint)
                 .query("query", &query)
                 .query("time", &time)
                 .call()
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| match e {
+                    ureq::Error::Timeout(_) => {
+                        format!("no answer within {} s", REQUEST_TIMEOUT.as_secs())
+                    }
+                    e => e.to_string(),
+                })?;
             let status = answer.status().as_u16();
             let body = answer
                 .body_mut()
@@ -377,32 +320,27 @@ impl Read<'_> {
         });
         // The client's own timeout bounds the request; this bounds the thread's start too.
         let answered = tokio::time::timeout(REQUEST_TIMEOUT + Duration::from_secs(5), ask).await;
-        let request = |reason: String| PollError::Request {
-            url: url.clone(),
-            reason,
-        };
         let (status, body) = match answered {
             Err(_) => {
-                return Err(request(format!(
+                return Err(PollError::Request(format!(
                     "no answer within {} s",
                     REQUEST_TIMEOUT.as_secs()
                 )))
             }
-            Ok(Err(joined)) => return Err(request(joined.to_string())),
-            Ok(Ok(Err(reason))) => return Err(request(reason)),
+            Ok(Err(joined)) => return Err(PollError::Request(joined.to_string())),
+            Ok(Ok(Err(reason))) => return Err(PollError::Request(reason)),
             Ok(Ok(Ok(answer))) => answer,
         };
         // Prometheus answers its API errors (400 bad_data, 422 execution, 503 timeout) with
         // the same envelope: those are read for their words.
         if !matches!(status, 200 | 400 | 422 | 503) {
             let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
-            return Err(PollError::Status { url, status, text });
+            return Err(PollError::Status { status, text });
         }
         if status != 200 {
             return match parse_matrix(&body, 0) {
-                Err(source) => Err(PollError::Response { url, source }),
+                Err(e) => Err(PollError::Response(e)),
                 Ok(_) => Err(PollError::Status {
-                    url,
                     status,
                     text: String::new(),
                 }),
@@ -479,30 +417,78 @@ mod tests {
     use super::*;
 
     #[test]
-    fn urls_are_checked() {
-        let ok = PrometheusUrl::parse("http://prom:9090/").unwrap();
-        assert_eq!(ok.query_endpoint(), "http://prom:9090/api/v1/query");
-        let prefixed = PrometheusUrl::parse("https://monitor.example/prometheus").unwrap();
+    fn a_poll_reads_the_buckets_closed_since_the_cursor_and_no_further_back_than_its_window() {
+        // 5 s buckets: at 120 the buckets up to 110 have ended more than 5 + 2 s ago.
         assert_eq!(
-            prefixed.query_endpoint(),
-            "https://monitor.example/prometheus/api/v1/query"
+            due(100.0, 120.0, 5.0),
+            Due {
+                from: 100.0,
+                until: 110.0
+            }
         );
-        assert!(matches!(
-            PrometheusUrl::parse("prom:9090"),
-            Err(UrlError::Scheme { .. })
-        ));
-        assert!(matches!(
-            PrometheusUrl::parse("ftp://prom"),
-            Err(UrlError::Scheme { .. })
-        ));
-        assert!(matches!(
-            PrometheusUrl::parse("http://prom:9090/?x=1"),
-            Err(UrlError::Query { .. })
-        ));
-        assert!(matches!(
-            PrometheusUrl::parse("http://prom :9090"),
-            Err(UrlError::NotUrl { .. })
-        ));
+        // Nothing new a few seconds later.
+        let next = due(110.0, 121.0, 5.0);
+        assert!(next.until <= next.from, "{next:?}");
+        // Down for half an hour: the read starts 15 minutes back, on a bucket.
+        assert_eq!(
+            due(100.0, 2000.0, 5.0),
+            Due {
+                from: 1105.0,
+                until: 1990.0
+            }
+        );
+        // Minute buckets: the minute that ended at 180 waits until 242.
+        assert_eq!(due(120.0, 241.0, 60.0).until, 120.0);
+        assert_eq!(due(120.0, 242.0, 60.0).until, 180.0);
+    }
+
+    /// A real answer (testdata/prometheus/README.md): collective 41's three series, scraped
+    /// 8 times, and collective 42's, whose bandwidths went `+Inf` and `NaN`.
+    #[test]
+    fn a_captured_answer_makes_one_record_and_counts_the_rest() {
+        let body = include_bytes!("../../testdata/prometheus/range-selector.json");
+        let m = parse_matrix(body, MAX_SERIES).unwrap();
+        assert_eq!(m.series.len(), 6);
+        assert_eq!(
+            m.skipped,
+            Skipped {
+                bad_series: 0,
+                bad_samples: 6,
+                over_cap: 0
+            },
+            "3 scrapes of collective 42's +Inf and NaN"
+        );
+        let read = job_records(&m.series);
+        assert_eq!(
+            read.skipped,
+            RecordsSkipped {
+                bad_records: 1,
+                no_job: 0
+            },
+            "collective 42 lacks its bandwidths"
+        );
+        let r = &read.jobs["4646"][..];
+        assert_eq!(r.len(), 1);
+        assert_eq!(
+            (r[0].seq, r[0].rank, r[0].n_ranks, r[0].n_nodes),
+            (41, 6, 16, 4)
+        );
+        assert_eq!((r[0].hostname.as_str(), r[0].gpu), ("node002", Some(2)));
+        assert_eq!(
+            (r[0].algobw_gbs, r[0].busbw_gbs, r[0].exec_us),
+            (13.3804, 25.0882, 20062.0)
+        );
+        assert_eq!(r[0].bytes, 256 << 20);
+        // 2026-11-30T13:51:45Z, the dump's `timestamp`, not the scrapes' times.
+        assert_eq!(r[0].at_us, 1_796_046_705.0e6);
+
+        // `query_range`'s answer has the same shape; each sample is repeated at every step.
+        let body = include_bytes!("../../testdata/prometheus/query-range.json");
+        let m = parse_matrix(body, MAX_SERIES).unwrap();
+        assert_eq!(m.series.len(), 2);
+        assert_eq!(m.series[0].samples.len(), 4);
+        assert!(m.series[0].samples.iter().all(|(_, v)| *v == 25.0882));
+        assert_eq!(m.skipped.bad_samples, 2);
     }
 
     fn record(rank: u32, at_s: f64, seq: u64) -> CollectiveRecord {
