@@ -15,7 +15,11 @@
 //! - a node an operator drained stays drained (the drain refused, the healthy checks do not
 //!   resume it);
 //! - a burst of culprits past the limits drains nothing, each refusal naming its limit;
-//! - a culprit the follow-ups cleared never acts.
+//! - a culprit the follow-ups cleared never acts;
+//! - the UI's actions page (`/actions`) in a real headless Chromium lists them all, newest
+//!   first, a refusal with its limit, a resumed drain in the healthy colour (screenshot
+//!   `target/test-artifacts/ui/actions.png`; skipped without chromium unless
+//!   HOSTPING_REQUIRE_CHROMIUM is set).
 //!
 //! Needs root (Slurm's daemons; skipped with a message otherwise), PostgreSQL's server,
 //! Slurm and Alertmanager; skipped with a message without them unless
@@ -30,9 +34,10 @@ use std::time::Duration;
 
 use collector::actions::Actions;
 use common::alertmanager::{have_alertmanager, Alertmanager};
+use common::browser::{is_green, js, rgb, screenshot, wait_until, ChromeDriver};
 use common::job::{now_s, post_run, token};
 use common::postgres::{get, post_to, runtime, Collector, Postgres};
-use common::{hostping, probe_tokens_file, sim_report, temp_dir, tokens_file, wait_until};
+use common::{hostping, probe_tokens_file, sim_report, temp_dir, tokens_file};
 use model::job::{FollowUp, JobReport};
 use serde_json::Value;
 use verdict::actions::Policy;
@@ -281,11 +286,11 @@ fn confirmed_culprits_drain_alert_resume_and_stay_within_the_limits() {
         "one healthy check of two resumed it"
     );
     post_healthy(1);
-    wait_until("the drain resumed", Duration::from_secs(30), || {
+    common::wait_until("the drain resumed", Duration::from_secs(30), || {
         state_of(&collector, drain_id) == "resumed"
     });
     assert_ne!(sinfo(&node).0, "drain");
-    wait_until("the alert resolved", Duration::from_secs(30), || {
+    common::wait_until("the alert resolved", Duration::from_secs(30), || {
         firing(&am, &node).is_empty()
     });
     assert!(actions(&collector)
@@ -397,6 +402,64 @@ fn confirmed_culprits_drain_alert_resume_and_stay_within_the_limits() {
     assert!(taken.is_empty(), "{taken:?}");
     assert_eq!(actions(&collector).len(), before);
     assert_ne!(sinfo(&node).0, "drain");
+
+    // -- the actions page, in a real browser -----------------------------------------------------
+    if let Some(driver) = ChromeDriver::start() {
+        let listed = actions(&collector);
+        let url = format!("http://{}/actions", collector.addr);
+        rt.block_on(async {
+            let c = driver.session(1400, 1200).await;
+            c.goto(&url).await.unwrap();
+            wait_until(
+                &c,
+                "the actions table",
+                "document.querySelectorAll('#actions tbody tr').length > 0",
+            )
+            .await;
+            let rows = js(
+                &c,
+                "return [...document.querySelectorAll('#actions tbody tr')].map((r) => ({
+                    id: r.dataset.id, kind: r.dataset.kind, state: r.dataset.state,
+                    text: r.textContent,
+                    badge: getComputedStyle(r.querySelector('.badge')).backgroundColor}));",
+            )
+            .await;
+            let rows = rows.as_array().unwrap();
+            // Every action, newest first, as the API lists them.
+            let ids: Vec<String> = rows
+                .iter()
+                .map(|r| r["id"].as_str().unwrap().to_string())
+                .collect();
+            let want: Vec<String> = listed.iter().map(|a| a["id"].to_string()).collect();
+            assert_eq!(ids, want);
+            let refused = rows.iter().find(|r| r["state"] == "refused").unwrap();
+            assert!(
+                refused["text"]
+                    .as_str()
+                    .unwrap()
+                    .contains("refused: limits.per_hour: "),
+                "{refused}"
+            );
+            let resumed = rows.iter().find(|r| r["state"] == "resumed").unwrap();
+            assert_eq!(resumed["kind"], "drain");
+            assert!(
+                resumed["text"].as_str().unwrap().contains("hostping: "),
+                "{resumed}"
+            );
+            assert!(
+                is_green(rgb(resumed["badge"].as_str().unwrap())),
+                "{resumed}"
+            );
+            let summary = js(
+                &c,
+                "return document.getElementById('actions-summary').textContent;",
+            )
+            .await;
+            assert!(summary.as_str().unwrap().contains(" refused"), "{summary}");
+            screenshot(&c, "actions").await;
+            c.close().await.unwrap();
+        });
+    }
     drop(collector);
 }
 
