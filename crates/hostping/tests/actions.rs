@@ -499,6 +499,23 @@ fn job_actions_say_what_the_policy_would_do() {
         .as_str()
         .unwrap()
         .contains("confirmed by node002's own check found link_failure"));
+    // In words: the policy's section.
+    let o = hostping(&[
+        "job",
+        "--sim-cluster",
+        "pod-32",
+        "--nodes",
+        "node[001-002]",
+        "--inject",
+        "node002:degrade:gpu0--lsw0:0.3",
+        "--actions",
+        policy.to_str().unwrap(),
+    ]);
+    let text = common::stdout(&o);
+    assert!(
+        text.contains("what the policy would do (--actions):\n  drain node002 (proposed): hostping: link_failure gpu0--lsw0 job -"),
+        "{text}"
+    );
     // A fault on a host the job does not use: no action.
     let v = run("node009:degrade:gpu0--lsw0:0.3");
     assert!(v.get("actions").is_none(), "{}", v["actions"]);
