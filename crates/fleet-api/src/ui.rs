@@ -12,6 +12,7 @@
 //! | host page (`host.html`) | `/hosts/{host}` | `/` (its own host) |
 //! | job page (`job.html`) | `/job?nodes=LIST&since=T&until=T[&job=ID]`, `/job?job=ID` | |
 //! | jobs list (`jobs.html`) | `/jobs` | |
+//! | actions (`actions.html`, DESIGN 4.9) | `/actions` | |
 //!
 //! The UI only reads. Every string from the API reaches the DOM through `textContent` or
 //! `setAttribute` (never `innerHTML`), and the Content-Security-Policy allows scripts and
@@ -26,6 +27,7 @@ const OVERVIEW_HTML: &str = include_str!("../ui/overview.html");
 const HOST_HTML: &str = include_str!("../ui/host.html");
 const JOB_HTML: &str = include_str!("../ui/job.html");
 const JOBS_HTML: &str = include_str!("../ui/jobs.html");
+const ACTIONS_HTML: &str = include_str!("../ui/actions.html");
 const APP_CSS: &str = include_str!("../ui/app.css");
 const APP_JS: &str = include_str!("../ui/app.js");
 const JOBS_JS: &str = include_str!("../ui/jobs.js");
@@ -44,6 +46,7 @@ pub fn page_weight() -> usize {
         HOST_HTML.len() + plain,
         JOB_HTML.len() + plain + JOBS_JS.len(),
         JOBS_HTML.len() + plain + JOBS_JS.len(),
+        ACTIONS_HTML.len() + plain + JOBS_JS.len(),
     ]
     .into_iter()
     .max()
@@ -87,6 +90,11 @@ pub async fn jobs_page() -> Response {
     asset("text/html; charset=utf-8", JOBS_HTML)
 }
 
+/// The actions page: the script reads `/api/actions`.
+pub async fn actions_page() -> Response {
+    asset("text/html; charset=utf-8", ACTIONS_HTML)
+}
+
 /// `/ui/app.css`, `/ui/app.js` and `/ui/jobs.js`, for any router state.
 pub fn asset_routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
@@ -105,13 +113,14 @@ pub fn asset_routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
 }
 
 /// The collector's pages: the overview at `/`, a host at `/hosts/{host}`, a job at `/job`,
-/// the jobs at `/jobs`, and the assets.
+/// the jobs at `/jobs`, the actions at `/actions`, and the assets.
 pub fn collector_routes() -> Router {
     asset_routes()
         .route("/", get(overview_page))
         .route("/hosts/{host}", get(host_page))
         .route("/job", get(job_page))
         .route("/jobs", get(jobs_page))
+        .route("/actions", get(actions_page))
 }
 
 #[cfg(test)]
@@ -127,6 +136,7 @@ mod tests {
             ("host.html", HOST_HTML),
             ("job.html", JOB_HTML),
             ("jobs.html", JOBS_HTML),
+            ("actions.html", ACTIONS_HTML),
             ("app.css", APP_CSS),
             ("app.js", APP_JS),
             ("jobs.js", JOBS_JS),
@@ -141,11 +151,11 @@ mod tests {
         // (it uses what app.js shares).
         let app = r#"<script src="/ui/app.js" defer></script>"#;
         let jobs = r#"<script src="/ui/jobs.js" defer></script>"#;
-        for page in [OVERVIEW_HTML, HOST_HTML, JOB_HTML, JOBS_HTML] {
+        for page in [OVERVIEW_HTML, HOST_HTML, JOB_HTML, JOBS_HTML, ACTIONS_HTML] {
             assert!(page.contains(app));
             assert!(page.contains(r#"<link rel="stylesheet" href="/ui/app.css">"#));
         }
-        for page in [JOB_HTML, JOBS_HTML] {
+        for page in [JOB_HTML, JOBS_HTML, ACTIONS_HTML] {
             let (a, j) = (page.find(app), page.find(jobs));
             assert!(a.is_some() && j.is_some() && a < j, "app.js, then jobs.js");
         }

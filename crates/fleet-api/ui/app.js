@@ -758,6 +758,7 @@
     if (page === "overview") overview();
     else if (page === "job") jobPage();
     else if (page === "jobs") window.hostpingJobs.jobsPage();
+    else if (page === "actions") window.hostpingJobs.actionsPage();
     else hostPage();
   });
 })();

@@ -1,4 +1,5 @@
-// hostping web UI, the jobs' part (DESIGN 4.8): the jobs list (/jobs) and, on the job page
+// hostping web UI, the jobs' part (DESIGN 4.8, 4.9): the jobs list (/jobs), the actions taken
+// on their verdicts (/actions) and, on the job page
 // (/job), the job's collectives (its symptom, each communicator's bus bandwidth over time,
 // its stragglers), the collector's own verdict for `/job?job=ID` alone, and the picture of
 // the job's hosts, leaves and spines with the verdict's culprits marked. It runs after
@@ -77,6 +78,49 @@
       h("td", { class: "nodes", title: nodes.join(", ") }, nodes.length + (nodes.length === 1 ? " node" : " nodes")),
       h("td", { class: "verdict-cell" }, verdict),
       h("td", null, when(seen) + " (" + (now - j.last_seen < RUNNING_S ? "running, " : "") + ago(seen) + ")"));
+  }
+
+  // ---- Actions (/actions, DESIGN 4.9) ---------------------------------------------------
+
+  // GET /api/actions, newest first: each action's state, target, why and what it wins back;
+  // a refused one names the limit that refused it.
+  async function actionsPage() {
+    let actions;
+    try {
+      actions = await getJson("/api/actions");
+    } catch (e) {
+      return fail($("actions-summary"), e);
+    }
+    const count = (state) => actions.filter((a) => a.state === state).length;
+    $("actions-summary").textContent = actions.length
+      ? actions.length + (actions.length === 1 ? " action: " : " actions: ") + count("taken") + " taken, " +
+        count("proposed") + " proposed, " + count("refused") + " refused"
+      : "No action.";
+    $("actions").hidden = actions.length === 0;
+    $("actions-empty").hidden = actions.length > 0;
+    $("actions").tBodies[0].replaceChildren(...actions.map(actionRow));
+  }
+
+  const ACTION_HEALTH = { taken: "unhealthy", failed: "unhealthy", refused: "inconclusive", proposed: "inconclusive",
+    resumed: "healthy", resolved: "healthy", undone: "healthy" };
+
+  function actionRow(a) {
+    const target = a.host || (a.ends && a.ends.length ? a.ends.join(" – ") : a.component || "—");
+    const won = a.wins_back
+      ? (a.wins_back.to_us / 1000).toFixed(1) + " ms from " + (a.wins_back.from_us / 1000).toFixed(1) + " ms"
+      : "not estimated";
+    const why = [a.why];
+    if (a.refused_by) why.unshift(h("strong", { class: "refused-by" }, "refused: " + a.refused_by), " ");
+    if (a.error) why.push(" ", h("em", null, a.error));
+    return h("tr", { "data-id": String(a.id), "data-kind": a.kind, "data-state": a.state },
+      h("td", null, isNum(a.at_unix_ms) ? when(a.at_unix_ms) : "—"),
+      h("td", null, a.kind, h("br"), h("code", { class: "reason" }, a.reason)),
+      h("td", null, h("span", { class: "badge " + (ACTION_HEALTH[a.state] || "") }, a.state)),
+      h("td", { title: (a.hosts || []).length ? "hosts whose jobs cross it: " + a.hosts.join(", ") : "" }, target),
+      h("td", null, a.cause + (a.component && a.host ? " at " + a.component : "")),
+      h("td", null, a.job ? h("a", { href: jobLink(a.job) }, a.job) : "—"),
+      h("td", { class: "wins-back" }, won),
+      h("td", { class: "why" }, ...why));
   }
 
   // ---- Job page: the job alone ---------------------------------------------------------
@@ -387,5 +431,5 @@
       : "The verdict names no switch: the fabric is not known to the collector (hostping collector --fabric FILE), so only the job's hosts are drawn.";
   }
 
-  window.hostpingJobs = { jobsPage, jobAlone, collectives, picture };
+  window.hostpingJobs = { jobsPage, jobAlone, collectives, picture, actionsPage };
 })();

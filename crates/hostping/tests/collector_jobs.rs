@@ -389,6 +389,18 @@ fn retention_deletes_collectives_past_the_setting() {
             )
             .await
             .unwrap();
+        // Actions (crate::actions): an old one that ended goes; an old one still in force
+        // (a node still drained) and a recent one stay.
+        client
+            .batch_execute(
+                "INSERT INTO actions (at, kind, state, host, ended_at, action, verdict) VALUES
+                   (now() - interval '40 days', 'drain', 'resumed', 'n1',
+                    now() - interval '39 days', '{}', '{}'),
+                   (now() - interval '40 days', 'drain', 'taken', 'n2', NULL, '{}', '{}'),
+                   (now(), 'alert', 'resolved', 'n3', now(), '{}', '{}')",
+            )
+            .await
+            .unwrap();
         retention::tick(&mut client, cutoff_ms, 1000, 10)
             .await
             .unwrap()
@@ -408,6 +420,14 @@ fn retention_deletes_collectives_past_the_setting() {
         fleet.pg.count("job_verdicts"),
         1,
         "the recent verdict stays"
+    );
+    assert_eq!(deleted.actions, 1, "the old action that ended");
+    assert_eq!(
+        fleet
+            .pg
+            .scalar("SELECT string_agg(host, ',' ORDER BY host) FROM actions"),
+        "n2,n3",
+        "an action in force and a recent one stay"
     );
     assert_eq!(fleet.pg.count("job_collective_reads"), 1);
     let left = jobs(&fleet, &format!("?since={}", t0() - 50.0 * day));

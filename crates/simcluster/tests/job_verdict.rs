@@ -304,6 +304,28 @@ fn the_fast_labelled_suite_meets_the_targets() {
     assert!(s.top1 >= 0.95, "top-1 {}: {wrong:?}", s.top1);
     assert_eq!(s.false_culprits_on_healthy, 0, "{wrong:?}");
     assert!(s.seconds_p95 < 30.0);
+    // Issue 40 item 5: the dry-run policy acts on no healthy job, no fault off the job's
+    // paths, routes or rails, and no culprit the probes cleared; it does act on a host's
+    // degraded link, confirmed by the host's own check.
+    let acted: Vec<String> = outcomes
+        .iter()
+        .filter(|o| !o.actions.is_empty())
+        .map(|o| format!("{} {:?}: {:?}", o.case.class, o.case.inject, o.actions))
+        .collect();
+    assert_eq!(s.actions_on_healthy, 0, "{acted:?}");
+    assert_eq!(s.actions_on_cleared, 0, "{acted:?}");
+    for class in [
+        "healthy",
+        "host_off_path",
+        "host_off_job",
+        "fabric_off_route",
+        "fabric_off_rail",
+    ] {
+        let c = s.classes.iter().find(|c| c.class == class).unwrap();
+        assert_eq!(c.actions, 0, "{class}: {acted:?}");
+    }
+    let host_link = s.classes.iter().find(|c| c.class == "host_link").unwrap();
+    assert!(host_link.actions > 0, "{acted:?}");
 }
 
 /// Issue 38 section 5: a host is healthy only where it was judged. node012's memory channel

@@ -63,6 +63,35 @@ pub fn render(report: &JobReport, observed: Observed, style: Style) -> String {
             let _ = writeln!(out, "    why: {}", f.why);
         }
     }
+    if !report.actions.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "{}",
+            style.bold("what the policy would do (--actions):")
+        );
+        for a in &report.actions {
+            let target = a.host.as_deref().or(a.component.as_deref()).unwrap_or("-");
+            let _ = writeln!(
+                out,
+                "  {} {target} ({}): {}",
+                a.kind.as_str(),
+                a.state.as_str(),
+                a.reason
+            );
+            if let Some(limit) = &a.refused_by {
+                let _ = writeln!(out, "    refused by {limit}");
+            }
+            if let Some(w) = a.wins_back {
+                let _ = writeln!(
+                    out,
+                    "    wins back: the job's time to {:.1} ms from {:.1} ms (what-if, simulated)",
+                    w.to_us / 1e3,
+                    w.from_us / 1e3
+                );
+            }
+        }
+    }
     if !report.not_judged.is_empty() {
         let _ = writeln!(out);
         let _ = writeln!(out, "{}", style.yellow("not judged:"));

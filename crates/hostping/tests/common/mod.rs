@@ -14,6 +14,7 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+pub mod alertmanager;
 pub mod ibsim;
 pub mod job;
 pub mod node_exporter;

@@ -454,6 +454,47 @@ pub struct Outcome {
     pub judge_seconds: f64,
     /// Pairs probed (the work done).
     pub pairs: usize,
+    /// What the benchmark's action policy ([`ACTION_POLICY`], a dry run) would do with the
+    /// verdict (DESIGN 4.9): `kind target state` each.
+    pub actions: Vec<String>,
+    /// Of those, the actions on a culprit the follow-ups cleared (never any: such a
+    /// culprit never acts).
+    pub actions_on_cleared: usize,
+}
+
+/// The action policy the benchmark counts in a dry run (issue 40 item 5): every layer and
+/// cause, both kinds, one window, the default smallest score, no limit reached (nothing
+/// is taken, so the limits say nothing here).
+pub const ACTION_POLICY: &str = "mode = \"dry-run\"\nconfirm = 1\nkinds = [\"drain\", \"alert\"]\n\
+    alertmanager = \"http://alertmanager.invalid:9093\"\n[limits]\nper_hour = 1000000\n\
+    drained_share = 1.0\n";
+
+/// What [`ACTION_POLICY`] proposes on `report`, and how many of those are on a culprit the
+/// follow-ups cleared.
+fn dry_run_actions(report: &JobReport) -> (Vec<String>, usize) {
+    let policy = verdict::actions::Policy::parse(std::path::Path::new("bench"), ACTION_POLICY)
+        .expect("the bench's policy is valid");
+    let actions = verdict::actions::decide(&policy, report, &verdict::actions::History::default());
+    let cleared = actions
+        .iter()
+        .filter(|a| {
+            report.culprits.iter().any(|c| {
+                model::action::CulpritKey::of(c) == a.key()
+                    && matches!(
+                        verdict::actions::confirmation(report, c),
+                        verdict::actions::Confirmation::Cleared(_)
+                    )
+            })
+        })
+        .count();
+    let words = actions
+        .iter()
+        .map(|a| {
+            let target = a.host.as_deref().or(a.component.as_deref()).unwrap_or("-");
+            format!("{} {target} {}", a.kind.as_str(), a.state.as_str())
+        })
+        .collect();
+    (words, cleared)
 }
 
 /// Runs one case.
@@ -512,6 +553,7 @@ fn matches(expected: &ExpectedCulprit, got: &model::job::Culprit) -> bool {
 }
 
 fn score(case: &Case, report: &JobReport, seconds: f64, judge_seconds: f64) -> Outcome {
+    let (actions, actions_on_cleared) = dry_run_actions(report);
     let (top1, top3) = if case.culprits.is_empty() {
         let none = report.culprits.is_empty();
         (none, none)
@@ -548,6 +590,8 @@ fn score(case: &Case, report: &JobReport, seconds: f64, judge_seconds: f64) -> O
         judge_seconds,
         follow_ups: report.follow_ups.len(),
         pairs: report.pairs.len(),
+        actions,
+        actions_on_cleared,
     }
 }
 
@@ -566,6 +610,8 @@ pub struct ClassScore {
     pub top1: f64,
     /// Share whose culprits are all in the first three.
     pub top3: f64,
+    /// Actions the benchmark's policy would take in a dry run, over the class's jobs.
+    pub actions: usize,
 }
 
 /// The whole benchmark's scores.
@@ -598,6 +644,11 @@ pub struct Scores {
     pub judge_seconds_p95: f64,
     /// Pairs probed over all cases (the work done).
     pub pairs: usize,
+    /// Actions the policy would take on jobs with no host or cable at fault (healthy
+    /// ones, faults off the job's paths, routes or rails, the job's own pattern).
+    pub actions_on_healthy: usize,
+    /// Actions on culprits the follow-ups cleared.
+    pub actions_on_cleared: usize,
     /// Per class.
     pub classes: Vec<ClassScore>,
 }
@@ -638,6 +689,12 @@ pub fn scores(outcomes: &[Outcome]) -> Scores {
         judge_seconds_median: quantile(judge.clone(), 0.5),
         judge_seconds_p95: quantile(judge, 0.95),
         pairs: outcomes.iter().map(|o| o.pairs).sum(),
+        actions_on_healthy: outcomes
+            .iter()
+            .filter(|o| o.case.culprits.iter().all(|c| c.layer == "job"))
+            .map(|o| o.actions.len())
+            .sum(),
+        actions_on_cleared: outcomes.iter().map(|o| o.actions_on_cleared).sum(),
         classes: outcomes
             .iter()
             .map(|o| (o.case.cluster.as_str(), o.case.class))
@@ -663,6 +720,7 @@ pub fn scores(outcomes: &[Outcome]) -> Scores {
                     ),
                     top1: share(of.iter().filter(|o| o.top1).count(), of.len()),
                     top3: share(of.iter().filter(|o| o.top3).count(), of.len()),
+                    actions: of.iter().map(|o| o.actions.len()).sum(),
                 })
             })
             .collect(),

@@ -40,6 +40,16 @@ pub fn scores_table(s: &super::Scores) -> String {
         ),
         ("inconclusive", s.inconclusive.to_string(), ""),
         (
+            "actions (dry run), healthy / not the job's",
+            s.actions_on_healthy.to_string(),
+            "0",
+        ),
+        (
+            "actions on culprits probes cleared",
+            s.actions_on_cleared.to_string(),
+            "0",
+        ),
+        (
             "time to verdict, median / p95",
             format!("{:.2} / {:.2} s", s.seconds_median, s.seconds_p95),
             "<= 2 min with follow-ups (mesh, follow-ups, what-if)",
@@ -59,19 +69,20 @@ pub fn scores_table(s: &super::Scores) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "{:<9} {:<18} {:>5} {:>9} {:>7} {:>7}",
-        "cluster", "class", "jobs", "verdict", "top-1", "top-3"
+        "{:<9} {:<18} {:>5} {:>9} {:>7} {:>7} {:>8}",
+        "cluster", "class", "jobs", "verdict", "top-1", "top-3", "actions"
     );
     for c in &s.classes {
         let _ = writeln!(
             out,
-            "{:<9} {:<18} {:>5} {:>9} {:>7} {:>7}",
+            "{:<9} {:<18} {:>5} {:>9} {:>7} {:>7} {:>8}",
             c.cluster,
             c.class,
             c.cases,
             pct(c.verdict_accuracy),
             pct(c.top1),
-            pct(c.top3)
+            pct(c.top3),
+            c.actions
         );
     }
     out

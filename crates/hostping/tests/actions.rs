@@ -1,0 +1,572 @@
+//! Confirm, then act (DESIGN 4.9, issue 40) with the real parts: a one-node Slurm
+//! (scripts/slurm/one-node.sh), a throw-away PostgreSQL, a real Alertmanager (Debian's
+//! `prometheus-alertmanager`) and `hostping collector --actions FILE`.
+//!
+//! The verdict is a real one: `hostping job --sim-cluster` on a host fault, its host named
+//! as the Slurm node. It is handed to the collector's actions (`collector::actions::
+//! Actions::on_verdict`, what the slow-job watch does with each verdict it stores) on the
+//! collector's database, while the collector itself serves the runs, `GET /api/actions`,
+//! undo, and runs the upkeep tick (resume after healthy checks, alerts resolved):
+//!
+//! - a confirmed host culprit drains the node (`sinfo` shows DRAIN with hostping's
+//!   reason) and fires an alert with DESIGN 4.9's labels (read back from Alertmanager);
+//! - undo (`POST /api/actions/{id}/undo`, an action token; 401 without) resumes it;
+//! - drained again, `resume_after` healthy checks resume it and resolve the alert;
+//! - a node an operator drained stays drained (the drain refused, the healthy checks do not
+//!   resume it);
+//! - a burst of culprits past the limits drains nothing, each refusal naming its limit;
+//! - a culprit the follow-ups cleared never acts;
+//! - the UI's actions page (`/actions`) in a real headless Chromium lists them all, newest
+//!   first, a refusal with its limit, a resumed drain in the healthy colour (screenshot
+//!   `target/test-artifacts/ui/actions.png`; skipped without chromium unless
+//!   HOSTPING_REQUIRE_CHROMIUM is set).
+//!
+//! Needs root (Slurm's daemons; skipped with a message otherwise), PostgreSQL's server,
+//! Slurm and Alertmanager; skipped with a message without them unless
+//! HOSTPING_REQUIRE_POSTGRES, HOSTPING_REQUIRE_SLURM and HOSTPING_REQUIRE_ALERTMANAGER are
+//! set, as ./test.sh does.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use collector::actions::Actions;
+use common::alertmanager::{have_alertmanager, Alertmanager};
+use common::browser::{is_green, js, rgb, screenshot, wait_until, ChromeDriver};
+use common::job::{now_s, post_run, token};
+use common::postgres::{get, post_to, runtime, Collector, Postgres};
+use common::{hostping, probe_tokens_file, sim_report, temp_dir, tokens_file};
+use model::job::{FollowUp, JobReport};
+use serde_json::Value;
+use verdict::actions::Policy;
+
+/// A one-node Slurm, stopped on drop.
+struct Slurm {
+    dir: PathBuf,
+}
+
+impl Drop for Slurm {
+    fn drop(&mut self) {
+        let _ = Command::new(script()).arg("stop").arg(&self.dir).status();
+    }
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm/one-node.sh")
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn start_slurm(dir: &Path) -> Option<Slurm> {
+    // Slurm's daemons run jobs as their users: root only (./test.sh runs the suite as
+    // root, as its Slurm scripts).
+    if !is_root() {
+        eprintln!("skipped: not root (a one-node Slurm needs it)");
+        return None;
+    }
+    let have = Command::new("slurmctld").arg("-V").output().is_ok();
+    if !have {
+        assert!(
+            std::env::var_os("HOSTPING_REQUIRE_SLURM").is_none(),
+            "HOSTPING_REQUIRE_SLURM is set but slurmctld is not installed"
+        );
+        eprintln!("skipped: no Slurm daemons (apt-get install slurm-wlm munge)");
+        return None;
+    }
+    let ok = Command::new(script())
+        .arg("start")
+        .arg(dir)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "the one-node Slurm did not start in {}", dir.display());
+    Some(Slurm {
+        dir: dir.to_path_buf(),
+    })
+}
+
+fn hostname() -> String {
+    let out = Command::new("hostname").arg("-s").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// `sinfo`'s state (without the `*` of a slow slurmd) and reason of `node`.
+fn sinfo(node: &str) -> (String, String) {
+    let out = Command::new("sinfo")
+        .args(["-h", "-N", "-n", node, "-o", "%t|%E"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let (state, reason) = text.split_once('|').unwrap_or((&text, ""));
+    (state.trim_end_matches('*').to_string(), reason.to_string())
+}
+
+/// A real verdict with a confirmed host culprit: the simulated cluster's, on a degraded
+/// PCIe link of node002's job path, its hosts renamed so that node002 is `node`.
+fn host_verdict(node: &str, job: &str) -> JobReport {
+    let o = hostping(&[
+        "job",
+        "--sim-cluster",
+        "pod-32",
+        "--nodes",
+        "node[001-002]",
+        "--inject",
+        "node002:degrade:gpu0--lsw0:0.3",
+        "--format",
+        "json",
+    ]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    let text = text.replace("node002", node);
+    let mut report: JobReport =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    report.job = Some(job.to_string());
+    assert_eq!(report.culprits[0].host.as_deref(), Some(node), "{text}");
+    report
+}
+
+/// Alertmanager's firing alerts of `node` from hostping.
+fn firing(am: &Alertmanager, node: &str) -> Vec<Value> {
+    am.alerts()
+        .into_iter()
+        .filter(|a| a["labels"]["alertname"] == "HostpingCulprit" && a["labels"]["host"] == node)
+        .collect()
+}
+
+/// `GET /api/actions`.
+fn actions(collector: &Collector) -> Vec<Value> {
+    let (code, v) = get(collector.addr, "/api/actions");
+    assert_eq!(code, 200, "{v}");
+    v.as_array().unwrap().clone()
+}
+
+fn state_of(collector: &Collector, id: i64) -> String {
+    actions(collector)
+        .iter()
+        .find(|a| a["id"] == id)
+        .map(|a| a["state"].as_str().unwrap().to_string())
+        .unwrap_or_default()
+}
+
+#[test]
+fn confirmed_culprits_drain_alert_resume_and_stay_within_the_limits() {
+    let dir = temp_dir("actions");
+    for sub in ["pg", "slurm", "am"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    let Some(pg) = Postgres::start(&dir.join("pg")) else {
+        return;
+    };
+    if !have_alertmanager() {
+        return;
+    }
+    let Some(slurm) = start_slurm(&dir.join("slurm")) else {
+        return;
+    };
+    // scontrol and sinfo, here and in the collector, find the cluster through SLURM_CONF.
+    std::env::set_var("SLURM_CONF", slurm.dir.join("slurm.conf"));
+    let am = Alertmanager::start(&dir.join("am"));
+    let node = hostname();
+    let policy_text = format!(
+        "mode = \"act\"\nconfirm = 1\nresume_after = 2\nalertmanager = \"{}\"\n\
+         [limits]\nper_hour = 20\ndrained_share = 1.0\n",
+        am.url()
+    );
+    let policy_file = dir.join("actions.toml");
+    std::fs::write(&policy_file, &policy_text).unwrap();
+    let undo_token = "tok-undo-0123456789abcdef";
+    let action_tokens = probe_tokens_file(&dir, undo_token);
+    let tokens = tokens_file(&dir, &[(&node, &token(&node))]);
+    let collector = Collector::start(
+        &pg,
+        &tokens,
+        &[
+            "--actions",
+            policy_file.to_str().unwrap(),
+            "--action-tokens",
+            action_tokens.to_str().unwrap(),
+        ],
+    );
+    let policy = Policy::parse(&policy_file, &policy_text).unwrap();
+    let acting = Actions::new(pg.pool(4), policy);
+    let rt = runtime();
+    let log = |line: String| eprintln!("{line}");
+    let healthy = sim_report(&[]);
+    let mut run_id = 0;
+    let mut post_healthy = |n: usize| {
+        for _ in 0..n {
+            run_id += 1;
+            // Started after the action (the runs counted are those since it).
+            post_run(
+                collector.addr,
+                &node,
+                run_id,
+                now_s() + 2 + run_id,
+                &healthy,
+            );
+        }
+    };
+
+    // -- a confirmed host culprit: drained and alerted ------------------------------------
+    let report = host_verdict(&node, "77");
+    let taken = rt
+        .block_on(acting.on_verdict("77", 1.0, &report, &log))
+        .unwrap();
+    let kinds: Vec<(&str, &str)> = taken
+        .iter()
+        .map(|a| (a.kind.as_str(), a.state.as_str()))
+        .collect();
+    assert_eq!(kinds, [("drain", "taken"), ("alert", "taken")], "{taken:?}");
+    let reason = &taken[0].reason;
+    assert!(reason.starts_with(&format!("hostping: {} ", report.culprits[0].cause)));
+    assert!(reason.ends_with(" job 77"), "{reason}");
+    assert_eq!(sinfo(&node), ("drain".to_string(), reason.clone()));
+    let alerts = firing(&am, &node);
+    assert_eq!(alerts.len(), 1, "{alerts:?}");
+    let labels = &alerts[0]["labels"];
+    assert_eq!(labels["cause"], report.culprits[0].cause.as_str());
+    assert_eq!(labels["layer"], "host");
+    assert_eq!(labels["job"], "77");
+    assert_eq!(
+        labels["component"],
+        report.culprits[0].component.clone().unwrap().as_str()
+    );
+    assert!(alerts[0]["annotations"]["why"]
+        .as_str()
+        .unwrap()
+        .contains("confirmed by"));
+    // Listed newest first, with the verdict that caused them.
+    let listed = actions(&collector);
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[0]["kind"], "alert");
+    assert_eq!(listed[1]["kind"], "drain");
+    let drain_id = listed[1]["id"].as_i64().unwrap();
+    let (code, one) = get(collector.addr, &format!("/api/actions/{drain_id}"));
+    assert_eq!(code, 200);
+    assert_eq!(one["verdict"]["job"], "77");
+    assert_eq!(one["verdict"]["culprits"][0]["host"], node.as_str());
+
+    // -- undo: an action token, then the node resumes ---------------------------------------
+    let undo = format!("/api/actions/{drain_id}/undo");
+    let (code, _) = post_to(collector.addr, &undo, None, b"");
+    assert_eq!(code, 401);
+    let (code, _) = post_to(
+        collector.addr,
+        &undo,
+        Some("tok-wrong-0123456789abcdef"),
+        b"",
+    );
+    assert_eq!(code, 401);
+    let (code, v) = post_to(collector.addr, &undo, Some(undo_token), b"");
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(v["state"], "undone");
+    assert_ne!(sinfo(&node).0, "drain");
+    let (code, v) = post_to(collector.addr, &undo, Some(undo_token), b"");
+    assert_eq!(code, 409, "undone twice: {v}");
+
+    // -- drained again; healthy checks resume it and resolve the alert ----------------------
+    let report = host_verdict(&node, "78");
+    let taken = rt
+        .block_on(acting.on_verdict("78", 2.0, &report, &log))
+        .unwrap();
+    // The alert of the same culprit is in force: not sent twice.
+    assert_eq!(taken.len(), 1, "{taken:?}");
+    assert_eq!(taken[0].state.as_str(), "taken");
+    let drain_id = taken[0].id.unwrap();
+    assert_eq!(sinfo(&node).0, "drain");
+    post_healthy(1);
+    std::thread::sleep(collector::actions::TICK * 2);
+    assert_eq!(
+        sinfo(&node).0,
+        "drain",
+        "one healthy check of two resumed it"
+    );
+    post_healthy(1);
+    common::wait_until("the drain resumed", Duration::from_secs(30), || {
+        state_of(&collector, drain_id) == "resumed"
+    });
+    assert_ne!(sinfo(&node).0, "drain");
+    common::wait_until("the alert resolved", Duration::from_secs(30), || {
+        firing(&am, &node).is_empty()
+    });
+    assert!(actions(&collector)
+        .iter()
+        .any(|a| a["kind"] == "alert" && a["state"] == "resolved"));
+
+    // -- an operator's drain stays ------------------------------------------------------------
+    let status = Command::new("scontrol")
+        .args([
+            "update",
+            &format!("NodeName={node}"),
+            "State=DRAIN",
+            "Reason=bad DIMM, ticket 4411",
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let report = host_verdict(&node, "79");
+    let taken = rt
+        .block_on(acting.on_verdict("79", 3.0, &report, &log))
+        .unwrap();
+    let drain = taken.iter().find(|a| a.kind.as_str() == "drain").unwrap();
+    assert_eq!(drain.state.as_str(), "refused");
+    assert!(
+        drain
+            .refused_by
+            .as_deref()
+            .unwrap()
+            .contains("drained already, not by hostping"),
+        "{drain:?}"
+    );
+    post_healthy(2);
+    std::thread::sleep(collector::actions::TICK * 3);
+    assert_eq!(
+        sinfo(&node),
+        ("drain".to_string(), "bad DIMM, ticket 4411".to_string())
+    );
+
+    // -- a burst past the limits drains nothing -------------------------------------------------
+    assert!(Command::new("scontrol")
+        .args(["update", &format!("NodeName={node}"), "State=RESUME"])
+        .status()
+        .unwrap()
+        .success());
+    let tight = Policy::parse(
+        Path::new("tight.toml"),
+        "mode = \"act\"\nconfirm = 1\nkinds = [\"drain\"]\n[limits]\nper_hour = 100\n\
+         drained_share = 0.5",
+    )
+    .unwrap();
+    let burst = Actions::new(pg.pool(2), tight);
+    for job in ["80", "81", "82"] {
+        let report = host_verdict(&node, job);
+        let taken = rt
+            .block_on(burst.on_verdict(job, 4.0, &report, &log))
+            .unwrap();
+        assert_eq!(taken.len(), 1);
+        assert_eq!(taken[0].state.as_str(), "refused");
+        assert!(
+            taken[0]
+                .refused_by
+                .as_deref()
+                .unwrap()
+                .starts_with("limits.drained_share: draining "),
+            "{:?}",
+            taken[0]
+        );
+    }
+    let per_hour = Policy::parse(
+        Path::new("per-hour.toml"),
+        "mode = \"act\"\nconfirm = 1\nkinds = [\"drain\"]\n[limits]\nper_hour = 1\n\
+         drained_share = 1.0",
+    )
+    .unwrap();
+    let report = host_verdict(&node, "83");
+    let taken = rt
+        .block_on(Actions::new(pg.pool(2), per_hour).on_verdict("83", 5.0, &report, &log))
+        .unwrap();
+    assert_eq!(taken[0].state.as_str(), "refused");
+    assert!(taken[0]
+        .refused_by
+        .as_deref()
+        .unwrap()
+        .starts_with("limits.per_hour: "));
+    assert_ne!(
+        sinfo(&node).0,
+        "drain",
+        "a burst past the limits drained the node"
+    );
+    let refused = actions(&collector)
+        .iter()
+        .filter(|a| a["state"] == "refused")
+        .count();
+    assert_eq!(refused, 5, "each refusal recorded");
+
+    // -- a culprit the follow-ups cleared never acts --------------------------------------------
+    let mut report = host_verdict(&node, "84");
+    report.follow_ups.push(FollowUp {
+        kind: "loopback".into(),
+        target: format!("{node} loopback"),
+        why: String::new(),
+        outcome: "checked (run 12): healthy".into(),
+        round: None,
+    });
+    let before = actions(&collector).len();
+    let taken = rt
+        .block_on(acting.on_verdict("84", 6.0, &report, &log))
+        .unwrap();
+    assert!(taken.is_empty(), "{taken:?}");
+    assert_eq!(actions(&collector).len(), before);
+    assert_ne!(sinfo(&node).0, "drain");
+
+    // -- the actions page, in a real browser -----------------------------------------------------
+    if let Some(driver) = ChromeDriver::start() {
+        let listed = actions(&collector);
+        let url = format!("http://{}/actions", collector.addr);
+        rt.block_on(async {
+            let c = driver.session(1400, 1200).await;
+            c.goto(&url).await.unwrap();
+            wait_until(
+                &c,
+                "the actions table",
+                "document.querySelectorAll('#actions tbody tr').length > 0",
+            )
+            .await;
+            let rows = js(
+                &c,
+                "return [...document.querySelectorAll('#actions tbody tr')].map((r) => ({
+                    id: r.dataset.id, kind: r.dataset.kind, state: r.dataset.state,
+                    text: r.textContent,
+                    badge: getComputedStyle(r.querySelector('.badge')).backgroundColor}));",
+            )
+            .await;
+            let rows = rows.as_array().unwrap();
+            // Every action, newest first, as the API lists them.
+            let ids: Vec<String> = rows
+                .iter()
+                .map(|r| r["id"].as_str().unwrap().to_string())
+                .collect();
+            let want: Vec<String> = listed.iter().map(|a| a["id"].to_string()).collect();
+            assert_eq!(ids, want);
+            let refused = rows.iter().find(|r| r["state"] == "refused").unwrap();
+            assert!(
+                refused["text"]
+                    .as_str()
+                    .unwrap()
+                    .contains("refused: limits.per_hour: "),
+                "{refused}"
+            );
+            let resumed = rows.iter().find(|r| r["state"] == "resumed").unwrap();
+            assert_eq!(resumed["kind"], "drain");
+            assert!(
+                resumed["text"].as_str().unwrap().contains("hostping: "),
+                "{resumed}"
+            );
+            assert!(
+                is_green(rgb(resumed["badge"].as_str().unwrap())),
+                "{resumed}"
+            );
+            let summary = js(
+                &c,
+                "return document.getElementById('actions-summary').textContent;",
+            )
+            .await;
+            assert!(summary.as_str().unwrap().contains(" refused"), "{summary}");
+            screenshot(&c, "actions").await;
+            c.close().await.unwrap();
+        });
+    }
+    drop(collector);
+}
+
+/// `hostping job --actions FILE`: the report's `actions`, what the policy would do; the
+/// CLI acts on nothing.
+#[test]
+fn job_actions_say_what_the_policy_would_do() {
+    let dir = temp_dir("job-actions");
+    let policy = dir.join("actions.toml");
+    std::fs::write(&policy, "confirm = 1\nkinds = [\"drain\"]\n").unwrap();
+    let run = |inject: &str| -> Value {
+        let o = hostping(&[
+            "job",
+            "--sim-cluster",
+            "pod-32",
+            "--nodes",
+            "node[001-002]",
+            "--inject",
+            inject,
+            "--format",
+            "json",
+            "--actions",
+            policy.to_str().unwrap(),
+        ]);
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let v = run("node002:degrade:gpu0--lsw0:0.3");
+    let actions = v["actions"].as_array().unwrap();
+    assert_eq!(actions.len(), 1, "{v}");
+    let a = &actions[0];
+    assert_eq!(a["kind"], "drain");
+    assert_eq!(a["state"], "proposed");
+    assert_eq!(a["host"], "node002");
+    assert_eq!(a["reason"], "hostping: link_failure gpu0--lsw0 job -");
+    assert_eq!(a["wins_back"], Value::Null, "no what-if ran");
+    assert!(a["why"]
+        .as_str()
+        .unwrap()
+        .contains("confirmed by node002's own check found link_failure"));
+    // In words: the policy's section.
+    let o = hostping(&[
+        "job",
+        "--sim-cluster",
+        "pod-32",
+        "--nodes",
+        "node[001-002]",
+        "--inject",
+        "node002:degrade:gpu0--lsw0:0.3",
+        "--actions",
+        policy.to_str().unwrap(),
+    ]);
+    let text = common::stdout(&o);
+    assert!(
+        text.contains("what the policy would do (--actions):\n  drain node002 (proposed): hostping: link_failure gpu0--lsw0 job -"),
+        "{text}"
+    );
+    // A fault on a host the job does not use: no action.
+    let v = run("node009:degrade:gpu0--lsw0:0.3");
+    assert!(v.get("actions").is_none(), "{}", v["actions"]);
+}
+
+/// A bad policy file is refused before anything runs: exit 2, the file and the field named.
+#[test]
+fn bad_policy_files_are_refused_with_exit_2() {
+    let dir = temp_dir("bad-actions");
+    let cases = [
+        (
+            "[limits]\ndrained_share = 1.5\n",
+            "field `limits.drained_share`: must be within 0 and 1",
+        ),
+        (
+            "kinds = [\"drain\"]\nmoed = \"act\"\n",
+            "unknown field `moed`",
+        ),
+        (
+            "mode = \"act\"\n",
+            "field `alertmanager`: is needed for `alert`",
+        ),
+    ];
+    for (text, want) in cases {
+        let file = dir.join("actions.toml");
+        std::fs::write(&file, text).unwrap();
+        let f = file.to_str().unwrap();
+        for args in [
+            vec!["job", "--sim-cluster", "pod-32", "--actions", f],
+            vec![
+                "collector",
+                "--database",
+                "postgres://nobody@127.0.0.1:1/none",
+                "--actions",
+                f,
+            ],
+        ] {
+            let o = hostping(&args);
+            assert_eq!(o.status.code(), Some(2), "{args:?}");
+            let err = common::stderr(&o);
+            assert!(err.contains(&format!("--actions {f}: ")), "{err}");
+            assert!(err.contains(want), "{err}");
+        }
+    }
+    let o = hostping(&[
+        "job",
+        "--sim-cluster",
+        "pod-32",
+        "--actions",
+        "/nonexistent.toml",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(common::stderr(&o).contains("--actions /nonexistent.toml: "));
+}
