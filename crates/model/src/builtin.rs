@@ -100,7 +100,11 @@ fn first_element(text: &str) -> Option<&str> {
                 _ => skip_to(rest, ">"),
             }
         } else {
-            let name = rest[1..]
+            // Text between declarations (a cut or altered file) holds no element name.
+            let Some(after) = rest.strip_prefix('<') else {
+                return Some("");
+            };
+            let name = after
                 .split(|c: char| c.is_whitespace() || c == '>' || c == '/')
                 .next()
                 .unwrap_or("");
@@ -146,6 +150,23 @@ mod tests {
     use super::*;
     use crate::ids::{ComponentId, LinkId};
     use crate::topology::{LinkKind, Turnaround};
+
+    #[test]
+    fn the_first_element_is_found_past_declarations_and_text_between_them_names_none() {
+        let doctype = "<?xml version=\"1.0\"?>\n<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n";
+        assert_eq!(
+            first_element(&format!("{doctype}<topology version=\"3.0\">")),
+            Some("topology")
+        );
+        assert_eq!(first_element("<!-- a comment --><system>"), Some("system"));
+        // A cut file's text after a declaration, starting with a character of two bytes,
+        // once sliced inside that character (a proptest of tests/host_files.rs found it).
+        assert_eq!(
+            first_element(&format!("{doctype}\u{e9}<topology>")),
+            Some("")
+        );
+        assert_eq!(first_element("not xml"), None);
+    }
 
     #[test]
     fn resolve_prefers_a_builtin_and_names_the_builtins_when_a_file_is_unreadable() {
