@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::job::Layer;
+use crate::layer::Layer;
 
 /// What an action does.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -158,16 +158,4 @@ pub struct CulpritKey {
     pub component: Option<String>,
     /// Its cause.
     pub cause: String,
-}
-
-impl CulpritKey {
-    /// The key of `culprit`.
-    pub fn of(culprit: &crate::job::Culprit) -> CulpritKey {
-        CulpritKey {
-            layer: culprit.layer,
-            host: culprit.host.clone(),
-            component: culprit.component.clone(),
-            cause: culprit.cause.clone(),
-        }
-    }
 }

@@ -56,20 +56,7 @@ impl Verdict {
     }
 }
 
-/// Where a culprit lies (DESIGN 4.7's `layer`; `job` is an addition: the job's own pattern
-/// or mapping, named when the infrastructure is healthy).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Layer {
-    /// A host's intra-host network (a PCIe link, a memory channel, the IOMMU).
-    Host,
-    /// A host's RNIC or its settings.
-    Rnic,
-    /// A cable, a switch port, the fabric's traffic.
-    Fabric,
-    /// The job's own communication pattern or placement.
-    Job,
-}
+pub use crate::layer::Layer;
 
 /// One ranked culprit (DESIGN 4.7's `culprits[]`; fields after `evidence` are additions).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -95,6 +82,20 @@ pub struct Culprit {
     pub candidates: Vec<String>,
     /// What to do about it (drain the host, reseat or replace the cable, ...).
     pub action: String,
+}
+
+// Here rather than in crate::action, which would otherwise need this module and this
+// module it (JobReport.actions).
+impl crate::action::CulpritKey {
+    /// The key of `culprit`.
+    pub fn of(culprit: &Culprit) -> crate::action::CulpritKey {
+        crate::action::CulpritKey {
+            layer: culprit.layer,
+            host: culprit.host.clone(),
+            component: culprit.component.clone(),
+            cause: culprit.cause.clone(),
+        }
+    }
 }
 
 /// Something the verdict could not judge, and why.

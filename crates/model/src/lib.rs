@@ -30,6 +30,7 @@ pub mod ids;
 pub mod inspector;
 pub mod iommu;
 pub mod job;
+pub mod layer;
 pub mod limits;
 pub mod measure;
 pub mod nccl_topo;
