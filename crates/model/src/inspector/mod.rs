@@ -17,7 +17,7 @@ mod write;
 
 pub use json::parse_json;
 pub use textfile::parse_textfile;
-pub use write::record_json;
+pub use write::{record_json, simulated_record_json, SIMULATED_GIT_REV, SIMULATED_MECHANISM};
 
 /// Reads one file's text, whichever mode wrote it: JSON when its first non-whitespace byte is
 /// `{`, else the textfile mode (where text that is not UTF-8 is all bad: one bad record per
