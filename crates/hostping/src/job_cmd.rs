@@ -5,6 +5,7 @@
 
 mod nccl;
 mod real;
+mod sim_records;
 pub mod words;
 
 use anyhow::Result;
@@ -38,6 +39,26 @@ pub fn run(args: JobArgs) -> Result<Outcome> {
     };
     let cluster = Cluster::resolve(sim_cluster, &|path, routes| Ok(read_fabric(path, routes)?))?;
     let faults = ClusterFaults::parse(&args.inject, &cluster)?;
+    // The simulated job's own records, written and read back as a dump directory.
+    let (collectives, faults) = match &args.nccl_out {
+        Some(dir) => {
+            let settings = simcluster::collectives::StepSettings {
+                steps: args.steps,
+                step_ms: args.step_ms,
+                bytes: args.bytes,
+                seed: args.seed,
+            };
+            let (read, at_end) = sim_records::write_and_read(
+                &cluster,
+                &faults,
+                args.nodes.as_ref().map(|n| n.0.as_slice()),
+                &settings,
+                dir,
+            )?;
+            (Some(read), at_end)
+        }
+        None => (collectives, faults),
+    };
     let settings = MeshSettings {
         nodes: args.nodes.map(|n| n.0),
         endpoint: Endpoint::Gpu,

@@ -10,12 +10,6 @@ use anyhow::{bail, Context, Result};
 use model::inspector::{CollectiveRecord, Skipped};
 use model::job::CollectiveEvidence;
 
-/// Buckets per communicator over the records' span at most: the summaries stay bounded
-/// however long the job ran, and a one-minute dump still gets 1 s buckets.
-const MAX_BUCKETS: f64 = 600.0;
-/// The narrowest bucket: one collective's timing is noisy, a second of them is not.
-const MIN_BUCKET_S: f64 = 1.0;
-
 /// What one file gave.
 struct FileRead {
     records: Vec<CollectiveRecord>,
@@ -47,7 +41,7 @@ pub fn read(dir: &Path, max_summaries: Option<usize>) -> Result<CollectiveEviden
             skipped.bad_records
         );
     }
-    let mut width_s = bucket_width_s(&records);
+    let mut width_s = analyze::collectives::bucket_width_s(&records);
     let mut summaries = analyze::collectives::summarize(&records, width_s);
     while max_summaries.is_some_and(|cap| summaries.len() > cap) {
         // Each doubling halves the buckets; one bucket a rank and kind is the least.
@@ -70,14 +64,6 @@ pub fn read(dir: &Path, max_summaries: Option<usize>) -> Result<CollectiveEviden
         skipped,
         ..CollectiveEvidence::default()
     })
-}
-
-/// The summaries' bucket: 1 s, widened so that the records' span fits in [`MAX_BUCKETS`].
-fn bucket_width_s(records: &[CollectiveRecord]) -> f64 {
-    let (first, last) = records.iter().fold((f64::MAX, f64::MIN), |(lo, hi), r| {
-        (lo.min(r.at_us), hi.max(r.at_us))
-    });
-    ((last - first) / 1e6 / MAX_BUCKETS).max(MIN_BUCKET_S)
 }
 
 /// Every file under `dir`, recursively (the plugin may write into per-job folders), in a
