@@ -30,9 +30,9 @@ fn job_json(args: &[&str]) -> (i32, Value, String) {
     (code, json, stderr(&out))
 }
 
-/// Runs the simulated job with `inject`, its records written under a test folder `name`;
-/// returns the verdict and the folder.
-fn simulate(name: &str, inject: &[&str]) -> (i32, Value, PathBuf) {
+/// Runs the simulated job with `inject` (and `extra` flags), its records written under a
+/// test folder `name`; returns the verdict and the folder.
+fn simulate(name: &str, inject: &[&str], extra: &[&str]) -> (i32, Value, PathBuf) {
     let dir = temp_dir(name).join("nccl-inspector-sim");
     let mut args = vec![
         "--sim-cluster",
@@ -49,6 +49,7 @@ fn simulate(name: &str, inject: &[&str]) -> (i32, Value, PathBuf) {
     for fault in inject {
         args.extend(["--inject", fault]);
     }
+    args.extend_from_slice(extra);
     let (code, report, err) = job_json(&args);
     assert_ne!(code, 2, "{err}");
     assert!(err.contains("simulated NCCL Inspector records"), "{err}");
@@ -68,7 +69,8 @@ fn culprits(report: &Value) -> &Vec<Value> {
 
 #[test]
 fn a_straggler_host_is_named_from_its_records_its_network_healthy() {
-    let (code, report, dir) = simulate("simrec-straggler", &["node009:straggler:gpu3:40ms@4s"]);
+    let (code, report, dir) =
+        simulate("simrec-straggler", &["node009:straggler:gpu3:40ms@4s"], &[]);
     assert_eq!(code, 1, "{report:#}");
     assert_eq!(report["verdict"], "host", "{report:#}");
     let top = &culprits(&report)[0];
@@ -106,8 +108,22 @@ fn a_straggler_host_is_named_from_its_records_its_network_healthy() {
 
 #[test]
 fn a_rail_slowed_by_a_cable_mid_run_is_named_by_its_cable() {
-    let (code, report, dir) =
-        simulate("simrec-slow-rail", &["fabric:degrade:node017/rnic0:0.3@4s"]);
+    let inject = ["fabric:degrade:node017/rnic0:0.3@4s"];
+    // The mesh alone leaves the host's cable and its leaf's uplink as candidates.
+    let (code, report, _) = simulate("simrec-slow-rail-mesh", &inject, &[]);
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["verdict"], "network", "{report:#}");
+    let candidates = &culprits(&report)[0]["candidates"];
+    assert!(
+        candidates
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c == "leaf3/1"),
+        "{report:#}"
+    );
+    // The follow-up probes split them.
+    let (code, report, dir) = simulate("simrec-slow-rail", &inject, &["--probe"]);
     assert_eq!(code, 1, "{report:#}");
     assert_eq!(report["verdict"], "network", "{report:#}");
     let top = &culprits(&report)[0];
@@ -140,7 +156,7 @@ fn a_rail_slowed_by_a_cable_mid_run_is_named_by_its_cable() {
 
 #[test]
 fn a_healthy_simulated_job_has_no_culprit_and_is_not_slow() {
-    let (code, report, dir) = simulate("simrec-healthy", &[]);
+    let (code, report, dir) = simulate("simrec-healthy", &[], &["--probe"]);
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["verdict"], "neither", "{report:#}");
     assert!(culprits(&report).is_empty(), "{report:#}");
@@ -157,6 +173,7 @@ fn a_fault_starting_after_the_job_ended_is_not_measured() {
     let (code, report, _) = simulate(
         "simrec-after-end",
         &["fabric:degrade:node017/rnic0:0.3@600s"],
+        &[],
     );
     assert_eq!(code, 0, "{report:#}");
     assert!(culprits(&report).is_empty(), "{report:#}");
@@ -177,7 +194,8 @@ fn bad_steps_and_start_times_are_refused_naming_them() {
         ),
         (vec!["--steps", "0"], "--steps"),
         (vec!["--steps", "1000000"], "--steps"),
-        (vec!["--step-ms", "-1"], "--step-ms"),
+        (vec!["--step-ms=-1"], "--step-ms"),
+        (vec!["--step-ms", "1e9"], "--step-ms"),
     ] {
         let mut all = vec!["job", "--sim-cluster", "pod-32", "--nodes", NODES];
         all.extend(["--nccl-out", dir]);

@@ -88,6 +88,10 @@ pub struct PassiveOutcome {
     pub detection_s: Option<f64>,
     /// The same in steps of the job (its mean step).
     pub detection_steps: Option<f64>,
+    /// When a reader of the records could first call it, less the fault's start, seconds:
+    /// the end of the sustained slow buckets (`analyze::collectives::SUSTAINED_BUCKETS`
+    /// from `since`), as a live watcher must wait for them.
+    pub called_s: Option<f64>,
     /// The records said slow.
     pub slow: bool,
     /// The records alone.
@@ -206,6 +210,7 @@ pub fn run(cluster: &Cluster, case: &PassiveCase) -> Result<PassiveOutcome, Clus
     let simulate_seconds = simulating.elapsed().as_secs_f64();
     let evidence = collectives::evidence(&records);
     drop(records);
+    let bucket_s = evidence.summaries.first().map_or(1.0, |s| s.width_s);
 
     // Without probes: the records alone, as `job --nccl DIR` judges them.
     let judging = Instant::now();
@@ -243,9 +248,11 @@ pub fn run(cluster: &Cluster, case: &PassiveCase) -> Result<PassiveOutcome, Clus
         _ => None,
     };
     let step_s = job.duration_s() / f64::from(job.steps.max(1));
+    let sustained = analyze::collectives::SUSTAINED_BUCKETS as f64 * bucket_s;
     Ok(PassiveOutcome {
         case: case.clone(),
         detection_s,
+        called_s: detection_s.map(|d| d + sustained),
         detection_steps: detection_s.map(|d| d / step_s),
         slow,
         without_probes,
@@ -292,6 +299,8 @@ pub struct PassiveScore {
     pub detection_s: Option<f64>,
     /// The same in steps.
     pub detection_steps: Option<f64>,
+    /// Median time from the fault's start to when the records could first call it, s.
+    pub called_s: Option<f64>,
     /// Top-1 accuracy without probes (the records alone).
     pub top1_without_probes: f64,
     /// Top-1 accuracy with probes.
@@ -338,6 +347,7 @@ pub fn scores(outcomes: &[PassiveOutcome]) -> Vec<PassiveScore> {
                 slow: of.iter().filter(|o| o.slow).count(),
                 detection_s: median(of.iter().filter_map(|o| o.detection_s).collect()),
                 detection_steps: median(of.iter().filter_map(|o| o.detection_steps).collect()),
+                called_s: median(of.iter().filter_map(|o| o.called_s).collect()),
                 top1_without_probes: share(|o| o.without_probes.top1),
                 top1_with_probes: share(|o| o.with_probes.top1),
                 simulate_seconds: of.iter().map(|o| o.simulate_seconds).sum::<f64>() / n,
@@ -354,12 +364,13 @@ pub fn scores(outcomes: &[PassiveOutcome]) -> Vec<PassiveScore> {
 /// `failures` is set.
 pub fn table(scores: &[PassiveScore], outcomes: &[PassiveOutcome], failures: bool) -> String {
     let mut out = format!(
-        "{:<20} {:>4} {:>5} {:>12} {:>11} {:>13} {:>10} {:>8} {:>8} {:>9} {:>12}\n",
+        "{:<20} {:>4} {:>5} {:>12} {:>7} {:>10} {:>13} {:>10} {:>8} {:>8} {:>9} {:>12}\n",
         "passive class",
         "jobs",
         "slow",
-        "detected (s)",
+        "onset (s)",
         "(steps)",
+        "called (s)",
         "top-1 records",
         "top-1 +pr",
         "sim (s)",
@@ -371,12 +382,13 @@ pub fn table(scores: &[PassiveScore], outcomes: &[PassiveOutcome], failures: boo
         |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
     for s in scores {
         out.push_str(&format!(
-            "{:<20} {:>4} {:>5} {:>12} {:>11} {:>12.0}% {:>9.0}% {:>8.2} {:>8.2} {:>9} {:>12}\n",
+            "{:<20} {:>4} {:>5} {:>12} {:>7} {:>10} {:>12.0}% {:>9.0}% {:>8.2} {:>8.2} {:>9} {:>12}\n",
             s.class,
             s.jobs,
             s.slow,
             opt(s.detection_s, 2),
             opt(s.detection_steps, 1),
+            opt(s.called_s, 2),
             100.0 * s.top1_without_probes,
             100.0 * s.top1_with_probes,
             s.simulate_seconds,
@@ -386,7 +398,8 @@ pub fn table(scores: &[PassiveScore], outcomes: &[PassiveOutcome], failures: boo
         ));
     }
     out.push_str(
-        "detected: the records' onset (symptom since) less the fault's start, median; top-1 \
+        "onset: the records' onset (the symptom's since, a bucket's start) less the fault's \
+         start, median; called: when the sustained slow buckets ended, less the start; top-1 \
          records: the records alone (job --nccl DIR); +pr: with the simulated cluster's mesh \
          and follow-up probes; simulated figures\n",
     );
@@ -408,4 +421,46 @@ pub fn table(scores: &[PassiveScore], outcomes: &[PassiveOutcome], failures: boo
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_passive_class_is_detected_from_its_onset_and_named_with_probes() {
+        let pod = Cluster::builtin("pod-32").unwrap().unwrap();
+        let cases = cases(&pod, Suite::Fast, 3);
+        assert_eq!(cases.len(), 2 * PASSIVE_CLASSES.len());
+        let outcomes: Vec<PassiveOutcome> = PASSIVE_CLASSES
+            .iter()
+            .map(|class| {
+                let case = cases.iter().find(|c| c.class == *class).unwrap();
+                run(&pod, case).unwrap()
+            })
+            .collect();
+        for o in &outcomes {
+            let healthy = o.case.class == "passive_healthy";
+            assert_eq!(o.slow, !healthy, "{o:#?}");
+            assert!(o.with_probes.top1, "{o:#?}");
+            assert_eq!(o.records, u64::from(STEPS) * 64 * 2, "8 hosts x 8 GPUs");
+            if !healthy {
+                // `since` is a 1 s bucket's start: within a bucket of the fault's start.
+                let d = o.detection_s.unwrap();
+                assert!((-1.0..=1.0).contains(&d), "{o:#?}");
+                assert!(o.called_s.unwrap() > d);
+            }
+        }
+        let by = |class: &str| outcomes.iter().find(|o| o.case.class == class).unwrap();
+        // The records alone name a straggler, never a cable or other jobs' traffic.
+        assert!(by("passive_straggler").without_probes.top1);
+        assert!(!by("passive_slow_rail").without_probes.top1);
+        assert!(by("passive_slow_rail").without_probes.top.is_none());
+        assert!(by("passive_healthy").without_probes.top1);
+        let scores = scores(&outcomes);
+        assert_eq!(scores.len(), 4);
+        let text = table(&scores, &outcomes, true);
+        assert!(text.contains("passive_slow_rail"), "{text}");
+        assert!(text.contains("records alone inconclusive"), "{text}");
+    }
 }
