@@ -26,14 +26,17 @@ pub fn run(args: JobArgs) -> Result<Outcome> {
         .collector
         .as_ref()
         .map(|_| collector::collectives::MAX_SUMMARIES);
-    let collectives = args
+    let read = args
         .nccl
         .as_deref()
         .map(|dir| nccl::read(dir, cap))
         .transpose()?;
+    // Records a simulation wrote (`--nccl-out`) keep the verdict simulated wherever read.
+    let simulated_records = read.as_ref().is_some_and(|r| r.simulated_records > 0);
+    let collectives = read.map(|r| r.evidence);
     let Some(sim_cluster) = &args.sim_cluster else {
         return match (collectives, &args.collector) {
-            (Some(collectives), None) => collectives_alone(&args, collectives),
+            (Some(collectives), None) => collectives_alone(&args, collectives, simulated_records),
             (collectives, _) => real::run(&args, collectives),
         };
     };
@@ -91,7 +94,12 @@ pub fn run(args: JobArgs) -> Result<Outcome> {
 /// `--nccl` with no cluster: the verdict from the job's collectives alone (DESIGN 4.8): a
 /// straggler names its host; anything else is inconclusive, the symptom reported, as no
 /// host or cable was measured. The job's hosts are --nodes, else those the records name.
-fn collectives_alone(args: &JobArgs, collectives: CollectiveEvidence) -> Result<Outcome> {
+/// Records a simulation wrote make the verdict `simulated`.
+fn collectives_alone(
+    args: &JobArgs,
+    collectives: CollectiveEvidence,
+    simulated: bool,
+) -> Result<Outcome> {
     let nodes = match &args.nodes {
         Some(nodes) => nodes.0.clone(),
         None => hosts_in_rank_order(&collectives),
@@ -99,11 +107,17 @@ fn collectives_alone(args: &JobArgs, collectives: CollectiveEvidence) -> Result<
     let evidence = JobEvidence {
         nodes,
         collectives: Some(collectives),
+        simulated,
         ..JobEvidence::default()
     };
     let report = analyze::job::judge(&evidence);
+    let observed = if simulated {
+        words::Observed::Simulated
+    } else {
+        words::Observed::Measured
+    };
     print_to(args.output.as_deref(), args.format, &report, |r, style| {
-        words::render(r, words::Observed::Measured, style)
+        words::render(r, observed, style)
     })?;
     Ok(outcome(&report))
 }

@@ -72,6 +72,7 @@ fn a_straggler_host_is_named_from_its_records_its_network_healthy() {
     let (code, report, dir) =
         simulate("simrec-straggler", &["node009:straggler:gpu3:40ms@4s"], &[]);
     assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["simulated"], true);
     assert_eq!(report["verdict"], "host", "{report:#}");
     let top = &culprits(&report)[0];
     assert_eq!(top["cause"], "straggler", "{report:#}");
@@ -94,9 +95,11 @@ fn a_straggler_host_is_named_from_its_records_its_network_healthy() {
         "onset {since} s, straggler from 4 s"
     );
 
-    // The same folder alone: the records name the straggler without any probe.
+    // The same folder alone: the records name the straggler without any probe, and say
+    // they were simulated (their metadata's git_rev).
     let (code, alone) = records_alone(&dir);
     assert_eq!(code, 1, "{alone:#}");
+    assert_eq!(alone["simulated"], true, "{alone:#}");
     assert_eq!(alone["verdict"], "host");
     assert_eq!(culprits(&alone)[0]["cause"], "straggler");
     assert_eq!(culprits(&alone)[0]["host"], "node009");

@@ -371,7 +371,11 @@ proptest! {
             simulated.matches("\"git_rev\": \"hostping-simulated\"").count(),
             records.len()
         );
-        prop_assert_eq!(parse_json(simulated.as_bytes()), parsed);
+        let read = parse_json(simulated.as_bytes());
+        prop_assert_eq!(read.simulated_records, records.len() as u64);
+        prop_assert_eq!(parsed.simulated_records, 0, "the plugin's own are measured");
+        prop_assert_eq!(&read.records, &parsed.records);
+        prop_assert_eq!(&read.skipped, &parsed.skipped);
     }
 }
 

@@ -14,13 +14,23 @@ use model::job::CollectiveEvidence;
 struct FileRead {
     records: Vec<CollectiveRecord>,
     skipped: Skipped,
+    simulated_records: u64,
+}
+
+/// A dump directory read: its evidence, and how many of its records a simulation wrote
+/// (`model::inspector::SIMULATED_GIT_REV`): a verdict from them is reported as simulated.
+pub struct Read {
+    /// The records, summarised.
+    pub evidence: CollectiveEvidence,
+    /// Records labelled simulated.
+    pub simulated_records: u64,
 }
 
 /// Reads every file under `dir` and summarises the records, in at most `max_summaries`
 /// summaries when given (the buckets widened until they fit). An unreadable file is an
 /// error naming it; a directory with no record at all is one too (a wrong path, or a job
 /// whose plugin writes only at teardown: reference/nccl-inspector.md).
-pub fn read(dir: &Path, max_summaries: Option<usize>) -> Result<CollectiveEvidence> {
+pub fn read(dir: &Path, max_summaries: Option<usize>) -> Result<Read> {
     let files = files_under(dir)?;
     if files.is_empty() {
         bail!("--nccl {}: no file in it (the Inspector plugin writes one per process into NCCL_INSPECTOR_DUMP_DIR, by default nccl-inspector-<jobid>)", dir.display());
@@ -28,9 +38,11 @@ pub fn read(dir: &Path, max_summaries: Option<usize>) -> Result<CollectiveEviden
     let read = read_all(&files)?;
     let mut skipped = Skipped::default();
     let mut records = Vec::new();
+    let mut simulated_records = 0;
     for file in read {
         skipped.add(&file.skipped);
         records.extend(file.records);
+        simulated_records += file.simulated_records;
     }
     if records.is_empty() {
         bail!(
@@ -58,11 +70,14 @@ pub fn read(dir: &Path, max_summaries: Option<usize>) -> Result<CollectiveEviden
         }
         summaries = wider;
     }
-    Ok(CollectiveEvidence {
-        records: records.len() as u64,
-        summaries,
-        skipped,
-        ..CollectiveEvidence::default()
+    Ok(Read {
+        evidence: CollectiveEvidence {
+            records: records.len() as u64,
+            summaries,
+            skipped,
+            ..CollectiveEvidence::default()
+        },
+        simulated_records,
     })
 }
 
@@ -126,5 +141,6 @@ fn read_one(file: &Path) -> Result<FileRead> {
     Ok(FileRead {
         records: parsed.records,
         skipped: parsed.skipped,
+        simulated_records: parsed.simulated_records,
     })
 }

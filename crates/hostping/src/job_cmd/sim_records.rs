@@ -104,7 +104,7 @@ pub fn write_and_read(
             .as_ref()
             .map_or(String::new(), |c| format!("; the job hung when the cable at {c} went down"))
     );
-    let evidence = super::nccl::read(dir, None)?;
+    let evidence = super::nccl::read(dir, None)?.evidence;
     Ok((evidence, faults_at_end(faults, run.duration_s())))
 }
 

@@ -115,6 +115,9 @@ pub struct Parsed {
     /// Bytes at the end of the text that do not yet hold a whole object (a file being
     /// written): a tailing reader keeps them and parses them again with what follows.
     pub incomplete_tail: usize,
+    /// Of `records`, those a simulation wrote ([`simulated_record_json`]): never to be
+    /// reported as measured.
+    pub simulated_records: u64,
 }
 
 /// One rank's collectives of one kind and size over one time bucket: what agents send the
