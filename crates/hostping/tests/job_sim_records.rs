@@ -211,3 +211,58 @@ fn bad_steps_and_start_times_are_refused_naming_them() {
     let out = hostping(&["job", "--sim-cluster", "pod-32", "--steps", "10"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+#[test]
+fn bench_job_passive_scores_each_class_with_and_without_probes() {
+    let out = hostping(&[
+        "bench",
+        "job",
+        "--passive",
+        "--suite",
+        "fast",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let bench: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(bench["simulated"], true);
+    let classes: Vec<&str> = bench["passive"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["class"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        classes,
+        [
+            "passive_straggler",
+            "passive_slow_rail",
+            "passive_background",
+            "passive_healthy"
+        ]
+    );
+    let class = |name: &str| {
+        bench["passive"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["class"] == name)
+            .unwrap()
+            .clone()
+    };
+    let straggler = class("passive_straggler");
+    assert_eq!(straggler["jobs"], 2);
+    assert_eq!(straggler["top1_without_probes"], 1.0, "{straggler:#}");
+    assert_eq!(straggler["top1_with_probes"], 1.0, "{straggler:#}");
+    assert!(straggler["detection_s"].as_f64().unwrap().abs() <= 1.0);
+    // The records alone never name a cable: the probes do.
+    let rail = class("passive_slow_rail");
+    assert_eq!(rail["top1_without_probes"], 0.0, "{rail:#}");
+    assert_eq!(rail["top1_with_probes"], 1.0, "{rail:#}");
+    assert_eq!(class("passive_healthy")["slow"], 0);
+    assert!(rail["records"].as_u64().unwrap() > 0 && rail["packets"].as_u64().unwrap() > 0);
+    assert_eq!(bench["cases"].as_array().unwrap().len(), 8);
+
+    let out = hostping(&["bench", "job", "--passive", "--cluster", "pod-32"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
