@@ -207,6 +207,26 @@ fn bad_steps_and_start_times_are_refused_naming_them() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
     }
+    assert!(
+        !Path::new(dir).exists(),
+        "nothing written for a refused job"
+    );
+    // Too many records, or one host: refused before anything is written.
+    for nodes in ["node[001-032]", "node001"] {
+        let out = hostping(&[
+            "job",
+            "--sim-cluster",
+            "pod-32",
+            "--nodes",
+            nodes,
+            "--nccl-out",
+            dir,
+            "--steps",
+            "100000",
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(!Path::new(dir).exists(), "{nodes}: nothing written");
+    }
     // --steps without --nccl-out: nothing would be run.
     let out = hostping(&["job", "--sim-cluster", "pod-32", "--steps", "10"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));

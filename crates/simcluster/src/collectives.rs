@@ -148,13 +148,7 @@ pub fn run(
     progress: &dyn Fn(u32, u32),
 ) -> Result<JobRun, ClusterError> {
     let processes = processes(cluster, nodes);
-    let records = u64::from(settings.steps) * processes.len() as u64 * 2;
-    if records > MAX_RECORDS {
-        return Err(ClusterError::TooManyRecords {
-            records,
-            cap: MAX_RECORDS,
-        });
-    }
+    check(&processes, nodes, settings)?;
     let traffic = JobTraffic::RingAllReduce {
         bytes: settings.bytes,
     };
@@ -269,6 +263,26 @@ pub fn run(
         end_unix_s: t / 1e6,
         hung_on,
     })
+}
+
+/// Refuses, before anything is written, a job of fewer than two hosts (a collective across
+/// hosts needs two) or one of more than [`MAX_RECORDS`] records.
+pub fn check(
+    processes: &[Process],
+    nodes: &[usize],
+    settings: &StepSettings,
+) -> Result<(), ClusterError> {
+    if nodes.len() < 2 {
+        return Err(ClusterError::TooFewHosts(nodes.len()));
+    }
+    let records = u64::from(settings.steps) * processes.len() as u64 * 2;
+    if records > MAX_RECORDS {
+        return Err(ClusterError::TooManyRecords {
+            records,
+            cap: MAX_RECORDS,
+        });
+    }
+    Ok(())
 }
 
 /// The job's processes: each host's GPUs in order, world ranks host after host.

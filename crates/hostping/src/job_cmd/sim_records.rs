@@ -46,8 +46,10 @@ pub fn write_and_read(
         .into());
     }
     let hosts: Vec<usize> = names.iter().filter_map(|n| cluster.host_index(n)).collect();
-    std::fs::create_dir_all(dir).with_context(|| format!("--nccl-out {}", dir.display()))?;
     let processes = collectives::processes(cluster, &hosts);
+    // Nothing is written for a job that cannot run.
+    collectives::check(&processes, &hosts, settings)?;
+    std::fs::create_dir_all(dir).with_context(|| format!("--nccl-out {}", dir.display()))?;
     let paths: Vec<_> = processes.iter().map(|p| dir.join(p.file_name())).collect();
     // A dump folder holds one job: an earlier run's files would be read as this job's.
     for path in &paths {
