@@ -286,3 +286,13 @@ fn bench_job_passive_scores_each_class_with_and_without_probes() {
     let out = hostping(&["bench", "job", "--passive", "--cluster", "pod-32"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+#[test]
+fn a_hosts_fault_is_measured_once_started_by_the_jobs_end() {
+    let fault = "node009:degrade:rnic0--lsw0:0.3";
+    let (_, before, _) = simulate("simrec-host-later", &[&format!("{fault}@600s")], &[]);
+    assert!(culprits(&before).is_empty(), "{before:#}");
+    let (code, during, _) = simulate("simrec-host-now", &[&format!("{fault}@2s")], &[]);
+    assert_eq!(code, 1, "{during:#}");
+    assert_eq!(culprits(&during)[0]["host"], "node009", "{during:#}");
+}

@@ -232,8 +232,9 @@ impl ClusterFaults {
                     faults.stragglers.push(straggler);
                     continue;
                 }
-                // A host's fault of DESIGN 4.2 is judged by the mesh at the end of the
-                // run, when every fault has started: its start time only orders reports.
+                // A host's fault of DESIGN 4.2 does not slow the simulated collectives
+                // (`crate::collectives`); the mesh measures it once started
+                // (`started_by`).
                 host_texts.entry(host).or_default().push(rest.to_string());
             }
         }
@@ -280,6 +281,19 @@ impl ClusterFaults {
             }
         }
         out
+    }
+
+    /// The faults present `at_s` seconds into the job's run, hosts' and fabric's (those
+    /// started by then): what the mesh, the follow-ups and the what-if measure at a
+    /// simulated job's end.
+    pub fn started_by(&self, at_s: f64, cluster: &Cluster) -> Result<ClusterFaults, ClusterError> {
+        let texts: Vec<String> = self
+            .given
+            .iter()
+            .filter(|t| split_start(t).is_ok_and(|(_, start)| start <= at_s))
+            .cloned()
+            .collect();
+        ClusterFaults::parse(&texts, cluster)
     }
 
     /// The fabric faults present `at_s` seconds into the job's run (those started by then).
@@ -522,6 +536,24 @@ mod tests {
             assert!(err.starts_with(&format!("--inject `{text}`: ")), "{err}");
             assert!(err.contains(says), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn the_faults_started_by_a_time_are_the_hosts_and_the_fabrics() {
+        let faults = parse(&[
+            "node007:degrade:gpu4--lsw4:0.5@20s",
+            "node003:degrade:gpu1--lsw1:0.5",
+            "fabric:down:leaf5/16@5s",
+            "node005:straggler:gpu3:40ms@30s",
+        ])
+        .unwrap();
+        let at = |s: f64| faults.started_by(s, &pod()).unwrap();
+        assert_eq!(at(0.0).hosts.keys().collect::<Vec<_>>(), [&2]);
+        assert!(at(0.0).fabric.is_empty());
+        assert_eq!(at(10.0).fabric.len(), 1);
+        assert_eq!(at(25.0).hosts.keys().collect::<Vec<_>>(), [&2, &6]);
+        assert!(at(25.0).stragglers.is_empty());
+        assert_eq!(at(30.0).stragglers.len(), 1);
     }
 
     #[test]

@@ -107,15 +107,7 @@ pub fn write_and_read(
             .map_or(String::new(), |c| format!("; the job hung when the cable at {c} went down"))
     );
     let evidence = super::nccl::read(dir, None)?.evidence;
-    Ok((evidence, faults_at_end(faults, run.duration_s())))
-}
-
-/// The faults present when the job ended: the mesh and the what-if measure the cluster then.
-fn faults_at_end(faults: &ClusterFaults, end_s: f64) -> ClusterFaults {
-    let fabric = faults.fabric_at(end_s);
-    ClusterFaults {
-        fabric_start_s: vec![0.0; fabric.len()],
-        fabric,
-        ..faults.clone()
-    }
+    // The mesh and the what-if measure the cluster as it is at the job's end.
+    let at_end = faults.started_by(run.duration_s(), cluster)?;
+    Ok((evidence, at_end))
 }

@@ -222,9 +222,7 @@ pub fn run(cluster: &Cluster, case: &PassiveCase) -> Result<PassiveOutcome, Clus
     let without_probes = judged(case, &alone, judging.elapsed().as_secs_f64());
 
     // With probes: the cluster measured at the job's end, its faults all started by then.
-    let mut at_end = faults.clone();
-    at_end.fabric = faults.fabric_at(job.duration_s());
-    at_end.fabric_start_s = vec![0.0; at_end.fabric.len()];
+    let at_end = faults.started_by(job.duration_s(), cluster)?;
     let mesh = MeshSettings {
         nodes: Some(case.nodes.clone()),
         endpoint: Endpoint::Gpu,
