@@ -43,6 +43,21 @@ pub const LATE_SHARE: f64 = 0.25;
 /// hiccup (a page fault, a log flush), not a rank that keeps the others waiting.
 pub const STRAGGLER_MIN_COLLECTIVES: u64 = 5;
 
+/// Buckets per communicator over the records' span at most: the summaries stay bounded
+/// however long the job ran, and a one-minute dump still gets 1 s buckets.
+pub const MAX_BUCKETS: f64 = 600.0;
+/// The narrowest bucket: one collective's timing is noisy, a second of them is not.
+pub const MIN_BUCKET_S: f64 = 1.0;
+
+/// The summaries' bucket for `records`: [`MIN_BUCKET_S`], widened so that the records' span
+/// fits in [`MAX_BUCKETS`] (`hostping job --nccl` and the simulated job's records alike).
+pub fn bucket_width_s(records: &[CollectiveRecord]) -> f64 {
+    let (first, last) = records.iter().fold((f64::MAX, f64::MIN), |(lo, hi), r| {
+        (lo.min(r.at_us), hi.max(r.at_us))
+    });
+    ((last - first) / 1e6 / MAX_BUCKETS).max(MIN_BUCKET_S)
+}
+
 /// Summarises `records` per communicator, rank, collective, size and time bucket of
 /// `width_s` seconds (bucket `floor(at_us / 1e6 / width_s)`): the count, the first and last
 /// sequence numbers, and the median execution time and bus bandwidth. One summary per group

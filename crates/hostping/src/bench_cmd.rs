@@ -20,9 +20,18 @@ pub fn run(cmd: BenchCommand) -> Result<Outcome> {
         BenchCommand::Job {
             suite,
             seed,
+            passive: true,
+            show_failures,
+            format,
+            ..
+        } => return passive_jobs(suite, seed, show_failures, format),
+        BenchCommand::Job {
+            suite,
+            seed,
             cluster,
             show_failures,
             format,
+            ..
         } => return job(suite, seed, cluster.as_deref(), show_failures, format),
         BenchCommand::Agent {
             sim,
@@ -203,6 +212,52 @@ fn scenarios(
     }
     write_stdout(&out)?;
     Ok(Outcome::found(!result.ok()))
+}
+
+/// `hostping bench job --passive` (issue 39 item 5): jobs whose only symptom is their own
+/// collectives, each simulated step by step writing NCCL Inspector records, its fault
+/// starting mid-run; detection time from the onset and top-1 accuracy without and with
+/// probes (`simcluster::labelled::passive`).
+fn passive_jobs(
+    suite: JobSuite,
+    seed: u64,
+    show_failures: bool,
+    format: Format,
+) -> Result<Outcome> {
+    use simcluster::labelled::{self, passive};
+    let pod = simcluster::Cluster::builtin("pod-32").expect("pod-32 is built in")?;
+    let suite = match suite {
+        JobSuite::Fast => labelled::Suite::Fast,
+        JobSuite::Full => labelled::Suite::Full,
+    };
+    let cases = passive::cases(&pod, suite, seed);
+    let bar = counted(cases.len() as u64, "bench job --passive", "jobs judged");
+    let mut outcomes = Vec::with_capacity(cases.len());
+    for case in &cases {
+        bar.set_message(case.class);
+        outcomes.push(passive::run(&pod, case)?);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let scores = passive::scores(&outcomes);
+    #[derive(serde::Serialize)]
+    struct Bench<'a> {
+        simulated: bool,
+        passive: &'a [passive::PassiveScore],
+        cases: &'a [passive::PassiveOutcome],
+    }
+    let text = match format {
+        Format::Json => {
+            serde_json::to_string_pretty(&Bench {
+                simulated: true,
+                passive: &scores,
+                cases: &outcomes,
+            })? + "\n"
+        }
+        Format::Table => passive::table(&scores, &outcomes, show_failures),
+    };
+    write_stdout(&text)?;
+    Ok(Outcome::Healthy)
 }
 
 /// `hostping bench job`: the labelled jobs, run one after another (each mesh simulates its

@@ -5,6 +5,7 @@
 
 mod nccl;
 mod real;
+mod sim_records;
 pub mod words;
 
 use anyhow::Result;
@@ -33,19 +34,44 @@ pub fn run(args: JobArgs) -> Result<Outcome> {
         .collector
         .as_ref()
         .map(|_| collector::collectives::MAX_SUMMARIES);
-    let collectives = args
+    let read = args
         .nccl
         .as_deref()
         .map(|dir| nccl::read(dir, cap))
         .transpose()?;
+    // Records a simulation wrote (`--nccl-out`) keep the verdict simulated wherever read.
+    let simulated_records = read.as_ref().is_some_and(|r| r.simulated_records > 0);
+    let collectives = read.map(|r| r.evidence);
     let Some(sim_cluster) = &args.sim_cluster else {
         return match (collectives, &args.collector) {
-            (Some(collectives), None) => collectives_alone(&args, collectives, policy),
+            (Some(collectives), None) => {
+                collectives_alone(&args, collectives, simulated_records, policy)
+            }
             (collectives, _) => real::run(&args, collectives, policy),
         };
     };
     let cluster = Cluster::resolve(sim_cluster, &|path, routes| Ok(read_fabric(path, routes)?))?;
     let faults = ClusterFaults::parse(&args.inject, &cluster)?;
+    // The simulated job's own records, written and read back as a dump directory.
+    let (collectives, faults) = match &args.nccl_out {
+        Some(dir) => {
+            let settings = simcluster::collectives::StepSettings {
+                steps: args.steps,
+                step_ms: args.step_ms,
+                bytes: args.bytes,
+                seed: args.seed,
+            };
+            let (read, at_end) = sim_records::write_and_read(
+                &cluster,
+                &faults,
+                args.nodes.as_ref().map(|n| n.0.as_slice()),
+                &settings,
+                dir,
+            )?;
+            (Some(read), at_end)
+        }
+        None => (collectives, faults),
+    };
     let settings = MeshSettings {
         nodes: args.nodes.map(|n| n.0),
         endpoint: Endpoint::Gpu,
@@ -80,9 +106,11 @@ pub fn run(args: JobArgs) -> Result<Outcome> {
 /// `--nccl` with no cluster: the verdict from the job's collectives alone (DESIGN 4.8): a
 /// straggler names its host; anything else is inconclusive, the symptom reported, as no
 /// host or cable was measured. The job's hosts are --nodes, else those the records name.
+/// Records a simulation wrote make the verdict `simulated`.
 fn collectives_alone(
     args: &JobArgs,
     collectives: CollectiveEvidence,
+    simulated: bool,
     policy: Option<&Policy>,
 ) -> Result<Outcome> {
     let nodes = match &args.nodes {
@@ -92,12 +120,18 @@ fn collectives_alone(
     let evidence = JobEvidence {
         nodes,
         collectives: Some(collectives),
+        simulated,
         ..JobEvidence::default()
     };
     let mut report = analyze::job::judge(&evidence);
     propose(&mut report, policy);
+    let observed = if simulated {
+        words::Observed::Simulated
+    } else {
+        words::Observed::Measured
+    };
     print_to(args.output.as_deref(), args.format, &report, |r, style| {
-        words::render(r, words::Observed::Measured, style)
+        words::render(r, observed, style)
     })?;
     Ok(outcome(&report))
 }

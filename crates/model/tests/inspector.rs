@@ -2,7 +2,8 @@
 //! `testdata/inspector/` (see SOURCES.md there) and from generated streams.
 
 use model::inspector::{
-    parse, parse_json, parse_textfile, record_json, CollectiveRecord, Parsed, Skipped,
+    parse, parse_json, parse_textfile, record_json, simulated_record_json, CollectiveRecord,
+    Parsed, Skipped,
 };
 use proptest::prelude::*;
 
@@ -406,6 +407,17 @@ proptest! {
             };
             prop_assert_eq!(&same, written);
         }
+        // A simulated job's records differ only in their metadata's label, and read the same.
+        let simulated: String = records.iter().map(simulated_record_json).collect();
+        prop_assert_eq!(
+            simulated.matches("\"git_rev\": \"hostping-simulated\"").count(),
+            records.len()
+        );
+        let read = parse_json(simulated.as_bytes());
+        prop_assert_eq!(read.simulated_records, records.len() as u64);
+        prop_assert_eq!(parsed.simulated_records, 0, "the plugin's own are measured");
+        prop_assert_eq!(&read.records, &parsed.records);
+        prop_assert_eq!(&read.skipped, &parsed.skipped);
     }
 }
 

@@ -1,6 +1,12 @@
 //! Faults injected into a simulated cluster (DESIGN 4.6): a host's fault of DESIGN 4.2 behind
 //! its host name, or a fabric fault on a cable or the whole fabric, each parsed strictly and
 //! kept with the ground truth a verdict is scored against.
+//!
+//! Additions of issue 39 item 5, for a job whose collectives run step by step
+//! (`crate::collectives`): any fault may carry a start time, `@<seconds>s` (absent before,
+//! present after: piecewise constant); and a host may hold a straggler,
+//! `<host>:straggler:<gpu>:<delay>`, a rank that starts each collective late (a slow GPU, a
+//! starved CPU or data loader) while the host's own network stays healthy.
 
 use std::collections::BTreeMap;
 
@@ -21,6 +27,14 @@ pub const FABRIC_KINDS: [&str; 5] = [
     "fabric:background:<load>",
 ];
 
+/// The latest start time a fault takes, seconds into the job's run: a day. A simulated
+/// job runs minutes at most (`crate::collectives::MAX_STEPS`); a later start is a typo.
+pub const MAX_START_S: f64 = 86_400.0;
+
+/// The longest straggler delay, us: ten seconds late at every collective is a job that
+/// has stopped, not a straggler; NCCL's own watchdog fires long before.
+pub const MAX_STRAGGLER_DELAY_US: f64 = 10_000_000.0;
+
 /// The faults of one run, as given and parsed.
 #[derive(Clone, Debug, Default)]
 pub struct ClusterFaults {
@@ -28,8 +42,118 @@ pub struct ClusterFaults {
     pub hosts: BTreeMap<usize, Vec<vhost::Fault>>,
     /// The fabric's faults, at most one per cable and one background.
     pub fabric: Vec<FabricFault>,
+    /// When each of `fabric` starts, seconds into the job's run (0 without `@<seconds>s`).
+    pub fabric_start_s: Vec<f64>,
+    /// Ranks that start each collective late, at most one per host and GPU.
+    pub stragglers: Vec<StragglerFault>,
     /// What was given, in order, for reports.
     pub given: Vec<String>,
+}
+
+/// `<host>:straggler:<gpu>:<delay>`: the rank on that host's GPU starts each collective
+/// `delay_us` late (a slow GPU, a starved CPU or data loader: the reference's "late
+/// arrival", `shared/reference/nccl-inspector.md`). Not a fault of the host's network: its
+/// own checks stay healthy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StragglerFault {
+    /// The host (index in the cluster).
+    pub host: usize,
+    /// The GPU its rank drives (`gpu3` -> 3).
+    pub gpu: u32,
+    /// How late it starts each collective, us.
+    pub delay_us: f64,
+    /// When it starts being late, seconds into the job's run.
+    pub start_s: f64,
+}
+
+/// A fault text split from its start time: `fabric:down:leaf1/9@30s` -> (`fabric:down:leaf1/9`,
+/// 30). Without `@` the fault is present from the start (0 s). The suffix is strict: a
+/// number of seconds in [0, [`MAX_START_S`]] then `s`.
+pub fn split_start(text: &str) -> Result<(&str, f64), String> {
+    let Some((fault, start)) = text.rsplit_once('@') else {
+        return Ok((text, 0.0));
+    };
+    let seconds = start
+        .strip_suffix('s')
+        .ok_or_else(|| format!("start time `@{start}` is not `@<seconds>s` (such as `@30s`)"))?;
+    let value: f64 = seconds
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+        .ok_or_else(|| format!("start time `@{start}` is not a number of seconds >= 0"))?;
+    if value > MAX_START_S {
+        return Err(above_cap(
+            "start time (s)",
+            seconds,
+            MAX_START_S,
+            "(a day into the job's run)",
+        ));
+    }
+    Ok((fault, value))
+}
+
+/// `40ms`, `350us`, `1.5s` as microseconds: more than zero, at most
+/// [`MAX_STRAGGLER_DELAY_US`].
+fn parse_delay_us(text: &str) -> Result<f64, String> {
+    let (number, scale) = if let Some(n) = text.strip_suffix("us") {
+        (n, 1.0)
+    } else if let Some(n) = text.strip_suffix("ms") {
+        (n, 1e3)
+    } else if let Some(n) = text.strip_suffix('s') {
+        (n, 1e6)
+    } else {
+        return Err(format!(
+            "delay `{text}` has no unit: wants us, ms or s (such as 40ms)"
+        ));
+    };
+    let us = number
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .map(|v| v * scale)
+        .ok_or_else(|| format!("delay `{text}` is not a positive duration"))?;
+    if us > MAX_STRAGGLER_DELAY_US {
+        return Err(above_cap(
+            "delay (us)",
+            format!("{us}"),
+            MAX_STRAGGLER_DELAY_US,
+            "(ten seconds late at every collective is a stopped job, not a straggler)",
+        ));
+    }
+    Ok(us)
+}
+
+/// `straggler:<gpu>:<delay>` on `host`, the text after the host's name.
+fn parse_straggler(
+    text: &str,
+    host: usize,
+    start_s: f64,
+    cluster: &Cluster,
+) -> Result<StragglerFault, String> {
+    let fields: Vec<&str> = text.split(':').collect();
+    let ["straggler", gpu, delay] = fields.as_slice() else {
+        return Err(format!(
+            "`{text}` is not `straggler:<gpu>:<delay>` (such as straggler:gpu3:40ms)"
+        ));
+    };
+    let model = cluster.hosts[host].model();
+    let is_gpu = model
+        .components()
+        .iter()
+        .any(|c| c.class() == model::topology::ComponentClass::Gpu && c.id.as_str() == *gpu);
+    let index = gpu.strip_prefix("gpu").and_then(|n| n.parse::<u32>().ok());
+    let (true, Some(index)) = (is_gpu, index) else {
+        return Err(format!(
+            "host `{}` has no GPU `{gpu}` (its model's GPUs are gpu0, gpu1, ...)",
+            cluster.hosts[host].name
+        ));
+    };
+    Ok(StragglerFault {
+        host,
+        gpu: index,
+        delay_us: parse_delay_us(delay)?,
+        start_s,
+    })
 }
 
 /// What a fault's ground truth says a verdict should name (DESIGN 4.7's culprits).
@@ -55,11 +179,12 @@ impl ClusterFaults {
             ..Default::default()
         };
         let mut host_texts: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-        for text in texts {
+        for given in texts {
             let bad = |reason: String| ClusterError::Fault {
-                text: text.clone(),
+                text: given.clone(),
                 reason,
             };
+            let (text, start_s) = split_start(given).map_err(bad)?;
             let (target, rest) = text
                 .split_once(':')
                 .ok_or_else(|| bad("expected `fabric:<fault>` or `<host>:<fault>`".to_string()))?;
@@ -84,6 +209,7 @@ impl ClusterFaults {
                     )));
                 }
                 faults.fabric.push(fault);
+                faults.fabric_start_s.push(start_s);
             } else {
                 let host = cluster.host_index(target).ok_or_else(|| {
                     bad(format!(
@@ -91,6 +217,24 @@ impl ClusterFaults {
                         cluster.name
                     ))
                 })?;
+                if rest.starts_with("straggler") {
+                    let straggler = parse_straggler(rest, host, start_s, cluster).map_err(bad)?;
+                    if faults
+                        .stragglers
+                        .iter()
+                        .any(|s| s.host == host && s.gpu == straggler.gpu)
+                    {
+                        return Err(bad(format!(
+                            "a second straggler on {target}'s gpu{}: one setting per target",
+                            straggler.gpu
+                        )));
+                    }
+                    faults.stragglers.push(straggler);
+                    continue;
+                }
+                // A host's fault of DESIGN 4.2 does not slow the simulated collectives
+                // (`crate::collectives`); the mesh measures it once started
+                // (`started_by`).
                 host_texts.entry(host).or_default().push(rest.to_string());
             }
         }
@@ -118,6 +262,14 @@ impl ClusterFaults {
                 cause: f.cause(),
             })
             .collect();
+        for s in &self.stragglers {
+            out.push(Expected {
+                layer: "host",
+                host: Some(cluster.hosts[s.host].name.clone()),
+                component: Some(format!("gpu{}", s.gpu)),
+                cause: "straggler",
+            });
+        }
         for (&host, faults) in &self.hosts {
             for fault in faults {
                 out.push(Expected {
@@ -129,6 +281,42 @@ impl ClusterFaults {
             }
         }
         out
+    }
+
+    /// The faults present `at_s` seconds into the job's run, hosts' and fabric's (those
+    /// started by then): what the mesh, the follow-ups and the what-if measure at a
+    /// simulated job's end.
+    pub fn started_by(&self, at_s: f64, cluster: &Cluster) -> Result<ClusterFaults, ClusterError> {
+        let texts: Vec<String> = self
+            .given
+            .iter()
+            .filter(|t| split_start(t).is_ok_and(|(_, start)| start <= at_s))
+            .cloned()
+            .collect();
+        ClusterFaults::parse(&texts, cluster)
+    }
+
+    /// The fabric faults present `at_s` seconds into the job's run (those started by then).
+    pub fn fabric_at(&self, at_s: f64) -> Vec<FabricFault> {
+        self.fabric
+            .iter()
+            .zip(self.starts())
+            .filter(|(_, start)| *start <= at_s)
+            .map(|(f, _)| f.clone())
+            .collect()
+    }
+
+    /// Each fabric fault's start; 0 for faults built without one.
+    fn starts(&self) -> impl Iterator<Item = f64> + '_ {
+        (0..self.fabric.len()).map(|i| self.fabric_start_s.get(i).copied().unwrap_or(0.0))
+    }
+
+    /// The earliest start of any fault, seconds into the run: the onset a detection is
+    /// timed from (`None` without faults).
+    pub fn first_start_s(&self) -> Option<f64> {
+        self.starts()
+            .chain(self.stragglers.iter().map(|s| s.start_s))
+            .min_by(f64::total_cmp)
     }
 }
 
@@ -302,5 +490,151 @@ mod tests {
         ])
         .unwrap_err();
         assert!(err.contains("node001"), "{err}");
+    }
+
+    #[test]
+    fn a_start_time_delays_a_fault_and_is_parsed_strictly() {
+        let faults = parse(&[
+            "fabric:degrade:leaf1/9:0.5@30s",
+            "fabric:background:0.4",
+            "node005:straggler:gpu3:40ms@2.5s",
+        ])
+        .unwrap();
+        assert_eq!(faults.fabric_start_s, [30.0, 0.0]);
+        assert_eq!(
+            faults.fabric_at(0.0).len(),
+            1,
+            "only the background at first"
+        );
+        assert_eq!(faults.fabric_at(29.9).len(), 1);
+        assert_eq!(faults.fabric_at(30.0).len(), 2);
+        assert_eq!(faults.first_start_s(), Some(0.0));
+        assert_eq!(
+            faults.stragglers,
+            [StragglerFault {
+                host: 4,
+                gpu: 3,
+                delay_us: 40_000.0,
+                start_s: 2.5
+            }]
+        );
+        for (text, says) in [
+            ("fabric:degrade:leaf1/9:0.5@30", "is not `@<seconds>s`"),
+            ("fabric:degrade:leaf1/9:0.5@", "is not `@<seconds>s`"),
+            (
+                "fabric:degrade:leaf1/9:0.5@-3s",
+                "not a number of seconds >= 0",
+            ),
+            (
+                "fabric:degrade:leaf1/9:0.5@nans",
+                "not a number of seconds >= 0",
+            ),
+            ("fabric:degrade:leaf1/9:0.5@1e9s", "above the cap of 86400"),
+            ("fabric:degrade:leaf1/9:0.5@30m", "is not `@<seconds>s`"),
+        ] {
+            let err = parse(&[text]).unwrap_err();
+            assert!(err.starts_with(&format!("--inject `{text}`: ")), "{err}");
+            assert!(err.contains(says), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_faults_started_by_a_time_are_the_hosts_and_the_fabrics() {
+        let faults = parse(&[
+            "node007:degrade:gpu4--lsw4:0.5@20s",
+            "node003:degrade:gpu1--lsw1:0.5",
+            "fabric:down:leaf5/16@5s",
+            "node005:straggler:gpu3:40ms@30s",
+        ])
+        .unwrap();
+        let at = |s: f64| faults.started_by(s, &pod()).unwrap();
+        assert_eq!(at(0.0).hosts.keys().collect::<Vec<_>>(), [&2]);
+        assert!(at(0.0).fabric.is_empty());
+        assert_eq!(at(10.0).fabric.len(), 1);
+        assert_eq!(at(25.0).hosts.keys().collect::<Vec<_>>(), [&2, &6]);
+        assert!(at(25.0).stragglers.is_empty());
+        assert_eq!(at(30.0).stragglers.len(), 1);
+    }
+
+    #[test]
+    fn a_straggler_is_the_hosts_own_with_its_ground_truth() {
+        let pod = pod();
+        let faults = parse(&["node005:straggler:gpu3:350us"]).unwrap();
+        assert!(faults.hosts.is_empty(), "no fault of the host's network");
+        assert!(faults.fabric.is_empty());
+        assert_eq!(faults.stragglers[0].delay_us, 350.0);
+        assert_eq!(
+            faults.expected(&pod),
+            [Expected {
+                layer: "host",
+                host: Some("node005".to_string()),
+                component: Some("gpu3".to_string()),
+                cause: "straggler",
+            }]
+        );
+        assert_eq!(
+            parse(&["node005:straggler:gpu3:1.5s"]).unwrap().stragglers[0].delay_us,
+            1.5e6
+        );
+        for (text, says) in [
+            ("node005:straggler:gpu9:40ms", "has no GPU `gpu9`"),
+            ("node005:straggler:rnic0:40ms", "has no GPU `rnic0`"),
+            ("node005:straggler:gpu3", "is not `straggler:<gpu>:<delay>`"),
+            ("node005:straggler:gpu3:40", "has no unit"),
+            ("node005:straggler:gpu3:0ms", "not a positive duration"),
+            ("node005:straggler:gpu3:-4ms", "not a positive duration"),
+            ("node005:straggler:gpu3:11s", "above the cap"),
+            (
+                "node005:stragglers:gpu3:1ms",
+                "is not `straggler:<gpu>:<delay>`",
+            ),
+        ] {
+            let err = parse(&[text]).unwrap_err();
+            assert!(err.contains(says), "{text}: {err}");
+        }
+        let err = parse(&[
+            "node005:straggler:gpu3:1ms",
+            "node005:straggler:gpu3:2ms@5s",
+        ])
+        .unwrap_err();
+        assert!(err.contains("one setting per target"), "{err}");
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn parsing_any_text_never_panics(text in "\\PC{0,40}") {
+                let _ = parse(&[text.as_str()]);
+            }
+
+            #[test]
+            fn parsing_fault_shaped_text_never_panics(
+                target in prop::sample::select(vec!["fabric", "node003", "node099", ""]),
+                kind in prop::sample::select(vec!["degrade", "straggler", "background", "down", "x"]),
+                middle in "[a-z0-9/]{0,8}",
+                setting in "[0-9.e-]{0,6}(us|ms|s)?",
+                start in "(@[0-9.e+-]{0,6}s?)?",
+            ) {
+                let _ = parse(&[format!("{target}:{kind}:{middle}:{setting}{start}").as_str()]);
+            }
+
+            #[test]
+            fn a_start_time_round_trips(start in 0.0f64..MAX_START_S, centi in any::<bool>()) {
+                let start = if centi { (start * 100.0).round() / 100.0 } else { start };
+                for fault in ["fabric:degrade:leaf3/10:0.5", "node002:straggler:gpu1:40ms"] {
+                    let text = format!("{fault}@{start}s");
+                    prop_assert_eq!(split_start(&text).unwrap(), (fault, start));
+                    let parsed = parse(&[text.as_str()]).unwrap();
+                    let plain = parse(&[fault]).unwrap();
+                    prop_assert_eq!(parsed.first_start_s(), Some(start));
+                    prop_assert_eq!(&parsed.fabric, &plain.fabric);
+                    prop_assert_eq!(parsed.stragglers.len(), plain.stragglers.len());
+                    prop_assert_eq!(parsed.given, vec![text.clone()]);
+                }
+            }
+        }
     }
 }

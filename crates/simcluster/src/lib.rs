@@ -6,6 +6,8 @@ cabled to a fabric that the existing packet simulator runs (`fabric`). A probe b
 hosts crosses host A's own path (RNIC to the endpoint its data lives in), the network, and
 host B's; the mesh measures all three and says which part of a slow pair is slow.
 
+- `collectives`: a job's collectives step by step on the packet simulator, faults starting
+  mid-run, written as NCCL Inspector records (issue 39 item 5).
 - `fault`: `--inject` on a cluster: a host's fault of DESIGN 4.2 or a fabric fault, with
   the ground truth a verdict is scored against.
 - `network`: a pair's network part from the packet simulator, faults applied.
@@ -26,6 +28,7 @@ the model and its parameters.
 */
 #![deny(missing_docs)]
 
+pub mod collectives;
 pub mod fault;
 pub mod job;
 pub mod labelled;
@@ -38,7 +41,7 @@ pub mod report;
 // simulated cluster's callers.
 pub use verdict::{file, follow_up, pairs, spec, whatif};
 
-pub use fault::{ClusterFaults, Expected, FabricFault};
+pub use fault::{ClusterFaults, Expected, FabricFault, StragglerFault};
 pub use mesh::MeshSettings;
 pub use report::{Endpoint, MeshReport, PairReport, PartStatus};
 pub use spec::{Cable, Cluster, ClusterHost, RnicPort};
@@ -67,6 +70,14 @@ pub enum ClusterError {
         cluster: String,
         /// The names it lacks.
         hosts: String,
+    },
+    /// A simulated job would write more records than it may.
+    #[error("the simulated job would write {records} NCCL Inspector records, above the cap of {cap}: fewer --steps or --nodes")]
+    TooManyRecords {
+        /// Records it would write.
+        records: u64,
+        /// The cap.
+        cap: u64,
     },
     /// Fewer than two hosts to probe between.
     #[error("--nodes: a mesh needs at least two hosts, not {0}")]

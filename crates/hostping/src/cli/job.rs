@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{capped_f64, capped_u64, parse_hostlist, Above, Format, HostNames};
+use super::{capped_f64, capped_u32, capped_u64, parse_hostlist, Above, Format, HostNames};
 use model::limits;
 
 /// `hostping job`.
@@ -115,6 +115,27 @@ pub struct JobArgs {
     /// is not checked, and each verdict counts as the only window seen.
     #[arg(long, value_name = "FILE")]
     pub actions: Option<PathBuf>,
+    /// On a simulated cluster: run the job's collectives step by step on the packet
+    /// simulator (an all-reduce of --bytes a step; faults start at their `@<seconds>s`) and
+    /// write them into DIR as NCCL's Inspector plugin would (one file per process, v4.0
+    /// JSON, labelled simulated); the verdict then reads them as --nccl reads a dump.
+    #[arg(
+        long,
+        value_name = "DIR",
+        requires = "sim_cluster",
+        conflicts_with = "nccl"
+    )]
+    pub nccl_out: Option<PathBuf>,
+    /// With --nccl-out: collectives the job runs (steps).
+    #[arg(long, value_name = "N", requires = "nccl_out",
+          default_value_t = simcluster::collectives::DEFAULT_STEPS,
+          value_parser = capped_u32("steps", 1, u64::from(simcluster::collectives::MAX_STEPS)))]
+    pub steps: u32,
+    /// With --nccl-out: compute between one step's collective and the next, ms.
+    #[arg(long, value_name = "MS", requires = "nccl_out",
+          default_value_t = simcluster::collectives::DEFAULT_STEP_MS,
+          value_parser = capped_f64("step-ms", Above::OrAtZero, simcluster::collectives::MAX_STEP_MS))]
+    pub step_ms: f64,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,

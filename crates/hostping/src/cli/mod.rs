@@ -928,6 +928,13 @@ pub enum BenchCommand {
         /// List every case whose verdict or first culprit is wrong.
         #[arg(long)]
         show_failures: bool,
+        /// Run the passive classes instead (issue 39 item 5): a straggler host, a rail
+        /// slowed by a cable, other jobs' traffic, healthy, each simulated step by step
+        /// writing NCCL Inspector records with its fault starting mid-run; detection time
+        /// from the onset, top-1 accuracy without probes (the records alone) and with them.
+        /// On pod-32.
+        #[arg(long, conflicts_with = "cluster")]
+        passive: bool,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,

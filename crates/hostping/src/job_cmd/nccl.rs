@@ -10,23 +10,27 @@ use anyhow::{bail, Context, Result};
 use model::inspector::{CollectiveRecord, Skipped};
 use model::job::CollectiveEvidence;
 
-/// Buckets per communicator over the records' span at most: the summaries stay bounded
-/// however long the job ran, and a one-minute dump still gets 1 s buckets.
-const MAX_BUCKETS: f64 = 600.0;
-/// The narrowest bucket: one collective's timing is noisy, a second of them is not.
-const MIN_BUCKET_S: f64 = 1.0;
-
 /// What one file gave.
 struct FileRead {
     records: Vec<CollectiveRecord>,
     skipped: Skipped,
+    simulated_records: u64,
+}
+
+/// A dump directory read: its evidence, and how many of its records a simulation wrote
+/// (`model::inspector::SIMULATED_GIT_REV`): a verdict from them is reported as simulated.
+pub struct Read {
+    /// The records, summarised.
+    pub evidence: CollectiveEvidence,
+    /// Records labelled simulated.
+    pub simulated_records: u64,
 }
 
 /// Reads every file under `dir` and summarises the records, in at most `max_summaries`
 /// summaries when given (the buckets widened until they fit). An unreadable file is an
 /// error naming it; a directory with no record at all is one too (a wrong path, or a job
 /// whose plugin writes only at teardown: reference/nccl-inspector.md).
-pub fn read(dir: &Path, max_summaries: Option<usize>) -> Result<CollectiveEvidence> {
+pub fn read(dir: &Path, max_summaries: Option<usize>) -> Result<Read> {
     let files = files_under(dir)?;
     if files.is_empty() {
         bail!("--nccl {}: no file in it (the Inspector plugin writes one per process into NCCL_INSPECTOR_DUMP_DIR, by default nccl-inspector-<jobid>)", dir.display());
@@ -34,9 +38,11 @@ pub fn read(dir: &Path, max_summaries: Option<usize>) -> Result<CollectiveEviden
     let read = read_all(&files)?;
     let mut skipped = Skipped::default();
     let mut records = Vec::new();
+    let mut simulated_records = 0;
     for file in read {
         skipped.add(&file.skipped);
         records.extend(file.records);
+        simulated_records += file.simulated_records;
     }
     if records.is_empty() {
         bail!(
@@ -47,7 +53,7 @@ pub fn read(dir: &Path, max_summaries: Option<usize>) -> Result<CollectiveEviden
             skipped.bad_records
         );
     }
-    let mut width_s = bucket_width_s(&records);
+    let mut width_s = analyze::collectives::bucket_width_s(&records);
     let mut summaries = analyze::collectives::summarize(&records, width_s);
     while max_summaries.is_some_and(|cap| summaries.len() > cap) {
         // Each doubling halves the buckets; one bucket a rank and kind is the least.
@@ -64,20 +70,15 @@ pub fn read(dir: &Path, max_summaries: Option<usize>) -> Result<CollectiveEviden
         }
         summaries = wider;
     }
-    Ok(CollectiveEvidence {
-        records: records.len() as u64,
-        summaries,
-        skipped,
-        ..CollectiveEvidence::default()
+    Ok(Read {
+        evidence: CollectiveEvidence {
+            records: records.len() as u64,
+            summaries,
+            skipped,
+            ..CollectiveEvidence::default()
+        },
+        simulated_records,
     })
-}
-
-/// The summaries' bucket: 1 s, widened so that the records' span fits in [`MAX_BUCKETS`].
-fn bucket_width_s(records: &[CollectiveRecord]) -> f64 {
-    let (first, last) = records.iter().fold((f64::MAX, f64::MIN), |(lo, hi), r| {
-        (lo.min(r.at_us), hi.max(r.at_us))
-    });
-    ((last - first) / 1e6 / MAX_BUCKETS).max(MIN_BUCKET_S)
 }
 
 /// Every file under `dir`, recursively (the plugin may write into per-job folders), in a
@@ -140,5 +141,6 @@ fn read_one(file: &Path) -> Result<FileRead> {
     Ok(FileRead {
         records: parsed.records,
         skipped: parsed.skipped,
+        simulated_records: parsed.simulated_records,
     })
 }

@@ -142,9 +142,12 @@ fn leading_whitespace(bytes: &[u8]) -> usize {
 }
 
 /// Adds one well-formed top-level object: a record, or a count of what it was.
-fn count(read: Result<Option<CollectiveRecord>, ()>, parsed: &mut Parsed) {
+fn count(read: Result<Option<(CollectiveRecord, bool)>, ()>, parsed: &mut Parsed) {
     match read {
-        Ok(Some(record)) => parsed.records.push(record),
+        Ok(Some((record, simulated))) => {
+            parsed.records.push(record);
+            parsed.simulated_records += u64::from(simulated);
+        }
         Ok(None) => parsed.skipped.unknown_records += 1,
         Err(()) => parsed.skipped.bad_records += 1,
     }
@@ -152,7 +155,7 @@ fn count(read: Result<Option<CollectiveRecord>, ()>, parsed: &mut Parsed) {
 
 /// [`read_record`] on raw sections, typing each only once the ones before it said the
 /// object is a `v4.x` collective record.
-fn read_raw(raw: &RawObject) -> Result<Option<CollectiveRecord>, ()> {
+fn read_raw(raw: &RawObject) -> Result<Option<(CollectiveRecord, bool)>, ()> {
     let metadata: Option<Metadata> = raw.metadata.map(typed).transpose()?;
     if !metadata.as_ref().is_some_and(Metadata::known_version) {
         return Ok(None);
@@ -168,8 +171,9 @@ fn read_raw(raw: &RawObject) -> Result<Option<CollectiveRecord>, ()> {
     })
 }
 
-/// `Ok(None)`: not a `v4.x` collective record; `Err`: one with a field missing.
-fn read_record(sections: Sections) -> Result<Option<CollectiveRecord>, ()> {
+/// `Ok(None)`: not a `v4.x` collective record; `Err`: one with a field missing. The flag:
+/// the record says it was simulated.
+fn read_record(sections: Sections) -> Result<Option<(CollectiveRecord, bool)>, ()> {
     let Some(metadata) = sections.metadata.filter(Metadata::known_version) else {
         return Ok(None);
     };
@@ -194,7 +198,8 @@ fn read_record(sections: Sections) -> Result<Option<CollectiveRecord>, ()> {
         Some(at) => at,
         None => metadata.dump_timestamp_us.ok_or(())?.as_f64() - exec_us,
     };
-    Ok(Some(CollectiveRecord {
+    let simulated = metadata.git_rev.as_deref() == Some(super::SIMULATED_GIT_REV);
+    let record = CollectiveRecord {
         communicator: header.id.ok_or(())?.into_owned(),
         rank: uint(header.rank)?,
         n_ranks: uint(header.n_ranks)?,
@@ -211,7 +216,8 @@ fn read_record(sections: Sections) -> Result<Option<CollectiveRecord>, ()> {
         kernel_start_us,
         at_us,
         job: None,
-    }))
+    };
+    Ok(Some((record, simulated)))
 }
 
 /// One section of an object, typed; a mistyped field is a bad record.
@@ -267,6 +273,9 @@ struct Metadata<'a> {
     #[serde(borrow)]
     hostname: Option<Cow<'a, str>>,
     pid: Option<Num>,
+    /// `hostping-simulated` on a simulated job's records ([`super::SIMULATED_GIT_REV`]).
+    #[serde(borrow)]
+    git_rev: Option<Cow<'a, str>>,
 }
 
 impl Metadata<'_> {

@@ -17,7 +17,7 @@ mod write;
 
 pub use json::parse_json;
 pub use textfile::{parse_textfile, record_from_labels, METRICS as TEXTFILE_METRICS};
-pub use write::record_json;
+pub use write::{record_json, simulated_record_json, SIMULATED_GIT_REV, SIMULATED_MECHANISM};
 
 /// Reads one file's text, whichever mode wrote it: JSON when its first non-whitespace byte is
 /// `{`, else the textfile mode (where text that is not UTF-8 is all bad: one bad record per
@@ -115,6 +115,9 @@ pub struct Parsed {
     /// Bytes at the end of the text that do not yet hold a whole object (a file being
     /// written): a tailing reader keeps them and parses them again with what follows.
     pub incomplete_tail: usize,
+    /// Of `records`, those a simulation wrote ([`simulated_record_json`]): never to be
+    /// reported as measured.
+    pub simulated_records: u64,
 }
 
 /// One rank's collectives of one kind and size over one time bucket: what agents send the

@@ -72,6 +72,23 @@ fn whole_us(us: f64) -> u64 {
 /// A record with `kernel_start_us` is written in the verbose mode (its trace holds that
 /// start). `gpu` and `job` are not fields of the JSON mode and are not written.
 pub fn record_json(record: &CollectiveRecord) -> String {
+    write_as(record, "", "profiler_plugin")
+}
+
+/// What a simulated job's records carry in `metadata.git_rev`: the format has no field that
+/// says "not measured", and these numbers must never pass for NCCL's (issue 39 item 5).
+pub const SIMULATED_GIT_REV: &str = "hostping-simulated";
+/// ... and in `metadata.rec_mechanism` (the plugin writes `profiler_plugin` or
+/// `nccl_profiler_interface`; readers, hostping's included, do not depend on it).
+pub const SIMULATED_MECHANISM: &str = "hostping_simulator";
+
+/// [`record_json`] for a record that a simulation computed, labelled so in its metadata
+/// ([`SIMULATED_GIT_REV`], [`SIMULATED_MECHANISM`]); read back the same.
+pub fn simulated_record_json(record: &CollectiveRecord) -> String {
+    write_as(record, SIMULATED_GIT_REV, SIMULATED_MECHANISM)
+}
+
+fn write_as(record: &CollectiveRecord, git_rev: &'static str, mechanism: &'static str) -> String {
     let object = Object {
         header: Header {
             id: &record.communicator,
@@ -81,8 +98,8 @@ pub fn record_json(record: &CollectiveRecord) -> String {
         },
         metadata: Metadata {
             inspector_output_format_version: VERSION,
-            git_rev: "",
-            rec_mechanism: "profiler_plugin",
+            git_rev,
+            rec_mechanism: mechanism,
             dump_timestamp_us: whole_us(record.at_us + record.exec_us),
             hostname: &record.hostname,
             pid: record.pid,

@@ -20,7 +20,9 @@
 //!
 //! Every case runs as `hostping job --probe --what-if` does: the follow-up probes, then the
 //! what-if of its traffic. [`tables`] lays out the scores and the jobs it got wrong as text.
+//! [`passive`] holds the jobs whose only symptom is their own collectives (`--passive`).
 
+pub mod passive;
 pub mod tables;
 
 use std::collections::BTreeSet;
@@ -533,7 +535,7 @@ pub fn run(cluster: &Cluster, case: &Case) -> Result<Outcome, ClusterError> {
     ))
 }
 
-fn matches(expected: &ExpectedCulprit, got: &model::job::Culprit) -> bool {
+pub(crate) fn matches(expected: &ExpectedCulprit, got: &model::job::Culprit) -> bool {
     match expected.layer {
         "host" => {
             matches!(got.layer, Layer::Host | Layer::Rnic)

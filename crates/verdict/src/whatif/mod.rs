@@ -283,6 +283,67 @@ pub fn what_if(
     })
 }
 
+/// One replay of a job's traffic under given link states: what a simulated job's
+/// collective takes in that state (`simcluster::collectives`, issue 39 item 5).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Replayed {
+    /// The collective's time (its slowest rail's), us, and the packets the simulator moved.
+    Ran {
+        /// The time, us.
+        time_us: f64,
+        /// Packets delivered, the job's and other jobs' traffic.
+        packets: u64,
+    },
+    /// A cable of one of the job's RNICs is down (its label): the job cannot run as placed.
+    CannotRun(String),
+}
+
+/// Replays `traffic` over `placement` (host indices in rank order) once per entry of
+/// `states`, on the packet simulator, as the what-if's scenarios are replayed (one ring
+/// per rail, deterministic routes). The healthy fabric is replayed first, once, since
+/// other jobs' traffic is sized from it; a state equal to the healthy one reuses it. Fails
+/// as [`what_if`] does on a job it cannot place.
+pub fn replay_states(
+    cluster: &Cluster,
+    placement: &[usize],
+    traffic: &JobTraffic,
+    states: &[LinkStates],
+    settings: &WhatIfSettings,
+) -> Result<Vec<Replayed>, PlanError> {
+    let rails = check_job(cluster, placement, traffic, &Observed::Time(1.0))?;
+    let replay = Replay {
+        cluster,
+        traffic,
+        rails,
+        seed: settings.seed,
+    };
+    let config = replay.config();
+    let ranks = placement.len() as u32;
+    let message_packets = (traffic
+        .message_bytes(ranks)
+        .div_ceil(replay.rails.len() as u64))
+    .div_ceil(u64::from(config.packet_bytes));
+    let healthy = ran(replay.run(placement, &LinkStates::default(), message_packets, 0)?);
+    let healthy_ps = (healthy.0 * 1e6) as u64;
+    states
+        .iter()
+        .map(|state| {
+            if *state == LinkStates::default() {
+                return Ok(Replayed::Ran {
+                    time_us: healthy.0,
+                    packets: healthy.1,
+                });
+            }
+            Ok(
+                match replay.run(placement, state, message_packets, healthy_ps)? {
+                    Outcome::Ran { time_us, packets } => Replayed::Ran { time_us, packets },
+                    Outcome::CannotRun(cable) => Replayed::CannotRun(cluster.cable_label(cable)),
+                },
+            )
+        })
+        .collect()
+}
+
 /// The rails every host of the job has on the fabric, after checking the job's inputs.
 fn check_job(
     cluster: &Cluster,

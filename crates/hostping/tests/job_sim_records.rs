@@ -1,0 +1,298 @@
+//! `hostping job --sim-cluster ... --nccl-out DIR` (issue 39 item 5, "Done when"): a
+//! simulated job runs its collectives step by step on the packet simulator, a fault starting
+//! mid-run, and writes NCCL Inspector records as the plugin does; the verdict judges them
+//! beside the cluster's evidence, and `job --nccl DIR` alone reads the same folder. A
+//! straggler host, a rail slowed by a cable, and a healthy job, each with its verdict.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{hostping, stderr, stdout, temp_dir};
+use serde_json::Value;
+
+/// Four hosts, one on each rail-0 leaf of pod-32 (DESIGN 4.6): node017's rnic0 is leaf3's
+/// port 1.
+const NODES: &str = "node001,node009,node017,node025";
+/// 90 steps of a 16 MiB all-reduce, 100 ms of compute between them: about 9 s of records
+/// in 1 s buckets, the fault at 4 s.
+const STEPS: &str = "90";
+const BYTES: &str = "16777216";
+/// `model::inspector`'s simulated job starts here (Unix s): `simcluster::collectives`.
+const START_S: f64 = 1_795_000_000.0;
+
+fn job_json(args: &[&str]) -> (i32, Value, String) {
+    let mut all = vec!["job", "--format", "json"];
+    all.extend_from_slice(args);
+    let out = hostping(&all);
+    let code = out.status.code().unwrap_or(-1);
+    let json = serde_json::from_str(&stdout(&out)).unwrap_or(Value::Null);
+    (code, json, stderr(&out))
+}
+
+/// Runs the simulated job with `inject` (and `extra` flags), its records written under a
+/// test folder `name`; returns the verdict and the folder.
+fn simulate(name: &str, inject: &[&str], extra: &[&str]) -> (i32, Value, PathBuf) {
+    let dir = temp_dir(name).join("nccl-inspector-sim");
+    let mut args = vec![
+        "--sim-cluster",
+        "pod-32",
+        "--nodes",
+        NODES,
+        "--nccl-out",
+        dir.to_str().unwrap(),
+        "--steps",
+        STEPS,
+        "--bytes",
+        BYTES,
+    ];
+    for fault in inject {
+        args.extend(["--inject", fault]);
+    }
+    args.extend_from_slice(extra);
+    let (code, report, err) = job_json(&args);
+    assert_ne!(code, 2, "{err}");
+    assert!(err.contains("simulated NCCL Inspector records"), "{err}");
+    (code, report, dir)
+}
+
+/// `job --nccl DIR` alone.
+fn records_alone(dir: &Path) -> (i32, Value) {
+    let (code, report, err) = job_json(&["--nccl", dir.to_str().unwrap()]);
+    assert_ne!(code, 2, "{err}");
+    (code, report)
+}
+
+fn culprits(report: &Value) -> &Vec<Value> {
+    report["culprits"].as_array().unwrap()
+}
+
+#[test]
+fn a_straggler_host_is_named_from_its_records_its_network_healthy() {
+    let (code, report, dir) =
+        simulate("simrec-straggler", &["node009:straggler:gpu3:40ms@4s"], &[]);
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["simulated"], true);
+    assert_eq!(report["verdict"], "host", "{report:#}");
+    let top = &culprits(&report)[0];
+    assert_eq!(top["cause"], "straggler", "{report:#}");
+    assert_eq!(top["host"], "node009");
+    assert_eq!(top["component"], "gpu3", "{report:#}");
+    // Its host's own checks found nothing: no culprit of its network.
+    assert!(
+        culprits(&report)
+            .iter()
+            .all(|c| c["cause"] == "straggler" || c["host"] != "node009"),
+        "{report:#}"
+    );
+    // One file per process, as the plugin writes them: 4 hosts x 8 GPUs.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 32);
+    let symptom = &report["symptom"];
+    assert_eq!(symptom["records"], 90 * 32 * 2, "{symptom:#}");
+    let since = symptom["since"].as_f64().unwrap() - START_S;
+    assert!(
+        (3.0..=5.5).contains(&since),
+        "onset {since} s, straggler from 4 s"
+    );
+
+    // The same folder alone: the records name the straggler without any probe, and say
+    // they were simulated (their metadata's git_rev).
+    let (code, alone) = records_alone(&dir);
+    assert_eq!(code, 1, "{alone:#}");
+    assert_eq!(alone["simulated"], true, "{alone:#}");
+    assert_eq!(alone["verdict"], "host");
+    assert_eq!(culprits(&alone)[0]["cause"], "straggler");
+    assert_eq!(culprits(&alone)[0]["host"], "node009");
+    let late_us = alone["symptom"]["stragglers"][0]["late_us"]
+        .as_f64()
+        .unwrap();
+    assert!((35_000.0..45_000.0).contains(&late_us), "{alone:#}");
+}
+
+#[test]
+fn a_rail_slowed_by_a_cable_mid_run_is_named_by_its_cable() {
+    let inject = ["fabric:degrade:node017/rnic0:0.3@4s"];
+    // The mesh alone leaves the host's cable and its leaf's uplink as candidates.
+    let (code, report, _) = simulate("simrec-slow-rail-mesh", &inject, &[]);
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["verdict"], "network", "{report:#}");
+    let candidates = &culprits(&report)[0]["candidates"];
+    assert!(
+        candidates
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c == "leaf3/1"),
+        "{report:#}"
+    );
+    // The follow-up probes split them.
+    let (code, report, dir) = simulate("simrec-slow-rail", &inject, &["--probe"]);
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["verdict"], "network", "{report:#}");
+    let top = &culprits(&report)[0];
+    assert_eq!(top["layer"], "fabric", "{report:#}");
+    assert_eq!(
+        top["component"], "leaf3/1",
+        "node017's rnic0 cable: {report:#}"
+    );
+    assert_eq!(top["cause"], "link_degraded");
+    let symptom = &report["symptom"];
+    assert_eq!(symptom["slow"], true, "{symptom:#}");
+    assert!(symptom["stragglers"].as_array().unwrap().is_empty());
+
+    // Alone, the records say since when the job is slow, and blame no host.
+    let (code, alone) = records_alone(&dir);
+    assert_eq!(code, 3, "nothing measured the cables: {alone:#}");
+    let symptom = &alone["symptom"];
+    assert_eq!(symptom["slow"], true);
+    let since = symptom["since"].as_f64().unwrap() - START_S;
+    assert!(
+        (3.0..=5.5).contains(&since),
+        "onset {since} s, cable from 4 s"
+    );
+    assert!(symptom["stragglers"].as_array().unwrap().is_empty());
+    assert!(culprits(&alone).is_empty(), "{alone:#}");
+    let before = symptom["busbw_gbs"]["before"].as_f64().unwrap();
+    let during = symptom["busbw_gbs"]["during"].as_f64().unwrap();
+    assert!(during < 0.6 * before, "busbw {before} -> {during}");
+}
+
+#[test]
+fn a_healthy_simulated_job_has_no_culprit_and_is_not_slow() {
+    let (code, report, dir) = simulate("simrec-healthy", &[], &["--probe"]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["verdict"], "neither", "{report:#}");
+    assert!(culprits(&report).is_empty(), "{report:#}");
+    assert_eq!(report["symptom"]["slow"], false);
+    let (code, alone) = records_alone(&dir);
+    assert_eq!(code, 3, "records alone never vouch for the infrastructure");
+    assert_eq!(alone["symptom"]["slow"], false);
+    assert!(culprits(&alone).is_empty());
+}
+
+#[test]
+fn a_fault_starting_after_the_job_ended_is_not_measured() {
+    // 90 steps of about 100 ms end near 9 s: a cable degraded at 600 s never touched it.
+    let (code, report, _) = simulate(
+        "simrec-after-end",
+        &["fabric:degrade:node017/rnic0:0.3@600s"],
+        &[],
+    );
+    assert_eq!(code, 0, "{report:#}");
+    assert!(culprits(&report).is_empty(), "{report:#}");
+}
+
+#[test]
+fn bad_steps_and_start_times_are_refused_naming_them() {
+    let dir = temp_dir("simrec-bad").join("out");
+    let dir = dir.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["--inject", "fabric:degrade:leaf1/9:0.5@30"],
+            "--inject `fabric:degrade:leaf1/9:0.5@30`",
+        ),
+        (
+            vec!["--inject", "node009:straggler:gpu3:40"],
+            "--inject `node009:straggler:gpu3:40`",
+        ),
+        (vec!["--steps", "0"], "--steps"),
+        (vec!["--steps", "1000000"], "--steps"),
+        (vec!["--step-ms=-1"], "--step-ms"),
+        (vec!["--step-ms", "1e9"], "--step-ms"),
+    ] {
+        let mut all = vec!["job", "--sim-cluster", "pod-32", "--nodes", NODES];
+        all.extend(["--nccl-out", dir]);
+        all.extend(args.iter().copied());
+        let out = hostping(&all);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+    assert!(
+        !Path::new(dir).exists(),
+        "nothing written for a refused job"
+    );
+    // Too many records, or one host: refused before anything is written.
+    for nodes in ["node[001-032]", "node001"] {
+        let out = hostping(&[
+            "job",
+            "--sim-cluster",
+            "pod-32",
+            "--nodes",
+            nodes,
+            "--nccl-out",
+            dir,
+            "--steps",
+            "100000",
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(!Path::new(dir).exists(), "{nodes}: nothing written");
+    }
+    // --steps without --nccl-out: nothing would be run.
+    let out = hostping(&["job", "--sim-cluster", "pod-32", "--steps", "10"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[test]
+fn bench_job_passive_scores_each_class_with_and_without_probes() {
+    let out = hostping(&[
+        "bench",
+        "job",
+        "--passive",
+        "--suite",
+        "fast",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let bench: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(bench["simulated"], true);
+    let classes: Vec<&str> = bench["passive"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["class"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        classes,
+        [
+            "passive_straggler",
+            "passive_slow_rail",
+            "passive_background",
+            "passive_healthy"
+        ]
+    );
+    let class = |name: &str| {
+        bench["passive"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["class"] == name)
+            .unwrap()
+            .clone()
+    };
+    let straggler = class("passive_straggler");
+    assert_eq!(straggler["jobs"], 2);
+    assert_eq!(straggler["top1_without_probes"], 1.0, "{straggler:#}");
+    assert_eq!(straggler["top1_with_probes"], 1.0, "{straggler:#}");
+    assert!(straggler["detection_s"].as_f64().unwrap().abs() <= 1.0);
+    // The records alone never name a cable: the probes do.
+    let rail = class("passive_slow_rail");
+    assert_eq!(rail["top1_without_probes"], 0.0, "{rail:#}");
+    assert_eq!(rail["top1_with_probes"], 1.0, "{rail:#}");
+    assert_eq!(class("passive_healthy")["slow"], 0);
+    assert!(rail["records"].as_u64().unwrap() > 0 && rail["packets"].as_u64().unwrap() > 0);
+    assert_eq!(bench["cases"].as_array().unwrap().len(), 8);
+
+    let out = hostping(&["bench", "job", "--passive", "--cluster", "pod-32"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[test]
+fn a_hosts_fault_is_measured_once_started_by_the_jobs_end() {
+    let fault = "node009:degrade:rnic0--lsw0:0.3";
+    let (_, before, _) = simulate("simrec-host-later", &[&format!("{fault}@600s")], &[]);
+    assert!(culprits(&before).is_empty(), "{before:#}");
+    let (code, during, _) = simulate("simrec-host-now", &[&format!("{fault}@2s")], &[]);
+    assert_eq!(code, 1, "{during:#}");
+    assert_eq!(culprits(&during)[0]["host"], "node009", "{during:#}");
+}
