@@ -111,7 +111,7 @@
       : "not estimated";
     const why = [a.why];
     if (a.refused_by) why.unshift(h("strong", { class: "refused-by" }, "refused: " + a.refused_by), " ");
-    if (a.error) why.push(" ", h("em", null, a.error));
+    if (a.outcome) why.push(" ", h("em", null, a.outcome));
     return h("tr", { "data-id": String(a.id), "data-kind": a.kind, "data-state": a.state },
       h("td", null, isNum(a.at_unix_ms) ? when(a.at_unix_ms) : "—"),
       h("td", null, a.kind, h("br"), h("code", { class: "reason" }, a.reason)),

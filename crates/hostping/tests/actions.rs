@@ -290,6 +290,10 @@ fn confirmed_culprits_drain_alert_resume_and_stay_within_the_limits() {
         state_of(&collector, drain_id) == "resumed"
     });
     assert_ne!(sinfo(&node).0, "drain");
+    // The record end to end (verdict, confirmation, estimate, drain, resume), as a reader
+    // of the audit trail sees it.
+    let (_, record) = get(collector.addr, &format!("/api/actions/{drain_id}"));
+    println!("the drain's record: {record:#}");
     common::wait_until("the alert resolved", Duration::from_secs(30), || {
         firing(&am, &node).is_empty()
     });

@@ -123,9 +123,10 @@ pub struct Action {
     /// For a cable: the hosts whose job traffic crosses it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<String>,
-    /// What Slurm or Alertmanager said when it failed, or what ended the action.
+    /// What ended the action (healthy checks, an undo) or kept it in force (a drain not
+    /// hostping's any more), or what Slurm or Alertmanager said when it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub outcome: Option<String>,
     /// The collector's id of the action (`GET /api/actions`); absent in a job's report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<i64>,

@@ -125,6 +125,6 @@ async fn undo(
     }
     store::update(&client, id, ActionState::Undone, Some(&why), true).await?;
     action.state = ActionState::Undone;
-    action.error = Some(why);
+    action.outcome = Some(why);
     Ok(Json(action))
 }

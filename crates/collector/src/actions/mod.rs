@@ -115,7 +115,7 @@ impl Actions {
             if action.state == ActionState::Taken {
                 if let Err(why) = self.take(action).await {
                     action.state = ActionState::Failed;
-                    action.error = Some(why);
+                    action.outcome = Some(why);
                 }
             }
             let id = store::insert(&client, action, report).await?;
@@ -131,7 +131,7 @@ impl Actions {
                     .unwrap_or("-"),
                 action.reason,
                 action.refused_by.as_deref().unwrap_or(""),
-                action.error.as_deref().unwrap_or("")
+                action.outcome.as_deref().unwrap_or("")
             ));
         }
         Ok(actions)

@@ -7,7 +7,7 @@ use model::action::{Action, ActionState, CulpritKey};
 use model::job::JobReport;
 use tokio_postgres::Client;
 
-/// The table. `state` and `error` are the action's, kept as columns so that they change
+/// The table. `state` and `outcome` are the action's, kept as columns so that they change
 /// without rewriting the JSON; `ended_at` closes an action (resumed, resolved, undone, or
 /// a proposal whose host checked healthy again): an action without it is in force.
 pub const MIGRATION: &str = "CREATE TABLE actions (
@@ -16,7 +16,7 @@ pub const MIGRATION: &str = "CREATE TABLE actions (
         kind TEXT NOT NULL,
         state TEXT NOT NULL,
         host TEXT,
-        error TEXT,
+        outcome TEXT,
         ended_at TIMESTAMPTZ,
         action JSONB NOT NULL,
         verdict JSONB NOT NULL
@@ -29,13 +29,13 @@ pub const MIGRATION: &str = "CREATE TABLE actions (
 /// A stored action, read back.
 #[derive(Debug, Clone)]
 pub struct Stored {
-    /// The action, its `id`, `at_unix_ms`, `state` and `error` from the row.
+    /// The action, its `id`, `at_unix_ms`, `state` and `outcome` from the row.
     pub action: Action,
     /// Whether it ended.
     pub ended: bool,
 }
 
-const COLUMNS: &str = "id, (extract(epoch FROM at) * 1000)::int8, state, error, action::text, \
+const COLUMNS: &str = "id, (extract(epoch FROM at) * 1000)::int8, state, outcome, action::text, \
                        ended_at IS NOT NULL";
 
 fn read_row(row: &tokio_postgres::Row) -> Option<Stored> {
@@ -43,7 +43,7 @@ fn read_row(row: &tokio_postgres::Row) -> Option<Stored> {
     action.id = Some(row.get(0));
     action.at_unix_ms = Some(row.get(1));
     action.state = ActionState::parse(row.get(2))?;
-    action.error = row.get(3);
+    action.outcome = row.get(3);
     Some(Stored {
         action,
         ended: row.get(5),
@@ -61,14 +61,14 @@ pub async fn insert(
     let verdict = serde_json::to_string(verdict).unwrap_or_default();
     let row = client
         .query_one(
-            "INSERT INTO actions (kind, state, host, error, action, verdict, ended_at)
+            "INSERT INTO actions (kind, state, host, outcome, action, verdict, ended_at)
              VALUES ($1, $2, $3, $4, $5::text::jsonb, $6::text::jsonb,
                      CASE WHEN $2 IN ('refused', 'failed') THEN now() END) RETURNING id",
             &[
                 &action.kind.as_str(),
                 &action.state.as_str(),
                 &action.host,
-                &action.error,
+                &action.outcome,
                 &text,
                 &verdict,
             ],
@@ -77,20 +77,20 @@ pub async fn insert(
     Ok(row.get(0))
 }
 
-/// Sets the state and error of action `id`, and ends it when `end`.
+/// Sets the state and outcome of action `id`, and ends it when `end`.
 pub async fn update(
     client: &Client,
     id: i64,
     state: ActionState,
-    error: Option<&str>,
+    outcome: Option<&str>,
     end: bool,
 ) -> Result<(), tokio_postgres::Error> {
     client
         .execute(
-            "UPDATE actions SET state = $2, error = coalesce($3, error),
+            "UPDATE actions SET state = $2, outcome = coalesce($3, outcome),
                  ended_at = CASE WHEN $4 THEN coalesce(ended_at, now()) ELSE ended_at END
              WHERE id = $1",
-            &[&id, &state.as_str(), &error, &end],
+            &[&id, &state.as_str(), &outcome, &end],
         )
         .await?;
     Ok(())

@@ -277,7 +277,7 @@ fn action(
         refused_by: None,
         ends,
         hosts,
-        error: None,
+        outcome: None,
         id: None,
         at_unix_ms: None,
     }
