@@ -77,14 +77,30 @@ impl ActionState {
     }
 }
 
-/// What the what-if says the action wins back: the job's simulated time as observed, and
-/// with the culprit's element healthy (DESIGN 4.9's `wins_back`).
+/// What the action wins back: the job's time as observed, and with the culprit's element
+/// healthy (DESIGN 4.9's `wins_back`), as the what-if or the job's own collectives say.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WinsBack {
-    /// The job's time as observed, us (the what-if's `observed` scenario).
+    /// The job's time as observed, us (the what-if's `observed` scenario, or the slow
+    /// collective's time during the slowdown).
     pub from_us: f64,
     /// Its time with the element healthy, us.
     pub to_us: f64,
+    /// Where the estimate comes from (an addition to DESIGN 4.9).
+    #[serde(default)]
+    pub source: WinsBackSource,
+}
+
+/// Where an estimate of the time won back comes from.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WinsBackSource {
+    /// The simulator's what-if: the job's collectives replayed with the element healthy.
+    #[default]
+    WhatIf,
+    /// The job's own collectives (NCCL Inspector): a slow collective on the culprit's host
+    /// at its communicator's level before the onset.
+    Collectives,
 }
 
 /// One action, proposed, taken or refused (DESIGN 4.9's `actions[]`; fields after

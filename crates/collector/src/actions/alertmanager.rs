@@ -56,11 +56,7 @@ pub fn alert(action: &Action, starts: SystemTime, ends: Option<SystemTime>) -> V
         "why": action.why,
     });
     if let Some(w) = action.wins_back {
-        annotations["wins_back"] = json!(format!(
-            "{} from {} (what-if, simulated)",
-            verdict::actions::wins_back::words(w.to_us),
-            verdict::actions::wins_back::words(w.from_us)
-        ));
+        annotations["wins_back"] = json!(verdict::actions::wins_back::in_words(&w));
     }
     if !action.ends.is_empty() {
         annotations["ends"] = json!(action.ends.join(" - "));

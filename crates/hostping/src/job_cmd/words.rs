@@ -85,9 +85,8 @@ pub fn render(report: &JobReport, observed: Observed, style: Style) -> String {
             if let Some(w) = a.wins_back {
                 let _ = writeln!(
                     out,
-                    "    wins back: the job's time to {:.1} ms from {:.1} ms (what-if, simulated)",
-                    w.to_us / 1e3,
-                    w.from_us / 1e3
+                    "    wins back: the job's time to {}",
+                    verdict::actions::wins_back::in_words(&w)
                 );
             }
         }

@@ -6,7 +6,8 @@
 //!
 //! - [`policy`]: the file, checked field by field.
 //! - [`confirm`]: whether follow-up probes confirmed a culprit, cleared it, or said nothing.
-//! - [`wins_back`]: the time the what-if says an action wins back.
+//! - [`wins_back`]: the time the what-if or the job's own collectives say an action wins
+//!   back.
 //! - [`cable`]: a cable's two ends and the hosts whose jobs cross it.
 //!
 //! A culprit acts only when all of these hold: its layer and cause are the policy's, its
@@ -217,7 +218,7 @@ fn action(
     let component = culprit.component.as_deref().unwrap_or("-");
     let job = report.job.as_deref().unwrap_or("-");
     let reason = format!("hostping: {} {component} job {job}", culprit.cause);
-    let wins_back = wins_back::wins_back(report.what_if.as_ref(), culprit);
+    let wins_back = wins_back::wins_back(report, culprit);
     let (ends, hosts) = match culprit.layer {
         Layer::Fabric => (
             culprit
@@ -245,9 +246,8 @@ fn action(
             _ => format!("mending {component}"),
         };
         why.push_str(&format!(
-            "; {target} returns the job to {} from {} (what-if, simulated)",
-            wins_back::words(w.to_us),
-            wins_back::words(w.from_us)
+            "; {target} returns the job to {}",
+            wins_back::in_words(&w)
         ));
     }
     if kind == ActionKind::Drain && history.partitions.is_none() {

@@ -1,4 +1,5 @@
 use super::*;
+use model::action::WinsBackSource;
 use model::job::{FollowUp, JobHostSummary};
 use proptest::prelude::*;
 use std::path::Path;
@@ -345,7 +346,8 @@ fn a_cable_is_alerted_never_drained_naming_both_ends_and_its_hosts() {
         a.wins_back,
         Some(model::action::WinsBack {
             from_us: 2700.0,
-            to_us: 1500.0
+            to_us: 1500.0,
+            source: WinsBackSource::WhatIf,
         })
     );
     assert!(
@@ -375,27 +377,76 @@ fn wins_back_is_never_invented() {
     let mut r = cable_report("network part abnormal");
     // The what-if put the time on another cable.
     r.what_if.as_mut().unwrap().element = Some("spine1/7".into());
-    assert_eq!(
-        wins_back::wins_back(r.what_if.as_ref(), &r.culprits[0]),
-        None
-    );
+    assert_eq!(wins_back::wins_back(&r, &r.culprits[0]), None);
     r.what_if = None;
-    assert_eq!(wins_back::wins_back(None, &r.culprits[0]), None);
+    assert_eq!(wins_back::wins_back(&r, &r.culprits[0]), None);
     // A host culprit: only when the fabric explains none of it.
     let mut h = host_report();
     h.what_if = cable_report("").what_if;
-    assert_eq!(
-        wins_back::wins_back(h.what_if.as_ref(), &h.culprits[0]),
-        None
-    );
+    assert_eq!(wins_back::wins_back(&h, &h.culprits[0]), None);
     h.what_if.as_mut().unwrap().explains = "unexplained".into();
     assert_eq!(
-        wins_back::wins_back(h.what_if.as_ref(), &h.culprits[0]),
+        wins_back::wins_back(&h, &h.culprits[0]),
         Some(model::action::WinsBack {
             from_us: 2700.0,
-            to_us: 1400.0
+            to_us: 1400.0,
+            source: WinsBackSource::WhatIf,
         })
     );
+}
+
+/// A symptom whose 16-rank all-reduce of 64 MiB on `hosts` held 60 GB/s of bus bandwidth
+/// before the onset at t = 100 s, and `during` GB/s after.
+fn slowed(hosts: &[&str], during: f64) -> model::inspector::Symptom {
+    let series: Vec<(f64, f64)> = (0..20)
+        .map(|i| (f64::from(i) * 10.0, if i < 10 { 60.0 } else { during }))
+        .collect();
+    model::inspector::Symptom {
+        source: "nccl_inspector".into(),
+        records: 1000,
+        slow: true,
+        since: Some(100.0),
+        busbw_gbs: Default::default(),
+        communicators: vec![model::inspector::CommunicatorSymptom {
+            id: "0x1".into(),
+            collective: "AllReduce".into(),
+            bytes: 64 << 20,
+            ranks: 16,
+            nnodes: 4,
+            hosts: hosts.iter().map(|h| h.to_string()).collect(),
+            slow: true,
+            busbw_gbs: during,
+            since: Some(100.0),
+            series,
+        }],
+        stragglers: Vec::new(),
+        skipped: Default::default(),
+    }
+}
+
+#[test]
+fn a_hosts_drain_wins_back_its_slow_collective_at_the_level_before_the_onset() {
+    // The what-if replays the fabric only: a host's fault leaves it at the healthy time.
+    let mut h = host_report();
+    h.symptom = Some(slowed(&["node004", "node005"], 30.0));
+    let w = wins_back::wins_back(&h, &h.culprits[0]).expect("from the collectives");
+    assert_eq!(w.source, WinsBackSource::Collectives);
+    // 64 MiB x 2 x 15/16 over 30 and 60 GB/s.
+    let us = |gbs: f64| (64u64 << 20) as f64 * 2.0 * 15.0 / 16.0 / (gbs * 1e3);
+    assert!((w.from_us - us(30.0)).abs() < 1e-6, "{w:?}");
+    assert!((w.to_us - us(60.0)).abs() < 1e-6, "{w:?}");
+    assert!(wins_back::in_words(&w)
+        .ends_with("(the job's own collectives, their level before the onset)"));
+    // Not on the culprit's host, or not slower than before: nothing.
+    h.symptom = Some(slowed(&["node004", "node006"], 30.0));
+    assert_eq!(wins_back::wins_back(&h, &h.culprits[0]), None);
+    h.symptom = Some(slowed(&["node005"], 60.0));
+    assert_eq!(wins_back::wins_back(&h, &h.culprits[0]), None);
+    // A cable is never estimated from the collectives (which do not say which cable).
+    let mut c = cable_report("network part abnormal");
+    c.what_if = None;
+    c.symptom = Some(slowed(&["node005", "node020"], 30.0));
+    assert_eq!(wins_back::wins_back(&c, &c.culprits[0]), None);
 }
 
 /// `n` confirmed host culprits, one a host of node001.. .
