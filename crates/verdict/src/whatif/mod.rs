@@ -104,8 +104,7 @@ pub fn what_if(
     let ranks = placement.len() as u32;
     let matrix = traffic.matrix(ranks, config.packet_bytes);
     let rail_count = replay.rails.len() as u64;
-    let message_packets = (traffic.message_bytes(ranks).div_ceil(rail_count))
-        .div_ceil(u64::from(config.packet_bytes));
+    let message_packets = replay.message_packets(ranks);
     let total_bytes: u64 = matrix.flows().iter().map(|f| f.bytes).sum();
     // Every RNIC of every rank sending at line rate all the time: bytes x 8 / Gb/s is ns.
     let ideal_us =
@@ -317,12 +316,7 @@ pub fn replay_states(
         rails,
         seed: settings.seed,
     };
-    let config = replay.config();
-    let ranks = placement.len() as u32;
-    let message_packets = (traffic
-        .message_bytes(ranks)
-        .div_ceil(replay.rails.len() as u64))
-    .div_ceil(u64::from(config.packet_bytes));
+    let message_packets = replay.message_packets(placement.len() as u32);
     let healthy = ran(replay.run(placement, &LinkStates::default(), message_packets, 0)?);
     let healthy_ps = (healthy.0 * 1e6) as u64;
     states

@@ -33,6 +33,16 @@ pub(crate) enum Outcome {
 }
 
 impl Replay<'_> {
+    /// Packets of one rank's message on each rail: the message is split evenly over the
+    /// job's rails, each part in whole packets.
+    pub fn message_packets(&self, ranks: u32) -> u64 {
+        (self
+            .traffic
+            .message_bytes(ranks)
+            .div_ceil(self.rails.len() as u64))
+        .div_ceil(u64::from(self.config().packet_bytes))
+    }
+
     /// The simulator's settings: the cluster's link rate, the subnet manager's deterministic
     /// routes, no in-packet telemetry; the rest the simulator's defaults.
     pub fn config(&self) -> SimConfig {
