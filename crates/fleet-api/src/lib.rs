@@ -37,6 +37,7 @@ It holds no storage and no judgement: the collector and the agent bring their st
 */
 #![deny(missing_docs)]
 
+pub mod actions;
 pub mod client;
 pub mod collectives;
 pub mod job;

@@ -69,7 +69,7 @@ pub struct StragglerFault {
 /// A fault text split from its start time: `fabric:down:leaf1/9@30s` -> (`fabric:down:leaf1/9`,
 /// 30). Without `@` the fault is present from the start (0 s). The suffix is strict: a
 /// number of seconds in [0, [`MAX_START_S`]] then `s`.
-pub fn split_start(text: &str) -> Result<(&str, f64), String> {
+fn split_start(text: &str) -> Result<(&str, f64), String> {
     let Some((fault, start)) = text.rsplit_once('@') else {
         return Ok((text, 0.0));
     };

@@ -5,10 +5,11 @@
 //! without it being sent again, so the collector sends its open alerts again every
 //! [`super::RESEND`]; resolving is the same labels with `endsAt` now.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use model::action::Action;
-use serde_json::{json, Value};
+use serde::Serialize;
 
 /// The longest Alertmanager may take to answer.
 const WAIT: Duration = Duration::from_secs(10);
@@ -36,48 +37,61 @@ pub enum AlertError {
     },
 }
 
+/// One alert as Alertmanager's v2 API takes it (its `postableAlert`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Alert {
+    /// What the alert is: DESIGN 4.9's labels.
+    pub labels: BTreeMap<&'static str, String>,
+    /// What it says: `summary`, `why`, and where known `wins_back`, `ends`, `hosts`.
+    pub annotations: BTreeMap<&'static str, String>,
+    /// RFC 3339.
+    #[serde(rename = "startsAt")]
+    pub starts_at: String,
+    /// RFC 3339: a resolved alert's end; absent while it fires.
+    #[serde(rename = "endsAt", skip_serializing_if = "Option::is_none")]
+    pub ends_at: Option<String>,
+}
+
 /// The labels of `action`'s alert (empty strings for what it lacks: Alertmanager drops
 /// empty labels, and the same action always gives the same set).
-pub fn labels(action: &Action) -> Value {
-    json!({
-        "alertname": "HostpingCulprit",
-        "host": action.host.clone().unwrap_or_default(),
-        "component": action.component.clone().unwrap_or_default(),
-        "cause": action.cause,
-        "layer": crate::verdicts::word(&action.layer),
-        "job": action.job.clone().unwrap_or_default(),
-    })
+pub fn labels(action: &Action) -> BTreeMap<&'static str, String> {
+    BTreeMap::from([
+        ("alertname", "HostpingCulprit".to_string()),
+        ("host", action.host.clone().unwrap_or_default()),
+        ("component", action.component.clone().unwrap_or_default()),
+        ("cause", action.cause.clone()),
+        ("layer", crate::verdicts::word(&action.layer)),
+        ("job", action.job.clone().unwrap_or_default()),
+    ])
 }
 
 /// The alert of `action`: firing (`ends` `None`) or resolved at `ends`.
-pub fn alert(action: &Action, starts: SystemTime, ends: Option<SystemTime>) -> Value {
-    let mut annotations = json!({
-        "summary": action.reason,
-        "why": action.why,
-    });
+pub fn alert(action: &Action, starts: SystemTime, ends: Option<SystemTime>) -> Alert {
+    let mut annotations = BTreeMap::from([
+        ("summary", action.reason.clone()),
+        ("why", action.why.clone()),
+    ]);
     if let Some(w) = action.wins_back {
-        annotations["wins_back"] = json!(verdict::actions::wins_back::in_words(&w));
+        annotations.insert("wins_back", verdict::actions::wins_back::in_words(&w));
     }
     if !action.ends.is_empty() {
-        annotations["ends"] = json!(action.ends.join(" - "));
+        annotations.insert("ends", action.ends.join(" - "));
     }
     if !action.hosts.is_empty() {
-        annotations["hosts"] = json!(action.hosts.join(", "));
+        annotations.insert("hosts", action.hosts.join(", "));
     }
-    let mut alert = json!({
-        "labels": labels(action),
-        "annotations": annotations,
-        "startsAt": humantime::format_rfc3339_millis(starts).to_string(),
-    });
-    if let Some(ends) = ends {
-        alert["endsAt"] = json!(humantime::format_rfc3339_millis(ends).to_string());
+    let rfc3339 = |t: SystemTime| humantime::format_rfc3339_millis(t).to_string();
+    Alert {
+        labels: labels(action),
+        annotations,
+        starts_at: rfc3339(starts),
+        ends_at: ends.map(rfc3339),
     }
-    alert
 }
 
 /// Posts `alerts` to Alertmanager at `base` (`http://host:9093`). Blocking: call it off
 /// the runtime's threads.
-pub fn post(base: &str, alerts: &[Value]) -> Result<(), AlertError> {
+pub fn post(base: &str, alerts: &[Alert]) -> Result<(), AlertError> {
     let url = format!("{}/api/v2/alerts", base.trim_end_matches('/'));
     let client = fleet_api::post::client(ureq::tls::TlsConfig::default());
     let body = serde_json::to_vec(alerts).unwrap_or_default();

@@ -11,6 +11,8 @@ use deadpool_postgres::Pool;
 use model::action::{Action, ActionKind, ActionState};
 use serde::Deserialize;
 
+use fleet_api::actions::ActionRecord;
+
 use super::{store, ActionTokens, Actions};
 use crate::agents::bearer;
 use crate::api::ApiError;
@@ -62,14 +64,15 @@ async fn list(
 async fn one(
     State(s): State<Served>,
     UrlPath(id): UrlPath<i64>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<ActionRecord>, ApiError> {
     let client = s.pool.get().await?;
     let Some((stored, verdict)) = store::one(&client, id).await? else {
         return Err(ApiError::NotFound(format!("no action {id}")));
     };
-    Ok(Json(
-        serde_json::json!({"action": stored.action, "verdict": verdict}),
-    ))
+    Ok(Json(ActionRecord {
+        action: stored.action,
+        verdict,
+    }))
 }
 
 async fn undo(

@@ -111,7 +111,7 @@ pub async fn list(client: &Client, limit: i64) -> Result<Vec<Stored>, tokio_post
 pub async fn one(
     client: &Client,
     id: i64,
-) -> Result<Option<(Stored, serde_json::Value)>, tokio_postgres::Error> {
+) -> Result<Option<(Stored, JobReport)>, tokio_postgres::Error> {
     let row = client
         .query_opt(
             &format!("SELECT {COLUMNS}, verdict::text FROM actions WHERE id = $1"),
