@@ -698,10 +698,11 @@ fn entry(job: String, read: &JobRead, verdict: Option<(String, f64)>) -> JobEntr
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn summary(start_s: f64) -> RankSummary {
+    /// One rank's bucket of a 4-rank one-host all-reduce (also job_series's tests').
+    pub(crate) fn summary(start_s: f64) -> RankSummary {
         RankSummary {
             communicator: "0xa".into(),
             rank: 0,

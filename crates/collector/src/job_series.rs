@@ -120,21 +120,8 @@ mod tests {
     fn row(communicator: &str, start_s: f64, busbw_gbs: f64) -> RankSummary {
         RankSummary {
             communicator: communicator.into(),
-            rank: 0,
-            n_ranks: 4,
-            n_nodes: 1,
-            hostname: "node001".into(),
-            pid: None,
-            gpu: None,
-            collective: "AllReduce".into(),
-            bytes: 1 << 20,
-            start_s,
-            width_s: 5.0,
-            count: 1,
-            first_seq: 0,
-            last_seq: 0,
-            exec_us: 1.0,
             busbw_gbs,
+            ..crate::collectives::tests::summary(start_s)
         }
     }
 
