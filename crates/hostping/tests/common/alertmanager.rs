@@ -14,19 +14,11 @@ const BINARY: &str = "prometheus-alertmanager";
 /// Whether the binary is installed. Without it the caller skips (with a message), unless
 /// `HOSTPING_REQUIRE_ALERTMANAGER` is set, as `./test.sh` does after installing it.
 pub fn have_alertmanager() -> bool {
-    let found = Command::new(BINARY)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var_os("HOSTPING_REQUIRE_ALERTMANAGER").is_none(),
-            "HOSTPING_REQUIRE_ALERTMANAGER is set but `{BINARY}` is not on PATH \
-             (apt-get install prometheus-alertmanager)"
-        );
-        eprintln!("skipped: no `{BINARY}` binary (apt-get install prometheus-alertmanager)");
-    }
-    found
+    super::have_debian_binary(
+        BINARY,
+        "prometheus-alertmanager",
+        "HOSTPING_REQUIRE_ALERTMANAGER",
+    )
 }
 
 /// A running Alertmanager.

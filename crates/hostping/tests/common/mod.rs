@@ -22,6 +22,24 @@ pub mod postgres;
 pub mod prometheus;
 pub mod tls;
 
+/// Whether Debian's `package` gave a `binary` that runs (`--version`). Without it the caller
+/// skips (with a message), unless the environment variable `require` is set, as `./test.sh`
+/// does after installing the package.
+pub fn have_debian_binary(binary: &str, package: &str, require: &str) -> bool {
+    let found = Command::new(binary)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os(require).is_none(),
+            "{require} is set but `{binary}` does not run (apt-get install {package})"
+        );
+        eprintln!("skipped: no `{binary}` (apt-get install {package})");
+    }
+    found
+}
+
 /// A per-test folder, emptied first.
 pub fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("hostping-test-{}-{name}", std::process::id()));

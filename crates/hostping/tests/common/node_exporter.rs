@@ -14,19 +14,11 @@ pub const BINARY: &str = "/usr/bin/prometheus-node-exporter";
 /// Whether the binary is there. Without it the caller skips (with a message), unless
 /// `HOSTPING_REQUIRE_NODE_EXPORTER` is set, as `./test.sh` does after installing it.
 pub fn have_node_exporter() -> bool {
-    let found = Command::new(BINARY)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var_os("HOSTPING_REQUIRE_NODE_EXPORTER").is_none(),
-            "HOSTPING_REQUIRE_NODE_EXPORTER is set but {BINARY} does not run \
-             (apt-get install prometheus-node-exporter)"
-        );
-        eprintln!("skipped: no {BINARY} (apt-get install prometheus-node-exporter)");
-    }
-    found
+    super::have_debian_binary(
+        BINARY,
+        "prometheus-node-exporter",
+        "HOSTPING_REQUIRE_NODE_EXPORTER",
+    )
 }
 
 /// node_exporter serving the `.prom` files of one folder.

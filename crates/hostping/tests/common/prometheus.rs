@@ -10,19 +10,7 @@ use std::process::{Child, Command, Stdio};
 /// Whether `prometheus` is on PATH. Without it the caller skips (with a message), unless
 /// `HOSTPING_REQUIRE_PROMETHEUS` is set, as `./test.sh` does after installing it.
 pub fn have_prometheus() -> bool {
-    let found = Command::new("prometheus")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var_os("HOSTPING_REQUIRE_PROMETHEUS").is_none(),
-            "HOSTPING_REQUIRE_PROMETHEUS is set but `prometheus` is not on PATH \
-             (apt-get install prometheus)"
-        );
-        eprintln!("skipped: no `prometheus` binary (apt-get install prometheus)");
-    }
-    found
+    super::have_debian_binary("prometheus", "prometheus", "HOSTPING_REQUIRE_PROMETHEUS")
 }
 
 /// A Prometheus server scraping one target every second, its data under `dir`.
