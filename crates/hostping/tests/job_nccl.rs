@@ -7,6 +7,7 @@ mod common;
 
 use std::path::Path;
 
+use common::job::job_json;
 use common::nccl::{write_job, Late, COLLECTIVES, HOSTS, START_US, WORLD};
 use common::{hostping, stderr, stdout, temp_dir};
 use serde_json::Value;
@@ -21,15 +22,6 @@ fn straggler_job(name: &str, from: u64) -> std::path::PathBuf {
     };
     let dir = temp_dir(name).join("nccl-inspector-4242");
     write_job(&dir, START_US, Some(late), "")
-}
-
-fn job_json(args: &[&str]) -> (i32, Value, String) {
-    let mut all = vec!["job", "--format", "json"];
-    all.extend_from_slice(args);
-    let out = hostping(&all);
-    let code = out.status.code().unwrap_or(-1);
-    let json = serde_json::from_str(&stdout(&out)).unwrap_or(Value::Null);
-    (code, json, stderr(&out))
 }
 
 fn dir_arg(dir: &Path) -> &str {

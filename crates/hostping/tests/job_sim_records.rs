@@ -8,6 +8,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use common::job::job_json;
 use common::{hostping, stderr, stdout, temp_dir};
 use serde_json::Value;
 
@@ -20,15 +21,6 @@ const STEPS: &str = "90";
 const BYTES: &str = "16777216";
 /// `model::inspector`'s simulated job starts here (Unix s): `simcluster::collectives`.
 const START_S: f64 = 1_795_000_000.0;
-
-fn job_json(args: &[&str]) -> (i32, Value, String) {
-    let mut all = vec!["job", "--format", "json"];
-    all.extend_from_slice(args);
-    let out = hostping(&all);
-    let code = out.status.code().unwrap_or(-1);
-    let json = serde_json::from_str(&stdout(&out)).unwrap_or(Value::Null);
-    (code, json, stderr(&out))
-}
 
 /// Runs the simulated job with `inject` (and `extra` flags), its records written under a
 /// test folder `name`; returns the verdict and the folder.

@@ -136,3 +136,14 @@ pub fn post_sweep(addr: SocketAddr, n: u64, at_s: i64, on_route: u64, off_route:
     let (status, answer) = post_to(addr, "/api/fabric/sweeps", Some(&token("s1")), &body);
     assert_eq!(status, 201, "{answer}");
 }
+
+/// `hostping job --format json ARGS`: its exit status, its report (`null` when stdout is no
+/// JSON) and its stderr.
+pub fn job_json(args: &[&str]) -> (i32, Value, String) {
+    let mut all = vec!["job", "--format", "json"];
+    all.extend_from_slice(args);
+    let out = hostping(&all);
+    let code = out.status.code().unwrap_or(-1);
+    let json = serde_json::from_str(&stdout(&out)).unwrap_or(Value::Null);
+    (code, json, stderr(&out))
+}
