@@ -51,6 +51,13 @@ pub fn run(args: CollectorArgs) -> Result<Outcome> {
             .zip(args.tls_key)
             .map(|(cert, key)| TlsFiles { cert, key }),
     };
+    if config.actions.is_some() && config.judge_probe_token.is_none() {
+        // DESIGN 4.9: only a culprit follow-up probes confirmed acts.
+        eprintln!(
+            "hostping collector: --actions without --judge-probe-token-file: its own verdicts \
+             do not probe, so no culprit is confirmed and nothing acts"
+        );
+    }
     let scheme = if config.tls.is_some() {
         "https"
     } else {

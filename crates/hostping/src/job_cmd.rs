@@ -29,6 +29,13 @@ pub fn run(args: JobArgs) -> Result<Outcome> {
         .map(verdict::actions::Policy::load)
         .transpose()?;
     let policy = policy.as_ref();
+    if policy.is_some() && !args.probe {
+        // DESIGN 4.9: only a culprit follow-up probes confirmed acts.
+        eprintln!(
+            "hostping job: --actions without --probe: no follow-up probe runs, so no culprit \
+             is confirmed and the policy would do nothing (add --probe)"
+        );
+    }
     // Posted to a collector, the summaries are bounded as an agent's post is.
     let cap = args
         .collector

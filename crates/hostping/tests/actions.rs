@@ -2,16 +2,25 @@
 //! (scripts/slurm/one-node.sh), a throw-away PostgreSQL, a real Alertmanager (Debian's
 //! `prometheus-alertmanager`) and `hostping collector --actions FILE`.
 //!
-//! The verdict is a real one: `hostping job --sim-cluster` on a host fault, its host named
-//! as the Slurm node. It is handed to the collector's actions (`collector::actions::
-//! Actions::on_verdict`, what the slow-job watch does with each verdict it stores) on the
-//! collector's database, while the collector itself serves the runs, `GET /api/actions`,
-//! undo, and runs the upkeep tick (resume after healthy checks, alerts resolved):
+//! First the whole loop, nothing called in-process: the node's agent (a simulated host with
+//! a degraded GPU link) checks and reports; a job's collectives, posted as its agent posts
+//! them, slow down; the collector's slow-job watch judges the job by itself (probes on), asks
+//! the agent to check the node again (the recheck that confirms), and acts:
 //!
-//! - a confirmed host culprit drains the node (`sinfo` shows DRAIN with hostping's
-//!   reason) and fires an alert with DESIGN 4.9's labels (read back from Alertmanager);
-//! - undo (`POST /api/actions/{id}/undo`, an action token; 401 without) resumes it;
-//! - drained again, `resume_after` healthy checks resume it and resolve the alert;
+//! - the confirmed host culprit drains the node (`sinfo` shows DRAIN with hostping's
+//!   reason) and fires an alert with DESIGN 4.9's labels (read back from Alertmanager); the
+//!   drain says what it wins back, from the job's own collectives.
+//!
+//! Then the policy's other paths, each on a real verdict (`hostping job --sim-cluster
+//! --probe` on a host fault, its host named as the Slurm node) handed to the collector's
+//! actions (`collector::actions::Actions::on_verdict`, what the watch does with each verdict
+//! it stores) on the collector's database, while the collector itself serves the runs,
+//! `GET /api/actions`, undo, and runs the upkeep tick (resume after healthy checks, alerts
+//! resolved):
+//!
+//! - `resume_after` healthy checks resume the loop's drain and resolve its alert;
+//! - drained again, undo (`POST /api/actions/{id}/undo`, an action token; 401 without)
+//!   resumes it;
 //! - a node an operator drained stays drained (the drain refused, the healthy checks do not
 //!   resume it);
 //! - a burst of culprits past the limits drains nothing, each refusal naming its limit;
@@ -37,10 +46,18 @@ use common::alertmanager::{have_alertmanager, Alertmanager};
 use common::browser::{is_green, js, rgb, screenshot, wait_until, ChromeDriver};
 use common::job::{now_s, post_run, token};
 use common::postgres::{get, post_to, runtime, Collector, Postgres};
-use common::{hostping, probe_tokens_file, sim_report, temp_dir, tokens_file};
+use common::summaries::{summary, BUCKETS, BYTES, EXEC, ONSET_BUCKET, WIDTH};
+use common::{agent, hostping, probe_tokens_file, sim_report, temp_dir, tokens_file, Agent};
+use model::inspector::{RankSummary, Skipped};
 use model::job::{FollowUp, JobReport};
 use serde_json::Value;
 use verdict::actions::Policy;
+
+/// The token the collector's own verdicts probe with (`--judge-probe-token-file`).
+const PROBE_TOKEN: &str = "tok-probe-0123456789abcdef";
+
+/// The longest wait for a recheck the collector asked of an agent.
+const CHECK_WAIT: Duration = collector::job::follow_up::CHECK_WAIT;
 
 /// A one-node Slurm, stopped on drop.
 struct Slurm {
@@ -107,7 +124,8 @@ fn sinfo(node: &str) -> (String, String) {
 }
 
 /// A real verdict with a confirmed host culprit: the simulated cluster's, on a degraded
-/// PCIe link of node002's job path, its hosts renamed so that node002 is `node`.
+/// PCIe link of node002's job path (its recheck finds it again), its hosts renamed so that
+/// node002 is `node`.
 fn host_verdict(node: &str, job: &str) -> JobReport {
     let o = hostping(&[
         "job",
@@ -117,6 +135,7 @@ fn host_verdict(node: &str, job: &str) -> JobReport {
         "node[001-002]",
         "--inject",
         "node002:degrade:gpu0--lsw0:0.3",
+        "--probe",
         "--format",
         "json",
     ]);
@@ -127,6 +146,39 @@ fn host_verdict(node: &str, job: &str) -> JobReport {
     report.job = Some(job.to_string());
     assert_eq!(report.culprits[0].host.as_deref(), Some(node), "{text}");
     report
+}
+
+/// `node`'s agent, reporting to `collector`: a simulated dgx-a100 with a degraded GPU link
+/// that checks at its start and when a holder of a token of `probe_tokens` asks, its clock
+/// 600 times faster so that its duty cycle lets an asked-for check run at once.
+fn node_agent(dir: &Path, node: &str, collector: &Collector, probe_tokens: &Path) -> Agent {
+    let config = dir.join("agent.toml");
+    std::fs::write(
+        &config,
+        "[triggers]\nhost_status_every = \"100h\"\nsymptoms_every = \"100h\"\n",
+    )
+    .unwrap();
+    let url = format!("http://{}", collector.addr);
+    agent(
+        &dir.join("agent.db"),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--time-scale",
+            "600",
+            "--name",
+            node,
+            "--collector",
+            &url,
+            "--token",
+            &token(node),
+            "--probe-tokens",
+            probe_tokens.to_str().unwrap(),
+            "--inject",
+            "degrade:gpu0--lsw0:0.3",
+        ],
+        &[],
+    )
 }
 
 /// Alertmanager's firing alerts of `node` from hostping.
@@ -180,6 +232,12 @@ fn confirmed_culprits_drain_alert_resume_and_stay_within_the_limits() {
     std::fs::write(&policy_file, &policy_text).unwrap();
     let undo_token = "tok-undo-0123456789abcdef";
     let action_tokens = probe_tokens_file(&dir, undo_token);
+    // The collector's own verdicts probe with this token (its rechecks of a suspected host
+    // go to the host's agent, which accepts it).
+    std::fs::create_dir_all(dir.join("probe")).unwrap();
+    let probe_tokens = probe_tokens_file(&dir.join("probe"), PROBE_TOKEN);
+    let judge_token = dir.join("judge.token");
+    std::fs::write(&judge_token, format!("{PROBE_TOKEN}\n")).unwrap();
     let tokens = tokens_file(&dir, &[(&node, &token(&node))]);
     let collector = Collector::start(
         &pg,
@@ -189,6 +247,10 @@ fn confirmed_culprits_drain_alert_resume_and_stay_within_the_limits() {
             policy_file.to_str().unwrap(),
             "--action-tokens",
             action_tokens.to_str().unwrap(),
+            "--probe-tokens",
+            probe_tokens.to_str().unwrap(),
+            "--judge-probe-token-file",
+            judge_token.to_str().unwrap(),
         ],
     );
     let policy = Policy::parse(&policy_file, &policy_text).unwrap();
@@ -211,36 +273,106 @@ fn confirmed_culprits_drain_alert_resume_and_stay_within_the_limits() {
         }
     };
 
-    // -- a confirmed host culprit: drained and alerted ------------------------------------
-    let report = host_verdict(&node, "77");
-    let taken = rt
-        .block_on(acting.on_verdict("77", 1.0, &report, &log))
-        .unwrap();
-    let kinds: Vec<(&str, &str)> = taken
-        .iter()
-        .map(|a| (a.kind.as_str(), a.state.as_str()))
+    // -- a job slows; the collector judges it by itself, checks the host again, acts -------
+    // The node's agent: a simulated host with a degraded GPU link, which checks only at its
+    // start and when asked (its clock 600 times faster so that its duty cycle lets it).
+    let agent = node_agent(&dir, &node, &collector, &probe_tokens);
+    common::wait_until("the agent's first check", Duration::from_secs(90), || {
+        pg.count("runs") >= 1
+    });
+    // Its job: four ranks on the node whose all-reduce halved its bus bandwidth 30 s ago,
+    // every rank alike (no straggler), posted as the node's agent posts them.
+    let t0 = ((now_s() - (BUCKETS as i64 * WIDTH as i64)) / 5 * 5) as f64;
+    let job: Vec<RankSummary> = (0..BUCKETS)
+        .flat_map(|b| {
+            let node = node.clone();
+            (0..4).map(move |rank| {
+                let exec = if b >= ONSET_BUCKET { 2.0 * EXEC } else { EXEC };
+                summary(
+                    ("0xc", "AllReduce", BYTES),
+                    (rank, 4, 1),
+                    &node,
+                    (t0, b),
+                    exec,
+                )
+            })
+        })
         .collect();
-    assert_eq!(kinds, [("drain", "taken"), ("alert", "taken")], "{taken:?}");
-    let reason = &taken[0].reason;
-    assert!(reason.starts_with(&format!("hostping: {} ", report.culprits[0].cause)));
-    assert!(reason.ends_with(" job 77"), "{reason}");
+    let upload = common::summaries::upload(&node, &[("77", &job)], &Skipped::default());
+    let (status, answer) = post_to(
+        collector.addr,
+        "/api/collectives",
+        Some(&token(&node)),
+        &serde_json::to_vec(&upload).unwrap(),
+    );
+    assert_eq!(status, 201, "{answer}");
+    let mut listed = Vec::new();
+    common::wait_until(
+        "the collector's own drain and alert",
+        CHECK_WAIT + Duration::from_secs(60),
+        || {
+            listed = actions(&collector);
+            listed.len() >= 2
+        },
+    );
+    drop(agent);
+    let (code, stored) = get(collector.addr, "/api/jobs/77/verdict");
+    assert_eq!(code, 200, "{stored}");
+    let report: JobReport = serde_json::from_value(stored["report"].clone()).unwrap();
+    let culprit = &report.culprits[0];
+    assert_eq!(culprit.host.as_deref(), Some(node.as_str()), "{report:#?}");
+    let recheck = report
+        .follow_ups
+        .iter()
+        .find(|f| f.kind == "recheck")
+        .unwrap_or_else(|| panic!("the node checked again: {:#?}", report.follow_ups));
+    assert!(
+        recheck.outcome.starts_with("checked (run ") && recheck.outcome.contains(&culprit.cause),
+        "{recheck:?}"
+    );
+    let taken: Vec<(&str, &str)> = listed
+        .iter()
+        .map(|a| (a["kind"].as_str().unwrap(), a["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        taken,
+        [("alert", "taken"), ("drain", "taken")],
+        "{listed:#?}"
+    );
+    let drain = &listed[1];
+    let reason = drain["reason"].as_str().unwrap().to_string();
+    assert_eq!(
+        reason,
+        format!(
+            "hostping: {} {} job 77",
+            culprit.cause,
+            culprit.component.as_deref().unwrap()
+        )
+    );
     assert_eq!(sinfo(&node), ("drain".to_string(), reason.clone()));
+    let why = drain["why"].as_str().unwrap();
+    assert!(why.contains("confirmed by recheck "), "{why}");
+    // What it wins back: the job's own all-reduce at its level before the onset, about
+    // half its time since.
+    let wins = &drain["wins_back"];
+    assert_eq!(wins["source"], "collectives", "{drain:#}");
+    let ratio = wins["to_us"].as_f64().unwrap() / wins["from_us"].as_f64().unwrap();
+    assert!((0.4..0.6).contains(&ratio), "{wins}");
     let alerts = firing(&am, &node);
     assert_eq!(alerts.len(), 1, "{alerts:?}");
     let labels = &alerts[0]["labels"];
-    assert_eq!(labels["cause"], report.culprits[0].cause.as_str());
+    assert_eq!(labels["cause"], culprit.cause.as_str());
     assert_eq!(labels["layer"], "host");
     assert_eq!(labels["job"], "77");
     assert_eq!(
         labels["component"],
-        report.culprits[0].component.clone().unwrap().as_str()
+        culprit.component.clone().unwrap().as_str()
     );
     assert!(alerts[0]["annotations"]["why"]
         .as_str()
         .unwrap()
         .contains("confirmed by"));
     // Listed newest first, with the verdict that caused them.
-    let listed = actions(&collector);
     assert_eq!(listed.len(), 2);
     assert_eq!(listed[0]["kind"], "alert");
     assert_eq!(listed[1]["kind"], "drain");
@@ -250,34 +382,7 @@ fn confirmed_culprits_drain_alert_resume_and_stay_within_the_limits() {
     assert_eq!(one["verdict"]["job"], "77");
     assert_eq!(one["verdict"]["culprits"][0]["host"], node.as_str());
 
-    // -- undo: an action token, then the node resumes ---------------------------------------
-    let undo = format!("/api/actions/{drain_id}/undo");
-    let (code, _) = post_to(collector.addr, &undo, None, b"");
-    assert_eq!(code, 401);
-    let (code, _) = post_to(
-        collector.addr,
-        &undo,
-        Some("tok-wrong-0123456789abcdef"),
-        b"",
-    );
-    assert_eq!(code, 401);
-    let (code, v) = post_to(collector.addr, &undo, Some(undo_token), b"");
-    assert_eq!(code, 200, "{v}");
-    assert_eq!(v["state"], "undone");
-    assert_ne!(sinfo(&node).0, "drain");
-    let (code, v) = post_to(collector.addr, &undo, Some(undo_token), b"");
-    assert_eq!(code, 409, "undone twice: {v}");
-
-    // -- drained again; healthy checks resume it and resolve the alert ----------------------
-    let report = host_verdict(&node, "78");
-    let taken = rt
-        .block_on(acting.on_verdict("78", 2.0, &report, &log))
-        .unwrap();
-    // The alert of the same culprit is in force: not sent twice.
-    assert_eq!(taken.len(), 1, "{taken:?}");
-    assert_eq!(taken[0].state.as_str(), "taken");
-    let drain_id = taken[0].id.unwrap();
-    assert_eq!(sinfo(&node).0, "drain");
+    // -- healthy checks resume it and resolve the alert ---------------------------------------
     post_healthy(1);
     std::thread::sleep(collector::actions::TICK * 2);
     assert_eq!(
@@ -300,6 +405,34 @@ fn confirmed_culprits_drain_alert_resume_and_stay_within_the_limits() {
     assert!(actions(&collector)
         .iter()
         .any(|a| a["kind"] == "alert" && a["state"] == "resolved"));
+
+    // -- drained again; undo: an action token, then the node resumes ------------------------
+    let report = host_verdict(&node, "78");
+    let taken = rt
+        .block_on(acting.on_verdict("78", 2.0, &report, &log))
+        .unwrap();
+    let kinds: Vec<(&str, &str)> = taken
+        .iter()
+        .map(|a| (a.kind.as_str(), a.state.as_str()))
+        .collect();
+    assert_eq!(kinds, [("drain", "taken"), ("alert", "taken")], "{taken:?}");
+    assert_eq!(sinfo(&node).0, "drain");
+    let undo = format!("/api/actions/{}/undo", taken[0].id.unwrap());
+    let (code, _) = post_to(collector.addr, &undo, None, b"");
+    assert_eq!(code, 401);
+    let (code, _) = post_to(
+        collector.addr,
+        &undo,
+        Some("tok-wrong-0123456789abcdef"),
+        b"",
+    );
+    assert_eq!(code, 401);
+    let (code, v) = post_to(collector.addr, &undo, Some(undo_token), b"");
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(v["state"], "undone");
+    assert_ne!(sinfo(&node).0, "drain");
+    let (code, v) = post_to(collector.addr, &undo, Some(undo_token), b"");
+    assert_eq!(code, 409, "undone twice: {v}");
 
     // -- an operator's drain stays ------------------------------------------------------------
     let status = Command::new("scontrol")
@@ -393,7 +526,7 @@ fn confirmed_culprits_drain_alert_resume_and_stay_within_the_limits() {
     // -- a culprit the follow-ups cleared never acts --------------------------------------------
     let mut report = host_verdict(&node, "84");
     report.follow_ups.push(FollowUp {
-        kind: "loopback".into(),
+        kind: "recheck".into(),
         target: format!("{node} loopback"),
         why: String::new(),
         outcome: "checked (run 12): healthy".into(),
@@ -487,6 +620,7 @@ fn job_actions_say_what_the_policy_would_do() {
             "json",
             "--actions",
             policy.to_str().unwrap(),
+            "--probe",
         ]);
         serde_json::from_slice(&o.stdout).unwrap()
     };
@@ -502,7 +636,7 @@ fn job_actions_say_what_the_policy_would_do() {
     assert!(a["why"]
         .as_str()
         .unwrap()
-        .contains("confirmed by node002's own check found link_failure"));
+        .contains("confirmed by recheck node002 loopback: checked (simulated): link_failure"));
     // In words: the policy's section.
     let o = hostping(&[
         "job",
@@ -514,6 +648,7 @@ fn job_actions_say_what_the_policy_would_do() {
         "node002:degrade:gpu0--lsw0:0.3",
         "--actions",
         policy.to_str().unwrap(),
+        "--probe",
     ]);
     let text = common::stdout(&o);
     assert!(
@@ -523,6 +658,27 @@ fn job_actions_say_what_the_policy_would_do() {
     // A fault on a host the job does not use: no action.
     let v = run("node009:degrade:gpu0--lsw0:0.3");
     assert!(v.get("actions").is_none(), "{}", v["actions"]);
+    // Without follow-up probes nothing is confirmed, nothing would act, and it is said.
+    let o = hostping(&[
+        "job",
+        "--sim-cluster",
+        "pod-32",
+        "--nodes",
+        "node[001-002]",
+        "--inject",
+        "node002:degrade:gpu0--lsw0:0.3",
+        "--format",
+        "json",
+        "--actions",
+        policy.to_str().unwrap(),
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v.get("actions").is_none(), "{}", v["actions"]);
+    assert!(
+        common::stderr(&o).contains("--actions without --probe"),
+        "{}",
+        common::stderr(&o)
+    );
 }
 
 /// A bad policy file is refused before anything runs: exit 2, the file and the field named.

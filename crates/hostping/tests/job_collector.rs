@@ -384,16 +384,27 @@ fn a_probe_checks_a_host_without_a_run_and_judges_it() {
     assert_eq!(status, 200, "{probed}");
     assert_eq!(probed["verdict"], "host", "{probed:#}");
     assert_eq!(probed["culprits"][0]["host"], host, "{probed:#}");
+    // The check asked for judged the host; its culprit was then checked again, as no
+    // action may rest on the check that raised it (DESIGN 4.9).
     let follow_ups = probed["follow_ups"].as_array().unwrap();
-    assert_eq!(follow_ups.len(), 1, "{probed:#}");
-    assert_eq!(follow_ups[0]["kind"], "loopback");
-    assert_eq!(follow_ups[0]["target"], "node07 loopback");
-    let outcome = follow_ups[0]["outcome"].as_str().unwrap();
-    assert!(
-        outcome.starts_with("checked (run ") && outcome.contains("gpu2--lsw2"),
-        "{outcome}"
+    let kinds: Vec<&str> = follow_ups
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["loopback", "recheck"], "{probed:#}");
+    for f in follow_ups {
+        assert_eq!(f["target"], "node07 loopback");
+        let outcome = f["outcome"].as_str().unwrap();
+        assert!(
+            outcome.starts_with("checked (run ") && outcome.contains("gpu2--lsw2"),
+            "{outcome}"
+        );
+    }
+    assert_ne!(
+        follow_ups[0]["outcome"], follow_ups[1]["outcome"],
+        "two runs"
     );
-    assert_eq!(pg.count("runs"), 2, "one check asked for");
+    assert_eq!(pg.count("runs"), 3, "two checks asked for");
 
     // The same through the command, in words: what was run, why, and what it found.
     let since_arg = since.to_string();
@@ -421,6 +432,10 @@ fn a_probe_checks_a_host_without_a_run_and_judges_it() {
     );
     assert!(
         words.contains("why: node07 has no check of its own in the window"),
+        "{words}"
+    );
+    assert!(
+        words.contains("recheck node07 loopback: checked (run "),
         "{words}"
     );
 

@@ -44,6 +44,8 @@ struct Recorded<'a> {
     cluster: &'a Cluster,
     evidence: Option<JobEvidence>,
     pairs: Option<Vec<JobPair>>,
+    /// The outcomes of the hosts it checked again.
+    rechecks: Vec<String>,
 }
 
 impl Measure for Recorded<'_> {
@@ -69,6 +71,10 @@ impl Measure for Recorded<'_> {
         later(pairs.map(PairsMeasured::Measured))
     }
 
+    fn recheck<'a>(&'a mut self, hosts: &'a [String]) -> Step<'a, Vec<String>> {
+        later(self.rechecks.drain(..hosts.len()).collect())
+    }
+
     fn replay(&mut self, replay: Replay) -> Step<'_, Result<(JobReport, JobEvidence), String>> {
         later(Ok(replay.run(self.cluster)))
     }
@@ -79,7 +85,11 @@ fn the_simulated_cluster_and_a_real_measurer_give_the_same_verdict_bytes() {
     let cluster = Cluster::builtin("pod-32").unwrap().unwrap();
     // Two hosts across two leaves: one pair a rail, whose route leaves a degraded uplink
     // among cables it cannot split, so the follow-ups run.
-    let texts = vec!["fabric:degrade:leaf1/9:0.25".to_string()];
+    // node009 also has a degraded PCIe link of its own: its host is checked again.
+    let texts = vec![
+        "fabric:degrade:leaf1/9:0.25".to_string(),
+        "node009:degrade:gpu0--lsw0:0.3".to_string(),
+    ];
     let faults = ClusterFaults::parse(&texts, &cluster).unwrap();
     let settings = MeshSettings {
         nodes: Some(model::hostlist::expand("node[001,009]").unwrap()),
@@ -102,6 +112,13 @@ fn the_simulated_cluster_and_a_real_measurer_give_the_same_verdict_bytes() {
         cluster: &cluster,
         evidence: Some(window),
         pairs: Some(follow_up_pairs),
+        rechecks: simulated
+            .report
+            .follow_ups
+            .iter()
+            .filter(|f| f.kind == verdict::recheck::KIND)
+            .map(|f| f.outcome.clone())
+            .collect(),
     };
     let options = Options {
         probe: true,
@@ -123,6 +140,26 @@ fn the_simulated_cluster_and_a_real_measurer_give_the_same_verdict_bytes() {
     assert_eq!(
         serde_json::to_vec(&answered.evidence).unwrap(),
         serde_json::to_vec(&simulated.evidence).unwrap()
+    );
+    // node009's culprit was checked again, on a fresh run of its host, and found again.
+    let node009 = simulated
+        .report
+        .culprits
+        .iter()
+        .find(|c| c.host.as_deref() == Some("node009"))
+        .expect("node009's own fault named");
+    let recheck = simulated
+        .report
+        .follow_ups
+        .iter()
+        .find(|f| f.kind == "recheck")
+        .expect("node009 checked again");
+    assert_eq!(recheck.target, "node009 loopback");
+    assert!(
+        recheck
+            .outcome
+            .starts_with(&format!("checked (simulated): {}", node009.cause)),
+        "{recheck:?}"
     );
     // The sequence ran every step it has here: follow-ups, and the what-if judged.
     assert!(

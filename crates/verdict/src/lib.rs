@@ -4,7 +4,7 @@ for a simulated job and a real one alike.
 
 A verdict is one sequence ([`pipeline::run`]): gather the window's evidence, judge it
 (`analyze::job`), run the pairs that separate a culprit's candidate cables and judge again,
-read switch ports now and judge again, then replay the job's traffic (the what-if) and judge
+read switch ports now and judge again, check the suspected hosts again, then replay the job's traffic (the what-if) and judge
 a last time. What can be measured is a trait ([`pipeline::Measure`]): the simulated cluster
 (`simcluster`: virtual hosts on the packet simulator) and the fleet collector (`collector`:
 agents, samplers and PostgreSQL) implement it, so the two cannot drift apart.
@@ -18,6 +18,8 @@ agents, samplers and PostgreSQL) implement it, so the two cannot drift apart.
   identifiable.
 - `follow_up`: the pairs that split a group of cables a verdict cannot tell apart, and the
   switch ports to read now.
+- `recheck`: the suspected hosts checked again now, which alone confirm or clear a host's
+  culprit before anything acts on it.
 - `links`: the fabric's link states, and the fabric as they leave it.
 - `whatif`: a job's traffic replayed on the fabric with its placement and link states, and
   what explains its time.
@@ -40,6 +42,7 @@ pub mod job;
 pub mod links;
 pub mod pairs;
 pub mod pipeline;
+pub mod recheck;
 pub mod spec;
 pub mod whatif;
 

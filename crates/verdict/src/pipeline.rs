@@ -1,5 +1,6 @@
 //! The job verdict's one sequence (DESIGN 4.7, issue 28's follow-ups and what-if): gather,
-//! judge, follow-up pairs, judge, switch ports read now, judge, what-if. Written once here
+//! judge, follow-up pairs, judge, switch ports read now, judge, suspected hosts checked
+//! again (DESIGN 4.9's confirmation), what-if. Written once here
 //! and run by the simulated cluster and by the collector, each implementing [`Measure`]
 //! (what it can measure and how), so that the same evidence gives the same verdict, byte
 //! for byte, wherever it is judged.
@@ -19,6 +20,7 @@ use model::job::{
 
 use crate::follow_up::{self, PortRead};
 use crate::job::judge_with_what_if;
+use crate::recheck;
 use crate::spec::{Cluster, RnicPort};
 use crate::whatif::{JobTraffic, Observed, WhatIfSettings};
 
@@ -122,6 +124,11 @@ pub trait Measure: Send {
         Box::pin(std::future::ready(None))
     }
 
+    /// Checks each host of `hosts` again now, a loopback run of its own
+    /// ([`crate::recheck`]): one outcome per host, in order, in [`crate::recheck::checked`]'s
+    /// words or `not run: <why>`.
+    fn recheck<'a>(&'a mut self, hosts: &'a [String]) -> Step<'a, Vec<String>>;
+
     /// Runs the what-if's replay ([`Replay::run`] on [`Measure::placed`]): the new verdict
     /// and evidence, or why the replay did not finish.
     fn replay(&mut self, replay: Replay) -> Step<'_, Result<(JobReport, JobEvidence), String>>;
@@ -138,8 +145,9 @@ pub struct JobRun {
 
 /// Gathers the evidence and judges it; with `options.probe`, runs the pairs that separate
 /// each culprit's candidate cables ([`follow_up::plan`]) and judges again, then reads the
-/// switch ports [`follow_up::plan_port_reads`] chooses and judges again; with
-/// `options.what_if`, replays the job's traffic and judges a last time. A step that cannot
+/// switch ports [`follow_up::plan_port_reads`] chooses and judges again, then checks the
+/// hosts of the host-side culprits again ([`recheck`]: what confirms or clears them, the
+/// verdict unchanged); with `options.what_if`, replays the job's traffic and judges a last time. A step that cannot
 /// run says why: a pair or a read in its follow-up, the what-if in `not_judged`.
 pub async fn run<M: Measure>(measure: &mut M, options: Options) -> Result<JobRun, M::Error> {
     let Gathered {
@@ -158,6 +166,9 @@ pub async fn run<M: Measure>(measure: &mut M, options: Options) -> Result<JobRun
             follow_ups.extend(step);
             report = analyze::job::judge(&evidence);
         }
+    }
+    if options.probe {
+        follow_ups.extend(recheck(measure, &report).await);
     }
     report.follow_ups = follow_ups;
     let Some(asked) = options.what_if else {
@@ -259,6 +270,21 @@ async fn read_ports<M: Measure>(
     }
 }
 
+/// The hosts of `report`'s host-side culprits, checked again now; a follow-up each.
+async fn recheck<M: Measure>(measure: &mut M, report: &JobReport) -> Vec<FollowUp> {
+    let suspects = recheck::suspects(report);
+    if suspects.is_empty() {
+        return Vec::new();
+    }
+    let hosts: Vec<String> = suspects.iter().map(|s| s.host.clone()).collect();
+    let outcomes = measure.recheck(&hosts).await;
+    suspects
+        .iter()
+        .zip(outcomes)
+        .map(|(s, outcome)| recheck::follow_up(s, outcome))
+        .collect()
+}
+
 fn what_if_not_run(why: String) -> NotJudgedItem {
     NotJudgedItem {
         what: "what-if".to_string(),
@@ -301,6 +327,7 @@ mod tests {
         asked_pairs: usize,
         asked_reads: Option<usize>,
         reads_ports: bool,
+        rechecked: Vec<String>,
     }
 
     impl Stub {
@@ -311,6 +338,7 @@ mod tests {
                 asked_pairs: 0,
                 asked_reads: None,
                 reads_ports: true,
+                rechecked: Vec::new(),
             }
         }
     }
@@ -349,6 +377,12 @@ mod tests {
             self.asked_reads = Some(reads.len());
             let answer = self.reads_ports.then(Vec::new);
             Box::pin(std::future::ready(answer))
+        }
+
+        fn recheck<'a>(&'a mut self, hosts: &'a [String]) -> Step<'a, Vec<String>> {
+            self.rechecked.extend_from_slice(hosts);
+            let outcomes = hosts.iter().map(|_| "checked (stub): healthy".into());
+            Box::pin(std::future::ready(outcomes.collect()))
         }
 
         fn replay(&mut self, replay: Replay) -> Step<'_, Result<(JobReport, JobEvidence), String>> {

@@ -5,6 +5,9 @@
 //!   collector asks that host's agent for a check now (`POST /api/probe` with the caller's
 //!   probe token, the agents' own endpoint), waits for the run to reach it, and judges with
 //!   that run.
+//! - **Rechecks.** The hosts of the verdict's host-side culprits, asked for a check again the
+//!   same way (`verdict::recheck`): only that fresh check confirms or clears them before
+//!   anything acts (DESIGN 4.9).
 //! - **Separating pairs.** A culprit whose candidates are several cables the job's pairs
 //!   cannot tell apart: for each member, a pair of the job's RNICs whose route crosses it
 //!   and none of the others, planned by the verdict's pipeline as for a simulated job
@@ -16,10 +19,10 @@ use super::routes::JobRoutes;
 use crate::agents;
 use crate::mesh::Access;
 use model::job::{FollowUp, JobHost, NotJudgedItem};
-use model::Report;
 use std::time::{Duration, Instant};
 use tokio_postgres::GenericClient;
 use verdict::pipeline::PairsMeasured;
+use verdict::recheck::checked;
 use verdict::RnicPort;
 
 /// The longest wait for a requested check to arrive: a real host's loopbacks take seconds
@@ -45,49 +48,104 @@ pub async fn check_unjudged(
         return Vec::new();
     }
     let names: Vec<String> = missing.iter().map(|&i| hosts[i].host.clone()).collect();
-    let follow_up = |host: &str, outcome: String| FollowUp {
-        kind: "loopback".to_string(),
-        target: format!("{host} loopback"),
-        why: format!(
-            "{host} has no check of its own in the window: its job paths were not judged, so \
-             its part of a pair cannot be told from the network's"
-        ),
-        outcome,
-        round: None,
-    };
+    let checked = check_now(access, &names, token, not_judged).await;
+    missing
+        .into_iter()
+        .zip(checked)
+        .map(|(i, checked)| {
+            let host = hosts[i].host.clone();
+            if let Some(judged) = checked.judged {
+                hosts[i] = judged;
+            }
+            FollowUp {
+                kind: "loopback".to_string(),
+                target: format!("{host} loopback"),
+                why: format!(
+                    "{host} has no check of its own in the window: its job paths were not \
+                     judged, so its part of a pair cannot be told from the network's"
+                ),
+                outcome: checked.outcome,
+                round: None,
+            }
+        })
+        .collect()
+}
+
+/// Checks each host of `hosts` again now (`verdict::recheck`): one outcome per host, in
+/// order.
+pub async fn recheck(access: &Access, hosts: &[String], token: &str) -> Vec<String> {
+    // What a check could not judge is in its outcome's words; the verdict is not judged
+    // again with it.
+    let mut not_judged = Vec::new();
+    check_now(access, hosts, token, &mut not_judged)
+        .await
+        .into_iter()
+        .map(|c| c.outcome)
+        .collect()
+}
+
+/// A check asked of a host now.
+struct Checked {
+    /// What came of it, in `verdict::recheck::checked`'s words or `not run: <why>`.
+    outcome: String,
+    /// The host judged with the run, when one arrived and could be judged.
+    judged: Option<JobHost>,
+}
+
+impl Checked {
+    fn not_run(why: &str) -> Checked {
+        Checked::said(format!("not run: {why}"))
+    }
+
+    fn said(outcome: String) -> Checked {
+        Checked {
+            outcome,
+            judged: None,
+        }
+    }
+}
+
+/// Asks each host of `names` for a check now (`POST /api/probe` with `token` at its agent),
+/// waits at most [`CHECK_WAIT`] for the runs, and judges each against its kind's fleet
+/// baseline; one [`Checked`] per name, in order.
+async fn check_now(
+    access: &Access,
+    names: &[String],
+    token: &str,
+    not_judged: &mut Vec<NotJudgedItem>,
+) -> Vec<Checked> {
     let (agents, mut client) = match (
-        agents::load(&access.pool, Some(&names)).await,
+        agents::load(&access.pool, Some(names)).await,
         access.pool.get().await,
     ) {
         (Ok(agents), Ok(client)) => (agents, client),
         (Err(e), _) => {
             let why = e.to_string();
-            return names.iter().map(|h| follow_up(h, not_run(&why))).collect();
+            return names.iter().map(|_| Checked::not_run(&why)).collect();
         }
         (_, Err(e)) => {
             let why = format!("database: {e}");
-            return names.iter().map(|h| follow_up(h, not_run(&why))).collect();
+            return names.iter().map(|_| Checked::not_run(&why)).collect();
         }
     };
+    let mut outcomes: Vec<Option<Checked>> = names.iter().map(|_| None).collect();
     // Each host's newest run before the request: the check asked for is the first after it.
     let mut asked: Vec<(usize, i64)> = Vec::new();
-    let mut outcomes: Vec<(usize, String)> = Vec::new();
-    for &i in &missing {
-        let host = hosts[i].host.clone();
-        let Some(agent) = agents.iter().find(|a| a.host == host) else {
-            outcomes.push((i, not_run("no agent registered it")));
+    for (i, host) in names.iter().enumerate() {
+        let Some(agent) = agents.iter().find(|a| &a.host == host) else {
+            outcomes[i] = Some(Checked::not_run("no agent registered it"));
             continue;
         };
-        let last = match newest_run_id(&**client, &host).await {
+        let last = match newest_run_id(&**client, host).await {
             Ok(id) => id,
             Err(e) => {
-                outcomes.push((i, not_run(&crate::server_words(&e))));
+                outcomes[i] = Some(Checked::not_run(&crate::server_words(&e)));
                 continue;
             }
         };
         match ask_for_check(&agent.agent_url, token).await {
             Ok(()) => asked.push((i, last)),
-            Err(why) => outcomes.push((i, not_run(&why))),
+            Err(why) => outcomes[i] = Some(Checked::not_run(&why)),
         }
     }
     let deadline = Instant::now() + CHECK_WAIT;
@@ -95,25 +153,41 @@ pub async fn check_unjudged(
     while !asked.is_empty() {
         let mut waiting = Vec::new();
         for (i, last) in asked {
-            match run_after(&**client, &hosts[i].host, last).await {
-                Ok(Some((id, kind, text))) => {
-                    let node = hosts[i].host.clone();
-                    let run = Some((kind, text));
-                    match judged_host(&mut client, &node, run, &mut fleets, not_judged).await {
-                        Ok(host) => {
-                            outcomes.push((i, checked(id, host.report.as_ref())));
-                            hosts[i] = host;
-                        }
-                        Err(e) => {
-                            let why = format!("its kind's fleet baseline could not be read: {e}");
-                            outcomes.push((i, format!("checked (run {id}), but {why}")));
-                            not_judged.push(NotJudgedItem { what: node, why });
-                        }
-                    }
+            let node = &names[i];
+            let run = match run_after(&**client, node, last).await {
+                Ok(Some(run)) => run,
+                Ok(None) => {
+                    waiting.push((i, last));
+                    continue;
                 }
-                Ok(None) => waiting.push((i, last)),
-                Err(e) => outcomes.push((i, format!("asked; {}", crate::server_words(&e)))),
-            }
+                Err(e) => {
+                    let why = format!("asked; {}", crate::server_words(&e));
+                    outcomes[i] = Some(Checked::said(why));
+                    continue;
+                }
+            };
+            let (id, kind, text) = run;
+            let judged = judged_host(
+                &mut client,
+                node,
+                Some((kind, text)),
+                &mut fleets,
+                not_judged,
+            );
+            outcomes[i] = Some(match judged.await {
+                Ok(host) => Checked {
+                    outcome: checked(&format!("run {id}"), host.report.as_ref()),
+                    judged: Some(host),
+                },
+                Err(e) => {
+                    let why = format!("its kind's fleet baseline could not be read: {e}");
+                    not_judged.push(NotJudgedItem {
+                        what: node.clone(),
+                        why: why.clone(),
+                    });
+                    Checked::said(format!("checked (run {id}), but {why}"))
+                }
+            });
         }
         asked = waiting;
         if asked.is_empty() {
@@ -121,53 +195,19 @@ pub async fn check_unjudged(
         }
         if Instant::now() >= deadline {
             for (i, _) in asked {
-                outcomes.push((
-                    i,
-                    format!(
-                        "asked, but no run arrived within {} s: the host stays unjudged",
-                        CHECK_WAIT.as_secs()
-                    ),
-                ));
+                outcomes[i] = Some(Checked::said(format!(
+                    "asked, but no run arrived within {} s: the host stays unjudged",
+                    CHECK_WAIT.as_secs()
+                )));
             }
             break;
         }
         tokio::time::sleep(POLL).await;
     }
-    outcomes.sort_by_key(|(i, _)| *i);
     outcomes
         .into_iter()
-        .map(|(i, outcome)| follow_up(&hosts[i].host, outcome))
+        .map(|o| o.expect("every host asked has an outcome by the deadline"))
         .collect()
-}
-
-fn not_run(why: &str) -> String {
-    format!("not run: {why}")
-}
-
-/// What a requested check found, in words (`report`: the run read as a report, `None` when
-/// it does not read as one; `not_judged` then says why).
-fn checked(id: i64, report: Option<&Report>) -> String {
-    match report {
-        Some(r) if r.diagnoses.is_empty() => format!(
-            "checked (run {id}): {}",
-            if r.healthy { "healthy" } else { "not healthy" }
-        ),
-        Some(r) => format!(
-            "checked (run {id}): {}",
-            r.diagnoses
-                .iter()
-                .map(|d| {
-                    let at: Vec<&str> = d.links.iter().map(|l| l.as_str()).collect();
-                    match at.is_empty() {
-                        true => d.cause.as_str().to_string(),
-                        false => format!("{} at {}", d.cause.as_str(), at.join(", ")),
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        None => format!("checked (run {id}), but the run does not read as a report"),
-    }
 }
 
 /// `POST /api/probe` at the agent: accepted (202), or why not in the agent's words.

@@ -1,6 +1,6 @@
 //! What the collector can measure for a job's verdict (`verdict::pipeline::Measure`): the
-//! window's evidence from PostgreSQL ([`super::evidence`]), the separating pairs through the
-//! agents ([`super::follow_up`]), switch ports read now through the samplers
+//! window's evidence from PostgreSQL ([`super::evidence`]), the separating pairs and the
+//! suspected hosts' rechecks through the agents ([`super::follow_up`]), switch ports read now through the samplers
 //! ([`super::port_reads`]) and the what-if on its fabric ([`super::what_if`]). The sequence
 //! is the verdict crate's, the same as a simulated job's.
 
@@ -84,6 +84,18 @@ impl Measure for Fleet<'_> {
         Box::pin(async move {
             let routes = self.routes.as_ref()?;
             Some(port_reads::read_ports(self.access, routes, reads, evidence).await)
+        })
+    }
+
+    fn recheck<'a>(&'a mut self, hosts: &'a [String]) -> Step<'a, Vec<String>> {
+        Box::pin(async move {
+            match &self.token {
+                Some(token) => follow_up::recheck(self.access, hosts, token).await,
+                None => hosts
+                    .iter()
+                    .map(|_| "not run: the verdict was not asked with probe=1".to_string())
+                    .collect(),
+            }
         })
     }
 

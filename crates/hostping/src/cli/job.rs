@@ -110,8 +110,9 @@ pub struct JobArgs {
     #[arg(long, value_name = "DIR")]
     pub nccl: Option<PathBuf>,
     /// The action policy (TOML, as `hostping collector --actions`): the report gains
-    /// `actions`, what the policy would do with this verdict's confirmed culprits. The CLI
-    /// never acts (only the collector does), and does not ask Slurm: the partitions' share
+    /// `actions`, what the policy would do with this verdict's confirmed culprits: only
+    /// follow-up probes confirm one (a host's: the host checked again), so give --probe too.
+    /// The CLI never acts (only the collector does), and does not ask Slurm: the partitions' share
     /// is not checked, and each verdict counts as the only window seen.
     #[arg(long, value_name = "FILE")]
     pub actions: Option<PathBuf>,

@@ -520,6 +520,8 @@ pub struct CollectorArgs {
     /// does with the culprits of its own verdicts that follow-ups confirmed (drain in
     /// Slurm, alert through Alertmanager), within its limits; `mode = "dry-run"` (the
     /// default) only proposes. Without it nothing acts. A bad file is refused at start.
+    /// Give --judge-probe-token-file too: a host's culprit is confirmed only by the host
+    /// checked again, which those verdicts do only when they probe.
     #[arg(long, value_name = "FILE")]
     pub actions: Option<PathBuf>,
     /// Who may undo an action (POST /api/actions/{id}/undo): a file of "NAME TOKEN" lines,

@@ -282,11 +282,10 @@ impl Collector {
         let (tx, rx) = mpsc::channel();
         let err = child.stderr.take().unwrap();
         std::thread::spawn(move || {
+            // Every line is shown, those after the start too (the receiver is gone by then).
             for line in BufReader::new(err).lines().map_while(Result::ok) {
                 eprintln!("{line}");
-                if tx.send(line).is_err() {
-                    break;
-                }
+                let _ = tx.send(line);
             }
         });
         let deadline = Instant::now() + Duration::from_secs(60);

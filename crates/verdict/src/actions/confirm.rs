@@ -2,15 +2,18 @@
 //! culprit a measurement aimed at it found bad again may act; one a measurement found
 //! good never acts, whatever else points at it.
 //!
-//! - A host's or an RNIC's culprit: a loopback of that host. The host's own check in the
-//!   window (`hosts[].causes` holding the culprit's cause) confirms it, as does a loopback
-//!   follow-up (`kind = "loopback"`, `target = "<host> loopback"`) whose check names the
-//!   cause; a loopback follow-up that found the host healthy clears it.
+//! - A host's or an RNIC's culprit: its host checked again after the verdict raised it
+//!   (`kind = "recheck"`, `target = "<host> loopback"`, [`crate::recheck`]). The fresh check
+//!   naming the culprit's cause confirms it; one that found the host healthy, or found it
+//!   without that cause, clears it. The check that raised the suspicion (the host's own in
+//!   the window, or one the collector asked of a host without one) never confirms it: a
+//!   measurement cannot second itself.
 //! - A cable: a follow-up pair planned to cross it and none of the other candidates
 //!   (`why = "crosses <cable> and not ..."`, `verdict::follow_up::plan`); its network part
 //!   abnormal or the pair failed confirms it, normal clears it. A pair not run says nothing.
 //! - A job's own pattern or mapping: never (no probe measures it).
 
+use crate::recheck;
 use model::job::{Culprit, FollowUp, JobReport, Layer};
 
 /// What the follow-ups said of one culprit.
@@ -52,28 +55,16 @@ fn host_outcomes(report: &JobReport, culprit: &Culprit) -> (Vec<String>, Vec<Str
     let Some(host) = culprit.host.as_deref() else {
         return (confirmed, cleared);
     };
-    if let Some(h) = report.hosts.iter().find(|h| h.host == host) {
-        if h.causes.iter().any(|c| c == &culprit.cause) {
-            confirmed.push(format!("{host}'s own check found {}", culprit.cause));
-        }
-    }
-    let target = format!("{host} loopback");
+    let target = recheck::target(host);
     for f in report
         .follow_ups
         .iter()
-        .filter(|f| f.kind == "loopback" && f.target == target)
+        .filter(|f| f.kind == recheck::KIND && f.target == target)
     {
-        // `checked (run 12): healthy` or `checked (run 12): pcie_downgraded at ...`.
-        let Some((_, found)) = f.outcome.split_once("): ") else {
-            continue;
-        };
-        if found == "healthy" {
-            cleared.push(said(f));
-        } else if found
-            .split(", ")
-            .any(|d| d.split(' ').next() == Some(culprit.cause.as_str()))
-        {
-            confirmed.push(said(f));
+        match recheck::found(&f.outcome) {
+            Some(causes) if causes.contains(&culprit.cause.as_str()) => confirmed.push(said(f)),
+            Some(_) => cleared.push(said(f)),
+            None => {}
         }
     }
     (confirmed, cleared)

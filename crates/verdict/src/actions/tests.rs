@@ -39,7 +39,7 @@ fn report(culprits: Vec<Culprit>) -> JobReport {
     r
 }
 
-/// node005's culprit, confirmed by its own check.
+/// node005's culprit, raised by its own check and confirmed by a recheck of node005.
 fn host_report() -> JobReport {
     let mut r = report(vec![culprit(
         Layer::Host,
@@ -56,12 +56,16 @@ fn host_report() -> JobReport {
         unjudged_links: Vec::new(),
         judged: String::new(),
     });
+    r.follow_ups.push(recheck(
+        "node005",
+        "checked (run 13): pcie_downgraded at gpu4--lsw4",
+    ));
     r
 }
 
-fn loopback(host: &str, outcome: &str) -> FollowUp {
+fn recheck(host: &str, outcome: &str) -> FollowUp {
     FollowUp {
-        kind: "loopback".into(),
+        kind: "recheck".into(),
         target: format!("{host} loopback"),
         why: String::new(),
         outcome: outcome.into(),
@@ -92,8 +96,10 @@ fn a_confirmed_host_culprit_is_drained_and_alerted_with_slurms_reason() {
         assert_eq!(a.reason, "hostping: pcie_downgraded gpu4--lsw4 job 77");
         assert_eq!(a.host.as_deref(), Some("node005"));
         assert!(
-            a.why
-                .contains("confirmed by node005's own check found pcie_downgraded"),
+            a.why.contains(
+                "confirmed by recheck node005 loopback: checked (run 13): pcie_downgraded at \
+                 gpu4--lsw4"
+            ),
             "{}",
             a.why
         );
@@ -118,7 +124,7 @@ fn a_dry_run_proposes_and_takes_nothing() {
 fn a_culprit_the_follow_ups_cleared_never_acts() {
     let mut r = host_report();
     r.follow_ups
-        .push(loopback("node005", "checked (run 12): healthy"));
+        .push(recheck("node005", "checked (run 12): healthy"));
     assert!(matches!(
         confirmation(&r, &r.culprits[0]),
         Confirmation::Cleared(_)
@@ -141,25 +147,45 @@ fn an_unconfirmed_culprit_never_acts() {
 }
 
 #[test]
-fn a_loopback_follow_up_that_finds_the_cause_confirms_it() {
+fn only_a_recheck_after_the_verdict_confirms_a_host_culprit() {
     let mut r = host_report();
-    r.hosts.clear();
-    r.follow_ups.push(loopback(
+    r.follow_ups.clear();
+    // The check that raised it (the host's own, in `hosts`) cannot second itself, nor can
+    // the check the collector asked of a host without one.
+    r.follow_ups.push(FollowUp {
+        kind: "loopback".into(),
+        ..recheck("node005", "checked (run 8): pcie_downgraded at gpu4--lsw4")
+    });
+    assert_eq!(confirmation(&r, &r.culprits[0]), Confirmation::Unconfirmed);
+    assert!(decide(&acting(), &r, &History::default()).is_empty());
+
+    r.follow_ups.push(recheck(
         "node005",
         "checked (run 9): pcie_downgraded at gpu4--lsw4",
     ));
     r.follow_ups
-        .push(loopback("node006", "checked (run 10): healthy"));
+        .push(recheck("node006", "checked (run 10): healthy"));
     let Confirmation::Confirmed(by) = confirmation(&r, &r.culprits[0]) else {
         panic!("not confirmed");
     };
     assert_eq!(
         by,
-        vec!["loopback node005 loopback: checked (run 9): pcie_downgraded at gpu4--lsw4"]
+        vec!["recheck node005 loopback: checked (run 9): pcie_downgraded at gpu4--lsw4"]
     );
-    // Another cause found there does not confirm this one.
-    r.follow_ups[0].outcome = "checked (run 9): rnic_link_degraded at rnic0--lsw0".into();
-    assert_eq!(confirmation(&r, &r.culprits[0]), Confirmation::Unconfirmed);
+    // A recheck that found another cause there, and not this one, clears this one.
+    r.follow_ups[1].outcome = "checked (run 9): link_failure at rnic0--lsw0".into();
+    assert!(matches!(
+        confirmation(&r, &r.culprits[0]),
+        Confirmation::Cleared(_)
+    ));
+    // One that did not run, or found the host not healthy without saying why, says nothing.
+    for outcome in [
+        "not run: no agent registered it",
+        "checked (run 9): not healthy",
+    ] {
+        r.follow_ups[1].outcome = outcome.into();
+        assert_eq!(confirmation(&r, &r.culprits[0]), Confirmation::Unconfirmed);
+    }
 }
 
 #[test]
@@ -226,6 +252,7 @@ fn the_limits_refuse_and_say_which() {
     let mut r = host_report();
     r.culprits[0].host = Some("node001".into());
     r.hosts[0].host = "node001".into();
+    r.follow_ups[0].target = "node001 loopback".into();
     let a = decide(&p, &r, &history);
     assert_eq!(a[0].state, ActionState::Refused);
     assert_eq!(
@@ -462,13 +489,17 @@ fn burst(n: usize) -> JobReport {
             0.9,
         ));
         r.hosts.push(JobHostSummary {
-            host,
+            host: host.clone(),
             healthy: Some(false),
             causes: vec!["pcie_downgraded".into()],
             job_paths_healthy: Some(false),
             unjudged_links: Vec::new(),
             judged: String::new(),
         });
+        r.follow_ups.push(recheck(
+            &host,
+            "checked (run 1): pcie_downgraded at gpu0--lsw0",
+        ));
     }
     r
 }
