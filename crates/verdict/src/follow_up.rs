@@ -31,8 +31,13 @@ pub struct Plan {
 
 /// For each culprit of `report` whose candidates are cables (at most [`MAX_GROUPS`]), and
 /// for each member, a pair whose route crosses it and none of the others, one end on a host
-/// of `nodes` (the job's). The simulated job and the collector plan alike.
+/// of `nodes` (the job's). Where the job's own collectives slowed (DESIGN 4.8: a slow
+/// communicator without stragglers narrows the evidence to its ranks' paths), the pair is
+/// chosen with as many ends as can be on that communicator's hosts: the probe then
+/// measures the paths the job's slow traffic took. The simulated job and the collector plan
+/// alike.
 pub fn plan(cluster: &Cluster, report: &JobReport, nodes: &[String]) -> Plan {
+    let slow = slow_hosts(report);
     let groups: Vec<&Vec<String>> = report
         .culprits
         .iter()
@@ -63,7 +68,7 @@ pub fn plan(cluster: &Cluster, report: &JobReport, nodes: &[String]) -> Plan {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
-            match separating_pair(cluster, member, &others, nodes) {
+            match separating_pair(cluster, member, &others, nodes, &slow) {
                 Some((a, b)) => plan.pairs.push((a, b, why)),
                 None => plan.not_planned.push(FollowUp {
                     kind: "pair".to_string(),
@@ -207,13 +212,37 @@ fn status_word(status: PartStatus) -> &'static str {
 /// every k-th RNIC of the cluster (all of them on pod-32).
 pub const MAX_EXAMINED: usize = 20_000;
 
-/// A pair whose route (both ways) crosses `member` and none of `others`, one end on a job
-/// host: the shortest such route among at most [`MAX_EXAMINED`] pairs examined.
+/// The hosts of the job's communicators that slowed, when no rank of theirs arrived late
+/// (a straggler's communicator is slow because of its compute, not its paths).
+fn slow_hosts(report: &JobReport) -> Vec<String> {
+    let Some(symptom) = &report.symptom else {
+        return Vec::new();
+    };
+    let late: Vec<&str> = symptom
+        .stragglers
+        .iter()
+        .map(|s| s.communicator.as_str())
+        .collect();
+    let mut hosts: Vec<String> = symptom
+        .communicators
+        .iter()
+        .filter(|c| c.slow && !late.contains(&c.id.as_str()))
+        .flat_map(|c| c.hosts.iter().cloned())
+        .collect();
+    hosts.sort();
+    hosts.dedup();
+    hosts
+}
+
+/// A pair whose route (both ways) crosses `member` and none of `others`, one end a job
+/// host's RNIC: the one with the most ends on `slow` hosts (the slow communicators'), then
+/// the fewest cables (the fewest other hypotheses it tests at once).
 fn separating_pair(
     cluster: &Cluster,
     member: Cable,
     others: &[Cable],
     job: &[String],
+    slow: &[String],
 ) -> Option<(RnicPort, RnicPort)> {
     let ports: Vec<RnicPort> = cluster.rnic_ports().collect();
     let job_ports: Vec<RnicPort> = ports
@@ -221,14 +250,23 @@ fn separating_pair(
         .copied()
         .filter(|p| job.contains(&cluster.hosts[p.host].name))
         .collect();
-    let mut best: Option<(usize, (RnicPort, RnicPort))> = None;
-    // Every job RNIC against every k-th RNIC of the cluster, k set to stay within the bound.
+    let on_slow = |p: RnicPort| usize::from(slow.contains(&cluster.hosts[p.host].name));
+    let mut best: Option<((usize, usize), (RnicPort, RnicPort))> = None;
+    // Every job RNIC against every k-th RNIC of the cluster, k set to stay within the bound;
+    // the job's own RNICs always among them, so a pair of two slow hosts is examined.
     let stride = (job_ports.len() * ports.len())
         .div_ceil(MAX_EXAMINED)
         .max(1);
+    let mut others_side: Vec<RnicPort> = ports.iter().step_by(stride).copied().collect();
+    let missing: Vec<RnicPort> = job_ports
+        .iter()
+        .copied()
+        .filter(|p| !others_side.contains(p))
+        .collect();
+    others_side.extend(missing);
     let candidates = job_ports
         .iter()
-        .flat_map(|&a| ports.iter().step_by(stride).map(move |&b| (a, b)))
+        .flat_map(|&a| others_side.iter().map(move |&b| (a, b)))
         .filter(|(a, b)| a.host != b.host);
     for (a, b) in candidates {
         let mut cables = cluster.cables_between(a, b);
@@ -236,8 +274,10 @@ fn separating_pair(
         if !cables.contains(&member) || others.iter().any(|o| cables.contains(o)) {
             continue;
         }
-        if best.is_none_or(|(l, _)| cables.len() < l) {
-            best = Some((cables.len(), (a, b)));
+        // Smaller is better: ends off the slow hosts, then cables.
+        let rank = (2 - on_slow(a) - on_slow(b), cables.len());
+        if best.is_none_or(|(r, _)| rank < r) {
+            best = Some((rank, (a, b)));
         }
     }
     best.map(|(_, pair)| pair)
@@ -386,5 +426,96 @@ mod tests {
             assert!(job_end, "{why}");
             assert!(why.starts_with(&format!("crosses {} and not ", pod.cable_label(*member))));
         }
+    }
+
+    /// A symptom whose one communicator, over `hosts`, slowed; `straggler` a rank of it late.
+    fn slowed_over(hosts: &[&str], straggler: bool) -> model::inspector::Symptom {
+        let stragglers = if straggler {
+            serde_json::json!([{"rank": 1, "communicator": "0x1", "host": hosts[0],
+                                "gpu": null, "late_us": 40000.0, "collectives": 20}])
+        } else {
+            serde_json::json!([])
+        };
+        serde_json::from_value(serde_json::json!({
+            "source": "nccl_inspector", "records": 100, "slow": true, "since": 10.0,
+            "busbw_gbs": {"before": 20.0, "during": 10.0, "expected": null},
+            "communicators": [{"id": "0x1", "collective": "AllReduce", "bytes": 1024,
+                               "ranks": hosts.len(), "nnodes": hosts.len(), "hosts": hosts,
+                               "slow": true, "busbw_gbs": 10.0, "since": 10.0,
+                               "series": []}],
+            "stragglers": stragglers,
+            "skipped": {"unknown_records": 0, "bad_records": 0}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_slow_communicators_hosts_are_the_pairs_ends_where_a_pair_of_them_separates() {
+        let pod = Cluster::builtin("pod-32").unwrap().unwrap();
+        let nodes: Vec<String> = model::hostlist::expand("node[001-032]").unwrap();
+        let port = |host: &str| RnicPort {
+            host: pod.host_index(host).unwrap(),
+            rnic: 0,
+        };
+        let group: Vec<Cable> = pod.cables_between(port("node001"), port("node009"));
+        let labels: Vec<String> = group.iter().map(|&c| pod.cable_label(c)).collect();
+        let unsteered = plan_pairs(&pod, &report_with_candidates(&nodes, &labels), &nodes);
+        let separates = |member: Cable, x: RnicPort, y: RnicPort| {
+            let mut crossed = pod.cables_between(x, y);
+            crossed.extend(pod.cables_between(y, x));
+            crossed.contains(&member) && group.iter().all(|o| *o == member || !crossed.contains(o))
+        };
+        // For some member, two job hosts other than those the plan picks unsteered whose
+        // pair separates it: they make the slow communicator.
+        let job_ports: Vec<RnicPort> = pod
+            .rnic_ports()
+            .filter(|p| nodes.contains(&pod.hosts[p.host].name))
+            .collect();
+        let (i, slow) = group
+            .iter()
+            .enumerate()
+            .find_map(|(i, &member)| {
+                let (ua, ub) = unsteered[i];
+                let picked = [ua.host, ub.host];
+                job_ports.iter().find_map(|&x| {
+                    job_ports
+                        .iter()
+                        .find(|&&y| {
+                            x.host < y.host
+                                && !(picked.contains(&x.host) && picked.contains(&y.host))
+                                && separates(member, x, y)
+                        })
+                        .map(|&y| (i, [x.host, y.host]))
+                })
+            })
+            .expect("another pair separates a member");
+        let slow_names: Vec<&str> = slow.iter().map(|&h| pod.hosts[h].name.as_str()).collect();
+        let mut report = report_with_candidates(&nodes, &labels);
+        report.symptom = Some(slowed_over(&slow_names, false));
+        let steered = plan_pairs(&pod, &report, &nodes);
+        let (a, b) = steered[i];
+        assert!(separates(group[i], a, b), "{a:?} {b:?}");
+        assert!(
+            slow.contains(&a.host) && slow.contains(&b.host),
+            "{}: {a:?} {b:?} not on {slow_names:?}",
+            labels[i]
+        );
+        assert_ne!(steered[i], unsteered[i]);
+
+        // A straggler's communicator is slow for its compute: it does not steer the pairs.
+        let mut straggling = report_with_candidates(&nodes, &labels);
+        straggling.symptom = Some(slowed_over(&slow_names, true));
+        assert_eq!(plan_pairs(&pod, &straggling, &nodes), unsteered);
+    }
+
+    fn plan_pairs(
+        pod: &Cluster,
+        report: &JobReport,
+        nodes: &[String],
+    ) -> Vec<(RnicPort, RnicPort)> {
+        plan(pod, report, nodes)
+            .pairs
+            .into_iter()
+            .map(|(a, b, _)| (a, b))
+            .collect()
     }
 }
