@@ -63,6 +63,7 @@ pub fn slowdown(
             let Some(rnic) = nearest_rnic(model, &host.rnics, &gpu.id) else {
                 continue;
             };
+            // An RNIC of unknown rate leaves the path alone to bound the rank.
             let line = model
                 .component(rnic)
                 .and_then(|c| c.rnic())
