@@ -2,7 +2,8 @@
 //! simulated job runs its collectives step by step on the packet simulator, a fault starting
 //! mid-run, and writes NCCL Inspector records as the plugin does; the verdict judges them
 //! beside the cluster's evidence, and `job --nccl DIR` alone reads the same folder. A
-//! straggler host, a rail slowed by a cable, and a healthy job, each with its verdict.
+//! straggler host, a rail slowed by a cable, a host's degraded GPU link, and a healthy job,
+//! each with its verdict.
 
 mod common;
 
@@ -287,4 +288,107 @@ fn a_hosts_fault_is_measured_once_started_by_the_jobs_end() {
     let (code, during, _) = simulate("simrec-host-now", &[&format!("{fault}@2s")], &[]);
     assert_eq!(code, 1, "{during:#}");
     assert_eq!(culprits(&during)[0]["host"], "node009", "{during:#}");
+}
+
+#[test]
+fn a_hosts_degraded_gpu_link_mid_run_slows_the_job_and_its_drain_wins_time_back() {
+    let fault = "node009:degrade:gpu0--lsw0:0.3";
+    let (code, report, dir) = simulate("simrec-host-link", &[&format!("{fault}@4s")], &[]);
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["verdict"], "host", "{report:#}");
+    let top = &culprits(&report)[0];
+    assert_eq!(top["host"], "node009", "{report:#}");
+    assert_eq!(top["component"], "gpu0--lsw0", "{report:#}");
+
+    // The records alone: slow since the fault's start, no rank late, nothing to blame yet.
+    let (code, alone) = records_alone(&dir);
+    assert_eq!(code, 3, "nothing measured the hosts: {alone:#}");
+    let symptom = &alone["symptom"];
+    assert_eq!(symptom["slow"], true, "{symptom:#}");
+    let since = symptom["since"].as_f64().unwrap() - START_S;
+    assert!(
+        (3.0..=5.5).contains(&since),
+        "onset {since} s, the link from 4 s"
+    );
+    assert!(symptom["stragglers"].as_array().unwrap().is_empty());
+    assert!(culprits(&alone).is_empty(), "{alone:#}");
+    // The world communicator waits for gpu0's path (about 76 of rnic0's 200 Gb/s), and
+    // node009's own ring for gpu0's link; the other hosts' own rings are untouched.
+    for c in symptom["communicators"].as_array().unwrap() {
+        let on_node009 = c["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h == "node009");
+        assert_eq!(c["slow"], on_node009, "{c:#}");
+        if c["nnodes"] == 4 {
+            let series = c["series"].as_array().unwrap();
+            let level = |from: f64, to: f64| {
+                let points: Vec<f64> = series
+                    .iter()
+                    .filter(|p| (from..to).contains(&(p[0].as_f64().unwrap() - START_S)))
+                    .map(|p| p[1].as_f64().unwrap())
+                    .collect();
+                points.iter().sum::<f64>() / points.len() as f64
+            };
+            let (before, during) = (level(0.0, 4.0), level(5.0, 100.0));
+            assert!(
+                (0.33..0.45).contains(&(during / before)),
+                "busbw {before} -> {during}"
+            );
+        }
+    }
+
+    // The cluster measured (the link degraded by now) beside the records, and a dry-run
+    // policy: the host is the culprit, and its drain wins back the time the records lost.
+    let policy = temp_dir("simrec-host-link-policy").join("actions.toml");
+    std::fs::write(
+        &policy,
+        "mode = \"dry-run\"\nconfirm = 1\nkinds = [\"drain\"]\n",
+    )
+    .unwrap();
+    let (code, judged, err) = job_json(&[
+        "--sim-cluster",
+        "pod-32",
+        "--nodes",
+        NODES,
+        "--inject",
+        fault,
+        "--nccl",
+        dir.to_str().unwrap(),
+        "--actions",
+        policy.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}\n{judged:#}");
+    assert_eq!(judged["verdict"], "host", "{judged:#}");
+    let culprit: model::job::Culprit =
+        serde_json::from_value(culprits(&judged)[0].clone()).unwrap();
+    assert_eq!(culprit.host.as_deref(), Some("node009"), "{judged:#}");
+    assert_eq!(
+        culprit.component.as_deref(),
+        Some("gpu0--lsw0"),
+        "{judged:#}"
+    );
+    let parsed: model::job::JobReport = serde_json::from_value(judged.clone()).unwrap();
+    let wins = verdict::actions::wins_back::wins_back(&parsed, &culprit)
+        .expect("the job's collectives put the time on node009");
+    assert!(
+        wins.to_us > 0.0 && wins.to_us < 0.5 * wins.from_us,
+        "{wins:?}"
+    );
+    // When the confirmation rules let the drain be proposed, it carries that estimate.
+    let drain = judged["actions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|a| a["host"] == "node009" && a["state"] == "proposed");
+    if let Some(drain) = drain {
+        let w = &drain["wins_back"];
+        assert!(
+            w["source"] == "collectives" || w["source"] == "what_if",
+            "{drain:#}"
+        );
+        assert_eq!(w["from_us"].as_f64(), Some(wins.from_us), "{drain:#}");
+        assert_eq!(w["to_us"].as_f64(), Some(wins.to_us), "{drain:#}");
+    }
 }

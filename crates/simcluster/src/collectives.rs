@@ -7,19 +7,31 @@
 //!   [`ClusterFaults::fabric_at`]); the collective's time in that state is one replay of the
 //!   job's ring all-reduce on the packet simulator, as the what-if replays it (one ring per
 //!   rail, `verdict::whatif::replay_states`), once per distinct state and reused;
+//! - the hosts' state is their faults of DESIGN 4.2 started by then
+//!   ([`ClusterFaults::hosts_at`]): a rank's transfer across hosts goes no faster than its
+//!   GPU<->RNIC path, and the ring waits for the slowest rank, so the replay's time grows by
+//!   the job's [`host_paths::Slowdown`] (once per distinct state);
 //! - each rank's kernel starts at the step's start plus a launch jitter, plus its delay if
 //!   it is a straggler ([`StragglerFault`]); the collective completes on every rank when the
 //!   last has arrived and the transfer is done, so each rank's execution time is that end
 //!   less its own start: a late rank's stays short, the others' grow by its delay (the
 //!   reference's "late arrival");
 //! - then each host's own communicator (its GPUs, `nnodes` 1) reduces the same buffer over
-//!   PCIe, which no fabric fault touches: it is what places a rank on its GPU (a process
-//!   drives one GPU, ranked by device in its host's communicator; `analyze::collectives`).
+//!   PCIe, which no fabric fault touches but a GPU's degraded PCIe link slows
+//!   ([`host_paths`]): it is what places a rank on its GPU (a process drives one GPU, ranked
+//!   by device in its host's communicator; `analyze::collectives`).
 //!
 //! Records are written as the plugin's verbose JSON (`kernel_start_ts`), one file per
 //! process, and labelled simulated in their metadata (`model::inspector::SIMULATED_GIT_REV`).
-//! Limits of the model: the time of a collective is the fabric's; a host's fault of DESIGN
-//! 4.2 (a degraded PCIe link) does not slow it, and a fault is judged at each step's start.
+//!
+//! Limits of the model: a fault is judged at each step's start; a host's fault slows the
+//! whole ring by its slowest rank's path, not by a ring's actual channel-to-NIC schedule
+//! (two GPUs share a dgx-a100 RNIC, each counted as if it alone fed it); a flapping host
+//! link counts at its average over a flap period, not phase by phase; the path's rate is
+//! one QP's loopback stream, so an RNIC setting that limits a QP (`tx-window`) weighs as on
+//! one QP; a host's own ring feels only its GPUs' own links, not the switch uplinks or
+//! root ports it also crosses; and a host fault that does not touch these paths (`odp`,
+//! `membw` on a memory node the GPUs never reach) leaves the records as they were.
 
 use model::inspector::CollectiveRecord;
 use model::job::CollectiveEvidence;
@@ -30,6 +42,7 @@ use verdict::spec::Cluster;
 use verdict::whatif::{replay_states, JobTraffic, LinkStates, Replayed, WhatIfSettings};
 
 use crate::fault::ClusterFaults;
+use crate::host_paths::{self, Slowdown};
 use crate::ClusterError;
 
 /// Steps a simulated job runs by default: two minutes of 1 s buckets at the default step,
@@ -53,7 +66,8 @@ pub const LAUNCH_JITTER_US: f64 = 50.0;
 /// what one collective's busbw varies by (`analyze::collectives::SLOW_DROP`).
 pub const TIME_SPREAD: f64 = 0.01;
 /// What a host's own all-reduce runs at, GB/s of bus bandwidth: PCIe Gen4 x16 between the
-/// GPUs of a dgx-a100 (DESIGN 4.1), less its protocol overhead.
+/// GPUs of a dgx-a100 (DESIGN 4.1), less its protocol overhead; on healthy links (a GPU's
+/// link keeping a share of its capacity scales it by that share, `host_paths`).
 pub const INTRA_HOST_BUSBW_GBS: f64 = 24.0;
 
 /// How a simulated job runs.
@@ -154,16 +168,17 @@ pub fn run(
     };
     // The distinct fabric states, in start order: state i holds the faults started by
     // change point i.
-    let mut changes: Vec<f64> = faults.fabric_start_s.clone();
-    changes.push(0.0);
-    changes.sort_by(f64::total_cmp);
-    changes.dedup();
+    let changes = change_points(faults.fabric_start_s.iter().copied());
     // One replay per state, run when first met.
     let mut times: Vec<Option<Replayed>> = vec![None; changes.len()];
     let mut packets = 0;
     let whatif = WhatIfSettings {
         seed: settings.seed,
     };
+    // Likewise the hosts' states, each host's faults started by change point i; a state's
+    // slowdown is worked out when first met.
+    let host_changes = change_points(faults.host_starts());
+    let mut slowdowns: Vec<Option<Slowdown>> = vec![None; host_changes.len()];
 
     let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
     let n = processes.len() as u32;
@@ -204,8 +219,19 @@ pub fn run(
                 break;
             }
         };
-        // The world all-reduce: ranks arrive, the last one's arrival starts the transfer.
-        let transfer_us = transfer_us * (1.0 + rng.gen_range(-TIME_SPREAD..=TIME_SPREAD));
+        let host_state = host_changes
+            .iter()
+            .rposition(|&c| c <= elapsed_s)
+            .unwrap_or(0);
+        let slowdown = slowdowns[host_state]
+            .get_or_insert_with(|| {
+                host_paths::slowdown(cluster, nodes, &faults.hosts_at(host_changes[host_state]))
+            })
+            .clone();
+        // The world all-reduce: ranks arrive, the last one's arrival starts the transfer,
+        // which runs at the slowest rank's host path when that is below the fabric's rate.
+        let transfer_us =
+            transfer_us * slowdown.across * (1.0 + rng.gen_range(-TIME_SPREAD..=TIME_SPREAD));
         let starts: Vec<f64> = processes
             .iter()
             .map(|p| {
@@ -233,7 +259,7 @@ pub fn run(
                 .map(|_| end + rng.gen_range(0.0..LAUNCH_JITTER_US))
                 .collect();
             let local_end = local_starts.iter().copied().fold(f64::MIN, f64::max)
-                + local_us * (1.0 + rng.gen_range(-TIME_SPREAD..=TIME_SPREAD));
+                + local_us * slowdown.within[h] * (1.0 + rng.gen_range(-TIME_SPREAD..=TIME_SPREAD));
             step_end = step_end.max(local_end);
             for (&i, &start) in members.iter().zip(&local_starts) {
                 let p = &processes[i];
@@ -263,6 +289,15 @@ pub fn run(
         end_unix_s: t / 1e6,
         hung_on,
     })
+}
+
+/// The distinct times a state changes at, seconds into the run, in order: 0 (the start)
+/// and each of `starts`.
+fn change_points(starts: impl Iterator<Item = f64>) -> Vec<f64> {
+    let mut changes: Vec<f64> = starts.chain([0.0]).collect();
+    changes.sort_by(f64::total_cmp);
+    changes.dedup();
+    changes
 }
 
 /// Refuses, before anything is written, a job of fewer than two hosts (a collective across
@@ -514,6 +549,79 @@ mod tests {
         for c in s.communicators.iter().filter(|c| c.nnodes == 1) {
             assert!(!c.slow, "{c:?}");
         }
+    }
+
+    #[test]
+    fn a_hosts_degraded_gpu_link_mid_run_slows_its_jobs_collectives_from_its_start() {
+        // node009's gpu0 reaches its rnic0 over its own PCIe link, at 30 % from 4 s.
+        let fault = "node009:degrade:gpu0--lsw0:0.3";
+        let (run, records) = simulate(&[&format!("{fault}@4s")]);
+        let (_, healthy) = simulate(&[]);
+        assert_eq!(run.replays, 1, "the fabric's state never changed");
+        let s = symptom(&records);
+        assert!(s.slow, "{s:#?}");
+        assert!(s.stragglers.is_empty(), "no rank arrives late: {s:#?}");
+        let onset = onset_s(&run, &s);
+        assert!(
+            (3.0..=5.5).contains(&onset),
+            "onset {onset} s, fault at 4 s"
+        );
+        // The world communicator: its level before the fault, and during it.
+        let world = |s: &Symptom| {
+            s.communicators
+                .iter()
+                .find(|c| c.nnodes == 4)
+                .expect("the world communicator")
+                .clone()
+        };
+        let level = |c: &model::inspector::CommunicatorSymptom, from: f64, to: f64| {
+            let points: Vec<f64> = c
+                .series
+                .iter()
+                .filter(|(t, _)| (from..to).contains(&(t - run.start_unix_s)))
+                .map(|(_, bw)| *bw)
+                .collect();
+            points.iter().sum::<f64>() / points.len() as f64
+        };
+        let w = world(&s);
+        assert!(w.slow, "{w:#?}");
+        let since = w.since.expect("an onset") - run.start_unix_s;
+        assert!(
+            (3.0..=5.5).contains(&since),
+            "onset {since} s, fault at 4 s"
+        );
+        let (before, during) = (level(&w, 0.0, 4.0), level(&w, 5.0, 100.0));
+        // The ring runs at that path's rate: the virtual host's Gen4 x16 link at 30 %
+        // carries about 80 Gb/s of the RNIC's 200, so busbw falls to about 0.4 of its level,
+        // the ratio the slowdown gives (a little above it: each rank's time also holds the
+        // few tens of us of launch skew, which the slowdown does not scale).
+        let ratio = during / before;
+        assert!((0.33..0.45).contains(&ratio), "busbw {before} -> {during}");
+        let pod = pod();
+        let faults = ClusterFaults::parse(&[fault.to_string()], &pod).unwrap();
+        let nodes: Vec<usize> = NODES.iter().map(|n| pod.host_index(n).unwrap()).collect();
+        let across = host_paths::slowdown(&pod, &nodes, &faults.hosts).across;
+        assert!((1.0..1.1).contains(&(ratio * across)), "{ratio} x {across}");
+        // Before the fault, the records are the healthy job's, step by step.
+        let at = |r: &CollectiveRecord| r.at_us / 1e6 - run.start_unix_s;
+        let early = |rs: &[CollectiveRecord]| -> Vec<CollectiveRecord> {
+            rs.iter().filter(|r| at(r) < 3.9).cloned().collect()
+        };
+        assert!(!early(&records).is_empty());
+        assert_eq!(early(&records), early(&healthy));
+        // node009's own ring waits for gpu0's link (about 1 / 0.3 as long); the other
+        // hosts' are untouched.
+        for c in s.communicators.iter().filter(|c| c.nnodes == 1) {
+            assert_eq!(c.slow, c.hosts == ["node009"], "{c:#?}");
+        }
+        // The healthy job: not slow, its world communicator at the faulted one's level.
+        let h = symptom(&healthy);
+        assert!(!h.slow && h.stragglers.is_empty(), "{h:#?}");
+        let healthy_level = level(&world(&h), 0.0, 100.0);
+        assert!(
+            (healthy_level - before).abs() < 0.02 * before,
+            "{healthy_level} vs {before}"
+        );
     }
 
     #[test]

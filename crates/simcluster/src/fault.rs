@@ -40,6 +40,9 @@ pub const MAX_STRAGGLER_DELAY_US: f64 = 10_000_000.0;
 pub struct ClusterFaults {
     /// Each host's faults (host index to faults of DESIGN 4.2), checked together per host.
     pub hosts: BTreeMap<usize, Vec<vhost::Fault>>,
+    /// When each of a host's `hosts` starts, in the same order, seconds into the job's run
+    /// (0 without `@<seconds>s`).
+    pub host_start_s: BTreeMap<usize, Vec<f64>>,
     /// The fabric's faults, at most one per cable and one background.
     pub fabric: Vec<FabricFault>,
     /// When each of `fabric` starts, seconds into the job's run (0 without `@<seconds>s`).
@@ -232,10 +235,10 @@ impl ClusterFaults {
                     faults.stragglers.push(straggler);
                     continue;
                 }
-                // A host's fault of DESIGN 4.2 does not slow the simulated collectives
-                // (`crate::collectives`); the mesh measures it once started
-                // (`started_by`).
+                // The collectives meet it from its start (`hosts_at`); the mesh measures
+                // it once started (`started_by`).
                 host_texts.entry(host).or_default().push(rest.to_string());
+                faults.host_start_s.entry(host).or_default().push(start_s);
             }
         }
         for (host, texts) in host_texts {
@@ -306,6 +309,30 @@ impl ClusterFaults {
             .collect()
     }
 
+    /// Each host's faults of DESIGN 4.2 present `at_s` seconds into the job's run (those
+    /// started by then); hosts without one are left out.
+    pub fn hosts_at(&self, at_s: f64) -> BTreeMap<usize, Vec<vhost::Fault>> {
+        self.hosts
+            .iter()
+            .map(|(&host, faults)| {
+                let starts = self.host_start_s.get(&host);
+                let present: Vec<vhost::Fault> = faults
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| starts.and_then(|s| s.get(*i)).map_or(0.0, |s| *s) <= at_s)
+                    .map(|(_, f)| f.clone())
+                    .collect();
+                (host, present)
+            })
+            .filter(|(_, present)| !present.is_empty())
+            .collect()
+    }
+
+    /// When the hosts' faults of DESIGN 4.2 start, seconds into the run, in no order.
+    pub fn host_starts(&self) -> impl Iterator<Item = f64> + '_ {
+        self.host_start_s.values().flatten().copied()
+    }
+
     /// Each fabric fault's start; 0 for faults built without one.
     fn starts(&self) -> impl Iterator<Item = f64> + '_ {
         (0..self.fabric.len()).map(|i| self.fabric_start_s.get(i).copied().unwrap_or(0.0))
@@ -316,6 +343,7 @@ impl ClusterFaults {
     pub fn first_start_s(&self) -> Option<f64> {
         self.starts()
             .chain(self.stragglers.iter().map(|s| s.start_s))
+            .chain(self.host_starts())
             .min_by(f64::total_cmp)
     }
 }
@@ -554,6 +582,34 @@ mod tests {
         assert_eq!(at(25.0).hosts.keys().collect::<Vec<_>>(), [&2, &6]);
         assert!(at(25.0).stragglers.is_empty());
         assert_eq!(at(30.0).stragglers.len(), 1);
+    }
+
+    #[test]
+    fn a_hosts_faults_are_present_from_their_own_starts() {
+        let faults = parse(&[
+            "node007:degrade:gpu4--lsw4:0.5@20s",
+            "node007:tx-window:rnic1:4096",
+            "node003:degrade:gpu1--lsw1:0.5@5s",
+        ])
+        .unwrap();
+        assert_eq!(faults.host_start_s[&6], [20.0, 0.0]);
+        let at = |s: f64| {
+            faults
+                .hosts_at(s)
+                .iter()
+                .map(|(&h, f)| (h, f.iter().map(ToString::to_string).collect::<Vec<_>>()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(at(0.0), [(6, vec!["tx-window:rnic1:4096".to_string()])]);
+        assert_eq!(at(5.0)[0], (2, vec!["degrade:gpu1--lsw1:0.5".to_string()]));
+        assert_eq!(at(20.0)[1].1.len(), 2);
+        assert_eq!(faults.first_start_s(), Some(0.0));
+        let later = parse(&["node003:degrade:gpu1--lsw1:0.5@5s"]).unwrap();
+        assert_eq!(
+            later.first_start_s(),
+            Some(5.0),
+            "a host's fault is an onset too"
+        );
     }
 
     #[test]

@@ -8,6 +8,8 @@ host B's; the mesh measures all three and says which part of a slow pair is slow
 
 - `collectives`: a job's collectives step by step on the packet simulator, faults starting
   mid-run, written as NCCL Inspector records (issue 39 item 5).
+- `host_paths`: what the job's hosts' faults of DESIGN 4.2 leave of its ranks' GPU<->RNIC
+  paths and of its hosts' own rings over PCIe: how much slower its collectives run.
 - `fault`: `--inject` on a cluster: a host's fault of DESIGN 4.2 or a fabric fault, with
   the ground truth a verdict is scored against.
 - `network`: a pair's network part from the packet simulator, faults applied.
@@ -30,6 +32,7 @@ the model and its parameters.
 
 pub mod collectives;
 pub mod fault;
+pub mod host_paths;
 pub mod job;
 pub mod labelled;
 pub mod mesh;
