@@ -339,8 +339,9 @@ fn a_hosts_degraded_gpu_link_mid_run_slows_the_job_and_its_drain_wins_time_back(
         }
     }
 
-    // The cluster measured (the link degraded by now) beside the records, and a dry-run
-    // policy: the host is the culprit, and its drain wins back the time the records lost.
+    // The cluster measured (the link degraded by now) beside the records, follow-ups on,
+    // and a dry-run policy: the host is the culprit, its recheck confirms it, and its drain
+    // wins back the time the records lost.
     let policy = temp_dir("simrec-host-link-policy").join("actions.toml");
     std::fs::write(
         &policy,
@@ -358,6 +359,7 @@ fn a_hosts_degraded_gpu_link_mid_run_slows_the_job_and_its_drain_wins_time_back(
         dir.to_str().unwrap(),
         "--actions",
         policy.to_str().unwrap(),
+        "--probe",
     ]);
     assert_eq!(code, 1, "{err}\n{judged:#}");
     assert_eq!(judged["verdict"], "host", "{judged:#}");
@@ -376,19 +378,15 @@ fn a_hosts_degraded_gpu_link_mid_run_slows_the_job_and_its_drain_wins_time_back(
         wins.to_us > 0.0 && wins.to_us < 0.5 * wins.from_us,
         "{wins:?}"
     );
-    // When the confirmation rules let the drain be proposed, it carries that estimate.
     let drain = judged["actions"]
         .as_array()
         .into_iter()
         .flatten()
-        .find(|a| a["host"] == "node009" && a["state"] == "proposed");
-    if let Some(drain) = drain {
-        let w = &drain["wins_back"];
-        assert!(
-            w["source"] == "collectives" || w["source"] == "what_if",
-            "{drain:#}"
-        );
-        assert_eq!(w["from_us"].as_f64(), Some(wins.from_us), "{drain:#}");
-        assert_eq!(w["to_us"].as_f64(), Some(wins.to_us), "{drain:#}");
-    }
+        .find(|a| a["host"] == "node009" && a["kind"] == "drain")
+        .unwrap_or_else(|| panic!("node009's drain proposed: {judged:#}"));
+    assert_eq!(drain["state"], "proposed", "{drain:#}");
+    let w = &drain["wins_back"];
+    assert_eq!(w["source"], "collectives", "{drain:#}");
+    assert_eq!(w["from_us"].as_f64(), Some(wins.from_us), "{drain:#}");
+    assert_eq!(w["to_us"].as_f64(), Some(wins.to_us), "{drain:#}");
 }

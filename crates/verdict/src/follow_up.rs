@@ -10,7 +10,7 @@
 //! them): the ends of such a group's cables, and of the job's route cables no sampler's
 //! counters covered in the window.
 
-use model::job::{FollowUp, JobEvidence, JobReport};
+use model::job::{FollowUp, JobEvidence, JobReport, Layer};
 use model::pair::PartStatus;
 use std::collections::BTreeMap;
 
@@ -31,7 +31,8 @@ pub struct Plan {
 
 /// For each culprit of `report` whose candidates are cables (at most [`MAX_GROUPS`]), and
 /// for each member, a pair whose route crosses it and none of the others, one end on a host
-/// of `nodes` (the job's). Where the job's own collectives slowed (DESIGN 4.8: a slow
+/// of `nodes` (the job's); then, for each cable a culprit names alone, a pair crossing it,
+/// to measure it again before anything acts on it. Where the job's own collectives slowed (DESIGN 4.8: a slow
 /// communicator without stragglers narrows the evidence to its ranks' paths), the pair is
 /// chosen with as many ends as can be on that communicator's hosts: the probe then
 /// measures the paths the job's slow traffic took. The simulated job and the collector plan
@@ -80,8 +81,50 @@ pub fn plan(cluster: &Cluster, report: &JobReport, nodes: &[String]) -> Plan {
             }
         }
     }
+    plan.recheck_cables(cluster, report, nodes, &slow);
     plan
 }
+
+impl Plan {
+    /// A pair crossing each cable a culprit names alone (at most [`MAX_GROUPS`]): the pairs
+    /// that named it cannot also confirm it, so it is measured again before anything acts
+    /// on it (DESIGN 4.9; a host's culprit is checked again the same way, `crate::recheck`).
+    fn recheck_cables(
+        &mut self,
+        cluster: &Cluster,
+        report: &JobReport,
+        nodes: &[String],
+        slow: &[String],
+    ) {
+        let named = report
+            .culprits
+            .iter()
+            .filter(|c| c.layer == Layer::Fabric && c.candidates.len() <= 1)
+            .filter_map(|c| c.component.as_deref())
+            .take(MAX_GROUPS);
+        for label in named {
+            let Ok(port) = cluster.parse_port(label) else {
+                continue;
+            };
+            let why = format!("crosses {label}{RECHECK_SUFFIX}");
+            match separating_pair(cluster, cluster.cable_at(port), &[], nodes, slow) {
+                Some((a, b)) => self.pairs.push((a, b, why)),
+                None => self.not_planned.push(FollowUp {
+                    kind: "pair".to_string(),
+                    target: label.to_string(),
+                    why,
+                    outcome: "no pair examined crosses it".to_string(),
+                    round: None,
+                }),
+            }
+        }
+    }
+}
+
+/// How a pair measuring a named cable again says why, after `crosses <cable>`
+/// (`actions::confirm` reads it).
+pub const RECHECK_SUFFIX: &str =
+    ": measured again before any action, as the pairs that named it cannot confirm it";
 
 /// Most switch ports read now in one verdict: both ends of four candidate cables in each
 /// of [`MAX_GROUPS`] groups (a cross-leaf route on a two-level tree crosses four cables, the
@@ -517,5 +560,23 @@ mod tests {
             .into_iter()
             .map(|(a, b, _)| (a, b))
             .collect()
+    }
+
+    #[test]
+    fn a_cable_named_alone_is_measured_again_by_a_pair_crossing_it() {
+        let (pod, nodes, route) = cross_leaf();
+        let mut report = report_with_candidates(&nodes, &[]);
+        report.culprits[0].component = Some(route[1].clone());
+        let plan = plan(&pod, &report, &nodes);
+        assert_eq!(plan.pairs.len(), 1, "{:?}", plan.not_planned);
+        let (a, b, why) = &plan.pairs[0];
+        let mut crossed = pod.cables_between(*a, *b);
+        crossed.extend(pod.cables_between(*b, *a));
+        let cable = pod.cable_at(pod.parse_port(&route[1]).unwrap());
+        assert!(crossed.contains(&cable), "{why}");
+        assert_eq!(why, &format!("crosses {}{RECHECK_SUFFIX}", route[1]));
+        // A host's culprit is not a cable: the host is checked again instead (crate::recheck).
+        report.culprits[0].layer = Layer::Host;
+        assert!(super::plan(&pod, &report, &nodes).pairs.is_empty());
     }
 }

@@ -9,12 +9,18 @@
 //!   the window, or one the collector asked of a host without one) never confirms it: a
 //!   measurement cannot second itself.
 //! - A cable: a follow-up pair planned to cross it and none of the other candidates
-//!   (`why = "crosses <cable> and not ..."`, `verdict::follow_up::plan`); its network part
-//!   abnormal or the pair failed confirms it, normal clears it. A pair not run says nothing.
+//!   (`why = "crosses <cable> and not ..."`, `verdict::follow_up::plan`), or, for a cable a
+//!   culprit names alone, a pair planned to measure it again (`why = "crosses <cable>:
+//!   measured again ..."`); its network part abnormal or the pair failed confirms it,
+//!   normal clears it. A pair not run says nothing.
 //! - A job's own pattern or mapping: never (no probe measures it).
+//!
+//! A flapping link (host or cable) has healthy phases: a measurement that found it healthy
+//! or normal says nothing of it; one that met its degraded phase confirms it.
 
-use crate::recheck;
+use crate::{follow_up, recheck};
 use model::job::{Culprit, FollowUp, JobReport, Layer};
+use model::Cause;
 
 /// What the follow-ups said of one culprit.
 #[derive(Clone, Debug, PartialEq)]
@@ -63,11 +69,23 @@ fn host_outcomes(report: &JobReport, culprit: &Culprit) -> (Vec<String>, Vec<Str
     {
         match recheck::found(&f.outcome) {
             Some(causes) if causes.contains(&culprit.cause.as_str()) => confirmed.push(said(f)),
+            // A flapping link checked in its degraded phase reads as failed.
+            Some(causes) if flapping(culprit) && causes.contains(&Cause::LinkFailure.as_str()) => {
+                confirmed.push(said(f))
+            }
+            // A flapping link has healthy phases: one found healthy is no clearance.
+            Some(_) if flapping(culprit) => {}
             Some(_) => cleared.push(said(f)),
             None => {}
         }
     }
     (confirmed, cleared)
+}
+
+/// Whether `culprit` is a link that flaps (Hostping 4.1.2: marked abnormal in some loopback
+/// rounds and normal in others), which a measurement in its healthy phase cannot clear.
+fn flapping(culprit: &Culprit) -> bool {
+    culprit.cause == Cause::LinkFlapping.as_str()
 }
 
 fn cable_outcomes(follow_ups: &[FollowUp], culprit: &Culprit) -> (Vec<String>, Vec<String>) {
@@ -77,13 +95,17 @@ fn cable_outcomes(follow_ups: &[FollowUp], culprit: &Culprit) -> (Vec<String>, V
         return (confirmed, cleared);
     };
     let aimed = format!("crosses {cable} and not ");
+    let again = format!("crosses {cable}{}", follow_up::RECHECK_SUFFIX);
     for f in follow_ups
         .iter()
-        .filter(|f| f.kind == "pair" && f.why.starts_with(&aimed))
+        .filter(|f| f.kind == "pair" && (f.why.starts_with(&aimed) || f.why == again))
     {
         // verdict::follow_up::outcome's words.
         if f.outcome == "network part normal" {
-            cleared.push(said(f));
+            // A flapping cable has healthy phases: one found normal is no clearance.
+            if !flapping(culprit) {
+                cleared.push(said(f));
+            }
         } else if f.outcome.starts_with("network part abnormal") || f.outcome.starts_with("failed")
         {
             confirmed.push(said(f));

@@ -558,3 +558,56 @@ proptest! {
         );
     }
 }
+
+#[test]
+fn a_cable_named_alone_is_confirmed_by_a_pair_measuring_it_again() {
+    let mut r = cable_report("network part abnormal");
+    r.follow_ups[0].why = format!("crosses leaf2/33{}", crate::follow_up::RECHECK_SUFFIX);
+    assert!(matches!(
+        confirmation(&r, &r.culprits[0]),
+        Confirmation::Confirmed(_)
+    ));
+    r.follow_ups[0].outcome = "network part normal".into();
+    assert!(matches!(
+        confirmation(&r, &r.culprits[0]),
+        Confirmation::Cleared(_)
+    ));
+    // A pair measuring another cable says nothing of this one.
+    r.follow_ups[0].why = format!("crosses leaf2/3{}", crate::follow_up::RECHECK_SUFFIX);
+    assert_eq!(confirmation(&r, &r.culprits[0]), Confirmation::Unconfirmed);
+}
+
+#[test]
+fn a_flapping_link_is_not_cleared_by_a_measurement_in_its_healthy_phase() {
+    // A host's: its recheck found it healthy, then met its degraded phase.
+    let mut r = report(vec![culprit(
+        Layer::Host,
+        Some("node005"),
+        "gpu1--lsw1",
+        "link_flapping",
+        0.9,
+    )]);
+    r.follow_ups
+        .push(recheck("node005", "checked (run 4): healthy"));
+    assert_eq!(confirmation(&r, &r.culprits[0]), Confirmation::Unconfirmed);
+    r.follow_ups.push(recheck(
+        "node005",
+        "checked (run 5): link_failure at gpu1--lsw1",
+    ));
+    assert!(matches!(
+        confirmation(&r, &r.culprits[0]),
+        Confirmation::Confirmed(_)
+    ));
+    // A cable's: normal in one round of its pair, abnormal in the other.
+    let mut c = cable_report("network part abnormal");
+    c.culprits[0].cause = "link_flapping".into();
+    let mut normal = c.follow_ups[0].clone();
+    normal.outcome = "network part normal".into();
+    c.follow_ups.push(normal);
+    assert!(matches!(
+        confirmation(&c, &c.culprits[0]),
+        Confirmation::Confirmed(_)
+    ));
+    c.follow_ups.remove(0);
+    assert_eq!(confirmation(&c, &c.culprits[0]), Confirmation::Unconfirmed);
+}
