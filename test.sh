@@ -75,8 +75,8 @@ hostping_bin=$(cd "${CARGO_TARGET_DIR:-target}/debug" && pwd -P)/hostping
 $sudo scripts/slurm/check-sweep.sh "$hostping_bin"
 # `hostping job --slurm`: a running job's node and window from the one-node Slurm's
 # scontrol, asked of a collector on a throw-away PostgreSQL; then a job writing NCCL
-# Inspector records that a real agent tails, judged by the collector without asking
-# (about 30 s).
+# Inspector records (a simulated job's, replayed by `hostping nccl replay`) that a real
+# agent tails, judged by the collector without asking (about a minute).
 $sudo scripts/slurm/check-job.sh "$hostping_bin"
 # The tests below need real devices and are ignored in the run above. One cargo run builds
 # nothing new (the same workspace features), then runs:

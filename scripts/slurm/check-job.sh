@@ -5,10 +5,12 @@
 # the answer names the job and its node, and, with the node's agent registered but no run
 # posted for it, the verdict is `inconclusive` (exit 3); before the node is registered it is
 # unknown to the collector, and a pending job and an unknown one are input errors (exit 2).
-# Then a job that writes NCCL Inspector records (nccl-job.sbatch) with a real agent tailing
-# them (`agent --nccl-dir`): the collector judges the job by itself once a rank runs late
-# (GET /api/jobs/ID/verdict), and `hostping job --slurm ID` names that rank's GPU on the
-# node, with the job's symptom.
+# Then a job that replays a simulated job's NCCL Inspector records into its dump folder
+# (nccl-job.sbatch: `hostping job --sim-cluster ... --nccl-out`, then `hostping nccl replay`,
+# this node playing the simulated straggler's host) with a real agent tailing them (`agent
+# --nccl-dir`): the collector judges the job by itself once the rank runs late (GET
+# /api/jobs/ID/verdict), and `hostping job --slurm ID` names that rank and its GPU on this
+# node, with the job's symptom, and no simulated host's name.
 # Needs root, Debian's slurm-wlm, munge and postgresql
 # (./test.sh installs them). About a minute.
 # On failure it prints the jobs and the logs, and keeps its folder.
@@ -142,10 +144,15 @@ mkdir -p "$dumps"
 "$hostping" agent --collector "$url" --token "$token" --name "$node" --nccl-dir "$dumps" \
     --db "$work/agent.db" --listen 127.0.0.1:0 2>"$work/agent.log" &
 agent_pid=$!
+# The simulated job's straggler: from 25 s into the job, the rank on node002's gpu3 (world
+# rank 8 + 3: node002 is the job's second host of 8 GPUs) starts each collective 40 ms late.
+# This node plays node002; the replay writes the job's first 20 s at once.
+straggler=node002:straggler:gpu3:40ms@25s late_gpu=gpu3 late_rank=11
 nccl_job=$(sbatch --parsable --chdir "$work" --output "$work/nccl-job-%j.log" \
-    "$here/nccl-job.sbatch" "$dumps") || fail "sbatch nccl-job.sbatch failed"
+    "$here/nccl-job.sbatch" "$hostping" "$dumps" "$straggler" 20) ||
+    fail "sbatch nccl-job.sbatch failed"
 verdict=""
-for ((i = 0; i < 180; i++)); do # 90 s at most: 40 s of history written at once, then live
+for ((i = 0; i < 180; i++)); do # 90 s at most: the simulation, 20 s written at once, then live
     verdict=$(get "/api/jobs/$nccl_job/verdict" || true)
     [[ "$verdict" == "HTTP/1."?" 200"* ]] && break
     kill -0 "$agent_pid" 2>/dev/null || fail "the agent exited"
@@ -160,12 +167,24 @@ rc=0
 [ "$rc" -eq 1 ] || fail "hostping job --slurm $nccl_job exited $rc, want 1 (a culprit)"
 flat=$(tr -d ' \n' <"$work/nccl-verdict.json")
 for want in "\"job\":\"$nccl_job\"" '"verdict":"host"' \
-    "\"host\":\"$node\",\"component\":\"gpu2\",\"cause\":\"straggler\"" \
-    '"source":"nccl_inspector"' '"slow":true' "\"rank\":2,"; do
+    "\"host\":\"$node\",\"component\":\"$late_gpu\",\"cause\":\"straggler\"" \
+    '"source":"nccl_inspector"' '"slow":true' "\"rank\":$late_rank,"; do
     [[ "$flat" == *"$want"* ]] || fail "job --slurm $nccl_job's verdict has no $want: $(cat "$work/nccl-verdict.json")"
 done
-[[ "$(tr -d ' \n' <<<"${verdict#*$'\r\n\r\n'}")" == *"\"cause\":\"straggler\""* ]] ||
-    fail "the collector's own verdict names no straggler: $verdict"
+# Every record was moved onto this node: no simulated host is named (unless it is this one).
+for sim_host in node001 node002; do
+    [ "$sim_host" = "$node" ] || [[ "$flat" != *"\"$sim_host\""* ]] ||
+        fail "job --slurm $nccl_job's verdict names the simulated $sim_host: $flat"
+done
+# The replayed records stayed labelled simulated, every one of them.
+replayed=$(cat "$dumps/nccl-inspector-$nccl_job/$node-"*.log) ||
+    fail "job $nccl_job wrote no $dumps/nccl-inspector-$nccl_job/$node-*.log"
+records=$(grep -c '"inspector_output_format_version"' <<<"$replayed" || true)
+labelled=$(grep -cF '"git_rev": "hostping-simulated"' <<<"$replayed" || true)
+[ "$records" -gt 0 ] && [ "$labelled" -eq "$records" ] ||
+    fail "job $nccl_job: $labelled of its $records replayed records are labelled simulated"
+[[ "$(tr -d ' \n' <<<"${verdict#*$'\r\n\r\n'}")" == *"\"host\":\"$node\",\"component\":\"$late_gpu\",\"cause\":\"straggler\""* ]] ||
+    fail "the collector's own verdict names no straggler on $node's $late_gpu: $verdict"
 
 ok=1
-say "passed in $(elapsed) s: job $job on $node read from scontrol; the node unknown: exit 2; registered, no run posted: inconclusive, exit 3; pending and unknown jobs: exit 2; job $nccl_job's records tailed by the agent: judged without asking, and job --slurm names gpu2's straggler with the symptom"
+say "passed in $(elapsed) s: job $job on $node read from scontrol; the node unknown: exit 2; registered, no run posted: inconclusive, exit 3; pending and unknown jobs: exit 2; job $nccl_job's records tailed by the agent: judged without asking, and job --slurm names rank $late_rank on $late_gpu of $node, the straggler, with the symptom"

@@ -16,6 +16,7 @@ mod fleet_cmd;
 mod job_cmd;
 mod lint_cmd;
 mod mesh_cmd;
+mod nccl_cmd;
 mod odp_bench_cmd;
 mod output;
 mod pair_cmd;
@@ -43,6 +44,7 @@ fn main() -> ExitCode {
         Command::Mesh(args) => mesh_cmd::run(args),
         Command::Pair(cmd) => pair_cmd::run(cmd),
         Command::Job(args) => job_cmd::run(args),
+        Command::Nccl(cmd) => nccl_cmd::run(cmd),
     };
     match result {
         Ok(outcome) => ExitCode::from(outcome.exit_status()),

@@ -4,6 +4,7 @@
 pub mod fabric;
 mod help;
 pub mod job;
+pub mod nccl;
 pub mod pair;
 
 pub use help::command;
@@ -271,6 +272,9 @@ Examples:
       --since 2026-11-27T10:00:00Z --probe \\
       --token-file /etc/hostping/probe-token")]
     Job(job::JobArgs),
+    /// NCCL Inspector records: replay a simulated job's into a real dump folder.
+    #[command(subcommand)]
+    Nccl(nccl::NcclCommand),
 }
 
 /// `hostping mesh`.
