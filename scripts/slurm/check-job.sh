@@ -69,6 +69,9 @@ as_nobody "$pg_bin/pg_ctl" -D "$pg/data" -l "$pg/postgres.log" -w -t 20 \
     start >/dev/null || fail "PostgreSQL did not start"
 token=tok-check-job-0123456789abcdef
 echo "$node $token" >"$work/tokens"
+# The log exists before the collector opens it: the loop below reads it at once (a missing
+# file would fail sed, and `set -e` the script).
+: >"$work/collector.log"
 "$hostping" collector --database "postgres://hostping@127.0.0.1:$port/postgres" \
     --tokens "$work/tokens" --listen 127.0.0.1:0 2>"$work/collector.log" &
 collector_pid=$!
@@ -168,7 +171,7 @@ rc=0
 flat=$(tr -d ' \n' <"$work/nccl-verdict.json")
 for want in "\"job\":\"$nccl_job\"" '"verdict":"host"' \
     "\"host\":\"$node\",\"component\":\"$late_gpu\",\"cause\":\"straggler\"" \
-    '"source":"nccl_inspector"' '"slow":true' "\"rank\":$late_rank,"; do
+    '"source":"nccl_inspector"' '"slow":true' "\"rank\":$late_rank," '"simulated":true'; do
     [[ "$flat" == *"$want"* ]] || fail "job --slurm $nccl_job's verdict has no $want: $(cat "$work/nccl-verdict.json")"
 done
 # Every record was moved onto this node: no simulated host is named (unless it is this one).
@@ -185,6 +188,10 @@ labelled=$(grep -cF '"git_rev": "hostping-simulated"' <<<"$replayed" || true)
     fail "job $nccl_job: $labelled of its $records replayed records are labelled simulated"
 [[ "$(tr -d ' \n' <<<"${verdict#*$'\r\n\r\n'}")" == *"\"host\":\"$node\",\"component\":\"$late_gpu\",\"cause\":\"straggler\""* ]] ||
     fail "the collector's own verdict names no straggler on $node's $late_gpu: $verdict"
+# Judged from simulated records: the collector's own verdict says so (the agent's post
+# carries the records' label).
+[[ "$(tr -d ' \n' <<<"${verdict#*$'\r\n\r\n'}")" == *'"simulated":true'* ]] ||
+    fail "the collector's own verdict on replayed simulated records is not labelled simulated: $verdict"
 
 ok=1
 say "passed in $(elapsed) s: job $job on $node read from scontrol; the node unknown: exit 2; registered, no run posted: inconclusive, exit 3; pending and unknown jobs: exit 2; job $nccl_job's records tailed by the agent: judged without asking, and job --slurm names rank $late_rank on $late_gpu of $node, the straggler, with the symptom"

@@ -472,6 +472,7 @@ pub(crate) mod tests {
             summaries: summarize(records, WIDTH),
             skipped: Skipped::default(),
             expected_busbw_gbs: ExpectedBusBandwidth::default(),
+            simulated: false,
         }
     }
 

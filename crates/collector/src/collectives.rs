@@ -95,6 +95,11 @@ pub const MIGRATION: &str = "CREATE TABLE job_collectives (
     -- retention
     CREATE INDEX job_collective_reads_end ON job_collective_reads (last_end_s);";
 
+/// Schema 14: whether a post's records were written by a simulation, so that verdicts judged
+/// with them say so.
+pub const SIMULATED_MIGRATION: &str =
+    "ALTER TABLE job_collective_reads ADD COLUMN simulated BOOLEAN NOT NULL DEFAULT false";
+
 /// Summaries one post may carry: a 128-rank job's three kinds of collective over a minute
 /// of 5 s buckets is 4,608; this is twice that, a post of about 3 MB, under the collector's
 /// default body limit.
@@ -438,11 +443,12 @@ async fn store_reads(
     let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
     tx.execute(
         "INSERT INTO job_collective_reads (job, host, first_start_s, last_end_s, records,
-             unknown_records, bad_records)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)
+             unknown_records, bad_records, simulated)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
          ON CONFLICT (job, host, first_start_s, last_end_s) DO UPDATE SET
              records = excluded.records, unknown_records = excluded.unknown_records,
-             bad_records = excluded.bad_records, received_at = now()",
+             bad_records = excluded.bad_records, simulated = excluded.simulated,
+             received_at = now()",
         &[
             &job.job.as_deref().unwrap_or(""),
             &host,
@@ -451,6 +457,7 @@ async fn store_reads(
             &count(job.records),
             &count(job.skipped.unknown_records),
             &count(job.skipped.bad_records),
+            &job.simulated,
         ],
     )
     .await?;
@@ -651,7 +658,7 @@ pub(crate) async fn read_job(
     let counts = client
         .query_one(
             "SELECT coalesce(sum(records), 0)::int8, coalesce(sum(unknown_records), 0)::int8,
-                 coalesce(sum(bad_records), 0)::int8
+                 coalesce(sum(bad_records), 0)::int8, coalesce(bool_or(simulated), false)
              FROM job_collective_reads WHERE job = $1 AND last_end_s >= $2",
             &[&job, &since],
         )
@@ -667,6 +674,7 @@ pub(crate) async fn read_job(
         // What the job's links allow is not known here yet (the collector judging its
         // jobs against their hosts' RNICs comes next).
         expected_busbw_gbs: Default::default(),
+        simulated: counts.get(3),
     };
     Ok(Some(JobRead {
         symptom: analyze::collectives::symptom(&evidence),

@@ -276,6 +276,10 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (12, crate::verdicts::MIGRATION),
     // The actions the policy proposed, took or refused on those verdicts (crate::actions).
     (13, crate::actions::store::MIGRATION),
+    // Whether a job's records were written by a simulation (crate::collectives): a
+    // constant default rewrites no row; reads stored before were real records' or
+    // unlabelled ones'.
+    (14, crate::collectives::SIMULATED_MIGRATION),
 ];
 
 /// Applies the migrations not yet applied. An advisory lock makes two collectors starting

@@ -33,6 +33,10 @@ pub struct JobCollectives {
     pub dropped: u64,
     /// Per rank, collective kind and size, and closed time bucket, each bucket once.
     pub summaries: Vec<RankSummary>,
+    /// Some of the records were written by a simulation (`metadata.git_rev`
+    /// `model::inspector::SIMULATED_GIT_REV`): the verdicts judged with them say so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub simulated: bool,
 }
 
 /// The body of `POST /api/collectives`.

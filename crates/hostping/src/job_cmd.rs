@@ -46,14 +46,12 @@ pub fn run(args: JobArgs) -> Result<Outcome> {
         .as_deref()
         .map(|dir| nccl::read(dir, cap))
         .transpose()?;
-    // Records a simulation wrote (`--nccl-out`) keep the verdict simulated wherever read.
-    let simulated_records = read.as_ref().is_some_and(|r| r.simulated_records > 0);
-    let collectives = read.map(|r| r.evidence);
+    // Records a simulation wrote (`--nccl-out`) keep the verdict simulated wherever read
+    // (`CollectiveEvidence::simulated`).
+    let collectives = read;
     let Some(sim_cluster) = &args.sim_cluster else {
         return match (collectives, &args.collector) {
-            (Some(collectives), None) => {
-                collectives_alone(&args, collectives, simulated_records, policy)
-            }
+            (Some(collectives), None) => collectives_alone(&args, collectives, policy),
             (collectives, _) => real::run(&args, collectives, policy),
         };
     };
@@ -117,9 +115,9 @@ pub fn run(args: JobArgs) -> Result<Outcome> {
 fn collectives_alone(
     args: &JobArgs,
     collectives: CollectiveEvidence,
-    simulated: bool,
     policy: Option<&Policy>,
 ) -> Result<Outcome> {
+    let simulated = collectives.simulated;
     let nodes = match &args.nodes {
         Some(nodes) => nodes.0.clone(),
         None => hosts_in_rank_order(&collectives),
@@ -127,7 +125,6 @@ fn collectives_alone(
     let evidence = JobEvidence {
         nodes,
         collectives: Some(collectives),
-        simulated,
         ..JobEvidence::default()
     };
     let mut report = analyze::job::judge(&evidence);

@@ -289,6 +289,26 @@ fn the_collector_judges_a_running_job_that_slowed_by_itself() {
     // One verdict a slowdown: later ticks keep it rather than judging again.
     std::thread::sleep(collector::slow_jobs::EVERY * 2);
     assert_eq!(fleet.pg.count("job_verdicts"), 1);
+
+    // The same job from records a simulation wrote (`hostping nccl replay`): its verdict is
+    // labelled simulated, as a simulated number always is.
+    for host in HOSTS {
+        let mut posted = upload(host, &[("4545", &slow)]);
+        posted.jobs[0].simulated = true;
+        let (status, answer) = post(fleet.collector.addr, host, &posted);
+        assert_eq!(status, 201, "{answer}");
+    }
+    let mut simulated = Value::Null;
+    common::wait_until(
+        "the collector's own verdict on job 4545",
+        std::time::Duration::from_secs(60),
+        || {
+            let (status, answer) = get(addr, "/api/jobs/4545/verdict");
+            simulated = answer;
+            status == 200
+        },
+    );
+    assert_eq!(simulated["report"]["simulated"], true, "{simulated:#}");
     let (_, again) = get(addr, "/api/jobs/4242/verdict");
     assert_eq!(again["judged_at"], stored["judged_at"]);
 }

@@ -262,8 +262,23 @@ fn the_collector_judges_a_jobs_hosts_and_the_ports_on_its_routes() {
         Some(OPS),
     );
     assert_eq!(status, 200, "{report}");
+    // The mesh's pair, then the follow-up pair measuring the cable the counters named again
+    // (DESIGN 4.9): an unreachable agent neither confirms nor clears it.
     let pairs = report["pairs"].as_array().unwrap();
-    assert_eq!(pairs.len(), 1, "{report}");
+    assert_eq!(pairs.len(), 2, "{report}");
+    assert_eq!(pairs[1]["round"]["phase"], "follow_up", "{report}");
+    let again = &report["follow_ups"][0];
+    assert_eq!(
+        again["why"].as_str().unwrap(),
+        format!("crosses {ON_ROUTE}{}", verdict::follow_up::RECHECK_SUFFIX)
+    );
+    assert!(
+        again["outcome"]
+            .as_str()
+            .unwrap()
+            .starts_with("not judged: "),
+        "{again}"
+    );
     assert_eq!(pairs[0]["status"], "failed", "{report}");
     assert!(
         pairs[0]["reason"].as_str().unwrap().contains("unreachable"),

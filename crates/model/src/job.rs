@@ -364,6 +364,10 @@ pub struct CollectiveEvidence {
     /// producers that know the hosts (DESIGN 4.8's `expected`); unknown by default.
     #[serde(default)]
     pub expected_busbw_gbs: ExpectedBusBandwidth,
+    /// Some of the records were written by a simulation (`metadata.git_rev`
+    /// [`crate::inspector::SIMULATED_GIT_REV`]): a verdict judged with them is simulated.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub simulated: bool,
 }
 
 /// The bus bandwidth the job's hardware allows, GB/s, by where a communicator's ranks are.

@@ -409,6 +409,7 @@ pub fn evidence(records: &[CollectiveRecord]) -> CollectiveEvidence {
     CollectiveEvidence {
         records: records.len() as u64,
         summaries: analyze::collectives::summarize(records, width_s),
+        simulated: true,
         ..CollectiveEvidence::default()
     }
 }

@@ -177,6 +177,8 @@ impl NcclWatcher {
                     ..JobCollectives::default()
                 });
                 entry.records += 1;
+                // A simulated number is always labelled, at the collector too.
+                entry.simulated |= read.simulated;
                 let kept = self.jobs.entry(job).or_default().add(
                     record,
                     self.settings.bucket_s,

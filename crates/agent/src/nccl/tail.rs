@@ -28,6 +28,8 @@ pub(super) struct Read1 {
     pub records: Vec<CollectiveRecord>,
     /// What was not used, with the incomplete objects dropped at the tail cap.
     pub skipped: Skipped,
+    /// Some of the new records were written by a simulation (`SIMULATED_GIT_REV`).
+    pub simulated: bool,
 }
 
 /// A dump file and how far it has been read.
@@ -145,6 +147,7 @@ impl TailedFile {
             self.tail = text;
         }
         Ok(Read1 {
+            simulated: parsed.simulated_records > 0,
             records: parsed.records,
             skipped,
         })
@@ -188,6 +191,7 @@ impl TailedFile {
         Ok(Read1 {
             records,
             skipped: parsed.skipped,
+            simulated: parsed.simulated_records > 0,
         })
     }
 }

@@ -109,7 +109,8 @@ pub fn judge(evidence: &JobEvidence) -> JobReport {
         culprits,
         pairs: Vec::new(),
         not_judged,
-        simulated: evidence.simulated,
+        // A simulated number is always labelled: simulated runs, pairs or records.
+        simulated: evidence.simulated || evidence.collectives.as_ref().is_some_and(|c| c.simulated),
         not_the_jobs,
         hosts: Vec::new(),
         ports: Vec::new(),

@@ -106,6 +106,7 @@ async fn verdict_with_collectives(
         summaries: posted.summaries,
         skipped: posted.skipped,
         expected_busbw_gbs: Default::default(),
+        simulated: posted.simulated,
     };
     judge(access, headers, asked, Some(evidence)).await
 }

@@ -389,6 +389,8 @@ fn bucketed(
                 skipped: Default::default(),
                 dropped: 0,
                 summaries,
+                // The textfile mode's series carry no provenance: what the plugin wrote.
+                simulated: false,
             };
             if check_job(&entry).is_ok() {
                 out.push(entry);

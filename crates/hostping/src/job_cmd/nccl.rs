@@ -17,20 +17,12 @@ struct FileRead {
     simulated_records: u64,
 }
 
-/// A dump directory read: its evidence, and how many of its records a simulation wrote
-/// (`model::inspector::SIMULATED_GIT_REV`): a verdict from them is reported as simulated.
-pub struct Read {
-    /// The records, summarised.
-    pub evidence: CollectiveEvidence,
-    /// Records labelled simulated.
-    pub simulated_records: u64,
-}
-
-/// Reads every file under `dir` and summarises the records, in at most `max_summaries`
+/// Reads every file under `dir` and summarises the records (`simulated` when any record is
+/// labelled so, `model::inspector::SIMULATED_GIT_REV`: a verdict from them is simulated), in at most `max_summaries`
 /// summaries when given (the buckets widened until they fit). An unreadable file is an
 /// error naming it; a directory with no record at all is one too (a wrong path, or a job
 /// whose plugin writes only at teardown: reference/nccl-inspector.md).
-pub fn read(dir: &Path, max_summaries: Option<usize>) -> Result<Read> {
+pub fn read(dir: &Path, max_summaries: Option<usize>) -> Result<CollectiveEvidence> {
     let files = files_under(dir)?;
     if files.is_empty() {
         bail!("--nccl {}: no file in it (the Inspector plugin writes one per process into NCCL_INSPECTOR_DUMP_DIR, by default nccl-inspector-<jobid>)", dir.display());
@@ -70,14 +62,12 @@ pub fn read(dir: &Path, max_summaries: Option<usize>) -> Result<Read> {
         }
         summaries = wider;
     }
-    Ok(Read {
-        evidence: CollectiveEvidence {
-            records: records.len() as u64,
-            summaries,
-            skipped,
-            ..CollectiveEvidence::default()
-        },
-        simulated_records,
+    Ok(CollectiveEvidence {
+        records: records.len() as u64,
+        summaries,
+        skipped,
+        simulated: simulated_records > 0,
+        ..CollectiveEvidence::default()
     })
 }
 

@@ -64,6 +64,7 @@ pub fn run(
         skipped: c.skipped,
         dropped: 0,
         summaries: c.summaries,
+        simulated: c.simulated,
     });
     let mut client = Client::new(collector, Default::default());
     if let Some(token) = token {

@@ -106,7 +106,7 @@ pub fn write_and_read(
             .as_ref()
             .map_or(String::new(), |c| format!("; the job hung when the cable at {c} went down"))
     );
-    let evidence = super::nccl::read(dir, None)?.evidence;
+    let evidence = super::nccl::read(dir, None)?;
     // The mesh and the what-if measure the cluster as it is at the job's end.
     let at_end = faults.started_by(run.duration_s(), cluster)?;
     Ok((evidence, at_end))

@@ -114,6 +114,7 @@ pub fn upload(host: &str, jobs: &[(&str, &[RankSummary])], skipped: &Skipped) ->
                     skipped: skipped.clone(),
                     dropped: 0,
                     summaries: mine,
+                    simulated: false,
                 }
             })
             .filter(|j| !j.summaries.is_empty())
