@@ -123,22 +123,29 @@ fn sinfo(node: &str) -> (String, String) {
     (state.trim_end_matches('*').to_string(), reason.to_string())
 }
 
-/// A real verdict with a confirmed host culprit: the simulated cluster's, on a degraded
-/// PCIe link of node002's job path (its recheck finds it again), its hosts renamed so that
-/// node002 is `node`.
-fn host_verdict(node: &str, job: &str) -> JobReport {
-    let o = hostping(&[
+/// `hostping job` on the simulated pod-32's node001 and node002 with `inject`, then `extra`.
+fn sim_job(inject: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
         "job",
         "--sim-cluster",
         "pod-32",
         "--nodes",
         "node[001-002]",
         "--inject",
-        "node002:degrade:gpu0--lsw0:0.3",
-        "--probe",
-        "--format",
-        "json",
-    ]);
+        inject,
+    ];
+    args.extend_from_slice(extra);
+    hostping(&args)
+}
+
+/// node002's degraded PCIe link on its job path, which its recheck finds again.
+const HOST_FAULT: &str = "node002:degrade:gpu0--lsw0:0.3";
+
+/// A real verdict with a confirmed host culprit: the simulated cluster's, on a degraded
+/// PCIe link of node002's job path (its recheck finds it again), its hosts renamed so that
+/// node002 is `node`.
+fn host_verdict(node: &str, job: &str) -> JobReport {
+    let o = sim_job(HOST_FAULT, &["--probe", "--format", "json"]);
     let text = String::from_utf8(o.stdout).unwrap();
     let text = text.replace("node002", node);
     let mut report: JobReport =
@@ -607,24 +614,15 @@ fn job_actions_say_what_the_policy_would_do() {
     let dir = temp_dir("job-actions");
     let policy = dir.join("actions.toml");
     std::fs::write(&policy, "confirm = 1\nkinds = [\"drain\"]\n").unwrap();
+    let policy = policy.to_str().unwrap();
     let run = |inject: &str| -> Value {
-        let o = hostping(&[
-            "job",
-            "--sim-cluster",
-            "pod-32",
-            "--nodes",
-            "node[001-002]",
-            "--inject",
+        let o = sim_job(
             inject,
-            "--format",
-            "json",
-            "--actions",
-            policy.to_str().unwrap(),
-            "--probe",
-        ]);
+            &["--format", "json", "--actions", policy, "--probe"],
+        );
         serde_json::from_slice(&o.stdout).unwrap()
     };
-    let v = run("node002:degrade:gpu0--lsw0:0.3");
+    let v = run(HOST_FAULT);
     let actions = v["actions"].as_array().unwrap();
     assert_eq!(actions.len(), 1, "{v}");
     let a = &actions[0];
@@ -638,18 +636,7 @@ fn job_actions_say_what_the_policy_would_do() {
         .unwrap()
         .contains("confirmed by recheck node002 loopback: checked (simulated): link_failure"));
     // In words: the policy's section.
-    let o = hostping(&[
-        "job",
-        "--sim-cluster",
-        "pod-32",
-        "--nodes",
-        "node[001-002]",
-        "--inject",
-        "node002:degrade:gpu0--lsw0:0.3",
-        "--actions",
-        policy.to_str().unwrap(),
-        "--probe",
-    ]);
+    let o = sim_job(HOST_FAULT, &["--actions", policy, "--probe"]);
     let text = common::stdout(&o);
     assert!(
         text.contains("what the policy would do (--actions):\n  drain node002 (proposed): hostping: link_failure gpu0--lsw0 job -"),
@@ -659,19 +646,7 @@ fn job_actions_say_what_the_policy_would_do() {
     let v = run("node009:degrade:gpu0--lsw0:0.3");
     assert!(v.get("actions").is_none(), "{}", v["actions"]);
     // Without follow-up probes nothing is confirmed, nothing would act, and it is said.
-    let o = hostping(&[
-        "job",
-        "--sim-cluster",
-        "pod-32",
-        "--nodes",
-        "node[001-002]",
-        "--inject",
-        "node002:degrade:gpu0--lsw0:0.3",
-        "--format",
-        "json",
-        "--actions",
-        policy.to_str().unwrap(),
-    ]);
+    let o = sim_job(HOST_FAULT, &["--format", "json", "--actions", policy]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v.get("actions").is_none(), "{}", v["actions"]);
     assert!(
