@@ -935,7 +935,8 @@ pub enum BenchCommand {
         #[arg(long)]
         show_failures: bool,
         /// Run the passive classes instead (issue 39 item 5): a straggler host, a rail
-        /// slowed by a cable, other jobs' traffic, healthy, each simulated step by step
+        /// slowed by a cable, other jobs' traffic, healthy, a host's slow GPU link, each
+        /// simulated step by step
         /// writing NCCL Inspector records with its fault starting mid-run; detection time
         /// from the onset, top-1 accuracy without probes (the records alone) and with them.
         /// On pod-32.

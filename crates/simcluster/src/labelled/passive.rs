@@ -13,7 +13,10 @@
 //!   `network`, that cable, `link_degraded`;
 //! - `passive_background`: other jobs' traffic at 50-80 % of line rate -> `network`,
 //!   `background_traffic`;
-//! - `passive_healthy`: nothing -> no culprit.
+//! - `passive_healthy`: nothing -> no culprit;
+//! - `passive_host_link`: one job host's GPU PCIe link kept at 25-50 % of its rate (its
+//!   rank's path to its RNIC, `crate::host_paths`) -> `host`, that host, `link_failure`.
+//!   Last, so that the other classes' cases stay those of the seed before it was added.
 
 use std::time::Instant;
 
@@ -33,11 +36,12 @@ use crate::ClusterError;
 use verdict::spec::Cluster;
 
 /// The passive classes, in the order the table lists them.
-pub const PASSIVE_CLASSES: [&str; 4] = [
+pub const PASSIVE_CLASSES: [&str; 5] = [
     "passive_straggler",
     "passive_slow_rail",
     "passive_background",
     "passive_healthy",
+    "passive_host_link",
 ];
 
 /// Steps each passive job runs: about 12 s of 1 s buckets at [`STEP_MS`], the fault
@@ -168,6 +172,19 @@ fn case(cluster: &Cluster, class: &'static str, rng: &mut ChaCha8Rng) -> Passive
                     host: None,
                     component: None,
                     cause: Some("background_traffic"),
+                }),
+            )
+        }
+        "passive_host_link" => {
+            let gpu = rng.gen_range(0..8u32);
+            let fraction = f64::from(rng.gen_range(25..=50u32)) / 100.0;
+            (
+                Some(format!("{host}:degrade:gpu{gpu}--lsw{gpu}:{fraction}")),
+                Some(ExpectedCulprit {
+                    layer: "host",
+                    host: Some(host),
+                    component: None,
+                    cause: Some("link_failure"),
                 }),
             )
         }
@@ -455,8 +472,11 @@ mod tests {
         assert!(!by("passive_slow_rail").without_probes.top1);
         assert!(by("passive_slow_rail").without_probes.top.is_none());
         assert!(by("passive_healthy").without_probes.top1);
+        // A host's slow GPU link: the records say slow with no rank late, and name nothing;
+        // the host's check beside them names it.
+        assert!(by("passive_host_link").without_probes.top.is_none());
         let scores = scores(&outcomes);
-        assert_eq!(scores.len(), 4);
+        assert_eq!(scores.len(), PASSIVE_CLASSES.len());
         let text = table(&scores, &outcomes, true);
         assert!(text.contains("passive_slow_rail"), "{text}");
         assert!(text.contains("records alone inconclusive"), "{text}");
