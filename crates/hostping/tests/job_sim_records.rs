@@ -251,7 +251,8 @@ fn bench_job_passive_scores_each_class_with_and_without_probes() {
             "passive_straggler",
             "passive_slow_rail",
             "passive_background",
-            "passive_healthy"
+            "passive_healthy",
+            "passive_host_link"
         ]
     );
     let class = |name: &str| {
@@ -274,7 +275,12 @@ fn bench_job_passive_scores_each_class_with_and_without_probes() {
     assert_eq!(rail["top1_with_probes"], 1.0, "{rail:#}");
     assert_eq!(class("passive_healthy")["slow"], 0);
     assert!(rail["records"].as_u64().unwrap() > 0 && rail["packets"].as_u64().unwrap() > 0);
-    assert_eq!(bench["cases"].as_array().unwrap().len(), 8);
+    // A host's slow GPU link: slow in the records, named only by the host's check.
+    let host_link = class("passive_host_link");
+    assert_eq!(host_link["slow"], 2, "{host_link:#}");
+    assert_eq!(host_link["top1_without_probes"], 0.0, "{host_link:#}");
+    assert_eq!(host_link["top1_with_probes"], 1.0, "{host_link:#}");
+    assert_eq!(bench["cases"].as_array().unwrap().len(), 10);
 
     let out = hostping(&["bench", "job", "--passive", "--cluster", "pod-32"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
