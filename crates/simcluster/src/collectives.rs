@@ -531,18 +531,24 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_cable_degraded_mid_run_slows_every_rank_from_its_start() {
-        let (run, records) = simulate(&["fabric:degrade:node017/rnic0:0.3@4s"]);
-        assert_eq!(run.replays, 2, "healthy, then degraded");
-        let s = symptom(&records);
+    /// The symptom of a job whose fault started 4 s in: slow, no rank late, its onset near 4 s.
+    fn slowed_from_4s(run: &JobRun, records: &[CollectiveRecord]) -> Symptom {
+        let s = symptom(records);
         assert!(s.slow, "{s:#?}");
         assert!(s.stragglers.is_empty(), "no rank arrives late: {s:#?}");
-        let onset = onset_s(&run, &s);
+        let onset = onset_s(run, &s);
         assert!(
             (3.0..=5.5).contains(&onset),
             "onset {onset} s, fault at 4 s"
         );
+        s
+    }
+
+    #[test]
+    fn a_cable_degraded_mid_run_slows_every_rank_from_its_start() {
+        let (run, records) = simulate(&["fabric:degrade:node017/rnic0:0.3@4s"]);
+        assert_eq!(run.replays, 2, "healthy, then degraded");
+        let s = slowed_from_4s(&run, &records);
         let (before, during) = (s.busbw_gbs.before.unwrap(), s.busbw_gbs.during.unwrap());
         // One rail at 30 % of its rate holds the whole ring back to about that share.
         assert!(during < 0.6 * before, "busbw {before} -> {during}");
@@ -559,14 +565,7 @@ mod tests {
         let (run, records) = simulate(&[&format!("{fault}@4s")]);
         let (_, healthy) = simulate(&[]);
         assert_eq!(run.replays, 1, "the fabric's state never changed");
-        let s = symptom(&records);
-        assert!(s.slow, "{s:#?}");
-        assert!(s.stragglers.is_empty(), "no rank arrives late: {s:#?}");
-        let onset = onset_s(&run, &s);
-        assert!(
-            (3.0..=5.5).contains(&onset),
-            "onset {onset} s, fault at 4 s"
-        );
+        let s = slowed_from_4s(&run, &records);
         // The world communicator: its level before the fault, and during it.
         let world = |s: &Symptom| {
             s.communicators
