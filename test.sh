@@ -87,6 +87,10 @@ $sudo scripts/slurm/check-job.sh "$hostping_bin"
 # - hostping's softroce: the real backends on a real verbs device, rdma_rxe in a QEMU guest
 #   (scripts/guest/), from this checkout and from a clone of it under /tmp;
 # - hostping's odp_guest: ISPASS'21's ODP micro-benchmarks measured for real on the guest
-#   kernel whose rxe has ODP (one boot, one short sweep of each).
+#   kernel whose rxe has ODP (one boot, one short sweep of each);
+# - hostping's job_loop_guest: four Soft-RoCE hosts in network namespaces of that kernel's
+#   guest, an agent each and the collector on PostgreSQL; a job's replayed records slow
+#   from an onset, netem slows one host's cable from then, and the collector finds the job
+#   slow and names that cable by itself (a few minutes).
 cargo test --workspace --locked --test ibsim --test guest --test softroce --test odp_guest \
-    -- --ignored --nocapture
+    --test job_loop_guest -- --ignored --nocapture

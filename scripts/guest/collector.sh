@@ -2,26 +2,37 @@
 # collector.sh: sourced by the guest scripts that need a fleet collector (mesh-agents.sh,
 # job-agents.sh), after step.sh.
 #
-# start_collector NAME DIR PGPORT LISTEN: PostgreSQL (the host's binaries, over 9p) in
-# DIR/pgdata on 127.0.0.1:PGPORT, small (the guest has little memory) and as nobody
+# start_collector NAME DIR PGPORT LISTEN [ARGS...]: PostgreSQL (the host's binaries, over 9p)
+# in DIR/pgdata on 127.0.0.1:PGPORT, small (the guest has little memory) and as nobody
 # (PostgreSQL refuses to run as root), then `hostping collector` on LISTEN with DIR/tokens
-# and DIR/probe.tokens, its stderr in $out/NAME-collector.err; returns once it serves (60 s
-# at most) and leaves its pid in $collector_pid. Needs $hostping.
+# and DIR/probe.tokens (and ARGS), its stderr in $out/NAME-collector.err; returns once it
+# serves (60 s at most) and leaves its pid in $collector_pid. Both run in the network
+# namespace named by $collector_netns when it is set (job-loop.sh: the switch's). Needs
+# $hostping.
 # stop_postgres DIR: stops that PostgreSQL (the caller stops the collector with its agents).
 # shellcheck disable=SC2154 # $out and $hostping are the sourcing script's
 pg=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 
-as_nobody() { runuser -u nobody -- "$@"; }
+# in_collector_netns COMMAND...: COMMAND in $collector_netns, or here.
+in_collector_netns() {
+    if [ -n "${collector_netns:-}" ]; then ip netns exec "$collector_netns" "$@"; else "$@"; fi
+}
+as_nobody() { in_collector_netns runuser -u nobody -- "$@"; }
 
 start_collector() {
     local name=$1 dir=$2 pgport=$3 listen=$4
+    shift 4
     step "$name-initdb" as_nobody "$pg/initdb" --auth=trust --username=hostping \
         --encoding=UTF8 --no-sync -D "$dir/pgdata"
     step "$name-postgres" as_nobody "$pg/pg_ctl" -D "$dir/pgdata" -l "$dir/postgres.log" -w -o \
         "-c port=$pgport -c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir -c fsync=off -c shared_buffers=16MB -c max_connections=40" \
         start
-    "$hostping" collector --database "postgres://hostping@127.0.0.1:$pgport/postgres" \
-        --listen "$listen" --tokens "$dir/tokens" --probe-tokens "$dir/probe.tokens" \
+    # Not through in_collector_netns: $! must be the collector's own pid.
+    local netns=()
+    [ -z "${collector_netns:-}" ] || netns=(ip netns exec "$collector_netns")
+    "${netns[@]}" "$hostping" collector \
+        --database "postgres://hostping@127.0.0.1:$pgport/postgres" --listen "$listen" \
+        --tokens "$dir/tokens" --probe-tokens "$dir/probe.tokens" "$@" \
         2>"$out/$name-collector.err" &
     collector_pid=$!
     for _ in $(seq 600); do

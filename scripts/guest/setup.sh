@@ -234,8 +234,9 @@ fi
 # the NIC behind the emulated PCIe switch. 9p/9pnet_virtio: the host root and the out folder.
 # udp_tunnel/ip6_udp_tunnel: rxe's UDP encapsulation (RoCE v2). veth/sch_netem: the cable
 # between the two rxe devices of the pair probe's test, and its delay (pair-net.sh).
+# bridge: the switch joining the four hosts of hosts-net.sh.
 modules=(crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe rdma_ucm
-         virtio_pci virtio_net 9pnet_virtio 9p veth sch_netem)
+         virtio_pci virtio_net 9pnet_virtio 9p veth sch_netem bridge)
 busybox=$(command -v busybox) || die "busybox not found"
 key=$( { echo "$kver $kpkg_version ${modules[*]}"; cat "$here/init.sh" "${BASH_SOURCE[0]}";
          stat -c '%s %Y' "$busybox"; } | sha256sum | cut -c1-16)

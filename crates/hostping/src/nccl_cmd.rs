@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context, Result};
 use model::inspector::{parse_json, simulated_record_json};
 
-use crate::cli::nccl::{NcclCommand, NcclReplayArgs};
+use crate::cli::nccl::{NcclCommand, NcclReplayArgs, MAX_HISTORY_S};
 use crate::output::Outcome;
 use plan::{Input, Plan};
 
@@ -31,7 +31,8 @@ pub fn run(cmd: NcclCommand) -> Result<Outcome> {
 
 fn replay(args: &NcclReplayArgs) -> Result<Outcome> {
     let inputs = read_inputs(&args.from)?;
-    let plan = plan::plan(inputs, &args.hosts, now_us(), args.history)?;
+    let started_us = started_us(args, now_us())?;
+    let plan = plan::plan(inputs, &args.hosts, now_us(), started_us)?;
     let mut files = open_outputs(&args.out_dir, &plan)?;
     let at_once = plan.writes.iter().filter(|w| w.due_us <= now_us()).count();
     let span_s = plan
@@ -41,12 +42,12 @@ fn replay(args: &NcclReplayArgs) -> Result<Outcome> {
         .max(0.0);
     eprintln!(
         "nccl replay: {} files of {} into {}, times moved by {:.0} s: {at_once} records written \
-         at once (--history {} s), {} more over {span_s:.1} s{}",
+         at once (the job began {:.1} s ago), {} more over {span_s:.1} s{}",
         plan.files.len(),
         hosts_text(args),
         args.out_dir.display(),
         plan.shift_us / 1e6,
-        args.history,
+        (now_us() - started_us) / 1e6,
         plan.writes.len() - at_once,
         if plan.left_out.is_empty() {
             String::new()
@@ -85,6 +86,23 @@ fn replay(args: &NcclReplayArgs) -> Result<Outcome> {
         args.out_dir.display()
     );
     Ok(Outcome::Healthy)
+}
+
+/// When the replayed job began, Unix us: `--started`, or `--history` before `now_us`. A
+/// start over [`MAX_HISTORY_S`] ago is refused as `--history` is; a start to come is
+/// waited for (the plan bounds how long the replay runs).
+fn started_us(args: &NcclReplayArgs, now_us: f64) -> Result<f64> {
+    let Some(started_s) = args.started else {
+        return Ok(now_us - args.history * 1e6);
+    };
+    let ago_s = now_us / 1e6 - started_s;
+    if ago_s > MAX_HISTORY_S {
+        bail!(
+            "--started {started_s}: {ago_s:.0} s ago, more history than a replay writes \
+             ({MAX_HISTORY_S:.0} s)"
+        );
+    }
+    Ok(started_s * 1e6)
 }
 
 /// Every file of the simulated dump, read whole (a finished simulation: nothing is being

@@ -21,16 +21,18 @@ const STRAGGLER: &str = "node002:straggler:gpu3:40ms@1s";
 /// The node that plays node002.
 const NODE: &str = "gpu-a17";
 
-/// Runs the simulated job (`steps` steps `step_ms` apart) into `<name>/sim`; returns it.
+/// Runs the simulated job (`steps` steps `step_ms` apart) with [`STRAGGLER`] into
+/// `<name>/sim`; returns it.
 fn simulate(name: &str, steps: &str, step_ms: &str) -> PathBuf {
+    simulate_with(name, steps, step_ms, &["--inject", STRAGGLER])
+}
+
+/// [`simulate`] with `faults` (`--inject` arguments, or none).
+fn simulate_with(name: &str, steps: &str, step_ms: &str, faults: &[&str]) -> PathBuf {
     let sim = temp_dir(name).join("sim");
-    let (code, report, err) = job_json(&[
-        "--sim-cluster",
-        "pod-32",
-        "--nodes",
-        NODES,
-        "--inject",
-        STRAGGLER,
+    let mut args = vec!["--sim-cluster", "pod-32", "--nodes", NODES];
+    args.extend_from_slice(faults);
+    args.extend([
         "--nccl-out",
         sim.to_str().unwrap(),
         "--steps",
@@ -40,11 +42,13 @@ fn simulate(name: &str, steps: &str, step_ms: &str) -> PathBuf {
         "--bytes",
         "16777216",
     ]);
+    let (code, report, err) = job_json(&args);
     assert_ne!(code, 2, "{err} {report:#}");
     sim
 }
 
-fn replay_args<'a>(from: &'a Path, to: &'a Path, history: &'a str) -> Vec<&'a str> {
+/// `nccl replay` from `from` into `to`, simulated host and node as `host` (SIM=NODE).
+fn replay_to<'a>(from: &'a Path, to: &'a Path, host: &'a str) -> Vec<&'a str> {
     vec![
         "nccl",
         "replay",
@@ -53,10 +57,14 @@ fn replay_args<'a>(from: &'a Path, to: &'a Path, history: &'a str) -> Vec<&'a st
         "--out-dir",
         to.to_str().unwrap(),
         "--host",
-        "node002=gpu-a17",
-        "--history",
-        history,
+        host,
     ]
+}
+
+fn replay_args<'a>(from: &'a Path, to: &'a Path, history: &'a str) -> Vec<&'a str> {
+    let mut args = replay_to(from, to, "node002=gpu-a17");
+    args.extend(["--history", history]);
+    args
 }
 
 /// A folder's files by name, each with its records.
@@ -244,4 +252,63 @@ fn a_bad_input_or_host_is_refused_naming_it_and_nothing_is_written() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn nodes_replaying_one_job_with_one_start_move_its_times_alike() {
+    let sim = simulate_with("replay-started", "20", "50", &[]);
+    // The job began an hour ago by one clock reading; the two nodes start their replays
+    // a second apart, as two nodes' batch steps do.
+    let started_s = (now_us() / 1e6 - 3600.0).floor();
+    let started = started_s.to_string();
+    let first = |files: Vec<(String, Vec<CollectiveRecord>)>, host: &str| {
+        files
+            .into_iter()
+            .filter(|(n, _)| n.starts_with(host))
+            .flat_map(|(_, r)| r)
+            .map(|r| r.at_us)
+            .fold(f64::INFINITY, f64::min)
+    };
+    let mut shifts = Vec::new();
+    for (i, (sim_host, node)) in [("node001", "gpu-a16"), ("node002", "gpu-a17")]
+        .into_iter()
+        .enumerate()
+    {
+        if i > 0 {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        let to = sim.with_file_name(format!("dump-{node}"));
+        let map = format!("{sim_host}={node}");
+        let mut args = replay_to(&sim, &to, &map);
+        args.extend(["--started", &started]);
+        let out = hostping(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        shifts.push(first(records_by_file(&to), node) - first(records_by_file(&sim), sim_host));
+    }
+    assert_eq!(shifts[0], shifts[1], "one shift for the whole job");
+    // The job's first collective at the start given.
+    let simulated_first = first(records_by_file(&sim), "node");
+    // (The shift is whole microseconds.)
+    assert!(
+        (simulated_first + shifts[0] - started_s * 1e6).abs() < 1.0,
+        "the job began at --started"
+    );
+
+    // --started with --history, or more than a day back, is refused naming it.
+    let to = sim.with_file_name("dump-refused");
+    let day_ago = (now_us() / 1e6 - 2.0 * 86_400.0).to_string();
+    for (extra, says) in [
+        (
+            ["--started", &started, "--history", "5"].as_slice(),
+            "--history",
+        ),
+        (["--started", &day_ago].as_slice(), "--started"),
+    ] {
+        let mut args = replay_to(&sim, &to, "node001=gpu-a16");
+        args.extend_from_slice(extra);
+        let out = hostping(&args);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{}", stderr(&out));
+        assert!(!to.exists(), "nothing written: {}", stderr(&out));
+    }
 }

@@ -28,9 +28,10 @@ pub enum NcclCommand {
     /// simulated hosts' ran elsewhere); two simulated hosts on one node would drive each
     /// GPU twice and are refused.
     ///
-    /// Times are shifted so that the job starts --history seconds ago: the records of those
-    /// seconds are written at once (an earlier level to judge a slowdown against), the rest
-    /// each when its collective has ended (its `dump_timestamp_us`), in each file's order.
+    /// Times are shifted so that the job starts --history seconds ago (or at --started): the
+    /// records of the time before now are written at once (an earlier level to judge a
+    /// slowdown against), the rest each when its collective has ended (its
+    /// `dump_timestamp_us`), in each file's order.
     /// The replay ends when the last is written. Exit status: 0 replayed, 2 usage or input
     /// error.
     #[command(after_long_help = "\
@@ -49,7 +50,7 @@ Examples:
 // clap's own usage line runs past 80 columns; this one is wrapped.
 #[command(
     override_usage = "hostping nccl replay --from <DIR> --out-dir <DIR> --host <SIM=NODE>...
-       [--history <SECONDS>]"
+       [--history <SECONDS> | --started <UNIX_SECONDS>]"
 )]
 pub struct NcclReplayArgs {
     /// The simulated records: the folder `job --nccl-out` wrote (its files, one a process).
@@ -66,6 +67,12 @@ pub struct NcclReplayArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 0.0,
           value_parser = capped_f64("history", Above::OrAtZero, MAX_HISTORY_S))]
     pub history: f64,
+    /// When the job began, Unix seconds, instead of --history: the nodes of one job
+    /// replaying their hosts each in its own process agree on it (`date +%s` taken once), so
+    /// that one collective starts on all of them at the same moment, as ranks in step do.
+    #[arg(long, value_name = "UNIX_SECONDS", conflicts_with = "history",
+          value_parser = capped_f64("started", Above::Zero, f64::MAX))]
+    pub started: Option<f64>,
 }
 
 /// One `--host SIM=NODE`.

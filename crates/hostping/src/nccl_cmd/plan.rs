@@ -129,7 +129,7 @@ pub enum PlanError {
     },
     /// A replay that would run longer than [`MAX_LIVE_S`] after its start.
     #[error(
-        "the records span {live_s:.0} s after --history: more than a replay runs ({max_s:.0} s)"
+        "the records span {live_s:.0} s after the replay's start: more than a replay runs ({max_s:.0} s)"
     )]
     TooLong {
         /// Seconds from the replay's start to its last write.
@@ -140,17 +140,26 @@ pub enum PlanError {
 }
 
 /// Plans the replay of `inputs` (every file of the simulated dump) onto the nodes of
-/// `hosts`, as if the job had started `history_s` seconds before `now_us` (Unix us).
+/// `hosts`, as if the job had started at `started_us`, the replay starting at `now_us` (both
+/// Unix us): what is due by `now_us` is history, written at once.
 pub fn plan(
     inputs: Vec<Input>,
     hosts: &[HostMap],
     now_us: f64,
-    history_s: f64,
+    started_us: f64,
 ) -> Result<Plan, PlanError> {
     let node_of = node_of(hosts)?;
     let mut known = BTreeSet::new();
     // (output name, node, records) of each replayed file
     let mut replayed: Vec<(String, &str, Vec<CollectiveRecord>)> = Vec::new();
+    // The job's first record over every simulated host, replayed here or not: nodes that
+    // replay the same job each play their hosts, and one collective must start at the same
+    // moment on all of them.
+    let first_us = inputs
+        .iter()
+        .flat_map(|input| &input.parsed.records)
+        .map(|r| r.at_us)
+        .fold(f64::INFINITY, f64::min);
     for input in inputs {
         let host = process_host(&input)?;
         known.insert(host.clone());
@@ -171,12 +180,7 @@ pub fn plan(
             });
         }
     }
-    let first_us = replayed
-        .iter()
-        .flat_map(|(_, _, records)| records)
-        .map(|r| r.at_us)
-        .fold(f64::INFINITY, f64::min);
-    let shift_us = (now_us - history_s * 1e6 - first_us).round();
+    let shift_us = (started_us - first_us).round();
 
     let mut files = Vec::with_capacity(replayed.len());
     let mut writes = Vec::new();
@@ -385,7 +389,7 @@ mod tests {
 
     #[test]
     fn a_node_plays_its_hosts_processes_dated_from_now_less_the_history() {
-        let plan = plan(job(), &[map("node002", "gpu-a17")], NOW, 0.35).unwrap();
+        let plan = plan(job(), &[map("node002", "gpu-a17")], NOW, NOW - 0.35e6).unwrap();
         assert_eq!(plan.files, ["gpu-a17-10002.log", "gpu-a17-10003.log"]);
         assert_eq!(plan.left_out, BTreeSet::from(["node001".to_string()]));
         assert_eq!(plan.shift_us, NOW - 350e3 - START);
@@ -433,7 +437,7 @@ mod tests {
         ];
         for (bad, why) in cases {
             let name = bad.path.display().to_string();
-            let e = plan(vec![bad], &[map("node002", "n")], NOW, 0.0)
+            let e = plan(vec![bad], &[map("node002", "n")], NOW, NOW)
                 .unwrap_err()
                 .to_string();
             assert!(e.starts_with(&name) && e.contains(why), "{name}: {e}");
@@ -442,7 +446,7 @@ mod tests {
 
     #[test]
     fn a_host_map_that_is_not_one_to_one_or_names_no_host_is_refused() {
-        let e = |hosts: &[HostMap]| plan(job(), hosts, NOW, 0.0).unwrap_err().to_string();
+        let e = |hosts: &[HostMap]| plan(job(), hosts, NOW, NOW).unwrap_err().to_string();
         assert_eq!(
             e(&[map("node001", "n"), map("node002", "n")]),
             "--host node001=n and --host node002=n: two simulated hosts on one node would \
@@ -468,7 +472,7 @@ mod tests {
             vec![simulated("x.log", &records)],
             &[map("node002", "n")],
             NOW,
-            0.0,
+            NOW,
         );
         assert!(matches!(e, Err(PlanError::TooLong { .. })), "{e:?}");
     }
@@ -522,7 +526,7 @@ mod tests {
                     .collect();
                 simulated(&format!("node002-{f}.log"), &records)
             }).collect();
-            let plan = plan(inputs, &[map("node002", "a17")], NOW, history_s).unwrap();
+            let plan = plan(inputs, &[map("node002", "a17")], NOW, NOW - history_s * 1e6).unwrap();
             prop_assert_eq!(plan.writes.len(), files.iter().map(Vec::len).sum::<usize>());
             prop_assert!(plan.writes.windows(2).all(|w| w[0].due_us <= w[1].due_us));
             for (f, records) in files.iter().enumerate() {
