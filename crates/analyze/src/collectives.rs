@@ -44,18 +44,51 @@ pub const LATE_SHARE: f64 = 0.25;
 pub const STRAGGLER_MIN_COLLECTIVES: u64 = 5;
 
 /// Buckets per communicator over the records' span at most: the summaries stay bounded
-/// however long the job ran, and a one-minute dump still gets 1 s buckets.
+/// however long the job ran (a one-minute dump gets buckets of 0.1 s or wider).
 pub const MAX_BUCKETS: f64 = 600.0;
-/// The narrowest bucket: one collective's timing is noisy, a second of them is not.
-pub const MIN_BUCKET_S: f64 = 1.0;
+/// The bucket when the records show no step (no collective of one kind and size recurs on
+/// a rank): a second of collectives.
+pub const NO_STEP_BUCKET_S: f64 = 1.0;
 
-/// The summaries' bucket for `records`: [`MIN_BUCKET_S`], widened so that the records' span
-/// fits in [`MAX_BUCKETS`] (`hostping job --nccl` and the simulated job's records alike).
+/// A bucket is this share of a step: a little narrower, so that it holds at most one of a
+/// collective's recurrences on a rank whatever the steps' jitter (some buckets stay empty
+/// and are skipped), and two slow buckets in a row are two steps.
+pub const STEP_SHARE: f64 = 0.9;
+
+/// The summaries' bucket for `records`: about one step of the job ([`step_s`] times
+/// [`STEP_SHARE`]), so that [`SUSTAINED_BUCKETS`] slow buckets are that many steps and a
+/// slowdown is called within two steps of its onset (issue 39 item 7); [`NO_STEP_BUCKET_S`]
+/// when the records show no step; widened so that the records' span fits in
+/// [`MAX_BUCKETS`]. One collective's timing is noisier than a second's median, which the
+/// level's spread ([`SLOW_MADS`] of the earlier buckets) and the two buckets in a row absorb.
 pub fn bucket_width_s(records: &[CollectiveRecord]) -> f64 {
     let (first, last) = records.iter().fold((f64::MAX, f64::MIN), |(lo, hi), r| {
         (lo.min(r.at_us), hi.max(r.at_us))
     });
-    ((last - first) / 1e6 / MAX_BUCKETS).max(MIN_BUCKET_S)
+    let fits = (last - first) / 1e6 / MAX_BUCKETS;
+    step_s(records)
+        .map_or(NO_STEP_BUCKET_S, |step| step * STEP_SHARE)
+        .max(fits)
+}
+
+/// The job's step in seconds: how often a collective of one kind and size recurs on one
+/// rank of one communicator (the median gap between its consecutive sequence numbers), the
+/// median over those; `None` when none recurs. A training step issues the same collectives
+/// each time, so this is the step, or a fraction of it when one size recurs within a step.
+pub fn step_s(records: &[CollectiveRecord]) -> Option<f64> {
+    type Key<'a> = (&'a str, u32, &'a str, u64);
+    let mut starts: BTreeMap<Key<'_>, Vec<(u64, f64)>> = BTreeMap::new();
+    for r in records {
+        starts
+            .entry((&r.communicator, r.rank, &r.collective, r.bytes))
+            .or_default()
+            .push((r.seq, r.at_us));
+    }
+    let gaps = starts.into_values().filter_map(|mut s| {
+        s.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        median(s.windows(2).map(|w| (w[1].1 - w[0].1) / 1e6))
+    });
+    median(gaps).filter(|&g| g > 0.0 && g.is_finite())
 }
 
 /// Summarises `records` per communicator, rank, collective, size and time bucket of
@@ -689,6 +722,69 @@ pub(crate) mod tests {
                 .prop_flat_map(|records| (Just(records.clone()), Just(records).prop_shuffle()))
         ) {
             prop_assert_eq!(summarize(&shuffled, WIDTH), summarize(&records, WIDTH));
+        }
+    }
+
+    /// A job of one all-reduce a step over 8 ranks, `step_s` apart (launch skew and 1 %
+    /// of jitter on the period), its busbw cut to `kept` from step `onset` on; its records
+    /// through step `last`.
+    fn stepped_job(step_s: f64, onset: u64, kept: f64, last: u64) -> Vec<CollectiveRecord> {
+        let mut out = Vec::new();
+        let mut t = 0.0;
+        for k in 0..=last {
+            let slow = if k >= onset { 1.0 / kept } else { 1.0 };
+            for rank in 0..8 {
+                let skew = ((k * 13 + rank as u64 * 7) % 50) as f64 * 1e-6;
+                let e = EXEC * slow * jitter(k, rank);
+                out.push(record(
+                    "0xs",
+                    "AllReduce",
+                    BYTES,
+                    (rank, 8, 8),
+                    rank,
+                    k,
+                    t + skew,
+                    e,
+                ));
+            }
+            t += step_s * (1.0 + 0.01 * ((k * 5) % 3) as f64 - 0.01);
+        }
+        out
+    }
+
+    proptest! {
+        /// Issue 39 item 7: a slowdown is detected within 2 steps of its onset, whatever
+        /// the step: the records through its second slow step say slow, since the first;
+        /// through its first alone they do not (one slow step is a checkpoint, not a
+        /// slowdown).
+        #[test]
+        fn a_slowdown_is_called_on_its_second_slow_step(
+            step_ms in 10u32..5000, onset in 10u64..40, kept in 0.2f64..0.6,
+        ) {
+            let step_s = step_ms as f64 / 1e3;
+            let judged = |last: u64| {
+                let records = stepped_job(step_s, onset, kept, last);
+                let width = bucket_width_s(&records);
+                symptom(&CollectiveEvidence {
+                    records: records.len() as u64,
+                    summaries: summarize(&records, width),
+                    ..CollectiveEvidence::default()
+                })
+            };
+            let two = judged(onset + 1);
+            prop_assert!(two.slow, "{two:?}");
+            let onset_at = stepped_job(step_s, onset, kept, onset)
+                .iter()
+                .filter(|r| r.seq == onset)
+                .map(|r| r.at_us / 1e6)
+                .fold(f64::INFINITY, f64::min);
+            let since = two.since.unwrap();
+            prop_assert!(
+                since <= onset_at && onset_at - since < step_s,
+                "since {since}, onset {onset_at}, step {step_s}"
+            );
+            let one = judged(onset);
+            prop_assert!(!one.slow, "{one:?}");
         }
     }
 }

@@ -17,7 +17,7 @@ use serde_json::Value;
 /// port 1.
 const NODES: &str = "node001,node009,node017,node025";
 /// 90 steps of a 16 MiB all-reduce, 100 ms of compute between them: about 9 s of records
-/// in 1 s buckets, the fault at 4 s.
+/// in buckets of about a step (`analyze::collectives::bucket_width_s`), the fault at 4 s.
 const STEPS: &str = "90";
 const BYTES: &str = "16777216";
 /// `model::inspector`'s simulated job starts here (Unix s): `simcluster::collectives`.

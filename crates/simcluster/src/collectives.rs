@@ -45,8 +45,8 @@ use crate::fault::ClusterFaults;
 use crate::host_paths::{self, Slowdown};
 use crate::ClusterError;
 
-/// Steps a simulated job runs by default: two minutes of 1 s buckets at the default step,
-/// enough for an earlier level and a sustained slowdown (`analyze::collectives`).
+/// Steps a simulated job runs by default: about 12 s at the default step, enough for an
+/// earlier level and a sustained slowdown (`analyze::collectives`).
 pub const DEFAULT_STEPS: u32 = 120;
 /// The most steps: a simulated job writes steps x ranks x 2 records.
 pub const MAX_STEPS: u32 = 100_000;
@@ -424,7 +424,7 @@ mod tests {
     }
 
     /// Four hosts, one per rail-0 leaf, 16 MiB a step, 100 ms of compute between steps:
-    /// about 9 s of records, 1 s buckets.
+    /// about 9 s of records, buckets of about a step.
     fn settings() -> StepSettings {
         StepSettings {
             steps: 90,

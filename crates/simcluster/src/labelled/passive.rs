@@ -44,9 +44,8 @@ pub const PASSIVE_CLASSES: [&str; 5] = [
     "passive_host_link",
 ];
 
-/// Steps each passive job runs: about 12 s of 1 s buckets at [`STEP_MS`], the fault
-/// starting 4-6 s in (three earlier buckets and a sustained slowdown after,
-/// `analyze::collectives`).
+/// Steps each passive job runs: about 12 s at [`STEP_MS`], the fault starting 4-6 s in (an
+/// earlier level of some 40 steps and a sustained slowdown after, `analyze::collectives`).
 pub const STEPS: u32 = 120;
 /// Compute between steps, ms.
 pub const STEP_MS: f64 = 100.0;
@@ -460,10 +459,14 @@ mod tests {
             assert!(o.with_probes.top1, "{o:#?}");
             assert_eq!(o.records, u64::from(STEPS) * 64 * 2, "8 hosts x 8 GPUs");
             if !healthy {
-                // `since` is a 1 s bucket's start: within a bucket of the fault's start.
+                // `since` is a bucket's start, a bucket about a step (100 ms of compute, a
+                // straggler's 20-60 ms, the transfer): within a step of the fault's start.
                 let d = o.detection_s.unwrap();
-                assert!((-1.0..=1.0).contains(&d), "{o:#?}");
-                assert!(o.called_s.unwrap() > d);
+                assert!((-0.2..=0.2).contains(&d), "{o:#?}");
+                // Called within two steps of the onset (issue 39 item 7): the slow steps'
+                // second ends at most three steps of 160 ms after the fault's start.
+                let called = o.called_s.unwrap();
+                assert!(called > d && called <= 0.5, "{o:#?}");
             }
         }
         let by = |class: &str| outcomes.iter().find(|o| o.case.class == class).unwrap();
