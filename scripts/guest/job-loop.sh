@@ -5,7 +5,7 @@
 # agent each (its checks judged against its own host baseline, tailing its own dump folder),
 # the collector on PostgreSQL in the switch's namespace, started with a probe token for its
 # own verdicts. A simulated four-host job (`hostping job --sim-cluster pod-32 ...
-# --nccl-out`) whose all-reduce slows from 100 s on, as a cable of node003's slows it, is
+# --nccl-out`) whose all-reduce slows from 120 s on, as a cable of node003's slows it, is
 # replayed into the four agents' folders (`hostping nccl replay`, one process a node, one
 # start for all), node00N played by node0N. When the replay reaches the onset, netem slows
 # node03's cable for real (its veth, h3). The collector must find the job slow from its
@@ -40,7 +40,7 @@ job=4242
 # every pair slow once the job runs.
 steps=800
 step_ms=250
-onset_s=100
+onset_s=120
 history=5
 netem=(delay 200us loss 1%)
 # Host checks as job-agents.sh sizes them for TCG. Pairs as its windows probe them, but 800
@@ -147,6 +147,14 @@ unstarved mesh-record "$starved_us" in_switch "$hostping" mesh --nodes 'node[01-
 # guest's two vCPUs at once measure the vCPUs: every loopback 70 % under its baseline, taken
 # alone (a run of 2026-11-30 called all four RNICs misconfigured so).
 onset=$((job_started + onset_s))
+# From the onset, node03's cable is slow for real, whatever the steps before it took.
+(
+    while [ "$(date +%s)" -lt "$onset" ]; do sleep 0.2; done
+    in_host "$slow" tc qdisc add dev "h$slow" root netem "${netem[@]}"
+    date +%s.%N >"$out/netem-at"
+) &
+netem_pid=$!
+echo "$onset" >"$out/onset"
 while [ "$(date +%s)" -lt $((onset - 55)) ]; do sleep 0.2; done
 for i in "${!nodes[@]}"; do
     n=$((i + 1)) node=${nodes[$i]}
@@ -160,11 +168,7 @@ for i in "${!nodes[@]}"; do
 done
 echo "hosts checked, $((onset - $(date +%s))) s before the onset"
 
-# From the onset, node03's cable is slow for real.
-while [ "$(date +%s)" -lt "$onset" ]; do sleep 0.2; done
-in_host "$slow" tc qdisc add dev "h$slow" root netem "${netem[@]}"
-echo "$onset" >"$out/onset"
-date +%s.%N >"$out/netem-at"
+wait "$netem_pid"
 echo "netem ${netem[*]} on h$slow from $(cat "$out/netem-at") (onset $onset)"
 
 # Nobody asks: the collector's own verdict, waited for (bounded).
