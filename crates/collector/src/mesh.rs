@@ -61,7 +61,7 @@ use verdict::spec::CabledFabric;
 use fleet_api::mesh::MAX_NODES;
 /// The longest one pair may take, from the request to its initiator to its report (the
 /// responder's loopback, the probe, the bandwidth phase under emulation).
-const PAIR_WAIT: Duration = Duration::from_secs(300);
+pub const PAIR_WAIT: Duration = Duration::from_secs(300);
 /// Why a real pair has no route.
 pub const ROUTE_REASON: &str = "not traced: the collector knows no fabric for these hosts, and on RoCE there are no InfiniBand switch tables to read";
 /// What a route from the cabling is.

@@ -21,9 +21,10 @@
 //! token-file`), as `probe=1` does: checks of hosts without one, pairs, follow-ups.
 
 use crate::collectives::{read_job, running_jobs, JobRead, Posted};
+use crate::job::follow_up::CHECK_WAIT;
 use crate::job::measure::Fleet;
 use crate::job::query::{VerdictQuery, Window};
-use crate::mesh::Access;
+use crate::mesh::{Access, PAIR_WAIT};
 use crate::verdicts;
 use model::job::JobReport;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -49,9 +50,13 @@ pub const LEAD_S: i64 = 60;
 pub const NEW_ONSET_S: f64 = 300.0;
 /// Culprits exported per job at most, the best first: the series stay bounded.
 const CULPRITS_EXPORTED: usize = 5;
-/// The longest a tick's verdicts may take together (probes included, whose own waits are
-/// shorter): past it the tick is given up and the next one starts over.
-const TICK_WAIT: Duration = Duration::from_secs(300);
+/// The longest a tick's verdicts may take together: past it the tick is given up and the
+/// next one starts over. One verdict that probes may wait out a check of the hosts without
+/// one and a recheck of its host culprits ([`CHECK_WAIT`] each) and a pair of the mesh and
+/// one of the follow-ups ([`PAIR_WAIT`] each) and still end, so that its own tick never
+/// cuts it off; a minute more for the reads and the pairs that answered.
+const TICK_WAIT: Duration =
+    Duration::from_secs(2 * CHECK_WAIT.as_secs() + 2 * PAIR_WAIT.as_secs() + 60);
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct JobLabel {
