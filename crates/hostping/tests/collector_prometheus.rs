@@ -28,7 +28,7 @@ use serde_json::Value;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The job's Slurm id and name.
 const JOB: &str = "4747";
@@ -326,13 +326,19 @@ fn a_job_seen_only_through_prometheus_is_judged_as_an_agents_is() {
         Duration::from_secs(30),
         || collector.counter("hostping_collector_prometheus_errors_total") >= 1.0,
     );
+    // Its log line follows the count, and the harness reads stderr on a thread of its own:
+    // waited for, not read at once (a fresh-clone run of 2026-11-30 read the log before it).
+    let logged = |log: &str| {
+        log.lines().any(|l| {
+            l.contains(&format!("prometheus {url}/api/v1/query: ")) && l.contains("asked again")
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !logged(&collector.lines()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let log = collector.lines();
-    assert!(
-        log.lines()
-            .any(|l| l.contains(&format!("prometheus {url}/api/v1/query: "))
-                && l.contains("asked again")),
-        "{log}"
-    );
+    assert!(logged(&log), "{log}");
     let (status, symptom_after) = collector.get(&format!("/api/jobs/{JOB}/symptom"));
     assert_eq!(status, 200, "{symptom_after}");
     assert_eq!(symptom_after["stragglers"][0]["host"], "node002");
