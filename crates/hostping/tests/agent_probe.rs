@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{agent, agent_real, http_get, http_post, temp_dir, Agent};
+use common::{agent, agent_real, http_get, http_post, temp_dir, Agent, TestDir};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -22,7 +22,7 @@ const BOB: &str = "bob-probe-token-abcdefghijkl";
 const LONG_CADENCE: &str = "[triggers]\nhost_status_every = \"100h\"\nsymptoms_every = \"100h\"\n";
 
 /// A folder with the probe-tokens file and an agent configuration of `extra` triggers.
-fn setup(name: &str, triggers: &str) -> (PathBuf, PathBuf, PathBuf) {
+fn setup(name: &str, triggers: &str) -> (TestDir, PathBuf, PathBuf, PathBuf) {
     let dir = temp_dir(name);
     let tokens = dir.join("probe.tokens");
     std::fs::write(
@@ -32,7 +32,8 @@ fn setup(name: &str, triggers: &str) -> (PathBuf, PathBuf, PathBuf) {
     .unwrap();
     let config = dir.join("agent.toml");
     std::fs::write(&config, format!("{LONG_CADENCE}{triggers}")).unwrap();
-    (dir.join("runs.db"), tokens, config)
+    let db = dir.join("runs.db");
+    (dir, db, tokens, config)
 }
 
 fn start(db: &Path, config: &Path, tokens: Option<&Path>, extra: &[&str]) -> Agent {
@@ -97,7 +98,7 @@ fn wait_for_metric(addr: SocketAddr, series: &str, value: f64, timeout: Duration
 
 #[test]
 fn an_authorised_request_gets_a_manual_run_within_seconds() {
-    let (db, tokens, config) = setup("probe-ok", "burst = \"1h\"\n");
+    let (_dir, db, tokens, config) = setup("probe-ok", "burst = \"1h\"\n");
     let mut a = start(&db, &config, Some(&tokens), &["--name", "node-7"]);
     // The idle check at start; the next is 100 h (10 wall minutes) away.
     a.wait_for_runs(1, Duration::from_secs(60));
@@ -158,7 +159,7 @@ fn an_authorised_request_gets_a_manual_run_within_seconds() {
 /// agent while the first still waits or runs (a full mesh takes the loop tens of ms).
 #[test]
 fn quick_requests_join_the_pending_one() {
-    let (db, tokens, config) = setup("probe-twice", "burst = \"1h\"\n");
+    let (_dir, db, tokens, config) = setup("probe-twice", "burst = \"1h\"\n");
     let mut a = start(&db, &config, Some(&tokens), &[]);
     a.wait_for_runs(1, Duration::from_secs(60));
     let mut streams: Vec<TcpStream> = (0..2)
@@ -216,7 +217,7 @@ fn quick_requests_join_the_pending_one() {
 
 #[test]
 fn a_busy_host_is_probed_busy_on_request() {
-    let (db, tokens, config) = setup("probe-busy", "burst = \"1h\"\n");
+    let (_dir, db, tokens, config) = setup("probe-busy", "burst = \"1h\"\n");
     // 100 Gb/s of service traffic on rnic0: above Thp_low, below what it can take, so the
     // host is busy but shows no symptom.
     let mut a = start(
@@ -247,7 +248,7 @@ fn a_busy_host_is_probed_busy_on_request() {
 
 #[test]
 fn refused_requests_store_nothing() {
-    let (db, tokens, config) = setup("probe-refused", "burst = \"1h\"\n");
+    let (_dir, db, tokens, config) = setup("probe-refused", "burst = \"1h\"\n");
     let mut a = start(&db, &config, Some(&tokens), &[]);
     a.wait_for_runs(1, Duration::from_secs(60));
     for (what, header) in [
@@ -323,7 +324,7 @@ fn refused_requests_store_nothing() {
 
 #[test]
 fn without_rdma_a_request_is_503_and_stores_nothing() {
-    let (db, tokens, _) = setup("probe-no-rdma", "");
+    let (_dir, db, tokens, _) = setup("probe-no-rdma", "");
     let root = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../rdma/testdata/hosts/no-rdma"
@@ -361,7 +362,7 @@ fn without_rdma_a_request_is_503_and_stores_nothing() {
 /// the limiter whenever it comes.
 #[test]
 fn the_duty_cycle_limiter_refuses_a_request_over_it() {
-    let (db, tokens, config) = setup(
+    let (_dir, db, tokens, config) = setup(
         "probe-limited",
         "burst = \"1ms\"\nmax_duty_cycle = 0.000001\n",
     );

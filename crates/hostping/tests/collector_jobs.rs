@@ -26,7 +26,7 @@ use common::postgres::{get, post_to, Collector, Postgres};
 use common::summaries::{
     healthy_job, straggler_job, BUCKETS, HOSTS, ONSET_BUCKET, PER_BUCKET, WIDTH,
 };
-use common::{temp_dir, tokens_file};
+use common::{temp_dir, tokens_file, TestDir};
 use fleet_api::collectives::{CollectivesUpload, JobEntry};
 use model::inspector::{RankSummary, Skipped, Symptom};
 use serde_json::Value;
@@ -50,6 +50,8 @@ fn post(addr: std::net::SocketAddr, token_of: &str, upload: &CollectivesUpload) 
 struct Fleet {
     pg: Postgres,
     collector: Collector,
+    /// Dropped last: PostgreSQL's data is in it.
+    _dir: TestDir,
 }
 
 fn fleet(name: &str) -> Option<Fleet> {
@@ -58,7 +60,11 @@ fn fleet(name: &str) -> Option<Fleet> {
     let tokens: Vec<(&str, String)> = HOSTS.iter().map(|h| (*h, token(h))).collect();
     let tokens: Vec<(&str, &str)> = tokens.iter().map(|(h, t)| (*h, t.as_str())).collect();
     let collector = Collector::start(&pg, &tokens_file(&dir, &tokens), &[]);
-    Some(Fleet { pg, collector })
+    Some(Fleet {
+        pg,
+        collector,
+        _dir: dir,
+    })
 }
 
 /// The window's start: an hour ago, on a bucket boundary.

@@ -20,7 +20,7 @@ mod common;
 use collector::retention::{self, Deleted, Tick};
 use common::job::{now_ms, post_run, token};
 use common::postgres::{get, Collector, Postgres};
-use common::{hostping, sim_report, temp_dir, tokens_file, wait_until};
+use common::{hostping, sim_report, temp_dir, tokens_file, wait_until, TestDir};
 use std::time::Duration;
 
 const DAY_S: i64 = 86_400;
@@ -34,6 +34,8 @@ const KEEP_DAYS: i64 = 30;
 struct Fleet {
     pg: Postgres,
     collector: Collector,
+    /// Dropped last: PostgreSQL's data is in it.
+    _dir: TestDir,
 }
 
 /// Runs past 30 days that retention may delete: n1's six, and n2's two before its latest.
@@ -68,7 +70,11 @@ fn fleet(name: &str) -> Option<Fleet> {
     }
     assert_eq!(pg.count("runs"), 11);
     assert_eq!(pg.count("diagnoses") as u64, OLD_DIAGNOSED);
-    Some(Fleet { pg, collector })
+    Some(Fleet {
+        pg,
+        collector,
+        _dir: dir,
+    })
 }
 
 /// The cutoff of a 30-day setting now.

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::hostping;
+use common::{hostping, temp_dir};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -283,9 +283,7 @@ fn copy_tree(from: &Path, to: &Path) {
 
 #[test]
 fn a_failing_source_is_named_after_everything_else_is_printed() {
-    let dir = std::env::temp_dir().join(format!("hostping-counters-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("counters-failing-source");
     let tree: PathBuf = dir.join("rxe-guest");
     copy_tree(Path::new(&fixture("rxe-guest")), &tree);
     // A counter that cannot be read (a folder where the kernel has a file: EISDIR, which

@@ -626,7 +626,8 @@ fn the_simulators_trees_on_ibsim_come_back_as_themselves() {
 /// switch has half the hosts at 0 hops and half at 1), so min-hop.
 #[test]
 fn sim_runs_a_fabric_that_is_not_a_fat_tree_as_cabled() {
-    let out = temp_dir("fabric-not-a-tree").join("out");
+    let root = temp_dir("fabric-not-a-tree");
+    let out = root.join("out");
     let o = hostping(&[
         "fabric",
         "sim",

@@ -5,23 +5,24 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::job::job_json;
 use common::nccl::{write_job, Late, COLLECTIVES, HOSTS, START_US, WORLD};
-use common::{hostping, stderr, stdout, temp_dir};
+use common::{hostping, stderr, stdout, temp_dir, TestDir};
 use serde_json::Value;
 
 /// The job with rank 6 (node002's gpu2) 40 ms late at every collective from the `from`-th
 /// on, written under a test folder named `name`.
-fn straggler_job(name: &str, from: u64) -> std::path::PathBuf {
+fn straggler_job(name: &str, from: u64) -> (TestDir, PathBuf) {
     let late = Late {
         rank: 6,
         from,
         late_us: 40_000.0,
     };
-    let dir = temp_dir(name).join("nccl-inspector-4242");
-    write_job(&dir, START_US, Some(late), "")
+    let root = temp_dir(name);
+    let dir = write_job(&root.join("nccl-inspector-4242"), START_US, Some(late), "");
+    (root, dir)
 }
 
 fn dir_arg(dir: &Path) -> &str {
@@ -30,7 +31,7 @@ fn dir_arg(dir: &Path) -> &str {
 
 #[test]
 fn a_straggler_names_its_host_and_gpu_from_the_records_alone() {
-    let dir = straggler_job("nccl-straggler", 60);
+    let (_root, dir) = straggler_job("nccl-straggler", 60);
     let (code, report, err) = job_json(&["--nccl", dir_arg(&dir)]);
     assert_eq!(code, 1, "{err}\n{report:#}");
     assert_eq!(report["verdict"], "host", "{report:#}");
@@ -101,12 +102,8 @@ fn a_straggler_names_its_host_and_gpu_from_the_records_alone() {
 
 #[test]
 fn a_healthy_job_alone_is_inconclusive_with_its_symptom_reported() {
-    let dir = write_job(
-        &temp_dir("nccl-healthy").join("nccl-inspector-4242"),
-        START_US,
-        None,
-        "",
-    );
+    let root = temp_dir("nccl-healthy");
+    let dir = write_job(&root.join("nccl-inspector-4242"), START_US, None, "");
     let (code, report, err) = job_json(&["--nccl", dir_arg(&dir)]);
     // No host or cable was measured: the records alone never vouch for the infrastructure.
     assert_eq!(code, 3, "{err}\n{report:#}");
@@ -140,12 +137,8 @@ fn records_not_read_are_counted_and_the_rest_judged() {
 {"dump_stats": {"dropped": 0}}
 { "header": { "id": "0x5a0000000004", "rank": 
 "#;
-    let dir = write_job(
-        &temp_dir("nccl-skipped").join("nccl-inspector-4242"),
-        START_US,
-        None,
-        extra,
-    );
+    let root = temp_dir("nccl-skipped");
+    let dir = write_job(&root.join("nccl-inspector-4242"), START_US, None, extra);
     let (code, report, err) = job_json(&["--nccl", dir_arg(&dir)]);
     assert_eq!(code, 3, "{err}");
     let skipped = &report["symptom"]["skipped"];
@@ -155,7 +148,7 @@ fn records_not_read_are_counted_and_the_rest_judged() {
 
 #[test]
 fn a_straggler_off_the_jobs_nodes_is_not_blamed() {
-    let dir = straggler_job("nccl-off-nodes", 0);
+    let (_root, dir) = straggler_job("nccl-off-nodes", 0);
     let (code, report, err) = job_json(&[
         "--nccl",
         dir_arg(&dir),
@@ -175,7 +168,7 @@ fn a_straggler_off_the_jobs_nodes_is_not_blamed() {
 
 #[test]
 fn beside_a_simulated_cluster_the_straggler_joins_the_verdict() {
-    let dir = straggler_job("nccl-sim", 60);
+    let (_root, dir) = straggler_job("nccl-sim", 60);
     let (code, report, err) = job_json(&[
         "--sim-cluster",
         "pod-32",
@@ -205,7 +198,8 @@ fn beside_a_simulated_cluster_the_straggler_joins_the_verdict() {
 fn a_textfile_snapshot_is_read_as_the_plugin_writes_it() {
     // NCCL_INSPECTOR_PROM_DUMP=1: one file per GPU, rewritten with the latest collective
     // of each communicator (the plugin's inspector_prom.cc labels, `nranks`).
-    let dir = temp_dir("nccl-textfile").join("nccl_inspector");
+    let root = temp_dir("nccl-textfile");
+    let dir = root.join("nccl_inspector");
     std::fs::create_dir_all(&dir).unwrap();
     for rank in 0..8u32 {
         let labels = format!(
@@ -237,7 +231,7 @@ fn a_textfile_snapshot_is_read_as_the_plugin_writes_it() {
 
 #[test]
 fn the_words_show_the_symptom_and_the_straggler() {
-    let dir = straggler_job("nccl-words", 60);
+    let (_root, dir) = straggler_job("nccl-words", 60);
     let out = hostping(&["job", "--nccl", dir_arg(&dir)]);
     let text = stdout(&out);
     assert!(text.contains("NCCL Inspector"), "{text}");
@@ -247,7 +241,8 @@ fn the_words_show_the_symptom_and_the_straggler() {
 
 #[test]
 fn bad_directories_are_refused_naming_them() {
-    let missing = temp_dir("nccl-missing").join("no-such-dir");
+    let root = temp_dir("nccl-missing");
+    let missing = root.join("no-such-dir");
     let out = hostping(&["job", "--nccl", dir_arg(&missing)]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no-such-dir"), "{}", stderr(&out));
@@ -268,12 +263,8 @@ fn bad_directories_are_refused_naming_them() {
     );
 
     // Not with a collector (yet: the collector judges there, from the agents' summaries).
-    let dir = write_job(
-        &temp_dir("nccl-collector").join("nccl-inspector-4242"),
-        START_US,
-        None,
-        "",
-    );
+    let root = temp_dir("nccl-collector");
+    let dir = write_job(&root.join("nccl-inspector-4242"), START_US, None, "");
     let out = hostping(&[
         "job",
         "--nccl",

@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::job::job_json;
-use common::{hostping, stderr, stdout, temp_dir};
+use common::{hostping, stderr, stdout, temp_dir, TestDir};
 use serde_json::Value;
 
 /// Four hosts, one on each rail-0 leaf of pod-32 (DESIGN 4.6): node017's rnic0 is leaf3's
@@ -25,8 +25,9 @@ const START_S: f64 = 1_795_000_000.0;
 
 /// Runs the simulated job with `inject` (and `extra` flags), its records written under a
 /// test folder `name`; returns the verdict and the folder.
-fn simulate(name: &str, inject: &[&str], extra: &[&str]) -> (i32, Value, PathBuf) {
-    let dir = temp_dir(name).join("nccl-inspector-sim");
+fn simulate(name: &str, inject: &[&str], extra: &[&str]) -> (i32, Value, TestDir, PathBuf) {
+    let root = temp_dir(name);
+    let dir = root.join("nccl-inspector-sim");
     let mut args = vec![
         "--sim-cluster",
         "pod-32",
@@ -46,7 +47,7 @@ fn simulate(name: &str, inject: &[&str], extra: &[&str]) -> (i32, Value, PathBuf
     let (code, report, err) = job_json(&args);
     assert_ne!(code, 2, "{err}");
     assert!(err.contains("simulated NCCL Inspector records"), "{err}");
-    (code, report, dir)
+    (code, report, root, dir)
 }
 
 /// `job --nccl DIR` alone.
@@ -62,7 +63,7 @@ fn culprits(report: &Value) -> &Vec<Value> {
 
 #[test]
 fn a_straggler_host_is_named_from_its_records_its_network_healthy() {
-    let (code, report, dir) =
+    let (code, report, _root, dir) =
         simulate("simrec-straggler", &["node009:straggler:gpu3:40ms@4s"], &[]);
     assert_eq!(code, 1, "{report:#}");
     assert_eq!(report["simulated"], true);
@@ -106,7 +107,7 @@ fn a_straggler_host_is_named_from_its_records_its_network_healthy() {
 fn a_rail_slowed_by_a_cable_mid_run_is_named_by_its_cable() {
     let inject = ["fabric:degrade:node017/rnic0:0.3@4s"];
     // The mesh alone leaves the host's cable and its leaf's uplink as candidates.
-    let (code, report, _) = simulate("simrec-slow-rail-mesh", &inject, &[]);
+    let (code, report, _, _) = simulate("simrec-slow-rail-mesh", &inject, &[]);
     assert_eq!(code, 1, "{report:#}");
     assert_eq!(report["verdict"], "network", "{report:#}");
     let candidates = &culprits(&report)[0]["candidates"];
@@ -119,7 +120,7 @@ fn a_rail_slowed_by_a_cable_mid_run_is_named_by_its_cable() {
         "{report:#}"
     );
     // The follow-up probes split them.
-    let (code, report, dir) = simulate("simrec-slow-rail", &inject, &["--probe"]);
+    let (code, report, _root, dir) = simulate("simrec-slow-rail", &inject, &["--probe"]);
     assert_eq!(code, 1, "{report:#}");
     assert_eq!(report["verdict"], "network", "{report:#}");
     let top = &culprits(&report)[0];
@@ -152,7 +153,7 @@ fn a_rail_slowed_by_a_cable_mid_run_is_named_by_its_cable() {
 
 #[test]
 fn a_healthy_simulated_job_has_no_culprit_and_is_not_slow() {
-    let (code, report, dir) = simulate("simrec-healthy", &[], &["--probe"]);
+    let (code, report, _root, dir) = simulate("simrec-healthy", &[], &["--probe"]);
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["verdict"], "neither", "{report:#}");
     assert!(culprits(&report).is_empty(), "{report:#}");
@@ -166,7 +167,7 @@ fn a_healthy_simulated_job_has_no_culprit_and_is_not_slow() {
 #[test]
 fn a_fault_starting_after_the_job_ended_is_not_measured() {
     // 90 steps of about 100 ms end near 9 s: a cable degraded at 600 s never touched it.
-    let (code, report, _) = simulate(
+    let (code, report, _, _) = simulate(
         "simrec-after-end",
         &["fabric:degrade:node017/rnic0:0.3@600s"],
         &[],
@@ -177,7 +178,8 @@ fn a_fault_starting_after_the_job_ended_is_not_measured() {
 
 #[test]
 fn bad_steps_and_start_times_are_refused_naming_them() {
-    let dir = temp_dir("simrec-bad").join("out");
+    let root = temp_dir("simrec-bad");
+    let dir = root.join("out");
     let dir = dir.to_str().unwrap();
     for (args, says) in [
         (
@@ -289,9 +291,9 @@ fn bench_job_passive_scores_each_class_with_and_without_probes() {
 #[test]
 fn a_hosts_fault_is_measured_once_started_by_the_jobs_end() {
     let fault = "node009:degrade:rnic0--lsw0:0.3";
-    let (_, before, _) = simulate("simrec-host-later", &[&format!("{fault}@600s")], &[]);
+    let (_, before, _, _) = simulate("simrec-host-later", &[&format!("{fault}@600s")], &[]);
     assert!(culprits(&before).is_empty(), "{before:#}");
-    let (code, during, _) = simulate("simrec-host-now", &[&format!("{fault}@2s")], &[]);
+    let (code, during, _, _) = simulate("simrec-host-now", &[&format!("{fault}@2s")], &[]);
     assert_eq!(code, 1, "{during:#}");
     assert_eq!(culprits(&during)[0]["host"], "node009", "{during:#}");
 }
@@ -299,7 +301,7 @@ fn a_hosts_fault_is_measured_once_started_by_the_jobs_end() {
 #[test]
 fn a_hosts_degraded_gpu_link_mid_run_slows_the_job_and_its_drain_wins_time_back() {
     let fault = "node009:degrade:gpu0--lsw0:0.3";
-    let (code, report, dir) = simulate("simrec-host-link", &[&format!("{fault}@4s")], &[]);
+    let (code, report, _root, dir) = simulate("simrec-host-link", &[&format!("{fault}@4s")], &[]);
     assert_eq!(code, 1, "{report:#}");
     assert_eq!(report["verdict"], "host", "{report:#}");
     let top = &culprits(&report)[0];
@@ -348,7 +350,8 @@ fn a_hosts_degraded_gpu_link_mid_run_slows_the_job_and_its_drain_wins_time_back(
     // The cluster measured (the link degraded by now) beside the records, follow-ups on,
     // and a dry-run policy: the host is the culprit, its recheck confirms it, and its drain
     // wins back the time the records lost.
-    let policy = temp_dir("simrec-host-link-policy").join("actions.toml");
+    let policy_dir = temp_dir("simrec-host-link-policy");
+    let policy = policy_dir.join("actions.toml");
     std::fs::write(
         &policy,
         "mode = \"dry-run\"\nconfirm = 1\nkinds = [\"drain\"]\n",

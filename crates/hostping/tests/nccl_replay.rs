@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::job::job_json;
-use common::{hostping, stderr, temp_dir};
+use common::{hostping, stderr, temp_dir, TestDir};
 use model::inspector::{parse_json, record_json, CollectiveRecord};
 
 /// Two hosts of pod-32; node002's gpu3 (world rank 8 + 3) starts late from 1 s on.
@@ -23,13 +23,14 @@ const NODE: &str = "gpu-a17";
 
 /// Runs the simulated job (`steps` steps `step_ms` apart) with [`STRAGGLER`] into
 /// `<name>/sim`; returns it.
-fn simulate(name: &str, steps: &str, step_ms: &str) -> PathBuf {
+fn simulate(name: &str, steps: &str, step_ms: &str) -> (TestDir, PathBuf) {
     simulate_with(name, steps, step_ms, &["--inject", STRAGGLER])
 }
 
 /// [`simulate`] with `faults` (`--inject` arguments, or none).
-fn simulate_with(name: &str, steps: &str, step_ms: &str, faults: &[&str]) -> PathBuf {
-    let sim = temp_dir(name).join("sim");
+fn simulate_with(name: &str, steps: &str, step_ms: &str, faults: &[&str]) -> (TestDir, PathBuf) {
+    let root = temp_dir(name);
+    let sim = root.join("sim");
     let mut args = vec!["--sim-cluster", "pod-32", "--nodes", NODES];
     args.extend_from_slice(faults);
     args.extend([
@@ -44,7 +45,7 @@ fn simulate_with(name: &str, steps: &str, step_ms: &str, faults: &[&str]) -> Pat
     ]);
     let (code, report, err) = job_json(&args);
     assert_ne!(code, 2, "{err} {report:#}");
-    sim
+    (root, sim)
 }
 
 /// `nccl replay` from `from` into `to`, simulated host and node as `host` (SIM=NODE).
@@ -92,7 +93,7 @@ fn now_us() -> f64 {
 
 #[test]
 fn a_replayed_dump_is_the_simulated_hosts_moved_onto_the_node_and_judged_the_same() {
-    let sim = simulate("replay-whole", "60", "50");
+    let (_sim_root, sim) = simulate("replay-whole", "60", "50");
     let to = sim.with_file_name("nccl-inspector-42");
     // A history longer than the job: every record is written at once.
     let before = now_us();
@@ -163,7 +164,7 @@ fn a_replayed_dump_is_the_simulated_hosts_moved_onto_the_node_and_judged_the_sam
 #[test]
 fn a_live_replay_writes_each_record_once_its_collective_has_ended() {
     // About 1.5 s of collectives, none of them history.
-    let sim = simulate("replay-live", "30", "50");
+    let (_sim_root, sim) = simulate("replay-live", "30", "50");
     let to = sim.with_file_name("nccl-inspector-43");
     let mut child = Command::new(env!("CARGO_BIN_EXE_hostping"))
         .args(replay_args(&sim, &to, "0"))
@@ -208,7 +209,7 @@ fn a_live_replay_writes_each_record_once_its_collective_has_ended() {
 
 #[test]
 fn a_bad_input_or_host_is_refused_naming_it_and_nothing_is_written() {
-    let sim = simulate("replay-bad", "10", "50");
+    let (_sim_root, sim) = simulate("replay-bad", "10", "50");
     let to = sim.with_file_name("nccl-inspector-44");
     let bad = sim.join("node002-10011.log");
     let text = std::fs::read_to_string(&bad).unwrap();
@@ -256,7 +257,7 @@ fn a_bad_input_or_host_is_refused_naming_it_and_nothing_is_written() {
 
 #[test]
 fn nodes_replaying_one_job_with_one_start_move_its_times_alike() {
-    let sim = simulate_with("replay-started", "20", "50", &[]);
+    let (_sim_root, sim) = simulate_with("replay-started", "20", "50", &[]);
     // The job began an hour ago by one clock reading; the two nodes start their replays
     // a second apart, as two nodes' batch steps do.
     let started_s = (now_us() / 1e6 - 3600.0).floor();

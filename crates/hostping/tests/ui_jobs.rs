@@ -32,7 +32,7 @@ use common::postgres::{get, post_to, Collector, Postgres};
 use common::summaries::{
     healthy_job, straggler_job, summary, upload, BUCKETS, BYTES, HOSTS, ONSET_BUCKET, WIDTH,
 };
-use common::{hostping, stdout, temp_dir, tokens_file};
+use common::{hostping, stdout, temp_dir, tokens_file, TestDir};
 use fantoccini::{Client, Locator};
 use fleet_api::job_series::JobBusbw;
 use model::inspector::{RankSummary, Skipped};
@@ -81,13 +81,14 @@ fn post_jobs(addr: std::net::SocketAddr, t0: f64) -> (Vec<RankSummary>, Vec<Rank
 }
 
 /// A PostgreSQL cluster and a collector holding the hosts' tokens.
-fn fleet(name: &str) -> Option<(Postgres, Collector)> {
+/// The folder comes first, to be dropped last: PostgreSQL's data is in it.
+fn fleet(name: &str) -> Option<(TestDir, Postgres, Collector)> {
     let dir = temp_dir(name);
     let pg = Postgres::start(&dir)?;
     let tokens: Vec<(&str, String)> = HOSTS.iter().map(|h| (*h, token(h))).collect();
     let tokens: Vec<(&str, &str)> = tokens.iter().map(|(h, t)| (*h, t.as_str())).collect();
     let collector = Collector::start(&pg, &tokens_file(&dir, &tokens), &[]);
-    Some((pg, collector))
+    Some((dir, pg, collector))
 }
 
 /// The middle value, or the mean of the two middle values: the test's own median.
@@ -120,7 +121,7 @@ fn medians(summaries: &[RankSummary]) -> BTreeMap<(String, u64), (f64, u32)> {
 
 #[test]
 fn the_busbw_series_are_the_medians_over_ranks_per_bucket() {
-    let Some((_pg, collector)) = fleet("ui-jobs-busbw") else {
+    let Some((_dir, _pg, collector)) = fleet("ui-jobs-busbw") else {
         return;
     };
     let addr = collector.addr;
@@ -256,7 +257,7 @@ fn the_jobs_page_lists_the_slow_job_first_and_its_page_draws_its_collectives() {
     let Some(driver) = ChromeDriver::start() else {
         return;
     };
-    let Some((pg, collector)) = fleet("ui-jobs") else {
+    let Some((_dir, pg, collector)) = fleet("ui-jobs") else {
         return;
     };
     let addr = collector.addr;

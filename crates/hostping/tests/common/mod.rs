@@ -41,11 +41,46 @@ pub fn have_debian_binary(binary: &str, package: &str, require: &str) -> bool {
 }
 
 /// A per-test folder, emptied first.
-pub fn temp_dir(name: &str) -> PathBuf {
+pub fn temp_dir(name: &str) -> TestDir {
     let dir = std::env::temp_dir().join(format!("hostping-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    TestDir(dir)
+}
+
+/// A test's folder, removed when it goes out of scope, so that a run of the suite leaves
+/// nothing behind (they held 3 GB a run, and a machine's disk filled up). A failed test's
+/// folder is kept, and named, to look into. Bind it for as long as the test uses a path in
+/// it: a temporary is dropped, and its folder removed, at the end of its statement.
+pub struct TestDir(PathBuf);
+
+impl std::ops::Deref for TestDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TestDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TestDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("kept the failed test's folder {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 /// What a finished command left.
