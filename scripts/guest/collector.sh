@@ -10,14 +10,23 @@
 # namespace named by $collector_netns when it is set (job-loop.sh: the switch's). Needs
 # $hostping.
 # stop_postgres DIR: stops that PostgreSQL (the caller stops the collector with its agents).
+# agent_config NAME: writes $dir/NAME.toml, the configuration of an agent that judges its
+# checks against $dir/NAME-baseline.json ($check_iterations, $abnormal_th) and checks on
+# request only: no duty-cycle limit, whose 2 s burst a TCG check outlasts (the verdicts ask
+# for every check), and no re-probes within a run, which under TCG take seconds.
 # shellcheck disable=SC2154 # $out and $hostping are the sourcing script's
 pg=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 
-# in_collector_netns COMMAND...: COMMAND in $collector_netns, or here.
-in_collector_netns() {
-    if [ -n "${collector_netns:-}" ]; then ip netns exec "$collector_netns" "$@"; else "$@"; fi
+# Sets $netns to the command prefix that runs in $collector_netns, or to none. `ip netns
+# exec` execs its command, so `$!` of a prefixed command in the background is its own pid.
+collector_netns_prefix() {
+    netns=()
+    [ -z "${collector_netns:-}" ] || netns=(ip netns exec "$collector_netns")
 }
-as_nobody() { in_collector_netns runuser -u nobody -- "$@"; }
+as_nobody() {
+    collector_netns_prefix
+    "${netns[@]}" runuser -u nobody -- "$@"
+}
 
 start_collector() {
     local name=$1 dir=$2 pgport=$3 listen=$4
@@ -27,9 +36,7 @@ start_collector() {
     step "$name-postgres" as_nobody "$pg/pg_ctl" -D "$dir/pgdata" -l "$dir/postgres.log" -w -o \
         "-c port=$pgport -c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir -c fsync=off -c shared_buffers=16MB -c max_connections=40" \
         start
-    # Not through in_collector_netns: $! must be the collector's own pid.
-    local netns=()
-    [ -z "${collector_netns:-}" ] || netns=(ip netns exec "$collector_netns")
+    collector_netns_prefix
     "${netns[@]}" "$hostping" collector \
         --database "postgres://hostping@127.0.0.1:$pgport/postgres" --listen "$listen" \
         --tokens "$dir/tokens" --probe-tokens "$dir/probe.tokens" "$@" \
@@ -42,3 +49,8 @@ start_collector() {
 }
 
 stop_postgres() { as_nobody "$pg/pg_ctl" -D "$1/pgdata" -m fast stop >/dev/null; }
+
+agent_config() {
+    printf '[agent]\nbaseline = "%s"\n[probe]\niterations = %s\n[thresholds]\nabnormal_th = %s\nreprobe_rounds = 0\n[triggers]\nhost_status_every = "100h"\nsymptoms_every = "100h"\nmax_duty_cycle = 1.0\nburst = "1h"\n' \
+        "$dir/$1-baseline.json" "$check_iterations" "$abnormal_th" >"$dir/$1.toml"
+}

@@ -63,13 +63,10 @@ baseline() {
     cp "$dir/$1-baseline.json" "$out/job-$1-baseline.json"
 }
 
-# agent NAME DEVICE PORT CPU: NAME's agent judging its checks against its baseline, checking
-# on request only (no duty-cycle limit, whose 2 s burst a TCG check outlasts: the windows
-# ask for every check; no re-probes within a run, which under TCG take seconds), its API on
+# agent NAME DEVICE PORT CPU: NAME's agent (collector.sh's agent_config), its API on
 # 127.0.0.1:PORT, pinned to vCPU CPU as mesh-agents.sh pins them.
 agent() {
-    printf '[agent]\nbaseline = "%s"\n[probe]\niterations = %s\n[thresholds]\nabnormal_th = %s\nreprobe_rounds = 0\n[triggers]\nhost_status_every = "100h"\nsymptoms_every = "100h"\nmax_duty_cycle = 1.0\nburst = "1h"\n' \
-        "$dir/$1-baseline.json" "$check_iterations" "$abnormal_th" >"$dir/$1.toml"
+    agent_config "$1"
     taskset -c "$4" "$hostping" agent --config "$dir/$1.toml" --db "/tmp/job-$1.db" \
         --listen "127.0.0.1:$3" --name "$1" --devices "$2" --collector "$collector" \
         --token "tok-$1-0123456789" --probe-tokens "$dir/probe.tokens" \

@@ -94,8 +94,7 @@ for i in "${!nodes[@]}"; do
     n=$((i + 1)) node=${nodes[$i]}
     step "baseline-$node" in_host "$n" "$hostping" baseline --runs "$baseline_runs" \
         --iterations "$check_iterations" -o "$dir/$node-baseline.json"
-    printf '[agent]\nbaseline = "%s"\n[probe]\niterations = %s\n[thresholds]\nabnormal_th = %s\nreprobe_rounds = 0\n[triggers]\nhost_status_every = "100h"\nsymptoms_every = "100h"\nmax_duty_cycle = 1.0\nburst = "1h"\n' \
-        "$dir/$node-baseline.json" "$check_iterations" "$abnormal_th" >"$dir/$node.toml"
+    agent_config "$node"
     mkdir -p "$dir/dumps-$node"
     # Not through in_host: $! must be the agent's own pid (ip netns exec execs it).
     ip netns exec "h$n" "$hostping" agent --config "$dir/$node.toml" --db "$dir/$node.db" \

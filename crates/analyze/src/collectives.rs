@@ -13,6 +13,7 @@ use model::inspector::{
 };
 use model::job::CollectiveEvidence;
 
+use crate::ring_model::ring_busbw_gbs;
 use crate::robust::{median, Robust, MAD_TO_SIGMA};
 
 /// A bucket is slow when its bus bandwidth is more than this share under the earlier
@@ -28,10 +29,11 @@ pub const SLOW_MADS: f64 = 3.0;
 pub const SUSTAINED_BUCKETS: usize = 2;
 /// Earlier buckets needed for an earlier level: a median and MAD of fewer is no level.
 pub const MIN_EARLIER_BUCKETS: usize = 3;
-/// A communicator under this share of what its topology allows (DESIGN 4.8's `expected`),
-/// with no earlier level it fell from, is slow from its start: a ring's busbw approaches the
-/// slowest link's rate (the reference), so under half of it is a link at half its rate or
-/// worse, not the algorithm's overhead.
+/// A communicator under this share of what its topology allows at its size (DESIGN 4.8's
+/// `expected`, [`ring_busbw_gbs`]), with no earlier level it fell from, is slow from its
+/// start: a ring's busbw approaches the slowest link's rate (the reference), and NCCL's
+/// model has taken off the latency, so under half of it is a link at half its rate or worse,
+/// not the algorithm's overhead.
 pub const UNDER_EXPECTED: f64 = 0.5;
 /// A rank is late in a bucket only by more than this, us: launch skew between the ranks of
 /// one collective is tens to hundreds of us; a millisecond is the rank's own delay.
@@ -76,19 +78,28 @@ pub fn bucket_width_s(records: &[CollectiveRecord]) -> f64 {
 /// median over those; `None` when none recurs. A training step issues the same collectives
 /// each time, so this is the step, or a fraction of it when one size recurs within a step.
 pub fn step_s(records: &[CollectiveRecord]) -> Option<f64> {
-    type Key<'a> = (&'a str, u32, &'a str, u64);
-    let mut starts: BTreeMap<Key<'_>, Vec<(u64, f64)>> = BTreeMap::new();
-    for r in records {
-        starts
-            .entry((&r.communicator, r.rank, &r.collective, r.bytes))
-            .or_default()
-            .push((r.seq, r.at_us));
-    }
-    let gaps = starts.into_values().filter_map(|mut s| {
-        s.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
-        median(s.windows(2).map(|w| (w[1].1 - w[0].1) / 1e6))
-    });
+    let gaps = series(records)
+        .into_values()
+        .filter_map(|rs| median(rs.windows(2).map(|w| (w[1].at_us - w[0].at_us) / 1e6)));
     median(gaps).filter(|&g| g > 0.0 && g.is_finite())
+}
+
+/// A rank's collectives of one kind and size in one communicator.
+type SeriesKey<'a> = (&'a str, u32, &'a str, u64);
+
+/// The records by communicator, rank, collective and size, each series in sequence order:
+/// what a step recurs in ([`step_s`]) and what a summary summarises ([`summarize`]).
+fn series(records: &[CollectiveRecord]) -> BTreeMap<SeriesKey<'_>, Vec<&CollectiveRecord>> {
+    let mut by: BTreeMap<SeriesKey<'_>, Vec<&CollectiveRecord>> = BTreeMap::new();
+    for r in records {
+        by.entry((&r.communicator, r.rank, &r.collective, r.bytes))
+            .or_default()
+            .push(r);
+    }
+    for rs in by.values_mut() {
+        rs.sort_by(|a, b| a.seq.cmp(&b.seq).then(a.at_us.total_cmp(&b.at_us)));
+    }
+    by
 }
 
 /// Summarises `records` per communicator, rank, collective, size and time bucket of
@@ -100,42 +111,36 @@ pub fn summarize(records: &[CollectiveRecord], width_s: f64) -> Vec<RankSummary>
     if !(width_s > 0.0 && width_s.is_finite()) {
         return Vec::new();
     }
-    type Key<'a> = (&'a str, u32, &'a str, u64, i64);
-    let mut groups: BTreeMap<Key<'_>, Vec<&CollectiveRecord>> = BTreeMap::new();
-    for r in records {
-        let bucket = (r.at_us / 1e6 / width_s).floor() as i64;
-        groups
-            .entry((&r.communicator, r.rank, &r.collective, r.bytes, bucket))
-            .or_default()
-            .push(r);
+    let mut out = Vec::new();
+    for ((communicator, rank, collective, bytes), rs) in series(records) {
+        let mut buckets: BTreeMap<i64, Vec<&CollectiveRecord>> = BTreeMap::new();
+        for r in rs {
+            let bucket = (r.at_us / 1e6 / width_s).floor() as i64;
+            buckets.entry(bucket).or_default().push(r);
+        }
+        out.extend(buckets.into_iter().map(|(bucket, rs)| {
+            let (first, last) = (rs[0], rs[rs.len() - 1]);
+            RankSummary {
+                communicator: communicator.to_string(),
+                rank,
+                n_ranks: first.n_ranks,
+                n_nodes: first.n_nodes,
+                hostname: first.hostname.clone(),
+                pid: first.pid,
+                gpu: first.gpu,
+                collective: collective.to_string(),
+                bytes,
+                start_s: bucket as f64 * width_s,
+                width_s,
+                count: rs.len() as u64,
+                first_seq: first.seq,
+                last_seq: last.seq,
+                exec_us: median(rs.iter().map(|r| r.exec_us)).unwrap_or_default(),
+                busbw_gbs: median(rs.iter().map(|r| r.busbw_gbs)).unwrap_or_default(),
+            }
+        }));
     }
-    groups
-        .into_iter()
-        .map(
-            |((communicator, rank, collective, bytes, bucket), mut rs)| {
-                rs.sort_by(|a, b| a.seq.cmp(&b.seq).then(a.at_us.total_cmp(&b.at_us)));
-                let (first, last) = (rs[0], rs[rs.len() - 1]);
-                RankSummary {
-                    communicator: communicator.to_string(),
-                    rank,
-                    n_ranks: first.n_ranks,
-                    n_nodes: first.n_nodes,
-                    hostname: first.hostname.clone(),
-                    pid: first.pid,
-                    gpu: first.gpu,
-                    collective: collective.to_string(),
-                    bytes,
-                    start_s: bucket as f64 * width_s,
-                    width_s,
-                    count: rs.len() as u64,
-                    first_seq: first.seq,
-                    last_seq: last.seq,
-                    exec_us: median(rs.iter().map(|r| r.exec_us)).unwrap_or_default(),
-                    busbw_gbs: median(rs.iter().map(|r| r.busbw_gbs)).unwrap_or_default(),
-                }
-            },
-        )
-        .collect()
+    out
 }
 
 /// The job's symptom (DESIGN 4.8) from its ranks' summaries: each communicator's
@@ -253,12 +258,15 @@ fn level(g: &Group<'_>, expected: &model::job::ExpectedBusBandwidth) -> Level {
         .collect();
     let values: Vec<f64> = series.iter().map(|p| p.1).collect();
     // DESIGN 4.8: a communicator within one host exercises NVLink/PCIe only, one across
-    // hosts the RNICs too (the reference).
-    let expected = if g.n_nodes() > 1 {
+    // hosts the RNICs too (the reference). What its links allow, NCCL's model brings down to
+    // what a ring of its size reaches: a small collective is latency-bound, not slow.
+    let bound = if g.n_nodes() > 1 {
         expected.across_hosts
     } else {
         expected.within_host
     };
+    let expected = bound
+        .and_then(|b| ring_busbw_gbs(b, g.collective, g.bytes, g.n_ranks(), g.n_nodes().max(1)));
     let window = median(values.iter().copied()).unwrap_or_default();
     let (since, before, during, hit) = if let Some(i) = onset(&values) {
         let before = median(values[..i].iter().copied()).unwrap_or_default();
@@ -633,8 +641,24 @@ pub(crate) mod tests {
         let s = symptom(&e);
         assert!(s.slow, "{s:?}");
         assert_eq!(s.since, Some(T0));
-        assert_eq!(s.busbw_gbs.expected, Some(3.0 * healthy));
+        // What the links allow, brought down by NCCL's model to what a ring of 64 MiB over
+        // this communicator's ranks reaches.
+        let at = |bound, ranks| ring_busbw_gbs(bound, "AllReduce", BYTES, ranks, 8);
+        let expected = s.busbw_gbs.expected.unwrap();
+        assert!(
+            [at(3.0 * healthy, 16), at(3.0 * healthy, 8)].contains(&Some(expected)),
+            "{s:?}"
+        );
+        assert!(expected < 3.0 * healthy);
         assert_eq!(s.busbw_gbs.before, None, "no earlier level");
+        // 0xb under half of what the links allow, but not of what a ring of 64 MiB over its
+        // 8 hosts reaches (NCCL's model gives it 0.3 ms of latency to its 2.8 of transfer):
+        // not slow.
+        let bound = 2.0 * healthy;
+        e.expected_busbw_gbs.across_hosts = Some(bound);
+        let s = symptom(&e);
+        assert!(!s.slow, "{s:?}");
+        assert!(s.communicators[1].busbw_gbs < 0.5 * bound, "{s:?}");
         // Within one host is another rate: it does not judge these communicators.
         e.expected_busbw_gbs = ExpectedBusBandwidth {
             across_hosts: None,

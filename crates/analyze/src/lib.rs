@@ -111,6 +111,7 @@ pub mod pair;
 pub mod pair_baseline;
 pub mod relative;
 mod reprobe;
+pub mod ring_model;
 pub mod robust;
 mod status;
 pub mod symptoms;

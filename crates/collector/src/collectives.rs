@@ -663,7 +663,13 @@ pub(crate) async fn read_job(
             &[&job, &since],
         )
         .await?;
-    let nodes: BTreeSet<String> = summaries.iter().map(|s| s.hostname.clone()).collect();
+    let nodes: Vec<String> = summaries
+        .iter()
+        .map(|s| s.hostname.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let expected_busbw_gbs = crate::job::hosts::expected_busbw(client, &nodes).await?;
     let evidence = CollectiveEvidence {
         records: counts.get::<_, i64>(0) as u64,
         summaries,
@@ -671,15 +677,13 @@ pub(crate) async fn read_job(
             unknown_records: counts.get::<_, i64>(1) as u64,
             bad_records: counts.get::<_, i64>(2) as u64,
         },
-        // What the job's links allow is not known here yet (the collector judging its
-        // jobs against their hosts' RNICs comes next).
-        expected_busbw_gbs: Default::default(),
+        expected_busbw_gbs,
         simulated: counts.get(3),
     };
     Ok(Some(JobRead {
         symptom: analyze::collectives::symptom(&evidence),
         evidence,
-        nodes: nodes.into_iter().collect(),
+        nodes,
         last_seen,
     }))
 }

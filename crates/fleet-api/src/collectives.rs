@@ -75,7 +75,8 @@ pub struct JobEntry {
     /// The hardest-hit communicator's bus bandwidth now (during the slowdown when slow),
     /// GB/s.
     pub busbw_gbs: Option<f64>,
-    /// What its links allow, where known, GB/s.
+    /// What a ring of its size reaches on its links (NCCL's model), where its hosts are
+    /// known, GB/s.
     pub expected_gbs: Option<f64>,
     /// The verdict the collector reached on it, when it judged the job.
     pub verdict: Option<String>,

@@ -227,7 +227,7 @@
       words = "Slow since " + secs(x.since) + ": the hardest-hit communicator's bus bandwidth fell from " +
         fmt(bw.before, 1) + " to " + fmt(bw.during, 1) + " GB/s" + expected + ".";
     } else if (x.slow) {
-      words = "Slow since " + secs(x.since) + ": " + fmt(bw.during, 1) + " GB/s, under what its links allow" + expected + ".";
+      words = "Slow since " + secs(x.since) + ": " + fmt(bw.during, 1) + " GB/s, under half of what a ring of its size reaches on its links" + expected + ".";
     } else {
       words = "No slowdown: its collectives kept their level (" + fmt(bw.before, 1) + " GB/s" + expected + ").";
     }

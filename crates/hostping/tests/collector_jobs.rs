@@ -8,6 +8,8 @@
 //!   straggler; a resend replaces, never adds; an unknown job is 404;
 //! - refusals: no token 401, another host's token 403, a summary outside the contract 400
 //!   naming the field, more summaries than the cap 400;
+//! - what a job's hosts allow (their newest runs' built-in kinds): a job far under it is
+//!   slow from its start; with a host of no known kind nothing is expected;
 //! - a job that slowed while running is judged by the collector by itself (crate
 //!   collector::slow_jobs): its verdict is stored once (`GET /api/jobs/{job}/verdict`),
 //!   listed, and exported (`hostping_job_slow`, `hostping_job_verdict`,
@@ -21,10 +23,10 @@
 mod common;
 
 use collector::retention::{self, Tick};
-use common::job::{now_s, token};
+use common::job::{now_s, post_run, token};
 use common::postgres::{get, post_to, Collector, Postgres};
 use common::summaries::{
-    healthy_job, straggler_job, BUCKETS, HOSTS, ONSET_BUCKET, PER_BUCKET, WIDTH,
+    healthy_job, straggler_job, BUCKETS, BYTES, HOSTS, ONSET_BUCKET, PER_BUCKET, WIDTH,
 };
 use common::{temp_dir, tokens_file, TestDir};
 use fleet_api::collectives::{CollectivesUpload, JobEntry};
@@ -198,6 +200,53 @@ fn the_jobs_list_puts_the_straggler_job_first_and_its_symptom_names_the_straggle
     let (status, answer) = get(fleet.collector.addr, "/api/jobs?since=yesterday");
     assert_eq!(status, 400, "{answer}");
     assert!(answer["error"].as_str().unwrap().contains("since"));
+}
+
+/// The job's hosts' kinds say what their links allow (DESIGN 4.8's `expected`): the
+/// healthy job's 8 ranks on two dgx-a100s (four 200 Gb/s RNICs each) run at a quarter of
+/// what NCCL's model gives a 64 MiB ring there, so it is slow from its start, with no
+/// earlier level to fall from; once a host's newest run is of a kind the collector has no
+/// model of, nothing is expected and it is not.
+#[test]
+fn a_job_far_under_what_its_hosts_allow_is_slow_from_its_start() {
+    let Some(fleet) = fleet("collector-jobs-expected") else {
+        return;
+    };
+    let t0 = t0();
+    let healthy = healthy_job(t0);
+    for host in ["node001", "node002"] {
+        let (status, answer) = post(
+            fleet.collector.addr,
+            host,
+            &upload(host, &[("4343", &healthy)]),
+        );
+        assert_eq!(status, 201, "{answer}");
+    }
+    let dgx = common::sim_report(&[]);
+    assert_eq!(dgx["host"], "dgx-a100", "a run's kind is its report's host");
+    let started = now_s() - 600;
+    for host in ["node001", "node002"] {
+        post_run(fleet.collector.addr, host, 1, started, &dgx);
+    }
+    let listed = jobs(&fleet, "");
+    let job = &listed[0];
+    let expected = analyze::ring_model::ring_busbw_gbs(100.0, "AllReduce", BYTES, 8, 2);
+    assert_eq!(job.expected_gbs, expected, "{job:?}");
+    assert!((80.0..95.0).contains(&expected.unwrap()));
+    assert!(job.slow, "{job:?}");
+    assert_eq!(job.since, Some(t0), "from its first bucket");
+    let busbw = job.busbw_gbs.unwrap();
+    assert!(busbw < 0.5 * expected.unwrap(), "{busbw}");
+    let s = symptom(&fleet, "4343");
+    assert_eq!(s.busbw_gbs.before, None, "no earlier level: {s:?}");
+
+    // node002 reinstalled as a host no built-in model describes.
+    let mut custom = dgx.clone();
+    custom["host"] = "custom-gpu-box".into();
+    post_run(fleet.collector.addr, "node002", 2, started + 60, &custom);
+    let job = &jobs(&fleet, "")[0];
+    assert_eq!(job.expected_gbs, None, "{job:?}");
+    assert!(!job.slow, "{job:?}");
 }
 
 #[test]

@@ -146,13 +146,21 @@ impl Measure for Simulated<'_> {
     type Error = ClusterError;
 
     fn gather(&mut self) -> Step<'_, Result<Gathered, ClusterError>> {
-        // A communicator across hosts runs at most at the RNICs' line rate: NCCL's bus
-        // bandwidth approaches its slowest link's (reference/nccl-inspector.md).
-        let line_rate_gbs = self.cluster.fabric.link_gbps / 8.0;
+        // What the job's hosts allow its communicators (DESIGN 4.8's `expected`), from their
+        // models, where the records' reader did not say.
+        let models: Vec<&model::HostTopology> = match &self.settings.nodes {
+            Some(nodes) => nodes
+                .iter()
+                .filter_map(|n| self.cluster.host_index(n))
+                .map(|h| self.cluster.hosts[h].model())
+                .collect(),
+            None => self.cluster.hosts.iter().map(|h| h.model()).collect(),
+        };
+        let allowed = verdict::job::expected_busbw(&models);
         let collectives = self.collectives.clone().map(|mut c| {
-            c.expected_busbw_gbs
-                .across_hosts
-                .get_or_insert(line_rate_gbs);
+            let given = &mut c.expected_busbw_gbs;
+            given.across_hosts = given.across_hosts.or(allowed.across_hosts);
+            given.within_host = given.within_host.or(allowed.within_host);
             c
         });
         let gathered =

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use model::job::{JobEvidence, JobPath, JobReport, NotJudgedItem};
+use model::job::{ExpectedBusBandwidth, JobEvidence, JobPath, JobReport, NotJudgedItem};
 use model::{ComponentClass, ComponentId};
 use serde::Serialize;
 
@@ -91,6 +91,64 @@ pub fn job_paths(
         .iter()
         .filter_map(|r| path(r, &nearest_endpoint(model, r, Endpoint::Memory)))
         .collect()
+}
+
+/// What a job's hosts allow its communicators' bus bandwidth to reach (DESIGN 4.8's
+/// `expected`), from their models, on the host that allows least:
+/// - across hosts, the line rates of the RNICs its GPUs go through ([`job_paths`]), summed:
+///   NCCL spreads a ring's channels over a host's NICs, and its model puts a ring's bus
+///   bandwidth at its channels times their speed (`ncclTopoTuneModel`);
+/// - within one host, its GPUs' slowest own link: a ring over them goes no faster.
+///
+/// A side is `None` when a host does not say it: no GPU, or a link of unknown capacity.
+pub fn expected_busbw(models: &[&model::HostTopology]) -> ExpectedBusBandwidth {
+    ExpectedBusBandwidth {
+        across_hosts: least(models.iter().map(|m| rnics_gbs(m))),
+        within_host: least(models.iter().map(|m| {
+            least(
+                m.components()
+                    .iter()
+                    .filter(|c| c.class() == ComponentClass::Gpu)
+                    .map(|c| own_link_gbs(m, &c.id)),
+            )
+        })),
+    }
+}
+
+/// The least of `values`; `None` when there is none or one is unknown.
+fn least(mut values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    values
+        .try_fold(f64::INFINITY, |least, v| v.map(|v| least.min(v)))
+        .filter(|v| v.is_finite())
+}
+
+/// The line rates of the RNICs a host's GPUs go through, summed, GB/s.
+fn rnics_gbs(m: &model::HostTopology) -> Option<f64> {
+    let rnics: Vec<ComponentId> = m.rnics().map(|c| c.id.clone()).collect();
+    let used: BTreeSet<String> = job_paths(m, &rnics, Endpoint::Gpu)
+        .into_iter()
+        .filter(|p| gpu(m, &p.endpoint))
+        .map(|p| p.rnic)
+        .collect();
+    let gbps: f64 = m
+        .rnics()
+        .filter(|c| used.contains(c.id.as_str()))
+        .filter_map(|c| c.rnic().map(|r| r.line_rate_gbps))
+        .sum();
+    (gbps > 0.0).then_some(gbps / 8.0)
+}
+
+/// What a component's own link (the first towards its CPU) carries, GB/s, when known.
+fn own_link_gbs(m: &model::HostTopology, id: &ComponentId) -> Option<f64> {
+    let link = m.link(m.links_to_cpu(id).first()?)?;
+    link.capacity_known.then_some(link.capacity_gbps / 8.0)
+}
+
+fn gpu(model: &model::HostTopology, id: &str) -> bool {
+    model
+        .components()
+        .iter()
+        .any(|c| c.id.as_str() == id && c.class() == ComponentClass::Gpu)
 }
 
 /// The endpoint of `class` an RNIC reaches at line rate over the fewest links; the nearest
@@ -195,4 +253,41 @@ fn placement(cluster: &Cluster, nodes: &[String]) -> Result<Vec<usize>, PlanErro
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn builtin(name: &str) -> model::HostTopology {
+        model::builtin::load(name).unwrap().unwrap()
+    }
+
+    #[test]
+    fn a_dgx_a100_allows_its_four_rnics_across_hosts_and_a_gpu_link_within() {
+        let dgx = builtin("dgx-a100");
+        let e = expected_busbw(&[&dgx]);
+        // DESIGN 4.1: four 200 Gb/s RNICs, each nearest two of the eight GPUs.
+        assert_eq!(e.across_hosts, Some(4.0 * 200.0 / 8.0));
+        // Each GPU's own Gen4 x16 link.
+        let gpu_link = dgx.link(&dgx.links_to_cpu(&"gpu0".into())[0]).unwrap();
+        assert_eq!(e.within_host, Some(gpu_link.capacity_gbps / 8.0));
+        assert!((25.0..33.0).contains(&e.within_host.unwrap()), "{e:?}");
+    }
+
+    #[test]
+    fn the_host_that_allows_least_bounds_the_job_and_an_unknown_link_bounds_nothing() {
+        // A single-socket host's two 200 Gb/s RNICs beside a dgx-a100's four.
+        let (dgx, small) = (builtin("dgx-a100"), builtin("single-socket"));
+        assert_eq!(expected_busbw(&[&dgx, &small]).across_hosts, Some(50.0));
+        assert_eq!(expected_busbw(&[]), ExpectedBusBandwidth::default());
+        // A virtual machine's GPU links say nothing of what they carry (IBM's H100 VSI, as
+        // its NCCL topology file gives it).
+        let vm = model::nccl_topo::parse(
+            "nccl-ibm-h100-vsi-topo.xml",
+            include_str!("../../model/testdata/hosts/nccl-ibm-h100-vsi-topo.xml"),
+        )
+        .unwrap();
+        assert_eq!(expected_busbw(&[&dgx, &vm]).within_host, None);
+    }
 }

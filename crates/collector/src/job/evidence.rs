@@ -6,7 +6,7 @@
 //! its recorded baseline.
 
 use super::follow_up::check_unjudged;
-use super::hosts::hosts;
+use super::hosts::{expected_busbw, hosts};
 use super::pairs::job_pair;
 use super::ports::ports;
 use super::query::VerdictQuery;
@@ -16,7 +16,7 @@ use crate::mesh::{Access, MeshRequest, Refusal};
 use crate::pair_baselines;
 use axum::http::StatusCode;
 use fleet_api::mesh::MeshPair;
-use model::job::{FollowUp, JobEvidence, NotJudgedItem};
+use model::job::{CollectiveEvidence, FollowUp, JobEvidence, NotJudgedItem};
 use model::Provenance;
 use std::time::Duration;
 
@@ -61,7 +61,12 @@ pub async fn gather(
         // agents sent them, read over the hour before the window's end too, as the
         // symptom's earlier level lies before its onset.
         let collectives = match (&query.collectives, &query.job) {
-            (Some(posted), _) => Some(posted.clone()),
+            (Some(posted), _) => Some(CollectiveEvidence {
+                expected_busbw_gbs: expected_busbw(&client, &query.nodes)
+                    .await
+                    .map_err(|e| crate::server_words(&e))?,
+                ..posted.clone()
+            }),
             (None, Some(job)) => {
                 let since = (query.window.since_s as f64)
                     .min(query.window.until_s as f64 - SYMPTOM_LOOKBACK_S);

@@ -12,10 +12,40 @@ use super::query::Window;
 use crate::refresh;
 use analyze::fleet::baseline::FleetPath;
 use analyze::fleet::judge::{has_own_baseline, judge, Verdict};
-use model::job::{FleetAbnormal, JobHost, JobPath, NotJudgedItem};
+use model::job::{ExpectedBusBandwidth, FleetAbnormal, JobHost, JobPath, NotJudgedItem};
 use model::{ComponentId, HostTopology, Mode, PathStatus, Report};
 use std::collections::{BTreeMap, HashMap};
 use tokio_postgres::Client;
+
+/// What the job's hosts allow its communicators' bus bandwidth to reach (DESIGN 4.8's
+/// `expected`, [`verdict::job::expected_busbw`]), from the models of their kinds (each
+/// node's newest run's): unknown when a node has no run or its kind is no built-in model,
+/// as a host the agent discovered is not (its report does not carry its links' rates).
+pub async fn expected_busbw(
+    client: &Client,
+    nodes: &[String],
+) -> Result<ExpectedBusBandwidth, tokio_postgres::Error> {
+    let rows = client
+        .query(
+            "SELECT DISTINCT ON (h.name) h.name, r.kind
+             FROM hosts h JOIN runs r ON r.host_id = h.id
+             WHERE h.name = ANY($1)
+             ORDER BY h.name, r.started_unix_ms DESC, r.id DESC",
+            &[&nodes],
+        )
+        .await?;
+    let models: Option<Vec<HostTopology>> = (rows.len() == nodes.len())
+        .then(|| {
+            rows.iter()
+                .map(|r| model::builtin::load(r.get(1)).and_then(Result::ok))
+                .collect()
+        })
+        .flatten();
+    Ok(match models {
+        Some(models) => verdict::job::expected_busbw(&models.iter().collect::<Vec<_>>()),
+        None => ExpectedBusBandwidth::default(),
+    })
+}
 
 /// A kind's fleet baseline per path (`(rnic, endpoint)`).
 type Fleet = BTreeMap<(String, String), FleetPath>;

@@ -105,6 +105,7 @@ async fn verdict_with_collectives(
         records: posted.records,
         summaries: posted.summaries,
         skipped: posted.skipped,
+        // What the job's hosts allow is read with them (`evidence::gather`).
         expected_busbw_gbs: Default::default(),
         simulated: posted.simulated,
     };

@@ -149,7 +149,7 @@ fn write_symptom(out: &mut String, symptom: &Symptom, style: Style) {
     let expected = symptom
         .busbw_gbs
         .expected
-        .map(|e| format!("; its links allow {e:.1} GB/s"))
+        .map(|e| format!("; a ring of its size reaches {e:.1} GB/s on its links"))
         .unwrap_or_default();
     let state = match (symptom.slow, symptom.since) {
         (true, Some(since)) => style.red(&format!(
