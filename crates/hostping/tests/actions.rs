@@ -36,8 +36,10 @@
 //! set, as ./test.sh does.
 
 mod common;
+#[path = "../../slurm/tests/support/one_node.rs"]
+mod one_node;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -50,6 +52,7 @@ use common::summaries::{summary, BUCKETS, BYTES, EXEC, ONSET_BUCKET, WIDTH};
 use common::{agent, hostping, probe_tokens_file, sim_report, temp_dir, tokens_file, Agent};
 use model::inspector::{RankSummary, Skipped};
 use model::job::{FollowUp, JobReport};
+use one_node::{node_name, sinfo, OneNode};
 use serde_json::Value;
 use verdict::actions::Policy;
 
@@ -58,70 +61,6 @@ const PROBE_TOKEN: &str = "tok-probe-0123456789abcdef";
 
 /// The longest wait for a recheck the collector asked of an agent.
 const CHECK_WAIT: Duration = collector::job::follow_up::CHECK_WAIT;
-
-/// A one-node Slurm, stopped on drop.
-struct Slurm {
-    dir: PathBuf,
-}
-
-impl Drop for Slurm {
-    fn drop(&mut self) {
-        let _ = Command::new(script()).arg("stop").arg(&self.dir).status();
-    }
-}
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm/one-node.sh")
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn start_slurm(dir: &Path) -> Option<Slurm> {
-    // Slurm's daemons run jobs as their users: root only (./test.sh runs the suite as
-    // root, as its Slurm scripts).
-    if !is_root() {
-        eprintln!("skipped: not root (a one-node Slurm needs it)");
-        return None;
-    }
-    let have = Command::new("slurmctld").arg("-V").output().is_ok();
-    if !have {
-        assert!(
-            std::env::var_os("HOSTPING_REQUIRE_SLURM").is_none(),
-            "HOSTPING_REQUIRE_SLURM is set but slurmctld is not installed"
-        );
-        eprintln!("skipped: no Slurm daemons (apt-get install slurm-wlm munge)");
-        return None;
-    }
-    let ok = Command::new(script())
-        .arg("start")
-        .arg(dir)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "the one-node Slurm did not start in {}", dir.display());
-    Some(Slurm {
-        dir: dir.to_path_buf(),
-    })
-}
-
-fn hostname() -> String {
-    let out = Command::new("hostname").arg("-s").output().unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-/// `sinfo`'s state (without the `*` of a slow slurmd) and reason of `node`.
-fn sinfo(node: &str) -> (String, String) {
-    let out = Command::new("sinfo")
-        .args(["-h", "-N", "-n", node, "-o", "%t|%E"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let (state, reason) = text.split_once('|').unwrap_or((&text, ""));
-    (state.trim_end_matches('*').to_string(), reason.to_string())
-}
 
 /// `hostping job` on the simulated pod-32's node001 and node002 with `inject`, then `extra`.
 fn sim_job(inject: &str, extra: &[&str]) -> std::process::Output {
@@ -223,13 +162,12 @@ fn confirmed_culprits_drain_alert_resume_and_stay_within_the_limits() {
     if !have_alertmanager() {
         return;
     }
-    let Some(slurm) = start_slurm(&dir.join("slurm")) else {
+    // scontrol and sinfo, here and in the collector, find it through SLURM_CONF.
+    let Some(_slurm) = OneNode::start(&dir.join("slurm")) else {
         return;
     };
-    // scontrol and sinfo, here and in the collector, find the cluster through SLURM_CONF.
-    std::env::set_var("SLURM_CONF", slurm.dir.join("slurm.conf"));
     let am = Alertmanager::start(&dir.join("am"));
-    let node = hostname();
+    let node = node_name();
     let policy_text = format!(
         "mode = \"act\"\nconfirm = 1\nresume_after = 2\nalertmanager = \"{}\"\n\
          [limits]\nper_hour = 20\ndrained_share = 1.0\n",

@@ -4,93 +4,25 @@
 //! Debian's slurm-wlm and munge; without them the test says so and passes, unless
 //! HOSTPING_REQUIRE_SLURM is set.
 
-use std::path::{Path, PathBuf};
+#[path = "support/one_node.rs"]
+mod one_node;
+
 use std::process::Command;
 
+use one_node::{node_name, sinfo, OneNode};
 use slurm::node::{self, NodeError};
-
-/// A one-node cluster, stopped on drop.
-struct Cluster {
-    dir: PathBuf,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = Command::new(script()).arg("stop").arg(&self.dir).status();
-    }
-}
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm/one-node.sh")
-}
-
-fn start() -> Option<Cluster> {
-    // Slurm's daemons run jobs as their users: root only (./test.sh runs the suite as
-    // root, as its Slurm scripts).
-    if !is_root() {
-        eprintln!("not root: the drain test is skipped (a one-node Slurm needs root)");
-        return None;
-    }
-    let have = Command::new("slurmctld").arg("-V").output().is_ok();
-    if !have {
-        assert!(
-            std::env::var_os("HOSTPING_REQUIRE_SLURM").is_none(),
-            "HOSTPING_REQUIRE_SLURM is set but slurmctld is not installed"
-        );
-        eprintln!("no Slurm daemons: the drain test is skipped");
-        return None;
-    }
-    let dir = std::env::temp_dir().join(format!("hostping-slurm-node-{}", std::process::id()));
-    let ok = Command::new(script())
-        .arg("start")
-        .arg(&dir)
-        .status()
-        .expect("one-node.sh runs")
-        .success();
-    assert!(ok, "the one-node Slurm did not start ({})", dir.display());
-    // scontrol, run by the adapter, finds the cluster through SLURM_CONF.
-    std::env::set_var("SLURM_CONF", dir.join("slurm.conf"));
-    Some(Cluster { dir })
-}
-
-/// Whether this process runs as root (`id -u`: no libc call needed).
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
-}
-
-/// `sinfo`'s state and reason of `node` (`drain|hostping: ...`), the state without the `*`
-/// sinfo adds while slurmd is slow to answer (a loaded machine).
-fn sinfo(conf: &Path, node: &str) -> String {
-    let out = Command::new("sinfo")
-        .args(["-h", "-N", "-n", node, "-o", "%t|%E"])
-        .env("SLURM_CONF", conf)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    match text.split_once('|') {
-        Some((state, reason)) => format!("{}|{reason}", state.trim_end_matches('*')),
-        None => text,
-    }
-}
-
-fn hostname() -> String {
-    let out = Command::new("hostname").arg("-s").output().unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 #[test]
 fn a_drain_shows_in_sinfo_resumes_and_an_operators_drain_stays() {
-    let Some(cluster) = start() else { return };
-    let conf = cluster.dir.join("slurm.conf");
-    let host = hostname();
+    let dir = std::env::temp_dir().join(format!("hostping-slurm-node-{}", std::process::id()));
+    let Some(_cluster) = OneNode::start(&dir) else {
+        return;
+    };
+    let host = node_name();
     let reason = "hostping: pcie_downgraded gpu4--lsw4 job 77";
 
     node::drain(&host, reason).unwrap();
-    assert_eq!(sinfo(&conf, &host), format!("drain|{reason}"));
+    assert_eq!(sinfo(&host), ("drain".to_string(), reason.to_string()));
     let n = node::node(&host).unwrap();
     assert!(n.drained_by_hostping(), "{n:?}");
     assert_eq!(n.partitions, vec!["one"]);
@@ -99,11 +31,7 @@ fn a_drain_shows_in_sinfo_resumes_and_an_operators_drain_stays() {
     node::resume_if_ours(&host).unwrap();
     let n = node::node(&host).unwrap();
     assert!(!n.drained(), "{n:?}");
-    assert!(
-        !sinfo(&conf, &host).starts_with("drain"),
-        "{}",
-        sinfo(&conf, &host)
-    );
+    assert_ne!(sinfo(&host).0, "drain", "{:?}", sinfo(&host));
 
     // An operator's drain: never resumed by hostping.
     let status = Command::new("scontrol")
@@ -113,14 +41,16 @@ fn a_drain_shows_in_sinfo_resumes_and_an_operators_drain_stays() {
             "State=DRAIN",
             "Reason=bad DIMM, ticket 4411",
         ])
-        .env("SLURM_CONF", &conf)
         .status()
         .unwrap();
     assert!(status.success());
     let e = node::resume_if_ours(&host).unwrap_err();
     assert!(matches!(e, NodeError::NotOurs { .. }), "{e}");
     assert!(e.to_string().contains("bad DIMM, ticket 4411"), "{e}");
-    assert_eq!(sinfo(&conf, &host), "drain|bad DIMM, ticket 4411");
+    assert_eq!(
+        sinfo(&host),
+        ("drain".to_string(), "bad DIMM, ticket 4411".to_string())
+    );
 
     // An unknown node: scontrol's refusal, in words.
     let e = node::drain("nosuchnode", reason).unwrap_err();
