@@ -1,6 +1,7 @@
 //! Tells the collector where this agent's API listens, which RNICs it probes from and their
 //! device names (`PUT /api/hosts/{host}/agent` with the host's token, DESIGN 4.5's rules),
-//! so that the collector can ask it for pair probes (`POST /api/mesh`). Done once at start
+//! so that the collector can ask it for pair probes (`POST /api/mesh`), and what the host's
+//! links allow a job's collectives (the job verdict's `expected`). Done once at start
 //! on a thread of its own, tried again with a growing wait (as runs are) until the collector
 //! takes it or the agent stops.
 
@@ -24,6 +25,9 @@ pub struct Registration {
     /// Their RDMA devices (`mlx5_0`), in the same order, by which a collector with the
     /// fabric's cabling finds them on it; none on a simulated host.
     pub devices: Vec<String>,
+    /// What the host's links allow a job's communicators (`verdict::job::expected_busbw` on
+    /// its model); unknown on a host without a model.
+    pub expected_busbw_gbs: model::job::ExpectedBusBandwidth,
     /// What an https:// collector's certificate is checked against.
     pub tls: ureq::tls::TlsConfig,
 }
@@ -83,6 +87,7 @@ fn put(client: &ureq::Agent, r: &Registration) -> Result<(), String> {
         url: r.url.clone(),
         rnics: r.rnics.clone(),
         devices: r.devices.clone(),
+        expected_busbw_gbs: r.expected_busbw_gbs,
     };
     let body = serde_json::to_vec(&body).map_err(|e| format!("{url}: {e}"))?;
     let mut answer = client

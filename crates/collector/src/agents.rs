@@ -3,12 +3,15 @@
 //!
 //! | path | what |
 //! |---|---|
-//! | `PUT /api/hosts/{host}/agent {"url", "rnics"[, "devices"]}` | an agent registers (its host's token, DESIGN 4.5's rules: 401, 403 for another host's token, 400 a body outside this) |
-//! | `GET /api/agents` | `[{"host", "agent_url", "rnics", "devices", "registered_unix_ms"}]`, by host |
+//! | `PUT /api/hosts/{host}/agent {"url", "rnics"[, "devices", "expected_busbw_gbs"]}` | an agent registers (its host's token, DESIGN 4.5's rules: 401, 403 for another host's token, 400 a body outside this) |
+//! | `GET /api/agents` | `[{"host", "agent_url", "rnics", "devices", "registered_unix_ms", "expected_busbw_gbs"}]`, by host |
 //!
 //! `devices` are the RDMA devices' names (`mlx5_0`), one per RNIC id in the same order, or
 //! none (a simulated host has no device): with `--fabric` the collector finds each RNIC on
-//! the fabric by its device ([`crate::mesh`]).
+//! the fabric by its device ([`crate::mesh`]). `expected_busbw_gbs` (`{"across_hosts",
+//! "within_host"}`, GB/s, null where not known) is what the host's links allow a job's
+//! collectives, from the agent's own model of its host: the job verdict's `expected`
+//! ([`crate::job::hosts::expected_busbw`]).
 //!
 //! A registration replaces the host's previous one; it is stored in the `agents` table,
 //! keyed by the host's fleet name (an agent registers at start, before any run of it).
@@ -21,6 +24,7 @@ use axum::{Json, Router};
 use deadpool_postgres::Pool;
 use fleet_api::read::ErrorBody;
 use fleet_api::tokens::Tokens;
+use model::job::ExpectedBusBandwidth;
 use std::sync::Arc;
 
 /// The `agents` table (schema version 8).
@@ -31,6 +35,15 @@ pub const MIGRATION: &str = "CREATE TABLE agents (
         devices TEXT[] NOT NULL,
         registered_unix_ms BIGINT NOT NULL
     );";
+
+/// What the registrations say their links allow (schema version 15): null where the agent
+/// did not say, as agents registered before it did not.
+pub const EXPECTED_MIGRATION: &str = "ALTER TABLE agents
+        ADD COLUMN expected_across_gbs DOUBLE PRECISION,
+        ADD COLUMN expected_within_gbs DOUBLE PRECISION;";
+
+/// The most a link may be said to allow, GB/s: far above any RNIC or GPU link made.
+const MAX_EXPECTED_GBS: f64 = 100_000.0;
 
 /// The most RNICs one agent may register.
 const MAX_RNICS: usize = 64;
@@ -99,6 +112,18 @@ fn check(r: &Registration) -> Result<(), String> {
     if seen.len() != r.devices.len() {
         return Err("devices: a device is given twice".into());
     }
+    let e = &r.expected_busbw_gbs;
+    for (field, gbs) in [
+        ("across_hosts", e.across_hosts),
+        ("within_host", e.within_host),
+    ] {
+        if gbs.is_some_and(|g| !(g > 0.0 && g <= MAX_EXPECTED_GBS)) {
+            return Err(format!(
+                "expected_busbw_gbs.{field}: {} is not a rate (more than 0, at most {MAX_EXPECTED_GBS} GB/s)",
+                gbs.unwrap_or_default()
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -155,17 +180,22 @@ async fn register(
         let client = pool.get().await.map_err(|e| e.to_string())?;
         client
             .execute(
-                "INSERT INTO agents (host, url, rnics, devices, registered_unix_ms)
-                 VALUES ($1, $2, $3, $4, $5)
+                "INSERT INTO agents (host, url, rnics, devices, registered_unix_ms,
+                                     expected_across_gbs, expected_within_gbs)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
                  ON CONFLICT (host) DO UPDATE
                  SET url = EXCLUDED.url, rnics = EXCLUDED.rnics, devices = EXCLUDED.devices,
-                     registered_unix_ms = EXCLUDED.registered_unix_ms",
+                     registered_unix_ms = EXCLUDED.registered_unix_ms,
+                     expected_across_gbs = EXCLUDED.expected_across_gbs,
+                     expected_within_gbs = EXCLUDED.expected_within_gbs",
                 &[
                     &host,
                     &registration.url,
                     &registration.rnics,
                     &registration.devices,
                     &now,
+                    &registration.expected_busbw_gbs.across_hosts,
+                    &registration.expected_busbw_gbs.within_host,
                 ],
             )
             .await
@@ -179,6 +209,7 @@ async fn register(
             rnics: registration.rnics,
             devices: registration.devices,
             registered_unix_ms: now,
+            expected_busbw_gbs: registration.expected_busbw_gbs,
         })
         .into_response(),
         Err(e) => refuse(StatusCode::SERVICE_UNAVAILABLE, format!("database: {e}")),
@@ -243,8 +274,9 @@ pub async fn load(pool: &Pool, hosts: Option<&[String]>) -> Result<Vec<AgentEntr
     let client = pool.get().await?;
     let rows = client
         .query(
-            "SELECT host, url, rnics, devices, registered_unix_ms FROM agents
-             WHERE $1::text[] IS NULL OR host = ANY($1) ORDER BY host",
+            "SELECT host, url, rnics, devices, registered_unix_ms, expected_across_gbs,
+                    expected_within_gbs
+             FROM agents WHERE $1::text[] IS NULL OR host = ANY($1) ORDER BY host",
             &[&hosts],
         )
         .await?;
@@ -256,6 +288,10 @@ pub async fn load(pool: &Pool, hosts: Option<&[String]>) -> Result<Vec<AgentEntr
             rnics: r.get(2),
             devices: r.get(3),
             registered_unix_ms: r.get(4),
+            expected_busbw_gbs: ExpectedBusBandwidth {
+                across_hosts: r.get(5),
+                within_host: r.get(6),
+            },
         })
         .collect())
 }
@@ -269,6 +305,7 @@ mod tests {
             url: url.into(),
             rnics: rnics.iter().map(|s| s.to_string()).collect(),
             devices: Vec::new(),
+            expected_busbw_gbs: ExpectedBusBandwidth::default(),
         }
     }
 

@@ -280,6 +280,9 @@ const MIGRATIONS: &[(i32, &str)] = &[
     // constant default rewrites no row; reads stored before were real records' or
     // unlabelled ones'.
     (14, crate::collectives::SIMULATED_MIGRATION),
+    // What each agent's host's links allow a job's collectives (crate::agents): null for
+    // the agents registered before, which did not say.
+    (15, crate::agents::EXPECTED_MIGRATION),
 ];
 
 /// Applies the migrations not yet applied. An advisory lock makes two collectors starting

@@ -37,6 +37,11 @@ pub fn run(args: AgentArgs) -> Result<Outcome> {
     )?;
     let provenance = host.provenance().as_str();
     let (rnics, devices) = pair_rnics(&host, args.devices.as_deref())?;
+    // What its links allow a job's collectives, registered with the collector (DESIGN 4.8).
+    let expected_busbw_gbs = host
+        .model()
+        .map(|m| verdict::job::expected_busbw(&[m]))
+        .unwrap_or_default();
     let latency = LatencySpec {
         op: config.probe.op,
         iterations: config.probe.iterations,
@@ -137,6 +142,7 @@ pub fn run(args: AgentArgs) -> Result<Outcome> {
                         .unwrap_or_else(|| register::default_url(server.addr, &hostname)),
                     rnics,
                     devices,
+                    expected_busbw_gbs,
                     tls: tls.clone(),
                 },
                 control.clone(),

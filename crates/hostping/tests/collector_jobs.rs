@@ -23,7 +23,7 @@
 mod common;
 
 use collector::retention::{self, Tick};
-use common::job::{now_s, post_run, token};
+use common::job::{now_s, token};
 use common::postgres::{get, post_to, Collector, Postgres};
 use common::summaries::{
     healthy_job, straggler_job, BUCKETS, BYTES, HOSTS, ONSET_BUCKET, PER_BUCKET, WIDTH,
@@ -31,7 +31,7 @@ use common::summaries::{
 use common::{temp_dir, tokens_file, TestDir};
 use fleet_api::collectives::{CollectivesUpload, JobEntry};
 use model::inspector::{RankSummary, Skipped, Symptom};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// What `host`'s agent posts of `jobs`: its own ranks', each job having skipped one
 /// record of a kind not known.
@@ -202,11 +202,11 @@ fn the_jobs_list_puts_the_straggler_job_first_and_its_symptom_names_the_straggle
     assert!(answer["error"].as_str().unwrap().contains("since"));
 }
 
-/// The job's hosts' kinds say what their links allow (DESIGN 4.8's `expected`): the
-/// healthy job's 8 ranks on two dgx-a100s (four 200 Gb/s RNICs each) run at a quarter of
-/// what NCCL's model gives a 64 MiB ring there, so it is slow from its start, with no
-/// earlier level to fall from; once a host's newest run is of a kind the collector has no
-/// model of, nothing is expected and it is not.
+/// What the job's hosts' agents registered their links allow (DESIGN 4.8's `expected`):
+/// the healthy job's 8 ranks on two hosts of four 200 Gb/s RNICs (100 GB/s across hosts, as
+/// a dgx-a100's agent registers it) run at a quarter of what NCCL's model gives a 64 MiB
+/// ring there, so it is slow from its start, with no earlier level to fall from. Once a
+/// host's agent registers without it (an older agent) nothing is expected and it is not.
 #[test]
 fn a_job_far_under_what_its_hosts_allow_is_slow_from_its_start() {
     let Some(fleet) = fleet("collector-jobs-expected") else {
@@ -222,14 +222,27 @@ fn a_job_far_under_what_its_hosts_allow_is_slow_from_its_start() {
         );
         assert_eq!(status, 201, "{answer}");
     }
-    let dgx = common::sim_report(&[]);
-    assert_eq!(dgx["host"], "dgx-a100", "a run's kind is its report's host");
-    let started = now_s() - 600;
-    for host in ["node001", "node002"] {
-        post_run(fleet.collector.addr, host, 1, started, &dgx);
-    }
-    let listed = jobs(&fleet, "");
-    let job = &listed[0];
+    // An agent's registration, saying what its host's links allow when given.
+    let register = |host: &str, allows: Option<Value>| {
+        let mut body = json!({"url": "http://127.0.0.1:1", "rnics": ["rnic0"]});
+        if let Some(allows) = allows {
+            body["expected_busbw_gbs"] = allows;
+        }
+        common::job::register_body(fleet.collector.addr, host, &body);
+    };
+    register(
+        "node001",
+        Some(json!({"across_hosts": 100.0, "within_host": 31.5})),
+    );
+    let job = &jobs(&fleet, "")[0];
+    assert_eq!(job.expected_gbs, None, "node002 has no agent: {job:?}");
+    assert!(!job.slow, "{job:?}");
+
+    register(
+        "node002",
+        Some(json!({"across_hosts": 100.0, "within_host": 31.5})),
+    );
+    let job = &jobs(&fleet, "")[0];
     let expected = analyze::ring_model::ring_busbw_gbs(100.0, "AllReduce", BYTES, 8, 2);
     assert_eq!(job.expected_gbs, expected, "{job:?}");
     assert!((80.0..95.0).contains(&expected.unwrap()));
@@ -240,10 +253,17 @@ fn a_job_far_under_what_its_hosts_allow_is_slow_from_its_start() {
     let s = symptom(&fleet, "4343");
     assert_eq!(s.busbw_gbs.before, None, "no earlier level: {s:?}");
 
-    // node002 reinstalled as a host no built-in model describes.
-    let mut custom = dgx.clone();
-    custom["host"] = "custom-gpu-box".into();
-    post_run(fleet.collector.addr, "node002", 2, started + 60, &custom);
+    // The host that allows least bounds the job.
+    register(
+        "node002",
+        Some(json!({"across_hosts": 50.0, "within_host": 31.5})),
+    );
+    let job = &jobs(&fleet, "")[0];
+    let least = analyze::ring_model::ring_busbw_gbs(50.0, "AllReduce", BYTES, 8, 2);
+    assert_eq!(job.expected_gbs, least, "{job:?}");
+
+    // An older agent on node002, which does not say.
+    register("node002", None);
     let job = &jobs(&fleet, "")[0];
     assert_eq!(job.expected_gbs, None, "{job:?}");
     assert!(!job.slow, "{job:?}");

@@ -128,7 +128,32 @@ fn agents_register_and_a_mesh_reports_a_down_agent_on_its_pairs_and_keeps_the_ot
         assert_eq!(entry["host"], format!("node0{}", i + 1));
         assert_eq!(entry["agent_url"], format!("http://{}", a.addr));
         assert_eq!(entry["rnics"], json!(["rnic0", "rnic1", "rnic2", "rnic3"]));
+        // What a dgx-a100's links allow a job (DESIGN 4.8's `expected`): its four 200 Gb/s
+        // RNICs across hosts, a GPU's Gen4 x16 link within one.
+        let allows = &entry["expected_busbw_gbs"];
+        assert_eq!(allows["across_hosts"], 100.0, "{entry}");
+        let within = allows["within_host"].as_f64().unwrap();
+        assert!((25.0..33.0).contains(&within), "{entry}");
     }
+    // node03's was registered by hand, without it: not known.
+    assert_eq!(
+        agents[2]["expected_busbw_gbs"],
+        json!({"across_hosts": null, "within_host": null})
+    );
+    let (code, body) = register(
+        c.addr,
+        "node03",
+        Some(NODE3),
+        &json!({"url": down, "rnics": ["rnic0"], "expected_busbw_gbs": {"across_hosts": -1.0}}),
+    );
+    assert_eq!(code, 400, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("expected_busbw_gbs.across_hosts: -1"),
+        "{body}"
+    );
 
     // The hosts the collector lists (those that sent runs) carry their agent's URL.
     let node01 = || {

@@ -18,32 +18,31 @@ use std::collections::{BTreeMap, HashMap};
 use tokio_postgres::Client;
 
 /// What the job's hosts allow its communicators' bus bandwidth to reach (DESIGN 4.8's
-/// `expected`, [`verdict::job::expected_busbw`]), from the models of their kinds (each
-/// node's newest run's): unknown when a node has no run or its kind is no built-in model,
-/// as a host the agent discovered is not (its report does not carry its links' rates).
+/// `expected`), on the host that allows least, as their agents registered it from their
+/// own models (`crate::agents`; `verdict::job::expected_busbw`): a side is unknown when a
+/// node has no agent registered or its agent did not say (an older agent, a host without
+/// GPUs or with links of unknown capacity).
 pub async fn expected_busbw(
     client: &Client,
     nodes: &[String],
 ) -> Result<ExpectedBusBandwidth, tokio_postgres::Error> {
     let rows = client
         .query(
-            "SELECT DISTINCT ON (h.name) h.name, r.kind
-             FROM hosts h JOIN runs r ON r.host_id = h.id
-             WHERE h.name = ANY($1)
-             ORDER BY h.name, r.started_unix_ms DESC, r.id DESC",
+            "SELECT expected_across_gbs, expected_within_gbs FROM agents WHERE host = ANY($1)",
             &[&nodes],
         )
         .await?;
-    let models: Option<Vec<HostTopology>> = (rows.len() == nodes.len())
-        .then(|| {
-            rows.iter()
-                .map(|r| model::builtin::load(r.get(1)).and_then(Result::ok))
-                .collect()
-        })
-        .flatten();
-    Ok(match models {
-        Some(models) => verdict::job::expected_busbw(&models.iter().collect::<Vec<_>>()),
-        None => ExpectedBusBandwidth::default(),
+    let all_registered = rows.len() == nodes.len() && !nodes.is_empty();
+    let least = |column: usize| -> Option<f64> {
+        let values: Option<Vec<f64>> = rows.iter().map(|r| r.get(column)).collect();
+        values?
+            .into_iter()
+            .reduce(f64::min)
+            .filter(|_| all_registered)
+    };
+    Ok(ExpectedBusBandwidth {
+        across_hosts: least(0),
+        within_host: least(1),
     })
 }
 

@@ -87,7 +87,15 @@ pub fn register(addr: SocketAddr, host: &str, device: &str) {
 /// `PUT /api/hosts/{host}/agent`: an agent listening at `url` that registered its RNIC
 /// `rnic0` as `device`.
 pub fn register_at(addr: SocketAddr, host: &str, url: &str, device: &str) {
-    let body = json!({"url": url, "rnics": ["rnic0"], "devices": [device]});
+    register_body(
+        addr,
+        host,
+        &json!({"url": url, "rnics": ["rnic0"], "devices": [device]}),
+    );
+}
+
+/// `PUT /api/hosts/{host}/agent` of `body` with `host`'s token, taken (200).
+pub fn register_body(addr: SocketAddr, host: &str, body: &Value) {
     let mut resp = client()
         .put(format!("http://{addr}/api/hosts/{host}/agent"))
         .header("Authorization", format!("Bearer {}", token(host)))
