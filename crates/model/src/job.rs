@@ -381,6 +381,24 @@ pub struct ExpectedBusBandwidth {
     pub within_host: Option<f64>,
 }
 
+impl ExpectedBusBandwidth {
+    /// A job's, from each of its hosts': the host that allows least bounds the job, so each
+    /// side is the least of the hosts', unknown when there is no host or one does not say.
+    pub fn least_of(hosts: &[ExpectedBusBandwidth]) -> Self {
+        ExpectedBusBandwidth {
+            across_hosts: least_known(hosts.iter().map(|h| h.across_hosts)),
+            within_host: least_known(hosts.iter().map(|h| h.within_host)),
+        }
+    }
+}
+
+/// The least of `values`; `None` when there is none or one is `None`.
+pub fn least_known(mut values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    values
+        .try_fold(f64::INFINITY, |least, v| v.map(|v| least.min(v)))
+        .filter(|v| v.is_finite())
+}
+
 /// `hostping job --format json` and `GET /api/jobs/verdict` (DESIGN 4.7; fields after
 /// `simulated` are additions).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -43,11 +43,7 @@ pub fn evidence(
         ..settings.clone()
     };
     let report = mesh::run(cluster, faults, &job_mesh, progress)?;
-    let nodes: Vec<String> = match &settings.nodes {
-        Some(nodes) => nodes.clone(),
-        None => cluster.hosts.iter().map(|h| h.name.clone()).collect(),
-    };
-    let hosts: Vec<usize> = nodes.iter().filter_map(|n| cluster.host_index(n)).collect();
+    let (nodes, hosts) = job_nodes(cluster, settings);
     let job_cables = job_cables(cluster, &hosts);
     let job_cable_names: BTreeSet<String> =
         job_cables.iter().map(|&c| cluster.cable_label(c)).collect();
@@ -68,6 +64,17 @@ pub fn evidence(
         not_judged: Vec::new(),
         collectives: None,
     })
+}
+
+/// The job's hosts (`settings.nodes`, every host of the cluster by default) in rank order:
+/// their names, and the indices of those the cluster has.
+fn job_nodes(cluster: &Cluster, settings: &MeshSettings) -> (Vec<String>, Vec<usize>) {
+    let nodes: Vec<String> = match &settings.nodes {
+        Some(nodes) => nodes.clone(),
+        None => cluster.hosts.iter().map(|h| h.name.clone()).collect(),
+    };
+    let hosts = nodes.iter().filter_map(|n| cluster.host_index(n)).collect();
+    (nodes, hosts)
 }
 
 /// Added to the seed of a host checked again, so that the recheck is another run than the
@@ -148,14 +155,11 @@ impl Measure for Simulated<'_> {
     fn gather(&mut self) -> Step<'_, Result<Gathered, ClusterError>> {
         // What the job's hosts allow its communicators (DESIGN 4.8's `expected`), from their
         // models, where the records' reader did not say.
-        let models: Vec<&model::HostTopology> = match &self.settings.nodes {
-            Some(nodes) => nodes
-                .iter()
-                .filter_map(|n| self.cluster.host_index(n))
-                .map(|h| self.cluster.hosts[h].model())
-                .collect(),
-            None => self.cluster.hosts.iter().map(|h| h.model()).collect(),
-        };
+        let (_, hosts) = job_nodes(self.cluster, self.settings);
+        let models: Vec<&model::HostTopology> = hosts
+            .iter()
+            .map(|&h| self.cluster.hosts[h].model())
+            .collect();
         let allowed = verdict::job::expected_busbw(&models);
         let collectives = self.collectives.clone().map(|mut c| {
             let given = &mut c.expected_busbw_gbs;

@@ -8,7 +8,9 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use model::job::{ExpectedBusBandwidth, JobEvidence, JobPath, JobReport, NotJudgedItem};
+use model::job::{
+    least_known, ExpectedBusBandwidth, JobEvidence, JobPath, JobReport, NotJudgedItem,
+};
 use model::{ComponentClass, ComponentId};
 use serde::Serialize;
 
@@ -102,24 +104,22 @@ pub fn job_paths(
 ///
 /// A side is `None` when a host does not say it: no GPU, or a link of unknown capacity.
 pub fn expected_busbw(models: &[&model::HostTopology]) -> ExpectedBusBandwidth {
-    ExpectedBusBandwidth {
-        across_hosts: least(models.iter().map(|m| rnics_gbs(m))),
-        within_host: least(models.iter().map(|m| {
-            least(
-                m.components()
-                    .iter()
-                    .filter(|c| c.class() == ComponentClass::Gpu)
-                    .map(|c| own_link_gbs(m, &c.id)),
-            )
-        })),
-    }
+    let hosts: Vec<ExpectedBusBandwidth> = models.iter().map(|m| host_allows(m)).collect();
+    ExpectedBusBandwidth::least_of(&hosts)
 }
 
-/// The least of `values`; `None` when there is none or one is unknown.
-fn least(mut values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
-    values
-        .try_fold(f64::INFINITY, |least, v| v.map(|v| least.min(v)))
-        .filter(|v| v.is_finite())
+/// What one host allows: its GPUs' RNICs' line rates summed, and its GPUs' slowest own link.
+fn host_allows(m: &model::HostTopology) -> ExpectedBusBandwidth {
+    let gpus = || {
+        m.components()
+            .iter()
+            .filter(|c| c.class() == ComponentClass::Gpu)
+    };
+    ExpectedBusBandwidth {
+        // Without a GPU no rank goes through an RNIC ([`job_paths`] then gives memory nodes).
+        across_hosts: gpus().next().and_then(|_| rnics_gbs(m)),
+        within_host: least_known(gpus().map(|c| own_link_gbs(m, &c.id))),
+    }
 }
 
 /// The line rates of the RNICs a host's GPUs go through, summed, GB/s.
@@ -127,7 +127,6 @@ fn rnics_gbs(m: &model::HostTopology) -> Option<f64> {
     let rnics: Vec<ComponentId> = m.rnics().map(|c| c.id.clone()).collect();
     let used: BTreeSet<String> = job_paths(m, &rnics, Endpoint::Gpu)
         .into_iter()
-        .filter(|p| gpu(m, &p.endpoint))
         .map(|p| p.rnic)
         .collect();
     let gbps: f64 = m
@@ -142,13 +141,6 @@ fn rnics_gbs(m: &model::HostTopology) -> Option<f64> {
 fn own_link_gbs(m: &model::HostTopology, id: &ComponentId) -> Option<f64> {
     let link = m.link(m.links_to_cpu(id).first()?)?;
     link.capacity_known.then_some(link.capacity_gbps / 8.0)
-}
-
-fn gpu(model: &model::HostTopology, id: &str) -> bool {
-    model
-        .components()
-        .iter()
-        .any(|c| c.id.as_str() == id && c.class() == ComponentClass::Gpu)
 }
 
 /// The endpoint of `class` an RNIC reaches at line rate over the fewest links; the nearest

@@ -32,18 +32,18 @@ pub async fn expected_busbw(
             &[&nodes],
         )
         .await?;
-    let all_registered = rows.len() == nodes.len() && !nodes.is_empty();
-    let least = |column: usize| -> Option<f64> {
-        let values: Option<Vec<f64>> = rows.iter().map(|r| r.get(column)).collect();
-        values?
-            .into_iter()
-            .reduce(f64::min)
-            .filter(|_| all_registered)
-    };
-    Ok(ExpectedBusBandwidth {
-        across_hosts: least(0),
-        within_host: least(1),
-    })
+    if rows.len() != nodes.len() {
+        // A node with no agent registered: what it allows is not known.
+        return Ok(ExpectedBusBandwidth::default());
+    }
+    let hosts: Vec<ExpectedBusBandwidth> = rows
+        .iter()
+        .map(|r| ExpectedBusBandwidth {
+            across_hosts: r.get(0),
+            within_host: r.get(1),
+        })
+        .collect();
+    Ok(ExpectedBusBandwidth::least_of(&hosts))
 }
 
 /// A kind's fleet baseline per path (`(rnic, endpoint)`).
