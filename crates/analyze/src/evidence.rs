@@ -1,24 +1,36 @@
 //! How numbers and names are written in a diagnosis's `evidence` (plain words, DESIGN 4.3).
 //!
 //! Every rule writes its evidence through these few functions so that the same quantity
-//! always reads the same way: bandwidth in whole Gb/s, latency in us with two decimals,
-//! changes as signed whole percentages.
+//! always reads the same way: bandwidth in whole Gb/s (to three significant digits under
+//! 10 Gb/s, so that a Soft-RoCE path's fraction of a Gb/s does not read as 0), latency in us
+//! with two decimals, changes as signed whole percentages.
 
 use std::fmt::Display;
 
-/// `126 Gb/s`.
+/// `126 Gb/s`, `4.56 Gb/s`, `0.123 Gb/s`.
 pub(crate) fn gbps(v: f64) -> String {
-    format!("{v:.0} Gb/s")
+    format!("{} Gb/s", rate(v))
 }
 
 /// `126-127 Gb/s`, or `126 Gb/s` when the rounded ends agree.
 pub(crate) fn gbps_range(values: &[f64]) -> String {
     let (lo, hi) = min_max(values);
-    if format!("{lo:.0}") == format!("{hi:.0}") {
+    if rate(lo) == rate(hi) {
         gbps(lo)
     } else {
-        format!("{lo:.0}-{hi:.0} Gb/s")
+        format!("{}-{} Gb/s", rate(lo), rate(hi))
     }
+}
+
+/// A rate in whole units from 10 up, else to three significant digits.
+fn rate(v: f64) -> String {
+    let decimals = match v.abs() {
+        a if a >= 10.0 || a == 0.0 || !a.is_finite() => 0,
+        a if a >= 1.0 => 2,
+        a if a >= 0.1 => 3,
+        _ => 4,
+    };
+    format!("{v:.decimals$}")
 }
 
 /// `2.20 us`.
@@ -85,6 +97,12 @@ mod tests {
         assert_eq!(gbps(126.4), "126 Gb/s");
         assert_eq!(gbps_range(&[126.2, 127.3, 126.9]), "126-127 Gb/s");
         assert_eq!(gbps_range(&[126.2, 125.9]), "126 Gb/s");
+        // Soft-RoCE under emulation: fractions of a Gb/s keep their digits.
+        assert_eq!(gbps(4.561), "4.56 Gb/s");
+        assert_eq!(gbps(0.1234), "0.123 Gb/s");
+        assert_eq!(gbps(0.01234), "0.0123 Gb/s");
+        assert_eq!(gbps(0.0), "0 Gb/s");
+        assert_eq!(gbps_range(&[0.121, 0.257]), "0.121-0.257 Gb/s");
         assert_eq!(us(2.2), "2.20 us");
         assert_eq!(change(126.0, 199.0), "-37 %");
         assert_eq!(change(2.2, 1.0), "+120 %");
