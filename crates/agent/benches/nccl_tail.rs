@@ -1,8 +1,9 @@
 //! The agent's cost of following a busy 8-GPU host's NCCL Inspector dumps (DESIGN 4.8's
 //! live reader, `agent::nccl`): 8 processes' files, each with 4 communicators at 20
 //! collectives a second (640 records/s in all, pretty-printed `v4.0` objects, the plugin's
-//! layout), appended in 1 s chunks while the watcher polls every 5 s, for a simulated
-//! `cargo bench -p agent --bench nccl_tail -- [SECONDS]` (120 by default). The records are
+//! layout), appended in 1 s chunks while the watcher polls as the agent does while a job
+//! writes (`report::POLL_BUSY`, every second), for a simulated `cargo bench -p agent --bench
+//! nccl_tail -- [SECONDS]` (120 by default). The records are
 //! written ahead of the simulated clock, not in real time; the watcher's own CPU time (this
 //! thread's, around each poll only) is set against the seconds of records it read. Prints the
 //! records read and summarised beside the cost, so that a faster run is seen to do the same
@@ -14,12 +15,12 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, UNIX_EPOCH};
 
+use agent::nccl::report::POLL_BUSY;
 use agent::nccl::{NcclSettings, NcclWatcher};
 
 const PROCESSES: u32 = 8;
 const COMMUNICATORS: u32 = 4;
 const PER_SECOND: u64 = 20;
-const POLL_EVERY_S: u64 = 5;
 const START_S: u64 = 1_795_000_000;
 
 fn main() {
@@ -62,7 +63,7 @@ fn main() {
                 .and_then(|mut f| f.write_all(chunk.as_bytes()))
                 .expect("appending to a dump file");
         }
-        if (second + 1).is_multiple_of(POLL_EVERY_S) {
+        if (second + 1).is_multiple_of(POLL_BUSY.as_secs()) {
             poll(second + 1, &mut watcher);
         }
     }

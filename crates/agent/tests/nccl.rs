@@ -224,11 +224,12 @@ fn buckets_close_once_and_are_released() {
     let first = watcher.poll(at(25.0));
     let job7 = job(&first, Some("7")).unwrap();
     assert_eq!(job7.records, 25);
-    // The newest record (24 s) is more than a width past the first bucket's end only.
-    assert_eq!(job7.summaries.len(), 1);
-    assert_eq!(job7.summaries[0].start_s, BASE_S as f64);
-    assert_eq!(job7.summaries[0].count, 10);
-    assert_eq!(watcher.open_records(), 15);
+    // The file's newest record (24 s) is past the first two buckets' ends by a second or
+    // more, not past the third's.
+    let starts: Vec<f64> = job7.summaries.iter().map(|s| s.start_s).collect();
+    assert_eq!(starts, [BASE_S as f64, BASE_S as f64 + 10.0]);
+    assert!(job7.summaries.iter().all(|s| s.count == 10));
+    assert_eq!(watcher.open_records(), 5);
     // Nothing new: nothing emitted again.
     assert!(watcher.poll(at(26.0)).jobs.is_empty());
     // A record for the closed bucket arrives late: dropped, not a second summary.
@@ -244,9 +245,67 @@ fn buckets_close_once_and_are_released() {
         .iter()
         .map(|s| s.count)
         .collect();
-    assert_eq!(counts, [10, 5]);
+    assert_eq!(counts, [5]);
     assert_eq!(watcher.open_records(), 0);
     assert!(watcher.poll(at(1000.0)).jobs.is_empty());
+}
+
+/// Two ranks' files of one job, appended with the records of seconds `a` and `b`: one
+/// record a second each, rank 0 in `a.log`, rank 1 in `b.log`.
+fn two_ranks(dir: &Path, a: std::ops::Range<u64>, b: std::ops::Range<u64>) {
+    let folder = dir.join("nccl-inspector-9");
+    fs::create_dir_all(&folder).unwrap();
+    for (file, rank, seconds) in [("a.log", 0, a), ("b.log", 1, b)] {
+        let text: String = seconds.map(|sn| record(1, rank, sn, sn as f64)).collect();
+        append(&folder.join(file), text.as_bytes());
+    }
+}
+
+fn closed_starts(poll: &NcclPoll) -> Vec<(u32, f64)> {
+    job(poll, Some("9")).map_or(Vec::new(), |j| {
+        j.summaries
+            .iter()
+            .map(|s| (s.rank, s.start_s - BASE_S as f64))
+            .collect()
+    })
+}
+
+#[test]
+fn a_bucket_waits_for_the_file_a_dump_behind() {
+    // Each process dumps on its own clock: rank 1's file is 8 s behind rank 0's.
+    let dir = tempfile::tempdir().unwrap();
+    two_ranks(dir.path(), 0..25, 0..17);
+    let mut watcher = NcclWatcher::new(dir.path(), settings());
+    // Rank 1's newest (16 s) has passed [0, 10) only: [10, 20) waits for it.
+    assert_eq!(closed_starts(&watcher.poll(at(25.0))), [(0, 0.0), (1, 0.0)]);
+    // Its next dump brings [10, 20) whole to both ranks, nothing dropped.
+    two_ranks(dir.path(), 25..25, 17..25);
+    let poll = watcher.poll(at(26.0));
+    assert_eq!(closed_starts(&poll), [(0, 10.0), (1, 10.0)]);
+    assert_eq!(job(&poll, Some("9")).unwrap().dropped, 0);
+    let counts: Vec<u64> = job(&poll, Some("9"))
+        .unwrap()
+        .summaries
+        .iter()
+        .map(|s| s.count)
+        .collect();
+    assert_eq!(counts, [10, 10]);
+}
+
+#[test]
+fn a_file_that_stopped_writing_holds_no_bucket() {
+    // Rank 1's process ended at 5 s; rank 0 writes on for a minute.
+    let dir = tempfile::tempdir().unwrap();
+    two_ranks(dir.path(), 0..60, 0..5);
+    let poll = NcclWatcher::new(dir.path(), settings()).poll(at(60.0));
+    // More than 30 s behind, rank 1's file is not waited for: rank 0's buckets up to the
+    // one its newest record (59 s) has not passed by a second are sent.
+    let rank0: Vec<f64> = closed_starts(&poll)
+        .into_iter()
+        .filter(|&(rank, _)| rank == 0)
+        .map(|(_, start)| start)
+        .collect();
+    assert_eq!(rank0, [0.0, 10.0, 20.0, 30.0, 40.0]);
 }
 
 #[test]

@@ -39,6 +39,17 @@ pub struct JobCollectives {
     pub simulated: bool,
 }
 
+impl JobCollectives {
+    /// Adds what a later read of the same job gave: its counts, its summaries after these.
+    pub fn absorb(&mut self, later: JobCollectives) {
+        self.records += later.records;
+        self.skipped.add(&later.skipped);
+        self.dropped += later.dropped;
+        self.summaries.extend(later.summaries);
+        self.simulated |= later.simulated;
+    }
+}
+
 /// The body of `POST /api/collectives`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CollectivesUpload {

@@ -198,8 +198,9 @@ fn a_slowdown_while_the_job_runs_is_judged_without_asking() {
     let since = stored["onset_s"].as_f64().unwrap();
     println!(
         "a slow job judged without asking: onset {onset_s} (unix s), symptom's onset {since} \
-         ({:+.1} s), verdict stored {:.1} s after the onset (the agent's 5 s buckets, polled every \
-         5 s, judged as posted; {} collectives of 16 ranks written)",
+         ({:+.1} s), verdict stored {:.1} s after the onset (the agent's 5 s buckets, each sent \
+         once every file passed it, read every second; judged as posted; {} collectives of 16 \
+         ranks written)",
         since - onset_s,
         judged_at - onset_s,
         sn

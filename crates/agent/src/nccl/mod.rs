@@ -38,11 +38,13 @@ pub const UNKNOWN_JOB: &str = "unknown-jobid";
 #[derive(Clone, Debug, PartialEq)]
 pub struct NcclSettings {
     /// The buckets' width in seconds, aligned to its multiples in Unix time: 5 s holds a
-    /// hundred collectives or more per communicator, enough for a median, and is a few dump
-    /// intervals. A bucket is sent a width after its end and a slowdown shows after two
-    /// slow ones (analyze::collectives), so the width sets how soon the collector can
-    /// judge a job that slowed: with 10 s it stored its verdict 41 s after the onset, with
-    /// 5 s within 30 s (issue 39 item 7, BENCHMARKS.md).
+    /// hundred collectives or more per communicator, enough for a median, and keeps the
+    /// summaries a fraction of the records. A bucket is sent once each file still writing
+    /// has passed its end (`buckets::CLOSE_MARGIN_S`), and a slowdown shows after two slow
+    /// ones (analyze::collectives), so the width sets how soon the collector can judge a
+    /// job that slowed (issue 39 item 7, BENCHMARKS.md). Narrower buckets, of a step, would
+    /// cut one collective's ranks apart wherever the hosts' clocks differ across a bucket's
+    /// edge, and send as many summaries as records.
     pub bucket_s: f64,
     /// A bucket closes at the latest this long after its end, whatever the job's newest
     /// record: a job that stopped writing still has its last buckets sent.
@@ -105,6 +107,8 @@ struct Followed {
     folder_job: Option<Option<String>>,
     /// Failed reads in a row.
     failures: u64,
+    /// The watcher's number for it, never reused: its jobs' buckets wait for it by this.
+    number: u64,
 }
 
 /// Watches a dump directory and turns what its files gain into [`JobCollectives`].
@@ -115,6 +119,8 @@ pub struct NcclWatcher {
     files: BTreeMap<PathBuf, Followed>,
     jobs: BTreeMap<Option<String>, JobBuckets>,
     polls: u64,
+    /// Files followed so far, the next one's number.
+    followed: u64,
 }
 
 impl NcclWatcher {
@@ -126,6 +132,7 @@ impl NcclWatcher {
             files: BTreeMap::new(),
             jobs: BTreeMap::new(),
             polls: 0,
+            followed: 0,
         }
     }
 
@@ -181,6 +188,7 @@ impl NcclWatcher {
                 entry.simulated |= read.simulated;
                 let kept = self.jobs.entry(job).or_default().add(
                     record,
+                    followed.number,
                     self.settings.bucket_s,
                     self.settings.max_open_records,
                 );
@@ -270,10 +278,15 @@ impl NcclWatcher {
     }
 
     fn follow(&mut self, path: PathBuf, folder_job: Option<Option<String>>) {
-        self.files.entry(path.clone()).or_insert_with(|| Followed {
-            tail: TailedFile::new(path),
-            folder_job,
-            failures: 0,
+        let number = &mut self.followed;
+        self.files.entry(path.clone()).or_insert_with(|| {
+            *number += 1;
+            Followed {
+                tail: TailedFile::new(path),
+                folder_job,
+                failures: 0,
+                number: *number,
+            }
         });
     }
 }

@@ -1,33 +1,44 @@
 //! The agent's collectives thread (`hostping agent --nccl-dir DIR --collector URL`, DESIGN
-//! 4.8): every [`POLL_EVERY`] on the wall clock it polls the [`NcclWatcher`] and posts what
-//! the poll closed to `POST {URL}/api/collectives`, per-rank summaries, never raw records.
+//! 4.8): it polls the [`NcclWatcher`] every [`POLL_BUSY`] while a job's records are open
+//! here ([`POLL_IDLE`] otherwise) and posts to `POST {URL}/api/collectives` as soon as a
+//! poll closed a bucket: per-rank summaries, never raw records. What a poll read without
+//! closing a bucket (counts, skipped objects) waits for the next post, at most
+//! [`POST_EVERY`].
 //!
 //! A post the collector could not take now (the network, a 5xx, a token being fixed) stays
-//! queued and goes again at the next poll, with those of later polls; the queue is bounded
-//! ([`MAX_QUEUED`] posts), the oldest dropped past it and logged, so a collector away for
-//! hours costs the host a bounded amount of memory. A post refused for good (400, 413, 422)
-//! is dropped with a log line. A file the watcher cannot read is logged when its trouble
-//! starts, not at every poll. The thread waits on the agent's [`Control`], so a stop ends
-//! it within one poll.
+//! queued and is tried again [`POST_EVERY`] later, with those of later polls; the queue is
+//! bounded ([`MAX_QUEUED`] posts), the oldest dropped past it and logged, so a collector away
+//! for hours costs the host a bounded amount of memory. A post refused for good (400, 413,
+//! 422) is dropped with a log line. A file the watcher cannot read is logged when its
+//! trouble starts, not at every poll. The thread waits on the agent's [`Control`], so a
+//! stop ends it within one poll.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
-use fleet_api::collectives::{CollectivesUpload, PATH};
+use fleet_api::collectives::{CollectivesUpload, JobCollectives, PATH};
 use fleet_api::post::{post, Delivery};
 
 use super::{NcclSettings, NcclWatcher};
 use crate::sender::CollectorTarget;
 use crate::Control;
 
-/// How often the dump directory is read: the plugin writes every dump interval (500 us to
-/// 30 s in its examples), and a bucket of [`NcclSettings::bucket_s`] (5 s) closes a width
-/// after its end, so a slowdown reaches the collector within about 20 s.
-pub const POLL_EVERY: Duration = Duration::from_secs(5);
-/// Posts kept while the collector cannot take them: 10 minutes of polls.
+/// How often the dump directory is read while records are open: a bucket goes to the
+/// collector at the first poll after every file passed it (`buckets::CLOSE_MARGIN_S`), so
+/// this is the most the poll adds to a slowdown's news. Reading a busy 8-GPU host's files
+/// once a second costs a fraction of a percent of a core (BENCHMARKS.md).
+pub const POLL_BUSY: Duration = Duration::from_secs(1);
+/// ... and while nothing is open (no job writing here): a new job's first records wait
+/// this long at most, and an idle host is not polled faster.
+pub const POLL_IDLE: Duration = Duration::from_secs(5);
+/// Read counts without a closed bucket are posted at most this often, and a post the
+/// collector could not take is tried again this much later: a collector that is down is
+/// not called every second by every agent.
+pub const POST_EVERY: Duration = Duration::from_secs(5);
+/// Posts kept while the collector cannot take them: 10 minutes of posts.
 pub const MAX_QUEUED: usize = 120;
 
 /// The running thread.
@@ -62,6 +73,10 @@ fn run(dir: PathBuf, target: &CollectorTarget, control: &Control, log: fn(&str))
     let mut queue: VecDeque<Vec<u8>> = VecDeque::new();
     let mut troubled: BTreeSet<PathBuf> = BTreeSet::new();
     let mut failing: Option<String> = None;
+    // What polls read since the last post, by job.
+    let mut unsent: BTreeMap<String, JobCollectives> = BTreeMap::new();
+    let mut last_post = Instant::now();
+    let mut retry_at: Option<Instant> = None;
     loop {
         let polled = watcher.poll(SystemTime::now());
         let now_troubled: BTreeSet<PathBuf> =
@@ -76,16 +91,24 @@ fn run(dir: PathBuf, target: &CollectorTarget, control: &Control, log: fn(&str))
             }
         }
         troubled = now_troubled;
-        let jobs: Vec<_> = polled
-            .jobs
-            .into_iter()
-            // A job the records do not name cannot be listed or judged as one.
-            .filter(|j| j.job.is_some())
-            .collect();
-        if !jobs.is_empty() {
+        // A job the records do not name cannot be listed or judged as one.
+        for job in polled.jobs {
+            let Some(name) = job.job.clone() else {
+                continue;
+            };
+            match unsent.get_mut(&name) {
+                Some(earlier) => earlier.absorb(job),
+                None => {
+                    unsent.insert(name, job);
+                }
+            }
+        }
+        let closed = unsent.values().any(|j| !j.summaries.is_empty());
+        if !unsent.is_empty() && (closed || last_post.elapsed() >= POST_EVERY) {
+            last_post = Instant::now();
             let upload = CollectivesUpload {
                 host: target.host.clone(),
-                jobs,
+                jobs: std::mem::take(&mut unsent).into_values().collect(),
             };
             match serde_json::to_vec(&upload) {
                 Ok(body) => queue.push_back(body),
@@ -94,34 +117,43 @@ fn run(dir: PathBuf, target: &CollectorTarget, control: &Control, log: fn(&str))
             if queue.len() > MAX_QUEUED {
                 queue.pop_front();
                 log(&format!(
-                    "nccl: {url} has not taken the job collectives for {MAX_QUEUED} polls: dropped the oldest"
+                    "nccl: {url} has not taken the job collectives for {MAX_QUEUED} posts: dropped the oldest"
                 ));
             }
         }
-        while let Some(body) = queue.front() {
-            match post(&client, &url, &target.token, body) {
-                Delivery::Delivered => {
-                    queue.pop_front();
-                    if let Some(was) = failing.take() {
-                        log(&format!("nccl: posting again (after: {was})"));
+        if retry_at.is_none_or(|at| Instant::now() >= at) {
+            retry_at = None;
+            while let Some(body) = queue.front() {
+                match post(&client, &url, &target.token, body) {
+                    Delivery::Delivered => {
+                        queue.pop_front();
+                        if let Some(was) = failing.take() {
+                            log(&format!("nccl: posting again (after: {was})"));
+                        }
                     }
-                }
-                Delivery::Refused(why) => {
-                    queue.pop_front();
-                    log(&format!(
-                        "nccl: the collector refused a post for good: {why}"
-                    ));
-                }
-                Delivery::Retry(why) => {
-                    if failing.as_ref() != Some(&why) {
-                        log(&format!("nccl: cannot post now ({why}); trying again"));
-                        failing = Some(why);
+                    Delivery::Refused(why) => {
+                        queue.pop_front();
+                        log(&format!(
+                            "nccl: the collector refused a post for good: {why}"
+                        ));
                     }
-                    break;
+                    Delivery::Retry(why) => {
+                        if failing.as_ref() != Some(&why) {
+                            log(&format!("nccl: cannot post now ({why}); trying again"));
+                            failing = Some(why);
+                        }
+                        retry_at = Some(Instant::now() + POST_EVERY);
+                        break;
+                    }
                 }
             }
         }
-        if control.sleep(POLL_EVERY) {
+        let wait = if watcher.open_records() > 0 {
+            POLL_BUSY
+        } else {
+            POLL_IDLE
+        };
+        if control.sleep(wait) {
             return;
         }
     }
