@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use model::inspector::{
-    BusBandwidth, CollectiveRecord, CommunicatorSymptom, RankSummary, Straggler, Symptom,
+    BusBandwidth, CollectiveRecord, CommunicatorSymptom, RankPlace, RankSummary, Straggler, Symptom,
 };
 use model::job::CollectiveEvidence;
 
@@ -160,7 +160,8 @@ pub fn symptom(evidence: &CollectiveEvidence) -> Symptom {
     let worst = levels
         .iter()
         .min_by(|a, b| (!a.slow()).cmp(&!b.slow()).then(a.hit.total_cmp(&b.hit)));
-    let stragglers = stragglers(&groups, &levels, &evidence.summaries);
+    let gpus = Gpus::index(&evidence.summaries);
+    let stragglers = stragglers(&groups, &levels, &gpus);
     Symptom {
         source: "nccl_inspector".to_string(),
         records: evidence.records,
@@ -170,7 +171,7 @@ pub fn symptom(evidence: &CollectiveEvidence) -> Symptom {
         communicators: groups
             .iter()
             .zip(&levels)
-            .map(|(g, l)| communicator(g, l))
+            .map(|(g, l)| communicator(g, l, &gpus))
             .collect(),
         stragglers,
         skipped: evidence.skipped.clone(),
@@ -315,8 +316,28 @@ fn onset(values: &[f64]) -> Option<usize> {
     })
 }
 
-fn communicator(g: &Group<'_>, l: &Level) -> CommunicatorSymptom {
+fn communicator(g: &Group<'_>, l: &Level, gpus: &Gpus<'_>) -> CommunicatorSymptom {
     let hosts: BTreeSet<&str> = g.summaries().map(|s| s.hostname.as_str()).collect();
+    // Each rank once: its GPU, when known.
+    let ranks: BTreeMap<u32, (&str, Option<u32>)> = g
+        .summaries()
+        .map(|s| (s.rank, (s.hostname.as_str(), gpus.of(s))))
+        .collect();
+    let places: BTreeSet<RankPlace> = ranks
+        .values()
+        .filter_map(|&(host, gpu)| {
+            Some(RankPlace {
+                host: host.to_string(),
+                gpu: gpu?,
+                rnic: None,
+            })
+        })
+        .collect();
+    let indices: BTreeSet<Option<u32>> = ranks.values().map(|&(_, gpu)| gpu).collect();
+    let rail = match indices.into_iter().collect::<Vec<_>>()[..] {
+        [Some(gpu)] if g.n_nodes() > 1 => Some(gpu),
+        _ => None,
+    };
     CommunicatorSymptom {
         id: g.id.to_string(),
         collective: g.collective.to_string(),
@@ -328,6 +349,8 @@ fn communicator(g: &Group<'_>, l: &Level) -> CommunicatorSymptom {
         busbw_gbs: l.busbw(),
         since: l.since,
         series: l.series.clone(),
+        places: places.into_iter().collect(),
+        rail,
     }
 }
 
@@ -355,7 +378,7 @@ fn lateness(bucket: &[&RankSummary], rank: &RankSummary) -> Option<f64> {
 /// The stragglers of each communicator: ranks late in most of the buckets they ran in over
 /// its slow period (from its earliest onset on), or over the window when it did not slow,
 /// and in at least [`STRAGGLER_MIN_COLLECTIVES`] collectives there.
-fn stragglers(groups: &[Group<'_>], levels: &[Level], all: &[RankSummary]) -> Vec<Straggler> {
+fn stragglers(groups: &[Group<'_>], levels: &[Level], gpus: &Gpus<'_>) -> Vec<Straggler> {
     // communicator -> its slow period's start (its earliest onset), when it slowed
     let mut from: BTreeMap<&str, f64> = BTreeMap::new();
     for (g, l) in groups.iter().zip(levels) {
@@ -393,7 +416,7 @@ fn stragglers(groups: &[Group<'_>], levels: &[Level], all: &[RankSummary]) -> Ve
                 rank,
                 communicator: communicator.to_string(),
                 host: s.hostname.clone(),
-                gpu: gpu(s, all).map(|g| format!("gpu{g}")),
+                gpu: gpus.of(s).map(|g| format!("gpu{g}")),
                 late_us: median(late.iter().map(|l| l.late_us)).unwrap_or_default(),
                 collectives,
             })
@@ -401,18 +424,41 @@ fn stragglers(groups: &[Group<'_>], levels: &[Level], all: &[RankSummary]) -> Ve
         .collect()
 }
 
-/// The GPU a rank drives: as its records say, else its process's rank in its host's
-/// one-node communicator (one process a GPU, ranked by device there); `None` otherwise.
-fn gpu(rank: &RankSummary, all: &[RankSummary]) -> Option<u32> {
-    let same_rank = |s: &&RankSummary| s.communicator == rank.communicator && s.rank == rank.rank;
-    if let Some(g) = all.iter().filter(same_rank).find_map(|s| s.gpu) {
-        return Some(g);
+/// The GPU each rank drives: as its records say, else its process's rank in its host's
+/// one-node communicator (one process a GPU, ranked by device there); unknown otherwise.
+/// Indexed once over all the summaries.
+struct Gpus<'a> {
+    /// (communicator, rank) -> the GPU its records name.
+    named: BTreeMap<(&'a str, u32), u32>,
+    /// (host, process) -> its lowest rank in a one-node communicator.
+    local_rank: BTreeMap<(&'a str, u64), u32>,
+}
+
+impl<'a> Gpus<'a> {
+    fn index(all: &'a [RankSummary]) -> Self {
+        let mut named = BTreeMap::new();
+        let mut local_rank: BTreeMap<(&str, u64), u32> = BTreeMap::new();
+        for s in all {
+            if let Some(g) = s.gpu {
+                named.entry((s.communicator.as_str(), s.rank)).or_insert(g);
+            }
+            if let (1, Some(pid)) = (s.n_nodes, s.pid) {
+                let r = local_rank
+                    .entry((s.hostname.as_str(), pid))
+                    .or_insert(s.rank);
+                *r = (*r).min(s.rank);
+            }
+        }
+        Self { named, local_rank }
     }
-    let pid = rank.pid?;
-    all.iter()
-        .filter(|s| s.n_nodes == 1 && s.hostname == rank.hostname && s.pid == Some(pid))
-        .map(|s| s.rank)
-        .min()
+
+    fn of(&self, rank: &RankSummary) -> Option<u32> {
+        if let Some(&g) = self.named.get(&(rank.communicator.as_str(), rank.rank)) {
+            return Some(g);
+        }
+        let pid = rank.pid?;
+        self.local_rank.get(&(rank.hostname.as_str(), pid)).copied()
+    }
 }
 
 #[cfg(test)]
@@ -631,6 +677,112 @@ pub(crate) mod tests {
         let (before, during) = (s.busbw_gbs.before.unwrap(), s.busbw_gbs.during.unwrap());
         assert!((during / before - 0.5).abs() < 0.05, "{before} -> {during}");
         assert_eq!(b.busbw_gbs, during);
+    }
+
+    /// A rail-optimised job: four hosts (`node001`..`node004`) of two GPUs, process
+    /// `2000 + 2 host + gpu` driving GPU `gpu` of host `host` (0-based); a communicator a
+    /// rail (`0xr0`, `0xr1`: GPU i of every host, ranked by host) and each host's one-node
+    /// communicator (`0xh1`..`0xh4`: its two GPUs, ranked by device). Rail `slow`'s
+    /// collectives take twice as long from second 30.
+    pub(crate) fn rail_job(slow: u32) -> Vec<CollectiveRecord> {
+        let mut out = Vec::new();
+        for k in 0..SECONDS * PER_SECOND {
+            let t = k as f64 / PER_SECOND as f64;
+            for host in 0..4u32 {
+                for gpu in 0..2u32 {
+                    let slowed = gpu == slow && t >= 30.0;
+                    let exec = if slowed { 2.0 * EXEC } else { EXEC } * jitter(k as u64, host);
+                    let place = |mut r: CollectiveRecord| {
+                        r.hostname = format!("node{:03}", host + 1);
+                        r.pid = Some(u64::from(2000 + 2 * host + gpu));
+                        r
+                    };
+                    let rail = format!("0xr{gpu}");
+                    let (rank, seq) = (host, k as u64);
+                    out.push(place(record(
+                        &rail,
+                        "AllReduce",
+                        BYTES,
+                        (rank, 4, 4),
+                        0,
+                        seq,
+                        t,
+                        exec,
+                    )));
+                    let local = format!("0xh{}", host + 1);
+                    out.push(place(record(
+                        &local,
+                        "AllGather",
+                        1 << 20,
+                        (gpu, 2, 1),
+                        0,
+                        seq,
+                        t,
+                        EXEC / 10.0,
+                    )));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_slow_rails_communicator_says_its_rail_and_gpus() {
+        let s = symptom(&evidence(&rail_job(1)));
+        assert!(s.slow, "{s:?}");
+        assert!(s.stragglers.is_empty(), "{:?}", s.stragglers);
+        let by_id = |id: &str| s.communicators.iter().find(|c| c.id == id).unwrap();
+        let (r0, r1) = (by_id("0xr0"), by_id("0xr1"));
+        assert!(r1.slow && !r0.slow);
+        // Each rank's GPU from its rank in its host's one-node communicator.
+        assert_eq!((r0.rail, r1.rail), (Some(0), Some(1)));
+        let places: Vec<(&str, u32)> = r1.places.iter().map(|p| (p.host.as_str(), p.gpu)).collect();
+        assert_eq!(
+            places,
+            [
+                ("node001", 1),
+                ("node002", 1),
+                ("node003", 1),
+                ("node004", 1)
+            ]
+        );
+        assert!(
+            r1.places.iter().all(|p| p.rnic.is_none()),
+            "no host model here"
+        );
+        // A host's own communicator spans its GPUs: no rail.
+        let local = by_id("0xh2");
+        assert_eq!(local.rail, None);
+        assert_eq!(local.places.len(), 2);
+    }
+
+    #[test]
+    fn a_communicator_over_gpus_of_several_indices_has_no_rail() {
+        // 0xa spans every rank of the 16-rank job; the records name each rank's GPU.
+        let records: Vec<CollectiveRecord> = job(|_, _, _| EXEC)
+            .into_iter()
+            .map(|mut r| {
+                r.gpu = Some(r.rank % 2);
+                r
+            })
+            .collect();
+        let s = symptom(&evidence(&records));
+        let a = s.communicators.iter().find(|c| c.id == "0xa").unwrap();
+        assert_eq!(a.rail, None);
+        let b = s.communicators.iter().find(|c| c.id == "0xb").unwrap();
+        assert_eq!(b.rail, None);
+        // From the records' own GPU, not a one-node communicator (there is none).
+        assert!(a.places.iter().any(|p| p.gpu == 1));
+        // One GPU named for all: a rail.
+        let records: Vec<CollectiveRecord> = job(|_, _, _| EXEC)
+            .into_iter()
+            .map(|mut r| {
+                r.gpu = Some(3);
+                r
+            })
+            .collect();
+        let s = symptom(&evidence(&records));
+        assert!(s.communicators.iter().all(|c| c.rail == Some(3)));
     }
 
     #[test]

@@ -318,12 +318,21 @@
         h("td", null, fmt(x.late_us / 1000, 1)), h("td", null, x.collectives)))));
   }
 
+  // The GPU index every rank of a communicator across hosts drives (its rail), and the
+  // RNICs nearest it where the verdict placed them; a dash when it has no rail.
+  function railText(c) {
+    if (c.rail === null || c.rail === undefined) return "\u2014";
+    const rnics = [...new Set((c.places || []).map((p) => p.rnic).filter(Boolean))];
+    return "rail " + c.rail + " (gpu" + c.rail + (rnics.length ? " through " + rnics.join(" or ") : "") + ")";
+  }
+
   function communicators(list) {
     $("communicators").replaceChildren(
-      h("thead", null, h("tr", null, ["Communicator", "Collective", "Size", "Ranks", "Hosts", "Slow since", "Bus bandwidth (GB/s)"].map((t) => h("th", { scope: "col" }, t)))),
+      h("thead", null, h("tr", null, ["Communicator", "Collective", "Size", "Ranks", "Hosts", "Rail", "Slow since", "Bus bandwidth (GB/s)"].map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", null, list.map((c) => h("tr", { "data-communicator": c.id, "data-slow": String(c.slow) },
         h("td", null, c.id), h("td", null, c.collective), h("td", null, bytesText(c.bytes)), h("td", null, c.ranks),
-        h("td", { title: (c.hosts || []).join(", ") }, c.nnodes), h("td", null, c.slow ? secs(c.since) : "not slow"),
+        h("td", { title: (c.hosts || []).join(", ") }, c.nnodes), h("td", { class: "rail" }, railText(c)),
+        h("td", null, c.slow ? secs(c.since) : "not slow"),
         h("td", null, fmt(c.busbw_gbs, 1))))));
   }
 

@@ -47,18 +47,21 @@ const HEALTHY: &str = "4343";
 
 /// Job [`SLOW`]: the straggler job of `common::summaries` (communicator `0xa`, rank 6
 /// late from [`ONSET_BUCKET`] on), and a steady all-gather of one rank per host in
-/// communicator `0xc`.
+/// communicator `0xc`, each rank on its host's GPU 2 (a rail's communicator, as the
+/// textfile's `gpu_device_id` says it).
 fn slow_job(t0: f64) -> Vec<RankSummary> {
     let mut out = straggler_job(t0);
     for b in 0..BUCKETS {
         for rank in 0..4 {
-            out.push(summary(
+            let mut s = summary(
                 ("0xc", "AllGather", SMALL),
                 (rank, 4, 4),
                 HOSTS[rank as usize],
                 (t0, b),
                 200.0,
-            ));
+            );
+            s.gpu = Some(2);
+            out.push(s);
         }
     }
     out
@@ -435,6 +438,13 @@ fn the_jobs_page_lists_the_slow_job_first_and_its_page_draws_its_collectives() {
         assert_eq!(stragglers, [("6".to_string(), "node003".to_string())]);
         let row = text(&c, "#stragglers tbody tr").await;
         assert!(row.contains("node003") && row.contains("0xa"), "{row}");
+
+        // Each communicator's rail: 0xc's ranks all drive GPU 2; 0xa's GPUs are not known.
+        let rails: Vec<(String, String)> = read(&c, "return [...document.querySelectorAll('#communicators tbody tr')].map(r =>
+                    [r.dataset.communicator, r.querySelector('td.rail').textContent]);").await;
+        let rail_of = |id: &str| rails.iter().find(|(c, _)| c == id).map(|(_, r)| r.as_str());
+        assert_eq!(rail_of("0xc"), Some("rail 2 (gpu2)"), "{rails:?}");
+        assert_eq!(rail_of("0xa"), Some("\u{2014}"), "{rails:?}");
 
         // The picture: the hosts alone (no --fabric), the straggler's host a culprit.
         let drawn = picture_nodes(&c).await;

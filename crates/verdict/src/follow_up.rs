@@ -32,13 +32,13 @@ pub struct Plan {
 /// For each culprit of `report` whose candidates are cables (at most [`MAX_GROUPS`]), and
 /// for each member, a pair whose route crosses it and none of the others, one end on a host
 /// of `nodes` (the job's); then, for each cable a culprit names alone, a pair crossing it,
-/// to measure it again before anything acts on it. Where the job's own collectives slowed (DESIGN 4.8: a slow
-/// communicator without stragglers narrows the evidence to its ranks' paths), the pair is
-/// chosen with as many ends as can be on that communicator's hosts: the probe then
-/// measures the paths the job's slow traffic took. The simulated job and the collector plan
-/// alike.
+/// to measure it again before anything acts on it. Where the job's own collectives slowed
+/// (DESIGN 4.8: a slow communicator without stragglers narrows the evidence to its ranks'
+/// paths), the pair is chosen with as many ends as can be on that communicator's ranks'
+/// RNICs (its hosts', where its ranks' RNICs are not known): the probe then measures the
+/// paths the job's slow traffic took. The simulated job and the collector plan alike.
 pub fn plan(cluster: &Cluster, report: &JobReport, nodes: &[String]) -> Plan {
-    let slow = slow_hosts(report);
+    let slow = slow_ends(report);
     let groups: Vec<&Vec<String>> = report
         .culprits
         .iter()
@@ -94,7 +94,7 @@ impl Plan {
         cluster: &Cluster,
         report: &JobReport,
         nodes: &[String],
-        slow: &[String],
+        slow: &[SlowEnd],
     ) {
         let named = report
             .culprits
@@ -255,9 +255,14 @@ fn status_word(status: PartStatus) -> &'static str {
 /// every k-th RNIC of the cluster (all of them on pod-32).
 pub const MAX_EXAMINED: usize = 20_000;
 
-/// The hosts of the job's communicators that slowed, when no rank of theirs arrived late
-/// (a straggler's communicator is slow because of its compute, not its paths).
-fn slow_hosts(report: &JobReport) -> Vec<String> {
+/// An RNIC a slowed communicator's ranks use: a host and, when the verdict placed its ranks
+/// there, the RNIC (any of the host's otherwise).
+type SlowEnd = (String, Option<String>);
+
+/// The ends of the job's communicators that slowed with no rank of theirs late (a
+/// straggler's communicator is slow because of its compute, not its paths): each placed
+/// rank's host and RNIC where every host of the communicator has one, else its hosts.
+fn slow_ends(report: &JobReport) -> Vec<SlowEnd> {
     let Some(symptom) = &report.symptom else {
         return Vec::new();
     };
@@ -266,15 +271,26 @@ fn slow_hosts(report: &JobReport) -> Vec<String> {
         .iter()
         .map(|s| s.communicator.as_str())
         .collect();
-    let mut hosts: Vec<String> = symptom
+    let mut ends: Vec<SlowEnd> = Vec::new();
+    for c in symptom
         .communicators
         .iter()
         .filter(|c| c.slow && !late.contains(&c.id.as_str()))
-        .flat_map(|c| c.hosts.iter().cloned())
-        .collect();
-    hosts.sort();
-    hosts.dedup();
-    hosts
+    {
+        let placed = c
+            .hosts
+            .iter()
+            .all(|h| c.places.iter().any(|p| &p.host == h && p.rnic.is_some()))
+            && c.places.iter().all(|p| p.rnic.is_some());
+        if placed {
+            ends.extend(c.places.iter().map(|p| (p.host.clone(), p.rnic.clone())));
+        } else {
+            ends.extend(c.hosts.iter().map(|h| (h.clone(), None)));
+        }
+    }
+    ends.sort();
+    ends.dedup();
+    ends
 }
 
 /// A pair whose route (both ways) crosses `member` and none of `others`, one end a job
@@ -285,7 +301,7 @@ fn separating_pair(
     member: Cable,
     others: &[Cable],
     job: &[String],
-    slow: &[String],
+    slow: &[SlowEnd],
 ) -> Option<(RnicPort, RnicPort)> {
     let ports: Vec<RnicPort> = cluster.rnic_ports().collect();
     let job_ports: Vec<RnicPort> = ports
@@ -293,7 +309,15 @@ fn separating_pair(
         .copied()
         .filter(|p| job.contains(&cluster.hosts[p.host].name))
         .collect();
-    let on_slow = |p: RnicPort| usize::from(slow.contains(&cluster.hosts[p.host].name));
+    let on_slow = |p: RnicPort| {
+        let host = &cluster.hosts[p.host];
+        usize::from(slow.iter().any(|(h, rnic)| {
+            *h == host.name
+                && rnic
+                    .as_deref()
+                    .is_none_or(|r| host.rnics[p.rnic].as_str() == r)
+        }))
+    };
     let mut best: Option<((usize, usize), (RnicPort, RnicPort))> = None;
     // Every job RNIC against every k-th RNIC of the cluster, k set to stay within the bound;
     // the job's own RNICs always among them, so a pair of two slow hosts is examined.
@@ -489,6 +513,74 @@ mod tests {
             "stragglers": stragglers,
             "skipped": {"unknown_records": 0, "bad_records": 0}}))
         .unwrap()
+    }
+
+    #[test]
+    fn a_slow_rails_placed_ranks_are_its_ends_and_its_hosts_otherwise() {
+        let mut report = report_with_candidates(&[], &[]);
+        let mut symptom = slowed_over(&["node001", "node002"], false);
+        let place = |host: &str, rnic: Option<&str>| model::inspector::RankPlace {
+            host: host.into(),
+            gpu: 1,
+            rnic: rnic.map(String::from),
+        };
+        symptom.communicators[0].places = vec![
+            place("node001", Some("rnic1")),
+            place("node002", Some("rnic1")),
+        ];
+        report.symptom = Some(symptom.clone());
+        let end = |h: &str, r: Option<&str>| (h.to_string(), r.map(String::from));
+        assert_eq!(
+            slow_ends(&report),
+            [end("node001", Some("rnic1")), end("node002", Some("rnic1"))]
+        );
+        // One rank's RNIC not known: the communicator's hosts, any of their RNICs.
+        symptom.communicators[0].places[1].rnic = None;
+        report.symptom = Some(symptom);
+        assert_eq!(
+            slow_ends(&report),
+            [end("node001", None), end("node002", None)]
+        );
+        // A straggler's communicator steers nothing.
+        report.symptom = Some(slowed_over(&["node001", "node002"], true));
+        assert!(slow_ends(&report).is_empty());
+    }
+
+    #[test]
+    fn a_slow_rails_rnics_are_the_ends_of_the_pair_that_measures_a_cable_again() {
+        let pod = Cluster::builtin("pod-32").unwrap().unwrap();
+        let nodes: Vec<String> = model::hostlist::expand("node[001-032]").unwrap();
+        let port = |host: &str, rnic: usize| RnicPort {
+            host: pod.host_index(host).unwrap(),
+            rnic,
+        };
+        let (a, b) = (port("node001", 1), port("node009", 1));
+        let rail: Vec<SlowEnd> = [a, b]
+            .iter()
+            .map(|p| {
+                let h = &pod.hosts[p.host];
+                (h.name.clone(), Some(h.rnics[p.rnic].to_string()))
+            })
+            .collect();
+        let hosts: Vec<SlowEnd> = rail.iter().map(|(h, _)| (h.clone(), None)).collect();
+        // Each cable the rail's own pair crosses, measured again (no other member).
+        let mut cables = pod.cables_between(a, b);
+        cables.extend(pod.cables_between(b, a));
+        let rail_ends =
+            |(x, y): (RnicPort, RnicPort)| [x, y].iter().filter(|p| [a, b].contains(p)).count();
+        let mut steered_by_rnic = 0;
+        for &cable in &cables {
+            let by_rnic = separating_pair(&pod, cable, &[], &nodes, &rail).unwrap();
+            let by_host = separating_pair(&pod, cable, &[], &nodes, &hosts).unwrap();
+            // The rail's own RNICs at both ends: the slow traffic's paths.
+            assert_eq!(rail_ends(by_rnic), 2, "{}", pod.cable_label(cable));
+            if rail_ends(by_host) < 2 {
+                steered_by_rnic += 1;
+            }
+        }
+        // pod-32 routes across rails: by host alone, the same hosts' other RNICs would do
+        // for some cable.
+        assert!(steered_by_rnic > 0, "{} cables", cables.len());
     }
 
     #[test]

@@ -184,12 +184,13 @@ fn write_symptom(out: &mut String, symptom: &Symptom, style: Style) {
     for c in symptom.communicators.iter().filter(|c| c.slow) {
         let _ = writeln!(
             out,
-            "  slowed: {} {} of {} on {} rank(s) over {} host(s), {:.1} GB/s{}",
+            "  slowed: {} {} of {} on {} rank(s) over {} host(s){}, {:.1} GB/s{}",
             c.id,
             c.collective,
             size(c.bytes),
             c.ranks,
             c.nnodes,
+            rail(c),
             c.busbw_gbs,
             c.since
                 .map(|s| format!(" since {}", unix_time(s)))
@@ -210,6 +211,22 @@ fn write_symptom(out: &mut String, symptom: &Symptom, style: Style) {
             s.late_us,
             s.collectives
         );
+    }
+}
+
+/// `, rail 3 (gpu3 through rnic3)`: the GPU index every rank of a communicator across
+/// hosts drives, and the RNICs nearest it where known; nothing when it has no rail.
+fn rail(c: &model::inspector::CommunicatorSymptom) -> String {
+    let Some(gpu) = c.rail else {
+        return String::new();
+    };
+    let rnics: std::collections::BTreeSet<&str> =
+        c.places.iter().filter_map(|p| p.rnic.as_deref()).collect();
+    if rnics.is_empty() {
+        format!(", rail {gpu} (gpu{gpu})")
+    } else {
+        let rnics: Vec<&str> = rnics.into_iter().collect();
+        format!(", rail {gpu} (gpu{gpu} through {})", rnics.join(" or "))
     }
 }
 

@@ -216,6 +216,29 @@ pub struct CommunicatorSymptom {
     /// Its bus bandwidth over time, one point a bucket: (Unix seconds, GB/s) (an addition,
     /// for the job page's plot).
     pub series: Vec<(f64, f64)>,
+    /// Where its ranks run, by host and GPU, for the ranks whose GPU is known (an
+    /// addition): which GPUs, and through which RNICs, its traffic goes.
+    #[serde(default)]
+    pub places: Vec<RankPlace>,
+    /// The GPU index every one of its ranks drives, when it spans hosts and each rank's GPU
+    /// is known (an addition): a rail's communicator, whose traffic in a rail-optimised
+    /// cluster takes GPU i's RNIC and rail i's leaf on every host.
+    #[serde(default)]
+    pub rail: Option<u32>,
+}
+
+/// Where some of a communicator's ranks run: a host and a GPU there, and the RNIC nearest
+/// that GPU when the host's job paths say it (the rule the job paths use: an RNIC's traffic
+/// goes to its nearest GPU).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RankPlace {
+    /// The host.
+    pub host: String,
+    /// The GPU's index (`gpu3` is 3).
+    pub gpu: u32,
+    /// The RNIC nearest it (`rnic3`), when known.
+    #[serde(default)]
+    pub rnic: Option<String>,
 }
 
 /// A rank that arrives late at its communicator's collectives.

@@ -445,6 +445,8 @@ fn slowed(hosts: &[&str], during: f64) -> model::inspector::Symptom {
             busbw_gbs: during,
             since: Some(100.0),
             series,
+            places: Vec::new(),
+            rail: None,
         }],
         stragglers: Vec::new(),
         skipped: Default::default(),

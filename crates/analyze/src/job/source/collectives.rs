@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use model::inspector::{CommunicatorSymptom, Straggler, Symptom};
-use model::job::{Culprit, JobEvidence, JobReport, Layer, NotJudgedItem};
+use model::job::{Culprit, JobEvidence, JobPath, JobReport, Layer, NotJudgedItem};
 use model::PathStatus;
 
 use super::{Phase, Ranking, Source};
@@ -46,10 +46,9 @@ impl Source for Collectives {
     /// not known), not the job's otherwise; once per host and GPU or rank.
     fn rank<'a>(&self, judged: &Judged<'a>, ranking: &mut Ranking<'a>) {
         let evidence = judged.evidence();
-        let Some(collectives) = &evidence.collectives else {
+        let Some(symptom) = placed_symptom(evidence) else {
             return;
         };
-        let symptom = symptom(collectives);
         for s in &symptom.stragglers {
             let culprit = culprit(judged, s);
             if !evidence.nodes.is_empty() && !evidence.nodes.contains(&s.host) {
@@ -80,14 +79,80 @@ impl Source for Collectives {
     }
 
     fn report(&self, judged: &Judged<'_>, report: &mut JobReport) {
-        report.symptom = judged.evidence().collectives.as_ref().map(symptom);
+        report.symptom = placed_symptom(judged.evidence());
     }
 }
 
+/// The job's symptom, each rank's place given the RNIC its host's job paths send to its GPU
+/// (the path to `gpuN`: an RNIC's traffic goes to its nearest GPU, `verdict::job`'s rule).
+fn placed_symptom(evidence: &JobEvidence) -> Option<Symptom> {
+    let mut symptom = symptom(evidence.collectives.as_ref()?);
+    for place in symptom
+        .communicators
+        .iter_mut()
+        .flat_map(|c| c.places.iter_mut())
+    {
+        place.rnic = gpu_path(evidence, &place.host, place.gpu).map(|p| p.rnic.clone());
+    }
+    Some(symptom)
+}
+
+/// The job path on `host` that ends at GPU `gpu`.
+fn gpu_path<'a>(evidence: &'a JobEvidence, host: &str, gpu: u32) -> Option<&'a JobPath> {
+    let endpoint = format!("gpu{gpu}");
+    evidence
+        .hosts
+        .iter()
+        .filter(|h| h.host == host)
+        .flat_map(|h| &h.job_paths)
+        .find(|p| p.endpoint == endpoint)
+}
+
+/// A communicator's ranks' paths, when each of its hosts has a placed rank and every placed
+/// rank's RNIC is known: (host, its job path to the rank's GPU). `None` when they are not
+/// all known: the communicator then narrows to its hosts only.
+fn rank_paths<'a>(
+    comm: &CommunicatorSymptom,
+    evidence: &'a JobEvidence,
+) -> Option<Vec<(&'a str, &'a JobPath)>> {
+    let placed: BTreeSet<&str> = comm.places.iter().map(|p| p.host.as_str()).collect();
+    if comm.hosts.iter().any(|h| !placed.contains(h.as_str())) {
+        return None;
+    }
+    comm.places
+        .iter()
+        .map(|p| {
+            let host = evidence.hosts.iter().find(|h| h.host == p.host)?;
+            Some((host.host.as_str(), gpu_path(evidence, &p.host, p.gpu)?))
+        })
+        .collect()
+}
+
+/// Whether a host-side culprit lies on one of `paths` (its host's): it names the path's
+/// RNIC or GPU or one of its links, or says too little to tell (no component, or a path
+/// whose links are not known).
+fn on_paths(c: &Culprit, paths: &[(&str, &JobPath)]) -> bool {
+    let Some(component) = c.component.as_deref() else {
+        return true;
+    };
+    let names = |p: &JobPath| {
+        p.links.is_empty()
+            || p.rnic == component
+            || p.endpoint == component
+            || p.links
+                .iter()
+                .any(|l| l.as_str() == component || c.candidates.iter().any(|x| x == l.as_str()))
+    };
+    paths
+        .iter()
+        .any(|(host, p)| c.host.as_deref() == Some(*host) && names(p))
+}
+
 /// Each communicator that slowed with no straggler in it (the transfer itself is slow:
-/// reference/nccl-inspector.md) supports the culprits on its ranks' hosts and, across
-/// hosts, on the cables of the pairs between them ([`SCORE_SUPPORT`]), saying so in their
-/// evidence.
+/// reference/nccl-inspector.md) supports the culprits on its ranks' paths and, across
+/// hosts, on the cables of the pairs between its ranks' RNICs ([`SCORE_SUPPORT`]), saying
+/// so in their evidence. Where its ranks' GPUs and RNICs are not all known, that is every
+/// path of its hosts and every pair between them.
 fn support(symptom: &Symptom, evidence: &JobEvidence, culprits: &mut [Culprit]) {
     let late: BTreeSet<&str> = symptom
         .stragglers
@@ -100,13 +165,21 @@ fn support(symptom: &Symptom, evidence: &JobEvidence, culprits: &mut [Culprit]) 
         .filter(|c| c.slow && !late.contains(c.id.as_str()))
     {
         let hosts: BTreeSet<&str> = comm.hosts.iter().map(String::as_str).collect();
+        let paths = rank_paths(comm, evidence);
+        let rnics: Option<BTreeSet<(&str, &str)>> = paths
+            .as_ref()
+            .map(|ps| ps.iter().map(|(h, p)| (*h, p.rnic.as_str())).collect());
+        let between = |a: (&str, &str), b: (&str, &str)| match &rnics {
+            Some(rnics) => rnics.contains(&a) && rnics.contains(&b),
+            None => hosts.contains(a.0) && hosts.contains(b.0),
+        };
         let cables: BTreeSet<&str> = if comm.nnodes > 1 {
             evidence
                 .pairs
                 .iter()
                 .filter(|p| {
-                    hosts.contains(p.parts.a.host.as_str())
-                        && hosts.contains(p.parts.b.host.as_str())
+                    let (a, b) = (&p.parts.a, &p.parts.b);
+                    between((&a.host, &a.rnic), (&b.host, &b.rnic))
                 })
                 .flat_map(|p| p.cables.iter().map(String::as_str))
                 .collect()
@@ -116,7 +189,10 @@ fn support(symptom: &Symptom, evidence: &JobEvidence, culprits: &mut [Culprit]) 
         let words = agreement(comm);
         for c in culprits.iter_mut().filter(|c| c.cause != STRAGGLER) {
             let on_it = match c.layer {
-                Layer::Host | Layer::Rnic => c.host.as_deref().is_some_and(|h| hosts.contains(h)),
+                Layer::Host | Layer::Rnic => {
+                    c.host.as_deref().is_some_and(|h| hosts.contains(h))
+                        && paths.as_ref().is_none_or(|ps| on_paths(c, ps))
+                }
                 Layer::Fabric => std::iter::once(c.component.as_deref())
                     .flatten()
                     .chain(c.candidates.iter().map(String::as_str))
@@ -134,9 +210,22 @@ fn support(symptom: &Symptom, evidence: &JobEvidence, culprits: &mut [Culprit]) 
 
 /// The words a supported culprit's evidence gains from `comm`.
 fn agreement(comm: &CommunicatorSymptom) -> String {
+    let rnics: BTreeSet<&str> = comm
+        .places
+        .iter()
+        .filter_map(|p| p.rnic.as_deref())
+        .collect();
+    let rail = match (comm.rail, rnics.is_empty()) {
+        (Some(gpu), true) => format!(", rail {gpu}: gpu{gpu} on each"),
+        (Some(gpu), false) => format!(
+            ", rail {gpu}: gpu{gpu} through {} on each",
+            rnics.into_iter().collect::<Vec<_>>().join(" or ")
+        ),
+        (None, _) => String::new(),
+    };
     format!(
-        "the job's own collectives agree: communicator {} ({} over {} host(s)) slowed to \
-         {:.1} GB/s with no rank late",
+        "the job's own collectives agree: communicator {} ({} over {} host(s){rail}) slowed \
+         to {:.1} GB/s with no rank late",
         comm.id, comm.collective, comm.nnodes, comm.busbw_gbs
     )
 }
@@ -365,6 +454,118 @@ mod tests {
         let after = judge(&e);
         assert_eq!(fabric(&after).score, fabric(&before).score);
         assert!(!fabric(&after).evidence.contains("agree"));
+    }
+
+    /// node001..node004, each with two job paths: rnic0 -> gpu0 and rnic1 -> gpu1 (links
+    /// not known).
+    fn two_rail_hosts() -> Vec<model::job::JobHost> {
+        (1..=4)
+            .map(|n| {
+                let name = format!("node{n:03}");
+                let mut h = host(&name, Some(report(&name, PathStatus::Normal)));
+                h.job_paths.push(JobPath {
+                    rnic: "rnic1".into(),
+                    endpoint: "gpu1".into(),
+                    links: vec![],
+                });
+                h
+            })
+            .collect()
+    }
+
+    /// An abnormal pair between `a` and `b`'s RNIC `rnic`, crossing `cables`.
+    fn abnormal_rail_pair(a: &str, b: &str, rnic: &str, cables: [&str; 2]) -> model::job::JobPair {
+        let mut p = abnormal_pair(a, b);
+        p.parts.a.rnic = rnic.into();
+        p.parts.b.rnic = rnic.into();
+        p.cables = cables.iter().map(|c| c.to_string()).collect();
+        p
+    }
+
+    #[test]
+    fn a_slow_rail_supports_the_cables_between_its_rnics_only() {
+        let pairs = vec![
+            abnormal_rail_pair("node001", "node002", "rnic1", ["leaf2/1", "leaf2/2"]),
+            abnormal_rail_pair("node003", "node004", "rnic0", ["leaf1/3", "leaf1/4"]),
+        ];
+        let mut e = evidence(two_rail_hosts(), pairs);
+        e.job_cables = ["leaf1/3", "leaf1/4", "leaf2/1", "leaf2/2"]
+            .map(String::from)
+            .to_vec();
+        let before = judge(&e);
+        e.collectives = Some(collectives(&crate::collectives::tests::rail_job(1)));
+        let after = judge(&e);
+        // The report's symptom places rail 1's ranks on gpu1 through rnic1.
+        let symptom = after.symptom.as_ref().expect("a symptom");
+        let rail = symptom
+            .communicators
+            .iter()
+            .find(|c| c.id == "0xr1")
+            .unwrap();
+        assert!(rail.slow && rail.rail == Some(1), "{rail:?}");
+        assert!(
+            rail.places
+                .iter()
+                .all(|p| p.rnic.as_deref() == Some("rnic1")),
+            "{:?}",
+            rail.places
+        );
+        let on = |r: &JobReport, cable: &str| {
+            r.culprits
+                .iter()
+                .find(|c| {
+                    c.layer == Layer::Fabric
+                        && (c.component.as_deref() == Some(cable)
+                            || c.candidates.iter().any(|x| x == cable))
+                })
+                .cloned()
+                .unwrap_or_else(|| panic!("no culprit on {cable}: {:?}", r.culprits))
+        };
+        // Rail 1's cables gain the support, with the rail in the words; rail 0's do not,
+        // though their pair runs between the same communicator's hosts.
+        let (was, now) = (on(&before, "leaf2/1"), on(&after, "leaf2/1"));
+        assert!(
+            (now.score - was.score - SCORE_SUPPORT).abs() < 1e-9,
+            "{now:?}"
+        );
+        assert!(
+            now.evidence.contains("rail 1: gpu1 through rnic1 on each"),
+            "{}",
+            now.evidence
+        );
+        let (was, now) = (on(&before, "leaf1/3"), on(&after, "leaf1/3"));
+        assert_eq!(now.score, was.score, "{now:?}");
+        assert!(!now.evidence.contains("agree"), "{}", now.evidence);
+    }
+
+    #[test]
+    fn a_host_culprit_is_on_a_rails_paths_only_through_its_rnic_gpu_or_links() {
+        let link = model::LinkId::new("gpu1--sw1");
+        let rail_path = JobPath {
+            rnic: "rnic1".into(),
+            endpoint: "gpu1".into(),
+            links: vec![link],
+        };
+        let paths = [("node002", &rail_path)];
+        let culprit = |component: Option<&str>| Culprit {
+            layer: Layer::Host,
+            host: Some("node002".into()),
+            component: component.map(String::from),
+            cause: "link_failure".into(),
+            score: 0.9,
+            evidence: String::new(),
+            candidates: Vec::new(),
+            action: String::new(),
+        };
+        assert!(on_paths(&culprit(Some("gpu1--sw1")), &paths));
+        assert!(on_paths(&culprit(Some("rnic1")), &paths));
+        assert!(on_paths(&culprit(None), &paths));
+        // Another GPU's link on the same host is not the rail's.
+        assert!(!on_paths(&culprit(Some("gpu0--sw0")), &paths));
+        // Another host's: not either.
+        let mut elsewhere = culprit(Some("gpu1--sw1"));
+        elsewhere.host = Some("node003".into());
+        assert!(!on_paths(&elsewhere, &paths));
     }
 
     #[test]
