@@ -2,7 +2,8 @@
 //! dump folder as NCCL's Inspector plugin fills it (`--nccl-dir`), posts per-rank summaries
 //! to a real collector on PostgreSQL, and the collector lists the job slow, since its
 //! onset, with its straggler (`GET /api/jobs`, `GET /api/jobs/{job}/symptom`), and judges
-//! it by itself (`GET /api/jobs/{job}/verdict`, `hostping_job_slow`).
+//! it by itself (`GET /api/jobs/{job}/verdict`, `hostping_job_slow`); a healthy job beside
+//! it is listed after it, not slow, and not judged.
 
 mod common;
 
@@ -67,17 +68,43 @@ fn an_agent_sends_a_jobs_collectives_and_the_collector_finds_its_straggler() {
         Some(late),
         "",
     );
+    // Beside it, the same job healthy throughout.
+    write_job(
+        &dumps.join("nccl-inspector-4343"),
+        start_s * 1_000_000,
+        None,
+        "",
+    );
     let agent = nccl_agent(&dir, &url, &dumps);
 
     let mut jobs = Value::Null;
-    wait_until("the job in GET /api/jobs", Duration::from_secs(60), || {
-        let (status, body) = http_get(collector.addr, "/api/jobs");
-        jobs = serde_json::from_str(&body).unwrap_or(Value::Null);
-        status == 200
-            && jobs
-                .as_array()
-                .is_some_and(|j| j.iter().any(|j| j["job"] == "4242"))
-    });
+    wait_until(
+        "both jobs in GET /api/jobs",
+        Duration::from_secs(60),
+        || {
+            let (status, body) = http_get(collector.addr, "/api/jobs");
+            jobs = serde_json::from_str(&body).unwrap_or(Value::Null);
+            let listed = |id: &str| {
+                jobs.as_array()
+                    .is_some_and(|j| j.iter().any(|j| j["job"] == id))
+            };
+            status == 200 && listed("4242") && listed("4343")
+        },
+    );
+    // The slow one first; the healthy one not slow, and never judged.
+    let order: Vec<&str> = jobs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["job"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["4242", "4343"], "{jobs:#}");
+    let healthy = &jobs[1];
+    assert_eq!(healthy["slow"], false, "{healthy:#}");
+    assert!(
+        healthy["since"].is_null() && healthy["verdict"].is_null(),
+        "{healthy:#}"
+    );
     let job = jobs
         .as_array()
         .unwrap()
@@ -129,6 +156,20 @@ fn an_agent_sends_a_jobs_collectives_and_the_collector_finds_its_straggler() {
     assert!(
         metrics.contains("hostping_job_slow{job=\"4242\"} 1"),
         "{metrics}"
+    );
+    assert!(
+        metrics.contains("hostping_job_slow{job=\"4343\"} 0"),
+        "{metrics}"
+    );
+    let (status, body) = http_get(collector.addr, "/api/jobs/4343/verdict");
+    assert_eq!(status, 404, "a healthy job is not judged: {body}");
+    let (_, body) = http_get(collector.addr, "/api/jobs/4343/symptom");
+    let symptom: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(symptom["slow"], false, "{symptom:#}");
+    assert_eq!(
+        symptom["stragglers"],
+        Value::Array(Vec::new()),
+        "{symptom:#}"
     );
 
     agent.signal(libc::SIGTERM);
