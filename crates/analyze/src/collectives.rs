@@ -249,9 +249,14 @@ impl Level {
 }
 
 fn level(g: &Group<'_>, expected: &model::job::ExpectedBusBandwidth) -> Level {
+    // A bucket holding under half the ranks a bucket typically holds caught a fraction of a
+    // collective at its edge: the ranks that started late, whose own times stay short, alone
+    // (the reference's late arrival). Its median is theirs, not the communicator's: skipped.
+    let typical = median(g.buckets.values().map(|b| b.len() as f64)).unwrap_or_default();
     let series: Vec<(f64, f64)> = g
         .buckets
         .values()
+        .filter(|b| 2.0 * b.len() as f64 >= typical)
         .map(|b| {
             let busbw = median(b.iter().map(|s| s.busbw_gbs)).unwrap_or_default();
             (b[0].start_s, busbw)
@@ -754,6 +759,47 @@ pub(crate) mod tests {
         let local = by_id("0xh2");
         assert_eq!(local.rail, None);
         assert_eq!(local.places.len(), 2);
+    }
+
+    #[test]
+    fn a_bucket_holding_only_the_late_ranks_at_its_edge_does_not_hide_a_slowdown() {
+        // 8 ranks of one host each, one all-reduce a second; from second 30 on rank 7 starts
+        // 0.6 s late, in the next half-second bucket, and the others wait for it.
+        let mut records = Vec::new();
+        for k in 0..SECONDS {
+            for rank in 0..8u32 {
+                let late = k >= 30 && rank == 7;
+                let (t, exec) = match (k >= 30, late) {
+                    (_, true) => (f64::from(k) + 0.6, EXEC),
+                    (true, false) => (f64::from(k), EXEC + 600_000.0),
+                    _ => (f64::from(k), EXEC),
+                };
+                records.push(record(
+                    "0xa",
+                    "AllReduce",
+                    BYTES,
+                    (rank, 8, 8),
+                    rank,
+                    u64::from(k),
+                    t,
+                    exec,
+                ));
+            }
+        }
+        let e = CollectiveEvidence {
+            summaries: summarize(&records, 0.5),
+            ..evidence(&records)
+        };
+        let s = symptom(&e);
+        // Its buckets alternate: the seven waiting ranks, then rank 7 alone, fast.
+        assert!(s.slow, "{s:#?}");
+        let since = s.since.unwrap();
+        assert!((since - (T0 + 30.0)).abs() < 0.01, "{since}");
+        assert_eq!(
+            s.stragglers.len(),
+            0,
+            "late alone in its bucket: no other rank to wait"
+        );
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! simulated job runs its collectives step by step on the packet simulator, a fault starting
 //! mid-run, and writes NCCL Inspector records as the plugin does; the verdict judges them
 //! beside the cluster's evidence, and `job --nccl DIR` alone reads the same folder. A
-//! straggler host, a rail slowed by a cable, a host's degraded GPU link, and a healthy job,
-//! each with its verdict.
+//! straggler host, a slow GPU and a starved host, a rail slowed by a cable, a host's
+//! degraded GPU link, and a healthy job, each with its verdict.
 
 mod common;
 
@@ -101,6 +101,51 @@ fn a_straggler_host_is_named_from_its_records_its_network_healthy() {
         .as_f64()
         .unwrap();
     assert!((35_000.0..45_000.0).contains(&late_us), "{alone:#}");
+}
+
+#[test]
+fn a_slow_gpu_and_a_starved_host_are_named_as_what_is_late() {
+    // node009's gpu3 at 60 % of its speed: 100 ms of compute take 167 ms, 67 ms late. Every
+    // rank of node017 30 ms late: its CPUs are taken.
+    let inject = [
+        "node009:slow-gpu:gpu3:0.6@4s",
+        "node017:cpu-starved:30ms@4s",
+    ];
+    let (code, report, _root, _dir) = simulate("simrec-slow-gpu", &inject, &[]);
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["verdict"], "host", "{report:#}");
+    let named: Vec<(&str, Option<&str>)> = culprits(&report)
+        .iter()
+        .filter(|c| c["cause"] == "straggler")
+        .map(|c| (c["host"].as_str().unwrap(), c["component"].as_str()))
+        .collect();
+    // The slow GPU by its index; the starved host once, as a whole: all its eight ranks
+    // are late, so what they share is.
+    assert!(named.contains(&("node009", Some("gpu3"))), "{report:#}");
+    let starved: Vec<_> = named.iter().filter(|(h, _)| *h == "node017").collect();
+    assert_eq!(starved, [&("node017", None)], "{report:#}");
+    let evidence = culprits(&report)
+        .iter()
+        .find(|c| c["host"] == "node017")
+        .unwrap()["evidence"]
+        .as_str()
+        .unwrap();
+    assert!(evidence.contains("all 8 of its ranks"), "{evidence}");
+    let late = |rank: u64| {
+        report["symptom"]["stragglers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["rank"] == rank)
+            .and_then(|s| s["late_us"].as_f64())
+    };
+    // node009's gpu3 is world rank 8 + 3; node017's ranks are 16..24.
+    let slow_gpu = late(11).expect("rank 11 late");
+    assert!((55_000.0..75_000.0).contains(&slow_gpu), "{slow_gpu}");
+    for rank in 16..24 {
+        let us = late(rank).unwrap_or_else(|| panic!("rank {rank} late: {report:#}"));
+        assert!((25_000.0..35_000.0).contains(&us), "rank {rank}: {us}");
+    }
 }
 
 #[test]

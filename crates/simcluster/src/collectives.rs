@@ -236,7 +236,13 @@ pub fn run(
             .iter()
             .map(|p| {
                 t + rng.gen_range(0.0..LAUNCH_JITTER_US)
-                    + delay_us(faults, nodes[p.job_host], p.gpu, elapsed_s)
+                    + delay_us(
+                        faults,
+                        nodes[p.job_host],
+                        p.gpu,
+                        elapsed_s,
+                        settings.step_ms,
+                    )
             })
             .collect();
         let end = starts.iter().copied().fold(f64::MIN, f64::max) + transfer_us;
@@ -345,13 +351,14 @@ pub fn processes(cluster: &Cluster, nodes: &[usize]) -> Vec<Process> {
     out
 }
 
-/// How late the rank on `host`'s `gpu` starts a collective `elapsed_s` into the run, us.
-fn delay_us(faults: &ClusterFaults, host: usize, gpu: u32, elapsed_s: f64) -> f64 {
+/// How late the rank on `host`'s `gpu` starts a collective `elapsed_s` into the run of a
+/// job computing `compute_ms` a step, us.
+fn delay_us(faults: &ClusterFaults, host: usize, gpu: u32, elapsed_s: f64, compute_ms: f64) -> f64 {
     faults
         .stragglers
         .iter()
-        .filter(|s| s.host == host && s.gpu == gpu && s.start_s <= elapsed_s)
-        .map(|s| s.delay_us)
+        .filter(|s| s.host == host && s.gpu.is_none_or(|g| g == gpu) && s.start_s <= elapsed_s)
+        .map(|s| s.lateness.us(compute_ms))
         .sum()
 }
 

@@ -4,9 +4,13 @@
 //!
 //! Additions of issue 39 item 5, for a job whose collectives run step by step
 //! (`crate::collectives`): any fault may carry a start time, `@<seconds>s` (absent before,
-//! present after: piecewise constant); and a host may hold a straggler,
-//! `<host>:straggler:<gpu>:<delay>`, a rank that starts each collective late (a slow GPU, a
-//! starved CPU or data loader) while the host's own network stays healthy.
+//! present after: piecewise constant); and a host may hold stragglers, ranks that start
+//! each collective late while the host's own network stays healthy:
+//! `<host>:straggler:<gpu>:<delay>` (one rank late by a fixed delay: a stalled data loader,
+//! a rank's own hiccups), `<host>:slow-gpu:<gpu>:<speed>` (a GPU computing at a fraction of
+//! its speed, throttled: late by its extra compute each step) and
+//! `<host>:cpu-starved:<delay>` (every rank of the host late: the cores its processes share
+//! are taken).
 
 use std::collections::BTreeMap;
 
@@ -53,20 +57,47 @@ pub struct ClusterFaults {
     pub given: Vec<String>,
 }
 
-/// `<host>:straggler:<gpu>:<delay>`: the rank on that host's GPU starts each collective
-/// `delay_us` late (a slow GPU, a starved CPU or data loader: the reference's "late
-/// arrival", `shared/reference/nccl-inspector.md`). Not a fault of the host's network: its
-/// own checks stay healthy.
+/// The host-side straggler kinds, as `--help` lists them.
+pub const STRAGGLER_KINDS: [&str; 3] = [
+    "<host>:straggler:<gpu>:<delay>",
+    "<host>:slow-gpu:<gpu>:<speed>",
+    "<host>:cpu-starved:<delay>",
+];
+
+/// A host-side straggler (the reference's "late arrival",
+/// `shared/reference/nccl-inspector.md`): `straggler` and `slow-gpu` make the rank on one
+/// GPU start each collective late, `cpu-starved` every rank of the host. Not a fault of the
+/// host's network: its own checks stay healthy.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StragglerFault {
     /// The host (index in the cluster).
     pub host: usize,
-    /// The GPU its rank drives (`gpu3` -> 3).
-    pub gpu: u32,
-    /// How late it starts each collective, us.
-    pub delay_us: f64,
+    /// The GPU its rank drives (`gpu3` -> 3); `None` for every GPU of the host.
+    pub gpu: Option<u32>,
+    /// How late it starts each collective.
+    pub lateness: Lateness,
     /// When it starts being late, seconds into the job's run.
     pub start_s: f64,
+}
+
+/// How late a straggler starts each collective.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Lateness {
+    /// By a fixed delay, us.
+    Delay(f64),
+    /// By its GPU's extra compute: a GPU at `speed` (0 to 1) of its own takes `1 / speed`
+    /// of the step's compute, so it arrives `compute (1 / speed - 1)` after the others.
+    SlowGpu(f64),
+}
+
+impl Lateness {
+    /// How late, us, in a job that computes `compute_ms` between its collectives.
+    pub fn us(self, compute_ms: f64) -> f64 {
+        match self {
+            Lateness::Delay(us) => us,
+            Lateness::SlowGpu(speed) => compute_ms * 1e3 * (1.0 / speed - 1.0),
+        }
+    }
 }
 
 /// A fault text split from its start time: `fabric:down:leaf1/9@30s` -> (`fabric:down:leaf1/9`,
@@ -126,37 +157,78 @@ fn parse_delay_us(text: &str) -> Result<f64, String> {
     Ok(us)
 }
 
-/// `straggler:<gpu>:<delay>` on `host`, the text after the host's name.
+/// A straggler on `host` (`straggler:<gpu>:<delay>`, `slow-gpu:<gpu>:<speed>` or
+/// `cpu-starved:<delay>`, the text after the host's name); `None` when the text is none of
+/// these kinds (a fault of DESIGN 4.2).
 fn parse_straggler(
     text: &str,
     host: usize,
     start_s: f64,
     cluster: &Cluster,
-) -> Result<StragglerFault, String> {
+) -> Option<Result<StragglerFault, String>> {
     let fields: Vec<&str> = text.split(':').collect();
-    let ["straggler", gpu, delay] = fields.as_slice() else {
-        return Err(format!(
-            "`{text}` is not `straggler:<gpu>:<delay>` (such as straggler:gpu3:40ms)"
-        ));
+    let fault = |gpu, lateness| StragglerFault {
+        host,
+        gpu,
+        lateness,
+        start_s,
     };
+    Some(match (fields[0], &fields[1..]) {
+        ("straggler", [gpu, delay]) => (|| {
+            Ok(fault(
+                Some(gpu_index(cluster, host, gpu)?),
+                Lateness::Delay(parse_delay_us(delay)?),
+            ))
+        })(),
+        ("slow-gpu", [gpu, speed]) => (|| {
+            Ok(fault(
+                Some(gpu_index(cluster, host, gpu)?),
+                Lateness::SlowGpu(parse_speed(speed)?),
+            ))
+        })(),
+        ("cpu-starved", [delay]) => {
+            parse_delay_us(delay).map(|us| fault(None, Lateness::Delay(us)))
+        }
+        (kind, _) if kind.starts_with("straggler") => Err(format!(
+            "`{text}` is not `straggler:<gpu>:<delay>` (such as straggler:gpu3:40ms)"
+        )),
+        ("slow-gpu", _) => Err(format!(
+            "`{text}` is not `slow-gpu:<gpu>:<speed>` (such as slow-gpu:gpu3:0.5, gpu3 at half \
+             its speed)"
+        )),
+        ("cpu-starved", _) => Err(format!(
+            "`{text}` is not `cpu-starved:<delay>` (such as cpu-starved:30ms)"
+        )),
+        _ => return None,
+    })
+}
+
+/// GPU `gpu` (`gpu3` -> 3) of `host`'s model.
+fn gpu_index(cluster: &Cluster, host: usize, gpu: &str) -> Result<u32, String> {
     let model = cluster.hosts[host].model();
     let is_gpu = model
         .components()
         .iter()
-        .any(|c| c.class() == model::topology::ComponentClass::Gpu && c.id.as_str() == *gpu);
+        .any(|c| c.class() == model::topology::ComponentClass::Gpu && c.id.as_str() == gpu);
     let index = gpu.strip_prefix("gpu").and_then(|n| n.parse::<u32>().ok());
-    let (true, Some(index)) = (is_gpu, index) else {
-        return Err(format!(
+    match (is_gpu, index) {
+        (true, Some(index)) => Ok(index),
+        _ => Err(format!(
             "host `{}` has no GPU `{gpu}` (its model's GPUs are gpu0, gpu1, ...)",
             cluster.hosts[host].name
-        ));
-    };
-    Ok(StragglerFault {
-        host,
-        gpu: index,
-        delay_us: parse_delay_us(delay)?,
-        start_s,
-    })
+        )),
+    }
+}
+
+/// A GPU's speed, a fraction of its own: above 0 and below 1 (1 is a healthy GPU), at least
+/// 0.01 (slower is a GPU that stopped).
+fn parse_speed(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|v| (0.01..1.0).contains(v))
+        .ok_or_else(|| {
+            format!("speed `{text}` is not a fraction of the GPU's own in [0.01, 1) (such as 0.5)")
+        })
 }
 
 /// What a fault's ground truth says a verdict should name (DESIGN 4.7's culprits).
@@ -220,16 +292,21 @@ impl ClusterFaults {
                         cluster.name
                     ))
                 })?;
-                if rest.starts_with("straggler") {
-                    let straggler = parse_straggler(rest, host, start_s, cluster).map_err(bad)?;
-                    if faults
-                        .stragglers
-                        .iter()
-                        .any(|s| s.host == host && s.gpu == straggler.gpu)
-                    {
+                if let Some(straggler) = parse_straggler(rest, host, start_s, cluster) {
+                    let straggler = straggler.map_err(bad)?;
+                    // A whole host's lateness overlaps each of its GPUs'.
+                    let overlaps = |s: &StragglerFault| {
+                        s.host == host
+                            && (s.gpu.is_none()
+                                || straggler.gpu.is_none()
+                                || s.gpu == straggler.gpu)
+                    };
+                    if faults.stragglers.iter().any(overlaps) {
+                        let on = straggler
+                            .gpu
+                            .map_or(target.to_string(), |g| format!("{target}'s gpu{g}"));
                         return Err(bad(format!(
-                            "a second straggler on {target}'s gpu{}: one setting per target",
-                            straggler.gpu
+                            "a second straggler on {on}: one setting per target"
                         )));
                     }
                     faults.stragglers.push(straggler);
@@ -269,7 +346,7 @@ impl ClusterFaults {
             out.push(Expected {
                 layer: "host",
                 host: Some(cluster.hosts[s.host].name.clone()),
-                component: Some(format!("gpu{}", s.gpu)),
+                component: s.gpu.map(|g| format!("gpu{g}")),
                 cause: "straggler",
             });
         }
@@ -541,8 +618,8 @@ mod tests {
             faults.stragglers,
             [StragglerFault {
                 host: 4,
-                gpu: 3,
-                delay_us: 40_000.0,
+                gpu: Some(3),
+                lateness: Lateness::Delay(40_000.0),
                 start_s: 2.5
             }]
         );
@@ -618,7 +695,7 @@ mod tests {
         let faults = parse(&["node005:straggler:gpu3:350us"]).unwrap();
         assert!(faults.hosts.is_empty(), "no fault of the host's network");
         assert!(faults.fabric.is_empty());
-        assert_eq!(faults.stragglers[0].delay_us, 350.0);
+        assert_eq!(faults.stragglers[0].lateness, Lateness::Delay(350.0));
         assert_eq!(
             faults.expected(&pod),
             [Expected {
@@ -629,8 +706,8 @@ mod tests {
             }]
         );
         assert_eq!(
-            parse(&["node005:straggler:gpu3:1.5s"]).unwrap().stragglers[0].delay_us,
-            1.5e6
+            parse(&["node005:straggler:gpu3:1.5s"]).unwrap().stragglers[0].lateness,
+            Lateness::Delay(1.5e6)
         );
         for (text, says) in [
             ("node005:straggler:gpu9:40ms", "has no GPU `gpu9`"),
@@ -654,6 +731,62 @@ mod tests {
         ])
         .unwrap_err();
         assert!(err.contains("one setting per target"), "{err}");
+    }
+
+    #[test]
+    fn a_slow_gpu_is_late_by_its_extra_compute_and_a_starved_cpu_makes_every_rank_late() {
+        let pod = pod();
+        let faults = parse(&["node005:slow-gpu:gpu3:0.5", "node002:cpu-starved:30ms@10s"]).unwrap();
+        assert!(faults.hosts.is_empty(), "no fault of the hosts' networks");
+        let [slow, starved] = &faults.stragglers[..] else {
+            panic!("{:?}", faults.stragglers);
+        };
+        // At half speed a 100 ms compute takes 200 ms: 100 ms after the others.
+        assert_eq!((slow.gpu, slow.lateness), (Some(3), Lateness::SlowGpu(0.5)));
+        assert!((slow.lateness.us(100.0) - 100_000.0).abs() < 1e-6);
+        assert!((Lateness::SlowGpu(0.8).us(100.0) - 25_000.0).abs() < 1e-6);
+        assert_eq!((starved.gpu, starved.start_s), (None, 10.0));
+        assert_eq!(
+            starved.lateness.us(100.0),
+            30_000.0,
+            "a delay, whatever the compute"
+        );
+        // The ground truth: the slow GPU's rank, and the starved host as a whole.
+        let expected = faults.expected(&pod);
+        assert_eq!(expected[0].component.as_deref(), Some("gpu3"));
+        assert_eq!(
+            (
+                expected[1].host.as_deref(),
+                expected[1].component.as_deref(),
+                expected[1].cause
+            ),
+            (Some("node002"), None, "straggler")
+        );
+        for (text, says) in [
+            ("node005:slow-gpu:gpu3:1", "in [0.01, 1)"),
+            ("node005:slow-gpu:gpu3:0", "in [0.01, 1)"),
+            ("node005:slow-gpu:gpu3:half", "in [0.01, 1)"),
+            ("node005:slow-gpu:gpu9:0.5", "has no GPU `gpu9`"),
+            ("node005:slow-gpu:0.5", "is not `slow-gpu:<gpu>:<speed>`"),
+            (
+                "node005:cpu-starved:gpu3:30ms",
+                "is not `cpu-starved:<delay>`",
+            ),
+            ("node005:cpu-starved:30", "has no unit"),
+        ] {
+            let err = parse(&[text]).unwrap_err();
+            assert!(err.contains(says), "{text}: {err}");
+        }
+        // A starved host's lateness covers each of its GPUs': one setting per target.
+        for pair in [
+            ["node005:cpu-starved:30ms", "node005:straggler:gpu3:1ms"],
+            ["node005:slow-gpu:gpu3:0.5", "node005:cpu-starved:30ms"],
+            ["node005:slow-gpu:gpu3:0.5", "node005:straggler:gpu3:1ms"],
+        ] {
+            let err = parse(&pair).unwrap_err();
+            assert!(err.contains("one setting per target"), "{pair:?}: {err}");
+        }
+        assert!(parse(&["node005:slow-gpu:gpu3:0.5", "node005:straggler:gpu2:1ms"]).is_ok());
     }
 
     mod properties {

@@ -44,7 +44,7 @@ pub mod report;
 // simulated cluster's callers.
 pub use verdict::{file, follow_up, pairs, spec, whatif};
 
-pub use fault::{ClusterFaults, Expected, FabricFault, StragglerFault};
+pub use fault::{ClusterFaults, Expected, FabricFault, Lateness, StragglerFault};
 pub use mesh::MeshSettings;
 pub use report::{Endpoint, MeshReport, PairReport, PartStatus};
 pub use spec::{Cable, Cluster, ClusterHost, RnicPort};

@@ -89,7 +89,11 @@ pub struct JobArgs {
     #[arg(long, value_name = "BYTES", default_value_t = fleet_api::job::DEFAULT_WHAT_IF_BYTES,
           value_parser = capped_u64("bytes", 1, limits::WHAT_IF_BYTES))]
     pub bytes: u64,
-    /// A fault on the simulated cluster (repeatable), as for `hostping mesh`.
+    /// A fault on the simulated cluster (repeatable), as for `hostping mesh`, any of them
+    /// starting mid-run with `@<seconds>s`; with --nccl-out, also a host-side straggler:
+    /// `<host>:straggler:<gpu>:<delay>` (one rank late), `<host>:slow-gpu:<gpu>:<speed>` (a
+    /// GPU at a fraction of its speed), `<host>:cpu-starved:<delay>` (every rank of the host
+    /// late). docs/cluster.md lists them.
     #[arg(long, value_name = "FAULT", conflicts_with = "collector")]
     pub inject: Vec<String>,
     /// Seed of every random choice on the simulated cluster.

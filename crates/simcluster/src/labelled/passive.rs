@@ -7,8 +7,10 @@
 //! follow-up probes beside the records, as `job --sim-cluster --probe --nccl-out` does).
 //!
 //! Classes, labelled from the faults' meaning:
-//! - `passive_straggler`: one rank 20-60 ms late at every step from the onset (a slow GPU,
-//!   a starved data loader) -> `host`, that host, cause `straggler`;
+//! - `passive_straggler`: from the onset one rank 20-60 ms late at every step (a stalled
+//!   data loader), a GPU at 40-80 % of its speed (late by its extra compute), or every rank
+//!   of one host 20-60 ms late (its CPUs starved), a third each -> `host`, that host, cause
+//!   `straggler`;
 //! - `passive_slow_rail`: the cable of one job host's RNIC kept at 25-50 % of its rate ->
 //!   `network`, that cable, `link_degraded`;
 //! - `passive_background`: other jobs' traffic at 50-80 % of line rate -> `network`,
@@ -134,12 +136,24 @@ fn case(cluster: &Cluster, class: &'static str, rng: &mut ChaCha8Rng) -> Passive
         "passive_straggler" => {
             let gpu = rng.gen_range(0..8u32);
             let ms = rng.gen_range(20..=60u32);
+            // The kind from the same draws, so that every other class keeps its cases.
+            let (fault, component) = match ms % 3 {
+                0 => (
+                    format!("{host}:slow-gpu:gpu{gpu}:{}", f64::from(100 - ms) / 100.0),
+                    Some(format!("gpu{gpu}")),
+                ),
+                1 => (format!("{host}:cpu-starved:{ms}ms"), None),
+                _ => (
+                    format!("{host}:straggler:gpu{gpu}:{ms}ms"),
+                    Some(format!("gpu{gpu}")),
+                ),
+            };
             (
-                Some(format!("{host}:straggler:gpu{gpu}:{ms}ms")),
+                Some(fault),
                 Some(ExpectedCulprit {
                     layer: "host",
                     host: Some(host),
-                    component: Some(format!("gpu{gpu}")),
+                    component,
                     cause: Some("straggler"),
                 }),
             )

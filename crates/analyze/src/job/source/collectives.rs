@@ -2,7 +2,7 @@
 //! judges them): the symptom goes in the report, and each straggler's host is a culprit
 //! whatever its intra-host network shows, the evidence saying what its own check found.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use model::inspector::{CommunicatorSymptom, Straggler, Symptom};
 use model::job::{Culprit, JobEvidence, JobPath, JobReport, Layer, NotJudgedItem};
@@ -49,8 +49,15 @@ impl Source for Collectives {
         let Some(symptom) = placed_symptom(evidence) else {
             return;
         };
+        let whole = whole_hosts(&symptom, evidence);
+        let mut named_hosts: BTreeSet<(&str, &str)> = BTreeSet::new();
         for s in &symptom.stragglers {
-            let culprit = culprit(judged, s);
+            let key = (s.communicator.as_str(), s.host.as_str());
+            let culprit = match whole.get(&key) {
+                Some(&ranks) if named_hosts.insert(key) => host_culprit(judged, s, ranks),
+                Some(_) => continue,
+                None => culprit(judged, s),
+            };
             if !evidence.nodes.is_empty() && !evidence.nodes.contains(&s.host) {
                 ranking.not_the_jobs.push(culprit);
             } else if !ranking.culprits.iter().any(|c| {
@@ -228,6 +235,61 @@ fn agreement(comm: &CommunicatorSymptom) -> String {
          to {:.1} GB/s with no rank late",
         comm.id, comm.collective, comm.nnodes, comm.busbw_gbs
     )
+}
+
+/// The hosts every one of whose ranks in a communicator (two or more) straggles there, by
+/// (communicator, host), with that number of ranks: what is late is what those ranks share,
+/// not one GPU.
+fn whole_hosts<'a>(
+    symptom: &'a Symptom,
+    evidence: &JobEvidence,
+) -> BTreeMap<(&'a str, &'a str), usize> {
+    let mut late: BTreeMap<(&str, &str), BTreeSet<u32>> = BTreeMap::new();
+    for s in &symptom.stragglers {
+        late.entry((s.communicator.as_str(), s.host.as_str()))
+            .or_default()
+            .insert(s.rank);
+    }
+    let Some(collectives) = &evidence.collectives else {
+        return BTreeMap::new();
+    };
+    let mut ranks: BTreeMap<(&str, &str), BTreeSet<u32>> = BTreeMap::new();
+    for r in &collectives.summaries {
+        let key = (r.communicator.as_str(), r.hostname.as_str());
+        if late.contains_key(&key) {
+            ranks.entry(key).or_default().insert(r.rank);
+        }
+    }
+    late.into_iter()
+        .filter(|(key, late)| late.len() >= 2 && ranks.get(key) == Some(late))
+        .map(|(key, late)| (key, late.len()))
+        .collect()
+}
+
+/// A host every rank of which, `ranks` of them, straggles in `s`'s communicator.
+fn host_culprit(judged: &Judged<'_>, s: &Straggler, ranks: usize) -> Culprit {
+    Culprit {
+        layer: Layer::Host,
+        host: Some(s.host.clone()),
+        component: None,
+        cause: STRAGGLER.to_string(),
+        score: SCORE_STRAGGLER,
+        evidence: format!(
+            "all {ranks} of its ranks in communicator {} start their collectives late, \
+             {:.1} ms typically (rank {}), while the other hosts' wait: what they share is \
+             late (the host's CPUs, memory or data loading), not one GPU; {}",
+            s.communicator,
+            s.late_us / 1e3,
+            s.rank,
+            own_check(judged, &s.host)
+        ),
+        candidates: Vec::new(),
+        action: format!(
+            "on {}: look at what its processes share (CPU load and clocks, memory pressure, \
+             the data loader's storage and network); drain the host if it stays late",
+            s.host
+        ),
+    }
 }
 
 /// A straggler's host as a culprit.
