@@ -66,6 +66,22 @@ fn readme_verbose() {
 }
 
 #[test]
+fn a_later_plugins_textfile_is_a_version_not_read() {
+    // `version="v5.1"`: no comm_id, rank or coll_sn to compare ranks by; a point-to-point
+    // operation beside the collective. Each is one unknown record, none malformed.
+    let parsed = parse(&fixture("later-textfile.prom"));
+    assert!(parsed.records.is_empty(), "{parsed:?}");
+    assert_eq!(parsed.skipped.unknown_records, 2, "{parsed:?}");
+    assert_eq!(parsed.skipped.bad_records, 0, "{parsed:?}");
+    // A v4 collective beside them is still read.
+    let mut both = fixture("later-textfile.prom");
+    both.extend(fixture("readme-textfile.prom"));
+    let parsed = parse(&both);
+    assert_eq!(parsed.records.len(), 1, "{parsed:?}");
+    assert_eq!(parsed.skipped.unknown_records, 2);
+}
+
+#[test]
 fn readme_textfile() {
     let parsed = parse(&fixture("readme-textfile.prom"));
     assert!(clean(&parsed), "{parsed:?}");

@@ -36,7 +36,7 @@
 //!
 //! | path | what |
 //! |---|---|
-//! | `GET /metrics` | `hostping_collector_prometheus_errors_total`, `..._series_total` read, `..._summaries_total` stored, `..._skipped_total{why}`: `bad_series`, `bad_samples` (`NaN`, `+Inf`), `over_cap`, `bad_records` (a collective missing a series or a label), `no_job` |
+//! | `GET /metrics` | `hostping_collector_prometheus_errors_total`, `..._series_total` read, `..._summaries_total` stored, `..._skipped_total{why}`: `bad_series`, `bad_samples` (`NaN`, `+Inf`), `over_cap`, `bad_records` (a collective missing a series or a label), `no_job`, `unknown_version` (a later plugin's layout, `version` not v4) |
 
 mod response;
 mod series;
@@ -261,6 +261,7 @@ impl Read<'_> {
         m.skipped("over_cap", matrix.skipped.over_cap);
         let read = job_records(&matrix.series);
         m.skipped("bad_records", read.skipped.bad_records);
+        m.skipped("unknown_version", read.skipped.unknown_version);
         m.skipped("no_job", read.skipped.no_job);
         let jobs = bucketed(read.jobs, from, until, self.source.bucket_s);
         if jobs.is_empty() {
@@ -465,7 +466,7 @@ mod tests {
             read.skipped,
             RecordsSkipped {
                 bad_records: 1,
-                no_job: 0
+                ..RecordsSkipped::default()
             },
             "collective 42 lacks its bandwidths"
         );

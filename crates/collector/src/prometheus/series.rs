@@ -13,7 +13,9 @@
 //! Prometheus jobs scraping one exporter) is kept once.
 
 use super::response::Series;
-use model::inspector::{record_from_labels, CollectiveRecord, TEXTFILE_METRICS};
+use model::inspector::{
+    reads_textfile_version, record_from_labels, CollectiveRecord, TEXTFILE_METRICS,
+};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The records read, by job.
@@ -33,6 +35,9 @@ pub struct RecordsSkipped {
     pub bad_records: u64,
     /// A collective of no job (`slurm_job_id` and `slurm_job` missing or `unknown`).
     pub no_job: u64,
+    /// A collective of a later plugin's layout (`version` not v4: no rank or sequence number
+    /// to compare ranks by, `model::inspector`'s textfile reader).
+    pub unknown_version: u64,
 }
 
 /// One collective's series so far (keyed by their labels, `__name__` left out): each metric's
@@ -71,6 +76,11 @@ pub fn job_records(series: &[Series]) -> JobRecords {
     let mut collectives: Vec<_> = collectives.into_iter().collect();
     collectives.sort_by(|a, b| a.0.cmp(&b.0));
     for (labels, samples) in collectives {
+        let version = labels.iter().find(|(k, _)| *k == "version");
+        if version.is_some_and(|(_, v)| !reads_textfile_version(v)) {
+            read.skipped.unknown_version += 1;
+            continue;
+        }
         let [Some(algobw), Some(busbw), Some(exec)] = samples else {
             read.skipped.bad_records += 1;
             continue;
@@ -182,6 +192,49 @@ mod tests {
     }
 
     #[test]
+    fn a_later_plugins_collective_is_an_unknown_version_not_a_bad_record() {
+        // `version="v5.1"` (model's testdata later-textfile.prom): its two series, no rank,
+        // comm_id or coll_sn.
+        let series: Vec<Series> = [
+            ("nccl_bus_bandwidth_gbs", 678.263),
+            ("nccl_collective_exec_time_microseconds", 9498.47),
+        ]
+        .into_iter()
+        .map(|(metric, value)| Series {
+            labels: [
+                ("__name__", metric),
+                ("version", "v5.1"),
+                ("slurm_job_id", "4646"),
+                ("node", "nvl72004-T01"),
+                ("gpu", "GPU0"),
+                ("comm_name", "DP Group 0"),
+                ("n_nodes", "1"),
+                ("nranks", "4"),
+                ("collective", "AllReduce"),
+                ("message_size", "4-5GB"),
+                ("algo_proto", "Ring_ll"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+            samples: vec![(1_795_000_002_000, value)],
+        })
+        .collect();
+        let mut all = series;
+        // A v4 collective beside it (which writes no `version`) is read.
+        all.extend(collective(6, 41, "4646", 1_795_000_002_000));
+        let read = job_records(&all);
+        assert_eq!(
+            read.skipped,
+            RecordsSkipped {
+                unknown_version: 1,
+                ..RecordsSkipped::default()
+            }
+        );
+        assert_eq!(read.jobs["4646"].len(), 1);
+    }
+
+    #[test]
     fn a_collective_missing_a_series_or_a_job_is_counted() {
         let mut series = collective(6, 41, "4646", 1_795_000_002_000);
         series.pop();
@@ -198,7 +251,8 @@ mod tests {
             read.skipped,
             RecordsSkipped {
                 bad_records: 1,
-                no_job: 1
+                no_job: 1,
+                unknown_version: 0,
             }
         );
         assert_eq!(read.jobs.keys().collect::<Vec<_>>(), ["train"]);

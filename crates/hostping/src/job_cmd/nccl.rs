@@ -37,8 +37,16 @@ pub fn read(dir: &Path, max_summaries: Option<usize>) -> Result<CollectiveEviden
         simulated_records += file.simulated_records;
     }
     if records.is_empty() {
+        let why = if skipped.unknown_records > 0 {
+            "the records there are of kinds or versions not read (point-to-point operations; \
+             a later plugin's textfile, `version=\"v5.x\"`, has no rank or sequence number to \
+             compare ranks by: set NCCL_INSPECTOR_PROM_DUMP=0 for its JSON dumps)"
+        } else {
+            "a job whose NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS is unset writes its \
+             records only when it ends"
+        };
         bail!(
-            "--nccl {}: no NCCL Inspector collective record in its {} file(s) ({} unknown and {} malformed objects skipped); a job whose NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS is unset writes its records only when it ends",
+            "--nccl {}: no NCCL Inspector collective record in its {} file(s) ({} unknown and {} malformed objects skipped); {why}",
             dir.display(),
             files.len(),
             skipped.unknown_records,

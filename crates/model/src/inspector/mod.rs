@@ -16,7 +16,9 @@ mod textfile;
 mod write;
 
 pub use json::parse_json;
-pub use textfile::{parse_textfile, record_from_labels, METRICS as TEXTFILE_METRICS};
+pub use textfile::{
+    parse_textfile, reads_textfile_version, record_from_labels, METRICS as TEXTFILE_METRICS,
+};
 pub use write::{record_json, simulated_record_json, SIMULATED_GIT_REV, SIMULATED_MECHANISM};
 
 /// Reads one file's text, whichever mode wrote it: JSON when its first non-whitespace byte is

@@ -7,6 +7,15 @@
 //! `rank`, `slurm_job`, `slurm_job_id`, `nranks` (the README's example says `n_ranks`; both
 //! are read), `n_nodes`, `gpu_device_id`, `collective`, `coll_sn`, `timestamp`,
 //! `message_size`; `pid` where a version writes it.
+//!
+//! Later plugins (`version="v5.1"` in their README, NVIDIA/nccl `plugins/profiler/inspector`)
+//! write another layout: no `comm_id`, `rank`, `coll_sn` or `timestamp`, a `node` and `gpu`
+//! in their stead, a bucketed `message_size` (`4-5GB`), and point-to-point series
+//! (`nccl_p2p_bus_bandwidth_gbs`, `nccl_p2p_exec_time_microseconds`). Without a rank or a
+//! sequence number no rank can be compared with another, so such a collective, and each
+//! point-to-point operation, counts as one
+//! [`Skipped::unknown_records`](super::Skipped::unknown_records): a version not read, never a
+//! malformed record.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -15,8 +24,9 @@ use std::time::UNIX_EPOCH;
 use super::{CollectiveRecord, Parsed};
 
 /// Reads a node_exporter textfile of the plugin's metrics. `# HELP`/`# TYPE` lines and
-/// metrics other than the plugin's three are ignored; a sample line that does not parse, or
-/// lacks a label a record needs, counts as one
+/// metrics other than the plugin's are ignored; a later version's collective and a
+/// point-to-point operation count as unknown (see the module documentation); a sample line
+/// that does not parse, or lacks a label a record needs, counts as one
 /// [`Skipped::bad_records`](super::Skipped::bad_records), and so does a collective missing
 /// one of its three samples. Every line is read, the last one too with no newline after it:
 /// the plugin rewrites a textfile whole each interval (its README, "Prometheus Mode"), so
@@ -30,9 +40,25 @@ pub fn parse_textfile(text: &str) -> Parsed {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
+        if let Some(rest) = line.strip_prefix(UNKNOWN_KIND_METRIC) {
+            // One line a point-to-point operation (its other series is its bandwidth).
+            if rest.starts_with(['{', ' ', '\t']) {
+                parsed.skipped.unknown_records += 1;
+            }
+            continue;
+        }
         let Some((metric, rest)) = metric_of(line) else {
             continue;
         };
+        if let Some(version) = labels(rest).and_then(|(l, _)| label(&l, "version")) {
+            if !reads_textfile_version(&version) {
+                // One line a collective: its execution time.
+                if metric == EXEC_TIME {
+                    parsed.skipped.unknown_records += 1;
+                }
+                continue;
+            }
+        }
         let Some(sample) = sample(rest) else {
             parsed.skipped.bad_records += 1;
             continue;
@@ -62,6 +88,17 @@ pub const METRICS: [&str; 3] = [
     "nccl_bus_bandwidth_gbs",
     "nccl_collective_exec_time_microseconds",
 ];
+
+/// Whether a textfile's `version` label is one read here: the v4 layout (the README's,
+/// which writes no `version`; see the module documentation for a later one).
+pub fn reads_textfile_version(version: &str) -> bool {
+    version.starts_with("v4.")
+}
+
+/// The index of the execution time among [`METRICS`].
+const EXEC_TIME: usize = 2;
+/// A later plugin's series of each point-to-point operation (one of its two).
+const UNKNOWN_KIND_METRIC: &str = "nccl_p2p_exec_time_microseconds";
 
 /// The index of the line's metric among [`METRICS`], and the line after the name; `None` for
 /// any other metric.
