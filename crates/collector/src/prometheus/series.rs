@@ -252,7 +252,7 @@ mod tests {
             RecordsSkipped {
                 bad_records: 1,
                 no_job: 1,
-                unknown_version: 0,
+                ..RecordsSkipped::default()
             }
         );
         assert_eq!(read.jobs.keys().collect::<Vec<_>>(), ["train"]);

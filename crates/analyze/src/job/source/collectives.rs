@@ -496,15 +496,7 @@ mod tests {
             .as_ref()
             .is_some_and(|s| s.slow && s.stragglers.is_empty()));
         let (was, now) = (fabric(&before), fabric(&after));
-        assert!(
-            (now.score - was.score - SCORE_SUPPORT).abs() < 1e-9,
-            "{was:?} {now:?}"
-        );
-        assert!(
-            now.evidence.contains("the job's own collectives agree"),
-            "{}",
-            now.evidence
-        );
+        supported(&was, &now, "the job's own collectives agree");
         assert!(now.evidence.contains("0xb"), "{}", now.evidence);
         assert_eq!(after.verdict, before.verdict);
 
@@ -516,6 +508,16 @@ mod tests {
         let after = judge(&e);
         assert_eq!(fabric(&after).score, fabric(&before).score);
         assert!(!fabric(&after).evidence.contains("agree"));
+    }
+
+    /// `now` is `was` supported by a slowed communicator: [`SCORE_SUPPORT`] more, and
+    /// `words` in its evidence.
+    fn supported(was: &Culprit, now: &Culprit, words: &str) {
+        assert!(
+            (now.score - was.score - SCORE_SUPPORT).abs() < 1e-9,
+            "{was:?} {now:?}"
+        );
+        assert!(now.evidence.contains(words), "{}", now.evidence);
     }
 
     /// node001..node004, each with two job paths: rnic0 -> gpu0 and rnic1 -> gpu1 (links
@@ -586,15 +588,7 @@ mod tests {
         // Rail 1's cables gain the support, with the rail in the words; rail 0's do not,
         // though their pair runs between the same communicator's hosts.
         let (was, now) = (on(&before, "leaf2/1"), on(&after, "leaf2/1"));
-        assert!(
-            (now.score - was.score - SCORE_SUPPORT).abs() < 1e-9,
-            "{now:?}"
-        );
-        assert!(
-            now.evidence.contains("rail 1: gpu1 through rnic1 on each"),
-            "{}",
-            now.evidence
-        );
+        supported(&was, &now, "rail 1: gpu1 through rnic1 on each");
         let (was, now) = (on(&before, "leaf1/3"), on(&after, "leaf1/3"));
         assert_eq!(now.score, was.score, "{now:?}");
         assert!(!now.evidence.contains("agree"), "{}", now.evidence);
