@@ -57,13 +57,6 @@ pub struct ClusterFaults {
     pub given: Vec<String>,
 }
 
-/// The host-side straggler kinds, as `--help` lists them.
-pub const STRAGGLER_KINDS: [&str; 3] = [
-    "<host>:straggler:<gpu>:<delay>",
-    "<host>:slow-gpu:<gpu>:<speed>",
-    "<host>:cpu-starved:<delay>",
-];
-
 /// A host-side straggler (the reference's "late arrival",
 /// `shared/reference/nccl-inspector.md`): `straggler` and `slow-gpu` make the rank on one
 /// GPU start each collective late, `cpu-starved` every rank of the host. Not a fault of the
@@ -174,18 +167,10 @@ fn parse_straggler(
         start_s,
     };
     Some(match (fields[0], &fields[1..]) {
-        ("straggler", [gpu, delay]) => (|| {
-            Ok(fault(
-                Some(gpu_index(cluster, host, gpu)?),
-                Lateness::Delay(parse_delay_us(delay)?),
-            ))
-        })(),
-        ("slow-gpu", [gpu, speed]) => (|| {
-            Ok(fault(
-                Some(gpu_index(cluster, host, gpu)?),
-                Lateness::SlowGpu(parse_speed(speed)?),
-            ))
-        })(),
+        ("straggler", [gpu, delay]) => gpu_index(cluster, host, gpu)
+            .and_then(|g| parse_delay_us(delay).map(|us| fault(Some(g), Lateness::Delay(us)))),
+        ("slow-gpu", [gpu, speed]) => gpu_index(cluster, host, gpu)
+            .and_then(|g| parse_speed(speed).map(|v| fault(Some(g), Lateness::SlowGpu(v)))),
         ("cpu-starved", [delay]) => {
             parse_delay_us(delay).map(|us| fault(None, Lateness::Delay(us)))
         }
