@@ -50,16 +50,18 @@ pub fn parse_textfile(text: &str) -> Parsed {
         let Some((metric, rest)) = metric_of(line) else {
             continue;
         };
-        if let Some(version) = labels(rest).and_then(|(l, _)| label(&l, "version")) {
-            if !reads_textfile_version(&version) {
-                // One line a collective: its execution time.
-                if metric == EXEC_TIME {
-                    parsed.skipped.unknown_records += 1;
-                }
-                continue;
+        let Some((labels, after)) = labels(rest) else {
+            parsed.skipped.bad_records += 1;
+            continue;
+        };
+        if label(&labels, "version").is_some_and(|v| !reads_textfile_version(&v)) {
+            // One line a collective: its execution time.
+            if metric == EXEC_TIME {
+                parsed.skipped.unknown_records += 1;
             }
+            continue;
         }
-        let Some(sample) = sample(rest) else {
+        let Some(sample) = sample(&labels, after) else {
             parsed.skipped.bad_records += 1;
             continue;
         };
@@ -179,17 +181,16 @@ fn label<'a>(labels: &[Label<'a>], name: &str) -> Option<Cow<'a, str>> {
         .map(|(_, v)| v.clone())
 }
 
-/// Reads a sample line (`rest` is the line after the metric name): its labels and value;
-/// `None` when the line does not parse or lacks a label the record needs.
-fn sample(rest: &str) -> Option<Sample<'_>> {
-    let (labels, after) = labels(rest)?;
+/// Reads a sample line from its `labels` and what follows them (`after`: its value and
+/// time); `None` when that does not parse or a label the record needs is missing.
+fn sample<'a>(labels: &[Label<'a>], after: &str) -> Option<Sample<'a>> {
     let mut fields = after.split_ascii_whitespace();
     let value = fields.next()?.parse::<f64>().ok()?;
     let sample_ms = fields.next().map(str::parse::<i64>).transpose().ok()?;
     if fields.next().is_some() {
         return None;
     }
-    labelled(&labels, sample_ms, value)
+    labelled(labels, sample_ms, value)
 }
 
 /// What the labels say of their collective (the sample's own time, Unix ms, standing in for
