@@ -338,11 +338,13 @@ fn communicator(g: &Group<'_>, l: &Level, gpus: &Gpus<'_>) -> CommunicatorSympto
             })
         })
         .collect();
+    // A rail: across hosts, one GPU index known for every rank.
     let indices: BTreeSet<Option<u32>> = ranks.values().map(|&(_, gpu)| gpu).collect();
-    let rail = match indices.into_iter().collect::<Vec<_>>()[..] {
-        [Some(gpu)] if g.n_nodes() > 1 => Some(gpu),
-        _ => None,
-    };
+    let rail = indices
+        .first()
+        .copied()
+        .flatten()
+        .filter(|_| indices.len() == 1 && g.n_nodes() > 1);
     CommunicatorSymptom {
         id: g.id.to_string(),
         collective: g.collective.to_string(),

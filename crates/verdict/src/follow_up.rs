@@ -277,12 +277,7 @@ fn slow_ends(report: &JobReport) -> Vec<SlowEnd> {
         .iter()
         .filter(|c| c.slow && !late.contains(&c.id.as_str()))
     {
-        let placed = c
-            .hosts
-            .iter()
-            .all(|h| c.places.iter().any(|p| &p.host == h && p.rnic.is_some()))
-            && c.places.iter().all(|p| p.rnic.is_some());
-        if placed {
+        if c.fully_placed() {
             ends.extend(c.places.iter().map(|p| (p.host.clone(), p.rnic.clone())));
         } else {
             ends.extend(c.hosts.iter().map(|h| (h.clone(), None)));

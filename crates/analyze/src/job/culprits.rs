@@ -2,12 +2,14 @@
 //! share, and the verdict from the ranked culprits (DESIGN 4.7). Each source ranks its own
 //! culprits ([`super::source::Source::rank`]); [`super::judge`] sorts them.
 
+use model::inspector::Symptom;
 use model::job::{Culprit, JobEvidence, Layer, NotJudgedItem, Sensitivity, Verdict};
 
 use crate::job::hosts::Hosts;
 use crate::job::paths::Tomography;
 use crate::job::ports::JudgedPort;
 use crate::job::sensitivity::percent;
+use crate::job::source::Reading;
 
 /// Score of an element the tomography alone proves: it explains abnormal observations and
 /// every other element on them is normal on some other observation.
@@ -34,24 +36,21 @@ pub(super) const LISTED: usize = 3;
 /// Everything the culprits are drawn from.
 pub struct Judged<'a> {
     evidence: &'a JobEvidence,
-    hosts: &'a Hosts<'a>,
+    reading: &'a Reading<'a>,
     tomography: &'a Tomography,
-    ports: &'a [JudgedPort<'a>],
 }
 
 impl<'a> Judged<'a> {
-    /// Gathers the parts.
+    /// Gathers the parts: what the sources read, and the tomography over it.
     pub fn new(
         evidence: &'a JobEvidence,
-        hosts: &'a Hosts<'a>,
+        reading: &'a Reading<'a>,
         tomography: &'a Tomography,
-        ports: &'a [JudgedPort<'a>],
     ) -> Self {
         Judged {
             evidence,
-            hosts,
+            reading,
             tomography,
-            ports,
         }
     }
 
@@ -62,7 +61,7 @@ impl<'a> Judged<'a> {
 
     /// What the hosts' own checks say.
     pub fn hosts(&self) -> &Hosts<'a> {
-        self.hosts
+        &self.reading.hosts
     }
 
     /// The tomography over the hosts' paths and the pairs' network parts.
@@ -72,7 +71,12 @@ impl<'a> Judged<'a> {
 
     /// The switch ports, judged.
     pub fn ports(&self) -> &[JudgedPort<'a>] {
-        self.ports
+        &self.reading.ports
+    }
+
+    /// The job's own collectives judged, when any were read.
+    pub fn symptom(&self) -> Option<&'a Symptom> {
+        self.reading.symptom.as_ref()
     }
 
     /// The cables of the job's routes that no judged observation crossed; on one host,

@@ -83,7 +83,7 @@ pub fn judge(evidence: &JobEvidence) -> JobReport {
         source.read(evidence, &mut reading);
     }
     let tomography = paths::run(&reading.hosts.segments, &evidence.pairs, &reading.accused);
-    let judged = culprits::Judged::new(evidence, &reading.hosts, &tomography, &reading.ports);
+    let judged = culprits::Judged::new(evidence, &reading, &tomography);
     let mut ranking = Ranking::default();
     for source in rank_order() {
         source.rank(&judged, &mut ranking);
@@ -187,7 +187,7 @@ mod tests {
             source.read(e, &mut reading);
         }
         let tomography = paths::run(&reading.hosts.segments, &e.pairs, &reading.accused);
-        let judged = Judged::new(e, &reading.hosts, &tomography, &reading.ports);
+        let judged = Judged::new(e, &reading, &tomography);
         let mut ranking = Ranking::default();
         for source in sources {
             source.rank(&judged, &mut ranking);

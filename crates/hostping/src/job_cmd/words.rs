@@ -220,12 +220,10 @@ fn rail(c: &model::inspector::CommunicatorSymptom) -> String {
     let Some(gpu) = c.rail else {
         return String::new();
     };
-    let rnics: std::collections::BTreeSet<&str> =
-        c.places.iter().filter_map(|p| p.rnic.as_deref()).collect();
+    let rnics = c.rnics();
     if rnics.is_empty() {
         format!(", rail {gpu} (gpu{gpu})")
     } else {
-        let rnics: Vec<&str> = rnics.into_iter().collect();
         format!(", rail {gpu} (gpu{gpu} through {})", rnics.join(" or "))
     }
 }

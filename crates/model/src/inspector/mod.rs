@@ -229,6 +229,28 @@ pub struct CommunicatorSymptom {
     pub rail: Option<u32>,
 }
 
+impl CommunicatorSymptom {
+    /// Whether each of its hosts has a placed rank and every placed rank's RNIC is known:
+    /// then its traffic's paths are those RNICs', else only its hosts are known.
+    pub fn fully_placed(&self) -> bool {
+        self.places.iter().all(|p| p.rnic.is_some())
+            && self
+                .hosts
+                .iter()
+                .all(|h| self.places.iter().any(|p| &p.host == h))
+    }
+
+    /// The RNICs its placed ranks use, each once, in order.
+    pub fn rnics(&self) -> Vec<&str> {
+        let rnics: std::collections::BTreeSet<&str> = self
+            .places
+            .iter()
+            .filter_map(|p| p.rnic.as_deref())
+            .collect();
+        rnics.into_iter().collect()
+    }
+}
+
 /// Where some of a communicator's ranks run: a host and a GPU there, and the RNIC nearest
 /// that GPU when the host's job paths say it (the rule the job paths use: an RNIC's traffic
 /// goes to its nearest GPU).

@@ -8,7 +8,7 @@ use model::inspector::{CommunicatorSymptom, Straggler, Symptom};
 use model::job::{Culprit, JobEvidence, JobPath, JobReport, Layer, NotJudgedItem};
 use model::PathStatus;
 
-use super::{Phase, Ranking, Source};
+use super::{Phase, Ranking, Reading, Source};
 use crate::collectives::symptom;
 use crate::job::culprits::Judged;
 
@@ -38,6 +38,11 @@ impl Source for Collectives {
         "collectives"
     }
 
+    /// The symptom, judged once here for the ranking and the report.
+    fn read<'a>(&self, evidence: &'a JobEvidence, reading: &mut Reading<'a>) {
+        reading.symptom = placed_symptom(evidence);
+    }
+
     fn phase(&self) -> Phase {
         Phase::Hosts
     }
@@ -46,10 +51,10 @@ impl Source for Collectives {
     /// not known), not the job's otherwise; once per host and GPU or rank.
     fn rank<'a>(&self, judged: &Judged<'a>, ranking: &mut Ranking<'a>) {
         let evidence = judged.evidence();
-        let Some(symptom) = placed_symptom(evidence) else {
+        let Some(symptom) = judged.symptom() else {
             return;
         };
-        let whole = whole_hosts(&symptom, evidence);
+        let whole = whole_hosts(symptom, evidence);
         let mut named_hosts: BTreeSet<(&str, &str)> = BTreeSet::new();
         for s in &symptom.stragglers {
             let key = (s.communicator.as_str(), s.host.as_str());
@@ -66,7 +71,7 @@ impl Source for Collectives {
                 ranking.culprits.push(culprit);
             }
         }
-        support(&symptom, evidence, &mut ranking.culprits);
+        support(symptom, evidence, &mut ranking.culprits);
     }
 
     /// With the collectives alone, the infrastructure: a slow job is then never `neither`.
@@ -86,7 +91,7 @@ impl Source for Collectives {
     }
 
     fn report(&self, judged: &Judged<'_>, report: &mut JobReport) {
-        report.symptom = placed_symptom(judged.evidence());
+        report.symptom = judged.symptom().cloned();
     }
 }
 
@@ -119,19 +124,15 @@ fn gpu_path<'a>(evidence: &'a JobEvidence, host: &str, gpu: u32) -> Option<&'a J
 /// rank's RNIC is known: (host, its job path to the rank's GPU). `None` when they are not
 /// all known: the communicator then narrows to its hosts only.
 fn rank_paths<'a>(
-    comm: &CommunicatorSymptom,
+    comm: &'a CommunicatorSymptom,
     evidence: &'a JobEvidence,
 ) -> Option<Vec<(&'a str, &'a JobPath)>> {
-    let placed: BTreeSet<&str> = comm.places.iter().map(|p| p.host.as_str()).collect();
-    if comm.hosts.iter().any(|h| !placed.contains(h.as_str())) {
+    if !comm.fully_placed() {
         return None;
     }
     comm.places
         .iter()
-        .map(|p| {
-            let host = evidence.hosts.iter().find(|h| h.host == p.host)?;
-            Some((host.host.as_str(), gpu_path(evidence, &p.host, p.gpu)?))
-        })
+        .map(|p| Some((p.host.as_str(), gpu_path(evidence, &p.host, p.gpu)?)))
         .collect()
 }
 
@@ -217,16 +218,12 @@ fn support(symptom: &Symptom, evidence: &JobEvidence, culprits: &mut [Culprit]) 
 
 /// The words a supported culprit's evidence gains from `comm`.
 fn agreement(comm: &CommunicatorSymptom) -> String {
-    let rnics: BTreeSet<&str> = comm
-        .places
-        .iter()
-        .filter_map(|p| p.rnic.as_deref())
-        .collect();
+    let rnics = comm.rnics();
     let rail = match (comm.rail, rnics.is_empty()) {
         (Some(gpu), true) => format!(", rail {gpu}: gpu{gpu} on each"),
         (Some(gpu), false) => format!(
             ", rail {gpu}: gpu{gpu} through {} on each",
-            rnics.into_iter().collect::<Vec<_>>().join(" or ")
+            rnics.join(" or ")
         ),
         (None, _) => String::new(),
     };

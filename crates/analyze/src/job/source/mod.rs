@@ -12,6 +12,7 @@
 
 use std::collections::BTreeSet;
 
+use model::inspector::Symptom;
 use model::job::{Culprit, JobEvidence, JobReport, NotJudgedItem};
 
 use super::culprits::Judged;
@@ -59,6 +60,9 @@ pub struct Reading<'a> {
     /// Cables a source accuses on its own (a port's errors or link downs): the tomography
     /// names them before any cable it cannot tell from them.
     pub accused: BTreeSet<String>,
+    /// The job's own collectives judged (DESIGN 4.8), each rank placed on its GPU's RNIC:
+    /// judged once, for the ranking and the report.
+    pub symptom: Option<Symptom>,
 }
 
 /// The order the sources rank in, which is not [`super::SOURCES`]' order (that one orders
