@@ -152,7 +152,15 @@ fn an_agent_sends_a_jobs_collectives_and_the_collector_finds_its_straggler() {
     assert_eq!(culprit["host"], "node002");
     assert_eq!(culprit["component"], "gpu2");
     assert_eq!(stored["onset_s"].as_f64(), Some(since));
-    let (_, metrics) = http_get(collector.addr, "/metrics");
+    // Exported when the watch's wake-up that stored the verdict ends: after it has read
+    // the other posted job too.
+    let mut metrics = String::new();
+    wait_until("both jobs on /metrics", Duration::from_secs(10), || {
+        metrics = http_get(collector.addr, "/metrics").1;
+        ["4242", "4343"]
+            .iter()
+            .all(|job| metrics.contains(&format!("hostping_job_slow{{job=\"{job}\"}}")))
+    });
     assert!(
         metrics.contains("hostping_job_slow{job=\"4242\"} 1"),
         "{metrics}"
