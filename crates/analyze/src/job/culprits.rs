@@ -8,8 +8,8 @@ use model::job::{Culprit, JobEvidence, Layer, NotJudgedItem, Sensitivity, Verdic
 use crate::job::hosts::Hosts;
 use crate::job::paths::Tomography;
 use crate::job::ports::JudgedPort;
+use crate::job::reading::Reading;
 use crate::job::sensitivity::percent;
-use crate::job::source::Reading;
 
 /// Score of an element the tomography alone proves: it explains abnormal observations and
 /// every other element on them is normal on some other observation.

@@ -40,15 +40,17 @@ pub mod direction;
 pub mod hosts;
 pub mod paths;
 pub mod ports;
+pub mod reading;
 pub mod sensitivity;
 pub mod source;
 pub mod what_if;
 
 pub use culprits::listed;
 use model::job::{JobEvidence, JobReport};
+use reading::Reading;
 use source::switch_ports::SwitchPorts;
 use source::{collectives::Collectives, host_checks::HostChecks, pairs::Pairs};
-use source::{what_if::WhatIfSource, Ranking, Reading, Source};
+use source::{what_if::WhatIfSource, Ranking, Source};
 
 pub use culprits::{Judged, BACKGROUND_MIN_PORTS, SCORE_CANDIDATES, SCORE_COUNTERS, SCORE_PROVEN};
 

@@ -8,9 +8,10 @@ use model::inspector::{CommunicatorSymptom, Straggler, Symptom};
 use model::job::{Culprit, JobEvidence, JobPath, JobReport, Layer, NotJudgedItem};
 use model::PathStatus;
 
-use super::{Phase, Ranking, Reading, Source};
+use super::{Phase, Ranking, Source};
 use crate::collectives::symptom;
 use crate::job::culprits::Judged;
+use crate::job::reading::Reading;
 
 /// Score of a straggler's host: the job's own timing shows the rank late again and again
 /// (DESIGN 4.8), more directly than one host's counters ([`crate::job::SCORE_COUNTERS`],

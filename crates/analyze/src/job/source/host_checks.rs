@@ -6,11 +6,12 @@ use model::job::{Culprit, JobEvidence, JobHost, JobHostSummary, JobReport, Layer
 use model::pair::PartStatus;
 use model::{Cause, LinkStatus, PathStatus};
 
-use super::{Phase, Ranking, Reading, Source};
+use super::{Phase, Ranking, Source};
 use crate::job::culprits::{
     listed, Judged, SCORE_CANDIDATES, SCORE_CORROBORATED, SCORE_COUNTERS, SCORE_PROVEN,
 };
 use crate::job::hosts::{self, read, HostFinding};
+use crate::job::reading::Reading;
 
 /// The hosts' own checks, registered in [`crate::job::SOURCES`]: the job's paths on each
 /// host are the tomography's host elements, and each diagnosis on them a culprit.

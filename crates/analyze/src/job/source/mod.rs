@@ -12,12 +12,10 @@
 
 use std::collections::BTreeSet;
 
-use model::inspector::Symptom;
 use model::job::{Culprit, JobEvidence, JobReport, NotJudgedItem};
 
 use super::culprits::Judged;
-use super::hosts::Hosts;
-use super::ports::JudgedPort;
+use super::reading::Reading;
 
 pub mod collectives;
 pub mod host_checks;
@@ -48,21 +46,6 @@ pub trait Source: Sync {
 
     /// Writes its part of the report.
     fn report(&self, judged: &Judged<'_>, report: &mut JobReport);
-}
-
-/// What the sources read, for the tomography and the ranking.
-#[derive(Default)]
-pub struct Reading<'a> {
-    /// The hosts' own checks: the job's paths on each and their diagnoses.
-    pub hosts: Hosts<'a>,
-    /// The switch ports, judged by their counters.
-    pub ports: Vec<JudgedPort<'a>>,
-    /// Cables a source accuses on its own (a port's errors or link downs): the tomography
-    /// names them before any cable it cannot tell from them.
-    pub accused: BTreeSet<String>,
-    /// The job's own collectives judged (DESIGN 4.8), each rank placed on its GPU's RNIC:
-    /// judged once, for the ranking and the report.
-    pub symptom: Option<Symptom>,
 }
 
 /// The order the sources rank in, which is not [`super::SOURCES`]' order (that one orders

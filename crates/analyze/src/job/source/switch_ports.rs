@@ -4,12 +4,13 @@ use std::collections::BTreeSet;
 
 use model::job::{Culprit, JobEvidence, JobReport, Layer};
 
-use super::{Phase, Ranking, Reading, Source};
+use super::{Phase, Ranking, Source};
 use crate::job::culprits::{
     fabric_action, listed, Judged, BACKGROUND_MIN_FINDINGS, BACKGROUND_MIN_PORTS, SCORE_CANDIDATES,
     SCORE_COUNTERS,
 };
 use crate::job::ports::{judge, JudgedPort, PortState};
+use crate::job::reading::Reading;
 
 /// The switch ports' counters, registered in [`crate::job::SOURCES`]: a port's errors or
 /// link downs accuse its cable on their own, before the tomography; waits far above their
