@@ -217,15 +217,9 @@ fn write_symptom(out: &mut String, symptom: &Symptom, style: Style) {
 /// `, rail 3 (gpu3 through rnic3)`: the GPU index every rank of a communicator across
 /// hosts drives, and the RNICs nearest it where known; nothing when it has no rail.
 fn rail(c: &model::inspector::CommunicatorSymptom) -> String {
-    let Some(gpu) = c.rail else {
-        return String::new();
-    };
-    let rnics = c.rnics();
-    if rnics.is_empty() {
-        format!(", rail {gpu} (gpu{gpu})")
-    } else {
-        format!(", rail {gpu} (gpu{gpu} through {})", rnics.join(" or "))
-    }
+    c.rail_route().map_or(String::new(), |(gpu, route)| {
+        format!(", rail {gpu} ({route})")
+    })
 }
 
 /// A message size as `256MiB`, or `1000 B` where no binary unit divides it.

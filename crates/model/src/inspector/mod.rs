@@ -240,14 +240,23 @@ impl CommunicatorSymptom {
                 .all(|h| self.places.iter().any(|p| &p.host == h))
     }
 
-    /// The RNICs its placed ranks use, each once, in order.
-    pub fn rnics(&self) -> Vec<&str> {
+    /// Its rail and the route its traffic takes on each host, in words: (3, `gpu3 through
+    /// rnic3`, its placed ranks' RNICs each once, in order), or (3, `gpu3`) where no rank's
+    /// RNIC is known; `None` without a rail.
+    pub fn rail_route(&self) -> Option<(u32, String)> {
+        let gpu = self.rail?;
         let rnics: std::collections::BTreeSet<&str> = self
             .places
             .iter()
             .filter_map(|p| p.rnic.as_deref())
             .collect();
-        rnics.into_iter().collect()
+        let route = if rnics.is_empty() {
+            format!("gpu{gpu}")
+        } else {
+            let rnics: Vec<&str> = rnics.into_iter().collect();
+            format!("gpu{gpu} through {}", rnics.join(" or "))
+        };
+        Some((gpu, route))
     }
 }
 
@@ -280,4 +289,50 @@ pub struct Straggler {
     pub late_us: f64,
     /// Collectives it was late in.
     pub collectives: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rail(rail: Option<u32>, rnics: [Option<&str>; 3]) -> CommunicatorSymptom {
+        let places = ["node001", "node002", "node003"]
+            .iter()
+            .zip(rnics)
+            .map(|(host, rnic)| RankPlace {
+                host: host.to_string(),
+                gpu: 3,
+                rnic: rnic.map(String::from),
+            })
+            .collect();
+        CommunicatorSymptom {
+            id: "0xr3".into(),
+            collective: "AllReduce".into(),
+            bytes: 1 << 24,
+            ranks: 3,
+            nnodes: 3,
+            hosts: vec!["node001".into(), "node002".into(), "node003".into()],
+            slow: true,
+            busbw_gbs: 10.0,
+            since: None,
+            series: Vec::new(),
+            places,
+            rail,
+        }
+    }
+
+    #[test]
+    fn a_rails_route_names_its_gpu_and_each_rnic_its_ranks_use_once() {
+        let placed = rail(Some(3), [Some("rnic3"), Some("rnic3"), Some("rnic1")]);
+        assert_eq!(
+            placed.rail_route(),
+            Some((3, "gpu3 through rnic1 or rnic3".to_string()))
+        );
+        assert!(placed.fully_placed());
+        // Where the hosts' paths placed no RNIC, the GPU alone.
+        let unplaced = rail(Some(3), [None; 3]);
+        assert_eq!(unplaced.rail_route(), Some((3, "gpu3".to_string())));
+        assert!(!unplaced.fully_placed());
+        assert_eq!(rail(None, [Some("rnic3"); 3]).rail_route(), None);
+    }
 }

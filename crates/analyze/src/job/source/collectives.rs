@@ -219,15 +219,9 @@ fn support(symptom: &Symptom, evidence: &JobEvidence, culprits: &mut [Culprit]) 
 
 /// The words a supported culprit's evidence gains from `comm`.
 fn agreement(comm: &CommunicatorSymptom) -> String {
-    let rnics = comm.rnics();
-    let rail = match (comm.rail, rnics.is_empty()) {
-        (Some(gpu), true) => format!(", rail {gpu}: gpu{gpu} on each"),
-        (Some(gpu), false) => format!(
-            ", rail {gpu}: gpu{gpu} through {} on each",
-            rnics.join(" or ")
-        ),
-        (None, _) => String::new(),
-    };
+    let rail = comm.rail_route().map_or(String::new(), |(gpu, route)| {
+        format!(", rail {gpu}: {route} on each")
+    });
     format!(
         "the job's own collectives agree: communicator {} ({} over {} host(s){rail}) slowed \
          to {:.1} GB/s with no rank late",
