@@ -8,7 +8,7 @@
 //!
 //! Classes, labelled from the faults' meaning:
 //! - `passive_straggler`: from the onset one rank 20-60 ms late at every step (a stalled
-//!   data loader), a GPU at 40-80 % of its speed (late by its extra compute), or every rank
+//!   data loader), a GPU at 40-79 % of its speed (late by its extra compute), or every rank
 //!   of one host 20-60 ms late (its CPUs starved), a third each -> `host`, that host, cause
 //!   `straggler`;
 //! - `passive_slow_rail`: the cable of one job host's RNIC kept at 25-50 % of its rate ->
