@@ -55,6 +55,8 @@ pub mod sender;
 pub mod state_log;
 pub mod sweep_loop;
 pub mod switch_sampler;
+#[cfg(test)]
+mod test_collector;
 
 use analyze::History;
 use analyze::{ModeChoice, Symptom};

@@ -122,31 +122,7 @@ fn run(dir: PathBuf, target: &CollectorTarget, control: &Control, log: fn(&str))
             }
         }
         if retry_at.is_none_or(|at| Instant::now() >= at) {
-            retry_at = None;
-            while let Some(body) = queue.front() {
-                match post(&client, &url, &target.token, body) {
-                    Delivery::Delivered => {
-                        queue.pop_front();
-                        if let Some(was) = failing.take() {
-                            log(&format!("nccl: posting again (after: {was})"));
-                        }
-                    }
-                    Delivery::Refused(why) => {
-                        queue.pop_front();
-                        log(&format!(
-                            "nccl: the collector refused a post for good: {why}"
-                        ));
-                    }
-                    Delivery::Retry(why) => {
-                        if failing.as_ref() != Some(&why) {
-                            log(&format!("nccl: cannot post now ({why}); trying again"));
-                            failing = Some(why);
-                        }
-                        retry_at = Some(Instant::now() + POST_EVERY);
-                        break;
-                    }
-                }
-            }
+            retry_at = send_queued(&client, &url, &target.token, &mut queue, &mut failing, log);
         }
         let wait = if watcher.open_records() > 0 {
             POLL_BUSY
@@ -156,5 +132,109 @@ fn run(dir: PathBuf, target: &CollectorTarget, control: &Control, log: fn(&str))
         if control.sleep(wait) {
             return;
         }
+    }
+}
+
+/// Posts the queued bodies, oldest first, until the collector cannot take one now: then
+/// says when to try again ([`POST_EVERY`] later), `None` once the queue is empty. A body
+/// refused for good is dropped. `failing` holds the trouble logged last, so that it is
+/// logged when it starts and when it ends, not at every try.
+fn send_queued(
+    client: &ureq::Agent,
+    url: &str,
+    token: &str,
+    queue: &mut VecDeque<Vec<u8>>,
+    failing: &mut Option<String>,
+    log: fn(&str),
+) -> Option<Instant> {
+    while let Some(body) = queue.front() {
+        match post(client, url, token, body) {
+            Delivery::Delivered => {
+                queue.pop_front();
+                if let Some(was) = failing.take() {
+                    log(&format!("nccl: posting again (after: {was})"));
+                }
+            }
+            Delivery::Refused(why) => {
+                queue.pop_front();
+                log(&format!(
+                    "nccl: the collector refused a post for good: {why}"
+                ));
+            }
+            Delivery::Retry(why) => {
+                if failing.as_ref() != Some(&why) {
+                    log(&format!("nccl: cannot post now ({why}); trying again"));
+                    *failing = Some(why);
+                }
+                return Some(Instant::now() + POST_EVERY);
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_collector::answering;
+    use std::sync::Mutex;
+
+    static LOGGED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+    fn log(line: &str) {
+        LOGGED.lock().unwrap().push(line.to_string());
+    }
+
+    #[test]
+    fn queued_posts_go_oldest_first_and_wait_when_the_collector_cannot_take_them() {
+        let client = fleet_api::post::client(ureq::tls::TlsConfig::default());
+        let mut queue: VecDeque<Vec<u8>> = [b"1".to_vec(), b"2".to_vec()].into();
+        let mut failing = None;
+        let send = |addr, queue: &mut VecDeque<Vec<u8>>, failing: &mut Option<String>| {
+            let url = format!("http://{addr}{PATH}");
+            send_queued(&client, &url, "t", queue, failing, log)
+        };
+
+        // Nobody listening: both kept, tried again a while later; the trouble logged once,
+        // however often it recurs.
+        let down = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let before = Instant::now();
+        let retry = send(down, &mut queue, &mut failing);
+        assert!(
+            retry.is_some_and(|at| at >= before + POST_EVERY),
+            "{retry:?}"
+        );
+        assert!(send(down, &mut queue, &mut failing).is_some());
+        assert_eq!(queue.len(), 2);
+
+        // A collector that takes one post: the oldest goes, the newer waits again.
+        let retry = send(answering("200 OK", "{}"), &mut queue, &mut failing);
+        assert!(retry.is_some());
+        assert_eq!(queue, [b"2".to_vec()]);
+
+        // Back for good: delivered, the queue empty, nothing to retry.
+        let retry = send(answering("200 OK", "{}"), &mut queue, &mut failing);
+        assert_eq!(retry, None);
+        assert!(queue.is_empty() && failing.is_none());
+
+        // Refused for good: dropped, nothing to retry.
+        queue.push_back(b"3".to_vec());
+        let retry = send(
+            answering("422 Unprocessable Entity", r#"{"error": "bad"}"#),
+            &mut queue,
+            &mut failing,
+        );
+        assert_eq!(retry, None);
+        assert!(queue.is_empty());
+
+        // Each trouble when it started, each recovery once.
+        let logged = LOGGED.lock().unwrap();
+        let count = |words: &str| logged.iter().filter(|l| l.contains(words)).count();
+        assert_eq!(count("cannot post now"), 2, "{logged:?}");
+        assert_eq!(count("posting again"), 2, "{logged:?}");
+        assert_eq!(count("refused a post for good"), 1, "{logged:?}");
     }
 }
