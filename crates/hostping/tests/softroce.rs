@@ -1047,7 +1047,8 @@ fn job_verdict_on_soft_roce() {
     assert_eq!(loss["pairs"][0]["network_status"], "abnormal", "{loss:#}");
 
     // node01 starved: the host, named first; the pair's slowness is its noise, not the
-    // network's. node02 shares the guest's two vCPUs with the starved agent's cgroup, and
+    // network's. A window whose node01 check did not see the starvation measured no starved
+    // host and is run again (job-agents.sh, `unfelt`). node02 shares the guest's two vCPUs with the starved agent's cgroup, and
     // its own check once found a path abnormal in this window (a fresh-clone run of
     // 2026-11-30; alone it passed): named, it must come after node01.
     let host = window("host", 1, "host");
